@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// The built CLI; `npm ci` builds it (the prepare script). Output to a closed pipe (`| head`) is not an error.
+process.stdout.on('error', (error) => {
+  if (error.code === 'EPIPE') process.exit(0);
+});
+const { main } = await import('../dist/src/cli/main.js');
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,53 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { isDefinitionFile, listDefinitionFiles } from '../compiler/load.js';
+import { validate, type WorkflowDefinition } from '../compiler/validate.js';
+import { formatDiagnostics } from '../compiler/format/index.js';
+import { SubjectError, UsageError, type Io } from './io.js';
+
+/** Paths as the user sees them: relative to the working directory when inside it. */
+export function displayPath(io: Io, path: string): string {
+  const abs = resolve(io.cwd, path);
+  const rel = relative(io.cwd, abs);
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? abs : rel;
+}
+
+export function readSourceTexts(result: { diagnostics: { file: string }[] }, io: Io): Map<string, string> {
+  const texts = new Map<string, string>();
+  for (const d of result.diagnostics) {
+    if (texts.has(d.file)) continue;
+    try {
+      texts.set(d.file, readFileSync(resolve(io.cwd, d.file), 'utf8'));
+    } catch {
+      /* no snippet for a file that cannot be read again */
+    }
+  }
+  return texts;
+}
+
+/**
+ * A definition named by file path or by workflow name, validated together with the definitions folder so
+ * cross-file rules (start targets, duplicate names) hold. Throws SubjectError with the diagnostics when
+ * the definition is not valid.
+ */
+export function resolveDefinition(io: Io, target: string, definitionsDir: string): WorkflowDefinition {
+  const dir = resolve(io.cwd, definitionsDir);
+  const folderFiles = existsSync(dir) && statSync(dir).isDirectory() ? listDefinitionFiles(dir) : [];
+  const asFile = resolve(io.cwd, target);
+  const isFile = existsSync(asFile) && statSync(asFile).isFile();
+  if (!isFile && (isDefinitionFile(target) || target.includes('/'))) throw new UsageError(`no such file: ${target}`);
+  const files = isFile && !folderFiles.includes(asFile) ? [...folderFiles, asFile] : folderFiles;
+  const sources = files.map((f) => ({ path: displayPath(io, f), content: readFileSync(f) }));
+  const result = validate(sources);
+  const wanted = isFile ? displayPath(io, asFile) : undefined;
+  const definition = result.definitions.find((d) => (wanted ? d.file === wanted : d.name === target));
+  if (definition) return definition;
+  const mine = result.diagnostics.filter((d) => (wanted ? d.file === wanted : result.checked.some((c) => c.file === d.file && c.name === target)));
+  if (mine.length > 0) {
+    const report = { diagnostics: mine, files: 1, errors: mine.filter((d) => d.severity === 'error').length, warnings: mine.filter((d) => d.severity === 'warning').length };
+    throw new SubjectError(formatDiagnostics(report, 'text', { sources: readSourceTexts(report, io) }).trimEnd());
+  }
+  if (isFile) throw new SubjectError(`${wanted}: not a valid definition`);
+  const known = result.definitions.map((d) => d.name);
+  throw new SubjectError(`no workflow named "${target}" in ${definitionsDir}${known.length > 0 ? ` (known: ${known.join(', ')})` : ''}`);
+}

@@ -1,0 +1,63 @@
+import * as compileCommand from './commands/compile.js';
+import * as demoCommand from './commands/demo.js';
+import * as graphCommand from './commands/graph.js';
+import * as validateCommand from './commands/validate.js';
+import { EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
+import { version } from './version.js';
+
+interface Command {
+  usage: string;
+  help: string;
+  run(argv: string[], io: Io): number | Promise<number>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  validate: validateCommand,
+  compile: compileCommand,
+  graph: graphCommand,
+  demo: demoCommand,
+};
+
+const HELP = `braid ${version}: declarative workflows for TypeScript teams, run on Postgres.
+
+Usage: braid <command> [options]
+
+Commands:
+${Object.values(COMMANDS)
+  .map((c) => `  ${c.usage}`)
+  .join('\n')}
+
+Run \`braid <command> --help\` for a command's options.
+Exit status: 0 success, 1 the subject failed, 2 usage, 3 internal or connection error.
+`;
+
+/** Runs one CLI invocation and returns its exit code; never throws. */
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  const [name, ...rest] = argv;
+  try {
+    if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+      io.stdout(HELP);
+      return name === undefined ? EXIT.usage : EXIT.ok;
+    }
+    if (name === '--version' || name === '-v') {
+      io.stdout(`${version}\n`);
+      return EXIT.ok;
+    }
+    const command = COMMANDS[name];
+    if (!command) throw new UsageError(`unknown command "${name}" (commands: ${Object.keys(COMMANDS).join(', ')})`);
+    return await command.run(rest, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`braid: ${error.message}\n`);
+      return EXIT.usage;
+    }
+    if (error instanceof SubjectError) {
+      io.stderr(`${error.message}\n`);
+      return EXIT.failed;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr(`braid: internal error: ${message}\n`);
+    if (process.env.BRAID_DEBUG && error instanceof Error) io.stderr(`${error.stack}\n`);
+    return EXIT.internal;
+  }
+}

@@ -1,0 +1,93 @@
+import { Environment } from '@marcbachmann/cel-js';
+import type { CelType } from './types.js';
+
+/**
+ * Each templated field is evaluated at one moment with one set of names (SPEC: "Templates"). A context
+ * names that moment; its variables are declared once per definition, typed from the inputs schema.
+ */
+export type CelContext =
+  | 'template' // args, metadata, scheduled_at, timer at, for_each, key: at start
+  | 'template_item' // the same inside a for_each task: adds item, index
+  | 'start' // start.for_each, start.inputs: when the start task runs
+  | 'start_item' // start.inputs under start.for_each
+  | 'ids' // workflows.ids: when the wait becomes active
+  | 'output' // workflow output: at completion
+  | 'generic' // generic wait term expr
+  | 'where' // signal term predicate, over one signal row
+  | 'expr'; // wait.expr: term names only
+
+export const TIMESTAMP = 'google.protobuf.Timestamp';
+
+/** Names whose keys are checked against what the definition declares (deps, tasks, signals, timers, workflows terms). */
+export type RefKind = 'deps' | 'tasks' | 'signals' | 'timers' | 'workflows';
+
+export const CONTEXT_REFS: Record<CelContext, readonly RefKind[]> = {
+  template: [],
+  template_item: [],
+  start: ['deps'],
+  start_item: ['deps'],
+  ids: ['deps'],
+  output: ['tasks'],
+  generic: ['deps', 'signals', 'timers', 'workflows'],
+  where: [],
+  expr: [],
+};
+
+export function contextVariables(context: CelContext, inputs: CelType): Record<string, CelType> {
+  const workflowAtStart: CelType = { id: 'string', name: 'string', created_at: TIMESTAMP };
+  const base = { inputs, workflow: workflowAtStart };
+  const withItem = { item: 'dyn', index: 'int' };
+  const deps = { deps: 'map<string, dyn>' };
+  switch (context) {
+    case 'template':
+      return base;
+    case 'template_item':
+      return { ...base, ...withItem };
+    case 'start':
+    case 'ids':
+      return { ...base, ...deps };
+    case 'start_item':
+      return { ...base, ...deps, ...withItem };
+    case 'output':
+      return { ...base, tasks: 'map<string, dyn>' };
+    case 'generic':
+      return {
+        ...deps,
+        signals: 'map<string, list<dyn>>',
+        timers: 'map<string, dyn>',
+        workflows: 'map<string, dyn>',
+        workflow: { id: 'string', name: 'string', attempt: 'int', inputs, created_at: TIMESTAMP },
+      };
+    case 'where':
+      return { payload: 'dyn', source: 'dyn', key: 'string', id: 'int', attempt: 'int', created_at: TIMESTAMP };
+    case 'expr':
+      return {};
+  }
+}
+
+const OPTIONS = { homogeneousAggregateLiterals: false } as const;
+
+function declare(env: Environment, name: string, type: CelType): void {
+  if (typeof type === 'string') env.registerVariable(name, type);
+  else env.registerVariable({ name, schema: type });
+}
+
+/** A type-checking environment for one context of one definition (typed inputs). */
+export function checkEnvironment(context: CelContext, inputs: CelType, extra: Record<string, CelType> = {}): Environment {
+  const env = new Environment(OPTIONS);
+  for (const [name, type] of Object.entries({ ...contextVariables(context, inputs), ...extra })) declare(env, name, type);
+  return env;
+}
+
+let evalEnv: Environment | undefined;
+
+/**
+ * The evaluation environment: every variable dyn, so plain JSON (and BigInt ints) can be passed in. An
+ * expression is only evaluated after it type-checked in its context, so the types already hold.
+ */
+export function evaluationEnvironment(): Environment {
+  if (!evalEnv) {
+    evalEnv = new Environment({ ...OPTIONS, unlistedVariablesAreDyn: true });
+  }
+  return evalEnv;
+}

@@ -1,0 +1,81 @@
+import { evaluationEnvironment } from './environments.js';
+import { scanTemplates, singleTemplate, unescapeLiteral } from './templates.js';
+import { fromCelValue } from './types.js';
+
+type Program = (context: Record<string, unknown>) => unknown;
+
+const programs = new Map<string, Program>();
+const MAX_CACHED = 50_000;
+
+/** A parsed program per expression text; the evaluation environment is shared, so the cache is too. */
+export function program(expr: string): Program {
+  let p = programs.get(expr);
+  if (!p) {
+    if (programs.size >= MAX_CACHED) programs.clear();
+    p = evaluationEnvironment().parse(expr) as unknown as Program;
+    programs.set(expr, p);
+  }
+  return p;
+}
+
+/** Evaluates one expression and returns a JSON value. Throws (with a CEL message) on runtime errors. */
+export function evaluateExpression(expr: string, context: Record<string, unknown>): unknown {
+  return fromCelValue(program(expr)(context));
+}
+
+/** Raw CEL value (for booleans and comparisons in the runtime, where no JSON conversion is wanted). */
+export function evaluateRaw(expr: string, context: Record<string, unknown>): unknown {
+  return program(expr)(context);
+}
+
+export class TemplateError extends Error {
+  constructor(
+    message: string,
+    /** The JSON path (inside the templated value) of the string that failed. */
+    readonly path: (string | number)[],
+    /** The span of the failing template inside that string. */
+    readonly span: [number, number],
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Renders every `${{ }}` in a value. A string that is exactly one template takes the expression's value
+ * (and type); otherwise each template is rendered into the text (strings as is, other values as JSON).
+ */
+export function renderTemplates(value: unknown, context: Record<string, unknown>, path: (string | number)[] = []): unknown {
+  if (typeof value === 'string') return renderString(value, context, path);
+  if (Array.isArray(value)) return value.map((v, i) => renderTemplates(v, context, [...path, i]));
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = renderTemplates(v, context, [...path, k]);
+    return out;
+  }
+  return value;
+}
+
+function renderString(s: string, context: Record<string, unknown>, path: (string | number)[]): unknown {
+  if (!s.includes('${{')) return s;
+  const scan = scanTemplates(s);
+  const { spans } = scan;
+  const evaluate = (i: number): unknown => {
+    const span = spans[i];
+    try {
+      return evaluateExpression(span.expr, context);
+    } catch (error) {
+      const summary = (error as { summary?: string }).summary ?? String((error as Error).message ?? error).split('\n')[0];
+      throw new TemplateError(summary, path, [span.exprStart, span.exprStart + span.expr.length]);
+    }
+  };
+  if (singleTemplate(s, scan)) return evaluate(0);
+  let out = '';
+  let last = 0;
+  spans.forEach((span, i) => {
+    out += unescapeLiteral(s.slice(last, span.start));
+    const v = evaluate(i);
+    out += typeof v === 'string' ? v : JSON.stringify(v);
+    last = span.end;
+  });
+  return out + unescapeLiteral(s.slice(last));
+}

@@ -1,0 +1,200 @@
+import type { Environment } from '@marcbachmann/cel-js';
+import { didYouMean, type Rule } from '../diagnostics.js';
+import { taskPath, termPath, type Definition, type TaskDef, type WaitDef } from '../model.js';
+import { nodeAt, type Path, type Reporter } from '../source.js';
+import { checkCel, isNode, walk, type CelProblem, type KnownRefs } from './check.js';
+import { checkEnvironment, type CelContext } from './environments.js';
+import { scalarOffsets } from './scalar-offsets.js';
+import { scanTemplates, singleTemplate } from './templates.js';
+import { inputsType, type CelType } from './types.js';
+
+type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids';
+
+/** Pass 4: every template and every wait expression parsed and type-checked in its own context. */
+export function checkDefinitionCel(def: Definition, reporter: Reporter): void {
+  new CelPass(def, reporter).run();
+}
+
+class CelPass {
+  private readonly inputs: CelType;
+  private readonly envs = new Map<CelContext, Environment>();
+  private readonly taskNames: string[];
+
+  constructor(
+    private readonly def: Definition,
+    private readonly reporter: Reporter,
+  ) {
+    this.inputs = inputsType(def.inputs);
+    this.taskNames = def.tasks.map((t) => t.name);
+  }
+
+  run(): void {
+    for (const task of this.def.tasks) this.task(task);
+    if (this.def.output !== undefined) this.templates(this.def.output, ['output'], 'output', { tasks: this.taskNames });
+  }
+
+  private env(context: CelContext): Environment {
+    let env = this.envs.get(context);
+    if (!env) {
+      env = checkEnvironment(context, this.inputs);
+      this.envs.set(context, env);
+    }
+    return env;
+  }
+
+  private task(task: TaskDef): void {
+    const atStart: CelContext = task.for_each !== undefined ? 'template_item' : 'template';
+    if (task.args) this.templates(task.args, taskPath(task, 'args'), atStart, {});
+    if (task.metadata) this.templates(task.metadata, taskPath(task, 'metadata'), atStart, {});
+    if (task.scheduled_at !== undefined) this.templates(task.scheduled_at, taskPath(task, 'scheduled_at'), atStart, {}, 'time');
+    if (typeof task.for_each === 'string') this.templates(task.for_each, taskPath(task, 'for_each'), 'template', {}, 'list');
+    else if (Array.isArray(task.for_each)) this.templates(task.for_each, taskPath(task, 'for_each'), 'template', {});
+    if (task.key !== undefined) this.templates(task.key, taskPath(task, 'key'), 'template_item', {}, 'key');
+    if (task.start) {
+      const deps = { deps: task.deps };
+      const fe = task.start.for_each;
+      if (typeof fe === 'string') this.templates(fe, taskPath(task, 'start', 'for_each'), 'start', deps, 'list');
+      else if (Array.isArray(fe)) this.templates(fe, taskPath(task, 'start', 'for_each'), 'start', deps);
+      if (task.start.inputs) this.templates(task.start.inputs, taskPath(task, 'start', 'inputs'), fe !== undefined ? 'start_item' : 'start', deps);
+    }
+    if (task.wait) this.wait(task, task.wait, atStart);
+  }
+
+  private wait(task: TaskDef, wait: WaitDef, atStart: CelContext): void {
+    const known: KnownRefs = {
+      deps: task.deps,
+      signals: [...wait.signals, ...wait.terms.flatMap((t) => (t.signal !== undefined ? [t.signal] : []))],
+      timers: [...wait.timers.map((t) => t.name), ...wait.terms.filter((t) => t.timer).map((t) => t.name)],
+      workflows: wait.terms.filter((t) => t.workflows).map((t) => t.name),
+    };
+    for (const timer of wait.timers) {
+      if (timer.at !== undefined) this.templates(timer.at, taskPath(task, 'wait', 'timers', timer.name, 'at'), atStart, {}, 'time');
+    }
+    for (const term of wait.terms) {
+      const path = termPath(task, term);
+      if (term.where !== undefined) this.raw(term.where, [...path, 'where'], 'where', {}, 'bool');
+      if (term.expr !== undefined) this.raw(term.expr, [...path, 'expr'], 'generic', known, 'bool');
+      if (term.timer?.at !== undefined) this.templates(term.timer.at, [...path, 'timer', 'at'], atStart, {}, 'time');
+      const ids = term.workflows?.ids;
+      if (typeof ids === 'string') this.templates(ids, [...path, 'workflows', 'ids'], 'ids', { deps: task.deps }, 'ids');
+    }
+    if (wait.expr !== undefined) this.waitExpr(task, wait);
+  }
+
+  /** wait.expr: term names combined with &&, ||, ! and parentheses; unreferenced terms are warned about. */
+  private waitExpr(task: TaskDef, wait: WaitDef): void {
+    const path = taskPath(task, 'wait', 'expr');
+    const names = wait.terms.map((t) => t.name);
+    const env = checkEnvironment('expr', this.inputs, Object.fromEntries(names.map((n) => [n, 'bool'])));
+    let ast;
+    try {
+      ast = (env.parse(wait.expr!) as unknown as { ast: Parameters<typeof walk>[0] }).ast;
+    } catch {
+      this.raw(wait.expr!, path, 'expr', {}, 'bool', env);
+      return;
+    }
+    const used = new Set<string>();
+    const problems: CelProblem[] = [];
+    walk(ast, (node) => {
+      if (node.op === 'id') {
+        const name = String(node.args);
+        used.add(name);
+        if (!names.includes(name)) {
+          const guess = didYouMean(name, names);
+          problems.push({
+            rule: 'unknown-term',
+            message: `"${name}" is not a term of this wait (terms: ${names.join(', ') || 'none'})`,
+            start: node.start,
+            end: node.end,
+            hint: guess ? `did you mean "${guess}"?` : 'expr combines term names; put other logic in a term of its own',
+          });
+        }
+      } else if (!['&&', '||', '!_'].includes(node.op) && !(node.op === 'value' && typeof node.args === 'boolean')) {
+        problems.push({
+          rule: 'wait-shape',
+          message: `expr may only combine term names with &&, || and !`,
+          start: node.start,
+          end: node.end,
+          hint: 'move comparisons and other logic into a term (expr:, signal: with where:, ...)',
+        });
+      }
+    });
+    if (problems.length > 0) this.reportProblems(path, 0, [problems[0], ...problems.slice(1).filter((p) => p.rule === 'unknown-term')]);
+    for (const term of wait.terms) {
+      if (!used.has(term.name)) {
+        this.reporter.report('unused-term', `term "${term.name}" of task "${task.name}" is not used in expr`, { path: termPath(task, term), at: 'key' });
+      }
+    }
+    if (isNode(ast) && problems.length === 0) this.raw(wait.expr!, path, 'expr', {}, 'bool', env);
+  }
+
+  /** Every string in a value, with its `${{ }}` templates checked. */
+  private templates(value: unknown, path: Path, context: CelContext, known: KnownRefs, expect: Expect = 'any'): void {
+    if (typeof value === 'string') {
+      const scan = scanTemplates(value);
+      if (scan.unclosedAt !== undefined) {
+        this.reportProblems(path, 0, [{ rule: 'cel-syntax', message: 'unclosed template: "${{" without "}}"', start: scan.unclosedAt, end: scan.unclosedAt + 3 }]);
+        return;
+      }
+      const single = singleTemplate(value, scan) !== undefined;
+      for (const span of scan.spans) {
+        if (span.expr.trim() === '') {
+          this.reportProblems(path, 0, [{ rule: 'cel-syntax', message: 'empty template', start: span.start, end: span.end }]);
+          continue;
+        }
+        this.raw(span.expr, path, context, known, single ? expect : 'any', undefined, span.exprStart);
+      }
+      return;
+    }
+    if (Array.isArray(value)) value.forEach((v, i) => this.templates(v, [...path, i], context, known));
+    else if (typeof value === 'object' && value !== null) {
+      for (const [k, v] of Object.entries(value)) this.templates(v, [...path, k], context, known);
+    }
+  }
+
+  /** One CEL expression found at `offset` inside the string value at `path`. */
+  private raw(expr: string, path: Path, context: CelContext, known: KnownRefs, expect: Expect, env?: Environment, offset = 0): void {
+    const result = checkCel(env ?? this.env(context), expr, context, known);
+    if (result.problems.length > 0) {
+      this.reportProblems(path, offset, result.problems);
+      return;
+    }
+    const mismatch = typeMismatch(result.type ?? 'dyn', expect);
+    if (mismatch) {
+      const start = expr.length - expr.trimStart().length;
+      this.reportProblems(path, offset, [{ rule: mismatch.rule, message: `${mismatch.message}, got ${result.type}`, start, end: expr.trimEnd().length }]);
+    }
+  }
+
+  private reportProblems(path: Path, offset: number, problems: CelProblem[]): void {
+    const file = this.reporter.file;
+    const offsets = file.doc ? scalarOffsets(nodeAt(file.doc, path), file.text) : undefined;
+    for (const p of problems) {
+      const s = offset + p.start;
+      const e = offset + p.end;
+      if (!offsets) {
+        this.reporter.report(p.rule, p.message, { path }, p.hint);
+        continue;
+      }
+      const from = offsets[Math.min(s, offsets.length - 1)];
+      const to = e > s ? offsets[Math.min(e - 1, offsets.length - 1)] + 1 : from + 1;
+      this.reporter.report(p.rule, p.message, { path, span: [from, Math.max(to, from + 1)] }, p.hint);
+    }
+  }
+}
+
+function typeMismatch(type: string, expect: Expect): { rule: Rule; message: string } | undefined {
+  if (type === 'dyn' || expect === 'any') return undefined;
+  switch (expect) {
+    case 'bool':
+      return type === 'bool' ? undefined : { rule: 'cel-type', message: 'the expression must return a bool' };
+    case 'list':
+      return type.startsWith('list') ? undefined : { rule: 'for-each', message: 'for_each must yield a list' };
+    case 'ids':
+      return type.startsWith('list') || type === 'string' ? undefined : { rule: 'cel-type', message: 'ids must yield a list of workflow ids' };
+    case 'key':
+      return type === 'string' || type === 'int' ? undefined : { rule: 'cel-type', message: 'key must yield a string or an int' };
+    case 'time':
+      return type === 'string' || type === 'google.protobuf.Timestamp' ? undefined : { rule: 'cel-type', message: 'a time must yield a timestamp or an RFC 3339 string' };
+  }
+}

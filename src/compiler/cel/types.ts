@@ -1,0 +1,104 @@
+/** A CEL type as @marcbachmann/cel-js declares it: a type name, or a schema of named fields. */
+export type CelType = string | { [field: string]: CelType };
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const RESERVED = new Set([
+  'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import',
+  'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while',
+]);
+
+export function isCelIdentifier(name: string): boolean {
+  return IDENT.test(name) && !RESERVED.has(name);
+}
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * The CEL type templates see for a JSON Schema: integer -> int, number -> double, string, boolean -> bool,
+ * array -> list, object with properties -> checked fields. Anything the schema leaves open is dyn.
+ */
+export function celTypeOfSchema(schema: unknown, depth = 0): CelType {
+  if (typeof schema !== 'object' || schema === null || depth > 32) return 'dyn';
+  const s = schema as JsonSchema;
+  switch (s.type) {
+    case 'integer':
+      return 'int';
+    case 'number':
+      return 'double';
+    case 'string':
+      return 'string';
+    case 'boolean':
+      return 'bool';
+    case 'array': {
+      const item = celTypeOfSchema(s.items, depth + 1);
+      return typeof item === 'string' ? `list<${item}>` : 'list<dyn>';
+    }
+    case 'object': {
+      const props = s.properties;
+      if (typeof props !== 'object' || props === null || Array.isArray(props)) return 'map<string, dyn>';
+      const names = Object.keys(props);
+      if (names.length === 0 || !names.every(isCelIdentifier)) return 'map<string, dyn>';
+      const fields: Record<string, CelType> = {};
+      for (const name of names) fields[name] = celTypeOfSchema((props as JsonSchema)[name], depth + 1);
+      return fields;
+    }
+    default:
+      return 'dyn';
+  }
+}
+
+/** The inputs variable's type: with no inputs schema, anything goes. */
+export function inputsType(inputsSchema: unknown): CelType {
+  if (inputsSchema === undefined) return 'map<string, dyn>';
+  const t = celTypeOfSchema(inputsSchema);
+  return t === 'dyn' ? 'map<string, dyn>' : t;
+}
+
+/**
+ * Brings JSON values into the CEL value space: numbers at int-typed positions become BigInt (CEL ints);
+ * every other JSON number stays a double.
+ */
+export function toCelValue(value: unknown, type: CelType): unknown {
+  if (value === null || value === undefined) return value;
+  if (typeof type === 'string') {
+    if (type === 'int') return typeof value === 'number' && Number.isInteger(value) ? BigInt(value) : value;
+    const list = /^list<(.+)>$/.exec(type);
+    if (list && Array.isArray(value)) return list[1] === 'dyn' ? value : value.map((v) => toCelValue(v, list[1]));
+    return value;
+  }
+  if (typeof value !== 'object' || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+  for (const [field, fieldType] of Object.entries(type)) if (field in out) out[field] = toCelValue(out[field], fieldType);
+  return out;
+}
+
+/** Brings a CEL result back to JSON: ints to numbers, timestamps to RFC 3339, maps to objects. */
+export function fromCelValue(value: unknown): unknown {
+  if (typeof value === 'bigint') {
+    if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) {
+      throw new RangeError(`integer ${value} does not fit in a JSON number exactly`);
+    }
+    return Number(value);
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new RangeError(`${value} is not a JSON number`);
+    return value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  if (Array.isArray(value)) return value.map(fromCelValue);
+  if (value instanceof Map) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of value) out[String(k)] = fromCelValue(v);
+    return out;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = fromCelValue(v);
+    return out;
+  }
+  // CEL durations and types print as their CEL text form
+  return String(value);
+}

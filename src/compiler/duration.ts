@@ -1,0 +1,17 @@
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const SHORT = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d))+$/;
+const SHORT_PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
+const ISO = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$/;
+
+/** Milliseconds of `250ms`, `30s`, `1h30m`, `7d` or ISO 8601 `PT30M`; undefined when it is not a duration. */
+export function parseDuration(text: string): number | undefined {
+  if (SHORT.test(text)) {
+    let ms = 0;
+    for (const m of text.matchAll(SHORT_PART)) ms += Number(m[1]) * UNIT_MS[m[2]];
+    return Math.round(ms);
+  }
+  const iso = ISO.exec(text);
+  if (!iso || text === 'P' || text.endsWith('T')) return undefined;
+  const [, w, d, h, m, s] = iso.map((x) => (x === undefined ? 0 : Number(x)));
+  return Math.round(((((w * 7 + d) * 24 + h) * 60 + m) * 60 + s) * 1000);
+}

@@ -1,0 +1,31 @@
+import type { Rule } from '../diagnostics.js';
+
+/** One line per rule, for SARIF rule metadata and `braid validate --help`. */
+export const RULE_DESCRIPTIONS: Record<Rule, string> = {
+  'yaml-syntax': 'The file is not well-formed YAML or JSON (or not UTF-8 text).',
+  'duplicate-key': 'A mapping holds the same key twice (including duplicate task names).',
+  'yaml-alias-limit': 'Aliases expand to too many nodes (an alias bomb).',
+  schema: 'The definition does not match the workflow schema (type, required key, enum, range, ...).',
+  'unknown-key': 'A key the schema does not know.',
+  'invalid-name': 'A workflow, task, term, timer or signal name that does not match its pattern.',
+  'duplicate-workflow': 'Two files define a workflow with the same name.',
+  'file-name': 'The file name differs from the workflow name.',
+  'unknown-dep': 'A dependency names a task that does not exist.',
+  'self-dep': 'A task depends on itself.',
+  cycle: 'Dependencies form a cycle.',
+  'invalid-duration': 'A duration that is not 250ms, 30s, 15m, 2h, 7d or ISO 8601.',
+  'invalid-timestamp': 'A time that is not RFC 3339.',
+  'cel-syntax': 'A CEL expression or ${{ }} template that does not parse.',
+  'cel-type': 'A CEL expression whose types do not fit (or that must return a bool and does not).',
+  'cel-unknown-ref': 'A CEL reference to an undeclared input, dep, signal key, timer or task.',
+  'unknown-term': 'wait.expr names something that is not a term of the wait.',
+  'unused-term': 'A wait term that expr never uses.',
+  'timer-anchor': 'after_task_finalized names a task that is not a direct dep.',
+  'wait-shape': 'A wait or term of the wrong shape (several kinds, several terms without expr, ...).',
+  'for-each': 'for_each (or key) misused, or for_each does not yield a list.',
+  'unknown-workflow': 'start names a workflow that is not defined.',
+  'unknown-group': 'A workflows term waits on a group that no direct dep starts.',
+  'input-limit': 'The file is too large or too deeply nested.',
+  'inputs-schema': 'The inputs block is not a valid JSON Schema.',
+  'invalid-inputs': 'Start inputs do not match the inputs schema, or for_each keys are invalid or repeated.',
+};

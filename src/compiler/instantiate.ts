@@ -1,0 +1,271 @@
+import type { ValidateFunction } from 'ajv';
+import { pointer, type Diagnostic, type Rule } from './diagnostics.js';
+import { renderTemplates, TemplateError } from './cel/evaluate.js';
+import { hasTemplate } from './cel/templates.js';
+import { inputsType, toCelValue } from './cel/types.js';
+import { scalarOffsets } from './cel/scalar-offsets.js';
+import { definitionHash as definitionHashOf, START_KIND, type NormalizedDefinition, type NormalizedTask, type NormalizedTimer, type NormalizedWait } from './normalize.js';
+import type { Plan, PlanTask, PlanWait } from './plan.js';
+import { isTimestamp } from './rules/tasks.js';
+import { makeUserSchemaAjv } from './schemas.js';
+import { locate, makeDiagnostic, nodeAt, type SourceFile } from './source.js';
+import { topologicalOrder } from './topo.js';
+import { ulid } from './ulid.js';
+import type { WorkflowDefinition } from './validate.js';
+
+export interface CompileOptions {
+  /** The workflow id; a new ULID by default. */
+  id?: string;
+  /** The creation time everything relative is measured from; the current time by default. */
+  now?: Date | string;
+}
+
+/** Compilation failed: the inputs do not fit the definition. Carries one diagnostic per problem. */
+export class CompileError extends Error {
+  constructor(readonly diagnostics: Diagnostic[]) {
+    super(diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message} [${d.rule}]`).join('\n'));
+    this.name = 'CompileError';
+  }
+}
+
+const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+const inputValidators = new WeakMap<object, ValidateFunction>();
+
+/**
+ * Passes 5-6: inputs checked against the inputs schema (defaults applied), templates evaluated with their
+ * types kept, for_each expanded, and the plan laid out in topological order. Deterministic: the same
+ * definition, inputs, id and now give byte-identical JSON.
+ */
+export function compile(definition: WorkflowDefinition | NormalizedDefinition, inputs: unknown = {}, options: CompileOptions = {}): Plan {
+  const normalized = 'normalized' in definition ? definition.normalized : definition;
+  const source = 'source' in definition ? definition.source : undefined;
+  const hash = 'hash' in definition ? definition.hash : undefined;
+  const problems = new Problems(source ?? { path: `<${normalized.name}>` });
+  const now = resolveNow(options.now);
+  const checkedInputs = checkInputs(normalized, inputs, problems);
+  problems.throwIfAny();
+
+  const workflow = { id: options.id ?? ulid(now.getTime()), name: normalized.name, created_at: now };
+  const celInputs = toCelValue(checkedInputs, inputsType(normalized.inputs));
+  const context = { inputs: celInputs, workflow };
+  const expansions = new Map<string, string[]>();
+  const tasks: PlanTask[] = [];
+  for (const task of normalized.tasks) {
+    const items = expand(task, context, problems);
+    if (items === undefined) {
+      expansions.set(task.name, []);
+      continue;
+    }
+    const names: string[] = [];
+    const seenKeys = new Map<string, number>();
+    items.forEach((item, index) => {
+      const itemContext = item === NO_ITEM ? context : { ...context, item: item.value, index: BigInt(index) };
+      let key: string | null = null;
+      if (item !== NO_ITEM && task.key !== undefined) {
+        key = renderKey(task, itemContext, index, seenKeys, problems);
+        if (key === null) return;
+      }
+      const name = item === NO_ITEM ? task.name : `${task.name}[${key ?? index}]`;
+      const planTask = instantiateTask(task, name, item === NO_ITEM ? null : index, key, itemContext, now, problems);
+      if (planTask) {
+        tasks.push(planTask);
+        names.push(name);
+      }
+    });
+    expansions.set(task.name, names);
+  }
+  problems.throwIfAny();
+  for (const t of tasks) t.deps = t.deps.flatMap((dep) => expansions.get(dep) ?? []);
+
+  return {
+    format: 1,
+    workflow: {
+      id: workflow.id,
+      name: normalized.name,
+      definition: { name: normalized.name, hash: hash ?? definitionHashOf(normalized) },
+      inputs: checkedInputs,
+      output: normalized.output ?? null,
+      created_at: now.toISOString(),
+    },
+    tasks: topologicalOrder(tasks),
+  };
+}
+
+const NO_ITEM = Symbol('no for_each');
+type Item = typeof NO_ITEM | { value: unknown };
+
+function resolveNow(now: Date | string | undefined): Date {
+  const d = now === undefined ? new Date() : new Date(now);
+  if (Number.isNaN(d.getTime())) throw new RangeError(`invalid "now": ${String(now)}`);
+  return d;
+}
+
+function checkInputs(def: NormalizedDefinition, inputs: unknown, problems: Problems): unknown {
+  const copy = inputs === undefined ? {} : structuredClone(inputs);
+  if (def.inputs === undefined) return copy;
+  let validate = inputValidators.get(def.inputs);
+  if (!validate) {
+    validate = makeUserSchemaAjvWithDefaults().compile(def.inputs);
+    inputValidators.set(def.inputs, validate);
+  }
+  if (!validate(copy)) {
+    for (const e of validate.errors ?? []) {
+      const at = e.instancePath || '/';
+      const detail = e.keyword === 'additionalProperties' ? `${e.message} "${String(e.params.additionalProperty)}"` : e.message;
+      problems.inputs(`inputs ${at}: ${detail}`, e.instancePath);
+    }
+  }
+  return copy;
+}
+
+let defaultsAjv: ReturnType<typeof makeUserSchemaAjv> | undefined;
+function makeUserSchemaAjvWithDefaults(): ReturnType<typeof makeUserSchemaAjv> {
+  defaultsAjv ??= makeUserSchemaAjv({ useDefaults: true });
+  return defaultsAjv;
+}
+
+function expand(task: NormalizedTask, context: Record<string, unknown>, problems: Problems): Item[] | undefined {
+  if (task.for_each === undefined) return [NO_ITEM];
+  const value = problems.render(task.for_each, context, ['tasks', task.name, 'for_each']);
+  if (value === FAILED) return undefined;
+  if (!Array.isArray(value)) {
+    problems.at(['tasks', task.name, 'for_each'], `for_each of task "${task.name}" yielded ${describe(value)}, not a list`, 'for-each');
+    return undefined;
+  }
+  return value.map((v) => ({ value: v }));
+}
+
+function renderKey(task: NormalizedTask, context: Record<string, unknown>, index: number, seen: Map<string, number>, problems: Problems): string | null {
+  const path = ['tasks', task.name, 'key'];
+  const value = problems.render(task.key, context, path);
+  if (value === FAILED) return null;
+  const key = typeof value === 'number' && Number.isInteger(value) ? String(value) : value;
+  if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
+    problems.at(path, `key of ${task.name}[${index}] is ${describe(value)}: keys match ^[A-Za-z0-9_.-]{1,64}$`);
+    return null;
+  }
+  const first = seen.get(key);
+  if (first !== undefined) {
+    problems.at(path, `key "${key}" of task "${task.name}" is used by items ${first} and ${index}: keys must be unique`);
+    return null;
+  }
+  seen.set(key, index);
+  return key;
+}
+
+function instantiateTask(
+  task: NormalizedTask,
+  name: string,
+  index: number | null,
+  key: string | null,
+  context: Record<string, unknown>,
+  now: Date,
+  problems: Problems,
+): PlanTask | undefined {
+  const base = ['tasks', task.name];
+  const args = problems.render(task.args, context, [...base, 'args']);
+  const metadata = problems.render(task.metadata, context, [...base, 'metadata']);
+  const scheduledAt = resolveScheduledAt(task, context, now, problems);
+  const wait = task.wait ? instantiateWait(task, task.wait, context, problems) : null;
+  if (args === FAILED || metadata === FAILED || scheduledAt === FAILED || wait === FAILED) return undefined;
+  return {
+    name,
+    template: task.name,
+    index,
+    key,
+    kind: task.kind,
+    description: task.description ?? null,
+    args,
+    deps: task.deps,
+    queue: task.queue,
+    priority: task.priority,
+    max_attempts: task.max_attempts,
+    timeout_ms: task.timeout_ms,
+    scheduled_at: scheduledAt,
+    retry: task.retry,
+    ignore_cancelled_deps: task.ignore_cancelled_deps,
+    ignore_discarded_deps: task.ignore_discarded_deps,
+    ignore_deleted_deps: task.ignore_deleted_deps,
+    wait,
+    start: task.kind === START_KIND && task.start ? task.start : null,
+    metadata,
+  };
+}
+
+function resolveScheduledAt(task: NormalizedTask, context: Record<string, unknown>, now: Date, problems: Problems): string | null | typeof FAILED {
+  if (task.delay_ms !== undefined) return new Date(now.getTime() + task.delay_ms).toISOString();
+  if (task.scheduled_at === undefined) return null;
+  return resolveTime(task.scheduled_at, context, ['tasks', task.name, 'scheduled_at'], problems);
+}
+
+function resolveTime(value: string, context: Record<string, unknown>, path: (string | number)[], problems: Problems): string | typeof FAILED {
+  const rendered = hasTemplate(value) ? problems.render(value, context, path) : value;
+  if (rendered === FAILED) return FAILED;
+  if (typeof rendered !== 'string' || !isTimestamp(rendered)) {
+    problems.at(path, `yielded ${describe(rendered)}, not an RFC 3339 timestamp`);
+    return FAILED;
+  }
+  return new Date(rendered).toISOString();
+}
+
+function instantiateWait(task: NormalizedTask, wait: NormalizedWait, context: Record<string, unknown>, problems: Problems): PlanWait | typeof FAILED {
+  let failed = false;
+  const timer = (t: NormalizedTimer, path: (string | number)[]): NormalizedTimer => {
+    if (t.anchor !== 'at') return t;
+    const at = resolveTime(t.at, context, path, problems);
+    if (at === FAILED) {
+      failed = true;
+      return t;
+    }
+    return { ...t, at };
+  };
+  const base = ['tasks', task.name, 'wait'];
+  const terms = wait.terms.map((term) => (term.kind === 'timer' ? { ...term, timer: timer(term.timer, [...base, 'terms', term.name, 'timer', 'at']) } : term));
+  const timers = wait.timers.map((t) => timer(t, [...base, 'timers', t.name, 'at']));
+  return failed ? FAILED : { expr: wait.expr, terms, signals: wait.signals, timers };
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a map';
+  return `${typeof v} ${JSON.stringify(v)}`;
+}
+
+const FAILED = Symbol('failed');
+
+/** Collects instantiation problems as diagnostics that point into the definition file where there is one. */
+class Problems {
+  private readonly diagnostics: Diagnostic[] = [];
+  constructor(private readonly file: SourceFile | { path: string }) {}
+
+  render(value: unknown, context: Record<string, unknown>, path: (string | number)[]): unknown {
+    try {
+      return renderTemplates(value, context);
+    } catch (error) {
+      if (!(error instanceof TemplateError)) throw error;
+      this.at([...path, ...error.path], `template failed: ${error.message}`, 'invalid-inputs', error.span);
+      return FAILED;
+    }
+  }
+
+  at(path: (string | number)[], message: string, rule: Rule = 'invalid-inputs', span?: [number, number]): void {
+    const file = this.file;
+    if (!('text' in file) || !file.doc) {
+      this.diagnostics.push({ rule, severity: 'error', message, file: file.path, line: 1, column: 1, end_line: 1, end_column: 1, path: pointer(path) });
+      return;
+    }
+    let [start, end] = locate(file, path, 'value');
+    const offsets = span ? scalarOffsets(nodeAt(file.doc, path), file.text) : undefined;
+    if (span && offsets) [start, end] = [offsets[span[0]], offsets[Math.max(span[0], span[1] - 1)] + 1];
+    this.diagnostics.push(makeDiagnostic(file, rule, message, start, end, pointer(path)));
+  }
+
+  inputs(message: string, instancePath: string): void {
+    this.diagnostics.push({ rule: 'invalid-inputs', severity: 'error', message, file: '<inputs>', line: 1, column: 1, end_line: 1, end_column: 1, path: instancePath });
+  }
+
+  throwIfAny(): void {
+    if (this.diagnostics.length > 0) throw new CompileError(this.diagnostics);
+  }
+}

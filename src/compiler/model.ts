@@ -1,0 +1,220 @@
+/**
+ * The typed view of a definition that every pass after the schema reads. It is built tolerantly: a field
+ * of the wrong type is simply absent here (the schema pass has already reported it), so one broken field
+ * never hides the problems of the rest of the file.
+ */
+
+export interface Definition {
+  name?: string;
+  description?: string;
+  inputs?: Record<string, unknown>;
+  defaults: TaskDefaults;
+  tasks: TaskDef[];
+  output?: unknown;
+  /** The plain JSON value as parsed. */
+  raw: Record<string, unknown>;
+}
+
+export interface TaskDefaults {
+  queue?: string;
+  priority?: number;
+  max_attempts?: number;
+  timeout?: string;
+  retry?: RetryDef;
+  ignore_cancelled_deps?: boolean;
+  ignore_discarded_deps?: boolean;
+  ignore_deleted_deps?: boolean;
+}
+
+export interface RetryDef {
+  backoff?: 'exponential' | 'linear' | 'constant';
+  initial?: string;
+  max?: string;
+  jitter?: boolean;
+}
+
+export interface TaskDef extends TaskDefaults {
+  name: string;
+  /** Declaration order, for stable tie-breaking. */
+  index: number;
+  kind?: string;
+  description?: string;
+  args?: Record<string, unknown>;
+  deps: string[];
+  wait?: WaitDef;
+  delay?: string;
+  scheduled_at?: string;
+  for_each?: string | unknown[];
+  key?: string;
+  start?: StartDef;
+  metadata?: Record<string, unknown>;
+}
+
+export interface StartDef {
+  workflow?: string;
+  inputs?: Record<string, unknown>;
+  for_each?: string | unknown[];
+  group?: string;
+}
+
+export interface WaitDef {
+  expr?: string;
+  terms: TermDef[];
+  signals: string[];
+  timers: TimerDef[];
+}
+
+export type TermKind = 'signal' | 'timer' | 'expr' | 'workflows';
+
+export interface TermDef {
+  name: string;
+  /** The kinds this term declares; exactly one is valid (wait-shape reports the rest). */
+  kinds: TermKind[];
+  label?: string;
+  signal?: string;
+  where?: string;
+  count?: number;
+  timer?: TimerDef;
+  expr?: string;
+  workflows?: WorkflowsDef;
+}
+
+export interface TimerDef {
+  name: string;
+  at?: string;
+  after_workflow_created?: string;
+  after_wait_started?: string;
+  after_task_finalized?: { task?: string; after?: string };
+}
+
+export interface WorkflowsDef {
+  ids?: string | string[];
+  group?: string;
+  mode?: 'all' | 'any' | 'quorum';
+  quorum?: number;
+  on_failure?: 'cancel' | 'continue';
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) ? v : undefined);
+const bool = (v: unknown): boolean | undefined => (typeof v === 'boolean' ? v : undefined);
+const obj = (v: unknown): Record<string, unknown> | undefined => (isObject(v) ? v : undefined);
+const strList = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+const listOrTemplate = (v: unknown): string | unknown[] | undefined => (typeof v === 'string' || Array.isArray(v) ? v : undefined);
+
+export function buildDefinition(value: unknown): Definition | undefined {
+  if (!isObject(value)) return undefined;
+  const tasks = obj(value.tasks) ?? {};
+  return {
+    name: str(value.name),
+    description: str(value.description),
+    inputs: obj(value.inputs),
+    defaults: readDefaults(obj(value.defaults) ?? {}),
+    tasks: Object.entries(tasks).map(([name, t], index) => readTask(name, index, obj(t) ?? {})),
+    output: value.output,
+    raw: value,
+  };
+}
+
+function readDefaults(v: Record<string, unknown>): TaskDefaults {
+  return {
+    queue: str(v.queue),
+    priority: num(v.priority),
+    max_attempts: num(v.max_attempts),
+    timeout: str(v.timeout),
+    retry: readRetry(v.retry),
+    ignore_cancelled_deps: bool(v.ignore_cancelled_deps),
+    ignore_discarded_deps: bool(v.ignore_discarded_deps),
+    ignore_deleted_deps: bool(v.ignore_deleted_deps),
+  };
+}
+
+function readRetry(v: unknown): RetryDef | undefined {
+  const r = obj(v);
+  if (!r) return undefined;
+  const backoff = r.backoff === 'exponential' || r.backoff === 'linear' || r.backoff === 'constant' ? r.backoff : undefined;
+  return { backoff, initial: str(r.initial), max: str(r.max), jitter: bool(r.jitter) };
+}
+
+function readTask(name: string, index: number, v: Record<string, unknown>): TaskDef {
+  const start = obj(v.start);
+  const wait = obj(v.wait);
+  return {
+    ...readDefaults(v),
+    name,
+    index,
+    kind: str(v.kind),
+    description: str(v.description),
+    args: obj(v.args),
+    deps: strList(v.deps),
+    wait: wait ? readWait(wait) : undefined,
+    delay: str(v.delay),
+    scheduled_at: str(v.scheduled_at),
+    for_each: listOrTemplate(v.for_each),
+    key: str(v.key),
+    start: start
+      ? { workflow: str(start.workflow), inputs: obj(start.inputs), for_each: listOrTemplate(start.for_each), group: str(start.group) }
+      : undefined,
+    metadata: obj(v.metadata),
+  };
+}
+
+function readWait(v: Record<string, unknown>): WaitDef {
+  const terms = obj(v.terms) ?? {};
+  const timers = obj(v.timers) ?? {};
+  return {
+    expr: str(v.expr),
+    terms: Object.entries(terms).map(([name, t]) => readTerm(name, obj(t) ?? {})),
+    signals: strList(v.signals),
+    timers: Object.entries(timers).map(([name, t]) => readTimer(name, obj(t) ?? {})),
+  };
+}
+
+function readTerm(name: string, v: Record<string, unknown>): TermDef {
+  const kinds: TermKind[] = [];
+  if ('signal' in v) kinds.push('signal');
+  if ('timer' in v) kinds.push('timer');
+  if ('expr' in v) kinds.push('expr');
+  if ('workflows' in v) kinds.push('workflows');
+  const timer = obj(v.timer);
+  const wf = obj(v.workflows);
+  return {
+    name,
+    kinds,
+    label: str(v.label),
+    signal: str(v.signal),
+    where: str(v.where),
+    count: num(v.count),
+    timer: timer ? readTimer(name, timer) : undefined,
+    expr: str(v.expr),
+    workflows: wf
+      ? {
+          ids: typeof wf.ids === 'string' ? wf.ids : Array.isArray(wf.ids) ? strList(wf.ids) : undefined,
+          group: str(wf.group),
+          mode: wf.mode === 'all' || wf.mode === 'any' || wf.mode === 'quorum' ? wf.mode : undefined,
+          quorum: num(wf.quorum),
+          on_failure: wf.on_failure === 'cancel' || wf.on_failure === 'continue' ? wf.on_failure : undefined,
+        }
+      : undefined,
+  };
+}
+
+function readTimer(name: string, v: Record<string, unknown>): TimerDef {
+  const atf = obj(v.after_task_finalized);
+  return {
+    name,
+    at: str(v.at),
+    after_workflow_created: str(v.after_workflow_created),
+    after_wait_started: str(v.after_wait_started),
+    after_task_finalized: atf ? { task: str(atf.task), after: str(atf.after) } : undefined,
+  };
+}
+
+export function taskPath(task: TaskDef, ...rest: (string | number)[]): (string | number)[] {
+  return ['tasks', task.name, ...rest];
+}
+
+export function termPath(task: TaskDef, term: TermDef, ...rest: (string | number)[]): (string | number)[] {
+  return ['tasks', task.name, 'wait', 'terms', term.name, ...rest];
+}

@@ -1,0 +1,184 @@
+import { canonicalJson, sha256Hex } from './canonical-json.js';
+import { parseDuration } from './duration.js';
+import type { Definition, RetryDef, TaskDef, TermDef, TimerDef, WorkflowsDef } from './model.js';
+
+/**
+ * The normalised definition: defaults resolved into every task, durations in milliseconds, ordered maps
+ * turned into lists (so declaration order survives canonical JSON). Its canonical JSON hash is the
+ * definition's version: formatting, comments and spelled-out defaults do not change it.
+ */
+export interface NormalizedDefinition {
+  format: 1;
+  name: string;
+  description?: string;
+  inputs?: Record<string, unknown>;
+  tasks: NormalizedTask[];
+  output?: unknown;
+}
+
+export interface NormalizedRetry {
+  backoff: 'exponential' | 'linear' | 'constant';
+  initial_ms: number;
+  max_ms: number;
+  jitter: boolean;
+}
+
+export interface NormalizedTask {
+  name: string;
+  kind: string;
+  description?: string;
+  args: Record<string, unknown>;
+  deps: string[];
+  queue: string;
+  priority: number;
+  max_attempts: number;
+  timeout_ms: number | null;
+  delay_ms?: number;
+  scheduled_at?: string;
+  retry: NormalizedRetry;
+  ignore_cancelled_deps: boolean;
+  ignore_discarded_deps: boolean;
+  ignore_deleted_deps: boolean;
+  for_each?: string | unknown[];
+  key?: string;
+  start?: NormalizedStart;
+  wait?: NormalizedWait;
+  metadata: Record<string, unknown>;
+}
+
+export interface NormalizedStart {
+  workflow: string;
+  inputs: Record<string, unknown>;
+  for_each?: string | unknown[];
+  group: string;
+}
+
+export interface NormalizedWait {
+  expr: string;
+  terms: NormalizedTerm[];
+  signals: string[];
+  timers: NormalizedTimer[];
+}
+
+export type NormalizedTerm = { name: string; label?: string } & (
+  | { kind: 'signal'; signal: string; where?: string; count: number }
+  | { kind: 'timer'; timer: NormalizedTimer }
+  | { kind: 'expr'; expr: string }
+  | { kind: 'workflows'; workflows: NormalizedWorkflows }
+);
+
+export type NormalizedTimer = { name: string } & (
+  | { anchor: 'at'; at: string }
+  | { anchor: 'workflow_created' | 'wait_started'; after_ms: number }
+  | { anchor: 'task_finalized'; task: string; after_ms: number }
+);
+
+export interface NormalizedWorkflows {
+  ids?: string | string[];
+  group?: string;
+  mode: 'all' | 'any' | 'quorum';
+  quorum?: number;
+  on_failure: 'cancel' | 'continue';
+}
+
+/** The kind of the runtime's built-in handler that runs `start` tasks. */
+export const START_KIND = 'braid.start';
+
+export const BUILTIN_DEFAULTS = {
+  queue: 'default',
+  priority: 2,
+  max_attempts: 25,
+  retry: { backoff: 'exponential', initial_ms: 1000, max_ms: 3_600_000, jitter: true } satisfies NormalizedRetry,
+} as const;
+
+/** Only called on definitions that validated without errors. */
+export function normalizeDefinition(def: Definition): NormalizedDefinition {
+  const out: NormalizedDefinition = { format: 1, name: def.name!, tasks: def.tasks.map((t) => normalizeTask(def, t)) };
+  if (def.description !== undefined) out.description = def.description;
+  if (def.inputs !== undefined) out.inputs = def.inputs;
+  if (def.output !== undefined) out.output = def.output;
+  return out;
+}
+
+export function definitionHash(normalized: NormalizedDefinition): string {
+  return sha256Hex(canonicalJson(normalized));
+}
+
+function ms(duration: string | undefined): number | undefined {
+  return duration === undefined ? undefined : parseDuration(duration);
+}
+
+function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
+  const d = def.defaults;
+  const timeout = task.timeout ?? d.timeout;
+  const out: NormalizedTask = {
+    name: task.name,
+    kind: task.start ? START_KIND : task.kind!,
+    args: task.args ?? {},
+    deps: [...task.deps],
+    queue: task.queue ?? d.queue ?? BUILTIN_DEFAULTS.queue,
+    priority: task.priority ?? d.priority ?? BUILTIN_DEFAULTS.priority,
+    max_attempts: task.max_attempts ?? d.max_attempts ?? BUILTIN_DEFAULTS.max_attempts,
+    timeout_ms: ms(timeout) ?? null,
+    retry: normalizeRetry(task.retry ?? d.retry),
+    ignore_cancelled_deps: task.ignore_cancelled_deps ?? d.ignore_cancelled_deps ?? false,
+    ignore_discarded_deps: task.ignore_discarded_deps ?? d.ignore_discarded_deps ?? false,
+    ignore_deleted_deps: task.ignore_deleted_deps ?? d.ignore_deleted_deps ?? false,
+    metadata: task.metadata ?? {},
+  };
+  if (task.description !== undefined) out.description = task.description;
+  if (task.delay !== undefined) out.delay_ms = ms(task.delay);
+  if (task.scheduled_at !== undefined) out.scheduled_at = task.scheduled_at;
+  if (task.for_each !== undefined) out.for_each = task.for_each;
+  if (task.key !== undefined) out.key = task.key;
+  if (task.start) {
+    out.start = { workflow: task.start.workflow!, inputs: task.start.inputs ?? {}, group: task.start.group ?? task.name };
+    if (task.start.for_each !== undefined) out.start.for_each = task.start.for_each;
+  }
+  if (task.wait) {
+    const terms = task.wait.terms.map(normalizeTerm);
+    out.wait = {
+      expr: task.wait.expr ?? terms[0].name,
+      terms,
+      signals: [...task.wait.signals],
+      timers: task.wait.timers.map(normalizeTimer),
+    };
+  }
+  return out;
+}
+
+function normalizeRetry(r: RetryDef | undefined): NormalizedRetry {
+  const base = BUILTIN_DEFAULTS.retry;
+  return {
+    backoff: r?.backoff ?? base.backoff,
+    initial_ms: ms(r?.initial) ?? base.initial_ms,
+    max_ms: ms(r?.max) ?? base.max_ms,
+    jitter: r?.jitter ?? base.jitter,
+  };
+}
+
+function normalizeTerm(term: TermDef): NormalizedTerm {
+  const head = term.label !== undefined ? { name: term.name, label: term.label } : { name: term.name };
+  if (term.signal !== undefined) {
+    return { ...head, kind: 'signal', signal: term.signal, ...(term.where !== undefined ? { where: term.where } : {}), count: term.count ?? 1 };
+  }
+  if (term.timer) return { ...head, kind: 'timer', timer: normalizeTimer(term.timer) };
+  if (term.workflows) return { ...head, kind: 'workflows', workflows: normalizeWorkflows(term.workflows) };
+  return { ...head, kind: 'expr', expr: term.expr! };
+}
+
+function normalizeTimer(t: TimerDef): NormalizedTimer {
+  if (t.at !== undefined) return { name: t.name, anchor: 'at', at: t.at };
+  if (t.after_workflow_created !== undefined) return { name: t.name, anchor: 'workflow_created', after_ms: ms(t.after_workflow_created)! };
+  if (t.after_wait_started !== undefined) return { name: t.name, anchor: 'wait_started', after_ms: ms(t.after_wait_started)! };
+  const f = t.after_task_finalized!;
+  return { name: t.name, anchor: 'task_finalized', task: f.task!, after_ms: ms(f.after)! };
+}
+
+function normalizeWorkflows(w: WorkflowsDef): NormalizedWorkflows {
+  const out: NormalizedWorkflows = { mode: w.mode ?? 'all', on_failure: w.on_failure ?? 'cancel' };
+  if (w.ids !== undefined) out.ids = w.ids;
+  if (w.group !== undefined) out.group = w.group;
+  if (w.quorum !== undefined) out.quorum = w.quorum;
+  return out;
+}

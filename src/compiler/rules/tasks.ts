@@ -1,0 +1,55 @@
+import { basename, extname } from 'node:path';
+import { taskPath, type Definition } from '../model.js';
+import { isCelIdentifier } from '../cel/types.js';
+import { hasTemplate } from '../cel/templates.js';
+import type { Reporter } from '../source.js';
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+export function isTimestamp(s: string): boolean {
+  return RFC3339.test(s) && !Number.isNaN(Date.parse(s));
+}
+
+/** Field combinations a schema cannot say well, names that CEL could not read, and absolute times. */
+export function checkTasks(def: Definition, reporter: Reporter): void {
+  for (const task of def.tasks) {
+    if (!isCelIdentifier(task.name)) {
+      reporter.report('invalid-name', `task name "${task.name}" is a reserved word in CEL`, { path: taskPath(task), at: 'key' });
+    }
+    if (task.kind !== undefined && task.start !== undefined) {
+      reporter.report('schema', `task "${task.name}": a task has either "kind" (a handler) or "start" (child workflows), not both`, { path: taskPath(task, 'start'), at: 'key' });
+    }
+    if (task.delay !== undefined && task.scheduled_at !== undefined) {
+      reporter.report('schema', `task "${task.name}": use either "delay" or "scheduled_at", not both`, { path: taskPath(task, 'scheduled_at'), at: 'key' });
+    }
+    if (task.key !== undefined && task.for_each === undefined) {
+      reporter.report('for-each', `task "${task.name}": "key" names the expansions of for_each, and this task has no for_each`, { path: taskPath(task, 'key'), at: 'key' });
+    }
+    if (task.start !== undefined && task.for_each !== undefined) {
+      reporter.report('for-each', `task "${task.name}": a start task fans out with start.for_each, not a task-level for_each`, { path: taskPath(task, 'for_each'), at: 'key' });
+    }
+    if (task.scheduled_at !== undefined) checkTimestamp(task.scheduled_at, taskPath(task, 'scheduled_at'), reporter);
+    for (const term of task.wait?.terms ?? []) {
+      if (term.timer?.at !== undefined) checkTimestamp(term.timer.at, taskPath(task, 'wait', 'terms', term.name, 'timer', 'at'), reporter);
+      if (!isCelIdentifier(term.name)) {
+        reporter.report('invalid-name', `term name "${term.name}" is a reserved word in CEL`, { path: taskPath(task, 'wait', 'terms', term.name), at: 'key' });
+      }
+    }
+    for (const timer of task.wait?.timers ?? []) {
+      if (timer.at !== undefined) checkTimestamp(timer.at, taskPath(task, 'wait', 'timers', timer.name, 'at'), reporter);
+    }
+  }
+}
+
+function checkTimestamp(value: string, path: (string | number)[], reporter: Reporter): void {
+  if (hasTemplate(value) || isTimestamp(value)) return;
+  reporter.report('invalid-timestamp', `invalid timestamp ${JSON.stringify(value)}`, { path }, 'use RFC 3339, e.g. 2026-01-31T09:00:00Z, or a ${{ }} template');
+}
+
+/** A warning when the file name differs from the workflow name: one workflow per file, named alike. */
+export function checkFileName(def: Definition, reporter: Reporter): void {
+  if (def.name === undefined) return;
+  const file = basename(reporter.file.path, extname(reporter.file.path));
+  if (file === def.name) return;
+  reporter.report('file-name', `file name "${basename(reporter.file.path)}" differs from the workflow name "${def.name}"`, { path: ['name'] }, `rename the file to ${def.name}${extname(reporter.file.path)}`);
+}

@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
+import { packageRoot } from '../paths.js';
+
+// ajv-formats is CommonJS: its default export arrives wrapped under NodeNext resolution.
+const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin;
+
+export function loadJsonSchema(name: 'workflow' | 'plan'): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(packageRoot, 'schema', `${name}.schema.json`), 'utf8')) as Record<string, unknown>;
+}
+
+let workflowValidator: ValidateFunction | undefined;
+let planValidator: ValidateFunction | undefined;
+
+/** The definition-format validator: every error, with the failing schema attached for precise messages. */
+export function workflowSchemaValidator(): ValidateFunction {
+  workflowValidator ??= new Ajv2020({ allErrors: true, verbose: true, strict: true, strictRequired: false }).compile(loadJsonSchema('workflow'));
+  return workflowValidator!;
+}
+
+export function planSchemaValidator(): ValidateFunction {
+  planValidator ??= addFormats(new Ajv2020({ allErrors: true, strict: true, strictRequired: false })).compile(loadJsonSchema('plan'));
+  return planValidator!;
+}
+
+/** Validators for users' own inputs schemas: lenient about unknown keywords, strict about structure. */
+export function makeUserSchemaAjv(options: { useDefaults?: boolean } = {}): Ajv2020 {
+  return addFormats(new Ajv2020({ allErrors: true, strict: false, validateFormats: true, ...options }));
+}

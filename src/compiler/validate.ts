@@ -1,0 +1,74 @@
+import { countBySeverity, sortDiagnostics, type Diagnostic } from './diagnostics.js';
+import { checkDefinitionCel } from './cel/pass.js';
+import { buildDefinition, type Definition } from './model.js';
+import { definitionHash, normalizeDefinition, type NormalizedDefinition } from './normalize.js';
+import { DEFAULT_LIMITS, parseSource, type Limits, type RawSource } from './parse.js';
+import { checkDeps } from './rules/deps.js';
+import { checkInputsSchema } from './rules/inputs-schema.js';
+import { checkFileName, checkTasks } from './rules/tasks.js';
+import { checkWaits } from './rules/waits.js';
+import { checkWorkflowSet, type FileDefinition } from './rules/workflows.js';
+import { checkSchema } from './schema-check.js';
+import type { Reporter, SourceFile } from './source.js';
+
+/** A definition that validated without errors: what `compile` and the runtime's registry take. */
+export interface WorkflowDefinition {
+  name: string;
+  /** sha256 of the canonical JSON of the normalised definition: the version. */
+  hash: string;
+  file: string;
+  normalized: NormalizedDefinition;
+  /** The typed tree, kept so later passes (and diagnostics at compile time) can point into the file. */
+  definition: Definition;
+  source: SourceFile;
+}
+
+export interface ValidateOptions {
+  limits?: Partial<Limits>;
+  /** Workflow names registered elsewhere that `start` may name (the folder's own are always known). */
+  knownWorkflows?: readonly string[];
+}
+
+export interface ValidationResult {
+  diagnostics: Diagnostic[];
+  files: number;
+  errors: number;
+  warnings: number;
+  /** The valid definitions, in input order. */
+  definitions: WorkflowDefinition[];
+  /** Every file checked, with the workflow name it declares (when it has one) and whether it is valid. */
+  checked: { file: string; name?: string; valid: boolean }[];
+}
+
+/** Validates a set of files together (cross-file rules included) and reports every problem of every file. */
+export function validate(sources: readonly RawSource[], options: ValidateOptions = {}): ValidationResult {
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const checked: { reporter: Reporter; definition?: Definition }[] = sources.map((raw) => checkFile(raw, limits));
+  const withDefinitions = checked.filter((c): c is FileDefinition => c.definition !== undefined);
+  checkWorkflowSet(withDefinitions, options.knownWorkflows);
+  const diagnostics = sortDiagnostics(checked.flatMap((c) => c.reporter.diagnostics));
+  const definitions: WorkflowDefinition[] = [];
+  for (const { reporter, definition } of checked) {
+    if (!definition || reporter.errorCount > 0) continue;
+    const normalized = normalizeDefinition(definition);
+    definitions.push({ name: normalized.name, hash: definitionHash(normalized), file: reporter.file.path, normalized, definition, source: reporter.file });
+  }
+  const summary = checked.map(({ reporter, definition }) => ({ file: reporter.file.path, name: definition?.name, valid: reporter.errorCount === 0 && definition !== undefined }));
+  return { diagnostics, files: sources.length, ...countBySeverity(diagnostics), definitions, checked: summary };
+}
+
+/** Passes 1-4 for one file: parse, schema, semantics, CEL. */
+function checkFile(raw: RawSource, limits: Limits): { reporter: Reporter; definition?: Definition } {
+  const { reporter, value } = parseSource(raw, limits);
+  if (reporter.diagnostics.length > 0) return { reporter };
+  checkSchema(value, reporter);
+  const definition = buildDefinition(value);
+  if (!definition) return { reporter };
+  checkTasks(definition, reporter);
+  checkFileName(definition, reporter);
+  checkDeps(definition, reporter);
+  checkWaits(definition, reporter);
+  checkInputsSchema(definition, reporter);
+  checkDefinitionCel(definition, reporter);
+  return { reporter, definition };
+}
