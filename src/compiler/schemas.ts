@@ -21,7 +21,7 @@ export function workflowSchemaValidator(): ValidateFunction {
 }
 
 export function planSchemaValidator(): ValidateFunction {
-  planValidator ??= addFormats(new Ajv2020({ allErrors: true, strict: true, strictRequired: false })).compile(loadJsonSchema('plan'));
+  planValidator ??= addFormats(new Ajv2020({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true })).compile(loadJsonSchema('plan'));
   return planValidator!;
 }
 
