@@ -68,7 +68,8 @@ function describe(error: ErrorObject, path: (string | number)[]): Described {
     case 'pattern':
     case 'maxLength':
       if (parent.pattern !== undefined && NAME_PATTERNS.has(parent.pattern)) {
-        return { rule: 'invalid-name', message: `${where}: invalid name ${JSON.stringify(error.data)}: must match ${parent.pattern}, at most 64 characters` };
+        const why = error.keyword === 'maxLength' ? `longer than ${error.params.limit} characters` : `must match ${parent.pattern}`;
+        return { rule: 'invalid-name', message: `${where}: invalid name ${JSON.stringify(error.data)}: ${why}` };
       }
       if (parent.pattern === DURATION_PATTERN) {
         return {
@@ -139,7 +140,8 @@ function joinPath(path: readonly (string | number)[]): string {
 }
 
 function article(type: string): string {
-  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+  const word = type === 'object' ? 'mapping' : type === 'array' ? 'list' : type;
+  return /^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`;
 }
 
 export function typeName(v: unknown): string {

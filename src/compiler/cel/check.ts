@@ -79,8 +79,11 @@ export function checkCel(env: Environment, expr: string, context: CelContext, kn
 function fromCelError(error: unknown, expr: string, rule: Rule): CelProblem {
   const e = error as { summary?: string; message?: string; range?: { start: number; end: number } };
   const summary = e.summary ?? String(e.message ?? error).split('\n')[0];
-  const start = Math.min(e.range?.start ?? 0, expr.length);
-  const end = Math.min(Math.max(e.range?.end ?? expr.length, start), expr.length);
+  // An error at the end of the text (a missing operand, an unclosed bracket) points at the last token,
+  // not past it: in a block scalar "past it" is the next line.
+  const last = Math.max(expr.trimEnd().length, 1);
+  const start = Math.min(e.range?.start ?? 0, last - 1);
+  const end = Math.min(Math.max(e.range?.end ?? last, start + 1), last);
   return { rule, message: lowerFirst(summary), start, end };
 }
 

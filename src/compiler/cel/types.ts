@@ -11,6 +11,10 @@ export function isCelIdentifier(name: string): boolean {
   return IDENT.test(name) && !RESERVED.has(name);
 }
 
+export function isCelReserved(name: string): boolean {
+  return RESERVED.has(name);
+}
+
 type JsonSchema = Record<string, unknown>;
 
 /**

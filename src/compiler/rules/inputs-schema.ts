@@ -1,3 +1,4 @@
+import type { ErrorObject } from 'ajv';
 import { makeUserSchemaAjv } from '../schemas.js';
 import { parsePointer } from '../schema-check.js';
 import type { Definition } from '../model.js';
@@ -5,13 +6,25 @@ import type { Reporter } from '../source.js';
 
 const metaAjv = makeUserSchemaAjv();
 
+/** The meta-schema reports one mistake several ways (anyOf branches); keep the most telling per place. */
+function onePerPlace(errors: ErrorObject[]): ErrorObject[] {
+  const rank = (e: ErrorObject) => (e.keyword === 'enum' ? 0 : e.keyword === 'anyOf' ? 3 : e.keyword === 'type' ? 2 : 1);
+  const best = new Map<string, ErrorObject>();
+  for (const e of errors) {
+    const current = best.get(e.instancePath);
+    if (!current || rank(e) < rank(current)) best.set(e.instancePath, e);
+  }
+  return [...best.values()];
+}
+
 /** The inputs block must itself be a valid JSON Schema (2020-12) that compiles. */
 export function checkInputsSchema(def: Definition, reporter: Reporter): void {
   if (def.inputs === undefined) return;
   if (!metaAjv.validateSchema(def.inputs)) {
-    for (const error of metaAjv.errors ?? []) {
+    for (const error of onePerPlace(metaAjv.errors ?? [])) {
       const path = ['inputs', ...parsePointer(error.instancePath)];
-      reporter.report('inputs-schema', `inputs is not a valid JSON Schema: ${error.instancePath || '/'} ${error.message}`, { path });
+      const detail = error.keyword === 'enum' ? `must be one of ${(error.params.allowedValues as unknown[]).join(', ')}` : error.message;
+      reporter.report('inputs-schema', `inputs is not a valid JSON Schema: ${error.instancePath || '/'} ${detail}`, { path });
     }
     return;
   }

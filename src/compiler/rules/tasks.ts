@@ -1,6 +1,6 @@
 import { basename, extname } from 'node:path';
 import { taskPath, type Definition } from '../model.js';
-import { isCelIdentifier } from '../cel/types.js';
+import { isCelReserved } from '../cel/types.js';
 import { hasTemplate } from '../cel/templates.js';
 import type { Reporter } from '../source.js';
 
@@ -13,7 +13,7 @@ export function isTimestamp(s: string): boolean {
 /** Field combinations a schema cannot say well, names that CEL could not read, and absolute times. */
 export function checkTasks(def: Definition, reporter: Reporter): void {
   for (const task of def.tasks) {
-    if (!isCelIdentifier(task.name)) {
+    if (isCelReserved(task.name)) {
       reporter.report('invalid-name', `task name "${task.name}" is a reserved word in CEL`, { path: taskPath(task), at: 'key' });
     }
     if (task.kind !== undefined && task.start !== undefined) {
@@ -31,7 +31,7 @@ export function checkTasks(def: Definition, reporter: Reporter): void {
     if (task.scheduled_at !== undefined) checkTimestamp(task.scheduled_at, taskPath(task, 'scheduled_at'), reporter);
     for (const term of task.wait?.terms ?? []) {
       if (term.timer?.at !== undefined) checkTimestamp(term.timer.at, taskPath(task, 'wait', 'terms', term.name, 'timer', 'at'), reporter);
-      if (!isCelIdentifier(term.name)) {
+      if (isCelReserved(term.name)) {
         reporter.report('invalid-name', `term name "${term.name}" is a reserved word in CEL`, { path: taskPath(task, 'wait', 'terms', term.name), at: 'key' });
       }
     }
@@ -48,7 +48,7 @@ function checkTimestamp(value: string, path: (string | number)[], reporter: Repo
 
 /** A warning when the file name differs from the workflow name: one workflow per file, named alike. */
 export function checkFileName(def: Definition, reporter: Reporter): void {
-  if (def.name === undefined) return;
+  if (def.name === undefined || !/^[a-z][a-z0-9_]*$/.test(def.name)) return;
   const file = basename(reporter.file.path, extname(reporter.file.path));
   if (file === def.name) return;
   reporter.report('file-name', `file name "${basename(reporter.file.path)}" differs from the workflow name "${def.name}"`, { path: ['name'] }, `rename the file to ${def.name}${extname(reporter.file.path)}`);

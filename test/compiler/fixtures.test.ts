@@ -1,0 +1,82 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { compile, CompileError, RULES, validate, type Diagnostic } from '../../src/index.js';
+import { repoRoot, runCli } from '../helpers/cli.js';
+
+const invalidDir = join(repoRoot, 'test/fixtures/invalid');
+const compileDir = join(repoRoot, 'test/fixtures/compile');
+
+/** `# expect: RULE LINE:COL` lines at the top of a file (or in FILE.expect for JSON, which has no comments). */
+function expectations(file: string): string[] {
+  const sidecar = `${file}.expect`;
+  if (file.endsWith('.json')) return readFileSync(sidecar, 'utf8').split('\n').filter(Boolean);
+  return [...readFileSync(file, 'utf8').matchAll(/^# expect: (.+)$/gm)].map((m) => m[1].trim());
+}
+
+function definitionFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((e) => {
+      const p = join(dir, e);
+      if (statSync(p).isDirectory()) return definitionFiles(p);
+      return /\.(ya?ml|json)$/.test(e) ? [p] : [];
+    });
+}
+
+const describeDiagnostic = (d: Diagnostic) => `${d.rule} ${d.line}:${d.column}`;
+
+describe('invalid fixtures, through the CLI (--format json)', () => {
+  const files = definitionFiles(invalidDir);
+  const run = runCli(['validate', '--format', 'json', 'test/fixtures/invalid']);
+  const report = JSON.parse(run.stdout) as { diagnostics: Diagnostic[]; files: number; errors: number; warnings: number };
+
+  it('has at least 60 fixtures and reports them all in one run, exit 1', () => {
+    expect(files.length).toBeGreaterThanOrEqual(60);
+    expect(report.files).toBe(files.length);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe('');
+  });
+
+  it.each(files.map((f) => [relative(invalidDir, f), f]))('%s yields its rule at its position', (_, file) => {
+    const wanted = relative(repoRoot, file);
+    const actual = report.diagnostics.filter((d) => d.file === wanted).map(describeDiagnostic);
+    expect(actual).toEqual(expectations(file));
+  });
+
+  it('every diagnostic has the full contract', () => {
+    for (const d of report.diagnostics) {
+      expect(Object.keys(d).sort()).toEqual(
+        ['column', 'end_column', 'end_line', 'file', 'line', 'message', 'path', 'rule', 'severity', ...(d.hint ? ['hint'] : [])].sort(),
+      );
+      expect(RULES).toContain(d.rule);
+      expect(d.end_line > d.line || (d.end_line === d.line && d.end_column >= d.column)).toBe(true);
+      expect(d.path === '' || d.path.startsWith('/')).toBe(true);
+    }
+  });
+});
+
+describe('compile-time fixtures (inputs that do not fit)', () => {
+  const files = definitionFiles(compileDir);
+  it.each(files.map((f) => [relative(compileDir, f), f]))('%s', (_, file) => {
+    const text = readFileSync(file, 'utf8');
+    const inputs = JSON.parse(/^# inputs: (.*)$/m.exec(text)![1]) as unknown;
+    const result = validate([{ path: relative(repoRoot, file), content: text }]);
+    expect(result.errors).toBe(0);
+    let diagnostics: Diagnostic[] = [];
+    try {
+      compile(result.definitions[0], inputs, { id: 'wf', now: '2026-01-01T00:00:00Z' });
+    } catch (error) {
+      expect(error).toBeInstanceOf(CompileError);
+      diagnostics = (error as CompileError).diagnostics;
+    }
+    expect(diagnostics.map((d) => d.rule)).toEqual(expectations(file).map((e) => e.split(' ')[0]));
+  });
+});
+
+describe('rule coverage', () => {
+  it('every rule name in SPEC is exercised by a fixture', () => {
+    const seen = new Set([...definitionFiles(invalidDir), ...definitionFiles(compileDir)].flatMap((f) => expectations(f).map((e) => e.split(' ')[0])));
+    expect(RULES.filter((r) => !seen.has(r))).toEqual([]);
+  });
+});
