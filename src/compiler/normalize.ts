@@ -176,9 +176,11 @@ function normalizeTimer(t: TimerDef): NormalizedTimer {
 }
 
 function normalizeWorkflows(w: WorkflowsDef): NormalizedWorkflows {
-  const out: NormalizedWorkflows = { mode: w.mode ?? 'all', on_failure: w.on_failure ?? 'cancel' };
-  if (w.ids !== undefined) out.ids = w.ids;
-  if (w.group !== undefined) out.group = w.group;
-  if (w.quorum !== undefined) out.quorum = w.quorum;
-  return out;
+  return {
+    ...(w.ids !== undefined ? { ids: w.ids } : {}),
+    ...(w.group !== undefined ? { group: w.group } : {}),
+    mode: w.mode ?? 'all',
+    ...(w.quorum !== undefined ? { quorum: w.quorum } : {}),
+    on_failure: w.on_failure ?? 'cancel',
+  };
 }

@@ -5,6 +5,8 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const RESERVED = new Set([
   'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import',
   'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while',
+  // built-in type names: a variable of the same name would shadow the conversion function
+  'int', 'uint', 'double', 'bool', 'string', 'bytes', 'list', 'map', 'dyn', 'type', 'null_type', 'timestamp', 'duration', 'google',
 ]);
 
 export function isCelIdentifier(name: string): boolean {
