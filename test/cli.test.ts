@@ -1,0 +1,137 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot, runCli } from './helpers/cli.js';
+
+const NO_STACK = /\n\s+at .+:\d+:\d+/;
+
+describe('braid CLI: help and usage', () => {
+  it.each(['validate', 'compile', 'graph', 'demo'])('%s --help prints its usage and exits 0', (command) => {
+    const run = runCli([command, '--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Usage: braid ${command}`);
+  });
+
+  it('braid --help lists every command; no command is a usage error', () => {
+    const help = runCli(['--help']);
+    expect(help.code).toBe(0);
+    for (const c of ['validate', 'compile', 'graph', 'demo']) expect(help.stdout).toContain(`braid ${c}`);
+    expect(runCli([]).code).toBe(2);
+    expect(runCli(['--version']).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it.each([
+    [['frobnicate'], /unknown command "frobnicate"/],
+    [['validate', '--bogus'], /Unknown option '--bogus'/],
+    [['validate', '--format', 'xml'], /--format must be one of text, json, github, sarif/],
+    [['validate', 'no/such/place'], /no such file or folder/],
+    [['compile'], /compile takes one FILE or NAME/],
+    [['compile', 'order_fulfilment', '--inputs', '{not json'], /--inputs is not valid JSON/],
+    [['compile', 'order_fulfilment', '--inputs', '@missing.json'], /cannot read inputs file missing.json/],
+    [['compile', 'order_fulfilment', '--now', 'yesterday'], /--now must be an ISO 8601 time/],
+    [['compile', 'nope.yaml'], /no such file: nope.yaml/],
+    [['graph', 'order_fulfilment', '--format', 'png'], /--format must be one of mermaid, dot/],
+    [['validate', '--max-depth', '-1'], /--max-depth must be a positive integer|Unknown option|argument/],
+  ])('%j is one line on stderr, exit 2, no stack', (args, message) => {
+    const run = runCli(args as string[]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(message as RegExp);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).not.toMatch(NO_STACK);
+  });
+});
+
+describe('braid validate', () => {
+  it('validates definitions/ by default and exits 0', () => {
+    const run = runCli(['validate']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^6 files checked: 0 errors, 0 warnings$/m);
+  });
+
+  it('warnings alone do not fail', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-warn-'));
+    writeFileSync(join(dir, 'odd_name.yaml'), 'name: other_name\ntasks:\n  a: { kind: x }\n');
+    const run = runCli(['validate', dir]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('warning:');
+    expect(run.stdout).toContain('[file-name]');
+  });
+});
+
+describe('braid compile', () => {
+  const args = ['compile', 'order_fulfilment', '--inputs', '{"order_id":"o1","parcels":[{"id":"p1"}]}', '--id', '01TEST', '--now', '2026-03-01T10:00:00Z'];
+
+  it('prints the plan; twice the same bytes', () => {
+    const a = runCli(args);
+    const b = runCli(args);
+    expect(a.code).toBe(0);
+    expect(a.stdout).toBe(b.stdout);
+    const plan = JSON.parse(a.stdout);
+    expect(plan.workflow).toMatchObject({ id: '01TEST', name: 'order_fulfilment', created_at: '2026-03-01T10:00:00.000Z' });
+    expect(plan.tasks.map((t: { name: string }) => t.name)).toEqual(['score_fraud', 'charge', 'decide_shipment', 'ship[p1]', 'notify']);
+  });
+
+  it('takes a file path and @inputs', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-inputs-'));
+    writeFileSync(join(dir, 'inputs.json'), '{"customer_id":"c1","month":"2026-01"}');
+    const run = runCli(['compile', 'definitions/monthly_billing.yaml', '--inputs', `@${join(dir, 'inputs.json')}`, '--id', 'x', '--now', '2026-01-01T00:00:00Z']);
+    expect(run.code).toBe(0);
+    const plan = JSON.parse(run.stdout);
+    expect(plan.workflow.inputs).toEqual({ customer_id: 'c1', month: '2026-01', currency: 'EUR' });
+    expect(plan.tasks[1]).toMatchObject({ name: 'charge', args: { customer_id: 'c1', currency: 'EUR' }, max_attempts: 10, timeout_ms: 30_000 });
+  });
+
+  it('inputs that do not fit: diagnostics and exit 1', () => {
+    const run = runCli(['compile', 'order_fulfilment', '--inputs', '{"parcels":[]}']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("must have required property 'order_id' [invalid-inputs]");
+    expect(run.stderr).not.toMatch(NO_STACK);
+  });
+
+  it('an unknown workflow name: exit 1 with the known names', () => {
+    const run = runCli(['compile', 'order_fulfillment']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/no workflow named "order_fulfillment" in definitions \(known: .*order_fulfilment/);
+  });
+
+  it('an invalid definition: its diagnostics and exit 1', () => {
+    const run = runCli(['compile', 'test/fixtures/invalid/unknown_dep_hint.yaml']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('[unknown-dep]');
+  });
+});
+
+describe('braid graph', () => {
+  it('mermaid by default, dot on request', () => {
+    const mermaid = runCli(['graph', 'order_fulfilment']);
+    expect(mermaid.code).toBe(0);
+    expect(mermaid.stdout).toMatch(/^flowchart TD\n/);
+    expect(mermaid.stdout).toContain('  decide_shipment --> ship\n');
+    const dot = runCli(['graph', 'definitions/research_brief.yaml', '--format', 'dot']);
+    expect(dot.code).toBe(0);
+    expect(dot.stdout).toMatch(/^digraph "research_brief" \{/);
+    expect(dot.stdout).toContain('"plan_topics" -> "research";');
+  });
+});
+
+describe('the README', () => {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+
+  it('gives the two set-up commands first', () => {
+    const commands = [...readme.matchAll(/^```sh\n([\s\S]*?)```/gm)].map((m) => m[1].trim());
+    expect(commands[0]).toBe('npm ci && npx braid demo');
+    expect(commands[1]).toBe('npm test');
+  });
+
+  it('main command: works in an empty temporary folder (the shipped examples)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-readme-'));
+    const run = runCli(['demo'], { cwd: dir });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('6 files checked: 0 errors, 0 warnings');
+    for (const name of ['order_fulfilment', 'monthly_billing', 'research_brief', 'research_topic', 'editorial_review', 'expense_approval']) {
+      expect(run.stdout).toContain(`\n${name} (version `);
+    }
+    expect(run.stdout).toContain('6 workflows compiled');
+  });
+});
