@@ -1,0 +1,22 @@
+import { PGlite } from '@electric-sql/pglite';
+let t = performance.now();
+const db = await PGlite.create();
+console.log('create', performance.now() - t);
+t = performance.now();
+const r = await db.query('select version(), $1::int + 1 as x', [41]);
+console.log(r.rows, performance.now() - t);
+await db.exec('create table t(id int primary key, v jsonb)');
+const got = [];
+await db.listen('ch', (p) => got.push(p));
+await db.transaction(async (tx) => { await tx.query("insert into t values (1, '{\"a\":1}')"); await tx.query("select pg_notify('ch', 'hello')"); });
+await new Promise(r => setTimeout(r, 50));
+console.log('notified', got);
+console.log((await db.query('select v from t')).rows);
+t = performance.now();
+const dump = await db.dumpDataDir('none');
+console.log('dump', performance.now() - t, dump.size);
+t = performance.now();
+const db2 = await PGlite.create({ loadDataDir: dump });
+console.log('clone', performance.now() - t, (await db2.query('select count(*) from t')).rows);
+try { await db.query('select pg_advisory_xact_lock(1)'); console.log('advisory ok'); } catch (e) { console.log('adv', e.message); }
+console.log(Object.getOwnPropertyNames(Object.getPrototypeOf(db)).join(' '));

@@ -1,0 +1,96 @@
+import pg from 'pg';
+import type { Database, Queryable } from './types.js';
+
+// int8 (bigint ids, counts) as JS numbers: braid's ids and counters stay far below 2^53
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export interface PostgresOptions {
+  connectionString: string;
+  /** Pool size (default 10). */
+  max?: number;
+  /** Name shown in pg_stat_activity. */
+  applicationName?: string;
+}
+
+/** Postgres through a pg Pool; LISTEN runs on one dedicated client that reconnects when dropped. */
+export function createPostgres(options: PostgresOptions): Database {
+  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10, application_name: options.applicationName ?? 'braid' });
+  // an idle client dropping (server restart) must not kill the process; the next query reconnects
+  pool.on('error', () => undefined);
+  const listeners = new Map<string, Set<(payload: string) => void>>();
+  let listenClient: pg.Client | undefined;
+  let connecting: Promise<pg.Client> | undefined;
+  let closed = false;
+
+  const connectListener = async (): Promise<pg.Client> => {
+    const client = new pg.Client({ connectionString: options.connectionString, application_name: `${options.applicationName ?? 'braid'}:listen` });
+    client.on('notification', (msg) => {
+      for (const fn of listeners.get(msg.channel) ?? []) fn(msg.payload ?? '');
+    });
+    client.on('error', () => {
+      listenClient = undefined;
+      if (!closed) setTimeout(() => void ensureListener().catch(() => undefined), 500);
+    });
+    await client.connect();
+    for (const channel of listeners.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    listenClient = client;
+    return client;
+  };
+  const ensureListener = async (): Promise<pg.Client> => {
+    if (listenClient) return listenClient;
+    connecting ??= connectListener().finally(() => (connecting = undefined));
+    return connecting;
+  };
+
+  const query: Queryable['query'] = async (sql, params) => {
+    const r = await pool.query(sql, params as unknown[]);
+    return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+  };
+
+  return {
+    kind: 'postgres',
+    query,
+    async exec(sql) {
+      await pool.query(sql);
+    },
+    async transaction(fn) {
+      const client = await pool.connect();
+      const tx: Queryable = {
+        async query(sql, params) {
+          const r = await client.query(sql, params as unknown[]);
+          return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+        },
+        async exec(sql) {
+          await client.query(sql);
+        },
+      };
+      try {
+        await client.query('BEGIN');
+        const result = await fn(tx);
+        await client.query('COMMIT');
+        client.release();
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        client.release();
+        throw error;
+      }
+    },
+    async listen(channel, onNotify) {
+      let set = listeners.get(channel);
+      const isNew = !set;
+      if (!set) listeners.set(channel, (set = new Set()));
+      set.add(onNotify);
+      const client = await ensureListener();
+      if (isNew && client === listenClient) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      return async () => {
+        set!.delete(onNotify);
+      };
+    },
+    async close() {
+      closed = true;
+      await listenClient?.end().catch(() => undefined);
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The runtime's decisions, as pure functions: what a finalized dep means for its dependent, when a task
+ * may run, how long a retry waits, how a workflow ends. The SQL modules apply them; tests call them directly.
+ */
+
+export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded';
+export type FinalState = 'completed' | 'cancelled' | 'discarded';
+export type WorkflowState = 'running' | 'completed' | 'failed' | 'cancelled';
+
+export const FINAL_STATES: readonly TaskState[] = ['completed', 'cancelled', 'discarded'];
+
+export function isFinal(state: TaskState): state is FinalState {
+  return state === 'completed' || state === 'cancelled' || state === 'discarded';
+}
+
+export interface IgnoreFlags {
+  ignore_cancelled_deps: boolean;
+  ignore_discarded_deps: boolean;
+  ignore_deleted_deps: boolean;
+}
+
+/** A dep's final state ('deleted' when its row is gone) either satisfies its dependent or fails it. */
+export function depOutcome(dependent: IgnoreFlags, dep: FinalState | 'deleted'): 'satisfied' | 'failed' {
+  switch (dep) {
+    case 'completed':
+      return 'satisfied';
+    case 'cancelled':
+      return dependent.ignore_cancelled_deps ? 'satisfied' : 'failed';
+    case 'discarded':
+      return dependent.ignore_discarded_deps ? 'satisfied' : 'failed';
+    case 'deleted':
+      return dependent.ignore_deleted_deps ? 'satisfied' : 'failed';
+  }
+}
+
+/** Where a pending task goes once nothing but its wait and schedule hold it. */
+export function readyState(task: { deps_left: number; has_wait: boolean; wait_satisfied?: boolean; scheduled_at: Date }, now: Date): TaskState {
+  if (task.deps_left > 0) return 'pending';
+  if (task.has_wait && !task.wait_satisfied) return 'pending';
+  return task.scheduled_at.getTime() > now.getTime() ? 'scheduled' : 'available';
+}
+
+export interface RetryPolicy {
+  backoff: 'exponential' | 'linear' | 'constant';
+  initial_ms: number;
+  max_ms: number;
+  jitter: boolean;
+}
+
+/** The wait before attempt `attempt + 1`, after attempt `attempt` failed. Jitter spreads it over [50%, 100%]. */
+export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
+  const n = Math.max(1, attempt);
+  const base =
+    policy.backoff === 'exponential' ? policy.initial_ms * 2 ** Math.min(n - 1, 40) : policy.backoff === 'linear' ? policy.initial_ms * n : policy.initial_ms;
+  const capped = Math.min(base, policy.max_ms);
+  return Math.round(policy.jitter ? capped * (0.5 + random() * 0.5) : capped);
+}
+
+/** After an attempt fails: try again later, or give up for good. */
+export function afterFailure(task: { attempt: number; max_attempts: number; cancel_requested: boolean }): 'retryable' | 'discarded' | 'cancelled' {
+  if (task.cancel_requested) return 'cancelled';
+  return task.attempt >= task.max_attempts ? 'discarded' : 'retryable';
+}
+
+/** How a workflow ends once none of its tasks is open. */
+export function finalWorkflowState(w: { cancel_requested: boolean; tasks_failed: number }): Exclude<WorkflowState, 'running'> {
+  if (w.cancel_requested) return 'cancelled';
+  return w.tasks_failed > 0 ? 'failed' : 'completed';
+}
+
+/** The initial state of an inserted task. */
+export function initialState(task: { deps: readonly string[]; has_wait: boolean; scheduled_at: Date }, now: Date): TaskState {
+  return readyState({ deps_left: task.deps.length, has_wait: task.has_wait, scheduled_at: task.scheduled_at }, now);
+}

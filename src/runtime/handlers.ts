@@ -1,0 +1,55 @@
+import type { Queryable } from './db/types.js';
+import type { TaskRecord } from './sql/workflows.js';
+
+/** What a handler sees besides its args. */
+export interface TaskContext {
+  workflowId: string;
+  /** The task's name in its workflow (`ship[p1]` for an expansion). */
+  taskName: string;
+  kind: string;
+  attempt: number;
+  maxAttempts: number;
+  /** Aborted at the task's timeout, when its workflow is cancelled, and at shutdown. */
+  signal: AbortSignal;
+  /** Direct deps' outputs by task name. */
+  deps: Record<string, unknown>;
+  /** Direct deps (or, recursively, all upstream tasks) with their state and output. */
+  loadDeps(options?: { recursive?: boolean }): Promise<Record<string, TaskRecord>>;
+  /**
+   * Runs fn in the transaction that will complete this task: the handler's writes commit if and only if
+   * the task completes. Call it once, as the handler's last database work (the embedded database runs one
+   * transaction at a time).
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Ends the task for good as cancelled (its dependents see a cancelled dep). */
+  cancel(reason?: string): never;
+  /** Runs the task again after `ms`, without using up an attempt. */
+  snooze(ms: number): never;
+}
+
+export type Handler = (args: any, ctx: TaskContext) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type Handlers = Record<string, Handler>;
+
+/** Thrown by ctx.cancel(): the task ends cancelled, not retried. */
+export class TaskCancelled extends Error {
+  constructor(reason = 'cancelled by its handler') {
+    super(reason);
+    this.name = 'TaskCancelled';
+  }
+}
+
+/** Thrown by ctx.snooze(): the task runs again later without using up an attempt. */
+export class TaskSnoozed extends Error {
+  constructor(readonly ms: number) {
+    super(`snoozed for ${ms} ms`);
+    this.name = 'TaskSnoozed';
+  }
+}
+
+/** A handler that ran past its timeout. */
+export class TaskTimeout extends Error {
+  constructor(ms: number) {
+    super(`timed out after ${ms} ms`);
+    this.name = 'TaskTimeout';
+  }
+}

@@ -1,0 +1,106 @@
+import type { Database } from './db/types.js';
+import type { DefinitionCache } from './definition-cache.js';
+import type { Logger } from './log.js';
+import { endAttempt } from './sql/fail.js';
+import { electLeader, resignLeader } from './sql/leader.js';
+import { deleteExpiredWorkflows, forgetDeadWorkers, lostAttempts, promoteDue, type RetentionPolicy } from './sql/maintenance.js';
+import { currentTime, type Clock } from './sql/time.js';
+
+export interface LeaderOptions {
+  id: string;
+  db: Database;
+  schema: string;
+  s: string;
+  definitions: DefinitionCache;
+  clock?: Clock;
+  log: Logger;
+  /** How often the lease is renewed; it expires after three intervals without renewal. */
+  electionIntervalMs: number;
+  /** How often scheduled/retryable tasks are promoted (lateness is bounded by this). */
+  promoteIntervalMs: number;
+  /** A worker silent this long is dead; its running attempts are rescued. */
+  workerDeadAfterMs: number;
+  retention: RetentionPolicy;
+  retentionIntervalMs: number;
+}
+
+/**
+ * One elected leader runs maintenance for everyone: promotion of due tasks, rescue of attempts whose worker
+ * died, and retention. Every process runs this service; only the lease holder does the work, and another
+ * takes over when the holder stops renewing.
+ */
+export class LeaderService {
+  private leading = false;
+  private timers: NodeJS.Timeout[] = [];
+  private lastRetention = 0;
+  private busy = false;
+
+  constructor(private readonly o: LeaderOptions) {}
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  start(): void {
+    const tick = () => void this.tick();
+    this.timers.push(setInterval(tick, Math.min(this.o.electionIntervalMs, this.o.promoteIntervalMs)));
+    for (const t of this.timers) t.unref();
+    tick();
+  }
+
+  private lastElection = 0;
+
+  private async tick(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      if (Date.now() - this.lastElection >= this.o.electionIntervalMs || !this.leading) {
+        this.lastElection = Date.now();
+        const now = await currentTime(this.o.db, this.o.clock);
+        const was = this.leading;
+        this.leading = await electLeader(this.o.db, this.o.s, this.o.id, this.o.electionIntervalMs * 3, now);
+        if (this.leading && !was) this.o.log.info(`${this.o.id} is the leader`);
+      }
+      if (this.leading) await this.runOnce();
+    } catch (error) {
+      this.o.log.warn(`leader: ${(error as Error).message}`);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** One round of maintenance (tests call this directly instead of waiting). */
+  async runOnce(): Promise<{ promoted: number; rescued: number; deleted: number }> {
+    const { db, s, schema } = this.o;
+    let now = await currentTime(db, this.o.clock);
+    let promoted = 0;
+    for (let n = await promoteDue(db, s, schema, now); n > 0; n = n === 1000 ? await promoteDue(db, s, schema, now) : 0) promoted += n;
+    const lost = await lostAttempts(db, s, new Date(now.getTime() - this.o.workerDeadAfterMs));
+    let rescued = 0;
+    for (const a of lost) {
+      const ok = await db.transaction(async (tx) => {
+        now = await currentTime(tx, this.o.clock);
+        return endAttempt(tx, { s, schema, now, definitions: this.o.definitions }, { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id }, {
+          type: 'error',
+          error: { message: `worker ${a.worker_id} stopped heartbeating while running this attempt`, kind: 'lost' },
+        });
+      });
+      if (ok) rescued++;
+    }
+    if (rescued > 0) this.o.log.info(`rescued ${rescued} attempt(s) from dead workers`);
+    let deleted = 0;
+    if (Date.now() - this.lastRetention >= this.o.retentionIntervalMs) {
+      this.lastRetention = Date.now();
+      deleted = await deleteExpiredWorkflows(db, s, this.o.retention, now);
+      await forgetDeadWorkers(db, s, new Date(now.getTime() - 24 * 3_600_000));
+    }
+    return { promoted, rescued, deleted };
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    while (this.busy) await new Promise((r) => setTimeout(r, 10));
+    if (this.leading) await resignLeader(this.o.db, this.o.s, this.o.id).catch(() => undefined);
+    this.leading = false;
+  }
+}

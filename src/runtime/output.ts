@@ -1,0 +1,49 @@
+import { renderTemplates } from '../compiler/cel/evaluate.js';
+import { inputsType, toCelValue } from '../compiler/cel/types.js';
+import type { NormalizedDefinition } from '../compiler/normalize.js';
+
+export interface TaskResult {
+  name: string;
+  template: string;
+  idx: number | null;
+  key: string | null;
+  state: string;
+  output: unknown;
+}
+
+/**
+ * The `tasks` variable of output templates: tasks.<name> is { state, output }, or for a for_each task a list
+ * (in expansion order) of { key, index, state, output }.
+ */
+export function tasksContext(tasks: readonly TaskResult[], expanded: readonly string[] = []): Record<string, unknown> {
+  const out: Record<string, unknown> = Object.fromEntries(expanded.map((name) => [name, []]));
+  const sorted = [...tasks].sort((a, b) => (a.idx ?? 0) - (b.idx ?? 0));
+  for (const t of sorted) {
+    if (t.idx === null) out[t.template] = { state: t.state, output: t.output };
+    else ((out[t.template] ??= []) as unknown[]).push({ key: t.key ?? String(t.idx), index: BigInt(t.idx), state: t.state, output: t.output });
+  }
+  return out;
+}
+
+/** The workflow's output, evaluated once when it completes; a failing template is reported, not thrown. */
+export function evaluateOutput(
+  def: NormalizedDefinition,
+  template: unknown,
+  workflow: { id: string; name: string; created_at: Date; inputs: unknown },
+  tasks: readonly TaskResult[],
+): { output: unknown; error?: string } {
+  if (template === null || template === undefined) return { output: null };
+  try {
+    const context = {
+      inputs: toCelValue(workflow.inputs, inputsType(def.inputs)),
+      workflow: { id: workflow.id, name: workflow.name, created_at: new Date(workflow.created_at) },
+      tasks: tasksContext(
+        tasks,
+        def.tasks.filter((t) => t.for_each !== undefined).map((t) => t.name),
+      ),
+    };
+    return { output: renderTemplates(template, context) };
+  } catch (error) {
+    return { output: null, error: `output: ${(error as Error).message}` };
+  }
+}

@@ -1,0 +1,308 @@
+import { compile, type CompileOptions } from '../compiler/instantiate.js';
+import type { Plan } from '../compiler/plan.js';
+import { loadDefinitions } from '../compiler/load.js';
+import type { ValidationResult } from '../compiler/validate.js';
+import { inTransaction, type Database, type Queryable, type TxOption } from './db/types.js';
+import { DefinitionCache } from './definition-cache.js';
+import type { Handlers } from './handlers.js';
+import { LeaderService } from './leader.js';
+import { silentLogger, type Logger } from './log.js';
+import { migrate } from './migrate.js';
+import { channels } from './sql/channels.js';
+import { currentDefinition, registeredNames, registerVersion } from './sql/definitions.js';
+import { insertPlan, type InsertExtras } from './sql/insert.js';
+import type { RetentionPolicy } from './sql/maintenance.js';
+import { quoteIdent } from './sql/schema.js';
+import { currentTime, type Clock } from './sql/time.js';
+import { cancelWorkflow, liveKinds, loadTasks, loadTasksByName, loadWorkflow, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
+import { pendingReason } from './status.js';
+import { Worker, workerId } from './worker.js';
+
+export interface RuntimeOptions {
+  database: Database;
+  /** The Postgres schema of braid's tables (default `braid`). */
+  schema?: string;
+  /** Handlers by kind; a runtime without handlers only inserts and reads. */
+  handlers?: Handlers;
+  /** Queue name -> concurrency (default { default: 10 }). */
+  queues?: Record<string, number>;
+  /** Replaces the database clock (tests). */
+  clock?: () => Date;
+  logger?: Logger;
+  pollIntervalMs?: number;
+  heartbeatIntervalMs?: number;
+  /** A worker silent this long is dead and its running attempts are rescued (default 30 s). */
+  workerDeadAfterMs?: number;
+  electionIntervalMs?: number;
+  /** Retention of finalized workflows; null keeps them (defaults: 24 h each). */
+  retention?: Partial<RetentionPolicy>;
+  retentionIntervalMs?: number;
+  maxOutputBytes?: number;
+  /** Run the leader's maintenance in this process (default true when it runs a worker). */
+  leader?: boolean;
+}
+
+export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
+  parentId?: string;
+  group?: string;
+}
+
+export interface RegisterResult {
+  validation: ValidationResult;
+  /** Names whose current version changed. */
+  registered: { name: string; hash: string }[];
+}
+
+export interface WorkflowStatus {
+  workflow: WorkflowRecord;
+  tasks: (TaskRecord & { pending_reason: string | null })[];
+}
+
+/** The braid runtime: inserts plans, runs handlers, advances workflows, and reads their state. */
+export class Runtime {
+  readonly schema: string;
+  readonly db: Database;
+  private readonly s: string;
+  private readonly definitions: DefinitionCache;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private worker?: Worker;
+  private leader?: LeaderService;
+  readonly id = workerId();
+
+  constructor(private readonly options: RuntimeOptions) {
+    this.db = options.database;
+    this.schema = options.schema ?? 'braid';
+    this.s = quoteIdent(this.schema);
+    this.definitions = new DefinitionCache(this.s);
+    this.log = options.logger ?? silentLogger;
+    this.clock = options.clock;
+  }
+
+  /** Applies pending migrations (safe when several processes start together). */
+  migrate(): Promise<string[]> {
+    return migrate(this.db, this.schema);
+  }
+
+  /**
+   * Validates a definitions folder and registers each new version; an unchanged file registers nothing.
+   * Invalid files are reported in `validation` and leave their last good version current.
+   */
+  async registerDefinitions(dir: string): Promise<RegisterResult> {
+    const known = await registeredNames(this.db, this.s);
+    const validation = loadDefinitions(dir, { knownWorkflows: known });
+    const registered: { name: string; hash: string }[] = [];
+    await this.db.transaction(async (tx) => {
+      for (const def of validation.definitions) {
+        const r = await registerVersion(tx, this.s, { name: def.name, hash: def.hash, normalized: def.normalized, file: def.file });
+        this.definitions.remember(def.name, def.hash, def.normalized);
+        if (r.madeCurrent) registered.push({ name: def.name, hash: def.hash });
+      }
+    });
+    return { validation, registered };
+  }
+
+  /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */
+  async insert(plan: Plan, options: TxOption & InsertExtras = {}): Promise<string> {
+    await inTransaction(this.db, options, async (tx) => insertPlan(tx, this.s, this.schema, plan, await currentTime(tx, this.clock), options));
+    return plan.workflow.id;
+  }
+
+  /** Starts a workflow from the current version of `name`: compiled with `inputs`, then inserted. */
+  async start(name: string, inputs: unknown = {}, options: StartOptions = {}): Promise<string> {
+    return inTransaction(this.db, options, async (tx) => {
+      const def = await currentDefinition(tx, this.s, name);
+      if (!def) throw new UnknownWorkflowError(name);
+      const now = await currentTime(tx, this.clock);
+      const plan = compile(def.normalized, inputs, { id: options.id, now });
+      plan.workflow.definition.hash = def.hash;
+      await insertPlan(tx, this.s, this.schema, plan, now, { parentId: options.parentId, group: options.group });
+      return plan.workflow.id;
+    });
+  }
+
+  /** A handle on one workflow: reads and operations. */
+  workflow(id: string): WorkflowHandle {
+    return new WorkflowHandle(this, id);
+  }
+
+  /** Starts the worker (and the leader service) with the configured handlers and queues. */
+  async startWorker(): Promise<void> {
+    const o = this.options;
+    this.worker = new Worker({
+      id: this.id,
+      db: this.db,
+      schema: this.schema,
+      s: this.s,
+      definitions: this.definitions,
+      handlers: o.handlers ?? {},
+      queues: o.queues ?? { default: 10 },
+      clock: this.clock,
+      pollIntervalMs: o.pollIntervalMs ?? 1000,
+      heartbeatIntervalMs: o.heartbeatIntervalMs ?? 5000,
+      maxOutputBytes: o.maxOutputBytes ?? 1024 * 1024,
+      log: this.log,
+    });
+    await this.worker.start();
+    if (o.leader !== false) {
+      this.leader = new LeaderService({
+        id: this.id,
+        db: this.db,
+        schema: this.schema,
+        s: this.s,
+        definitions: this.definitions,
+        clock: this.clock,
+        log: this.log,
+        electionIntervalMs: o.electionIntervalMs ?? 5000,
+        promoteIntervalMs: o.pollIntervalMs ?? 1000,
+        workerDeadAfterMs: o.workerDeadAfterMs ?? 30_000,
+        retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, ...o.retention },
+        retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
+      });
+      this.leader.start();
+    }
+  }
+
+  /** The leader's maintenance, once, now (tests; also what the leader runs on its timer). */
+  maintenance(): Promise<{ promoted: number; rescued: number; deleted: number }> {
+    const service =
+      this.leader ??
+      new LeaderService({
+        id: this.id,
+        db: this.db,
+        schema: this.schema,
+        s: this.s,
+        definitions: this.definitions,
+        clock: this.clock,
+        log: this.log,
+        electionIntervalMs: 5000,
+        promoteIntervalMs: 1000,
+        workerDeadAfterMs: this.options.workerDeadAfterMs ?? 30_000,
+        retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, ...this.options.retention },
+        retentionIntervalMs: 0,
+      });
+    return service.runOnce();
+  }
+
+  get isLeader(): boolean {
+    return this.leader?.isLeader ?? false;
+  }
+
+  /** Graceful stop: running handlers get `deadlineMs` to finish, then are aborted and their tasks released. */
+  async stop(deadlineMs?: number): Promise<void> {
+    await this.worker?.stop(deadlineMs);
+    await this.leader?.stop();
+    this.worker = undefined;
+    this.leader = undefined;
+  }
+
+  /** Internals the workflow handle needs. */
+  get internals(): { s: string; clock: Clock; definitions: DefinitionCache; workerDeadAfterMs: number } {
+    return { s: this.s, clock: this.clock, definitions: this.definitions, workerDeadAfterMs: this.options.workerDeadAfterMs ?? 30_000 };
+  }
+}
+
+export class UnknownWorkflowError extends Error {
+  constructor(name: string) {
+    super(`no workflow named "${name}" is registered`);
+    this.name = 'UnknownWorkflowError';
+  }
+}
+
+export class WorkflowNotFoundError extends Error {
+  constructor(id: string) {
+    super(`no workflow with id "${id}"`);
+    this.name = 'WorkflowNotFoundError';
+  }
+}
+
+export class WorkflowHandle {
+  constructor(
+    private readonly rt: Runtime,
+    readonly id: string,
+  ) {}
+
+  private get q(): Queryable {
+    return this.rt.db;
+  }
+
+  async load(options: TxOption = {}): Promise<WorkflowRecord> {
+    const w = await loadWorkflow(options.tx ?? this.q, this.rt.internals.s, this.id);
+    if (!w) throw new WorkflowNotFoundError(this.id);
+    return w;
+  }
+
+  /** All tasks, paged (insertion order). */
+  tasks(page: { limit?: number; offset?: number; tx?: Queryable } = {}): Promise<TaskRecord[]> {
+    return loadTasks(page.tx ?? this.q, this.rt.internals.s, this.id, page);
+  }
+
+  async task(name: string, options: TxOption = {}): Promise<TaskRecord> {
+    const [t] = await loadTasksByName(options.tx ?? this.q, this.rt.internals.s, this.id, [name]);
+    if (!t) throw new Error(`workflow ${this.id} has no task "${name}"`);
+    return t;
+  }
+
+  async output(name: string, options: TxOption = {}): Promise<unknown> {
+    return (await this.task(name, options)).output;
+  }
+
+  /** A task's direct deps, or with `recursive` every task upstream of it. */
+  async deps(name: string, options: TxOption & { recursive?: boolean } = {}): Promise<Record<string, TaskRecord>> {
+    const q = options.tx ?? this.q;
+    const found = new Map<string, TaskRecord>();
+    let frontier = (await this.task(name, options)).deps;
+    while (frontier.length > 0) {
+      const rows = await loadTasksByName(q, this.rt.internals.s, this.id, frontier);
+      for (const r of rows) found.set(r.name, r);
+      frontier = options.recursive ? [...new Set(rows.flatMap((r) => r.deps))].filter((n) => !found.has(n)) : [];
+    }
+    return Object.fromEntries(found);
+  }
+
+  /** Cancels every task not yet final; running handlers are asked to stop. */
+  async cancel(options: TxOption = {}): Promise<{ cancelled: string[]; stopping: string[] }> {
+    const { s, clock, definitions } = this.rt.internals;
+    const result = await inTransaction(this.rt.db, options, async (tx) =>
+      cancelWorkflow(tx, { s, schema: this.rt.schema, now: await currentTime(tx, clock), definitions }, this.id),
+    );
+    if (!result.found) throw new WorkflowNotFoundError(this.id);
+    return { cancelled: result.cancelled, stopping: result.stopping };
+  }
+
+  /** The workflow with its tasks, each pending one with why it waits. */
+  async status(): Promise<WorkflowStatus> {
+    const { s, clock, workerDeadAfterMs } = this.rt.internals;
+    const workflow = await this.load();
+    const tasks = await this.tasks();
+    const kinds = await liveKinds(this.q, s, workerDeadAfterMs, await currentTime(this.q, clock));
+    const byName = new Map(tasks.map((t) => [t.name, t]));
+    return { workflow, tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds) })) };
+  }
+
+  /** Resolves when the workflow is final (checks on every finalize notification, and polls as a fallback). */
+  async waitUntilFinal(options: { timeoutMs?: number; pollMs?: number } = {}): Promise<WorkflowRecord> {
+    const deadline = Date.now() + (options.timeoutMs ?? 24 * 3_600_000);
+    let wake: () => void = () => undefined;
+    const unlisten = await this.rt.db.listen(channels(this.rt.schema).workflow, (payload) => {
+      if (payload.startsWith(`${this.id} `)) wake();
+    });
+    try {
+      for (;;) {
+        const w = await this.load();
+        if (w.state !== 'running') return w;
+        if (Date.now() > deadline) throw new Error(`workflow ${this.id} is still running after ${options.timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, options.pollMs ?? 1000).unref();
+        });
+      }
+    } finally {
+      await unlisten();
+    }
+  }
+}
+
+export function createRuntime(options: RuntimeOptions): Runtime {
+  return new Runtime(options);
+}

@@ -1,0 +1,167 @@
+import { depOutcome, finalWorkflowState, readyState, type FinalState, type IgnoreFlags } from '../decide.js';
+import type { Queryable } from '../db/types.js';
+import type { DefinitionCache } from '../definition-cache.js';
+import { evaluateOutput, type TaskResult } from '../output.js';
+import { channels } from './channels.js';
+
+/** What an advancing transaction needs: the schema, its one clock reading, and the definition cache. */
+export interface AdvanceContext {
+  s: string;
+  schema: string;
+  now: Date;
+  definitions: DefinitionCache;
+}
+
+export interface Finalized {
+  name: string;
+  state: FinalState;
+  /** The task's reverse edges, when the caller already has them. */
+  dependents?: string[];
+}
+
+export interface SettleResult {
+  /** Queues that gained available tasks (to wake workers). */
+  queues: Set<string>;
+  /** Tasks whose deps are all satisfied but that wait on a condition: the wait evaluator's input. */
+  waitsReady: string[];
+  /** The workflow's final state when this settled it. */
+  workflowState?: string;
+}
+
+interface DependentRow extends IgnoreFlags {
+  name: string;
+  deps_left: number;
+  has_wait: boolean;
+  scheduled_at: Date;
+  queue: string;
+}
+
+/**
+ * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances
+ * (deps_left falls; at zero it becomes available, scheduled, or waits on its condition) or, for a failed dep
+ * that its flags do not ignore, is cancelled, which cascades. Then the workflow's open-task counter falls,
+ * and at zero the workflow finalizes.
+ */
+export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
+  const { s, now } = ctx;
+  const result: SettleResult = { queues: new Set(), waitsReady: [] };
+  let closed = 0;
+  let failed = 0;
+  let wave = finalized;
+  while (wave.length > 0) {
+    closed += wave.length;
+    failed += wave.filter((f) => f.state !== 'completed').length;
+    const missing = wave.filter((f) => f.dependents === undefined).map((f) => f.name);
+    if (missing.length > 0) {
+      const { rows } = await q.query<{ name: string; dependents: string[] }>(`SELECT name, dependents FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[])`, [
+        workflowId,
+        missing,
+      ]);
+      const byName = new Map(rows.map((r) => [r.name, r.dependents]));
+      wave = wave.map((f) => (f.dependents === undefined ? { ...f, dependents: byName.get(f.name) ?? [] } : f));
+    }
+    const edges = wave.flatMap((f) => (f.dependents ?? []).map((d) => ({ dep: f.name, depState: f.state, dependent: d })));
+    if (edges.length === 0) break;
+    const { rows } = await q.query<DependentRow>(
+      `SELECT name, deps_left, wait IS NOT NULL AS has_wait, scheduled_at, queue, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps
+         FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending'`,
+      [workflowId, [...new Set(edges.map((e) => e.dependent))]],
+    );
+    const cancelled = new Map<string, string>();
+    const advanced: { name: string; deps_left: number; state: string }[] = [];
+    for (const row of rows) {
+      const mine = edges.filter((e) => e.dependent === row.name);
+      const failure = mine.find((e) => depOutcome(row, e.depState) === 'failed');
+      if (failure) {
+        cancelled.set(row.name, `dependency "${failure.dep}" was ${failure.depState}`);
+        continue;
+      }
+      const depsLeft = row.deps_left - mine.length;
+      const state = readyState({ deps_left: depsLeft, has_wait: row.has_wait, scheduled_at: new Date(row.scheduled_at) }, now);
+      advanced.push({ name: row.name, deps_left: depsLeft, state });
+      if (state === 'available') result.queues.add(row.queue);
+      if (depsLeft === 0 && row.has_wait) result.waitsReady.push(row.name);
+    }
+    if (advanced.length > 0) {
+      await q.query(
+        `UPDATE ${s}.tasks t SET deps_left = v.deps_left, state = v.state
+           FROM jsonb_to_recordset($2::jsonb) AS v(name text, deps_left int, state text)
+          WHERE t.workflow_id = $1 AND t.name = v.name`,
+        [workflowId, JSON.stringify(advanced)],
+      );
+    }
+    wave = [];
+    if (cancelled.size > 0) {
+      const reasons = [...cancelled].map(([name, message]) => ({ name, error: { attempt: 0, at: now.toISOString(), kind: 'dependency', message } }));
+      const { rows: gone } = await q.query<{ name: string; dependents: string[] }>(
+        `UPDATE ${s}.tasks t SET state = 'cancelled', finalized_at = $2, errors = t.errors || jsonb_build_array(v.error)
+           FROM jsonb_to_recordset($3::jsonb) AS v(name text, error jsonb)
+          WHERE t.workflow_id = $1 AND t.name = v.name AND t.state = 'pending'
+          RETURNING t.name, t.dependents`,
+        [workflowId, now, JSON.stringify(reasons)],
+      );
+      wave = gone.map((g) => ({ name: g.name, state: 'cancelled' as const, dependents: g.dependents }));
+    }
+  }
+  result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
+  return result;
+}
+
+/** Counts tasks out of the workflow's open set; finalizes the workflow when none is left. */
+export async function closeTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, closed: number, failed: number): Promise<string | undefined> {
+  const { rows } = await q.query<WorkflowRow>(
+    `UPDATE ${ctx.s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1
+     RETURNING id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at`,
+    [workflowId, closed, failed],
+  );
+  const w = rows[0];
+  if (!w || w.tasks_open > 0 || w.state !== 'running') return undefined;
+  return finalizeWorkflow(q, ctx, w);
+}
+
+export interface WorkflowRow {
+  id: string;
+  name: string;
+  definition_hash: string;
+  state: string;
+  tasks_open: number;
+  tasks_failed: number;
+  cancel_requested: boolean;
+  output_template: unknown;
+  inputs: unknown;
+  created_at: Date;
+}
+
+/** The workflow ends: completed (with its output evaluated once), failed, or cancelled. */
+export async function finalizeWorkflow(q: Queryable, ctx: AdvanceContext, w: WorkflowRow): Promise<string> {
+  const state = finalWorkflowState(w);
+  let output: { output: unknown; error?: string } = { output: null };
+  if (state === 'completed' && w.output_template !== null) {
+    const def = await ctx.definitions.get(q, w.name, w.definition_hash);
+    const { rows } = await q.query<TaskResult>(`SELECT name, template, idx, key, state, output FROM ${ctx.s}.tasks WHERE workflow_id = $1`, [w.id]);
+    output = evaluateOutput(def, w.output_template, w, rows);
+  }
+  await q.query(`UPDATE ${ctx.s}.workflows SET state = $2, output = $3, output_error = $4, finalized_at = $5 WHERE id = $1`, [
+    w.id,
+    state,
+    output.output === null ? null : JSON.stringify(output.output),
+    output.error ?? null,
+    ctx.now,
+  ]);
+  await q.query('SELECT pg_notify($1, $2)', [channels(ctx.schema).workflow, `${w.id} ${state}`]);
+  return state;
+}
+
+export async function notifyQueues(q: Queryable, schema: string, queues: Iterable<string>): Promise<void> {
+  const list = [...new Set(queues)];
+  if (list.length > 0) await q.query(`SELECT pg_notify($1, queue) FROM unnest($2::text[]) AS queue`, [channels(schema).available, list]);
+}
+
+/** Takes the per-workflow locks, always in id order so concurrent batches cannot deadlock. */
+export async function lockWorkflows(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, { state: string; cancel_requested: boolean }>> {
+  const { rows } = await q.query<{ id: string; state: string; cancel_requested: boolean }>(
+    `SELECT id, state, cancel_requested FROM ${s}.workflows WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+    [[...new Set(ids)]],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}

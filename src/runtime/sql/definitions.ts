@@ -1,0 +1,54 @@
+import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import type { Queryable } from '../db/types.js';
+
+export interface StoredDefinition {
+  name: string;
+  hash: string;
+  normalized: NormalizedDefinition;
+}
+
+/**
+ * Records a version (immutable: a hash is stored once) and makes it the current one for its name.
+ * Returns whether anything changed, so registering an unchanged folder registers nothing.
+ */
+export async function registerVersion(q: Queryable, s: string, def: { name: string; hash: string; normalized: NormalizedDefinition; file?: string }): Promise<{ inserted: boolean; madeCurrent: boolean }> {
+  const inserted = await q.query(`INSERT INTO ${s}.definitions (name, hash, normalized, file) VALUES ($1, $2, $3, $4) ON CONFLICT (name, hash) DO NOTHING`, [
+    def.name,
+    def.hash,
+    JSON.stringify(def.normalized),
+    def.file ?? null,
+  ]);
+  const current = await q.query(
+    `INSERT INTO ${s}.definition_current (name, hash) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE SET hash = EXCLUDED.hash, updated_at = now() WHERE ${s}.definition_current.hash <> EXCLUDED.hash`,
+    [def.name, def.hash],
+  );
+  return { inserted: inserted.rowCount > 0, madeCurrent: current.rowCount > 0 };
+}
+
+export async function currentDefinition(q: Queryable, s: string, name: string): Promise<StoredDefinition | undefined> {
+  const { rows } = await q.query<StoredDefinition>(
+    `SELECT d.name, d.hash, d.normalized FROM ${s}.definition_current c JOIN ${s}.definitions d ON d.name = c.name AND d.hash = c.hash WHERE c.name = $1`,
+    [name],
+  );
+  return rows[0];
+}
+
+export async function definitionByHash(q: Queryable, s: string, name: string, hash: string): Promise<StoredDefinition | undefined> {
+  const { rows } = await q.query<StoredDefinition>(`SELECT name, hash, normalized FROM ${s}.definitions WHERE name = $1 AND hash = $2`, [name, hash]);
+  return rows[0];
+}
+
+export async function registeredNames(q: Queryable, s: string): Promise<string[]> {
+  const { rows } = await q.query<{ name: string }>(`SELECT name FROM ${s}.definition_current ORDER BY name`);
+  return rows.map((r) => r.name);
+}
+
+export async function listDefinitions(q: Queryable, s: string): Promise<{ name: string; hash: string; current: boolean; registered_at: Date; file: string | null }[]> {
+  const { rows } = await q.query<{ name: string; hash: string; current: boolean; registered_at: Date; file: string | null }>(
+    `SELECT d.name, d.hash, (c.hash IS NOT NULL) AS current, d.registered_at, d.file
+       FROM ${s}.definitions d LEFT JOIN ${s}.definition_current c ON c.name = d.name AND c.hash = d.hash
+      ORDER BY d.name, d.id`,
+  );
+  return rows;
+}

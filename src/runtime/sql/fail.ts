@@ -1,0 +1,88 @@
+import { afterFailure, retryDelayMs, type RetryPolicy } from '../decide.js';
+import type { Queryable } from '../db/types.js';
+import { lockWorkflows, notifyQueues, settle, type AdvanceContext } from './advance.js';
+
+export interface AttemptRef {
+  workflowId: string;
+  name: string;
+  attempt: number;
+  workerId: string;
+}
+
+export interface TaskError {
+  message: string;
+  name?: string;
+  stack?: string;
+  kind?: 'error' | 'timeout' | 'cancel' | 'lost' | 'shutdown' | 'output';
+}
+
+/** What a handler's attempt ended in, other than success. */
+export type AttemptOutcome =
+  | { type: 'error'; error: TaskError }
+  | { type: 'cancel'; error: TaskError }
+  | { type: 'snooze'; ms: number }
+  | { type: 'release'; error: TaskError };
+
+interface RunningRow {
+  state: string;
+  attempt: number;
+  max_attempts: number;
+  retry: RetryPolicy;
+  cancel_requested: boolean;
+  worker_id: string | null;
+  queue: string;
+}
+
+/**
+ * Ends an attempt that did not complete, in the caller's transaction: an error retries with backoff until
+ * max_attempts, then discards; a handler's cancel cancels for good; a snooze reschedules without using up
+ * the attempt; a release (shutdown) makes it available again at once. Final outcomes cascade to dependents.
+ * Returns false when the attempt was no longer running (a no-op).
+ */
+export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: AttemptRef, outcome: AttemptOutcome, random: () => number = Math.random): Promise<boolean> {
+  const { s, now } = ctx;
+  await lockWorkflows(q, s, [ref.workflowId]);
+  const { rows } = await q.query<RunningRow>(
+    `SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, queue FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2 FOR UPDATE`,
+    [ref.workflowId, ref.name],
+  );
+  const task = rows[0];
+  if (!task || task.state !== 'running' || task.attempt !== ref.attempt || task.worker_id !== ref.workerId) return false;
+  const where = `workflow_id = $1 AND name = $2`;
+  if (outcome.type === 'snooze' || outcome.type === 'release') {
+    const at = new Date(now.getTime() + (outcome.type === 'snooze' ? outcome.ms : 0));
+    const state = at.getTime() > now.getTime() ? 'scheduled' : 'available';
+    const note = outcome.type === 'release' ? [{ attempt: ref.attempt, at: now.toISOString(), ...outcome.error }] : [];
+    await q.query(`UPDATE ${s}.tasks SET state = $3, attempt = attempt - 1, scheduled_at = $4, worker_id = NULL, errors = errors || $5::jsonb WHERE ${where}`, [
+      ref.workflowId,
+      ref.name,
+      state,
+      at,
+      JSON.stringify(note),
+    ]);
+    if (state === 'available') await notifyQueues(q, ctx.schema, [task.queue]);
+    return true;
+  }
+  const entry = { attempt: ref.attempt, at: now.toISOString(), ...outcome.error };
+  const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task);
+  if (next === 'retryable') {
+    const at = new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random));
+    await q.query(`UPDATE ${s}.tasks SET state = 'retryable', scheduled_at = $3, worker_id = NULL, errors = errors || $4::jsonb WHERE ${where}`, [
+      ref.workflowId,
+      ref.name,
+      at,
+      JSON.stringify([entry]),
+    ]);
+    return true;
+  }
+  await q.query(`UPDATE ${s}.tasks SET state = $3, finalized_at = $4, worker_id = NULL, errors = errors || $5::jsonb WHERE ${where}`, [
+    ref.workflowId,
+    ref.name,
+    next,
+    now,
+    JSON.stringify([entry]),
+  ]);
+  const result = await settle(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
+  await notifyQueues(q, ctx.schema, result.queues);
+  return true;
+}

@@ -1,0 +1,69 @@
+import type { Plan } from '../../compiler/plan.js';
+import { initialState } from '../decide.js';
+import type { Queryable } from '../db/types.js';
+import { channels } from './channels.js';
+
+export interface InsertExtras {
+  parentId?: string | null;
+  group?: string | null;
+}
+
+/** Inserts a plan: the workflow row and every task, with initial states and reverse edges, then wakes workers. */
+export async function insertPlan(q: Queryable, s: string, schema: string, plan: Plan, now: Date, extras: InsertExtras = {}): Promise<void> {
+  const w = plan.workflow;
+  const dependents = new Map<string, string[]>();
+  for (const t of plan.tasks) for (const d of t.deps) dependents.set(d, [...(dependents.get(d) ?? []), t.name]);
+  const created = new Date(w.created_at);
+  const rows = plan.tasks.map((t, i) => {
+    const scheduledAt = t.scheduled_at ? new Date(t.scheduled_at) : created;
+    return {
+      name: t.name,
+      ord: i,
+      template: t.template,
+      idx: t.index,
+      key: t.key,
+      kind: t.kind,
+      queue: t.queue,
+      priority: t.priority,
+      state: initialState({ deps: t.deps, has_wait: t.wait !== null, scheduled_at: scheduledAt }, now),
+      max_attempts: t.max_attempts,
+      args: t.args,
+      deps: t.deps,
+      dependents: dependents.get(t.name) ?? [],
+      deps_left: t.deps.length,
+      scheduled_at: scheduledAt.toISOString(),
+      timeout_ms: t.timeout_ms,
+      retry: t.retry,
+      ignore_cancelled_deps: t.ignore_cancelled_deps,
+      ignore_discarded_deps: t.ignore_discarded_deps,
+      ignore_deleted_deps: t.ignore_deleted_deps,
+      wait: t.wait,
+      start: t.start,
+      metadata: t.metadata,
+      description: t.description,
+    };
+  });
+  await q.query(
+    `INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $9)`,
+    [w.id, w.name, w.definition.hash, JSON.stringify(w.inputs), w.output === null ? null : JSON.stringify(w.output), plan.tasks.length, extras.parentId ?? null, extras.group ?? null, created],
+  );
+  if (rows.length === 0) return;
+  await q.query(
+    `INSERT INTO ${s}.tasks (workflow_id, name, template, idx, key, kind, queue, priority, state, max_attempts, args, deps, dependents, deps_left,
+                             scheduled_at, timeout_ms, retry, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps, wait, start, metadata,
+                             description, created_at)
+     SELECT $1, x.name, x.template, x.idx, x.key, x.kind, x.queue, x.priority, x.state, x.max_attempts, coalesce(x.args, 'null'::jsonb),
+            ARRAY(SELECT jsonb_array_elements_text(x.deps)), ARRAY(SELECT jsonb_array_elements_text(x.dependents)), x.deps_left,
+            x.scheduled_at, x.timeout_ms, x.retry, x.ignore_cancelled_deps, x.ignore_discarded_deps, x.ignore_deleted_deps, x.wait, x.start,
+            coalesce(x.metadata, '{}'::jsonb), x.description, $2
+       FROM jsonb_to_recordset($3::jsonb) AS x(name text, ord int, template text, idx int, key text, kind text, queue text, priority int, state text,
+            max_attempts int, args jsonb, deps jsonb, dependents jsonb, deps_left int, scheduled_at timestamptz, timeout_ms int, retry jsonb,
+            ignore_cancelled_deps boolean, ignore_discarded_deps boolean, ignore_deleted_deps boolean, wait jsonb, start jsonb, metadata jsonb,
+            description text)
+      ORDER BY x.ord`,
+    [w.id, now, JSON.stringify(rows)],
+  );
+  const queues = [...new Set(rows.filter((r) => r.state === 'available').map((r) => r.queue))];
+  if (queues.length > 0) await q.query(`SELECT pg_notify($1, queue) FROM unnest($2::text[]) AS queue`, [channels(schema).available, queues]);
+}

@@ -1,0 +1,111 @@
+import type { Queryable } from '../db/types.js';
+import { channels } from './channels.js';
+import { closeTasks, lockWorkflows, type AdvanceContext } from './advance.js';
+
+export interface WorkflowRecord {
+  id: string;
+  name: string;
+  definition_hash: string;
+  state: 'running' | 'completed' | 'failed' | 'cancelled';
+  attempt: number;
+  inputs: unknown;
+  output: unknown;
+  output_error: string | null;
+  tasks_total: number;
+  tasks_open: number;
+  tasks_failed: number;
+  cancel_requested: boolean;
+  parent_id: string | null;
+  group_name: string | null;
+  created_at: Date;
+  finalized_at: Date | null;
+}
+
+export interface TaskRecord {
+  workflow_id: string;
+  name: string;
+  template: string;
+  idx: number | null;
+  key: string | null;
+  kind: string;
+  queue: string;
+  priority: number;
+  state: string;
+  attempt: number;
+  max_attempts: number;
+  args: unknown;
+  output: unknown;
+  errors: { attempt: number; at: string; message: string; kind?: string; name?: string; stack?: string }[];
+  deps: string[];
+  dependents: string[];
+  deps_left: number;
+  scheduled_at: Date;
+  timeout_ms: number | null;
+  wait: unknown;
+  start: unknown;
+  metadata: unknown;
+  description: string | null;
+  cancel_requested: boolean;
+  worker_id: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finalized_at: Date | null;
+}
+
+const WORKFLOW_COLUMNS =
+  'id, name, definition_hash, state, attempt, inputs, output, output_error, tasks_total, tasks_open, tasks_failed, cancel_requested, parent_id, group_name, created_at, finalized_at';
+const TASK_COLUMNS =
+  'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors, deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description, cancel_requested, worker_id, created_at, started_at, finalized_at';
+
+export async function loadWorkflow(q: Queryable, s: string, id: string): Promise<WorkflowRecord | undefined> {
+  const { rows } = await q.query<WorkflowRecord>(`SELECT ${WORKFLOW_COLUMNS} FROM ${s}.workflows WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+/** Tasks of one workflow in insertion order, paged. */
+export async function loadTasks(q: Queryable, s: string, id: string, page: { limit?: number; offset?: number } = {}): Promise<TaskRecord[]> {
+  const { rows } = await q.query<TaskRecord>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id LIMIT $2 OFFSET $3`, [
+    id,
+    page.limit ?? 10_000,
+    page.offset ?? 0,
+  ]);
+  return rows;
+}
+
+export async function loadTasksByName(q: Queryable, s: string, id: string, names: readonly string[]): Promise<TaskRecord[]> {
+  const { rows } = await q.query<TaskRecord>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`, [id, names]);
+  return rows;
+}
+
+/**
+ * Cancels a workflow in the caller's transaction: every task not yet final and not running is cancelled;
+ * running tasks are asked to stop (their handlers get an abort and may still finish). The workflow ends as
+ * cancelled once its last task is final. Returns the names of the tasks cancelled now and of those asked to stop.
+ */
+export async function cancelWorkflow(q: Queryable, ctx: AdvanceContext, id: string): Promise<{ found: boolean; cancelled: string[]; stopping: string[] }> {
+  const { s, now } = ctx;
+  const locked = await lockWorkflows(q, s, [id]);
+  const w = locked.get(id);
+  if (!w) return { found: false, cancelled: [], stopping: [] };
+  if (w.state !== 'running') return { found: true, cancelled: [], stopping: [] };
+  const error = JSON.stringify([{ attempt: 0, at: now.toISOString(), kind: 'cancel', message: 'workflow cancelled' }]);
+  const cancelled = await q.query<{ name: string }>(
+    `UPDATE ${s}.tasks SET state = 'cancelled', finalized_at = $2, errors = errors || $3::jsonb
+      WHERE workflow_id = $1 AND state IN ('pending', 'scheduled', 'available', 'retryable') RETURNING name`,
+    [id, now, error],
+  );
+  const stopping = await q.query<{ name: string }>(`UPDATE ${s}.tasks SET cancel_requested = true WHERE workflow_id = $1 AND state = 'running' RETURNING name`, [id]);
+  await q.query(`UPDATE ${s}.workflows SET cancel_requested = true WHERE id = $1`, [id]);
+  if (stopping.rowCount > 0) await q.query('SELECT pg_notify($1, $2)', [channels(ctx.schema).cancel, id]);
+  await closeTasks(q, ctx, id, cancelled.rowCount, cancelled.rowCount);
+  return { found: true, cancelled: cancelled.rows.map((r) => r.name), stopping: stopping.rows.map((r) => r.name) };
+}
+
+/** Kinds that some live runtime process (heartbeat within `aliveMs`) can run. */
+export async function liveKinds(q: Queryable, s: string, aliveMs: number, now: Date): Promise<Set<string>> {
+  const { rows } = await q.query<{ kind: string }>(
+    `SELECT DISTINCT unnest(kinds) AS kind FROM ${s}.workers WHERE stopped_at IS NULL AND heartbeat_at > $1`,
+    [new Date(now.getTime() - aliveMs)],
+  );
+  return new Set(rows.map((r) => r.kind));
+}

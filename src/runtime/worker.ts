@@ -1,0 +1,401 @@
+import { hostname } from 'node:os';
+import type { Database, Queryable } from './db/types.js';
+import type { DefinitionCache } from './definition-cache.js';
+import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handlers, type TaskContext } from './handlers.js';
+import { channels } from './sql/channels.js';
+import { completeTasks, type Completion } from './sql/complete.js';
+import { endAttempt, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
+import { depOutputs, fetchTasks, type FetchedTask } from './sql/fetch.js';
+import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
+import { currentTime, type Clock } from './sql/time.js';
+import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
+import { loadTasksByName, type TaskRecord } from './sql/workflows.js';
+import type { Logger } from './log.js';
+
+export interface WorkerOptions {
+  id: string;
+  db: Database;
+  schema: string;
+  s: string;
+  definitions: DefinitionCache;
+  handlers: Handlers;
+  /** Queue name -> concurrency. */
+  queues: Record<string, number>;
+  clock?: Clock;
+  /** Poll fallback when no NOTIFY arrives (default 1000 ms). */
+  pollIntervalMs: number;
+  heartbeatIntervalMs: number;
+  /** Largest output stored, in bytes of JSON (default 1 MiB). */
+  maxOutputBytes: number;
+  log: Logger;
+}
+
+interface Running {
+  task: FetchedTask;
+  abort: AbortController;
+}
+
+interface PendingCompletion {
+  item: Completion;
+  done: () => void;
+}
+
+/**
+ * Runs handlers for its queues: claims available tasks in batches sized to free slots, runs each attempt,
+ * and completes attempts in batches (each task's completion, output and dependents' advancement atomic).
+ */
+export class Worker {
+  private readonly running = new Map<string, Running>();
+  private readonly perQueue = new Map<string, { active: number; fetching: boolean; more: boolean }>();
+  private readonly completions: PendingCompletion[] = [];
+  private flushing: Promise<void> | undefined;
+  private readonly inflight = new Set<Promise<unknown>>();
+  private timers: NodeJS.Timeout[] = [];
+  private unlisten: (() => Promise<void>)[] = [];
+  private stopping = false;
+  private started = false;
+
+  constructor(private readonly o: WorkerOptions) {
+    for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, fetching: false, more: true });
+  }
+
+  get kinds(): string[] {
+    return Object.keys(this.o.handlers).sort();
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const { db, s } = this.o;
+    const now = await currentTime(db, this.o.clock);
+    await registerWorker(db, s, { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds }, now);
+    const ch = channels(this.o.schema);
+    this.unlisten.push(
+      await db.listen(ch.available, (queue) => {
+        const q = this.perQueue.get(queue);
+        if (!q) return;
+        q.more = true;
+        this.pump(queue);
+      }),
+      await db.listen(ch.cancel, (workflowId) => {
+        for (const r of this.running.values()) if (r.task.workflow_id === workflowId) r.abort.abort(new TaskCancelled('workflow cancelled'));
+      }),
+    );
+    this.timers.push(
+      setInterval(() => {
+        for (const [queue, q] of this.perQueue) {
+          q.more = true;
+          this.pump(queue);
+        }
+      }, this.o.pollIntervalMs),
+      setInterval(() => void this.heartbeat(), this.o.heartbeatIntervalMs),
+    );
+    for (const t of this.timers) t.unref();
+    for (const queue of this.perQueue.keys()) this.pump(queue);
+  }
+
+  private async heartbeat(): Promise<void> {
+    try {
+      await heartbeatWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
+    } catch (error) {
+      this.o.log.warn(`heartbeat failed: ${(error as Error).message}`);
+    }
+  }
+
+  /** Claims work for a queue while it has free slots and work seems to be there. */
+  private pump(queue: string): void {
+    const q = this.perQueue.get(queue)!;
+    if (this.stopping || q.fetching || !q.more || this.kinds.length === 0) return;
+    const free = this.o.queues[queue] - q.active;
+    if (free <= 0) return;
+    q.fetching = true;
+    const work = (async () => {
+      try {
+        const now = await currentTime(this.o.db, this.o.clock);
+        const tasks = await fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now });
+        q.more = tasks.length === free;
+        if (tasks.length === 0) return;
+        const deps = await depOutputs(this.o.db, this.o.s, tasks);
+        for (const task of tasks) {
+          q.active++;
+          this.track(this.execute(task, deps.get(`${task.workflow_id}\u0000${task.name}`) ?? {}).finally(() => {
+            q.active--;
+            this.pump(queue);
+          }));
+        }
+      } catch (error) {
+        this.o.log.warn(`fetch from queue ${queue} failed: ${(error as Error).message}`);
+      } finally {
+        q.fetching = false;
+      }
+      if (q.more) this.pump(queue);
+    })();
+    this.track(work);
+  }
+
+  private track<T>(p: Promise<T>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
+  }
+
+  /** One attempt: the handler with its timeout, then completion or the failure path. Never throws. */
+  private async execute(task: FetchedTask, deps: Record<string, unknown>): Promise<void> {
+    const key = `${task.workflow_id}\u0000${task.name}`;
+    const abort = new AbortController();
+    this.running.set(key, { task, abort });
+    const ref: AttemptRef = { workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id };
+    const tx = new AttemptTransaction(this.o, ref);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const handler = this.o.handlers[task.kind];
+      const ctx = this.context(task, deps, abort.signal, tx);
+      const timeout = new Promise<never>((_, reject) => {
+        if (task.timeout_ms !== null) {
+          timer = setTimeout(() => {
+            const error = new TaskTimeout(task.timeout_ms!);
+            abort.abort(error);
+            reject(error);
+          }, task.timeout_ms);
+        }
+        abort.signal.addEventListener('abort', () => {
+          if (abort.signal.reason instanceof ShutdownAbort) reject(abort.signal.reason);
+        });
+      });
+      const output = await Promise.race([Promise.resolve().then(() => handler(task.args, ctx)), timeout]);
+      const json = toJsonOutput(output, this.o.maxOutputBytes);
+      if (tx.opened) await tx.commit(json);
+      else await this.complete({ workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id, output: json });
+      this.o.log.taskDone(task, 'completed');
+    } catch (error) {
+      if (tx.opened) await tx.rollback();
+      await this.fail(task, ref, outcomeOf(error));
+    } finally {
+      clearTimeout(timer);
+      this.running.delete(key);
+    }
+  }
+
+  private context(task: FetchedTask, deps: Record<string, unknown>, signal: AbortSignal, tx: AttemptTransaction): TaskContext {
+    const { db, s } = this.o;
+    return {
+      workflowId: task.workflow_id,
+      taskName: task.name,
+      kind: task.kind,
+      attempt: task.attempt,
+      maxAttempts: task.max_attempts,
+      signal,
+      deps,
+      loadDeps: (options = {}) => loadDeps(db, s, task.workflow_id, task.deps, options.recursive ?? false),
+      transaction: (fn) => tx.open(fn),
+      cancel: (reason) => {
+        throw new TaskCancelled(reason);
+      },
+      snooze: (ms) => {
+        throw new TaskSnoozed(ms);
+      },
+    };
+  }
+
+  private advanceContext(now: Date): AdvanceContext {
+    return { s: this.o.s, schema: this.o.schema, now, definitions: this.o.definitions };
+  }
+
+  /** Queues a completion for the next batch and resolves once it committed. */
+  private complete(item: Completion): Promise<void> {
+    return new Promise((resolve) => {
+      this.completions.push({ item, done: resolve });
+      this.scheduleFlush();
+    });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushing) return;
+    this.flushing = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.flush())
+      .finally(() => {
+        this.flushing = undefined;
+        if (this.completions.length > 0) this.scheduleFlush();
+      });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.completions.splice(0, 500);
+    if (batch.length === 0) return;
+    try {
+      await this.o.db.transaction(async (tx) => completeTasks(tx, this.advanceContext(await currentTime(tx, this.o.clock)), batch.map((b) => b.item)));
+    } catch (error) {
+      // A batch that failed as a whole (a deadlock, a lost connection) is retried one attempt at a time,
+      // so one bad row cannot hold the others back. What still fails stays running and is rescued later.
+      this.o.log.warn(`batch completion failed (${(error as Error).message}); completing one by one`);
+      for (const b of batch) {
+        try {
+          await this.o.db.transaction(async (tx) => completeTasks(tx, this.advanceContext(await currentTime(tx, this.o.clock)), [b.item]));
+        } catch (e) {
+          this.o.log.warn(`completion of ${b.item.workflowId}/${b.item.name} failed: ${(e as Error).message}`);
+        }
+      }
+    }
+    for (const b of batch) b.done();
+  }
+
+  private async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {
+    try {
+      await this.o.db.transaction(async (tx) => endAttempt(tx, this.advanceContext(await currentTime(tx, this.o.clock)), ref, outcome));
+      this.o.log.taskDone(task, outcome.type === 'error' ? `failed: ${outcome.error.message}` : outcome.type);
+    } catch (error) {
+      this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed: ${(error as Error).message}`);
+    }
+  }
+
+  /**
+   * Graceful stop: no new work; running handlers get until the deadline to finish, then are aborted and
+   * their tasks released to run again elsewhere.
+   */
+  async stop(deadlineMs = 10_000): Promise<void> {
+    if (!this.started || this.stopping) return;
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    const until = Date.now() + deadlineMs;
+    while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    for (const r of this.running.values()) r.abort.abort(new ShutdownAbort());
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    if (this.flushing) await this.flushing;
+    for (const u of this.unlisten) await u().catch(() => undefined);
+    try {
+      await stopWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
+    } catch (error) {
+      this.o.log.warn(`could not record the worker's stop: ${(error as Error).message}`);
+    }
+  }
+
+  /** For tests and `--wait`: whether anything is running or queued to complete. */
+  get busy(): boolean {
+    return this.running.size > 0 || this.completions.length > 0 || this.inflight.size > 0;
+  }
+}
+
+class ShutdownAbort extends Error {
+  constructor() {
+    super('aborted: the worker shut down before the handler finished');
+    this.name = 'ShutdownAbort';
+  }
+}
+
+/** The transaction a handler opened with ctx.transaction(): held open until the attempt ends, then committed with the completion. */
+class AttemptTransaction {
+  private settle?: (outcome: { output: unknown } | undefined) => void;
+  private done?: Promise<unknown>;
+  opened = false;
+
+  constructor(
+    private readonly o: WorkerOptions,
+    private readonly ref: AttemptRef,
+  ) {}
+
+  open<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    if (this.opened) return Promise.reject(new Error('ctx.transaction() can be used once per attempt'));
+    this.opened = true;
+    return new Promise<T>((resolveResult, rejectResult) => {
+      const ended = new Promise<{ output: unknown } | undefined>((r) => (this.settle = r));
+      this.done = this.o.db.transaction(async (tx) => {
+        const now = await currentTime(tx, this.o.clock);
+        await lockWorkflows(tx, this.o.s, [this.ref.workflowId]);
+        const { rows } = await tx.query<{ ok: boolean }>(
+          `SELECT (state = 'running' AND attempt = $3 AND worker_id = $4) AS ok FROM ${this.o.s}.tasks WHERE workflow_id = $1 AND name = $2`,
+          [this.ref.workflowId, this.ref.name, this.ref.attempt, this.ref.workerId],
+        );
+        if (!rows[0]?.ok) {
+          const error = new Error('this attempt is no longer running (timed out, cancelled or rescued)');
+          rejectResult(error);
+          throw error;
+        }
+        try {
+          resolveResult(await fn(tx));
+        } catch (error) {
+          rejectResult(error);
+          throw error;
+        }
+        const outcome = await ended;
+        if (!outcome) throw new RollbackSignal();
+        const ctx = { s: this.o.s, schema: this.o.schema, now, definitions: this.o.definitions };
+        const applied = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
+        if (applied.size === 0) throw new Error('this attempt is no longer running');
+      });
+      this.done.catch(() => undefined);
+    });
+  }
+
+  async commit(output: unknown): Promise<void> {
+    this.settle!({ output });
+    await this.done;
+  }
+
+  async rollback(): Promise<void> {
+    this.settle?.(undefined);
+    await this.done?.catch(() => undefined);
+  }
+}
+
+class RollbackSignal extends Error {}
+
+async function loadDeps(db: Queryable, s: string, workflowId: string, direct: string[], recursive: boolean): Promise<Record<string, TaskRecord>> {
+  const found = new Map<string, TaskRecord>();
+  let frontier = direct;
+  while (frontier.length > 0) {
+    const rows = await loadTasksByName(db, s, workflowId, frontier.filter((n) => !found.has(n)));
+    for (const r of rows) found.set(r.name, r);
+    frontier = recursive ? [...new Set(rows.flatMap((r) => r.deps))].filter((n) => !found.has(n)) : [];
+  }
+  return Object.fromEntries(found);
+}
+
+/** A handler's return value as stored JSON; anything that is not JSON (or too large) is the attempt's error. */
+export function toJsonOutput(value: unknown, maxBytes: number): unknown {
+  if (value === undefined) return null;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value, (_, v: unknown) => {
+      if (typeof v === 'bigint') throw new TypeError('a BigInt is not JSON');
+      if (typeof v === 'number' && !Number.isFinite(v)) throw new TypeError(`${v} is not JSON`);
+      if (typeof v === 'function' || typeof v === 'symbol') throw new TypeError(`a ${typeof v} is not JSON`);
+      return v;
+    });
+  } catch (error) {
+    throw new OutputError(`the handler's output is not JSON: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new OutputError("the handler's output is not JSON");
+  if (Buffer.byteLength(text) > maxBytes) throw new OutputError(`the handler's output is ${Buffer.byteLength(text)} bytes of JSON, over the ${maxBytes}-byte limit`);
+  return JSON.parse(text);
+}
+
+class OutputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutputError';
+  }
+}
+
+/** Whatever a handler threw (not only Errors) becomes a recorded outcome. */
+function outcomeOf(thrown: unknown): AttemptOutcome {
+  if (thrown instanceof TaskSnoozed) return { type: 'snooze', ms: Math.max(0, thrown.ms) };
+  if (thrown instanceof ShutdownAbort) return { type: 'release', error: { message: thrown.message, kind: 'shutdown' } };
+  if (thrown instanceof TaskCancelled) return { type: 'cancel', error: { message: thrown.message, kind: 'cancel' } };
+  return { type: 'error', error: describeError(thrown) };
+}
+
+export function describeError(thrown: unknown): TaskError {
+  if (thrown instanceof TaskTimeout) return { message: thrown.message, name: thrown.name, kind: 'timeout' };
+  if (thrown instanceof OutputError) return { message: thrown.message, name: thrown.name, kind: 'output' };
+  if (thrown instanceof Error) return { message: thrown.message || thrown.name, name: thrown.name, stack: thrown.stack?.split('\n').slice(0, 12).join('\n'), kind: 'error' };
+  let text: string;
+  try {
+    text = typeof thrown === 'string' ? thrown : JSON.stringify(thrown) ?? String(thrown);
+  } catch {
+    text = String(thrown);
+  }
+  return { message: `non-Error thrown: ${text.slice(0, 2000)}`, kind: 'error' };
+}
+
+export function workerId(): string {
+  return `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+}
