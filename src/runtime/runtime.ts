@@ -9,6 +9,7 @@ import { LeaderService } from './leader.js';
 import { silentLogger, type Logger } from './log.js';
 import { migrate } from './migrate.js';
 import { channels } from './sql/channels.js';
+import { deleteTasks, lockWorkflows, notifyQueues } from './sql/advance.js';
 import { currentDefinition, registeredNames, registerVersion } from './sql/definitions.js';
 import { insertPlan, type InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
@@ -268,6 +269,20 @@ export class WorkflowHandle {
     );
     if (!result.found) throw new WorkflowNotFoundError(this.id);
     return { cancelled: result.cancelled, stopping: result.stopping };
+  }
+
+  /**
+   * Deletes task rows: their dependents see a deleted dep (failed unless they ignore deleted deps).
+   * Retention's per-task mode does this to finalized tasks; use it by hand only to unstick a workflow.
+   */
+  async deleteTasks(names: readonly string[], options: TxOption = {}): Promise<void> {
+    const { s, clock, definitions } = this.rt.internals;
+    await inTransaction(this.rt.db, options, async (tx) => {
+      const ctx = { s, schema: this.rt.schema, now: await currentTime(tx, clock), definitions };
+      await lockWorkflows(tx, s, [this.id]);
+      const result = await deleteTasks(tx, ctx, this.id, names);
+      await notifyQueues(tx, this.rt.schema, result.queues);
+    });
   }
 
   /** The workflow with its tasks, each pending one with why it waits. */

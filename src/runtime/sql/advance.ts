@@ -14,9 +14,12 @@ export interface AdvanceContext {
 
 export interface Finalized {
   name: string;
-  state: FinalState;
+  /** 'deleted': the row is gone (retention, or an operator); dependents treat it as a failed dep. */
+  state: FinalState | 'deleted';
   /** The task's reverse edges, when the caller already has them. */
   dependents?: string[];
+  /** A deleted row that had already finalized: it no longer counts in the open set. */
+  alreadyClosed?: boolean;
 }
 
 export interface SettleResult {
@@ -49,8 +52,9 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
   let failed = 0;
   let wave = finalized;
   while (wave.length > 0) {
-    closed += wave.length;
-    failed += wave.filter((f) => f.state !== 'completed').length;
+    const counted = wave.filter((f) => !f.alreadyClosed);
+    closed += counted.length;
+    failed += counted.filter((f) => f.state !== 'completed').length;
     const missing = wave.filter((f) => f.dependents === undefined).map((f) => f.name);
     if (missing.length > 0) {
       const { rows } = await q.query<{ name: string; dependents: string[] }>(`SELECT name, dependents FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[])`, [
@@ -105,6 +109,24 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
   }
   result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
   return result;
+}
+
+/**
+ * Deletes task rows of one workflow (lock held): their dependents see a deleted dep, which fails them
+ * unless they ignore deleted deps. What retention's per-task mode does, and an operator's last resort.
+ */
+export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<SettleResult> {
+  const { rows } = await q.query<{ name: string; state: string; dependents: string[] }>(
+    `DELETE FROM ${ctx.s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) RETURNING name, state, dependents`,
+    [workflowId, names],
+  );
+  const final = new Set(['completed', 'cancelled', 'discarded']);
+  return settle(
+    q,
+    ctx,
+    workflowId,
+    rows.map((r) => ({ name: r.name, state: 'deleted' as const, dependents: r.dependents, alreadyClosed: final.has(r.state) })),
+  );
 }
 
 /** Counts tasks out of the workflow's open set; finalizes the workflow when none is left. */
