@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { compile, validate } from '../../src/index.js';
+import type { Handlers } from '../../src/runtime/handlers.js';
+import { backend, run, testDatabase, testRuntime, until } from '../helpers/runtime.js';
+
+const sleeper = (ms: number) => async (_args: unknown, ctx: { signal: AbortSignal }) =>
+  new Promise((resolve, reject) => {
+    const t = setTimeout(() => resolve({ slept: ms }), ms);
+    ctx.signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(ctx.signal.reason);
+    });
+  });
+
+describe(`transactions (${backend})`, () => {
+  const def = validate([{ path: 'tx_flow.yaml', content: 'name: tx_flow\ntasks:\n  a: { kind: ok }\n' }]).definitions[0];
+
+  it('an insert inside a caller transaction that rolls back leaves nothing; one that commits runs', async () => {
+    const rt = await testRuntime({ handlers: { ok: async () => ({ ok: 1 }) } });
+    const db = await testDatabase();
+    const rolledBack = compile(def, {}, { id: `rb-${Date.now()}` });
+    await expect(
+      db.transaction(async (tx) => {
+        await rt.insert(rolledBack, { tx });
+        throw new Error('caller changed its mind');
+      }),
+    ).rejects.toThrow('caller changed its mind');
+    await expect(rt.workflow(rolledBack.workflow.id).load()).rejects.toThrow(/no workflow/);
+
+    await rt.registerDefinitions(await import('../helpers/runtime.js').then((m) => m.definitionsDir({ tx_flow: 'name: tx_flow\ntasks:\n  a: { kind: ok }\n' })));
+    const committed = compile(def, {}, { id: `ok-${Date.now()}` });
+    await db.transaction(async (tx) => {
+      await tx.query('SELECT 1');
+      await rt.insert(committed, { tx });
+    });
+    await rt.startWorker();
+    const w = await rt.workflow(committed.workflow.id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    expect(w.state).toBe('completed');
+  });
+
+  it('ctx.transaction: the handler writes commit with the completion, or roll back with a failed attempt', async () => {
+    const db = await testDatabase();
+    const table = `effects_${Math.random().toString(36).slice(2, 8)}`;
+    await db.query(`CREATE TABLE ${table} (workflow_id text, attempt int)`);
+    const handlers: Handlers = {
+      effect: async (_args, ctx) => {
+        await ctx.transaction((tx) => tx.query(`INSERT INTO ${table} VALUES ($1, $2)`, [ctx.workflowId, ctx.attempt]));
+        if (ctx.attempt === 1) throw new Error('failed after writing');
+        return { wrote: ctx.attempt };
+      },
+    };
+    const rt = await testRuntime({ handlers, definitions: { effects: 'name: effects\ntasks:\n  t: { kind: effect, max_attempts: 3, retry: { backoff: constant, initial: 10ms } }\n' } });
+    await rt.startWorker();
+    const { id, workflow, tasks } = await run(rt, 'effects');
+    expect(workflow.state).toBe('completed');
+    expect(tasks.t.output).toEqual({ wrote: 2 });
+    const { rows } = await db.query<{ attempt: number }>(`SELECT attempt FROM ${table} WHERE workflow_id = $1`, [id]);
+    expect(rows.map((r) => r.attempt)).toEqual([2]);
+  });
+
+  it('start inside a caller transaction', async () => {
+    const rt = await testRuntime({ handlers: { ok: async () => ({}) }, definitions: { tx_start: 'name: tx_start\ntasks:\n  a: { kind: ok }\n' } });
+    const db = await testDatabase();
+    const id = await db.transaction((tx) => rt.start('tx_start', {}, { tx }));
+    expect((await rt.workflow(id).load()).state).toBe('running');
+  });
+});
+
+describe(`cancel and shutdown (${backend})`, () => {
+  it('cancel while tasks run: pending tasks are cancelled, running handlers get an abort, the workflow ends cancelled', async () => {
+    let aborted = 0;
+    const handlers: Handlers = {
+      long: async (_a, ctx) => {
+        try {
+          return await sleeper(10_000)(_a, ctx);
+        } catch (e) {
+          aborted++;
+          throw e;
+        }
+      },
+      ok: async () => ({}),
+    };
+    const rt = await testRuntime({ handlers, definitions: { cancellable: 'name: cancellable\ntasks:\n  a: { kind: long }\n  b: { kind: long }\n  c: { kind: ok, deps: [a] }\n' } });
+    await rt.startWorker();
+    const id = await rt.start('cancellable');
+    await until(async () => (await rt.workflow(id).tasks()).filter((t) => t.state === 'running').length === 2);
+    const result = await rt.workflow(id).cancel();
+    expect(result.cancelled).toEqual(['c']);
+    expect(result.stopping.sort()).toEqual(['a', 'b']);
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    expect(w.state).toBe('cancelled');
+    expect(aborted).toBe(2);
+    const states = Object.fromEntries((await rt.workflow(id).tasks()).map((t) => [t.name, t.state]));
+    expect(states).toEqual({ a: 'cancelled', b: 'cancelled', c: 'cancelled' });
+    expect(await rt.workflow(id).cancel()).toEqual({ cancelled: [], stopping: [] });
+  });
+
+  it('a running handler that finishes after cancel still completes its task', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const rt = await testRuntime({
+      handlers: { stubborn: async () => gate.then(() => ({ done: true })) },
+      definitions: { finish_anyway: 'name: finish_anyway\ntasks:\n  a: { kind: stubborn }\n  b: { kind: stubborn, deps: [a] }\n' },
+    });
+    await rt.startWorker();
+    const id = await rt.start('finish_anyway');
+    await until(async () => (await rt.workflow(id).task('a')).state === 'running');
+    await rt.workflow(id).cancel();
+    release();
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    expect(w.state).toBe('cancelled');
+    expect(await rt.workflow(id).task('a')).toMatchObject({ state: 'completed', output: { done: true } });
+    expect((await rt.workflow(id).task('b')).state).toBe('cancelled');
+  });
+
+  it('graceful shutdown lets running handlers finish before the deadline, releases the rest for later', async () => {
+    const rt = await testRuntime({
+      handlers: { quick: sleeper(50), slow: sleeper(60_000) },
+      definitions: { shutdown: 'name: shutdown\ntasks:\n  q: { kind: quick }\n  s: { kind: slow, max_attempts: 1 }\n' },
+    });
+    await rt.startWorker();
+    const id = await rt.start('shutdown');
+    await until(async () => (await rt.workflow(id).tasks()).every((t) => t.state === 'running'));
+    await rt.stop(300);
+    const tasks = Object.fromEntries((await rt.workflow(id).tasks()).map((t) => [t.name, t]));
+    expect(tasks.q.state).toBe('completed');
+    expect(tasks.s).toMatchObject({ state: 'available', attempt: 0 });
+    expect(tasks.s.errors[0]).toMatchObject({ kind: 'shutdown' });
+
+    const again = await testRuntime({ schema: rt.schema, handlers: { quick: sleeper(1), slow: sleeper(1) } });
+    await again.startWorker();
+    const w = await again.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    expect(w.state).toBe('completed');
+  });
+});
