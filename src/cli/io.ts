@@ -7,6 +7,9 @@ export class UsageError extends Error {}
 /** The subject failed (bad definition, bad inputs, unknown name): message printed as is, exit 1. */
 export class SubjectError extends Error {}
 
+/** The database cannot be reached or opened: exit 3. */
+export class ConnectionError extends Error {}
+
 export interface Io {
   stdout: (s: string) => void;
   stderr: (s: string) => void;

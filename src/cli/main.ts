@@ -2,7 +2,12 @@ import * as compileCommand from './commands/compile.js';
 import * as demoCommand from './commands/demo.js';
 import * as graphCommand from './commands/graph.js';
 import * as validateCommand from './commands/validate.js';
-import { EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
+import * as migrateCommand from './commands/migrate.js';
+import * as startCommand from './commands/start.js';
+import * as workerCommand from './commands/worker.js';
+import * as statusCommand from './commands/status.js';
+import * as cancelCommand from './commands/cancel.js';
+import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
 import { version } from './version.js';
 
 interface Command {
@@ -15,6 +20,11 @@ const COMMANDS: Record<string, Command> = {
   validate: validateCommand,
   compile: compileCommand,
   graph: graphCommand,
+  migrate: migrateCommand,
+  start: startCommand,
+  worker: workerCommand,
+  status: statusCommand,
+  cancel: cancelCommand,
   demo: demoCommand,
 };
 
@@ -54,6 +64,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     if (error instanceof SubjectError) {
       io.stderr(`${error.message}\n`);
       return EXIT.failed;
+    }
+    if (error instanceof ConnectionError) {
+      io.stderr(`braid: ${error.message}\n`);
+      return EXIT.internal;
     }
     const message = error instanceof Error ? error.message : String(error);
     io.stderr(`braid: internal error: ${message}\n`);

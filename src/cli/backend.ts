@@ -1,0 +1,172 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ApiClient } from '../api/client.js';
+import { CompileError } from '../compiler/instantiate.js';
+import { formatText } from '../compiler/format/text.js';
+import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder } from '../runtime/db/pglite.js';
+import { createPostgres } from '../runtime/db/postgres.js';
+import type { Database } from '../runtime/db/types.js';
+import { createRuntime, UnknownWorkflowError, WorkflowNotFoundError, type Runtime, type RuntimeOptions, type WorkflowStatus } from '../runtime/runtime.js';
+import type { WorkflowRecord } from '../runtime/sql/workflows.js';
+import { readSourceTexts } from './definitions.js';
+import { ConnectionError, SubjectError, type Io } from './io.js';
+
+/** The project's embedded database and the address of the process holding it live under .braid/. */
+export function braidDir(io: Io): string {
+  return resolve(io.cwd, '.braid');
+}
+
+export function apiFile(io: Io): string {
+  return join(braidDir(io), 'api.json');
+}
+
+export interface DatabaseChoice {
+  /** --database, else DATABASE_URL. */
+  url?: string;
+  schema?: string;
+}
+
+export function databaseUrl(choice: DatabaseChoice): string | undefined {
+  return choice.url ?? (process.env.DATABASE_URL || undefined);
+}
+
+/** Opens the database this process will hold: Postgres when a URL is given, else the project's embedded one. */
+export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Database> {
+  const url = databaseUrl(choice);
+  try {
+    if (url) {
+      const db = createPostgres({ connectionString: url });
+      await db.query('SELECT 1');
+      return db;
+    }
+    mkdirSync(braidDir(io), { recursive: true });
+    return await createPglite({ dataDir: join(braidDir(io), 'db') });
+  } catch (error) {
+    if (error instanceof DatabaseLockedError || error instanceof DatabaseDamagedError) throw new ConnectionError(error.message);
+    throw new ConnectionError(`cannot connect to the database: ${(error as Error).message}`);
+  }
+}
+
+/** What the operating commands (start, status, cancel) need, whether the database is here or behind the API. */
+export interface Backend {
+  start(name: string, inputs: unknown, definitionsDir: string | undefined): Promise<string>;
+  status(id: string): Promise<WorkflowStatus>;
+  cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
+  waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
+  /** Whether some process is running handlers (a `--wait` without one would wait forever). */
+  readonly remote: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * The embedded database belongs to one process: when `braid worker` or `braid dev` holds it, commands go
+ * through that process's local API; otherwise they open the database (or Postgres) themselves.
+ */
+export async function openBackend(io: Io, choice: DatabaseChoice, options: Partial<RuntimeOptions> = {}): Promise<Backend> {
+  if (!databaseUrl(choice)) {
+    const holder = lockHolder(join(braidDir(io), 'db'));
+    if (holder !== undefined) return remoteBackend(io, holder);
+  }
+  const db = await openDatabase(io, choice);
+  const rt = createRuntime({ database: db, schema: choice.schema, ...options });
+  try {
+    await rt.migrate();
+  } catch (error) {
+    await db.close();
+    throw new ConnectionError(`cannot prepare the database: ${(error as Error).message}`);
+  }
+  return directBackend(io, rt, db);
+}
+
+function directBackend(io: Io, rt: Runtime, db: Database): Backend {
+  return {
+    remote: false,
+    async start(name, inputs, definitionsDir) {
+      if (definitionsDir) await registerOrFail(io, rt, definitionsDir);
+      return rethrow(io, () => rt.start(name, inputs));
+    },
+    status: (id) => rethrow(io, async () => jsonClone(await rt.workflow(id).status())),
+    cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
+    waitFinal: (id, timeoutMs) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitUntilFinal({ timeoutMs, pollMs: 250 }))),
+    close: async () => {
+      await rt.stop(0);
+      await db.close();
+    },
+  };
+}
+
+async function registerOrFail(io: Io, rt: Runtime, dir: string): Promise<void> {
+  if (!existsSync(resolve(io.cwd, dir))) return;
+  const { validation } = await rt.registerDefinitions(resolve(io.cwd, dir));
+  if (validation.errors > 0) {
+    io.stderr(formatText(validation.diagnostics.filter((d) => d.severity === 'error'), { sources: readSourceTexts(validation, io) }));
+    io.stderr(`braid: ${validation.errors} error(s) in ${dir}: the last valid version of those files stays current\n`);
+  }
+}
+
+function jsonClone<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v)) as T;
+}
+
+async function rethrow<T>(io: Io, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError || error instanceof UnknownWorkflowError) throw new SubjectError(error.message);
+    if (error instanceof CompileError) throw new SubjectError(formatText(error.diagnostics, { sources: readSourceTexts(error, io) }).trimEnd());
+    throw error;
+  }
+}
+
+function remoteBackend(io: Io, holder: number): Backend {
+  let info: { url: string; token: string; pid: number };
+  try {
+    info = JSON.parse(readFileSync(apiFile(io), 'utf8')) as typeof info;
+  } catch {
+    throw new ConnectionError(`the embedded database in .braid/ is held by process ${holder}, which serves no API (stop it, or use its own output)`);
+  }
+  const api = new ApiClient(info.url, info.token);
+  const call = async <T>(method: 'GET' | 'POST', path: string, payload?: unknown): Promise<T> => {
+    let r: { status: number; body: T & { error?: string; diagnostics?: unknown[] } };
+    try {
+      r = await api.request<T & { error?: string; diagnostics?: unknown[] }>(method, path, payload);
+    } catch (error) {
+      throw new ConnectionError(`cannot reach process ${holder} at ${info.url}: ${(error as Error).message}`);
+    }
+    if (r.status === 404 || r.status === 422 || r.status === 400) {
+      const diagnostics = r.body.diagnostics as never[] | undefined;
+      throw new SubjectError(diagnostics ? formatText(diagnostics, { sources: new Map() }).trimEnd() : String(r.body.error));
+    }
+    if (r.status >= 300) throw new ConnectionError(`process ${holder} answered ${r.status}: ${r.body.error ?? ''}`);
+    return r.body;
+  };
+  return {
+    remote: true,
+    start: async (name, inputs, definitionsDir) =>
+      (await call<{ id: string }>('POST', '/api/workflows', { name, inputs, ...(definitionsDir && existsSync(resolve(io.cwd, definitionsDir)) ? { definitions_dir: resolve(io.cwd, definitionsDir) } : {}) })).id,
+    status: (id) => call<WorkflowStatus>('GET', `/api/workflows/${encodeURIComponent(id)}`),
+    cancel: (id) => call('POST', `/api/workflows/${encodeURIComponent(id)}/cancel`, {}),
+    async waitFinal(id, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const { workflow } = await call<{ workflow: WorkflowRecord }>('GET', `/api/workflows/${encodeURIComponent(id)}/wait?timeout_ms=${Math.min(60_000, Math.max(0, deadline - Date.now()))}`);
+        if (workflow.state !== 'running' || Date.now() >= deadline) return workflow;
+      }
+    },
+    close: async () => undefined,
+  };
+}
+
+/** Publishes this process's API address for the project's other commands; removed at exit. */
+export function publishApi(io: Io, api: { url: string; token: string }): () => void {
+  mkdirSync(braidDir(io), { recursive: true });
+  writeFileSync(apiFile(io), JSON.stringify({ url: api.url, token: api.token, pid: process.pid }), { mode: 0o600 });
+  return () => {
+    try {
+      const current = JSON.parse(readFileSync(apiFile(io), 'utf8')) as { pid: number };
+      if (current.pid === process.pid) rmSync(apiFile(io));
+    } catch {
+      /* gone */
+    }
+  };
+}

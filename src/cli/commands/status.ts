@@ -1,0 +1,48 @@
+import type { WorkflowStatus } from '../../runtime/runtime.js';
+import { parse } from '../args.js';
+import { openBackend } from '../backend.js';
+import { EXIT, UsageError, type Io } from '../io.js';
+
+export const usage = 'braid status ID [--json] [--database URL]';
+
+export const help = `Show a workflow and its tasks: states, attempts, errors, and what each pending task waits for.
+
+Usage: ${usage}
+
+  --json            { "workflow": {...}, "tasks": [...] }
+  --database URL    Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --schema NAME     the schema of braid's tables (default: braid)
+`;
+
+export async function run(argv: string[], io: Io): Promise<number> {
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage, ['json']);
+  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (positionals.length !== 1) throw new UsageError(`status takes one workflow ID (usage: ${usage})`);
+  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  try {
+    const status = await backend.status(positionals[0]);
+    io.stdout(flags.has('json') ? JSON.stringify(status, null, 2) + '\n' : renderStatus(status));
+    return EXIT.ok;
+  } finally {
+    await backend.close();
+  }
+}
+
+/** The readable table: one line per task, with why it waits or its last error. */
+export function renderStatus({ workflow: w, tasks }: WorkflowStatus): string {
+  const lines = [
+    `workflow ${w.id}  ${w.name}  ${w.state}${w.state === 'running' ? '' : ` at ${w.finalized_at}`}  (attempt ${w.attempt}, created ${w.created_at})`,
+    `tasks: ${tasks.length} total, ${w.tasks_open} open, ${w.tasks_failed} failed`,
+  ];
+  if (w.output !== null && w.output !== undefined) lines.push(`output: ${JSON.stringify(w.output)}`);
+  if (w.output_error) lines.push(`output error: ${w.output_error}`);
+  const rows = tasks.map((t) => {
+    const last = t.errors.at(-1);
+    const note = t.pending_reason ?? (last && t.state !== 'completed' ? `${last.kind ?? 'error'}: ${last.message}` : '');
+    return [t.name, t.kind, t.state, `${t.attempt}/${t.max_attempts}`, note];
+  });
+  const header = ['TASK', 'KIND', 'STATE', 'ATTEMPT', 'WAITING FOR / LAST ERROR'];
+  const widths = header.map((h, i) => Math.min(40, Math.max(h.length, ...rows.map((r) => r[i].length))));
+  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
+  return [...lines, '', fmt(header), ...rows.map(fmt)].join('\n') + '\n';
+}
