@@ -7,7 +7,7 @@ import { repoRoot, runCli } from './helpers/cli.js';
 const NO_STACK = /\n\s+at .+:\d+:\d+/;
 
 describe('braid CLI: help and usage', () => {
-  it.each(['validate', 'compile', 'graph', 'demo'])('%s --help prints its usage and exits 0', (command) => {
+  it.each(['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel'])('%s --help prints its usage and exits 0', (command) => {
     const run = runCli([command, '--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`Usage: braid ${command}`);
@@ -16,7 +16,7 @@ describe('braid CLI: help and usage', () => {
   it('braid --help lists every command; no command is a usage error', () => {
     const help = runCli(['--help']);
     expect(help.code).toBe(0);
-    for (const c of ['validate', 'compile', 'graph', 'demo']) expect(help.stdout).toContain(`braid ${c}`);
+    for (const c of ['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel']) expect(help.stdout).toContain(`braid ${c}`);
     expect(runCli([]).code).toBe(2);
     expect(runCli(['--version']).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
@@ -124,14 +124,18 @@ describe('the README', () => {
     expect(commands[1]).toBe('npm test');
   });
 
-  it('main command: works in an empty temporary folder (the shipped examples)', () => {
+  it('main command: in an empty temporary folder, on the embedded database, runs the examples to the end; a second run works too', () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-readme-'));
-    const run = runCli(['demo'], { cwd: dir });
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain('6 files checked: 0 errors, 0 warnings');
-    for (const name of ['order_fulfilment', 'monthly_billing', 'research_brief', 'research_topic', 'editorial_review', 'expense_approval']) {
-      expect(run.stdout).toContain(`\n${name} (version `);
-    }
-    expect(run.stdout).toContain('6 workflows compiled');
+    const env = { DATABASE_URL: '' };
+    const first = runCli(['demo'], { cwd: dir, env, timeoutMs: 180_000 });
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('6 valid, 0 error(s); 6 new version(s) registered');
+    expect(first.stdout).toMatch(/monthly_billing \w+: completed\n {2}output: \{"invoice":\{.*"receipt_url":"https:\/\/files\.example\.com\/receipts\/cus_42\.pdf"\}/);
+    expect(first.stdout).toMatch(/research_topic \w+: completed\n {2}output: \{"topic":"battery recycling"/);
+    expect(first.stdout).toMatch(/(\d+) of \1 workflow\(s\) completed\./);
+    const second = runCli(['demo'], { cwd: dir, env, timeoutMs: 180_000 });
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('0 new version(s) registered');
   });
 });

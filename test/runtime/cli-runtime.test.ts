@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { braidBin, runCli } from '../helpers/cli.js';
+import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
+
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+function project(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'braid-cli-'));
+  const defs = join(dir, 'definitions');
+  mkdirSync(defs);
+  writeFileSync(
+    join(defs, 'greeting.yaml'),
+    `name: greeting
+inputs: { type: object, properties: { who: { type: string } }, required: [who] }
+tasks:
+  hello: { kind: say, args: { text: "hello \${{ inputs.who }}" } }
+  slow: { kind: nap, deps: [hello] }
+output: { said: "\${{ tasks.hello.output.text }}" }
+`,
+  );
+  writeFileSync(join(defs, 'doomed.yaml'), 'name: doomed\ntasks:\n  t: { kind: boom, max_attempts: 1 }\n');
+  writeFileSync(
+    join(dir, 'handlers.mjs'),
+    `export default {
+  say: async (args) => ({ text: args.text }),
+  nap: (args, ctx) => new Promise((resolve, reject) => { const t = setTimeout(resolve, Number(process.env.NAP_MS ?? 10), {}); ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }); }),
+  boom: async () => { throw new Error('boom'); },
+};
+`,
+  );
+  return dir;
+}
+
+function startWorker(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string } {
+  let out = '';
+  const child = spawn(process.execPath, [braidBin, 'worker', '--handlers', 'handlers.mjs', ...args], { cwd: dir, env: { ...process.env, ...env } });
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  children.push(child);
+  return { child, output: () => out };
+}
+
+const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.on('exit', (code) => resolve(code))));
+
+describe(`CLI against a running worker (${backend})`, () => {
+  const db = backend === 'postgres' ? ['--database', postgresUrl, '--schema', uniqueSchema()] : [];
+  const env = backend === 'postgres' ? {} : { DATABASE_URL: '' };
+
+  it('migrate, worker, start --wait, status, cancel, graceful stop', async () => {
+    const dir = project();
+    if (backend === 'postgres') {
+      const migrated = runCli(['migrate', ...db], { cwd: dir, env });
+      expect(migrated.code).toBe(0);
+      expect(migrated.stdout).toBe('applied 001_core\n');
+      expect(runCli(['migrate', ...db], { cwd: dir, env }).stdout).toBe('up to date\n');
+    }
+    const worker = startWorker(dir, db, { ...env, NAP_MS: '10' });
+    await until(() => worker.output().includes('running 3 kind(s): boom, nap, say'), 60_000);
+    if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(true);
+
+    const started = runCli(['start', 'greeting', '--inputs', '{"who":"ada"}', '--wait', ...db], { cwd: dir, env });
+    expect(started.stderr).toBe('');
+    expect(started.code).toBe(0);
+    const [id, output] = started.stdout.trim().split('\n');
+    expect(id).toMatch(/^[0-9A-Z]{26}$/);
+    expect(JSON.parse(output)).toEqual({ said: 'hello ada' });
+
+    const status = runCli(['status', id, '--json', ...db], { cwd: dir, env });
+    expect(status.code).toBe(0);
+    const parsed = JSON.parse(status.stdout);
+    expect(parsed.workflow).toMatchObject({ id, name: 'greeting', state: 'completed' });
+    expect(parsed.tasks.map((t: { name: string; state: string; pending_reason: unknown }) => [t.name, t.state, t.pending_reason])).toEqual([
+      ['hello', 'completed', null],
+      ['slow', 'completed', null],
+    ]);
+    expect(runCli(['status', id, ...db], { cwd: dir, env }).stdout).toMatch(/^workflow \w+ {2}greeting {2}completed/);
+
+    const doomed = runCli(['start', 'doomed', '--wait', ...db], { cwd: dir, env });
+    expect(doomed.code).toBe(1);
+    expect(doomed.stderr).toMatch(/ended failed/);
+
+    expect(runCli(['status', 'no-such-id', ...db], { cwd: dir, env }).code).toBe(1);
+    expect(runCli(['start', 'nope', ...db], { cwd: dir, env }).code).toBe(1);
+    expect(runCli(['start', 'greeting', '--inputs', '{}', ...db], { cwd: dir, env }).stderr).toContain('[invalid-inputs]');
+
+    worker.child.kill('SIGTERM');
+    expect(await exited(worker.child)).toBe(0);
+    expect(worker.output()).toContain('stopped');
+    if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(false);
+
+    const slow = startWorker(dir, db, { ...env, NAP_MS: '60000' });
+    await until(() => slow.output().includes('running 3 kind(s)'), 60_000);
+    const id2 = runCli(['start', 'greeting', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env }).stdout.trim();
+    await until(() => runCli(['status', id2, '--json', ...db], { cwd: dir, env }).stdout.includes('"state": "running"'), 30_000, 200);
+    const cancelled = runCli(['cancel', id2, ...db], { cwd: dir, env });
+    expect(cancelled.code).toBe(0);
+    expect(JSON.parse(cancelled.stdout)).toEqual({ cancelled: [], stopping: ['slow'] });
+    await until(() => JSON.parse(runCli(['status', id2, '--json', ...db], { cwd: dir, env }).stdout).workflow.state === 'cancelled', 30_000, 200);
+    slow.child.kill('SIGINT');
+    expect(await exited(slow.child)).toBe(0);
+  }, 240_000);
+
+  it('usage and connection errors are one line with their exit codes', () => {
+    const dir = project();
+    expect(runCli(['worker'], { cwd: dir }).code).toBe(2);
+    expect(runCli(['worker', '--handlers', 'missing.mjs'], { cwd: dir }).stderr).toMatch(/^braid: cannot load handlers: handlers module not found/);
+    const bad = runCli(['status', 'x', '--database', 'postgres://nobody:wrong@127.0.0.1:1/none'], { cwd: dir });
+    expect(bad.code).toBe(3);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
