@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { afterFailure, depOutcome, finalWorkflowState, initialState, readyState, retryDelayMs } from '../../src/runtime/decide.js';
+
+const flags = (c: boolean, d: boolean, x: boolean) => ({ ignore_cancelled_deps: c, ignore_discarded_deps: d, ignore_deleted_deps: x });
+
+describe('runtime decisions (pure)', () => {
+  it('a dep outcome follows the dependent flag that matches the failure', () => {
+    expect(depOutcome(flags(false, false, false), 'completed')).toBe('satisfied');
+    expect(depOutcome(flags(false, false, false), 'cancelled')).toBe('failed');
+    expect(depOutcome(flags(true, false, false), 'cancelled')).toBe('satisfied');
+    expect(depOutcome(flags(true, false, false), 'discarded')).toBe('failed');
+    expect(depOutcome(flags(false, true, false), 'discarded')).toBe('satisfied');
+    expect(depOutcome(flags(true, true, false), 'deleted')).toBe('failed');
+    expect(depOutcome(flags(false, false, true), 'deleted')).toBe('satisfied');
+  });
+
+  it('ready state: deps first, then the wait, then the schedule', () => {
+    const now = new Date('2026-01-01T00:00:00Z');
+    const past = new Date('2025-12-31T00:00:00Z');
+    const future = new Date('2026-01-02T00:00:00Z');
+    expect(readyState({ deps_left: 1, has_wait: false, scheduled_at: past }, now)).toBe('pending');
+    expect(readyState({ deps_left: 0, has_wait: true, scheduled_at: past }, now)).toBe('pending');
+    expect(readyState({ deps_left: 0, has_wait: true, wait_satisfied: true, scheduled_at: past }, now)).toBe('available');
+    expect(readyState({ deps_left: 0, has_wait: false, scheduled_at: future }, now)).toBe('scheduled');
+    expect(initialState({ deps: [], has_wait: false, scheduled_at: now }, now)).toBe('available');
+    expect(initialState({ deps: ['a'], has_wait: false, scheduled_at: now }, now)).toBe('pending');
+  });
+
+  it('retry delays: exponential, linear, constant, capped, jittered within [50%, 100%]', () => {
+    const p = { initial_ms: 1000, max_ms: 10_000, jitter: false };
+    expect([1, 2, 3, 4, 5].map((a) => retryDelayMs({ ...p, backoff: 'exponential' }, a))).toEqual([1000, 2000, 4000, 8000, 10_000]);
+    expect([1, 2, 3].map((a) => retryDelayMs({ ...p, backoff: 'linear' }, a))).toEqual([1000, 2000, 3000]);
+    expect([1, 5].map((a) => retryDelayMs({ ...p, backoff: 'constant' }, a))).toEqual([1000, 1000]);
+    expect(retryDelayMs({ ...p, backoff: 'exponential', jitter: true }, 3, () => 0)).toBe(2000);
+    expect(retryDelayMs({ ...p, backoff: 'exponential', jitter: true }, 3, () => 1)).toBe(4000);
+    expect(retryDelayMs({ ...p, backoff: 'exponential' }, 1000)).toBe(10_000);
+  });
+
+  it('after a failed attempt: retry until max_attempts; a cancel request ends it cancelled', () => {
+    expect(afterFailure({ attempt: 1, max_attempts: 3, cancel_requested: false })).toBe('retryable');
+    expect(afterFailure({ attempt: 3, max_attempts: 3, cancel_requested: false })).toBe('discarded');
+    expect(afterFailure({ attempt: 1, max_attempts: 3, cancel_requested: true })).toBe('cancelled');
+  });
+
+  it('a workflow ends cancelled (by the API), failed (any failed task) or completed', () => {
+    expect(finalWorkflowState({ cancel_requested: true, tasks_failed: 0 })).toBe('cancelled');
+    expect(finalWorkflowState({ cancel_requested: false, tasks_failed: 2 })).toBe('failed');
+    expect(finalWorkflowState({ cancel_requested: false, tasks_failed: 0 })).toBe('completed');
+  });
+});

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
+
+const HOUR = 3_600_000;
+
+function fakeClock(start = Date.now()) {
+  let now = start;
+  return { now: () => new Date(now), advance: (ms: number) => (now += ms) };
+}
+
+describe(`leader maintenance (${backend})`, () => {
+  it('workflow-aware retention: finalized workflows vanish as units after their period; running ones never', async () => {
+    const clock = fakeClock();
+    const rt = await testRuntime({
+      clock: clock.now,
+      leader: false,
+      handlers: { ok: async () => ({}), fail: async () => Promise.reject(new Error('no')) },
+      retention: { closedMs: 24 * HOUR, cancelledMs: 2 * HOUR },
+      definitions: {
+        done: 'name: done\ntasks:\n  a: { kind: ok }\n  b: { kind: ok, deps: [a] }\n',
+        broken: 'name: broken\ntasks:\n  a: { kind: fail, max_attempts: 1 }\n',
+        stuck: 'name: stuck\ntasks:\n  a: { kind: nobody_handles_this }\n',
+      },
+    });
+    await rt.startWorker();
+    const done = await rt.start('done');
+    const broken = await rt.start('broken');
+    const stuck = await rt.start('stuck');
+    const cancelled = await rt.start('stuck');
+    await rt.workflow(cancelled).cancel();
+    for (const id of [done, broken]) await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+
+    clock.advance(3 * HOUR);
+    expect((await rt.maintenance()).deleted).toBe(1);
+    await expect(rt.workflow(cancelled).load()).rejects.toThrow(/no workflow/);
+    expect((await rt.workflow(done).load()).state).toBe('completed');
+
+    clock.advance(22 * HOUR);
+    expect((await rt.maintenance()).deleted).toBe(2);
+    for (const id of [done, broken]) await expect(rt.workflow(id).load()).rejects.toThrow(/no workflow/);
+    const { rows } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".tasks WHERE workflow_id = ANY($1::text[])`, [[done, broken, cancelled]]);
+    expect(rows[0].n).toBe(0);
+
+    clock.advance(1000 * HOUR);
+    await rt.maintenance();
+    expect((await rt.workflow(stuck).load()).state).toBe('running');
+  });
+
+  it('retention can be disabled per state', async () => {
+    const clock = fakeClock();
+    const rt = await testRuntime({ clock: clock.now, leader: false, handlers: { ok: async () => ({}) }, retention: { closedMs: null, cancelledMs: null }, definitions: { keep: 'name: keep\ntasks:\n  a: { kind: ok }\n' } });
+    await rt.startWorker();
+    const id = await rt.start('keep');
+    await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    clock.advance(10_000 * HOUR);
+    expect((await rt.maintenance()).deleted).toBe(0);
+    expect((await rt.workflow(id).load()).state).toBe('completed');
+  });
+
+  it('scheduled tasks are promoted when their time comes, by the one clock', async () => {
+    const clock = fakeClock();
+    // a two-hour jump would make the worker look dead (its heartbeat is two hours old): keep it alive here
+    const rt = await testRuntime({ clock: clock.now, leader: false, workerDeadAfterMs: 1000 * HOUR, handlers: { ok: async () => ({ ran: true }) }, definitions: { delayed: 'name: delayed\ntasks:\n  a: { kind: ok, delay: 2h }\n  b: { kind: ok, deps: [a] }\n' } });
+    await rt.startWorker();
+    const id = await rt.start('delayed');
+    expect((await rt.workflow(id).task('a')).state).toBe('scheduled');
+    expect((await rt.maintenance()).promoted).toBe(0);
+    clock.advance(2 * HOUR + 1);
+    expect((await rt.maintenance()).promoted).toBe(1);
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).state).toBe('completed');
+  });
+
+  it('an attempt whose worker stopped heartbeating is rescued and retried', async () => {
+    const clock = fakeClock();
+    let release!: () => void;
+    const hang = new Promise<void>((r) => (release = r));
+    const rt = await testRuntime({
+      clock: clock.now,
+      leader: false,
+      workerDeadAfterMs: 30_000,
+      handlers: { hang: async (_a, ctx) => (ctx.attempt === 1 ? hang.then(() => ({ late: true })) : { attempt: ctx.attempt }) },
+      definitions: { lost: 'name: lost\ntasks:\n  a: { kind: hang, retry: { backoff: constant, initial: 1ms, jitter: false } }\n' },
+    });
+    await rt.startWorker();
+    const id = await rt.start('lost');
+    await until(async () => (await rt.workflow(id).task('a')).state === 'running');
+    expect((await rt.maintenance()).rescued).toBe(0);
+    clock.advance(60_000);
+    expect((await rt.maintenance()).rescued).toBe(1);
+    // the worker is alive after all: its next heartbeat (every 200 ms here) makes it current again
+    const beat = async () => (await rt.db.query<{ at: Date }>(`SELECT max(heartbeat_at) AS at FROM "${rt.schema}".workers`)).rows[0].at;
+    await until(async () => new Date(await beat()).getTime() >= clock.now().getTime());
+    clock.advance(10);
+    expect((await rt.maintenance()).promoted).toBe(1);
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    expect(w.state).toBe('completed');
+    release();
+    await new Promise((r) => setTimeout(r, 100));
+    const task = await rt.workflow(id).task('a');
+    expect(task).toMatchObject({ attempt: 2, output: { attempt: 2 } });
+    expect(task.errors[0]).toMatchObject({ kind: 'lost', attempt: 1 });
+  });
+});
