@@ -2,6 +2,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchCompiler } from './compiler.js';
+import { benchRuntime } from './runtime.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const spin = performance.now();
@@ -9,3 +10,4 @@ for (let i = 0, s = 0; i < 1e8; i++) s += i;
 console.log(`braid bench on ${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}`);
 console.log(`machine speed: a 1e8-iteration JS loop takes ${(performance.now() - spin).toFixed(0)} ms here (about 70-100 ms on a current laptop)\n`);
 benchCompiler(repoRoot);
+if (process.env.BENCH_ONLY !== 'compiler') await benchRuntime();

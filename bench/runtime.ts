@@ -1,0 +1,187 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Logger, makeWorkerUtils, run as runGraphile } from 'graphile-worker';
+import { compile } from '../src/compiler/instantiate.js';
+import { validate } from '../src/compiler/validate.js';
+import { createPostgres } from '../src/runtime/db/postgres.js';
+import { createRuntime, type Runtime } from '../src/runtime/runtime.js';
+import type { Handlers } from '../src/runtime/handlers.js';
+
+const url = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';
+const N = Number(process.env.BENCH_TASKS ?? 20_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const SCHEMA = 'braid_bench';
+
+const DEFS = {
+  many: 'name: many\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  t: { kind: noop, for_each: "${{ inputs.items }}" }\n',
+  one: 'name: one\ntasks:\n  t: { kind: noop }\n',
+  fan: 'name: fan\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  root: { kind: noop }\n  leaf: { kind: noop, deps: [root], for_each: "${{ inputs.items }}" }\n  join: { kind: noop, deps: [leaf] }\n',
+  chain: `name: chain\ntasks:\n${Array.from({ length: 200 }, (_, i) => `  c${i}: { kind: hop${i > 0 ? `, deps: [c${i - 1}]` : ''} }\n`).join('')}`,
+};
+
+function pct(values: number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function freshBraid(handlers: Handlers = {}): Promise<{ rt: Runtime; close: () => Promise<void> }> {
+  const db = createPostgres({ connectionString: url, max: 20 });
+  await db.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  const rt = createRuntime({ database: db, schema: SCHEMA, handlers, queues: { default: CONCURRENCY }, pollIntervalMs: 1000, heartbeatIntervalMs: 5000 });
+  await rt.migrate();
+  const dir = mkdtempSync(join(tmpdir(), 'braid-bench-defs-'));
+  for (const [name, yaml] of Object.entries(DEFS)) writeFileSync(join(dir, `${name}.yaml`), yaml);
+  await rt.registerDefinitions(dir);
+  return { rt, close: async () => (await rt.stop(5000), await db.close()) };
+}
+
+async function openWorkflows(rt: Runtime): Promise<number> {
+  const { rows } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${SCHEMA}.workflows WHERE state = 'running'`);
+  return rows[0].n;
+}
+
+/** Tasks already inserted; from worker start to the last completion committed. */
+async function braidOneWorkflow(): Promise<number> {
+  const { rt, close } = await freshBraid({ noop: async () => null });
+  const id = await rt.start('many', { items: Array.from({ length: N }, (_, i) => i) });
+  const t0 = performance.now();
+  await rt.startWorker();
+  await rt.workflow(id).waitUntilFinal({ pollMs: 20 });
+  const ms = performance.now() - t0;
+  await close();
+  return ms;
+}
+
+async function braidManyWorkflows(): Promise<number> {
+  const { rt, close } = await freshBraid({ noop: async () => null });
+  const def = validate([{ path: 'one.yaml', content: DEFS.one }]).definitions[0];
+  const base = compile(def, {}, { id: 'x', now: new Date() });
+  for (let i = 0; i < N; i += 500) {
+    await rt.db.transaction(async (tx) => {
+      for (let j = i; j < Math.min(N, i + 500); j++) await rt.insert({ ...base, workflow: { ...base.workflow, id: `w${String(j).padStart(6, '0')}` } }, { tx });
+    });
+  }
+  const t0 = performance.now();
+  await rt.startWorker();
+  while ((await openWorkflows(rt)) > 0) await sleep(20);
+  const ms = performance.now() - t0;
+  await close();
+  return ms;
+}
+
+async function braidFanOut(): Promise<number> {
+  const { rt, close } = await freshBraid({ noop: async () => null });
+  await rt.startWorker();
+  const t0 = performance.now();
+  const id = await rt.start('fan', { items: Array.from({ length: 1000 }, (_, i) => i) });
+  await rt.workflow(id).waitUntilFinal({ pollMs: 20 });
+  const ms = performance.now() - t0;
+  await close();
+  return ms;
+}
+
+async function braidChainHops(): Promise<number[]> {
+  const starts = new Map<number, number>();
+  const ends = new Map<number, number>();
+  const handlers: Handlers = {};
+  for (let i = 0; i < 200; i++) {
+    handlers.hop = async (_args, ctx) => {
+      const n = Number(ctx.taskName.slice(1));
+      starts.set(n, performance.now());
+      ends.set(n, performance.now());
+      return null;
+    };
+  }
+  const { rt, close } = await freshBraid(handlers);
+  await rt.startWorker();
+  const id = await rt.start('chain');
+  await rt.workflow(id).waitUntilFinal({ pollMs: 20 });
+  await close();
+  return Array.from({ length: 199 }, (_, i) => starts.get(i + 1)! - ends.get(i)!);
+}
+
+const quiet = new Logger(() => () => undefined);
+
+const BATCHED = { localQueue: { size: 500, refetchDelay: { durationMs: 10 } }, completeJobBatchDelay: 0, failJobBatchDelay: 0 };
+
+async function graphileThroughput(batched: boolean): Promise<number> {
+  const utils = await makeWorkerUtils({ connectionString: url, logger: quiet });
+  await utils.release();
+  const db = createPostgres({ connectionString: url, max: 2 });
+  await db.query('DROP SCHEMA IF EXISTS graphile_worker CASCADE');
+  const migrate = await makeWorkerUtils({ connectionString: url, logger: quiet });
+  await migrate.migrate();
+  for (let i = 0; i < N; i += 2000) {
+    await migrate.addJobs(Array.from({ length: Math.min(2000, N - i) }, () => ({ identifier: 'noop', payload: {} })));
+  }
+  await migrate.release();
+  const t0 = performance.now();
+  const runner = await runGraphile({
+    preset: { worker: { connectionString: url, concurrentJobs: CONCURRENCY, pollInterval: 1000, ...(batched ? BATCHED : {}) } },
+    noHandleSignals: true,
+    logger: quiet,
+    taskList: { noop: async () => undefined },
+  });
+  for (;;) {
+    const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM graphile_worker._private_jobs');
+    if (rows[0].n === 0) break;
+    await sleep(20);
+  }
+  const ms = performance.now() - t0;
+  await runner.stop();
+  await db.close();
+  return ms;
+}
+
+async function graphileLatency(): Promise<number[]> {
+  const db = createPostgres({ connectionString: url, max: 2 });
+  await db.query('DROP SCHEMA IF EXISTS graphile_worker CASCADE');
+  await db.close();
+  const utils = await makeWorkerUtils({ connectionString: url, logger: quiet });
+  await utils.migrate();
+  let started: (() => void) | undefined;
+  const runner = await runGraphile({
+    preset: { worker: { connectionString: url, concurrentJobs: CONCURRENCY, pollInterval: 1000 } },
+    noHandleSignals: true,
+    logger: quiet,
+    taskList: { ping: async () => started?.() },
+  });
+  const samples: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const t0 = performance.now();
+    const ran = new Promise<void>((r) => (started = r));
+    await utils.addJob('ping', {});
+    await ran;
+    samples.push(performance.now() - t0);
+  }
+  await runner.stop();
+  await utils.release();
+  return samples;
+}
+
+export async function benchRuntime(): Promise<void> {
+  console.log(`\nruntime: Postgres at ${url.replace(/:[^:@/]*@/, ':***@')}, ${N} no-op tasks, concurrency ${CONCURRENCY} for braid and graphile-worker`);
+  const gDefault = graphileThroughputRate(await graphileThroughput(false));
+  const gBatched = graphileThroughputRate(await graphileThroughput(true));
+  const one = rate(await braidOneWorkflow());
+  const many = rate(await braidManyWorkflows());
+  console.log(`  graphile-worker 0.17.3 default     ${gDefault.toFixed(0).padStart(7)} jobs/s`);
+  console.log(`  graphile-worker 0.17.3 batched     ${gBatched.toFixed(0).padStart(7)} jobs/s`);
+  console.log(`  braid, one workflow of ${N} tasks ${one.toFixed(0).padStart(7)} tasks/s   ${(one / gBatched).toFixed(2)}x batched (goal >= 1.0), ${(one / gDefault).toFixed(2)}x default`);
+  console.log(`  braid, ${N} one-task workflows    ${many.toFixed(0).padStart(7)} tasks/s   ${(many / gBatched).toFixed(2)}x batched (goal >= 0.5), ${(many / gDefault).toFixed(2)}x default`);
+  const fan = await braidFanOut();
+  console.log(`  braid, fan-out 1 -> 1000 -> 1      ${fan.toFixed(0).padStart(7)} ms wall`);
+  const hops = await braidChainHops();
+  const g = await graphileLatency();
+  console.log(`  braid, chain of 200: hop (dep done -> dependent starts) p50 ${pct(hops, 50).toFixed(2)} ms, p95 ${pct(hops, 95).toFixed(2)} ms (goal p50 <= 2 ms)`);
+  console.log(`  graphile-worker add -> start latency                 p50 ${pct(g, 50).toFixed(2)} ms, p95 ${pct(g, 95).toFixed(2)} ms`);
+  console.log(`  ratio hop p50 / graphile p50: ${(pct(hops, 50) / pct(g, 50)).toFixed(2)}x`);
+}
+
+function rate(ms: number): number {
+  return (N / ms) * 1000;
+}
+const graphileThroughputRate = rate;
