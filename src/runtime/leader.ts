@@ -79,7 +79,7 @@ export class LeaderService {
     let rescued = 0;
     for (const a of lost) {
       const ok = await db.transaction(async (tx) => {
-        now = await currentTime(tx, this.o.clock);
+        now = await currentTime(this.o.db, this.o.clock, tx);
         return endAttempt(tx, { s, schema, now, definitions: this.o.definitions }, { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id }, {
           type: 'error',
           error: { message: `worker ${a.worker_id} stopped heartbeating while running this attempt`, kind: 'lost' },

@@ -105,7 +105,7 @@ export class Runtime {
 
   /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */
   async insert(plan: Plan, options: TxOption & InsertExtras = {}): Promise<string> {
-    await inTransaction(this.db, options, async (tx) => insertPlan(tx, this.s, this.schema, plan, await currentTime(tx, this.clock), options));
+    await inTransaction(this.db, options, async (tx) => insertPlan(tx, this.s, this.schema, plan, await currentTime(this.db, this.clock, tx), options));
     return plan.workflow.id;
   }
 
@@ -114,7 +114,7 @@ export class Runtime {
     return inTransaction(this.db, options, async (tx) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw new UnknownWorkflowError(name);
-      const now = await currentTime(tx, this.clock);
+      const now = await currentTime(this.db, this.clock, tx);
       const plan = compile(def.normalized, inputs, { id: options.id, now });
       plan.workflow.definition.hash = def.hash;
       await insertPlan(tx, this.s, this.schema, plan, now, { parentId: options.parentId, group: options.group });
@@ -265,7 +265,7 @@ export class WorkflowHandle {
   async cancel(options: TxOption = {}): Promise<{ cancelled: string[]; stopping: string[] }> {
     const { s, clock, definitions } = this.rt.internals;
     const result = await inTransaction(this.rt.db, options, async (tx) =>
-      cancelWorkflow(tx, { s, schema: this.rt.schema, now: await currentTime(tx, clock), definitions }, this.id),
+      cancelWorkflow(tx, { s, schema: this.rt.schema, now: await currentTime(this.rt.db, clock, tx), definitions }, this.id),
     );
     if (!result.found) throw new WorkflowNotFoundError(this.id);
     return { cancelled: result.cancelled, stopping: result.stopping };
@@ -278,7 +278,7 @@ export class WorkflowHandle {
   async deleteTasks(names: readonly string[], options: TxOption = {}): Promise<void> {
     const { s, clock, definitions } = this.rt.internals;
     await inTransaction(this.rt.db, options, async (tx) => {
-      const ctx = { s, schema: this.rt.schema, now: await currentTime(tx, clock), definitions };
+      const ctx = { s, schema: this.rt.schema, now: await currentTime(this.rt.db, clock, tx), definitions };
       await lockWorkflows(tx, s, [this.id]);
       const result = await deleteTasks(tx, ctx, this.id, names);
       await notifyQueues(tx, this.rt.schema, result.queues);

@@ -222,14 +222,14 @@ export class Worker {
     const batch = this.completions.splice(0, 500);
     if (batch.length === 0) return;
     try {
-      await this.o.db.transaction(async (tx) => completeTasks(tx, this.advanceContext(await currentTime(tx, this.o.clock)), batch.map((b) => b.item)));
+      await this.o.db.transaction(async (tx) => completeTasks(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), batch.map((b) => b.item)));
     } catch (error) {
       // A batch that failed as a whole (a deadlock, a lost connection) is retried one attempt at a time,
       // so one bad row cannot hold the others back. What still fails stays running and is rescued later.
       this.o.log.warn(`batch completion failed (${(error as Error).message}); completing one by one`);
       for (const b of batch) {
         try {
-          await this.o.db.transaction(async (tx) => completeTasks(tx, this.advanceContext(await currentTime(tx, this.o.clock)), [b.item]));
+          await this.o.db.transaction(async (tx) => completeTasks(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), [b.item]));
         } catch (e) {
           this.o.log.warn(`completion of ${b.item.workflowId}/${b.item.name} failed: ${(e as Error).message}`);
         }
@@ -240,7 +240,7 @@ export class Worker {
 
   private async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {
     try {
-      await this.o.db.transaction(async (tx) => endAttempt(tx, this.advanceContext(await currentTime(tx, this.o.clock)), ref, outcome));
+      await this.o.db.transaction(async (tx) => endAttempt(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), ref, outcome));
       this.o.log.taskDone(task, outcome.type === 'error' ? `failed: ${outcome.error.message}` : outcome.type);
     } catch (error) {
       this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed: ${(error as Error).message}`);
@@ -298,7 +298,7 @@ class AttemptTransaction {
     return new Promise<T>((resolveResult, rejectResult) => {
       const ended = new Promise<{ output: unknown } | undefined>((r) => (this.settle = r));
       this.done = this.o.db.transaction(async (tx) => {
-        const now = await currentTime(tx, this.o.clock);
+        const now = await currentTime(this.o.db, this.o.clock, tx);
         await lockWorkflows(tx, this.o.s, [this.ref.workflowId]);
         const { rows } = await tx.query<{ ok: boolean }>(
           `SELECT (state = 'running' AND attempt = $3 AND worker_id = $4) AS ok FROM ${this.o.s}.tasks WHERE workflow_id = $1 AND name = $2`,

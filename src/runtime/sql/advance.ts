@@ -132,13 +132,27 @@ export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId:
 /** Counts tasks out of the workflow's open set; finalizes the workflow when none is left. */
 export async function closeTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, closed: number, failed: number): Promise<string | undefined> {
   const { rows } = await q.query<WorkflowRow>(
-    `UPDATE ${ctx.s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1
-     RETURNING id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at`,
+    `UPDATE ${ctx.s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1 RETURNING ${WORKFLOW_RETURNING}`,
     [workflowId, closed, failed],
   );
   const w = rows[0];
   if (!w || w.tasks_open > 0 || w.state !== 'running') return undefined;
-  return finalizeWorkflow(q, ctx, w);
+  return (await finalizeWorkflows(q, ctx, [w])).get(w.id);
+}
+
+const WORKFLOW_RETURNING = 'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at';
+
+/** closeTasks for many workflows in one statement: counts in, the ones left with no open task finalize. */
+export async function closeTasksMany(q: Queryable, ctx: AdvanceContext, counts: ReadonlyMap<string, { closed: number; failed: number }>): Promise<Map<string, string>> {
+  if (counts.size === 0) return new Map();
+  const { rows } = await q.query<WorkflowRow>(
+    `UPDATE ${ctx.s}.workflows w SET tasks_open = w.tasks_open - c.closed, tasks_failed = w.tasks_failed + c.failed
+       FROM jsonb_to_recordset($1::jsonb) AS c(id text, closed int, failed int)
+      WHERE w.id = c.id
+      RETURNING ${WORKFLOW_RETURNING.split(', ').map((c) => `w.${c}`).join(', ')}`,
+    [JSON.stringify([...counts].map(([id, c]) => ({ id, ...c })))],
+  );
+  return finalizeWorkflows(q, ctx, rows.filter((w) => w.tasks_open === 0 && w.state === 'running'));
 }
 
 export interface WorkflowRow {
@@ -154,24 +168,31 @@ export interface WorkflowRow {
   created_at: Date;
 }
 
-/** The workflow ends: completed (with its output evaluated once), failed, or cancelled. */
-export async function finalizeWorkflow(q: Queryable, ctx: AdvanceContext, w: WorkflowRow): Promise<string> {
-  const state = finalWorkflowState(w);
-  let output: { output: unknown; error?: string } = { output: null };
-  if (state === 'completed' && w.output_template !== null) {
-    const def = await ctx.definitions.get(q, w.name, w.definition_hash);
-    const { rows } = await q.query<TaskResult>(`SELECT name, template, idx, key, state, output FROM ${ctx.s}.tasks WHERE workflow_id = $1`, [w.id]);
-    output = evaluateOutput(def, w.output_template, w, rows);
+/**
+ * Workflows end: completed (with their output evaluated once), failed, or cancelled. Those without an
+ * output template end in one statement; the others are evaluated one by one.
+ */
+export async function finalizeWorkflows(q: Queryable, ctx: AdvanceContext, workflows: readonly WorkflowRow[]): Promise<Map<string, string>> {
+  const ended: { id: string; state: string; output: unknown; output_error: string | null }[] = [];
+  for (const w of workflows) {
+    const state = finalWorkflowState(w);
+    let output: { output: unknown; error?: string } = { output: null };
+    if (state === 'completed' && w.output_template !== null) {
+      const def = await ctx.definitions.get(q, w.name, w.definition_hash);
+      const { rows } = await q.query<TaskResult>(`SELECT name, template, idx, key, state, output FROM ${ctx.s}.tasks WHERE workflow_id = $1`, [w.id]);
+      output = evaluateOutput(def, w.output_template, w, rows);
+    }
+    ended.push({ id: w.id, state, output: output.output, output_error: output.error ?? null });
   }
-  await q.query(`UPDATE ${ctx.s}.workflows SET state = $2, output = $3, output_error = $4, finalized_at = $5 WHERE id = $1`, [
-    w.id,
-    state,
-    output.output === null ? null : JSON.stringify(output.output),
-    output.error ?? null,
-    ctx.now,
-  ]);
-  await q.query('SELECT pg_notify($1, $2)', [channels(ctx.schema).workflow, `${w.id} ${state}`]);
-  return state;
+  if (ended.length === 0) return new Map();
+  await q.query(
+    `UPDATE ${ctx.s}.workflows w SET state = e.state, output = e.output, output_error = e.output_error, finalized_at = $2
+       FROM jsonb_to_recordset($1::jsonb) AS e(id text, state text, output jsonb, output_error text)
+      WHERE w.id = e.id`,
+    [JSON.stringify(ended), ctx.now],
+  );
+  await q.query(`SELECT pg_notify($1, e) FROM unnest($2::text[]) AS e`, [channels(ctx.schema).workflow, ended.map((e) => `${e.id} ${e.state}`)]);
+  return new Map(ended.map((e) => [e.id, e.state]));
 }
 
 export async function notifyQueues(q: Queryable, schema: string, queues: Iterable<string>): Promise<void> {

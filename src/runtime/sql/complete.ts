@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { lockWorkflows, notifyQueues, settle, type AdvanceContext } from './advance.js';
+import { closeTasksMany, lockWorkflows, notifyQueues, type AdvanceContext } from './advance.js';
 
 export interface Completion {
   workflowId: string;
@@ -25,13 +25,25 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
       RETURNING t.workflow_id, t.name, t.dependents`,
     [JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null }))), ctx.now],
   );
-  const byWorkflow = new Map<string, { name: string; dependents: string[] }[]>();
-  for (const r of rows) byWorkflow.set(r.workflow_id, [...(byWorkflow.get(r.workflow_id) ?? []), r]);
+  // A completed dep satisfies every dependent whatever its ignore flags, so dependents of the whole batch
+  // advance in one statement. The CASE is decide.ts readyState() in SQL.
+  const edges = rows.flatMap((r) => r.dependents.map((d) => ({ w: r.workflow_id, n: d })));
   const queues = new Set<string>();
-  for (const [workflowId, done] of byWorkflow) {
-    const result = await settle(q, ctx, workflowId, done.map((d) => ({ name: d.name, state: 'completed', dependents: d.dependents })));
-    for (const queue of result.queues) queues.add(queue);
+  if (edges.length > 0) {
+    const { rows: advanced } = await q.query<{ queue: string; state: string }>(
+      `UPDATE ${ctx.s}.tasks t
+          SET deps_left = t.deps_left - e.c,
+              state = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NULL THEN (CASE WHEN t.scheduled_at > $2 THEN 'scheduled' ELSE 'available' END) ELSE t.state END
+         FROM (SELECT x.w, x.n, count(*)::int AS c FROM jsonb_to_recordset($1::jsonb) AS x(w text, n text) GROUP BY x.w, x.n) e
+        WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
+        RETURNING t.queue, t.state`,
+      [JSON.stringify(edges), ctx.now],
+    );
+    for (const a of advanced) if (a.state === 'available') queues.add(a.queue);
   }
+  const counts = new Map<string, { closed: number; failed: number }>();
+  for (const r of rows) counts.set(r.workflow_id, { closed: (counts.get(r.workflow_id)?.closed ?? 0) + 1, failed: 0 });
+  await closeTasksMany(q, ctx, counts);
   await notifyQueues(q, ctx.schema, queues);
   return new Set(rows.map((r) => `${r.workflow_id}\u0000${r.name}`));
 }
