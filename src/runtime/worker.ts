@@ -120,7 +120,9 @@ export class Worker {
           q.active++;
           this.track(this.execute(task, deps.get(`${task.workflow_id}\u0000${task.name}`) ?? {}).finally(() => {
             q.active--;
-            this.pump(queue);
+            // slots freed in the same turn are refilled by one fetch, not one fetch per slot
+            q.more = true;
+            setImmediate(() => this.pump(queue));
           }));
         }
       } catch (error) {

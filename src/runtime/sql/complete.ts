@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { closeTasksMany, lockWorkflows, notifyQueues, type AdvanceContext } from './advance.js';
+import { closeTasksMany, notifyQueues, type AdvanceContext } from './advance.js';
 
 export interface Completion {
   workflowId: string;
@@ -17,13 +17,19 @@ export interface Completion {
  */
 export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[]): Promise<Set<string>> {
   if (items.length === 0) return new Set();
-  await lockWorkflows(q, ctx.s, items.map((i) => i.workflowId));
+  // One round trip: the workflows are locked (in id order, so batches cannot deadlock) before their tasks change.
   const { rows } = await q.query<{ workflow_id: string; name: string; dependents: string[] }>(
-    `UPDATE ${ctx.s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
+    `WITH locked AS (SELECT id FROM ${ctx.s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE)
+     UPDATE ${ctx.s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
        FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text, output jsonb)
       WHERE t.workflow_id = v.workflow_id AND t.name = v.name AND t.state = 'running' AND t.attempt = v.attempt AND t.worker_id = v.worker_id
+        AND t.workflow_id IN (SELECT id FROM locked)
       RETURNING t.workflow_id, t.name, t.dependents`,
-    [JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null }))), ctx.now],
+    [
+      JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null }))),
+      ctx.now,
+      [...new Set(items.map((i) => i.workflowId))],
+    ],
   );
   // A completed dep satisfies every dependent whatever its ignore flags, so dependents of the whole batch
   // advance in one statement. The CASE is decide.ts readyState() in SQL.
