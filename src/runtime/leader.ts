@@ -1,6 +1,7 @@
 import type { Database } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import type { Logger } from './log.js';
+import { finalizePending, unfinalized } from './sql/complete.js';
 import { endAttempt } from './sql/fail.js';
 import { electLeader, resignLeader } from './sql/leader.js';
 import { deleteExpiredWorkflows, forgetDeadWorkers, lostAttempts, promoteDue, type RetentionPolicy } from './sql/maintenance.js';
@@ -88,6 +89,10 @@ export class LeaderService {
       if (ok) rescued++;
     }
     if (rescued > 0) this.o.log.info(`rescued ${rescued} attempt(s) from dead workers`);
+    const stranded = await unfinalized(db, s);
+    if (stranded.length > 0) {
+      await db.transaction(async (tx) => finalizePending(tx, { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions }, stranded));
+    }
     let deleted = 0;
     if (Date.now() - this.lastRetention >= this.o.retentionIntervalMs) {
       this.lastRetention = Date.now();

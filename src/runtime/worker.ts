@@ -3,7 +3,7 @@ import type { Database, Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handlers, type TaskContext } from './handlers.js';
 import { channels } from './sql/channels.js';
-import { completeTasks, type Completion } from './sql/complete.js';
+import { completeTasks, finalizePending, type Completion } from './sql/complete.js';
 import { endAttempt, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
 import { depOutputs, fetchTasks, type FetchedTask } from './sql/fetch.js';
 import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
@@ -224,20 +224,27 @@ export class Worker {
     const batch = this.completions.splice(0, 500);
     if (batch.length === 0) return;
     try {
-      await this.o.db.transaction(async (tx) => completeTasks(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), batch.map((b) => b.item)));
+      await this.completeNow(batch.map((b) => b.item));
     } catch (error) {
       // A batch that failed as a whole (a deadlock, a lost connection) is retried one attempt at a time,
       // so one bad row cannot hold the others back. What still fails stays running and is rescued later.
       this.o.log.warn(`batch completion failed (${(error as Error).message}); completing one by one`);
       for (const b of batch) {
         try {
-          await this.o.db.transaction(async (tx) => completeTasks(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), [b.item]));
+          await this.completeNow([b.item]);
         } catch (e) {
           this.o.log.warn(`completion of ${b.item.workflowId}/${b.item.name} failed: ${(e as Error).message}`);
         }
       }
     }
     for (const b of batch) b.done();
+  }
+
+  /** One statement completes the batch; workflows left to finalize (output templates) follow in a transaction. */
+  private async completeNow(items: Completion[]): Promise<void> {
+    const { db, clock } = this.o;
+    const { toFinalize } = await completeTasks(db, this.advanceContext(await currentTime(db, clock)), items);
+    if (toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, this.advanceContext(await currentTime(db, clock, tx)), toFinalize));
   }
 
   private async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {
@@ -320,8 +327,9 @@ class AttemptTransaction {
         const outcome = await ended;
         if (!outcome) throw new RollbackSignal();
         const ctx = { s: this.o.s, schema: this.o.schema, now, definitions: this.o.definitions };
-        const applied = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
-        if (applied.size === 0) throw new Error('this attempt is no longer running');
+        const result = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
+        if (result.applied.size === 0) throw new Error('this attempt is no longer running');
+        await finalizePending(tx, ctx, result.toFinalize);
       });
       this.done.catch(() => undefined);
     });

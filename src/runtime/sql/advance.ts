@@ -142,19 +142,6 @@ export async function closeTasks(q: Queryable, ctx: AdvanceContext, workflowId: 
 
 const WORKFLOW_RETURNING = 'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at';
 
-/** closeTasks for many workflows in one statement: counts in, the ones left with no open task finalize. */
-export async function closeTasksMany(q: Queryable, ctx: AdvanceContext, counts: ReadonlyMap<string, { closed: number; failed: number }>): Promise<Map<string, string>> {
-  if (counts.size === 0) return new Map();
-  const { rows } = await q.query<WorkflowRow>(
-    `UPDATE ${ctx.s}.workflows w SET tasks_open = w.tasks_open - c.closed, tasks_failed = w.tasks_failed + c.failed
-       FROM jsonb_to_recordset($1::jsonb) AS c(id text, closed int, failed int)
-      WHERE w.id = c.id
-      RETURNING ${WORKFLOW_RETURNING.split(', ').map((c) => `w.${c}`).join(', ')}`,
-    [JSON.stringify([...counts].map(([id, c]) => ({ id, ...c })))],
-  );
-  return finalizeWorkflows(q, ctx, rows.filter((w) => w.tasks_open === 0 && w.state === 'running'));
-}
-
 export interface WorkflowRow {
   id: string;
   name: string;

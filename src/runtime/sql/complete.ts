@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
-import { closeTasksMany, notifyQueues, type AdvanceContext } from './advance.js';
+import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
+import { channels } from './channels.js';
 
 export interface Completion {
   workflowId: string;
@@ -9,47 +10,94 @@ export interface Completion {
   output: unknown;
 }
 
+export interface CompletionResult {
+  /** Keys (workflow id, NUL, task name) of the completions that took effect. */
+  applied: Set<string>;
+  /** Workflows with no open task left whose output still has to be evaluated: pass to finalizePending. */
+  toFinalize: string[];
+}
+
 /**
- * Completes a batch of task attempts in the caller's transaction: each task's completion, its output and
- * the advancement of its dependents commit together. Workflows are locked in id order first. An attempt
- * that is no longer running (timed out, rescued, cancelled, completed twice) is skipped: a late or duplicate
- * completion is a no-op. Returns the keys of the completions that took effect.
+ * Completes a batch of task attempts in one statement, so each task's completion, its output and the
+ * advancement of its dependents commit together (atomic even outside a transaction). The workflows are
+ * locked first, in id order, so concurrent batches serialise per workflow and cannot deadlock.
+ *
+ * An attempt that is no longer running (timed out, rescued, cancelled, completed twice) is skipped: a late or
+ * duplicate completion is a no-op. A completed dep satisfies every dependent whatever its ignore flags, so
+ * dependents advance set-based; the CASE is decide.ts readyState(). A workflow whose last open task closes
+ * finalizes in the same statement when it has no output template (the CASE is finalWorkflowState()); one
+ * with an output template is returned in `toFinalize`, for its output to be evaluated.
  */
-export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[]): Promise<Set<string>> {
-  if (items.length === 0) return new Set();
-  // One round trip: the workflows are locked (in id order, so batches cannot deadlock) before their tasks change.
-  const { rows } = await q.query<{ workflow_id: string; name: string; dependents: string[] }>(
-    `WITH locked AS (SELECT id FROM ${ctx.s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE)
-     UPDATE ${ctx.s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
-       FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text, output jsonb)
-      WHERE t.workflow_id = v.workflow_id AND t.name = v.name AND t.state = 'running' AND t.attempt = v.attempt AND t.worker_id = v.worker_id
-        AND t.workflow_id IN (SELECT id FROM locked)
-      RETURNING t.workflow_id, t.name, t.dependents`,
+export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[]): Promise<CompletionResult> {
+  if (items.length === 0) return { applied: new Set(), toFinalize: [] };
+  const ch = channels(ctx.schema);
+  const s = ctx.s;
+  const { rows } = await q.query<{ done: { w: string; n: string }[] | null; finalize: string[] | null }>(
+    `WITH locked AS (
+       SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
+     ), done AS (
+       UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
+         FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text, output jsonb)
+        WHERE t.workflow_id = v.workflow_id AND t.name = v.name AND t.state = 'running' AND t.attempt = v.attempt
+          AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
+        RETURNING t.workflow_id, t.name, t.dependents
+     ), edges AS (
+       SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep GROUP BY 1, 2
+     ), advanced AS (
+       UPDATE ${s}.tasks t
+          SET deps_left = t.deps_left - e.c,
+              state = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NULL
+                           THEN (CASE WHEN t.scheduled_at > $2 THEN 'scheduled' ELSE 'available' END) ELSE t.state END
+         FROM edges e
+        WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
+        RETURNING t.queue, t.state
+     ), counted AS (
+       UPDATE ${s}.workflows w
+          SET tasks_open = w.tasks_open - c.n,
+              state = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running'
+                           THEN (CASE WHEN w.cancel_requested THEN 'cancelled' WHEN w.tasks_failed > 0 THEN 'failed' ELSE 'completed' END)
+                           ELSE w.state END,
+              finalized_at = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' THEN $2 ELSE w.finalized_at END
+         FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
+        WHERE w.id = c.workflow_id
+        RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template
+     ), woken AS (
+       SELECT pg_notify($4, x.queue) FROM (SELECT DISTINCT queue FROM advanced WHERE state = 'available') x
+     ), ended AS (
+       SELECT pg_notify($5, c.id || ' ' || c.state) FROM counted c WHERE c.tasks_open = 0 AND c.state <> 'running'
+     )
+     SELECT (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM done) AS done,
+            (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
+            (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) AS notified`,
     [
       JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null }))),
       ctx.now,
       [...new Set(items.map((i) => i.workflowId))],
+      ch.available,
+      ch.workflow,
     ],
   );
-  // A completed dep satisfies every dependent whatever its ignore flags, so dependents of the whole batch
-  // advance in one statement. The CASE is decide.ts readyState() in SQL.
-  const edges = rows.flatMap((r) => r.dependents.map((d) => ({ w: r.workflow_id, n: d })));
-  const queues = new Set<string>();
-  if (edges.length > 0) {
-    const { rows: advanced } = await q.query<{ queue: string; state: string }>(
-      `UPDATE ${ctx.s}.tasks t
-          SET deps_left = t.deps_left - e.c,
-              state = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NULL THEN (CASE WHEN t.scheduled_at > $2 THEN 'scheduled' ELSE 'available' END) ELSE t.state END
-         FROM (SELECT x.w, x.n, count(*)::int AS c FROM jsonb_to_recordset($1::jsonb) AS x(w text, n text) GROUP BY x.w, x.n) e
-        WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
-        RETURNING t.queue, t.state`,
-      [JSON.stringify(edges), ctx.now],
-    );
-    for (const a of advanced) if (a.state === 'available') queues.add(a.queue);
-  }
-  const counts = new Map<string, { closed: number; failed: number }>();
-  for (const r of rows) counts.set(r.workflow_id, { closed: (counts.get(r.workflow_id)?.closed ?? 0) + 1, failed: 0 });
-  await closeTasksMany(q, ctx, counts);
-  await notifyQueues(q, ctx.schema, queues);
-  return new Set(rows.map((r) => `${r.workflow_id}\u0000${r.name}`));
+  const r = rows[0];
+  return { applied: new Set((r.done ?? []).map((d) => `${d.w}\u0000${d.n}`)), toFinalize: r.finalize ?? [] };
+}
+
+/**
+ * Finalizes workflows whose tasks are all closed but whose output is still to be evaluated: right after
+ * their completion batch, or by the leader for any a crash left behind.
+ */
+export async function finalizePending(q: Queryable, ctx: AdvanceContext, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await lockWorkflows(q, ctx.s, ids);
+  const { rows } = await q.query<WorkflowRow>(
+    `SELECT id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at
+       FROM ${ctx.s}.workflows WHERE id = ANY($1::text[]) AND state = 'running' AND tasks_open = 0`,
+    [ids],
+  );
+  await finalizeWorkflows(q, ctx, rows);
+}
+
+/** Workflows a crash left with every task closed but not finalized (the leader sweeps them). */
+export async function unfinalized(q: Queryable, s: string, limit = 100): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(`SELECT id FROM ${s}.workflows WHERE state = 'running' AND tasks_open = 0 LIMIT $1`, [limit]);
+  return rows.map((r) => r.id);
 }
