@@ -5,7 +5,7 @@ import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handlers, type TaskContex
 import { channels } from './sql/channels.js';
 import { completeTasks, finalizePending, type Completion } from './sql/complete.js';
 import { endAttempt, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
-import { depOutputs, fetchTasks, type FetchedTask } from './sql/fetch.js';
+import { fetchTasks, type FetchedTask } from './sql/fetch.js';
 import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
 import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
@@ -115,10 +115,10 @@ export class Worker {
         const tasks = await fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now });
         q.more = tasks.length === free;
         if (tasks.length === 0) return;
-        const deps = await depOutputs(this.o.db, this.o.s, tasks);
         for (const task of tasks) {
           q.active++;
-          this.track(this.execute(task, deps.get(`${task.workflow_id}\u0000${task.name}`) ?? {}).finally(() => {
+          const deps = Object.fromEntries(task.deps.map((d) => [d, task.dep_outputs?.[d] ?? null]));
+          this.track(this.execute(task, deps).finally(() => {
             q.active--;
             // slots freed in the same turn are refilled by one fetch, not one fetch per slot
             q.more = true;

@@ -18,6 +18,8 @@ export interface FetchedTask {
   start: unknown;
   metadata: unknown;
   workflow_attempt: number;
+  /** Direct deps' outputs by name, read in the same statement that claimed the task. */
+  dep_outputs: Record<string, unknown> | null;
 }
 
 /**
@@ -35,23 +37,12 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
         WHERE t.workflow_id = f.workflow_id AND t.name = f.name
         RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
                   t.timeout_ms, t.retry, t.start, t.metadata)
-     SELECT c.*, w.attempt AS workflow_attempt FROM claimed c JOIN ${s}.workflows w ON w.id = c.workflow_id`,
+     SELECT c.*, w.attempt AS workflow_attempt,
+            CASE WHEN cardinality(c.deps) > 0 THEN
+              (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))
+            END AS dep_outputs
+       FROM claimed c JOIN ${s}.workflows w ON w.id = c.workflow_id`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now],
   );
   return rows;
-}
-
-/** Direct deps' outputs for a batch of fetched tasks, in one query. */
-export async function depOutputs(q: Queryable, s: string, tasks: readonly FetchedTask[]): Promise<Map<string, Record<string, unknown>>> {
-  const pairs = tasks.flatMap((t) => t.deps.map((d) => ({ w: t.workflow_id, n: d })));
-  const out = new Map<string, Record<string, unknown>>();
-  if (pairs.length === 0) return out;
-  const { rows } = await q.query<{ workflow_id: string; name: string; output: unknown }>(
-    `SELECT t.workflow_id, t.name, t.output FROM ${s}.tasks t
-       JOIN jsonb_to_recordset($1::jsonb) AS p(w text, n text) ON t.workflow_id = p.w AND t.name = p.n`,
-    [JSON.stringify(pairs)],
-  );
-  const byKey = new Map(rows.map((r) => [`${r.workflow_id}\u0000${r.name}`, r.output]));
-  for (const t of tasks) out.set(`${t.workflow_id}\u0000${t.name}`, Object.fromEntries(t.deps.map((d) => [d, byKey.get(`${t.workflow_id}\u0000${d}`) ?? null])));
-  return out;
 }
