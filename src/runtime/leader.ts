@@ -71,7 +71,7 @@ export class LeaderService {
   }
 
   /** One round of maintenance (tests call this directly instead of waiting). */
-  async runOnce(): Promise<{ promoted: number; rescued: number; deleted: number }> {
+  async runOnce(options: { retention?: boolean } = {}): Promise<{ promoted: number; rescued: number; deleted: number }> {
     const { db, s, schema } = this.o;
     let now = await currentTime(db, this.o.clock);
     let promoted = 0;
@@ -94,7 +94,7 @@ export class LeaderService {
       await db.transaction(async (tx) => finalizePending(tx, { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions }, stranded));
     }
     let deleted = 0;
-    if (Date.now() - this.lastRetention >= this.o.retentionIntervalMs) {
+    if (options.retention || Date.now() - this.lastRetention >= this.o.retentionIntervalMs) {
       this.lastRetention = Date.now();
       deleted = await deleteExpiredWorkflows(db, s, this.o.retention, now);
       await forgetDeadWorkers(db, s, new Date(now.getTime() - 24 * 3_600_000));

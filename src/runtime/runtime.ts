@@ -146,43 +146,32 @@ export class Runtime {
     });
     await this.worker.start();
     if (o.leader !== false) {
-      this.leader = new LeaderService({
-        id: this.id,
-        db: this.db,
-        schema: this.schema,
-        s: this.s,
-        definitions: this.definitions,
-        clock: this.clock,
-        log: this.log,
-        electionIntervalMs: o.electionIntervalMs ?? 5000,
-        promoteIntervalMs: o.pollIntervalMs ?? 1000,
-        workerDeadAfterMs: o.workerDeadAfterMs ?? 30_000,
-        retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, ...o.retention },
-        retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
-      });
+      this.leader = this.leaderService();
       this.leader.start();
     }
   }
 
-  /** The leader's maintenance, once, now (tests; also what the leader runs on its timer). */
+  private leaderService(): LeaderService {
+    const o = this.options;
+    return new LeaderService({
+      id: this.id,
+      db: this.db,
+      schema: this.schema,
+      s: this.s,
+      definitions: this.definitions,
+      clock: this.clock,
+      log: this.log,
+      electionIntervalMs: o.electionIntervalMs ?? 5000,
+      promoteIntervalMs: o.pollIntervalMs ?? 1000,
+      workerDeadAfterMs: o.workerDeadAfterMs ?? 30_000,
+      retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, ...o.retention },
+      retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
+    });
+  }
+
+  /** The leader's maintenance, once, now (tests call it instead of waiting; the leader runs it on its timer). */
   maintenance(): Promise<{ promoted: number; rescued: number; deleted: number }> {
-    const service =
-      this.leader ??
-      new LeaderService({
-        id: this.id,
-        db: this.db,
-        schema: this.schema,
-        s: this.s,
-        definitions: this.definitions,
-        clock: this.clock,
-        log: this.log,
-        electionIntervalMs: 5000,
-        promoteIntervalMs: 1000,
-        workerDeadAfterMs: this.options.workerDeadAfterMs ?? 30_000,
-        retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, ...this.options.retention },
-        retentionIntervalMs: 0,
-      });
-    return service.runOnce();
+    return (this.leader ?? this.leaderService()).runOnce({ retention: true });
   }
 
   get isLeader(): boolean {
