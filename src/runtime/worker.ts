@@ -46,7 +46,8 @@ interface PendingCompletion {
  */
 export class Worker {
   private readonly running = new Map<string, Running>();
-  private readonly perQueue = new Map<string, { active: number; fetching: boolean; more: boolean }>();
+  /** Per queue: handlers running, slots reserved by fetches in flight, fetches in flight, whether work seems to wait. */
+  private readonly perQueue = new Map<string, { active: number; reserved: number; fetching: number; more: boolean }>();
   private readonly completions: PendingCompletion[] = [];
   private flushing: Promise<void> | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
@@ -56,7 +57,7 @@ export class Worker {
   private started = false;
 
   constructor(private readonly o: WorkerOptions) {
-    for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, fetching: false, more: true });
+    for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true });
   }
 
   get kinds(): string[] {
@@ -102,13 +103,17 @@ export class Worker {
     }
   }
 
-  /** Claims work for a queue while it has free slots and work seems to be there. */
+  /**
+   * Claims work for a queue while it has free slots and work seems to be there. A fetch reserves the slots it
+   * asks for, so a second fetch can fill slots freed meanwhile without ever claiming more than the concurrency.
+   */
   private pump(queue: string): void {
     const q = this.perQueue.get(queue)!;
-    if (this.stopping || q.fetching || !q.more || this.kinds.length === 0) return;
-    const free = this.o.queues[queue] - q.active;
-    if (free <= 0) return;
-    q.fetching = true;
+    if (this.stopping || q.fetching >= MAX_FETCHES_IN_FLIGHT || !q.more || this.kinds.length === 0) return;
+    const free = this.o.queues[queue] - q.active - q.reserved;
+    if (free <= 0 || (q.fetching > 0 && free < this.o.queues[queue] / 4)) return;
+    q.fetching++;
+    q.reserved += free;
     const work = (async () => {
       try {
         const now = await currentTime(this.o.db, this.o.clock);
@@ -128,7 +133,8 @@ export class Worker {
       } catch (error) {
         this.o.log.warn(`fetch from queue ${queue} failed: ${(error as Error).message}`);
       } finally {
-        q.fetching = false;
+        q.fetching--;
+        q.reserved -= free;
       }
       if (q.more) this.pump(queue);
     })();
@@ -282,6 +288,9 @@ export class Worker {
     return this.running.size > 0 || this.completions.length > 0 || this.inflight.size > 0;
   }
 }
+
+/** Two fetches per queue may be in flight: one refills what the other's handlers freed. */
+const MAX_FETCHES_IN_FLIGHT = 2;
 
 class ShutdownAbort extends Error {
   constructor() {

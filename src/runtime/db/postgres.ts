@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Database, Queryable } from './types.js';
 
@@ -10,6 +11,19 @@ export interface PostgresOptions {
   max?: number;
   /** Name shown in pg_stat_activity. */
   applicationName?: string;
+}
+
+const statementNames = new Map<string, string>();
+
+/** A named statement for a prepared query: pg prepares it once per connection and reuses the plan. */
+function prepared(sql: string, params: readonly unknown[] | undefined, prepare: boolean | undefined): pg.QueryConfig {
+  if (!prepare) return { text: sql, values: params as unknown[] };
+  let name = statementNames.get(sql);
+  if (!name) {
+    name = `braid_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
+    statementNames.set(sql, name);
+  }
+  return { name, text: sql, values: params as unknown[] };
 }
 
 /** Postgres through a pg Pool; LISTEN runs on one dedicated client that reconnects when dropped. */
@@ -42,8 +56,8 @@ export function createPostgres(options: PostgresOptions): Database {
     return connecting;
   };
 
-  const query: Queryable['query'] = async (sql, params) => {
-    const r = await pool.query(sql, params as unknown[]);
+  const query: Queryable['query'] = async (sql, params, options) => {
+    const r = await pool.query(prepared(sql, params, options?.prepare));
     return { rows: r.rows, rowCount: r.rowCount ?? 0 };
   };
 
@@ -56,8 +70,8 @@ export function createPostgres(options: PostgresOptions): Database {
     async transaction(fn) {
       const client = await pool.connect();
       const tx: Queryable = {
-        async query(sql, params) {
-          const r = await client.query(sql, params as unknown[]);
+        async query(sql, params, options) {
+          const r = await client.query(prepared(sql, params, options?.prepare));
           return { rows: r.rows, rowCount: r.rowCount ?? 0 };
         },
         async exec(sql) {

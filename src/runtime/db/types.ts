@@ -1,6 +1,11 @@
 /** Anything that runs SQL: a pool, a connection inside a transaction, a caller's own transaction. */
+export interface QueryOptions {
+  /** A statement on the hot path: prepared once per connection, so its plan is not rebuilt every call. */
+  prepare?: boolean;
+}
+
 export interface Queryable {
-  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<{ rows: R[]; rowCount: number }>;
+  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<{ rows: R[]; rowCount: number }>;
   /** Runs a script of several statements (migrations), without parameters. */
   exec(sql: string): Promise<void>;
 }

@@ -76,6 +76,7 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
       ch.available,
       ch.workflow,
     ],
+    { prepare: true },
   );
   const r = rows[0];
   return { applied: new Set((r.done ?? []).map((d) => `${d.w}\u0000${d.n}`)), toFinalize: r.finalize ?? [] };

@@ -17,7 +17,6 @@ export interface FetchedTask {
   retry: RetryPolicy;
   start: unknown;
   metadata: unknown;
-  workflow_attempt: number;
   /** Direct deps' outputs by name, read in the same statement that claimed the task. */
   dep_outputs: Record<string, unknown> | null;
 }
@@ -37,12 +36,13 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
         WHERE t.workflow_id = f.workflow_id AND t.name = f.name
         RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
                   t.timeout_ms, t.retry, t.start, t.metadata)
-     SELECT c.*, w.attempt AS workflow_attempt,
+     SELECT c.*,
             CASE WHEN cardinality(c.deps) > 0 THEN
               (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))
             END AS dep_outputs
-       FROM claimed c JOIN ${s}.workflows w ON w.id = c.workflow_id`,
+       FROM claimed c`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now],
+    { prepare: true },
   );
   return rows;
 }
