@@ -120,16 +120,7 @@ export class Worker {
         const tasks = await fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now });
         q.more = tasks.length === free;
         if (tasks.length === 0) return;
-        for (const task of tasks) {
-          q.active++;
-          const deps = Object.fromEntries(task.deps.map((d) => [d, task.dep_outputs?.[d] ?? null]));
-          this.track(this.execute(task, deps).finally(() => {
-            q.active--;
-            // slots freed in the same turn are refilled by one fetch, not one fetch per slot
-            q.more = true;
-            setImmediate(() => this.pump(queue));
-          }));
-        }
+        for (const task of tasks) this.run(task);
       } catch (error) {
         this.o.log.warn(`fetch from queue ${queue} failed: ${(error as Error).message}`);
       } finally {
@@ -139,6 +130,21 @@ export class Worker {
       if (q.more) this.pump(queue);
     })();
     this.track(work);
+  }
+
+  /** Runs one claimed attempt in a slot of its queue. */
+  private run(task: FetchedTask): void {
+    const q = this.perQueue.get(task.queue)!;
+    q.active++;
+    const deps = Object.fromEntries(task.deps.map((d) => [d, task.dep_outputs?.[d] ?? null]));
+    this.track(
+      this.execute(task, deps).finally(() => {
+        q.active--;
+        // slots freed in the same turn are refilled by one fetch, not one fetch per slot
+        q.more = true;
+        setImmediate(() => this.pump(task.queue));
+      }),
+    );
   }
 
   private track<T>(p: Promise<T>): void {
@@ -246,11 +252,30 @@ export class Worker {
     for (const b of batch) b.done();
   }
 
-  /** One statement completes the batch; workflows left to finalize (output templates) follow in a transaction. */
+  /**
+   * One statement completes the batch and claims, for this worker's free slots, the dependents it makes
+   * available; workflows left to finalize (output templates) follow in a transaction.
+   */
   private async completeNow(items: Completion[]): Promise<void> {
     const { db, clock } = this.o;
-    const { toFinalize } = await completeTasks(db, this.advanceContext(await currentTime(db, clock)), items);
-    if (toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, this.advanceContext(await currentTime(db, clock, tx)), toFinalize));
+    const slots: Record<string, number> = {};
+    if (!this.stopping) {
+      for (const [queue, q] of this.perQueue) {
+        const free = this.o.queues[queue] - q.active - q.reserved;
+        if (free > 0) {
+          slots[queue] = free;
+          q.reserved += free;
+        }
+      }
+    }
+    let result;
+    try {
+      result = await completeTasks(db, this.advanceContext(await currentTime(db, clock)), items, { workerId: this.o.id, kinds: this.kinds, slots });
+    } finally {
+      for (const [queue, n] of Object.entries(slots)) this.perQueue.get(queue)!.reserved -= n;
+    }
+    for (const task of result.claimed) this.run(task);
+    if (result.toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, this.advanceContext(await currentTime(db, clock, tx)), result.toFinalize));
   }
 
   private async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
+import type { FetchedTask } from './fetch.js';
 
 export interface Completion {
   workflowId: string;
@@ -15,6 +16,20 @@ export interface CompletionResult {
   applied: Set<string>;
   /** Workflows with no open task left whose output still has to be evaluated: pass to finalizePending. */
   toFinalize: string[];
+  /** Dependents this completion made available and claimed at once for the completing worker. */
+  claimed: FetchedTask[];
+}
+
+/**
+ * Eager claim: dependents that a completion makes available are claimed in the same statement for the
+ * worker that completed their dep, up to its free slots per queue, so a chain hops without a NOTIFY and a
+ * fetch in between. Others become available as usual.
+ */
+export interface EagerClaim {
+  workerId: string;
+  kinds: readonly string[];
+  /** Free slots per queue. */
+  slots: Record<string, number>;
 }
 
 /**
@@ -28,11 +43,12 @@ export interface CompletionResult {
  * finalizes in the same statement when it has no output template (the CASE is finalWorkflowState()); one
  * with an output template is returned in `toFinalize`, for its output to be evaluated.
  */
-export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[]): Promise<CompletionResult> {
-  if (items.length === 0) return { applied: new Set(), toFinalize: [] };
+export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
+  if (items.length === 0) return { applied: new Set(), toFinalize: [], claimed: [] };
+  const slots = claim ? Object.entries(claim.slots).filter(([, n]) => n > 0).map(([queue, n]) => ({ queue, n })) : [];
   const ch = channels(ctx.schema);
   const s = ctx.s;
-  const { rows } = await q.query<{ done: { w: string; n: string }[] | null; finalize: string[] | null }>(
+  const { rows } = await q.query<{ done: { w: string; n: string }[] | null; finalize: string[] | null; claimed: FetchedTask[] | null }>(
     `WITH locked AS (
        SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
      ), done AS (
@@ -43,14 +59,27 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
         RETURNING t.workflow_id, t.name, t.dependents
      ), edges AS (
        SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep GROUP BY 1, 2
+     ), eager AS (
+       SELECT r.workflow_id, r.name FROM (
+         SELECT t.workflow_id, t.name, l.n, row_number() OVER (PARTITION BY t.queue ORDER BY t.priority, t.id) AS rank
+           FROM edges e
+           JOIN ${s}.tasks t ON t.workflow_id = e.w AND t.name = e.n
+           JOIN jsonb_to_recordset($6::jsonb) AS l(queue text, n int) ON l.queue = t.queue
+          WHERE t.state = 'pending' AND t.deps_left = e.c AND t.wait IS NULL AND t.scheduled_at <= $2 AND t.kind = ANY($7::text[])) r
+        WHERE r.rank <= r.n
      ), advanced AS (
        UPDATE ${s}.tasks t
           SET deps_left = t.deps_left - e.c,
-              state = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NULL
-                           THEN (CASE WHEN t.scheduled_at > $2 THEN 'scheduled' ELSE 'available' END) ELSE t.state END
-         FROM edges e
+              state = CASE WHEN x.name IS NOT NULL THEN 'running'
+                           WHEN t.deps_left - e.c = 0 AND t.wait IS NULL
+                           THEN (CASE WHEN t.scheduled_at > $2 THEN 'scheduled' ELSE 'available' END) ELSE t.state END,
+              attempt = CASE WHEN x.name IS NOT NULL THEN t.attempt + 1 ELSE t.attempt END,
+              worker_id = CASE WHEN x.name IS NOT NULL THEN $8 ELSE t.worker_id END,
+              started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END
+         FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
         WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
-        RETURNING t.queue, t.state
+        RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
+                  t.timeout_ms, t.retry, t.start, t.metadata, (x.name IS NOT NULL) AS claimed
      ), counted AS (
        UPDATE ${s}.workflows w
           SET tasks_open = w.tasks_open - c.n,
@@ -67,6 +96,11 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
        SELECT pg_notify($5, c.id || ' ' || c.state) FROM counted c WHERE c.tasks_open = 0 AND c.state <> 'running'
      )
      SELECT (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM done) AS done,
+            (SELECT json_agg(a.* ORDER BY a.workflow_id, a.name) FROM (
+               SELECT c.workflow_id, c.name, c.template, c.idx, c.key, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.timeout_ms,
+                      c.retry, c.start, c.metadata,
+                      (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps)) AS dep_outputs
+                 FROM advanced c WHERE c.claimed) a) AS claimed,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
             (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) AS notified`,
     [
@@ -75,11 +109,21 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
       [...new Set(items.map((i) => i.workflowId))],
       ch.available,
       ch.workflow,
+      JSON.stringify(slots),
+      claim?.kinds ?? [],
+      claim?.workerId ?? null,
     ],
     { prepare: true },
   );
   const r = rows[0];
-  return { applied: new Set((r.done ?? []).map((d) => `${d.w}\u0000${d.n}`)), toFinalize: r.finalize ?? [] };
+  const applied = new Set((r.done ?? []).map((d) => `${d.w}\u0000${d.n}`));
+  // deps completed in this very statement show their old rows to its subqueries: their outputs come from the batch
+  const batchOutputs = new Map(items.filter((i) => applied.has(`${i.workflowId}\u0000${i.name}`)).map((i) => [`${i.workflowId}\u0000${i.name}`, i.output ?? null]));
+  const claimed = (r.claimed ?? []).map((t) => ({
+    ...t,
+    dep_outputs: Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null])),
+  }));
+  return { applied, toFinalize: r.finalize ?? [], claimed };
 }
 
 /**
