@@ -178,7 +178,7 @@ export class Worker {
       const output = await Promise.race([Promise.resolve().then(() => handler(task.args, ctx)), timeout]);
       const json = toJsonOutput(output, this.o.maxOutputBytes);
       if (tx.opened) await tx.commit(json);
-      else await this.complete({ workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id, output: json });
+      else await this.complete({ workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id, output: json, dependents: task.dependents });
       this.o.log.taskDone(task, 'completed');
     } catch (error) {
       if (tx.opened) await tx.rollback();
@@ -258,14 +258,15 @@ export class Worker {
    */
   private async completeNow(items: Completion[]): Promise<void> {
     const { db, clock } = this.o;
+    // reserve no more slots than the batch's dependents could fill, so fetching goes on beside the flush
+    let budget = this.stopping ? 0 : new Set(items.flatMap((i) => (i.dependents ?? []).map((d) => `${i.workflowId}\u0000${d}`))).size;
     const slots: Record<string, number> = {};
-    if (!this.stopping) {
-      for (const [queue, q] of this.perQueue) {
-        const free = this.o.queues[queue] - q.active - q.reserved;
-        if (free > 0) {
-          slots[queue] = free;
-          q.reserved += free;
-        }
+    for (const [queue, q] of this.perQueue) {
+      const take = Math.min(budget, this.o.queues[queue] - q.active - q.reserved);
+      if (take > 0) {
+        slots[queue] = take;
+        q.reserved += take;
+        budget -= take;
       }
     }
     let result;

@@ -9,6 +9,8 @@ export interface Completion {
   attempt: number;
   workerId: string;
   output: unknown;
+  /** The tasks that depend on this one, when known: they bound the slots an eager claim reserves. */
+  dependents?: readonly string[];
 }
 
 export interface CompletionResult {
@@ -79,7 +81,7 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
          FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
         WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
         RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.timeout_ms, t.retry, t.start, t.metadata, (x.name IS NOT NULL) AS claimed
+                  t.dependents, t.timeout_ms, t.retry, t.start, t.metadata, (x.name IS NOT NULL) AS claimed
      ), counted AS (
        UPDATE ${s}.workflows w
           SET tasks_open = w.tasks_open - c.n,
@@ -97,7 +99,7 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
      )
      SELECT (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM done) AS done,
             (SELECT json_agg(a.* ORDER BY a.workflow_id, a.name) FROM (
-               SELECT c.workflow_id, c.name, c.template, c.idx, c.key, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.timeout_ms,
+               SELECT c.workflow_id, c.name, c.template, c.idx, c.key, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.dependents, c.timeout_ms,
                       c.retry, c.start, c.metadata,
                       (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps)) AS dep_outputs
                  FROM advanced c WHERE c.claimed) a) AS claimed,

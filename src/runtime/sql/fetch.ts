@@ -13,6 +13,8 @@ export interface FetchedTask {
   max_attempts: number;
   args: unknown;
   deps: string[];
+  /** The tasks that depend on this one (what its completion may make available). */
+  dependents: string[];
   timeout_ms: number | null;
   retry: RetryPolicy;
   start: unknown;
@@ -35,7 +37,7 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
                 LIMIT $3 FOR UPDATE SKIP LOCKED) f
         WHERE t.workflow_id = f.workflow_id AND t.name = f.name
         RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.timeout_ms, t.retry, t.start, t.metadata)
+                  t.dependents, t.timeout_ms, t.retry, t.start, t.metadata)
      SELECT c.*,
             CASE WHEN cardinality(c.deps) > 0 THEN
               (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))
