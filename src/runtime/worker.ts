@@ -49,7 +49,7 @@ export class Worker {
   /** Per queue: handlers running, slots reserved by fetches in flight, fetches in flight, whether work seems to wait. */
   private readonly perQueue = new Map<string, { active: number; reserved: number; fetching: number; more: boolean }>();
   private readonly completions: PendingCompletion[] = [];
-  private flushing: Promise<void> | undefined;
+  private readonly flushing = new Set<Promise<void>>();
   private readonly inflight = new Set<Promise<unknown>>();
   private timers: NodeJS.Timeout[] = [];
   private unlisten: (() => Promise<void>)[] = [];
@@ -222,15 +222,23 @@ export class Worker {
     });
   }
 
+  /** Up to two batches in flight: one commits while the next gathers (they serialise per workflow in the database). */
   private scheduleFlush(): void {
-    if (this.flushing) return;
-    this.flushing = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.flush())
+    if (this.flushing.size >= MAX_FLUSHES_IN_FLIGHT || this.pendingFlush) return;
+    this.pendingFlush = true;
+    const flush: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => {
+        this.pendingFlush = false;
+        return this.flush();
+      })
       .finally(() => {
-        this.flushing = undefined;
+        this.flushing.delete(flush);
         if (this.completions.length > 0) this.scheduleFlush();
       });
+    this.flushing.add(flush);
   }
+
+  private pendingFlush = false;
 
   private async flush(): Promise<void> {
     const batch = this.completions.splice(0, 500);
@@ -300,7 +308,7 @@ export class Worker {
     while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     for (const r of this.running.values()) r.abort.abort(new ShutdownAbort());
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
-    if (this.flushing) await this.flushing;
+    while (this.flushing.size > 0) await Promise.allSettled([...this.flushing]);
     for (const u of this.unlisten) await u().catch(() => undefined);
     try {
       await stopWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
@@ -317,6 +325,7 @@ export class Worker {
 
 /** Two fetches per queue may be in flight: one refills what the other's handlers freed. */
 const MAX_FETCHES_IN_FLIGHT = 2;
+const MAX_FLUSHES_IN_FLIGHT = 2;
 
 class ShutdownAbort extends Error {
   constructor() {
