@@ -1,3 +1,4 @@
+import { isFinal } from './decide.js';
 import type { TaskRecord } from './sql/workflows.js';
 
 /**
@@ -11,7 +12,7 @@ export function pendingReason(task: TaskRecord, byName: ReadonlyMap<string, Task
       if (task.deps_left > 0) {
         const open = task.deps.filter((d) => {
           const dep = byName.get(d);
-          return !dep || !['completed', 'cancelled', 'discarded'].includes(dep.state);
+          return !dep || !isFinal(dep.state);
         });
         return `waiting on deps: ${open.join(', ')}${noHandler}`;
       }

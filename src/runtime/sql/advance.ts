@@ -1,4 +1,4 @@
-import { depOutcome, finalWorkflowState, readyState, type FinalState, type IgnoreFlags } from '../decide.js';
+import { depOutcome, finalWorkflowState, isFinal, readyState, type FinalState, type IgnoreFlags } from '../decide.js';
 import type { Queryable } from '../db/types.js';
 import type { DefinitionCache } from '../definition-cache.js';
 import { evaluateOutput, type TaskResult } from '../output.js';
@@ -120,12 +120,11 @@ export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId:
     `DELETE FROM ${ctx.s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) RETURNING name, state, dependents`,
     [workflowId, names],
   );
-  const final = new Set(['completed', 'cancelled', 'discarded']);
   return settle(
     q,
     ctx,
     workflowId,
-    rows.map((r) => ({ name: r.name, state: 'deleted' as const, dependents: r.dependents, alreadyClosed: final.has(r.state) })),
+    rows.map((r) => ({ name: r.name, state: 'deleted' as const, dependents: r.dependents, alreadyClosed: isFinal(r.state) })),
   );
 }
 

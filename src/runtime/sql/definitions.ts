@@ -43,12 +43,3 @@ export async function registeredNames(q: Queryable, s: string): Promise<string[]
   const { rows } = await q.query<{ name: string }>(`SELECT name FROM ${s}.definition_current ORDER BY name`);
   return rows.map((r) => r.name);
 }
-
-export async function listDefinitions(q: Queryable, s: string): Promise<{ name: string; hash: string; current: boolean; registered_at: Date; file: string | null }[]> {
-  const { rows } = await q.query<{ name: string; hash: string; current: boolean; registered_at: Date; file: string | null }>(
-    `SELECT d.name, d.hash, (c.hash IS NOT NULL) AS current, d.registered_at, d.file
-       FROM ${s}.definitions d LEFT JOIN ${s}.definition_current c ON c.name = d.name AND c.hash = d.hash
-      ORDER BY d.name, d.id`,
-  );
-  return rows;
-}

@@ -1,27 +1,16 @@
 import type { Queryable } from '../db/types.js';
 import type { RetryPolicy } from '../decide.js';
+import type { TaskRecord } from './workflows.js';
 
-export interface FetchedTask {
-  workflow_id: string;
-  name: string;
-  template: string;
-  idx: number | null;
-  key: string | null;
-  kind: string;
-  queue: string;
-  attempt: number;
-  max_attempts: number;
-  args: unknown;
-  deps: string[];
-  /** The tasks that depend on this one (what its completion may make available). */
-  dependents: string[];
-  timeout_ms: number | null;
+/** A claimed attempt: the task's columns a handler run needs, with its retry policy and its deps' outputs. */
+export type FetchedTask = Pick<
+  TaskRecord,
+  'workflow_id' | 'name' | 'template' | 'idx' | 'key' | 'kind' | 'queue' | 'attempt' | 'max_attempts' | 'args' | 'deps' | 'dependents' | 'timeout_ms' | 'start' | 'metadata'
+> & {
   retry: RetryPolicy;
-  start: unknown;
-  metadata: unknown;
   /** Direct deps' outputs by name, read in the same statement that claimed the task. */
   dep_outputs: Record<string, unknown> | null;
-}
+};
 
 /**
  * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
