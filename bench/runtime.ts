@@ -27,10 +27,13 @@ function pct(values: number[], p: number): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function freshBraid(handlers: Handlers = {}): Promise<{ rt: Runtime; close: () => Promise<void> }> {
+/** braid's counterpart of graphile-worker's batched preset: a local queue of 500 prefetched tasks. */
+const PREFETCH = 500;
+
+async function freshBraid(handlers: Handlers = {}, prefetch = 0): Promise<{ rt: Runtime; close: () => Promise<void> }> {
   const db = createPostgres({ connectionString: url, max: 20 });
   await db.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-  const rt = createRuntime({ database: db, schema: SCHEMA, handlers, queues: { default: CONCURRENCY }, pollIntervalMs: 1000, heartbeatIntervalMs: 5000 });
+  const rt = createRuntime({ database: db, schema: SCHEMA, handlers, queues: { default: CONCURRENCY }, prefetch, pollIntervalMs: 1000, heartbeatIntervalMs: 5000 });
   await rt.migrate();
   const dir = mkdtempSync(join(tmpdir(), 'braid-bench-defs-'));
   for (const [name, yaml] of Object.entries(DEFS)) writeFileSync(join(dir, `${name}.yaml`), yaml);
@@ -44,8 +47,8 @@ async function openWorkflows(rt: Runtime): Promise<number> {
 }
 
 /** Tasks already inserted; from worker start to the last completion committed. */
-async function braidOneWorkflow(): Promise<number> {
-  const { rt, close } = await freshBraid({ noop: async () => null });
+async function braidOneWorkflow(prefetch: number): Promise<number> {
+  const { rt, close } = await freshBraid({ noop: async () => null }, prefetch);
   const id = await rt.start('many', { items: Array.from({ length: N }, (_, i) => i) });
   const t0 = performance.now();
   await rt.startWorker();
@@ -55,8 +58,8 @@ async function braidOneWorkflow(): Promise<number> {
   return ms;
 }
 
-async function braidManyWorkflows(): Promise<number> {
-  const { rt, close } = await freshBraid({ noop: async () => null });
+async function braidManyWorkflows(prefetch: number): Promise<number> {
+  const { rt, close } = await freshBraid({ noop: async () => null }, prefetch);
   const def = validate([{ path: 'one.yaml', content: DEFS.one }]).definitions[0];
   const base = compile(def, {}, { id: 'x', now: new Date() });
   for (let i = 0; i < N; i += 500) {
@@ -166,12 +169,17 @@ export async function benchRuntime(): Promise<void> {
   console.log(`\nruntime: Postgres at ${url.replace(/:[^:@/]*@/, ':***@')}, ${N} no-op tasks, concurrency ${CONCURRENCY} for braid and graphile-worker`);
   const gDefault = graphileThroughputRate(await graphileThroughput(false));
   const gBatched = graphileThroughputRate(await graphileThroughput(true));
-  const one = rate(await braidOneWorkflow());
-  const many = rate(await braidManyWorkflows());
-  console.log(`  graphile-worker 0.17.3 default     ${gDefault.toFixed(0).padStart(7)} jobs/s`);
-  console.log(`  graphile-worker 0.17.3 batched     ${gBatched.toFixed(0).padStart(7)} jobs/s`);
-  console.log(`  braid, one workflow of ${N} tasks ${one.toFixed(0).padStart(7)} tasks/s   ${(one / gBatched).toFixed(2)}x batched (goal >= 1.0), ${(one / gDefault).toFixed(2)}x default`);
-  console.log(`  braid, ${N} one-task workflows    ${many.toFixed(0).padStart(7)} tasks/s   ${(many / gBatched).toFixed(2)}x batched (goal >= 0.5), ${(many / gDefault).toFixed(2)}x default`);
+  const one = rate(await braidOneWorkflow(0));
+  const oneBatched = rate(await braidOneWorkflow(PREFETCH));
+  const many = rate(await braidManyWorkflows(0));
+  const manyBatched = rate(await braidManyWorkflows(PREFETCH));
+  const row = (label: string, value: number, unit: string, note = '') => console.log(`  ${label.padEnd(52)} ${value.toFixed(0).padStart(7)} ${unit}${note}`);
+  row('graphile-worker 0.17.3, default', gDefault, 'jobs/s');
+  row('graphile-worker 0.17.3, batched preset', gBatched, 'jobs/s');
+  row(`braid, one workflow of ${N} tasks, default`, one, 'tasks/s', `   ${(one / gDefault).toFixed(2)}x graphile default`);
+  row(`braid, one workflow of ${N} tasks, prefetch ${PREFETCH}`, oneBatched, 'tasks/s', `   ${(oneBatched / gBatched).toFixed(2)}x graphile batched (goal >= 1.0)`);
+  row(`braid, ${N} one-task workflows, default`, many, 'tasks/s', `   ${(many / gDefault).toFixed(2)}x graphile default`);
+  row(`braid, ${N} one-task workflows, prefetch ${PREFETCH}`, manyBatched, 'tasks/s', `   ${(manyBatched / gBatched).toFixed(2)}x graphile batched (goal >= 0.5)`);
   const fan = await braidFanOut();
   console.log(`  braid, fan-out 1 -> 1000 -> 1      ${fan.toFixed(0).padStart(7)} ms wall`);
   const hops = await braidChainHops();

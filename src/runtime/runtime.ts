@@ -27,6 +27,11 @@ export interface RuntimeOptions {
   handlers?: Handlers;
   /** Queue name -> concurrency (default { default: 10 }). */
   queues?: Record<string, number>;
+  /**
+   * Tasks per queue claimed ahead of free slots and held in this process until a slot frees (default 0).
+   * Raises throughput for short handlers; a prefetched task waits for this process even when another is idle.
+   */
+  prefetch?: number;
   /** Replaces the database clock (tests). */
   clock?: () => Date;
   logger?: Logger;
@@ -138,6 +143,7 @@ export class Runtime {
       definitions: this.definitions,
       handlers: o.handlers ?? {},
       queues: o.queues ?? { default: 10 },
+      prefetch: o.prefetch ?? 0,
       clock: this.clock,
       pollIntervalMs: o.pollIntervalMs ?? 1000,
       heartbeatIntervalMs: o.heartbeatIntervalMs ?? 5000,

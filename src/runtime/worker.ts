@@ -4,7 +4,7 @@ import type { DefinitionCache } from './definition-cache.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handlers, type TaskContext } from './handlers.js';
 import { channels } from './sql/channels.js';
 import { completeTasks, finalizePending, type Completion } from './sql/complete.js';
-import { endAttempt, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
+import { endAttempt, releaseTasks, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
 import { fetchTasks, type FetchedTask } from './sql/fetch.js';
 import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
@@ -21,6 +21,8 @@ export interface WorkerOptions {
   handlers: Handlers;
   /** Queue name -> concurrency. */
   queues: Record<string, number>;
+  /** Tasks per queue claimed beyond the free slots and held here until a slot frees (0: none). */
+  prefetch: number;
   clock?: Clock;
   /** Poll fallback when no NOTIFY arrives (default 1000 ms). */
   pollIntervalMs: number;
@@ -46,9 +48,14 @@ interface PendingCompletion {
  */
 export class Worker {
   private readonly running = new Map<string, Running>();
-  /** Per queue: handlers running, slots reserved by fetches in flight, fetches in flight, whether work seems to wait. */
-  private readonly perQueue = new Map<string, { active: number; reserved: number; fetching: number; more: boolean }>();
+  /**
+   * Per queue: handlers running, slots reserved by fetches in flight, fetches in flight, whether work seems to
+   * wait, and the claimed attempts waiting here for a slot (prefetch).
+   */
+  private readonly perQueue = new Map<string, { active: number; reserved: number; fetching: number; more: boolean; buffer: FetchedTask[] }>();
   private readonly completions: PendingCompletion[] = [];
+  /** Completions queued or in a batch in flight, not yet committed. */
+  private uncommitted = 0;
   private readonly flushing = new Set<Promise<void>>();
   private readonly inflight = new Set<Promise<unknown>>();
   private timers: NodeJS.Timeout[] = [];
@@ -57,7 +64,7 @@ export class Worker {
   private started = false;
 
   constructor(private readonly o: WorkerOptions) {
-    for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true });
+    for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true, buffer: [] });
   }
 
   get kinds(): string[] {
@@ -80,6 +87,12 @@ export class Worker {
       }),
       await db.listen(ch.cancel, (workflowId) => {
         for (const r of this.running.values()) if (r.task.workflow_id === workflowId) r.abort.abort(new TaskCancelled('workflow cancelled'));
+        for (const q of this.perQueue.values()) {
+          const cancelled = q.buffer.filter((t) => t.workflow_id === workflowId);
+          if (cancelled.length === 0) continue;
+          q.buffer = q.buffer.filter((t) => t.workflow_id !== workflowId);
+          for (const t of cancelled) this.track(this.fail(t, this.ref(t), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }));
+        }
       }),
     );
     this.timers.push(
@@ -104,14 +117,22 @@ export class Worker {
   }
 
   /**
-   * Claims work for a queue while it has free slots and work seems to be there. A fetch reserves the slots it
-   * asks for, so a second fetch can fill slots freed meanwhile without ever claiming more than the concurrency.
+   * Starts prefetched attempts in free slots, then claims work for a queue while it has room and work seems to
+   * be there. A fetch reserves the room it asks for, so a second fetch can fill slots freed meanwhile without
+   * ever claiming more than the concurrency plus the prefetch.
    */
   private pump(queue: string): void {
     const q = this.perQueue.get(queue)!;
-    if (this.stopping || q.fetching >= MAX_FETCHES_IN_FLIGHT || !q.more || this.kinds.length === 0) return;
-    const free = this.o.queues[queue] - q.active - q.reserved;
-    if (free <= 0 || (q.fetching > 0 && free < this.o.queues[queue] / 4)) return;
+    if (this.stopping) return;
+    const concurrency = this.o.queues[queue];
+    while (q.active < concurrency && q.buffer.length > 0) this.run(q.buffer.shift()!);
+    if (q.fetching >= MAX_FETCHES_IN_FLIGHT || !q.more || this.kinds.length === 0) return;
+    // completions waiting to commit hold back new work, so a slow database is not outrun
+    if (this.uncommitted >= MAX_UNCOMMITTED) return;
+    const room = concurrency + this.o.prefetch;
+    const free = room - q.active - q.reserved - q.buffer.length;
+    // small refills wait until a quarter of the room is free, rather than one fetch per freed slot
+    if (free <= 0 || ((q.fetching > 0 || q.buffer.length > 0) && free < room / 4)) return;
     q.fetching++;
     q.reserved += free;
     const work = (async () => {
@@ -120,14 +141,18 @@ export class Worker {
         const tasks = await fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now });
         q.more = tasks.length === free;
         if (tasks.length === 0) return;
-        for (const task of tasks) this.run(task);
+        if (this.stopping) {
+          await this.releaseClaims(tasks);
+          return;
+        }
+        q.buffer.push(...tasks);
       } catch (error) {
         this.o.log.warn(`fetch from queue ${queue} failed: ${(error as Error).message}`);
       } finally {
         q.fetching--;
         q.reserved -= free;
       }
-      if (q.more) this.pump(queue);
+      this.pump(queue);
     })();
     this.track(work);
   }
@@ -137,14 +162,17 @@ export class Worker {
     const q = this.perQueue.get(task.queue)!;
     q.active++;
     const deps = Object.fromEntries(task.deps.map((d) => [d, task.dep_outputs?.[d] ?? null]));
-    this.track(
-      this.execute(task, deps).finally(() => {
-        q.active--;
-        // slots freed in the same turn are refilled by one fetch, not one fetch per slot
-        q.more = true;
-        setImmediate(() => this.pump(task.queue));
-      }),
-    );
+    let released = false;
+    // the slot is the handler's: it frees when the handler settles, while its completion commits in a batch
+    const release = () => {
+      if (released) return;
+      released = true;
+      q.active--;
+      // slots freed in the same turn are refilled by one fetch, not one fetch per slot
+      q.more = true;
+      setImmediate(() => this.pump(task.queue));
+    };
+    this.track(this.execute(task, deps, release).finally(release));
   }
 
   private track<T>(p: Promise<T>): void {
@@ -153,11 +181,11 @@ export class Worker {
   }
 
   /** One attempt: the handler with its timeout, then completion or the failure path. Never throws. */
-  private async execute(task: FetchedTask, deps: Record<string, unknown>): Promise<void> {
+  private async execute(task: FetchedTask, deps: Record<string, unknown>, release: () => void): Promise<void> {
     const key = `${task.workflow_id}\u0000${task.name}`;
     const abort = new AbortController();
     this.running.set(key, { task, abort });
-    const ref: AttemptRef = { workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id };
+    const ref = this.ref(task);
     const tx = new AttemptTransaction(this.o, ref);
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -175,7 +203,7 @@ export class Worker {
           if (abort.signal.reason instanceof ShutdownAbort) reject(abort.signal.reason);
         });
       });
-      const output = await Promise.race([Promise.resolve().then(() => handler(task.args, ctx)), timeout]);
+      const output = await Promise.race([Promise.resolve().then(() => handler(task.args, ctx)), timeout]).finally(release);
       const json = toJsonOutput(output, this.o.maxOutputBytes);
       if (tx.opened) await tx.commit(json);
       else await this.complete({ workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id, output: json, dependents: task.dependents });
@@ -210,14 +238,35 @@ export class Worker {
     };
   }
 
+  private ref(task: FetchedTask): AttemptRef {
+    return { workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id };
+  }
+
+  /** Gives prefetched attempts that never started back to the queue, so other workers take them at once. */
+  private async releaseClaims(tasks: FetchedTask[]): Promise<void> {
+    if (tasks.length === 0) return;
+    try {
+      await this.o.db.transaction(async (tx) => releaseTasks(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), tasks.map((t) => this.ref(t))));
+    } catch (error) {
+      this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${(error as Error).message}`);
+    }
+  }
+
   private advanceContext(now: Date): AdvanceContext {
     return { s: this.o.s, schema: this.o.schema, now, definitions: this.o.definitions };
   }
 
   /** Queues a completion for the next batch and resolves once it committed. */
   private complete(item: Completion): Promise<void> {
+    this.uncommitted++;
     return new Promise((resolve) => {
-      this.completions.push({ item, done: resolve });
+      this.completions.push({
+        item,
+        done: () => {
+          this.uncommitted--;
+          resolve();
+        },
+      });
       this.scheduleFlush();
     });
   }
@@ -258,6 +307,7 @@ export class Worker {
       }
     }
     for (const b of batch) b.done();
+    for (const queue of this.perQueue.keys()) this.pump(queue);
   }
 
   /**
@@ -270,7 +320,7 @@ export class Worker {
     let budget = this.stopping ? 0 : new Set(items.flatMap((i) => (i.dependents ?? []).map((d) => `${i.workflowId}\u0000${d}`))).size;
     const slots: Record<string, number> = {};
     for (const [queue, q] of this.perQueue) {
-      const take = Math.min(budget, this.o.queues[queue] - q.active - q.reserved);
+      const take = Math.min(budget, this.o.queues[queue] - q.active - q.reserved - q.buffer.length);
       if (take > 0) {
         slots[queue] = take;
         q.reserved += take;
@@ -304,6 +354,7 @@ export class Worker {
     if (!this.started || this.stopping) return;
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
+    await this.releaseClaims([...this.perQueue.values()].flatMap((q) => q.buffer.splice(0)));
     const until = Date.now() + deadlineMs;
     while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     for (const r of this.running.values()) r.abort.abort(new ShutdownAbort());
@@ -319,13 +370,14 @@ export class Worker {
 
   /** For tests and `--wait`: whether anything is running or queued to complete. */
   get busy(): boolean {
-    return this.running.size > 0 || this.completions.length > 0 || this.inflight.size > 0;
+    return this.running.size > 0 || this.completions.length > 0 || this.inflight.size > 0 || [...this.perQueue.values()].some((q) => q.buffer.length > 0);
   }
 }
 
 /** Two fetches per queue may be in flight: one refills what the other's handlers freed. */
 const MAX_FETCHES_IN_FLIGHT = 2;
 const MAX_FLUSHES_IN_FLIGHT = 2;
+const MAX_UNCOMMITTED = 1000;
 
 class ShutdownAbort extends Error {
   constructor() {

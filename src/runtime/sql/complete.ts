@@ -40,7 +40,8 @@ export interface EagerClaim {
  * locked first, in id order, so concurrent batches serialise per workflow and cannot deadlock.
  *
  * An attempt that is no longer running (timed out, rescued, cancelled, completed twice) is skipped: a late or
- * duplicate completion is a no-op. A completed dep satisfies every dependent whatever its ignore flags, so
+ * duplicate completion is a no-op. "Running" is tested as "has this worker" (a CHECK ties the two), which keeps
+ * the planner on primary-key lookups. A completed dep satisfies every dependent whatever its ignore flags, so
  * dependents advance set-based; the CASE is decide.ts readyState(). A workflow whose last open task closes
  * finalizes in the same statement when it has no output template (the CASE is finalWorkflowState()); one
  * with an output template is returned in `toFinalize`, for its output to be evaluated.
@@ -56,7 +57,7 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
      ), done AS (
        UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
          FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text, output jsonb)
-        WHERE t.workflow_id = v.workflow_id AND t.name = v.name AND t.state = 'running' AND t.attempt = v.attempt
+        WHERE t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
           AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
         RETURNING t.workflow_id, t.name, t.dependents
      ), edges AS (

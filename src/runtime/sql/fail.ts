@@ -49,7 +49,8 @@ export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: Attempt
   const task = rows[0];
   if (!task || task.state !== 'running' || task.attempt !== ref.attempt || task.worker_id !== ref.workerId) return false;
   const where = `workflow_id = $1 AND name = $2`;
-  if (outcome.type === 'snooze' || outcome.type === 'release') {
+  // a cancelled workflow's task ends cancelled whatever its attempt ended in: released or snoozed, it would run again
+  if ((outcome.type === 'snooze' || outcome.type === 'release') && !task.cancel_requested) {
     const at = new Date(now.getTime() + (outcome.type === 'snooze' ? outcome.ms : 0));
     const state = at.getTime() > now.getTime() ? 'scheduled' : 'available';
     const note = outcome.type === 'release' ? [{ attempt: ref.attempt, at: now.toISOString(), ...outcome.error }] : [];
@@ -63,7 +64,7 @@ export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: Attempt
     if (state === 'available') await notifyQueues(q, ctx.schema, [task.queue]);
     return true;
   }
-  const entry = { attempt: ref.attempt, at: now.toISOString(), ...outcome.error };
+  const entry = { attempt: ref.attempt, at: now.toISOString(), ...('error' in outcome ? outcome.error : { kind: 'cancel', message: 'workflow cancelled' }) };
   const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task);
   if (next === 'retryable') {
     const at = new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random));
@@ -85,4 +86,27 @@ export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: Attempt
   const result = await settle(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
   await notifyQueues(q, ctx.schema, result.queues);
   return true;
+}
+
+/**
+ * Gives claimed attempts that never started back to their queue as if never claimed (prefetched tasks at
+ * shutdown); those of a cancelled workflow end cancelled instead.
+ */
+export async function releaseTasks(q: Queryable, ctx: AdvanceContext, refs: readonly AttemptRef[]): Promise<void> {
+  if (refs.length === 0) return;
+  const { s } = ctx;
+  await lockWorkflows(q, s, [...new Set(refs.map((r) => r.workflowId))]);
+  const { rows } = await q.query<{ workflow_id: string; name: string; queue: string }>(
+    `UPDATE ${s}.tasks t SET state = 'available', attempt = t.attempt - 1, worker_id = NULL, started_at = NULL
+       FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text)
+      WHERE t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
+        AND t.worker_id = v.worker_id AND NOT t.cancel_requested
+      RETURNING t.workflow_id, t.name, t.queue`,
+    [JSON.stringify(refs.map((r) => ({ workflow_id: r.workflowId, name: r.name, attempt: r.attempt, worker_id: r.workerId })))],
+  );
+  await notifyQueues(q, ctx.schema, [...new Set(rows.map((r) => r.queue))]);
+  const released = new Set(rows.map((r) => `${r.workflow_id}\u0000${r.name}`));
+  for (const ref of refs) {
+    if (!released.has(`${ref.workflowId}\u0000${ref.name}`)) await endAttempt(q, ctx, ref, { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } });
+  }
 }

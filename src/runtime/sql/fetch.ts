@@ -20,11 +20,11 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
   const { rows } = await q.query<FetchedTask>(
     `WITH claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
-         FROM (SELECT workflow_id, name FROM ${s}.tasks
+         FROM (SELECT ctid FROM ${s}.tasks
                 WHERE state = 'available' AND queue = $1 AND kind = ANY($2::text[])
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED) f
-        WHERE t.workflow_id = f.workflow_id AND t.name = f.name
+        WHERE t.ctid = f.ctid
         RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
                   t.dependents, t.timeout_ms, t.retry, t.start, t.metadata)
      SELECT c.*,
