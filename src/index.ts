@@ -1,11 +1,35 @@
 export * from './compiler/index.js';
 export { formatDiagnostics, type OutputFormat } from './compiler/format/index.js';
 export { renderGraph, type GraphFormat } from './compiler/graph.js';
-export { createRuntime, Runtime, WorkflowHandle, UnknownWorkflowError, WorkflowNotFoundError, type RuntimeOptions, type StartOptions, type WorkflowStatus } from './runtime/runtime.js';
+export {
+  createRuntime,
+  Runtime,
+  WorkflowHandle,
+  WorkflowSignals,
+  UnknownWorkflowError,
+  WorkflowNotFoundError,
+  type RuntimeOptions,
+  type StartOptions,
+  type WorkflowStatus,
+} from './runtime/runtime.js';
+export {
+  SignalPayloadMismatchError,
+  SignalAttemptMismatchError,
+  UndeclaredSignalKeyError,
+  InvalidSignalError,
+  type EmitOptions,
+  type EmitResult,
+  type ListOptions,
+  type TaskScopedOptions,
+} from './runtime/signals.js';
+export type { SignalPage } from './runtime/sql/signals.js';
+export type { SignalRow, TermValue, WaitPhase } from './runtime/wait-eval.js';
+export type { WaitEvidence } from './runtime/waits.js';
+export { DiagnosticsError, type WaitDiagnostics } from './runtime/diagnostics.js';
 export { createPostgres, type PostgresOptions } from './runtime/db/postgres.js';
 export { createPglite, DatabaseLockedError, DatabaseDamagedError, type PgliteOptions } from './runtime/db/pglite.js';
 export type { Database, Queryable, TxOption } from './runtime/db/types.js';
 export { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type Handlers, type TaskContext } from './runtime/handlers.js';
 export { loadHandlers } from './runtime/load-handlers.js';
 export { migrate } from './runtime/migrate.js';
-export type { TaskRecord, WorkflowRecord } from './runtime/sql/workflows.js';
+export type { TaskRecord, WorkflowRecord, WaitSnapshot } from './runtime/sql/workflows.js';

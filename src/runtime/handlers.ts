@@ -1,5 +1,8 @@
 import type { Queryable } from './db/types.js';
+import type { TaskScopedOptions } from './signals.js';
+import type { SignalPage } from './sql/signals.js';
 import type { TaskRecord } from './sql/workflows.js';
+import type { SignalRow } from './wait-eval.js';
 
 /** What a handler sees besides its args. */
 export interface TaskContext {
@@ -21,6 +24,14 @@ export interface TaskContext {
    * transaction at a time).
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * The signals this task's wait declares, in the current workflow attempt, up to the evidence boundary
+   * captured when the wait resolved (unless includeAfterResolution). An undeclared key is an error.
+   */
+  signals: {
+    latest(key: string, options?: TaskScopedOptions): Promise<SignalRow | null>;
+    list(options?: TaskScopedOptions & { key?: string; cursorId?: string; limit?: number }): Promise<SignalPage>;
+  };
   /** Ends the task for good as cancelled (its dependents see a cancelled dep). */
   cancel(reason?: string): never;
   /** Runs the task again after `ms`, without using up an attempt. */

@@ -6,6 +6,10 @@ import { endAttempt } from './sql/fail.js';
 import { electLeader, resignLeader } from './sql/leader.js';
 import { deleteExpiredWorkflows, forgetDeadWorkers, lostAttempts, promoteDue, type RetentionPolicy } from './sql/maintenance.js';
 import { currentTime, type Clock } from './sql/time.js';
+import { lockWorkflows, notifyQueues } from './sql/advance.js';
+import { channels } from './sql/channels.js';
+import { fireTimers, nextTimer, unevaluatedWaits, workflowsWithDueTimers } from './sql/waits.js';
+import { activateWaits, evaluateWaits } from './waits.js';
 
 export interface LeaderOptions {
   id: string;
@@ -19,6 +23,8 @@ export interface LeaderOptions {
   electionIntervalMs: number;
   /** How often scheduled/retryable tasks are promoted (lateness is bounded by this). */
   promoteIntervalMs: number;
+  /** How often due timers are looked for; a NOTIFY from a nearer new timer wakes the leader sooner. */
+  timerIntervalMs: number;
   /** A worker silent this long is dead; its running attempts are rescued. */
   workerDeadAfterMs: number;
   retention: RetentionPolicy;
@@ -26,15 +32,21 @@ export interface LeaderOptions {
 }
 
 /**
- * One elected leader runs maintenance for everyone: promotion of due tasks, rescue of attempts whose worker
- * died, and retention. Every process runs this service; only the lease holder does the work, and another
- * takes over when the holder stops renewing.
+ * One elected leader runs maintenance for everyone: wait timers, promotion of due tasks, rescue of attempts
+ * whose worker died, and retention. Every process runs this service; only the lease holder does the work, and
+ * another takes over when the holder stops renewing.
  */
 export class LeaderService {
   private leading = false;
   private timers: NodeJS.Timeout[] = [];
   private lastRetention = 0;
   private busy = false;
+  private unlisten?: () => Promise<void>;
+  /** The pending wake-up for the nearest timer, and when (this process's clock). */
+  private wake?: NodeJS.Timeout;
+  private wakeAt = Infinity;
+  private firing?: Promise<number>;
+  private fireAgain = false;
 
   constructor(private readonly o: LeaderOptions) {}
 
@@ -42,11 +54,71 @@ export class LeaderService {
     return this.leading;
   }
 
-  start(): void {
+  async start(): Promise<void> {
     const tick = () => void this.tick();
-    this.timers.push(setInterval(tick, Math.min(this.o.electionIntervalMs, this.o.promoteIntervalMs)));
+    this.timers.push(setInterval(tick, Math.min(this.o.electionIntervalMs, this.o.promoteIntervalMs, this.o.timerIntervalMs)));
     for (const t of this.timers) t.unref();
+    this.unlisten = await this.o.db.listen(channels(this.o.schema).timer, (payload) => {
+      const at = Number(payload);
+      if (!this.leading || !Number.isFinite(at)) return;
+      void currentTime(this.o.db, this.o.clock)
+        .then((now) => this.wakeFor(at, now.getTime()))
+        .catch(() => undefined);
+    });
     tick();
+  }
+
+  /** Fires timers at `atMs` (database time) if that is sooner than the next planned wake-up. */
+  private wakeFor(atMs: number, nowMs: number): void {
+    const delay = Math.min(Math.max(0, atMs - nowMs), this.o.timerIntervalMs);
+    const target = Date.now() + delay;
+    if (target >= this.wakeAt) return;
+    clearTimeout(this.wake);
+    this.wakeAt = target;
+    this.wake = setTimeout(() => {
+      this.wakeAt = Infinity;
+      if (this.leading) void this.fireDueTimers().catch((error: Error) => this.o.log.warn(`leader: timers: ${error.message}`));
+    }, delay);
+    this.wake.unref();
+  }
+
+  /**
+   * Fires every due timer, one workflow per transaction: under the workflow's lock each timer is marked
+   * fired once, and the tasks waiting on it are evaluated. Passes never overlap; a request during one runs
+   * another after it. Returns how many workflows had timers fired.
+   */
+  fireDueTimers(): Promise<number> {
+    if (this.firing) {
+      this.fireAgain = true;
+      return this.firing;
+    }
+    const run = async (): Promise<number> => {
+      const { db, s, schema } = this.o;
+      let fired = 0;
+      do {
+        this.fireAgain = false;
+        for (;;) {
+          const ids = await workflowsWithDueTimers(db, s, await currentTime(db, this.o.clock));
+          for (const id of ids) {
+            await db.transaction(async (tx) => {
+              const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
+              await lockWorkflows(tx, s, [id]);
+              const tasks = await fireTimers(tx, s, id, ctx.now);
+              if (tasks.length === 0) return;
+              const pass = await evaluateWaits(tx, ctx, id, { names: tasks });
+              await notifyQueues(tx, schema, pass.queues);
+            });
+            fired++;
+          }
+          if (ids.length < 500) break;
+        }
+      } while (this.fireAgain);
+      const next = await nextTimer(db, s);
+      if (next) this.wakeFor(new Date(next).getTime(), (await currentTime(db, this.o.clock)).getTime());
+      return fired;
+    };
+    this.firing = run().finally(() => (this.firing = undefined));
+    return this.firing;
   }
 
   private lastElection = 0;
@@ -71,8 +143,9 @@ export class LeaderService {
   }
 
   /** One round of maintenance (tests call this directly instead of waiting). */
-  async runOnce(options: { retention?: boolean } = {}): Promise<{ promoted: number; rescued: number; deleted: number }> {
+  async runOnce(options: { retention?: boolean } = {}): Promise<{ promoted: number; rescued: number; deleted: number; timers: number }> {
     const { db, s, schema } = this.o;
+    const timers = await this.fireDueTimers();
     let now = await currentTime(db, this.o.clock);
     let promoted = 0;
     for (let n = await promoteDue(db, s, schema, now); n > 0; n = n === 1000 ? await promoteDue(db, s, schema, now) : 0) promoted += n;
@@ -93,17 +166,30 @@ export class LeaderService {
     if (stranded.length > 0) {
       await db.transaction(async (tx) => finalizePending(tx, { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions }, stranded));
     }
+    // waits a crash left activated but never evaluated (their timers may be missing too)
+    const unevaluated = await unevaluatedWaits(db, s);
+    for (const id of new Set(unevaluated.map((u) => u.workflow_id))) {
+      await db.transaction(async (tx) => {
+        const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
+        await lockWorkflows(tx, s, [id]);
+        const pass = await activateWaits(tx, ctx, id, unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name));
+        await notifyQueues(tx, schema, pass.queues);
+      });
+    }
     let deleted = 0;
     if (options.retention || Date.now() - this.lastRetention >= this.o.retentionIntervalMs) {
       this.lastRetention = Date.now();
       deleted = await deleteExpiredWorkflows(db, s, this.o.retention, now);
       await forgetDeadWorkers(db, s, new Date(now.getTime() - 24 * 3_600_000));
     }
-    return { promoted, rescued, deleted };
+    return { promoted, rescued, deleted, timers };
   }
 
   async stop(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.wake);
+    await this.unlisten?.().catch(() => undefined);
+    await this.firing?.catch(() => undefined);
     while (this.busy) await new Promise((r) => setTimeout(r, 10));
     if (this.leading) await resignLeader(this.o.db, this.o.s, this.o.id).catch(() => undefined);
     this.leading = false;

@@ -9,7 +9,7 @@ import { LeaderService } from './leader.js';
 import { silentLogger, type Logger } from './log.js';
 import { migrate } from './migrate.js';
 import { channels } from './sql/channels.js';
-import { deleteTasks, lockWorkflows, notifyQueues } from './sql/advance.js';
+import { deleteTasks, lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
 import { currentDefinition, registeredNames, registerVersion } from './sql/definitions.js';
 import { insertPlan, type InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
@@ -18,6 +18,10 @@ import { currentTime, type Clock } from './sql/time.js';
 import { cancelWorkflow, liveKinds, loadTasks, loadTasksByName, loadWorkflow, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
 import { pendingReason } from './status.js';
 import { Worker, workerId } from './worker.js';
+import { waitDiagnostics, type WaitDiagnostics } from './diagnostics.js';
+import { emitSignal, listTaskSignals, listWorkflowSignals, type EmitOptions, type EmitResult, type ListOptions, type TaskScopedOptions } from './signals.js';
+import type { SignalPage } from './sql/signals.js';
+import type { SignalRow } from './wait-eval.js';
 
 export interface RuntimeOptions {
   database: Database;
@@ -36,6 +40,8 @@ export interface RuntimeOptions {
   clock?: () => Date;
   logger?: Logger;
   pollIntervalMs?: number;
+  /** How often the leader looks for due wait timers (default 1 s); a nearer new timer wakes it sooner. */
+  timerIntervalMs?: number;
   heartbeatIntervalMs?: number;
   /** A worker silent this long is dead and its running attempts are rescued (default 30 s). */
   workerDeadAfterMs?: number;
@@ -110,7 +116,7 @@ export class Runtime {
 
   /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */
   async insert(plan: Plan, options: TxOption & InsertExtras = {}): Promise<string> {
-    await inTransaction(this.db, options, async (tx) => insertPlan(tx, this.s, this.schema, plan, await currentTime(this.db, this.clock, tx), options));
+    await inTransaction(this.db, options, async (tx) => insertPlan(tx, this.advanceContext(await currentTime(this.db, this.clock, tx)), plan, options));
     return plan.workflow.id;
   }
 
@@ -122,7 +128,7 @@ export class Runtime {
       const now = await currentTime(this.db, this.clock, tx);
       const plan = compile(def.normalized, inputs, { id: options.id, now });
       plan.workflow.definition.hash = def.hash;
-      await insertPlan(tx, this.s, this.schema, plan, now, { parentId: options.parentId, group: options.group });
+      await insertPlan(tx, this.advanceContext(now), plan, { parentId: options.parentId, group: options.group });
       return plan.workflow.id;
     });
   }
@@ -153,7 +159,7 @@ export class Runtime {
     await this.worker.start();
     if (o.leader !== false) {
       this.leader = this.leaderService();
-      this.leader.start();
+      await this.leader.start();
     }
   }
 
@@ -169,6 +175,7 @@ export class Runtime {
       log: this.log,
       electionIntervalMs: o.electionIntervalMs ?? 5000,
       promoteIntervalMs: o.pollIntervalMs ?? 1000,
+      timerIntervalMs: o.timerIntervalMs ?? 1000,
       workerDeadAfterMs: o.workerDeadAfterMs ?? 30_000,
       retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, ...o.retention },
       retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
@@ -176,7 +183,7 @@ export class Runtime {
   }
 
   /** The leader's maintenance, once, now (tests call it instead of waiting; the leader runs it on its timer). */
-  maintenance(): Promise<{ promoted: number; rescued: number; deleted: number }> {
+  maintenance(): Promise<{ promoted: number; rescued: number; deleted: number; timers: number }> {
     return (this.leader ?? this.leaderService()).runOnce({ retention: true });
   }
 
@@ -190,6 +197,11 @@ export class Runtime {
     await this.leader?.stop();
     this.worker = undefined;
     this.leader = undefined;
+  }
+
+  /** What an advancing transaction needs, at one clock reading. */
+  advanceContext(now: Date): AdvanceContext {
+    return { s: this.s, schema: this.schema, now, definitions: this.definitions };
   }
 
   /** Internals the workflow handle needs. */
@@ -280,6 +292,18 @@ export class WorkflowHandle {
     });
   }
 
+  /** Emit and read this workflow's signals. */
+  get signals(): WorkflowSignals {
+    return new WorkflowSignals(this.rt, this.id);
+  }
+
+  /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
+  async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
+    const d = await waitDiagnostics(this.q, this.rt.advanceContext(await currentTime(this.q, this.rt.internals.clock)), this.id, task, options);
+    if (!d) throw (await loadWorkflow(this.q, this.rt.internals.s, this.id)) ? new Error(`workflow ${this.id} has no task "${task}"`) : new WorkflowNotFoundError(this.id);
+    return d;
+  }
+
   /** The workflow with its tasks, each pending one with why it waits. */
   async status(): Promise<WorkflowStatus> {
     const { s, clock, workerDeadAfterMs } = this.rt.internals;
@@ -315,4 +339,50 @@ export class WorkflowHandle {
 
 export function createRuntime(options: RuntimeOptions): Runtime {
   return new Runtime(options);
+}
+
+/** A workflow's signals: emit (with the run-in-my-transaction form) and the workflow-wide and task-scoped reads. */
+export class WorkflowSignals {
+  constructor(
+    private readonly rt: Runtime,
+    readonly workflowId: string,
+  ) {}
+
+  /**
+   * Persists a signal and evaluates the waits that declare its key, in one transaction (or the caller's).
+   * Throws SignalPayloadMismatch when an idempotency key is replayed with another payload, and
+   * SignalAttemptMismatch when `attempt` is not the workflow's current attempt.
+   */
+  async emit(key: string, payload: unknown, options: EmitOptions & TxOption = {}): Promise<EmitResult> {
+    const result = await inTransaction(this.rt.db, options, async (tx) =>
+      emitSignal(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.workflowId, key, payload, options),
+    );
+    if (!result) throw new WorkflowNotFoundError(this.workflowId);
+    return result;
+  }
+
+  /** Every signal of the workflow in id order, paged by cursor (audit views). */
+  async list(options: ListOptions & TxOption = {}): Promise<SignalPage> {
+    const q = options.tx ?? this.rt.db;
+    if (!(await loadWorkflow(q, this.rt.internals.s, this.workflowId))) throw new WorkflowNotFoundError(this.workflowId);
+    return listWorkflowSignals(q, this.rt.internals.s, this.workflowId, options);
+  }
+
+  /** The latest signal of a key the task's wait declares, up to its evidence boundary once resolved. */
+  async latestForTask(task: string, key: string, options: TaskScopedOptions & TxOption = {}): Promise<SignalRow | null> {
+    const page = await this.taskPage(task, { ...options, key, limit: 1, newestFirst: true });
+    return page.signals[0] ?? null;
+  }
+
+  /** Signals of the keys the task's wait declares (or one of them), oldest first, paged. */
+  listForTask(task: string, options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number } = {}): Promise<SignalPage> {
+    return this.taskPage(task, options);
+  }
+
+  private async taskPage(task: string, options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean }): Promise<SignalPage> {
+    const q = options.tx ?? this.rt.db;
+    const page = await listTaskSignals(q, this.rt.internals.s, this.workflowId, task, options);
+    if (!page) throw (await loadWorkflow(q, this.rt.internals.s, this.workflowId)) ? new Error(`workflow ${this.workflowId} has no task "${task}"`) : new WorkflowNotFoundError(this.workflowId);
+    return page;
+  }
 }

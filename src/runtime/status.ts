@@ -1,5 +1,6 @@
 import { isFinal } from './decide.js';
-import type { TaskRecord } from './sql/workflows.js';
+import type { TaskRecord, WaitSnapshot } from './sql/workflows.js';
+import type { TermValue } from './wait-eval.js';
 
 /**
  * Why a task is not running, in words, derived from its row: the deps it waits on, its wait, its schedule,
@@ -16,7 +17,7 @@ export function pendingReason(task: TaskRecord, byName: ReadonlyMap<string, Task
         });
         return `waiting on deps: ${open.join(', ')}${noHandler}`;
       }
-      if (task.wait) return `waiting on its condition: ${(task.wait as { expr: string }).expr}${noHandler}`;
+      if (task.wait) return `${describeWait(task.wait)}${noHandler}`;
       return `pending${noHandler}`;
     }
     case 'scheduled':
@@ -27,5 +28,24 @@ export function pendingReason(task: TaskRecord, byName: ReadonlyMap<string, Task
       return noHandler ? `waiting for a handler${noHandler}` : 'waiting for a free worker';
     default:
       return null;
+  }
+}
+
+/** An active wait in words: the expression, then each term's value at the last evaluation. */
+export function describeWait(wait: WaitSnapshot): string {
+  const last = wait.last_evaluation;
+  if (!last) return `waiting on ${wait.expr}`;
+  return `waiting on ${wait.expr}: ${last.terms.map(termText).join(', ')}${last.error ? `; error: ${last.error}` : ''}`;
+}
+
+function termText(t: TermValue): string {
+  const error = t.error ? ` (error: ${t.error})` : '';
+  switch (t.kind) {
+    case 'signal':
+      return `${t.name} ${t.matched}/${t.required} signal${t.required === 1 ? '' : 's'}${error}`;
+    case 'timer':
+      return `${t.name} ${t.fired ? 'fired' : t.fire_at ? `fires at ${t.fire_at}` : 'not scheduled'}`;
+    default:
+      return t.error ? `${t.name} error: ${t.error}` : `${t.name} ${t.value}`;
   }
 }

@@ -3,13 +3,14 @@ import type { Database, Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handlers, type TaskContext } from './handlers.js';
 import { channels } from './sql/channels.js';
-import { completeTasks, finalizePending, type Completion } from './sql/complete.js';
+import { activateCompleted, completeTasks, finalizePending, type Completion } from './sql/complete.js';
 import { endAttempt, releaseTasks, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
 import { fetchTasks, type FetchedTask } from './sql/fetch.js';
 import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
 import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
 import { loadTasksByName, type TaskRecord } from './sql/workflows.js';
+import { listTaskSignals } from './signals.js';
 import type { Logger } from './log.js';
 
 export interface WorkerOptions {
@@ -206,7 +207,16 @@ export class Worker {
       const output = await Promise.race([Promise.resolve().then(() => handler(task.args, ctx)), timeout]).finally(release);
       const json = toJsonOutput(output, this.o.maxOutputBytes);
       if (tx.opened) await tx.commit(json);
-      else await this.complete({ workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id, output: json, dependents: task.dependents });
+      else
+        await this.complete({
+          workflowId: task.workflow_id,
+          name: task.name,
+          attempt: task.attempt,
+          workerId: this.o.id,
+          output: json,
+          dependents: task.dependents,
+          dependentsWait: task.dependents_wait,
+        });
       this.o.log.taskDone(task, 'completed');
     } catch (error) {
       if (tx.opened) await tx.rollback();
@@ -229,6 +239,10 @@ export class Worker {
       deps,
       loadDeps: (options = {}) => loadDeps(db, s, task.workflow_id, task.deps, options.recursive ?? false),
       transaction: (fn) => tx.open(fn),
+      signals: {
+        latest: async (key, options = {}) => (await listTaskSignals(db, s, task.workflow_id, task.name, { ...options, key, limit: 1, newestFirst: true }))?.signals[0] ?? null,
+        list: async (options = {}) => (await listTaskSignals(db, s, task.workflow_id, task.name, options)) ?? { signals: [], next_cursor_id: null, has_more: false },
+      },
       cancel: (reason) => {
         throw new TaskCancelled(reason);
       },
@@ -327,14 +341,31 @@ export class Worker {
         budget -= take;
       }
     }
+    const claim = { workerId: this.o.id, kinds: this.kinds, slots };
     let result;
     try {
-      result = await completeTasks(db, this.advanceContext(await currentTime(db, clock)), items, { workerId: this.o.id, kinds: this.kinds, slots });
+      if (items.some((i) => i.dependentsWait)) {
+        // a dependent's wait may become active: evaluate it in the completion's transaction
+        result = await db.transaction(async (tx) => {
+          const ctx = this.advanceContext(await currentTime(db, clock, tx));
+          const r = await completeTasks(tx, ctx, items, claim);
+          await activateCompleted(tx, ctx, r.activated, false);
+          return r;
+        });
+      } else {
+        result = await completeTasks(db, this.advanceContext(await currentTime(db, clock)), items, claim);
+      }
     } finally {
       for (const [queue, n] of Object.entries(slots)) this.perQueue.get(queue)!.reserved -= n;
     }
     for (const task of result.claimed) this.run(task);
-    if (result.toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, this.advanceContext(await currentTime(db, clock, tx)), result.toFinalize));
+    const { activated, toFinalize } = result;
+    // activated outside a transaction (a dependent added after this task was claimed): evaluate right after;
+    // the leader evaluates any that a crash leaves behind
+    if (activated.size > 0 && !items.some((i) => i.dependentsWait)) {
+      await db.transaction(async (tx) => activateCompleted(tx, this.advanceContext(await currentTime(db, clock, tx)), activated, true));
+    }
+    if (toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, this.advanceContext(await currentTime(db, clock, tx)), toFinalize));
   }
 
   private async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {
@@ -425,6 +456,7 @@ class AttemptTransaction {
         const ctx = { s: this.o.s, schema: this.o.schema, now, definitions: this.o.definitions };
         const result = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
         if (result.applied.size === 0) throw new Error('this attempt is no longer running');
+        await activateCompleted(tx, ctx, result.activated, false);
         await finalizePending(tx, ctx, result.toFinalize);
       });
       this.done.catch(() => undefined);

@@ -2,6 +2,7 @@ import { depOutcome, finalWorkflowState, isFinal, readyState, type FinalState, t
 import type { Queryable } from '../db/types.js';
 import type { DefinitionCache } from '../definition-cache.js';
 import { evaluateOutput, type TaskResult } from '../output.js';
+import { activateWaits } from '../waits.js';
 import { channels } from './channels.js';
 
 /** What an advancing transaction needs: the schema, its one clock reading, and the definition cache. */
@@ -25,7 +26,7 @@ export interface Finalized {
 export interface SettleResult {
   /** Queues that gained available tasks (to wake workers). */
   queues: Set<string>;
-  /** Tasks whose deps are all satisfied but that wait on a condition: the wait evaluator's input. */
+  /** Tasks whose deps are all satisfied and whose wait became active (and was evaluated) in this settle. */
   waitsReady: string[];
   /** The workflow's final state when this settled it. */
   workflowState?: string;
@@ -41,7 +42,7 @@ interface DependentRow extends IgnoreFlags {
 
 /**
  * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances
- * (deps_left falls; at zero it becomes available, scheduled, or waits on its condition) or, for a failed dep
+ * (deps_left falls; at zero it becomes available, scheduled, or its wait becomes active and is evaluated) or, for a failed dep
  * that its flags do not ignore, is cancelled, which cascades. Then the workflow's open-task counter falls,
  * and at zero the workflow finalizes.
  */
@@ -106,6 +107,10 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
       );
       wave = gone.map((g) => ({ name: g.name, state: 'cancelled' as const, dependents: g.dependents }));
     }
+  }
+  if (result.waitsReady.length > 0) {
+    const activated = await activateWaits(q, ctx, workflowId, result.waitsReady);
+    for (const queue of activated.queues) result.queues.add(queue);
   }
   result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
   return result;
@@ -187,9 +192,9 @@ export async function notifyQueues(q: Queryable, schema: string, queues: Iterabl
 }
 
 /** Takes the per-workflow locks, always in id order so concurrent batches cannot deadlock. */
-export async function lockWorkflows(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, { state: string; cancel_requested: boolean }>> {
-  const { rows } = await q.query<{ id: string; state: string; cancel_requested: boolean }>(
-    `SELECT id, state, cancel_requested FROM ${s}.workflows WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+export async function lockWorkflows(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, { state: string; cancel_requested: boolean; attempt: number }>> {
+  const { rows } = await q.query<{ id: string; state: string; cancel_requested: boolean; attempt: number }>(
+    `SELECT id, state, cancel_requested, attempt FROM ${s}.workflows WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
     [[...new Set(ids)]],
   );
   return new Map(rows.map((r) => [r.id, r]));

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
-import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
+import { activateWaits } from '../waits.js';
+import { finalizeWorkflows, lockWorkflows, notifyQueues, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
 import type { FetchedTask } from './fetch.js';
 
@@ -11,6 +12,8 @@ export interface Completion {
   output: unknown;
   /** The tasks that depend on this one, when known: they bound the slots an eager claim reserves. */
   dependents?: readonly string[];
+  /** Some dependent has a wait, which this completion may activate (the caller then evaluates it in the same transaction). */
+  dependentsWait?: boolean;
 }
 
 export interface CompletionResult {
@@ -20,6 +23,8 @@ export interface CompletionResult {
   toFinalize: string[];
   /** Dependents this completion made available and claimed at once for the completing worker. */
   claimed: FetchedTask[];
+  /** Dependents whose wait became active (deps satisfied): pass to activateWaits, per workflow. */
+  activated: Map<string, string[]>;
 }
 
 /**
@@ -47,11 +52,11 @@ export interface EagerClaim {
  * with an output template is returned in `toFinalize`, for its output to be evaluated.
  */
 export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
-  if (items.length === 0) return { applied: new Set(), toFinalize: [], claimed: [] };
+  if (items.length === 0) return { applied: new Set(), toFinalize: [], claimed: [], activated: new Map() };
   const slots = claim ? Object.entries(claim.slots).filter(([, n]) => n > 0).map(([queue, n]) => ({ queue, n })) : [];
   const ch = channels(ctx.schema);
   const s = ctx.s;
-  const { rows } = await q.query<{ done: { w: string; n: string }[] | null; finalize: string[] | null; claimed: FetchedTask[] | null }>(
+  const { rows } = await q.query<{ done: { w: string; n: string }[] | null; finalize: string[] | null; claimed: FetchedTask[] | null; activated: { w: string; n: string }[] | null }>(
     `WITH locked AS (
        SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
      ), done AS (
@@ -78,11 +83,13 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
                            THEN (CASE WHEN t.scheduled_at > $2 THEN 'scheduled' ELSE 'available' END) ELSE t.state END,
               attempt = CASE WHEN x.name IS NOT NULL THEN t.attempt + 1 ELSE t.attempt END,
               worker_id = CASE WHEN x.name IS NOT NULL THEN $8 ELSE t.worker_id END,
-              started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END
+              started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END,
+              wait_started_at = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NOT NULL THEN $2 ELSE t.wait_started_at END
          FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
         WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
         RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.timeout_ms, t.retry, t.start, t.metadata, (x.name IS NOT NULL) AS claimed
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.retry, t.start, t.metadata, (x.name IS NOT NULL) AS claimed,
+                  (t.state = 'pending' AND t.deps_left = 0 AND t.wait IS NOT NULL) AS activated
      ), counted AS (
        UPDATE ${s}.workflows w
           SET tasks_open = w.tasks_open - c.n,
@@ -100,11 +107,12 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
      )
      SELECT (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM done) AS done,
             (SELECT json_agg(a.* ORDER BY a.workflow_id, a.name) FROM (
-               SELECT c.workflow_id, c.name, c.template, c.idx, c.key, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.dependents, c.timeout_ms,
+               SELECT c.workflow_id, c.name, c.template, c.idx, c.key, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.dependents, c.dependents_wait, c.timeout_ms,
                       c.retry, c.start, c.metadata,
                       (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps)) AS dep_outputs
                  FROM advanced c WHERE c.claimed) a) AS claimed,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
+            (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated,
             (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) AS notified`,
     [
       JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null }))),
@@ -126,7 +134,21 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
     ...t,
     dep_outputs: Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null])),
   }));
-  return { applied, toFinalize: r.finalize ?? [], claimed };
+  const activated = new Map<string, string[]>();
+  for (const a of r.activated ?? []) activated.set(a.w, [...(activated.get(a.w) ?? []), a.n]);
+  return { applied, toFinalize: r.finalize ?? [], claimed, activated };
+}
+
+/**
+ * Activates and evaluates the waits a completion batch made active (its deps are now satisfied), waking
+ * workers for those that resolved at once. `lock`: the caller does not hold the workflows' locks yet.
+ */
+export async function activateCompleted(q: Queryable, ctx: AdvanceContext, activated: ReadonlyMap<string, string[]>, lock: boolean): Promise<void> {
+  if (activated.size === 0) return;
+  if (lock) await lockWorkflows(q, ctx.s, [...activated.keys()]);
+  const queues = new Set<string>();
+  for (const [workflowId, names] of activated) for (const queue of (await activateWaits(q, ctx, workflowId, names)).queues) queues.add(queue);
+  await notifyQueues(q, ctx.schema, queues);
 }
 
 /**

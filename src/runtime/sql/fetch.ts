@@ -7,6 +7,8 @@ export type FetchedTask = Pick<
   TaskRecord,
   'workflow_id' | 'name' | 'template' | 'idx' | 'key' | 'kind' | 'queue' | 'attempt' | 'max_attempts' | 'args' | 'deps' | 'dependents' | 'timeout_ms' | 'start' | 'metadata'
 > & {
+  /** Some dependent has a wait that this task's completion may activate. */
+  dependents_wait: boolean;
   retry: RetryPolicy;
   /** Direct deps' outputs by name, read in the same statement that claimed the task. */
   dep_outputs: Record<string, unknown> | null;
@@ -26,7 +28,7 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
                 LIMIT $3 FOR UPDATE SKIP LOCKED) f
         WHERE t.ctid = f.ctid
         RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.timeout_ms, t.retry, t.start, t.metadata)
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.retry, t.start, t.metadata)
      SELECT c.*,
             CASE WHEN cardinality(c.deps) > 0 THEN
               (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))

@@ -1,18 +1,26 @@
 import type { Plan } from '../../compiler/plan.js';
 import { initialState } from '../decide.js';
 import type { Queryable } from '../db/types.js';
-import { channels } from './channels.js';
+import { declaredKeys } from '../wait-eval.js';
+import { activateWaits } from '../waits.js';
+import type { AdvanceContext } from './advance.js';
+import { notifyQueues } from './advance.js';
 
 export interface InsertExtras {
   parentId?: string | null;
   group?: string | null;
 }
 
-/** Inserts a plan: the workflow row and every task, with initial states and reverse edges, then wakes workers. */
-export async function insertPlan(q: Queryable, s: string, schema: string, plan: Plan, now: Date, extras: InsertExtras = {}): Promise<void> {
+/**
+ * Inserts a plan: the workflow row and every task, with initial states and reverse edges; root tasks that
+ * wait become active at once. Workers are woken on commit.
+ */
+export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, extras: InsertExtras = {}): Promise<void> {
+  const { s, now } = ctx;
   const w = plan.workflow;
   const dependents = new Map<string, string[]>();
   for (const t of plan.tasks) for (const d of t.deps) dependents.set(d, [...(dependents.get(d) ?? []), t.name]);
+  const waits = new Set(plan.tasks.filter((t) => t.wait !== null).map((t) => t.name));
   const created = new Date(w.created_at);
   const rows = plan.tasks.map((t, i) => {
     const scheduledAt = t.scheduled_at ? new Date(t.scheduled_at) : created;
@@ -30,6 +38,8 @@ export async function insertPlan(q: Queryable, s: string, schema: string, plan: 
       args: t.args,
       deps: t.deps,
       dependents: dependents.get(t.name) ?? [],
+      dependents_wait: (dependents.get(t.name) ?? []).some((d) => waits.has(d)),
+      wait_keys: t.wait ? declaredKeys(t.wait) : [],
       deps_left: t.deps.length,
       scheduled_at: scheduledAt.toISOString(),
       timeout_ms: t.timeout_ms,
@@ -52,18 +62,19 @@ export async function insertPlan(q: Queryable, s: string, schema: string, plan: 
   await q.query(
     `INSERT INTO ${s}.tasks (workflow_id, name, template, idx, key, kind, queue, priority, state, max_attempts, args, deps, dependents, deps_left,
                              scheduled_at, timeout_ms, retry, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps, wait, start, metadata,
-                             description, created_at)
+                             description, created_at, dependents_wait, wait_keys)
      SELECT $1, x.name, x.template, x.idx, x.key, x.kind, x.queue, x.priority, x.state, x.max_attempts, coalesce(x.args, 'null'::jsonb),
             ARRAY(SELECT jsonb_array_elements_text(x.deps)), ARRAY(SELECT jsonb_array_elements_text(x.dependents)), x.deps_left,
             x.scheduled_at, x.timeout_ms, x.retry, x.ignore_cancelled_deps, x.ignore_discarded_deps, x.ignore_deleted_deps, x.wait, x.start,
-            coalesce(x.metadata, '{}'::jsonb), x.description, $2
+            coalesce(x.metadata, '{}'::jsonb), x.description, $2, x.dependents_wait, ARRAY(SELECT jsonb_array_elements_text(x.wait_keys))
        FROM jsonb_to_recordset($3::jsonb) AS x(name text, ord int, template text, idx int, key text, kind text, queue text, priority int, state text,
             max_attempts int, args jsonb, deps jsonb, dependents jsonb, deps_left int, scheduled_at timestamptz, timeout_ms int, retry jsonb,
             ignore_cancelled_deps boolean, ignore_discarded_deps boolean, ignore_deleted_deps boolean, wait jsonb, start jsonb, metadata jsonb,
-            description text)
+            description text, dependents_wait boolean, wait_keys jsonb)
       ORDER BY x.ord`,
     [w.id, now, JSON.stringify(rows)],
   );
-  const queues = [...new Set(rows.filter((r) => r.state === 'available').map((r) => r.queue))];
-  if (queues.length > 0) await q.query(`SELECT pg_notify($1, queue) FROM unnest($2::text[]) AS queue`, [channels(schema).available, queues]);
+  const roots = plan.tasks.filter((t) => t.wait !== null && t.deps.length === 0).map((t) => t.name);
+  const activated = roots.length > 0 ? await activateWaits(q, ctx, w.id, roots) : undefined;
+  await notifyQueues(q, ctx.schema, [...rows.filter((r) => r.state === 'available').map((r) => r.queue), ...(activated?.queues ?? [])]);
 }

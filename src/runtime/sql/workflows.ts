@@ -1,4 +1,7 @@
+import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import { waitPhase, type WaitPhase } from '../wait-eval.js';
+import type { WaitEvidence, WaitProgressRecord } from '../waits.js';
 import { channels } from './channels.js';
 import { closeTasks, lockWorkflows, type AdvanceContext } from './advance.js';
 
@@ -41,7 +44,8 @@ export interface TaskRecord {
   deps_left: number;
   scheduled_at: Date;
   timeout_ms: number | null;
-  wait: unknown;
+  /** The wait, its phase, its last evaluation and (once resolved) its evidence; null for a task without one. */
+  wait: WaitSnapshot | null;
   start: unknown;
   metadata: unknown;
   description: string | null;
@@ -55,7 +59,33 @@ export interface TaskRecord {
 const WORKFLOW_COLUMNS =
   'id, name, definition_hash, state, attempt, inputs, output, output_error, tasks_total, tasks_open, tasks_failed, cancel_requested, parent_id, group_name, created_at, finalized_at';
 const TASK_COLUMNS =
-  'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors, deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description, cancel_requested, worker_id, created_at, started_at, finalized_at';
+  'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors, deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description, cancel_requested, worker_id, created_at, started_at, finalized_at, wait_started_at, wait_progress, wait_evidence';
+
+export interface WaitSnapshot extends PlanWait {
+  phase: WaitPhase;
+  /** When the deps were satisfied and the wait became active. */
+  started_at: string | null;
+  /** The latest evaluation while waiting: each term's value, errors, timer fire times. */
+  last_evaluation: WaitProgressRecord['last'] | null;
+  /** Stored when the wait resolved: what made it true. */
+  evidence: WaitEvidence | null;
+}
+
+type TaskRow = Omit<TaskRecord, 'wait'> & { wait: PlanWait | null; wait_started_at: Date | null; wait_progress: WaitProgressRecord | null; wait_evidence: WaitEvidence | null };
+
+function toTaskRecord(row: TaskRow): TaskRecord {
+  const { wait, wait_started_at, wait_progress, wait_evidence, ...rest } = row;
+  return {
+    ...rest,
+    wait: wait && {
+      ...wait,
+      phase: waitPhase(row),
+      started_at: wait_started_at && new Date(wait_started_at).toISOString(),
+      last_evaluation: wait_progress?.last ?? null,
+      evidence: wait_evidence,
+    },
+  };
+}
 
 export async function loadWorkflow(q: Queryable, s: string, id: string): Promise<WorkflowRecord | undefined> {
   const { rows } = await q.query<WorkflowRecord>(`SELECT ${WORKFLOW_COLUMNS} FROM ${s}.workflows WHERE id = $1`, [id]);
@@ -64,17 +94,17 @@ export async function loadWorkflow(q: Queryable, s: string, id: string): Promise
 
 /** Tasks of one workflow in insertion order, paged. */
 export async function loadTasks(q: Queryable, s: string, id: string, page: { limit?: number; offset?: number } = {}): Promise<TaskRecord[]> {
-  const { rows } = await q.query<TaskRecord>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id LIMIT $2 OFFSET $3`, [
+  const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id LIMIT $2 OFFSET $3`, [
     id,
     page.limit ?? 10_000,
     page.offset ?? 0,
   ]);
-  return rows;
+  return rows.map(toTaskRecord);
 }
 
 export async function loadTasksByName(q: Queryable, s: string, id: string, names: readonly string[]): Promise<TaskRecord[]> {
-  const { rows } = await q.query<TaskRecord>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`, [id, names]);
-  return rows;
+  const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`, [id, names]);
+  return rows.map(toTaskRecord);
 }
 
 /**

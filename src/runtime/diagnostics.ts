@@ -1,0 +1,85 @@
+/**
+ * Live wait diagnostics: a task's wait evaluated now, from the first signal row, without writing anything.
+ */
+import type { PlanWait } from '../compiler/plan.js';
+import type { Queryable } from './db/types.js';
+import type { AdvanceContext } from './sql/advance.js';
+import { loadWaitWorkflow } from './sql/waits.js';
+import { evaluateWait, waitPhase, type TermValue, type WaitPhase } from './wait-eval.js';
+import { DEFAULT_SCAN_LIMIT, gatherInputs, MAX_SCAN_LIMIT, type WaitEvidence } from './waits.js';
+
+export interface WaitDiagnostics {
+  workflow_id: string;
+  task: string;
+  phase: WaitPhase;
+  expr: string;
+  /** The expression's value over the terms' current values. */
+  expr_result: boolean;
+  /** The expression's own error; a term's error is on the term. */
+  eval_error: string | null;
+  terms: TermValue[];
+  inputs: {
+    /** The rows generic terms read, per declared key (signal terms list their matches on the term). */
+    signals: Record<string, { count: number; ids: string[] }>;
+    timers: Record<string, { fire_at: string | null; fired: boolean }>;
+    deps: Record<string, unknown>;
+  };
+  /** The scan stopped at the limit: the values reflect only the rows scanned. */
+  truncated: boolean;
+  signal_scan_limit: number;
+  signals_scanned: number;
+  evaluated_at: string;
+  /** The stored evidence, when the wait already resolved. */
+  evidence: WaitEvidence | null;
+}
+
+export class DiagnosticsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DiagnosticsError';
+  }
+}
+
+/** Evaluates a task's wait now. Undefined when the workflow or the task does not exist. */
+export async function waitDiagnostics(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workflowId: string,
+  task: string,
+  options: { signalScanLimit?: number } = {},
+): Promise<WaitDiagnostics | undefined> {
+  const limit = options.signalScanLimit ?? DEFAULT_SCAN_LIMIT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SCAN_LIMIT) throw new DiagnosticsError(`the signal scan limit is a whole number from 1 to ${MAX_SCAN_LIMIT}`);
+  const w = await loadWaitWorkflow(q, ctx.s, workflowId);
+  if (!w) return undefined;
+  const { rows } = await q.query<{ name: string; template: string; deps: string[]; state: string; wait: PlanWait | null; wait_started_at: Date | null; wait_evidence: WaitEvidence | null }>(
+    `SELECT name, template, deps, state, wait, wait_started_at, wait_evidence FROM ${ctx.s}.tasks WHERE workflow_id = $1 AND name = $2`,
+    [workflowId, task],
+  );
+  const t = rows[0];
+  if (!t) return undefined;
+  if (!t.wait) throw new DiagnosticsError(`task "${task}" has no wait`);
+  const gathered = (await gatherInputs(q, ctx, w, [{ ...t, wait: t.wait, wait_progress: null }], { fromScratch: true, scanLimit: limit })).get(t.name)!;
+  const outcome = evaluateWait(t.wait, gathered.inputs);
+  const now = ctx.now;
+  const signals = Object.fromEntries(Object.entries(gathered.genericSignals).map(([key, list]) => [key, { count: list.length, ids: list.map((r) => r.id) }]));
+  return {
+    workflow_id: workflowId,
+    task,
+    phase: waitPhase(t),
+    expr: t.wait.expr,
+    expr_result: outcome.result,
+    eval_error: outcome.error ?? null,
+    terms: outcome.terms,
+    inputs: {
+      signals,
+      timers: Object.fromEntries(Object.entries(gathered.inputs.timers).map(([name, at]) => [name, { fire_at: at && at.toISOString(), fired: at !== null && at.getTime() <= now.getTime() }])),
+      deps: gathered.depOutputs,
+    },
+    truncated: gathered.truncated,
+    signal_scan_limit: limit,
+    signals_scanned: gathered.signalsScanned,
+    evaluated_at: now.toISOString(),
+    evidence: t.wait_evidence,
+  };
+}

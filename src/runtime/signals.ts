@@ -1,0 +1,176 @@
+/**
+ * Signals: emitting one persists it and evaluates the waits that declare its key, in one transaction under
+ * the workflow's lock; reads are workflow-wide (audit) or task-scoped (what a task's wait may see).
+ */
+import type { PlanWait } from '../compiler/plan.js';
+import type { Queryable } from './db/types.js';
+import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
+import { insertSignal, listSignals, signalByIdempotencyKey, type SignalPage } from './sql/signals.js';
+import { evaluateWaits, type WaitEvidence } from './waits.js';
+import { declaredKeys, type SignalRow } from './wait-eval.js';
+
+export interface EmitOptions {
+  /** One row per (workflow, key, idempotency key): a replay with the same payload returns the original row. */
+  idempotencyKey?: string;
+  /** Who or what sent it (JSON), kept with the row. */
+  source?: unknown;
+  /** The workflow attempt the sender means: a signal for an earlier attempt is refused. */
+  attempt?: number;
+}
+
+export interface EmitResult {
+  signal: SignalRow;
+  /** True when an idempotency key replayed an existing row (nothing new was written). */
+  replayed: boolean;
+  /** Tasks whose wait this signal resolved. */
+  resolved: string[];
+}
+
+export class SignalPayloadMismatchError extends Error {
+  constructor(
+    readonly key: string,
+    readonly idempotencyKey: string,
+    readonly original: SignalRow,
+  ) {
+    super(`signal "${key}" with idempotency key "${idempotencyKey}" was already emitted (id ${original.id}) with a different payload`);
+    this.name = 'SignalPayloadMismatch';
+  }
+}
+
+export class SignalAttemptMismatchError extends Error {
+  constructor(
+    readonly attempt: number,
+    readonly current: number,
+  ) {
+    super(`the signal is for attempt ${attempt}, but the workflow is on attempt ${current}`);
+    this.name = 'SignalAttemptMismatch';
+  }
+}
+
+export class UndeclaredSignalKeyError extends Error {
+  constructor(task: string, key: string, declared: string[]) {
+    super(`task "${task}" does not declare signal key "${key}" (its wait declares: ${declared.length ? declared.join(', ') : 'none'})`);
+    this.name = 'UndeclaredSignalKey';
+  }
+}
+
+export class InvalidSignalError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidSignal';
+  }
+}
+
+const MAX_KEY_LENGTH = 200;
+const MAX_PAYLOAD_BYTES = 1024 * 1024;
+const MAX_PAGE = 1000;
+
+/** Checks what can be checked before touching the database. */
+export function checkSignal(key: unknown, payload: unknown, options: EmitOptions): void {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || /[\u0000-\u001f]/.test(key)) {
+    throw new InvalidSignalError(`a signal key is a non-empty string of at most ${MAX_KEY_LENGTH} characters without control characters`);
+  }
+  for (const [what, value] of [
+    ['payload', payload],
+    ['source', options.source],
+  ] as const) {
+    if (value === undefined) continue;
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (error) {
+      throw new InvalidSignalError(`the signal's ${what} is not JSON: ${(error as Error).message}`);
+    }
+    if (text === undefined) throw new InvalidSignalError(`the signal's ${what} is not JSON`);
+    if (Buffer.byteLength(text) > MAX_PAYLOAD_BYTES) throw new InvalidSignalError(`the signal's ${what} is over ${MAX_PAYLOAD_BYTES} bytes of JSON`);
+  }
+  if (options.idempotencyKey !== undefined && (typeof options.idempotencyKey !== 'string' || options.idempotencyKey.length === 0 || options.idempotencyKey.length > MAX_KEY_LENGTH)) {
+    throw new InvalidSignalError(`an idempotency key is a non-empty string of at most ${MAX_KEY_LENGTH} characters`);
+  }
+  if (options.attempt !== undefined && !(Number.isInteger(options.attempt) && options.attempt >= 1)) throw new InvalidSignalError('attempt is a whole number from 1');
+}
+
+/**
+ * Emits a signal in the caller's transaction: takes the workflow's lock (so the id is assigned in commit
+ * order and concurrent emits serialise), honours the idempotency key, stores the row, and evaluates the
+ * waiting tasks that declare the key. Returns undefined when the workflow does not exist.
+ */
+export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult | undefined> {
+  checkSignal(key, payload, options);
+  const locked = await lockWorkflows(q, ctx.s, [workflowId]);
+  const w = locked.get(workflowId);
+  if (!w) return undefined;
+  const attempt = w.attempt;
+  if (options.attempt !== undefined && options.attempt !== attempt) throw new SignalAttemptMismatchError(options.attempt, attempt);
+  const body = payload === undefined ? null : payload;
+  if (options.idempotencyKey !== undefined) {
+    const existing = await signalByIdempotencyKey(q, ctx.s, { workflowId, key, idempotencyKey: options.idempotencyKey, payload: body });
+    if (existing) {
+      const { same_payload, ...signal } = existing;
+      if (!same_payload) throw new SignalPayloadMismatchError(key, options.idempotencyKey, signal);
+      return { signal, replayed: true, resolved: [] };
+    }
+  }
+  const signal = await insertSignal(q, ctx.s, { workflowId, key, payload: body, source: options.source, idempotencyKey: options.idempotencyKey ?? null, attempt, now: ctx.now });
+  if (w.state !== 'running') return { signal, replayed: false, resolved: [] };
+  const pass = await evaluateWaits(q, ctx, workflowId, { key });
+  await notifyQueues(q, ctx.schema, pass.queues);
+  return { signal, replayed: false, resolved: pass.resolved };
+}
+
+export interface ListOptions {
+  /** Only this workflow attempt's signals. */
+  attempt?: number;
+  key?: string;
+  /** The `next_cursor_id` of the previous page. */
+  cursorId?: string;
+  /** Page size (default 100, at most 1000). */
+  limit?: number;
+}
+
+/** Workflow-wide signals in id order (audit views), paged by cursor. */
+export function listWorkflowSignals(q: Queryable, s: string, workflowId: string, options: ListOptions = {}): Promise<SignalPage> {
+  return listSignals(q, s, { workflowId, attempt: options.attempt, keys: options.key === undefined ? undefined : [options.key], cursorId: options.cursorId, limit: pageSize(options.limit) });
+}
+
+export interface TaskScopedOptions {
+  /** Also show signals emitted after the wait resolved. */
+  includeAfterResolution?: boolean;
+}
+
+/**
+ * What a task's wait may see: only the keys it declares, the current attempt's rows, and once the wait
+ * resolved, only rows up to its evidence boundary (unless includeAfterResolution).
+ */
+export async function listTaskSignals(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  task: string,
+  options: TaskScopedOptions & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean } = {},
+): Promise<SignalPage | undefined> {
+  const { rows } = await q.query<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number }>(
+    `SELECT t.wait, t.wait_evidence, w.attempt FROM ${s}.tasks t JOIN ${s}.workflows w ON w.id = t.workflow_id WHERE t.workflow_id = $1 AND t.name = $2`,
+    [workflowId, task],
+  );
+  const t = rows[0];
+  if (!t) return undefined;
+  const declared = t.wait ? declaredKeys(t.wait) : [];
+  if (options.key !== undefined && !declared.includes(options.key)) throw new UndeclaredSignalKeyError(task, options.key, declared);
+  if (declared.length === 0) return { signals: [], next_cursor_id: null, has_more: false };
+  return listSignals(q, s, {
+    workflowId,
+    attempt: t.attempt,
+    keys: options.key === undefined ? declared : [options.key],
+    cursorId: options.cursorId,
+    upToId: t.wait_evidence && !options.includeAfterResolution ? t.wait_evidence.boundary : null,
+    limit: pageSize(options.limit),
+    newestFirst: options.newestFirst,
+  });
+}
+
+function pageSize(limit: number | undefined): number {
+  if (limit === undefined) return 100;
+  if (!Number.isInteger(limit) || limit < 1) throw new InvalidSignalError('limit is a whole number from 1');
+  return Math.min(limit, MAX_PAGE);
+}

@@ -1,0 +1,57 @@
+import type { Queryable } from '../db/types.js';
+import type { SignalRow } from '../wait-eval.js';
+
+const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
+
+export async function insertSignal(
+  q: Queryable,
+  s: string,
+  p: { workflowId: string; key: string; payload: unknown; source: unknown; idempotencyKey: string | null; attempt: number; now: Date },
+): Promise<SignalRow> {
+  const { rows } = await q.query<SignalRow>(
+    `INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, source, idempotency_key, created_at)
+     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7) RETURNING ${COLUMNS}`,
+    [p.workflowId, p.attempt, p.key, JSON.stringify(p.payload), p.source === undefined ? null : JSON.stringify(p.source), p.idempotencyKey, p.now],
+  );
+  return rows[0];
+}
+
+/** The row an idempotency key already names, and whether its payload equals this one (as JSON values). */
+export async function signalByIdempotencyKey(
+  q: Queryable,
+  s: string,
+  p: { workflowId: string; key: string; idempotencyKey: string; payload: unknown },
+): Promise<(SignalRow & { same_payload: boolean }) | undefined> {
+  const { rows } = await q.query<SignalRow & { same_payload: boolean }>(
+    `SELECT ${COLUMNS}, payload = $4::jsonb AS same_payload FROM ${s}.signals WHERE workflow_id = $1 AND key = $2 AND idempotency_key = $3`,
+    [p.workflowId, p.key, p.idempotencyKey, JSON.stringify(p.payload)],
+  );
+  return rows[0];
+}
+
+export interface SignalPage {
+  signals: SignalRow[];
+  /** Pass as `cursorId` for the next page; null on the last page. */
+  next_cursor_id: string | null;
+  has_more: boolean;
+}
+
+/** Signals of one workflow in id order, paged by cursor, filtered by attempt, keys and an upper id bound. */
+export async function listSignals(
+  q: Queryable,
+  s: string,
+  p: { workflowId: string; attempt?: number; keys?: readonly string[]; cursorId?: string; upToId?: string | null; limit: number; newestFirst?: boolean },
+): Promise<SignalPage> {
+  const order = p.newestFirst ? 'DESC' : 'ASC';
+  const cmp = p.newestFirst ? '<' : '>';
+  const { rows } = await q.query<SignalRow>(
+    `SELECT ${COLUMNS} FROM ${s}.signals
+      WHERE workflow_id = $1 AND ($2::int IS NULL OR attempt = $2) AND ($3::text[] IS NULL OR key = ANY($3::text[]))
+        AND ($4::bigint IS NULL OR id ${cmp} $4::bigint) AND ($5::bigint IS NULL OR id <= $5::bigint)
+      ORDER BY id ${order} LIMIT $6`,
+    [p.workflowId, p.attempt ?? null, p.keys ?? null, p.cursorId ?? null, p.upToId ?? null, p.limit + 1],
+  );
+  const has_more = rows.length > p.limit;
+  const signals = rows.slice(0, p.limit);
+  return { signals, next_cursor_id: has_more ? signals[signals.length - 1].id : null, has_more };
+}

@@ -1,0 +1,174 @@
+import type { PlanWait } from '../../compiler/plan.js';
+import type { Queryable } from '../db/types.js';
+import type { SignalRow } from '../wait-eval.js';
+import type { WaitProgressRecord } from '../waits.js';
+
+/** A task whose wait is active (deps satisfied, not yet resolved). */
+export interface WaitingTask {
+  name: string;
+  template: string;
+  deps: string[];
+  wait: PlanWait;
+  wait_started_at: Date;
+  wait_progress: WaitProgressRecord | null;
+  scheduled_at: Date;
+  queue: string;
+}
+
+export interface WaitWorkflow {
+  id: string;
+  name: string;
+  definition_hash: string;
+  state: string;
+  attempt: number;
+  inputs: unknown;
+  created_at: Date;
+  attempt_started_at: Date;
+}
+
+export interface DepRow {
+  name: string;
+  template: string;
+  idx: number | null;
+  key: string | null;
+  state: string;
+  output: unknown;
+  finalized_at: Date | null;
+}
+
+const SIGNAL_COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
+
+export async function loadWaitWorkflow(q: Queryable, s: string, id: string): Promise<WaitWorkflow | undefined> {
+  const { rows } = await q.query<WaitWorkflow>(
+    `SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at FROM ${s}.workflows WHERE id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+/** Marks waits active: their deps are satisfied as of now (a wait already active keeps its start). */
+export async function markWaitsStarted(q: Queryable, s: string, workflowId: string, names: readonly string[], now: Date): Promise<void> {
+  await q.query(
+    `UPDATE ${s}.tasks SET wait_started_at = $3
+      WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending' AND wait IS NOT NULL AND deps_left = 0 AND wait_started_at IS NULL`,
+    [workflowId, names, now],
+  );
+}
+
+/** Active waits of one workflow: by name, or those that declare a signal key. */
+export async function loadWaitingTasks(q: Queryable, s: string, workflowId: string, filter: { names?: readonly string[]; key?: string }): Promise<WaitingTask[]> {
+  const { rows } = await q.query<WaitingTask>(
+    `SELECT name, template, deps, wait, wait_started_at, wait_progress, scheduled_at, queue FROM ${s}.tasks
+      WHERE workflow_id = $1 AND state = 'pending' AND wait_started_at IS NOT NULL
+        AND ($2::text[] IS NULL OR name = ANY($2::text[])) AND ($3::text IS NULL OR $3 = ANY(wait_keys))
+      ORDER BY id`,
+    [workflowId, filter.names ?? null, filter.key ?? null],
+  );
+  return rows;
+}
+
+export async function loadDepRows(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<DepRow[]> {
+  if (names.length === 0) return [];
+  const { rows } = await q.query<DepRow>(
+    `SELECT name, template, idx, key, state, output, finalized_at FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`,
+    [workflowId, names],
+  );
+  return rows;
+}
+
+/** Signals of some keys in one attempt after an id, ascending, at most `limit` rows. */
+export async function signalsAfter(
+  q: Queryable,
+  s: string,
+  p: { workflowId: string; keys: readonly string[]; attempt: number; afterId: string; limit: number; upToId?: string | null },
+): Promise<SignalRow[]> {
+  const { rows } = await q.query<SignalRow>(
+    `SELECT ${SIGNAL_COLUMNS} FROM ${s}.signals
+      WHERE workflow_id = $1 AND key = ANY($2::text[]) AND attempt = $3 AND id > $4::bigint AND ($6::bigint IS NULL OR id <= $6::bigint)
+      ORDER BY id LIMIT $5`,
+    [p.workflowId, p.keys, p.attempt, p.afterId, p.limit, p.upToId ?? null],
+  );
+  return rows;
+}
+
+export async function maxSignalId(q: Queryable, s: string, workflowId: string): Promise<string> {
+  const { rows } = await q.query<{ id: string | null }>(`SELECT max(id)::text AS id FROM ${s}.signals WHERE workflow_id = $1`, [workflowId]);
+  return rows[0].id ?? '0';
+}
+
+export interface TimerRow {
+  task: string;
+  name: string;
+  fire_at: Date;
+  fired_at: Date | null;
+}
+
+export async function insertTimers(q: Queryable, s: string, workflowId: string, attempt: number, timers: { task: string; name: string; fire_at: Date }[]): Promise<void> {
+  if (timers.length === 0) return;
+  await q.query(
+    `INSERT INTO ${s}.timers (workflow_id, task, name, attempt, fire_at)
+     SELECT $1, x.task, x.name, $2, x.fire_at FROM jsonb_to_recordset($3::jsonb) AS x(task text, name text, fire_at timestamptz)
+     ON CONFLICT (workflow_id, task, name) DO NOTHING`,
+    [workflowId, attempt, JSON.stringify(timers)],
+  );
+}
+
+export async function loadTimers(q: Queryable, s: string, workflowId: string, tasks: readonly string[]): Promise<TimerRow[]> {
+  const { rows } = await q.query<TimerRow>(`SELECT task, name, fire_at, fired_at FROM ${s}.timers WHERE workflow_id = $1 AND task = ANY($2::text[])`, [
+    workflowId,
+    tasks,
+  ]);
+  return rows;
+}
+
+export interface WaitUpdate {
+  name: string;
+  progress: WaitProgressRecord;
+  /** Set when the wait resolved: the task's next state and the evidence. */
+  state?: 'available' | 'scheduled';
+  evidence?: unknown;
+}
+
+export async function applyWaitUpdates(q: Queryable, s: string, workflowId: string, updates: readonly WaitUpdate[]): Promise<void> {
+  if (updates.length === 0) return;
+  await q.query(
+    `UPDATE ${s}.tasks t SET wait_progress = u.progress, wait_evidence = coalesce(u.evidence, t.wait_evidence), state = coalesce(u.state, t.state)
+       FROM jsonb_to_recordset($2::jsonb) AS u(name text, progress jsonb, state text, evidence jsonb)
+      WHERE t.workflow_id = $1 AND t.name = u.name AND t.state = 'pending'`,
+    [workflowId, JSON.stringify(updates.map((u) => ({ name: u.name, progress: u.progress, state: u.state ?? null, evidence: u.evidence ?? null })))],
+  );
+}
+
+/** Workflows with timers due, oldest first (the leader fires them one workflow per transaction). */
+export async function workflowsWithDueTimers(q: Queryable, s: string, now: Date, limit = 500): Promise<string[]> {
+  const { rows } = await q.query<{ workflow_id: string }>(
+    `SELECT workflow_id FROM (SELECT workflow_id, fire_at FROM ${s}.timers WHERE fired_at IS NULL AND fire_at <= $1 ORDER BY fire_at LIMIT $2) d
+      GROUP BY workflow_id ORDER BY min(fire_at)`,
+    [now, limit],
+  );
+  return rows.map((r) => r.workflow_id);
+}
+
+/** Marks one workflow's due timers fired; returns the tasks to evaluate. */
+export async function fireTimers(q: Queryable, s: string, workflowId: string, now: Date): Promise<string[]> {
+  const { rows } = await q.query<{ task: string }>(
+    `UPDATE ${s}.timers SET fired_at = $2 WHERE workflow_id = $1 AND fired_at IS NULL AND fire_at <= $2 RETURNING task`,
+    [workflowId, now],
+  );
+  return [...new Set(rows.map((r) => r.task))];
+}
+
+/** The earliest timer not fired yet (the leader sleeps until then, or its poll interval). */
+export async function nextTimer(q: Queryable, s: string): Promise<Date | null> {
+  const { rows } = await q.query<{ at: Date | null }>(`SELECT min(fire_at) AS at FROM ${s}.timers WHERE fired_at IS NULL`);
+  return rows[0].at;
+}
+
+/** Waits that a crash left activated but never evaluated. */
+export async function unevaluatedWaits(q: Queryable, s: string, limit = 100): Promise<{ workflow_id: string; name: string }[]> {
+  const { rows } = await q.query<{ workflow_id: string; name: string }>(
+    `SELECT workflow_id, name FROM ${s}.tasks WHERE state = 'pending' AND wait_started_at IS NOT NULL AND wait_progress IS NULL LIMIT $1`,
+    [limit],
+  );
+  return rows;
+}

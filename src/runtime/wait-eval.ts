@@ -1,0 +1,201 @@
+/**
+ * Whether a wait is true, as pure functions over its inputs: signal rows, timer fire times, deps' outputs.
+ * The runtime loads the inputs under the workflow's lock and applies the outcome; diagnostics call the same
+ * functions without writing; tests call them directly.
+ */
+import { evaluateRaw } from '../compiler/cel/evaluate.js';
+import type { PlanTerm, PlanTimer, PlanWait } from '../compiler/plan.js';
+
+export interface SignalRow {
+  /** bigint ids travel as decimal strings. */
+  id: string;
+  attempt: number;
+  key: string;
+  payload: unknown;
+  source: unknown;
+  idempotency_key: string | null;
+  created_at: Date;
+}
+
+/** A signal term's progress: the ids that matched (at most `count`), the last id scanned, the last predicate error. */
+export interface SignalTermProgress {
+  cursor: string;
+  matched: string[];
+  error?: string;
+}
+
+export type TermKind = 'signal' | 'timer' | 'expr' | 'workflows';
+
+export interface TermValue {
+  name: string;
+  kind: TermKind;
+  label?: string;
+  value: boolean;
+  /** Why the term could not be evaluated (it then counts as false). */
+  error?: string;
+  matched?: number;
+  required?: number;
+  signal_ids?: string[];
+  fire_at?: string | null;
+  fired?: boolean;
+}
+
+export interface WaitOutcome {
+  result: boolean;
+  /** The combining expression's own error (a term's error is on the term). */
+  error?: string;
+  terms: TermValue[];
+}
+
+/** Everything a generic (`expr`) term reads, already in CEL form. */
+export interface GenericContext {
+  deps: Record<string, unknown>;
+  signals: Record<string, unknown[]>;
+  timers: Record<string, { fire_at: Date | null; fired: boolean }>;
+  workflow: Record<string, unknown>;
+  workflows: Record<string, unknown>;
+}
+
+export interface WaitInputs {
+  now: Date;
+  /** Progress of each signal term, by term name. */
+  signalTerms: Record<string, SignalTermProgress>;
+  /** Fire time of each timer (terms and `wait.timers`), by name; null when its anchor is not known yet. */
+  timers: Record<string, Date | null>;
+  /** Present when the wait has generic terms. */
+  generic?: GenericContext;
+}
+
+export const EMPTY_PROGRESS: SignalTermProgress = { cursor: '0', matched: [] };
+
+/** Signal keys a wait declares: those of its signal terms and of `wait.signals`. Emits of other keys never touch it. */
+export function declaredKeys(wait: PlanWait): string[] {
+  const keys = new Set(wait.signals);
+  for (const t of wait.terms) if (t.kind === 'signal') keys.add(t.signal);
+  return [...keys].sort();
+}
+
+/** Every timer a wait declares: its timer terms (named after the term) and `wait.timers`. */
+export function declaredTimers(wait: PlanWait): PlanTimer[] {
+  return [...wait.terms.flatMap((t) => (t.kind === 'timer' ? [{ ...t.timer, name: t.name }] : [])), ...wait.timers];
+}
+
+/** The fields of a signal row a `where` predicate and a generic term see. */
+export function signalCel(row: SignalRow): Record<string, unknown> {
+  return { id: BigInt(row.id), attempt: BigInt(row.attempt), key: row.key, payload: row.payload, source: row.source ?? null, created_at: new Date(row.created_at) };
+}
+
+/**
+ * Feeds a signal term the rows of its key emitted since its cursor (ascending ids). A row matches when the
+ * `where` predicate is true; a predicate that fails on a row (a missing field, a wrong type) skips that row
+ * and is recorded, so a later good signal can still satisfy the term. Once `count` rows matched the term is
+ * true for good: signals are facts and never go away within an attempt.
+ */
+export function scanSignalTerm(term: Extract<PlanTerm, { kind: 'signal' }>, progress: SignalTermProgress, rows: readonly SignalRow[]): SignalTermProgress {
+  let { cursor, error } = progress;
+  const matched = [...progress.matched];
+  for (const row of rows) {
+    if (BigInt(row.id) <= BigInt(cursor)) continue;
+    cursor = row.id;
+    if (matched.length >= term.count || row.key !== term.signal) continue;
+    if (term.where === undefined) {
+      matched.push(row.id);
+      continue;
+    }
+    try {
+      const v = evaluateRaw(term.where, signalCel(row));
+      if (v === true) matched.push(row.id);
+      else if (typeof v !== 'boolean') error = `signal ${row.id}: the predicate returned ${describe(v)}, not a bool`;
+    } catch (e) {
+      error = `signal ${row.id}: ${celMessage(e)}`;
+    }
+  }
+  return error === undefined ? { cursor, matched } : { cursor, matched, error };
+}
+
+/** Where a timer fires, once its anchor is known. */
+export function timerFireAt(
+  timer: PlanTimer,
+  anchors: { attemptStartedAt: Date; waitStartedAt: Date | null; depFinalizedAt: (task: string) => Date | null },
+): Date | null {
+  switch (timer.anchor) {
+    case 'at':
+      return new Date(timer.at);
+    case 'workflow_created':
+      return new Date(anchors.attemptStartedAt.getTime() + timer.after_ms);
+    case 'wait_started':
+      return anchors.waitStartedAt && new Date(anchors.waitStartedAt.getTime() + timer.after_ms);
+    case 'task_finalized': {
+      const at = anchors.depFinalizedAt(timer.task);
+      return at && new Date(at.getTime() + timer.after_ms);
+    }
+  }
+}
+
+/** Evaluates each term, then the combining expression over the terms' values. Never throws. */
+export function evaluateWait(wait: PlanWait, inputs: WaitInputs): WaitOutcome {
+  const terms = wait.terms.map((term) => evaluateTerm(term, inputs));
+  const values = Object.fromEntries(terms.map((t) => [t.name, t.value]));
+  try {
+    const v = evaluateRaw(wait.expr, values);
+    if (typeof v !== 'boolean') return { result: false, error: `the expression returned ${describe(v)}, not a bool`, terms };
+    return { result: v, terms };
+  } catch (e) {
+    return { result: false, error: celMessage(e), terms };
+  }
+}
+
+function evaluateTerm(term: PlanTerm, inputs: WaitInputs): TermValue {
+  const base = { name: term.name, kind: term.kind, ...(term.label !== undefined ? { label: term.label } : {}) };
+  switch (term.kind) {
+    case 'signal': {
+      const p = inputs.signalTerms[term.name] ?? EMPTY_PROGRESS;
+      const value = p.matched.length >= term.count;
+      return { ...base, value, matched: p.matched.length, required: term.count, signal_ids: p.matched, ...(!value && p.error ? { error: p.error } : {}) };
+    }
+    case 'timer': {
+      const at = inputs.timers[term.name] ?? null;
+      const fired = at !== null && at.getTime() <= inputs.now.getTime();
+      return { ...base, value: fired, fire_at: at && at.toISOString(), fired };
+    }
+    case 'expr': {
+      if (!inputs.generic) return { ...base, value: false, error: 'no inputs to evaluate against' };
+      try {
+        const v = evaluateRaw(term.expr, inputs.generic as unknown as Record<string, unknown>);
+        if (typeof v !== 'boolean') return { ...base, value: false, error: `returned ${describe(v)}, not a bool` };
+        return { ...base, value: v };
+      } catch (e) {
+        return { ...base, value: false, error: celMessage(e) };
+      }
+    }
+    case 'workflows':
+      return { ...base, value: false, error: 'waiting on other workflows is not supported by this runtime version yet' };
+  }
+}
+
+/** The CEL form of each declared timer for generic terms. */
+export function timersCel(timers: Record<string, Date | null>, now: Date): Record<string, { fire_at: Date | null; fired: boolean }> {
+  return Object.fromEntries(Object.entries(timers).map(([name, at]) => [name, { fire_at: at, fired: at !== null && at.getTime() <= now.getTime() }]));
+}
+
+function celMessage(e: unknown): string {
+  const summary = (e as { summary?: string }).summary;
+  return summary ?? String((e as Error)?.message ?? e).split('\n')[0];
+}
+
+function describe(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (v instanceof Date) return 'a timestamp';
+  if (typeof v === 'object') return 'a map';
+  return `${typeof v === 'bigint' ? 'int' : typeof v} ${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}`;
+}
+
+export type WaitPhase = 'pending_deps' | 'waiting' | 'resolved' | 'abandoned';
+
+/** Where a wait stands: deps not yet satisfied, active, resolved (evidence stored), or its task ended first. */
+export function waitPhase(t: { state: string; wait_started_at: Date | string | null; wait_evidence: unknown }): WaitPhase {
+  if (t.wait_evidence) return 'resolved';
+  if (t.state !== 'pending') return 'abandoned';
+  return t.wait_started_at ? 'waiting' : 'pending_deps';
+}

@@ -1,0 +1,298 @@
+/**
+ * Wait evaluation in the runtime. Callers hold the workflow's row lock (SPEC "Concurrency"); these functions
+ * load the inputs of the workflow's waiting tasks, decide with wait-eval.ts, and store progress, evidence and
+ * the tasks that resolved. Work is proportional to what changed: one workflow, the tasks named or declaring the
+ * emitted key, and for signal terms only the rows emitted since the last evaluation.
+ */
+import { inputsType, toCelValue } from '../compiler/cel/types.js';
+import type { NormalizedDefinition } from '../compiler/normalize.js';
+import type { Queryable } from './db/types.js';
+import { tasksContext } from './output.js';
+import type { AdvanceContext } from './sql/advance.js';
+import { channels } from './sql/channels.js';
+import {
+  applyWaitUpdates,
+  insertTimers,
+  loadDepRows,
+  loadTimers,
+  loadWaitingTasks,
+  loadWaitWorkflow,
+  markWaitsStarted,
+  maxSignalId,
+  signalsAfter,
+  type DepRow,
+  type WaitingTask,
+  type WaitUpdate,
+  type WaitWorkflow,
+} from './sql/waits.js';
+import {
+  declaredKeys,
+  declaredTimers,
+  EMPTY_PROGRESS,
+  evaluateWait,
+  scanSignalTerm,
+  signalCel,
+  timerFireAt,
+  timersCel,
+  type SignalRow,
+  type SignalTermProgress,
+  type TermValue,
+  type WaitInputs,
+  type WaitOutcome,
+} from './wait-eval.js';
+
+/** What evaluation keeps between runs (tasks.wait_progress). */
+export interface WaitProgressRecord {
+  signal_terms: Record<string, SignalTermProgress>;
+  last: { at: string; result: boolean; error?: string; terms: TermValue[]; truncated?: boolean };
+}
+
+/** The snapshot stored when a wait resolves (tasks.wait_evidence). */
+export interface WaitEvidence {
+  phase: 'resolved';
+  started_at: string;
+  resolved_at: string;
+  expr: string;
+  result: true;
+  terms: TermValue[];
+  inputs: {
+    signals: Record<string, string[]>;
+    timers: Record<string, { fire_at: string | null; fired: boolean }>;
+    deps: Record<string, unknown>;
+  };
+  /** Every signal id the evaluation used. */
+  signal_ids: string[];
+  /** The workflow's last signal id when the wait resolved: task-scoped reads stop here. */
+  boundary: string;
+}
+
+export interface WaitPass {
+  /** Queues that gained available tasks. */
+  queues: Set<string>;
+  /** Tasks whose wait resolved. */
+  resolved: string[];
+}
+
+/** Signal rows read per query; generic terms see at most the scan limit of each declared key. */
+const PAGE = 10_000;
+export const DEFAULT_SCAN_LIMIT = 10_000;
+export const MAX_SCAN_LIMIT = 100_000;
+
+const empty = (): WaitPass => ({ queues: new Set(), resolved: [] });
+
+/**
+ * Waits whose deps were just satisfied become active: their start is recorded (unless the completing
+ * statement already did), their timers computed from anchors that are all known now, and they are evaluated
+ * at once, so signals emitted earlier count.
+ */
+export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<WaitPass> {
+  if (names.length === 0) return empty();
+  await markWaitsStarted(q, ctx.s, workflowId, names, ctx.now);
+  const w = await loadWaitWorkflow(q, ctx.s, workflowId);
+  if (!w || w.state !== 'running') return empty();
+  const tasks = await loadWaitingTasks(q, ctx.s, workflowId, { names });
+  if (tasks.length === 0) return empty();
+  const anchorDeps = [...new Set(tasks.flatMap((t) => t.deps))];
+  const depRows = anchorDeps.length > 0 && tasks.some((t) => declaredTimers(t.wait).some((x) => x.anchor === 'task_finalized')) ? await loadDepRows(q, ctx.s, workflowId, anchorDeps) : [];
+  const timers = tasks.flatMap((t) =>
+    declaredTimers(t.wait).flatMap((timer) => {
+      const at = timerFireAt(timer, { attemptStartedAt: new Date(w.attempt_started_at), waitStartedAt: new Date(t.wait_started_at), depFinalizedAt: (dep) => finalizedAt(depRows, t, dep) });
+      return at ? [{ task: t.name, name: timer.name, fire_at: at }] : [];
+    }),
+  );
+  await insertTimers(q, ctx.s, workflowId, w.attempt, timers);
+  if (timers.length > 0) {
+    const first = Math.min(...timers.map((t) => t.fire_at.getTime()));
+    await q.query('SELECT pg_notify($1, $2)', [channels(ctx.schema).timer, String(first)]);
+  }
+  return evaluateLoaded(q, ctx, w, tasks);
+}
+
+/** Re-evaluates a workflow's active waits: those named (a timer fired), or those that declare `key` (a signal). */
+export async function evaluateWaits(q: Queryable, ctx: AdvanceContext, workflowId: string, filter: { names?: readonly string[]; key?: string }): Promise<WaitPass> {
+  const w = await loadWaitWorkflow(q, ctx.s, workflowId);
+  if (!w || w.state !== 'running') return empty();
+  const tasks = await loadWaitingTasks(q, ctx.s, workflowId, filter);
+  return tasks.length === 0 ? empty() : evaluateLoaded(q, ctx, w, tasks);
+}
+
+async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow, tasks: WaitingTask[]): Promise<WaitPass> {
+  const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT });
+  const pass = empty();
+  const updates: WaitUpdate[] = [];
+  let boundary: string | undefined;
+  const at = ctx.now.toISOString();
+  for (const t of tasks) {
+    const g = gathered.get(t.name)!;
+    const outcome = evaluateWait(t.wait, g.inputs);
+    const progress: WaitProgressRecord = {
+      signal_terms: g.inputs.signalTerms,
+      last: { at, result: outcome.result, ...(outcome.error ? { error: outcome.error } : {}), terms: outcome.terms, ...(g.truncated ? { truncated: true } : {}) },
+    };
+    if (!outcome.result) {
+      updates.push({ name: t.name, progress });
+      continue;
+    }
+    boundary ??= await maxSignalId(q, ctx.s, w.id);
+    const state = new Date(t.scheduled_at).getTime() > ctx.now.getTime() ? 'scheduled' : 'available';
+    updates.push({ name: t.name, progress, state, evidence: evidenceOf(t, g, outcome, ctx.now, boundary) });
+    pass.resolved.push(t.name);
+    if (state === 'available') pass.queues.add(t.queue);
+  }
+  await applyWaitUpdates(q, ctx.s, w.id, updates);
+  return pass;
+}
+
+export interface Gathered {
+  inputs: WaitInputs;
+  /** Rows each declared key contributed to generic terms. */
+  genericSignals: Record<string, SignalRow[]>;
+  depOutputs: Record<string, unknown>;
+  truncated: boolean;
+  signalsScanned: number;
+}
+
+/**
+ * Loads what each wait reads. Signal terms continue from their stored progress (fromScratch: from the first
+ * row, for diagnostics); generic terms get deps' outputs, the declared keys' rows (up to the scan limit),
+ * timers and the workflow.
+ */
+export async function gatherInputs(
+  q: Queryable,
+  ctx: AdvanceContext,
+  w: WaitWorkflow,
+  tasks: readonly (Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'> & { wait_started_at: Date | null })[],
+  options: { fromScratch: boolean; scanLimit: number },
+): Promise<Map<string, Gathered>> {
+  const def = await definitionOf(q, ctx, w);
+  let scanned = 0;
+  let truncated = false;
+  // signal terms: one pass per key from the lowest cursor any term of that key holds
+  const signalTerms = new Map<string, Record<string, SignalTermProgress>>();
+  const cursors = new Map<string, bigint>();
+  for (const t of tasks) {
+    const progress: Record<string, SignalTermProgress> = {};
+    for (const term of t.wait.terms) {
+      if (term.kind !== 'signal') continue;
+      progress[term.name] = options.fromScratch ? EMPTY_PROGRESS : (t.wait_progress?.signal_terms[term.name] ?? EMPTY_PROGRESS);
+      const c = BigInt(progress[term.name].cursor);
+      cursors.set(term.signal, cursors.has(term.signal) ? (c < cursors.get(term.signal)! ? c : cursors.get(term.signal)!) : c);
+    }
+    signalTerms.set(t.name, progress);
+  }
+  for (const [key, from] of cursors) {
+    let after = from.toString();
+    for (;;) {
+      const limit = options.fromScratch ? Math.min(PAGE, options.scanLimit - scanned) : PAGE;
+      if (limit <= 0) {
+        truncated = true;
+        break;
+      }
+      const rows = await signalsAfter(q, ctx.s, { workflowId: w.id, keys: [key], attempt: w.attempt, afterId: after, limit });
+      scanned += rows.length;
+      for (const t of tasks) {
+        const progress = signalTerms.get(t.name)!;
+        for (const term of t.wait.terms) if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows);
+      }
+      if (rows.length < limit) break;
+      after = rows[rows.length - 1].id;
+    }
+  }
+  const timerRows = await loadTimers(
+    q,
+    ctx.s,
+    w.id,
+    tasks.map((t) => t.name),
+  );
+  const generic = tasks.filter((t) => t.wait.terms.some((term) => term.kind === 'expr'));
+  const depRows = generic.length > 0 ? await loadDepRows(q, ctx.s, w.id, [...new Set(generic.flatMap((t) => t.deps))]) : [];
+  const keyRows = new Map<string, SignalRow[]>();
+  for (const key of new Set(generic.flatMap((t) => declaredKeys(t.wait)))) {
+    const limit = Math.max(0, options.scanLimit - (options.fromScratch ? scanned : 0));
+    const rows = await signalsAfter(q, ctx.s, { workflowId: w.id, keys: [key], attempt: w.attempt, afterId: '0', limit: limit + 1 });
+    if (rows.length > limit) truncated = true;
+    keyRows.set(key, rows.slice(0, limit));
+    scanned += Math.min(rows.length, limit);
+  }
+  const workflow = {
+    id: w.id,
+    name: w.name,
+    attempt: BigInt(w.attempt),
+    inputs: toCelValue(w.inputs, inputsType(def?.inputs)),
+    created_at: new Date(w.created_at),
+  };
+  const out = new Map<string, Gathered>();
+  for (const t of tasks) {
+    const timers: Record<string, Date | null> = {};
+    for (const timer of declaredTimers(t.wait)) {
+      const row = timerRows.find((r) => r.task === t.name && r.name === timer.name);
+      timers[timer.name] = row
+        ? new Date(row.fire_at)
+        : timerFireAt(timer, { attemptStartedAt: new Date(w.attempt_started_at), waitStartedAt: t.wait_started_at && new Date(t.wait_started_at), depFinalizedAt: () => null });
+    }
+    const inputs: WaitInputs = { now: ctx.now, signalTerms: signalTerms.get(t.name)!, timers };
+    const genericSignals: Record<string, SignalRow[]> = {};
+    let depOutputs: Record<string, unknown> = {};
+    if (generic.includes(t)) {
+      for (const key of declaredKeys(t.wait)) genericSignals[key] = keyRows.get(key) ?? [];
+      const mine = depRows.filter((r) => t.deps.includes(r.name));
+      depOutputs = Object.fromEntries(mine.map((r) => [r.name, r.output]));
+      inputs.generic = {
+        deps: tasksContext(mine, expandedDeps(def, t.template)),
+        signals: Object.fromEntries(Object.entries(genericSignals).map(([k, rows]) => [k, rows.map(signalCel)])),
+        timers: timersCel(timers, ctx.now),
+        workflow,
+        workflows: {},
+      };
+    }
+    out.set(t.name, { inputs, genericSignals, depOutputs, truncated, signalsScanned: scanned });
+  }
+  return out;
+}
+
+function evidenceOf(t: WaitingTask, g: Gathered, outcome: WaitOutcome, now: Date, boundary: string): WaitEvidence {
+  const signals = Object.fromEntries(Object.entries(g.genericSignals).map(([k, rows]) => [k, rows.map((r) => r.id)]));
+  const ids = new Set([...outcome.terms.flatMap((term) => term.signal_ids ?? []), ...Object.values(signals).flat()]);
+  return {
+    phase: 'resolved',
+    started_at: new Date(t.wait_started_at).toISOString(),
+    resolved_at: now.toISOString(),
+    expr: t.wait.expr,
+    result: true,
+    terms: outcome.terms,
+    inputs: {
+      signals,
+      timers: Object.fromEntries(Object.entries(g.inputs.timers).map(([name, at]) => [name, { fire_at: at && at.toISOString(), fired: at !== null && at.getTime() <= now.getTime() }])),
+      deps: g.depOutputs,
+    },
+    signal_ids: [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1)),
+    boundary,
+  };
+}
+
+/** The definition a workflow is pinned to (for typed inputs and for_each deps); a plan inserted without one reads as dyn. */
+async function definitionOf(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow): Promise<NormalizedDefinition | undefined> {
+  try {
+    return await ctx.definitions.get(q, w.name, w.definition_hash);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Direct deps of a task template that expand with for_each: deps["x"] is then a list, empty when nothing expanded. */
+function expandedDeps(def: NormalizedDefinition | undefined, template: string): string[] {
+  const task = def?.tasks.find((t) => t.name === template);
+  if (!def || !task) return [];
+  return task.deps.filter((d) => def.tasks.find((t) => t.name === d)?.for_each !== undefined);
+}
+
+/** When a direct dep finalized: the dep itself, or the last of its expansions. */
+function finalizedAt(rows: readonly DepRow[], task: Pick<WaitingTask, 'deps'>, dep: string): Date | null {
+  let last: number | null = null;
+  for (const r of rows) {
+    if (!task.deps.includes(r.name) || (r.name !== dep && r.template !== dep) || r.finalized_at === null) continue;
+    last = Math.max(last ?? 0, new Date(r.finalized_at).getTime());
+  }
+  return last === null ? null : new Date(last);
+}
+
