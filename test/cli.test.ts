@@ -7,7 +7,7 @@ import { repoRoot, runCli } from './helpers/cli.js';
 const NO_STACK = /\n\s+at .+:\d+:\d+/;
 
 describe('braid CLI: help and usage', () => {
-  it.each(['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel'])('%s --help prints its usage and exits 0', (command) => {
+  it.each(['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose'])('%s --help prints its usage and exits 0', (command) => {
     const run = runCli([command, '--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`Usage: braid ${command}`);
@@ -16,7 +16,7 @@ describe('braid CLI: help and usage', () => {
   it('braid --help lists every command; no command is a usage error', () => {
     const help = runCli(['--help']);
     expect(help.code).toBe(0);
-    for (const c of ['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel']) expect(help.stdout).toContain(`braid ${c}`);
+    for (const c of ['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose']) expect(help.stdout).toContain(`braid ${c}`);
     expect(runCli([]).code).toBe(2);
     expect(runCli(['--version']).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
@@ -133,6 +133,11 @@ describe('the README', () => {
     expect(first.stdout).toContain('6 valid, 0 error(s); 6 new version(s) registered');
     expect(first.stdout).toMatch(/monthly_billing \w+: completed\n {2}output: \{"invoice":\{.*"receipt_url":"https:\/\/files\.example\.com\/receipts\/cus_42\.pdf"\}/);
     expect(first.stdout).toMatch(/research_topic \w+: completed\n {2}output: \{"topic":"battery recycling"/);
+    // waits: the fraud gate passes on the score, the manual review and the two approvals are emitted by the demo
+    expect(first.stdout).toMatch(/signal manual_review \{"approved":true,"reviewer":"dana"\} -> \w+ \(resolves decide_shipment\)/);
+    expect(first.stdout).toMatch(/order_fulfilment \w+: completed\n {2}output: \{"order_id":"ord_1001","tracking":"msg_\w+_notify"\}/);
+    expect(first.stdout).toMatch(/expense_approval \w+: completed\n {2}output: \{"decision":\{"decision":"approved","expense_id":"exp_7"\},"expense_id":"exp_7"\}/);
+    expect(first.stdout).toContain('4 of 4 workflow(s) completed.');
     expect(first.stdout).toMatch(/(\d+) of \1 workflow\(s\) completed\./);
     const second = runCli(['demo'], { cwd: dir, env, timeoutMs: 180_000 });
     expect(second.code).toBe(0);

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CompileError } from '../compiler/instantiate.js';
 import { UnknownWorkflowError, WorkflowNotFoundError, type Runtime } from '../runtime/runtime.js';
+import { isSubjectError, subjectStatus } from '../runtime/errors.js';
 
 export interface ApiServer {
   url: string;
@@ -52,6 +53,11 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   }
 }
 
+function integer(text: string, name: string): number {
+  if (!/^[0-9]{1,9}$/.test(text)) throw new HttpError(400, `"${name}" is a whole number`);
+  return Number(text);
+}
+
 class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -83,6 +89,34 @@ async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse, to
       const wf = rt.workflow(decodeURIComponent(parts[2]));
       if (req.method === 'GET' && parts.length === 3) return send(res, 200, await wf.status());
       if (req.method === 'POST' && parts[3] === 'cancel') return send(res, 200, await wf.cancel());
+      if (parts[3] === 'signals' && parts.length === 4) {
+        if (req.method === 'POST') {
+          const b = await body(req);
+          if (typeof b.key !== 'string') throw new HttpError(400, '"key" is required');
+          if (b.attempt !== undefined && typeof b.attempt !== 'number') throw new HttpError(400, '"attempt" is a number');
+          if (b.idempotency_key !== undefined && typeof b.idempotency_key !== 'string') throw new HttpError(400, '"idempotency_key" is a string');
+          const result = await wf.signals.emit(b.key, b.payload ?? null, { idempotencyKey: b.idempotency_key as string | undefined, source: b.source, attempt: b.attempt as number | undefined });
+          return send(res, result.replayed ? 200 : 201, result);
+        }
+        if (req.method === 'GET') {
+          const attempt = url.searchParams.get('attempt');
+          const limit = url.searchParams.get('limit');
+          return send(
+            res,
+            200,
+            await wf.signals.list({
+              attempt: attempt === null ? undefined : integer(attempt, 'attempt'),
+              key: url.searchParams.get('key') ?? undefined,
+              cursorId: url.searchParams.get('cursor_id') ?? undefined,
+              limit: limit === null ? undefined : integer(limit, 'limit'),
+            }),
+          );
+        }
+      }
+      if (req.method === 'GET' && parts[3] === 'tasks' && parts[4] && parts[5] === 'diagnostics' && parts.length === 6) {
+        const limit = url.searchParams.get('signal_scan_limit');
+        return send(res, 200, await wf.waitDiagnostics(decodeURIComponent(parts[4]), { signalScanLimit: limit === null ? undefined : integer(limit, 'signal_scan_limit') }));
+      }
       if (req.method === 'GET' && parts[3] === 'wait') {
         const timeoutMs = Number(url.searchParams.get('timeout_ms') ?? 30_000);
         const w = await wf.waitUntilFinal({ timeoutMs: Math.min(Math.max(timeoutMs, 0), 600_000), pollMs: 200 }).catch(() => undefined);
@@ -94,6 +128,7 @@ async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse, to
     if (error instanceof HttpError) return send(res, error.status, { error: error.message });
     if (error instanceof WorkflowNotFoundError || error instanceof UnknownWorkflowError) return send(res, 404, { error: error.message });
     if (error instanceof CompileError) return send(res, 422, { error: 'inputs do not fit', diagnostics: error.diagnostics });
+    if (isSubjectError(error)) return send(res, subjectStatus(error), { error: error.message, name: error.name });
     throw error;
   }
 }

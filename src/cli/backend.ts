@@ -8,6 +8,9 @@ import { createPostgres } from '../runtime/db/postgres.js';
 import type { Database } from '../runtime/db/types.js';
 import { createRuntime, UnknownWorkflowError, WorkflowNotFoundError, type Runtime, type RuntimeOptions, type WorkflowStatus } from '../runtime/runtime.js';
 import type { WorkflowRecord } from '../runtime/sql/workflows.js';
+import { isSubjectError } from '../runtime/errors.js';
+import type { EmitOptions, EmitResult } from '../runtime/signals.js';
+import type { WaitDiagnostics } from '../runtime/diagnostics.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, SubjectError, type Io } from './io.js';
 
@@ -52,6 +55,8 @@ export interface Backend {
   start(name: string, inputs: unknown, definitionsDir: string | undefined): Promise<string>;
   status(id: string): Promise<WorkflowStatus>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
+  signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult>;
+  diagnose(id: string, task: string, options: { signalScanLimit?: number }): Promise<WaitDiagnostics>;
   waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
   /** Whether some process is running handlers (a `--wait` without one would wait forever). */
   readonly remote: boolean;
@@ -87,6 +92,8 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     },
     status: (id) => rethrow(io, async () => jsonClone(await rt.workflow(id).status())),
     cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
+    signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
+    diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
     waitFinal: (id, timeoutMs) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitUntilFinal({ timeoutMs, pollMs: 250 }))),
     close: async () => {
       await rt.stop(0);
@@ -112,7 +119,7 @@ async function rethrow<T>(io: Io, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError || error instanceof UnknownWorkflowError) throw new SubjectError(error.message);
+    if (error instanceof WorkflowNotFoundError || error instanceof UnknownWorkflowError || isSubjectError(error)) throw new SubjectError((error as Error).message);
     if (error instanceof CompileError) throw new SubjectError(formatText(error.diagnostics, { sources: readSourceTexts(error, io) }).trimEnd());
     throw error;
   }
@@ -133,7 +140,7 @@ function remoteBackend(io: Io, holder: number): Backend {
     } catch (error) {
       throw new ConnectionError(`cannot reach process ${holder} at ${info.url}: ${(error as Error).message}`);
     }
-    if (r.status === 404 || r.status === 422 || r.status === 400) {
+    if (r.status === 404 || r.status === 422 || r.status === 400 || r.status === 409) {
       const diagnostics = r.body.diagnostics as never[] | undefined;
       throw new SubjectError(diagnostics ? formatText(diagnostics, { sources: new Map() }).trimEnd() : String(r.body.error));
     }
@@ -146,6 +153,19 @@ function remoteBackend(io: Io, holder: number): Backend {
       (await call<{ id: string }>('POST', '/api/workflows', { name, inputs, ...(definitionsDir && existsSync(resolve(io.cwd, definitionsDir)) ? { definitions_dir: resolve(io.cwd, definitionsDir) } : {}) })).id,
     status: (id) => call<WorkflowStatus>('GET', `/api/workflows/${encodeURIComponent(id)}`),
     cancel: (id) => call('POST', `/api/workflows/${encodeURIComponent(id)}/cancel`, {}),
+    signal: (id, key, payload, options) =>
+      call('POST', `/api/workflows/${encodeURIComponent(id)}/signals`, {
+        key,
+        payload,
+        ...(options.idempotencyKey !== undefined ? { idempotency_key: options.idempotencyKey } : {}),
+        ...(options.source !== undefined ? { source: options.source } : {}),
+        ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
+      }),
+    diagnose: (id, task, options) =>
+      call(
+        'GET',
+        `/api/workflows/${encodeURIComponent(id)}/tasks/${encodeURIComponent(task)}/diagnostics${options.signalScanLimit !== undefined ? `?signal_scan_limit=${options.signalScanLimit}` : ''}`,
+      ),
     async waitFinal(id, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -7,6 +7,8 @@ import * as startCommand from './commands/start.js';
 import * as workerCommand from './commands/worker.js';
 import * as statusCommand from './commands/status.js';
 import * as cancelCommand from './commands/cancel.js';
+import * as signalCommand from './commands/signal.js';
+import * as diagnoseCommand from './commands/diagnose.js';
 import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
 import { version } from './version.js';
 
@@ -25,6 +27,8 @@ const COMMANDS: Record<string, Command> = {
   worker: workerCommand,
   status: statusCommand,
   cancel: cancelCommand,
+  signal: signalCommand,
+  diagnose: diagnoseCommand,
   demo: demoCommand,
 };
 

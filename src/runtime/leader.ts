@@ -100,15 +100,16 @@ export class LeaderService {
         for (;;) {
           const ids = await workflowsWithDueTimers(db, s, await currentTime(db, this.o.clock));
           for (const id of ids) {
-            await db.transaction(async (tx) => {
+            const any = await db.transaction(async (tx) => {
               const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
               await lockWorkflows(tx, s, [id]);
               const tasks = await fireTimers(tx, s, id, ctx.now);
-              if (tasks.length === 0) return;
+              if (tasks.length === 0) return false;
               const pass = await evaluateWaits(tx, ctx, id, { names: tasks });
               await notifyQueues(tx, schema, pass.queues);
+              return true;
             });
-            fired++;
+            if (any) fired++;
           }
           if (ids.length < 500) break;
         }

@@ -19,6 +19,7 @@ import { cancelWorkflow, liveKinds, loadTasks, loadTasksByName, loadWorkflow, ty
 import { pendingReason } from './status.js';
 import { Worker, workerId } from './worker.js';
 import { waitDiagnostics, type WaitDiagnostics } from './diagnostics.js';
+import { TaskNotFoundError } from './errors.js';
 import { emitSignal, listTaskSignals, listWorkflowSignals, type EmitOptions, type EmitResult, type ListOptions, type TaskScopedOptions } from './signals.js';
 import type { SignalPage } from './sql/signals.js';
 import type { SignalRow } from './wait-eval.js';
@@ -247,7 +248,7 @@ export class WorkflowHandle {
 
   async task(name: string, options: TxOption = {}): Promise<TaskRecord> {
     const [t] = await loadTasksByName(options.tx ?? this.q, this.rt.internals.s, this.id, [name]);
-    if (!t) throw new Error(`workflow ${this.id} has no task "${name}"`);
+    if (!t) throw new TaskNotFoundError(this.id, name);
     return t;
   }
 
@@ -300,7 +301,7 @@ export class WorkflowHandle {
   /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
   async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
     const d = await waitDiagnostics(this.q, this.rt.advanceContext(await currentTime(this.q, this.rt.internals.clock)), this.id, task, options);
-    if (!d) throw (await loadWorkflow(this.q, this.rt.internals.s, this.id)) ? new Error(`workflow ${this.id} has no task "${task}"`) : new WorkflowNotFoundError(this.id);
+    if (!d) throw (await loadWorkflow(this.q, this.rt.internals.s, this.id)) ? new TaskNotFoundError(this.id, task) : new WorkflowNotFoundError(this.id);
     return d;
   }
 
@@ -382,7 +383,7 @@ export class WorkflowSignals {
   private async taskPage(task: string, options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean }): Promise<SignalPage> {
     const q = options.tx ?? this.rt.db;
     const page = await listTaskSignals(q, this.rt.internals.s, this.workflowId, task, options);
-    if (!page) throw (await loadWorkflow(q, this.rt.internals.s, this.workflowId)) ? new Error(`workflow ${this.workflowId} has no task "${task}"`) : new WorkflowNotFoundError(this.workflowId);
+    if (!page) throw (await loadWorkflow(q, this.rt.internals.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
     return page;
   }
 }

@@ -107,6 +107,73 @@ describe(`CLI against a running worker (${backend})`, () => {
     expect(await exited(slow.child)).toBe(0);
   }, 240_000);
 
+  it('signal, diagnose and status of a waiting task (golden JSON), with idempotency and attempt errors', async () => {
+    const dir = project();
+    writeFileSync(
+      join(dir, 'definitions', 'review.yaml'),
+      `name: review
+tasks:
+  first: { kind: say, args: { text: first } }
+  decide:
+    kind: say
+    deps: [first]
+    args: { text: decided }
+    wait:
+      expr: approved || sla
+      terms:
+        approved: { signal: approval, where: 'payload.ok == true', label: Approved by a reviewer }
+        sla: { timer: { after_wait_started: 1h }, label: An hour passed }
+`,
+    );
+    const worker = startWorker(dir, db, { ...env, NAP_MS: '10' });
+    await until(() => worker.output().includes('running 3 kind(s)'), 60_000);
+    const id = runCli(['start', 'review', ...db], { cwd: dir, env }).stdout.trim();
+    const statusJson = () => JSON.parse(runCli(['status', id, '--json', ...db], { cwd: dir, env }).stdout);
+    await until(() => statusJson().tasks[1].wait?.phase === 'waiting', 30_000, 200);
+
+    const text = runCli(['status', id, ...db], { cwd: dir, env }).stdout;
+    expect(text).toMatch(/decide +say +pending +0\/25 +waiting on approved \|\| sla: approved 0\/1 signal, sla fires at \d{4}-/);
+    await expect(normalise(statusJson(), id)).toMatchFileSnapshot('golden/status-waiting.json');
+    const diagnose = runCli(['diagnose', id, 'decide', '--json', ...db], { cwd: dir, env });
+    expect(diagnose.code).toBe(0);
+    await expect(normalise(JSON.parse(diagnose.stdout), id)).toMatchFileSnapshot('golden/diagnose-waiting.json');
+    expect(runCli(['diagnose', id, 'decide', ...db], { cwd: dir, env }).stdout).toMatch(/^task decide of workflow \w+: wait waiting\nexpression: approved \|\| sla {2}=> {2}false\n/);
+
+    const sent = runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', '--source', '{"by":"cli"}', ...db], { cwd: dir, env });
+    expect(sent.code).toBe(0);
+    const row = JSON.parse(sent.stdout);
+    expect(row).toMatchObject({ key: 'approval', attempt: 1, payload: { ok: false }, source: { by: 'cli' }, idempotency_key: 'k1' });
+    const replay = runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', ...db], { cwd: dir, env });
+    expect(replay.code).toBe(0);
+    expect(JSON.parse(replay.stdout)).toEqual(row);
+    expect(replay.stderr).toContain('replayed');
+    const mismatch = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', '--idempotency-key', 'k1', ...db], { cwd: dir, env });
+    expect(mismatch.code).toBe(1);
+    expect(mismatch.stderr).toMatch(/^signal "approval" with idempotency key "k1" was already emitted \(id \d+\) with a different payload\n$/);
+    const late = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', '--attempt', '2', ...db], { cwd: dir, env });
+    expect(late.code).toBe(1);
+    expect(late.stderr).toMatch(/attempt 2, but the workflow is on attempt 1/);
+    expect(runCli(['signal', id, ...db], { cwd: dir, env }).code).toBe(2);
+    expect(runCli(['signal', id, 'approval', '--payload', '{oops', ...db], { cwd: dir, env }).stderr).toMatch(/^braid: --payload is not valid JSON/);
+    expect(runCli(['diagnose', id, 'nope', ...db], { cwd: dir, env }).code).toBe(1);
+    expect(runCli(['diagnose', id, 'first', ...db], { cwd: dir, env }).stderr).toMatch(/task "first" has no wait/);
+    expect(runCli(['diagnose', id, 'decide', '--signal-scan-limit', '0', ...db], { cwd: dir, env }).code).toBe(2);
+    expect(runCli(['signal', 'no-such-id', 'approval', ...db], { cwd: dir, env }).code).toBe(1);
+
+    const approve = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
+    expect(approve.code).toBe(0);
+    expect(approve.stderr).toContain('resolved the wait of decide');
+    await until(() => statusJson().workflow.state === 'completed', 30_000, 200);
+    const resolved = statusJson().tasks[1].wait;
+    expect(resolved.phase).toBe('resolved');
+    expect(resolved.evidence.terms.map((t: { name: string; value: boolean }) => [t.name, t.value])).toEqual([
+      ['approved', true],
+      ['sla', false],
+    ]);
+    worker.child.kill('SIGTERM');
+    expect(await exited(worker.child)).toBe(0);
+  }, 240_000);
+
   it('usage and connection errors are one line with their exit codes', () => {
     const dir = project();
     expect(runCli(['worker'], { cwd: dir }).code).toBe(2);
@@ -116,3 +183,18 @@ describe(`CLI against a running worker (${backend})`, () => {
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
+
+/** Golden files hold what does not change between runs: ids, times and worker names are replaced. */
+function normalise(value: unknown, workflowId: string): string {
+  const walk = (v: unknown, key?: string): unknown => {
+    if (typeof v === 'string') {
+      if (v === workflowId) return '<workflow-id>';
+      if (key === 'worker_id') return '<worker>';
+      return v.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>');
+    }
+    if (Array.isArray(v)) return v.map((x) => walk(x));
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
+    return v;
+  };
+  return JSON.stringify(walk(value), null, 2) + '\n';
+}

@@ -1,0 +1,30 @@
+import { DiagnosticsError } from './diagnostics.js';
+import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError } from './signals.js';
+
+/**
+ * Errors about what the caller asked for (a signal that conflicts, a key a task does not declare), as opposed
+ * to failures of the runtime: the CLI exits 1 on them and the API answers 4xx.
+ */
+export function isSubjectError(error: unknown): error is Error {
+  return (
+    error instanceof SignalPayloadMismatchError ||
+    error instanceof SignalAttemptMismatchError ||
+    error instanceof UndeclaredSignalKeyError ||
+    error instanceof InvalidSignalError ||
+    error instanceof DiagnosticsError ||
+    error instanceof TaskNotFoundError
+  );
+}
+
+export class TaskNotFoundError extends Error {
+  constructor(workflowId: string, task: string) {
+    super(`workflow ${workflowId} has no task "${task}"`);
+    this.name = 'TaskNotFoundError';
+  }
+}
+
+/** The HTTP status for a subject error: a conflict with what was stored is 409, bad input 400. */
+export function subjectStatus(error: Error): number {
+  if (error instanceof SignalPayloadMismatchError || error instanceof SignalAttemptMismatchError) return 409;
+  return error instanceof TaskNotFoundError ? 404 : 400;
+}
