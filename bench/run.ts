@@ -3,11 +3,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchCompiler } from './compiler.js';
 import { benchRuntime } from './runtime.js';
+import { benchWaits } from './waits.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 const spin = performance.now();
 for (let i = 0, s = 0; i < 1e8; i++) s += i;
 console.log(`braid bench on ${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}`);
 console.log(`machine speed: a 1e8-iteration JS loop takes ${(performance.now() - spin).toFixed(0)} ms here (about 70-100 ms on a current laptop)\n`);
-benchCompiler(repoRoot);
-if (process.env.BENCH_ONLY !== 'compiler') await benchRuntime();
+const only = process.env.BENCH_ONLY;
+if (only === undefined || only === 'compiler') benchCompiler(repoRoot);
+if (only === undefined || only === 'runtime') await benchRuntime();
+if (only === undefined || only === 'waits') await benchWaits();

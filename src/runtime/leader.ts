@@ -6,7 +6,7 @@ import { endAttempt } from './sql/fail.js';
 import { electLeader, resignLeader } from './sql/leader.js';
 import { deleteExpiredWorkflows, forgetDeadWorkers, lostAttempts, promoteDue, type RetentionPolicy } from './sql/maintenance.js';
 import { currentTime, type Clock } from './sql/time.js';
-import { lockWorkflows, notifyQueues } from './sql/advance.js';
+import { lockWorkflows } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { fireTimers, nextTimer, unevaluatedWaits, workflowsWithDueTimers } from './sql/waits.js';
 import { activateWaits, evaluateWaits } from './waits.js';
@@ -105,8 +105,7 @@ export class LeaderService {
               await lockWorkflows(tx, s, [id]);
               const tasks = await fireTimers(tx, s, id, ctx.now);
               if (tasks.length === 0) return false;
-              const pass = await evaluateWaits(tx, ctx, id, { names: tasks });
-              await notifyQueues(tx, schema, pass.queues);
+              await evaluateWaits(tx, ctx, id, { names: tasks });
               return true;
             });
             if (any) fired++;
@@ -173,8 +172,7 @@ export class LeaderService {
       await db.transaction(async (tx) => {
         const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
         await lockWorkflows(tx, s, [id]);
-        const pass = await activateWaits(tx, ctx, id, unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name));
-        await notifyQueues(tx, schema, pass.queues);
+        await activateWaits(tx, ctx, id, unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name));
       });
     }
     let deleted = 0;

@@ -4,7 +4,8 @@
  */
 import type { PlanWait } from '../compiler/plan.js';
 import type { Queryable } from './db/types.js';
-import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
+import type { AdvanceContext } from './sql/advance.js';
+import { loadWaitWorkflow } from './sql/waits.js';
 import { insertSignal, listSignals, signalByIdempotencyKey, type SignalPage } from './sql/signals.js';
 import { evaluateWaits, type WaitEvidence } from './waits.js';
 import { declaredKeys, type SignalRow } from './wait-eval.js';
@@ -97,8 +98,7 @@ export function checkSignal(key: unknown, payload: unknown, options: EmitOptions
  */
 export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult | undefined> {
   checkSignal(key, payload, options);
-  const locked = await lockWorkflows(q, ctx.s, [workflowId]);
-  const w = locked.get(workflowId);
+  const w = await loadWaitWorkflow(q, ctx.s, workflowId, { lock: true });
   if (!w) return undefined;
   const attempt = w.attempt;
   if (options.attempt !== undefined && options.attempt !== attempt) throw new SignalAttemptMismatchError(options.attempt, attempt);
@@ -111,10 +111,9 @@ export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: 
       return { signal, replayed: true, resolved: [] };
     }
   }
-  const signal = await insertSignal(q, ctx.s, { workflowId, key, payload: body, source: options.source, idempotencyKey: options.idempotencyKey ?? null, attempt, now: ctx.now });
+  const { row: signal, previousId } = await insertSignal(q, ctx.s, { workflowId, key, payload: body, source: options.source, idempotencyKey: options.idempotencyKey ?? null, attempt, now: ctx.now });
   if (w.state !== 'running') return { signal, replayed: false, resolved: [] };
-  const pass = await evaluateWaits(q, ctx, workflowId, { key });
-  await notifyQueues(q, ctx.schema, pass.queues);
+  const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
   return { signal, replayed: false, resolved: pass.resolved };
 }
 

@@ -67,9 +67,7 @@ export interface WaitEvidence {
 }
 
 export interface WaitPass {
-  /** Queues that gained available tasks. */
-  queues: Set<string>;
-  /** Tasks whose wait resolved. */
+  /** Tasks whose wait resolved (workers of their queues are notified on commit). */
   resolved: string[];
 }
 
@@ -78,7 +76,7 @@ const PAGE = 10_000;
 export const DEFAULT_SCAN_LIMIT = 10_000;
 export const MAX_SCAN_LIMIT = 100_000;
 
-const empty = (): WaitPass => ({ queues: new Set(), resolved: [] });
+const empty = (): WaitPass => ({ resolved: [] });
 
 /**
  * Waits whose deps were just satisfied become active: their start is recorded (unless the completing
@@ -108,19 +106,35 @@ export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowI
   return evaluateLoaded(q, ctx, w, tasks);
 }
 
-/** Re-evaluates a workflow's active waits: those named (a timer fired), or those that declare `key` (a signal). */
-export async function evaluateWaits(q: Queryable, ctx: AdvanceContext, workflowId: string, filter: { names?: readonly string[]; key?: string }): Promise<WaitPass> {
-  const w = await loadWaitWorkflow(q, ctx.s, workflowId);
+/**
+ * Re-evaluates a workflow's active waits: those named (a timer fired), or those that declare `key` (a signal).
+ * `known` spares reads the caller already made: the workflow row, and the workflow's last signal id.
+ */
+export async function evaluateWaits(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workflowId: string,
+  filter: { names?: readonly string[]; key?: string },
+  known: { workflow?: WaitWorkflow; emitted?: Emitted } = {},
+): Promise<WaitPass> {
+  const w = known.workflow ?? (await loadWaitWorkflow(q, ctx.s, workflowId));
   if (!w || w.state !== 'running') return empty();
   const tasks = await loadWaitingTasks(q, ctx.s, workflowId, filter);
-  return tasks.length === 0 ? empty() : evaluateLoaded(q, ctx, w, tasks);
+  return tasks.length === 0 ? empty() : evaluateLoaded(q, ctx, w, tasks, known.emitted);
 }
 
-async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow, tasks: WaitingTask[]): Promise<WaitPass> {
-  const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT });
+/** A signal just stored under the workflow's lock, and the last id of its key before it. */
+export interface Emitted {
+  row: SignalRow;
+  previousId: string;
+}
+
+async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow, tasks: WaitingTask[], emitted?: Emitted): Promise<WaitPass> {
+  const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, emitted });
   const pass = empty();
   const updates: WaitUpdate[] = [];
-  let boundary: string | undefined;
+  // the emitted row is the workflow's newest: ids are assigned under the lock its emitter holds
+  let boundary = emitted?.row.id;
   const at = ctx.now.toISOString();
   for (const t of tasks) {
     const g = gathered.get(t.name)!;
@@ -137,9 +151,8 @@ async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow
     const state = new Date(t.scheduled_at).getTime() > ctx.now.getTime() ? 'scheduled' : 'available';
     updates.push({ name: t.name, progress, state, evidence: evidenceOf(t, g, outcome, ctx.now, boundary) });
     pass.resolved.push(t.name);
-    if (state === 'available') pass.queues.add(t.queue);
   }
-  await applyWaitUpdates(q, ctx.s, w.id, updates);
+  await applyWaitUpdates(q, ctx, w.id, updates);
   return pass;
 }
 
@@ -162,7 +175,7 @@ export async function gatherInputs(
   ctx: AdvanceContext,
   w: WaitWorkflow,
   tasks: readonly (Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'> & { wait_started_at: Date | null })[],
-  options: { fromScratch: boolean; scanLimit: number },
+  options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted },
 ): Promise<Map<string, Gathered>> {
   const def = await definitionOf(q, ctx, w);
   let scanned = 0;
@@ -182,6 +195,17 @@ export async function gatherInputs(
   }
   for (const [key, from] of cursors) {
     let after = from.toString();
+    const emitted = options.emitted;
+    if (emitted && emitted.row.key === key && from >= BigInt(emitted.previousId)) {
+      // every term of this key has seen all rows before the one just emitted: that row is all that is new
+      const rows = emitted.row.attempt === w.attempt ? [emitted.row] : [];
+      scanned += rows.length;
+      for (const t of tasks) {
+        const progress = signalTerms.get(t.name)!;
+        for (const term of t.wait.terms) if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows);
+      }
+      continue;
+    }
     for (;;) {
       const limit = options.fromScratch ? Math.min(PAGE, options.scanLimit - scanned) : PAGE;
       if (limit <= 0) {
@@ -198,12 +222,8 @@ export async function gatherInputs(
       after = rows[rows.length - 1].id;
     }
   }
-  const timerRows = await loadTimers(
-    q,
-    ctx.s,
-    w.id,
-    tasks.map((t) => t.name),
-  );
+  const timed = tasks.filter((t) => declaredTimers(t.wait).length > 0).map((t) => t.name);
+  const timerRows = timed.length > 0 ? await loadTimers(q, ctx.s, w.id, timed) : [];
   const generic = tasks.filter((t) => t.wait.terms.some((term) => term.kind === 'expr'));
   const depRows = generic.length > 0 ? await loadDepRows(q, ctx.s, w.id, [...new Set(generic.flatMap((t) => t.deps))]) : [];
   const keyRows = new Map<string, SignalRow[]>();

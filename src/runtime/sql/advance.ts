@@ -109,8 +109,7 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
     }
   }
   if (result.waitsReady.length > 0) {
-    const activated = await activateWaits(q, ctx, workflowId, result.waitsReady);
-    for (const queue of activated.queues) result.queues.add(queue);
+    await activateWaits(q, ctx, workflowId, result.waitsReady);
   }
   result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
   return result;

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import { activateWaits } from '../waits.js';
-import { finalizeWorkflows, lockWorkflows, notifyQueues, type AdvanceContext, type WorkflowRow } from './advance.js';
+import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
 import type { FetchedTask } from './fetch.js';
 
@@ -146,9 +146,7 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
 export async function activateCompleted(q: Queryable, ctx: AdvanceContext, activated: ReadonlyMap<string, string[]>, lock: boolean): Promise<void> {
   if (activated.size === 0) return;
   if (lock) await lockWorkflows(q, ctx.s, [...activated.keys()]);
-  const queues = new Set<string>();
-  for (const [workflowId, names] of activated) for (const queue of (await activateWaits(q, ctx, workflowId, names)).queues) queues.add(queue);
-  await notifyQueues(q, ctx.schema, queues);
+  for (const [workflowId, names] of activated) await activateWaits(q, ctx, workflowId, names);
 }
 
 /**

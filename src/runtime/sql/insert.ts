@@ -75,6 +75,6 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
     [w.id, now, JSON.stringify(rows)],
   );
   const roots = plan.tasks.filter((t) => t.wait !== null && t.deps.length === 0).map((t) => t.name);
-  const activated = roots.length > 0 ? await activateWaits(q, ctx, w.id, roots) : undefined;
-  await notifyQueues(q, ctx.schema, [...rows.filter((r) => r.state === 'available').map((r) => r.queue), ...(activated?.queues ?? [])]);
+  if (roots.length > 0) await activateWaits(q, ctx, w.id, roots);
+  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available').map((r) => r.queue));
 }

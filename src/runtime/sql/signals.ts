@@ -3,17 +3,24 @@ import type { SignalRow } from '../wait-eval.js';
 
 const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 
+/**
+ * Stores a signal; also returns the last id of its key before it. The caller holds the workflow's lock, so
+ * this statement's snapshot (taken after the lock) shows every earlier row of the workflow.
+ */
 export async function insertSignal(
   q: Queryable,
   s: string,
   p: { workflowId: string; key: string; payload: unknown; source: unknown; idempotencyKey: string | null; attempt: number; now: Date },
-): Promise<SignalRow> {
-  const { rows } = await q.query<SignalRow>(
-    `INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, source, idempotency_key, created_at)
-     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7) RETURNING ${COLUMNS}`,
+): Promise<{ row: SignalRow; previousId: string }> {
+  const { rows } = await q.query<SignalRow & { previous_id: string | null }>(
+    `WITH previous AS (SELECT max(id)::text AS id FROM ${s}.signals WHERE workflow_id = $1 AND key = $3)
+     INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, source, idempotency_key, created_at)
+     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7) RETURNING ${COLUMNS}, (SELECT id FROM previous) AS previous_id`,
     [p.workflowId, p.attempt, p.key, JSON.stringify(p.payload), p.source === undefined ? null : JSON.stringify(p.source), p.idempotencyKey, p.now],
+    { prepare: true },
   );
-  return rows[0];
+  const { previous_id, ...row } = rows[0];
+  return { row, previousId: previous_id ?? '0' };
 }
 
 /** The row an idempotency key already names, and whether its payload equals this one (as JSON values). */

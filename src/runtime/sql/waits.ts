@@ -1,5 +1,6 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import { channels } from './channels.js';
 import type { SignalRow } from '../wait-eval.js';
 import type { WaitProgressRecord } from '../waits.js';
 
@@ -38,10 +39,12 @@ export interface DepRow {
 
 const SIGNAL_COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 
-export async function loadWaitWorkflow(q: Queryable, s: string, id: string): Promise<WaitWorkflow | undefined> {
+/** The workflow row evaluation reads; `lock` also takes the row lock (the caller's transaction serialises on it). */
+export async function loadWaitWorkflow(q: Queryable, s: string, id: string, options: { lock?: boolean } = {}): Promise<WaitWorkflow | undefined> {
   const { rows } = await q.query<WaitWorkflow>(
-    `SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at FROM ${s}.workflows WHERE id = $1`,
+    `SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at FROM ${s}.workflows WHERE id = $1${options.lock ? ' FOR UPDATE' : ''}`,
     [id],
+    { prepare: true },
   );
   return rows[0];
 }
@@ -63,6 +66,7 @@ export async function loadWaitingTasks(q: Queryable, s: string, workflowId: stri
         AND ($2::text[] IS NULL OR name = ANY($2::text[])) AND ($3::text IS NULL OR $3 = ANY(wait_keys))
       ORDER BY id`,
     [workflowId, filter.names ?? null, filter.key ?? null],
+    { prepare: true },
   );
   return rows;
 }
@@ -87,6 +91,7 @@ export async function signalsAfter(
       WHERE workflow_id = $1 AND key = ANY($2::text[]) AND attempt = $3 AND id > $4::bigint AND ($6::bigint IS NULL OR id <= $6::bigint)
       ORDER BY id LIMIT $5`,
     [p.workflowId, p.keys, p.attempt, p.afterId, p.limit, p.upToId ?? null],
+    { prepare: true },
   );
   return rows;
 }
@@ -129,13 +134,18 @@ export interface WaitUpdate {
   evidence?: unknown;
 }
 
-export async function applyWaitUpdates(q: Queryable, s: string, workflowId: string, updates: readonly WaitUpdate[]): Promise<void> {
+/** Stores each evaluation; tasks that resolved move on, and their queues' workers are notified on commit. */
+export async function applyWaitUpdates(q: Queryable, ctx: { s: string; schema: string }, workflowId: string, updates: readonly WaitUpdate[]): Promise<void> {
   if (updates.length === 0) return;
   await q.query(
-    `UPDATE ${s}.tasks t SET wait_progress = u.progress, wait_evidence = coalesce(u.evidence, t.wait_evidence), state = coalesce(u.state, t.state)
-       FROM jsonb_to_recordset($2::jsonb) AS u(name text, progress jsonb, state text, evidence jsonb)
-      WHERE t.workflow_id = $1 AND t.name = u.name AND t.state = 'pending'`,
-    [workflowId, JSON.stringify(updates.map((u) => ({ name: u.name, progress: u.progress, state: u.state ?? null, evidence: u.evidence ?? null })))],
+    `WITH u AS (
+       UPDATE ${ctx.s}.tasks t SET wait_progress = u.progress, wait_evidence = coalesce(u.evidence, t.wait_evidence), state = coalesce(u.state, t.state)
+         FROM jsonb_to_recordset($2::jsonb) AS u(name text, progress jsonb, state text, evidence jsonb)
+        WHERE t.workflow_id = $1 AND t.name = u.name AND t.state = 'pending'
+        RETURNING t.state, t.queue)
+     SELECT pg_notify($3, queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'available') x`,
+    [workflowId, JSON.stringify(updates.map((u) => ({ name: u.name, progress: u.progress, state: u.state ?? null, evidence: u.evidence ?? null }))), channels(ctx.schema).available],
+    { prepare: true },
   );
 }
 
