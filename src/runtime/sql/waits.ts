@@ -1,5 +1,6 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import type { TaskResult } from '../output.js';
 import { channels } from './channels.js';
 import type { SignalRow } from '../wait-eval.js';
 import type { WaitProgressRecord } from '../waits.js';
@@ -27,13 +28,8 @@ export interface WaitWorkflow {
   attempt_started_at: Date;
 }
 
-export interface DepRow {
-  name: string;
-  template: string;
-  idx: number | null;
-  key: string | null;
-  state: string;
-  output: unknown;
+/** A dep as generic terms read it (and as timer anchors need it). */
+export interface DepRow extends TaskResult {
   finalized_at: Date | null;
 }
 
