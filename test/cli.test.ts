@@ -137,7 +137,11 @@ describe('the README', () => {
     expect(first.stdout).toMatch(/signal manual_review \{"approved":true,"reviewer":"dana"\} -> \w+ \(resolves decide_shipment\)/);
     expect(first.stdout).toMatch(/order_fulfilment \w+: completed\n {2}output: \{"order_id":"ord_1001","tracking":"msg_\w+_notify"\}/);
     expect(first.stdout).toMatch(/expense_approval \w+: completed\n {2}output: \{"decision":\{"decision":"approved","expense_id":"exp_7"\},"expense_id":"exp_7"\}/);
-    expect(first.stdout).toContain('4 of 4 workflow(s) completed.');
+    // child workflows and cross-workflow waits: the research brief starts a group and waits on a quorum of it
+    expect(first.stdout).toMatch(/research_brief \w+: completed\n {2}output: \{"brief":\{"brief_id":42,"sections":3\},"brief_id":42\}/);
+    expect(first.stdout).toMatch(/editorial_review \w+: completed\n {2}output: \{"url":"https:\/\/news\.example\.com\/packets\/1"\}/);
+    expect(first.stdout).not.toContain('skip ');
+    expect(first.stdout).toContain('6 of 6 workflow(s) completed.');
     expect(first.stdout).toMatch(/(\d+) of \1 workflow\(s\) completed\./);
     const second = runCli(['demo'], { cwd: dir, env, timeoutMs: 180_000 });
     expect(second.code).toBe(0);

@@ -32,6 +32,11 @@ export interface TaskContext {
     latest(key: string, options?: TaskScopedOptions): Promise<SignalRow | null>;
     list(options?: TaskScopedOptions & { key?: string; cursorId?: string; limit?: number }): Promise<SignalPage>;
   };
+  /**
+   * The workflows a workflows term of this task's wait awaited, in the order of their ids: each one's state,
+   * and its output once completed.
+   */
+  workflowResults(term: string): Promise<{ id: string; state: string | null; output: unknown }[]>;
   /** Ends the task for good as cancelled (its dependents see a cancelled dep). */
   cancel(reason?: string): never;
   /** Runs the task again after `ms`, without using up an attempt. */

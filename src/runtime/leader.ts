@@ -10,6 +10,7 @@ import { lockWorkflows } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { fireTimers, nextTimer, unevaluatedWaits, workflowsWithDueTimers } from './sql/waits.js';
 import { activateWaits, evaluateWaits } from './waits.js';
+import { applyEffects } from './effects.js';
 
 export interface LeaderOptions {
   id: string;
@@ -47,6 +48,8 @@ export class LeaderService {
   private wakeAt = Infinity;
   private firing?: Promise<number>;
   private fireAgain = false;
+  private applying?: Promise<number>;
+  private applyAgain = false;
 
   constructor(private readonly o: LeaderOptions) {}
 
@@ -58,13 +61,20 @@ export class LeaderService {
     const tick = () => void this.tick();
     this.timers.push(setInterval(tick, Math.min(this.o.electionIntervalMs, this.o.promoteIntervalMs, this.o.timerIntervalMs)));
     for (const t of this.timers) t.unref();
-    this.unlisten = await this.o.db.listen(channels(this.o.schema).timer, (payload) => {
+    const unlistenTimers = await this.o.db.listen(channels(this.o.schema).timer, (payload) => {
       const at = Number(payload);
       if (!this.leading || !Number.isFinite(at)) return;
       void currentTime(this.o.db, this.o.clock)
         .then((now) => this.wakeFor(at, now.getTime()))
         .catch(() => undefined);
     });
+    const unlistenEffects = await this.o.db.listen(channels(this.o.schema).effect, () => {
+      if (this.leading) void this.applyEffects().catch((error: Error) => this.o.log.warn(`leader: effects: ${error.message}`));
+    });
+    this.unlisten = async () => {
+      await unlistenTimers();
+      await unlistenEffects();
+    };
     tick();
   }
 
@@ -142,10 +152,33 @@ export class LeaderService {
     }
   }
 
+  /**
+   * Applies effects that cross workflows (child starts, cancels, finalizations others wait on), each in its
+   * own transaction. Passes never overlap; a request during one runs another after it.
+   */
+  applyEffects(): Promise<number> {
+    if (this.applying) {
+      this.applyAgain = true;
+      return this.applying;
+    }
+    const run = async (): Promise<number> => {
+      const { db, s, schema } = this.o;
+      let applied = 0;
+      do {
+        this.applyAgain = false;
+        applied += await applyEffects(db, async (tx) => ({ s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions }), s);
+      } while (this.applyAgain);
+      return applied;
+    };
+    this.applying = run().finally(() => (this.applying = undefined));
+    return this.applying;
+  }
+
   /** One round of maintenance (tests call this directly instead of waiting). */
-  async runOnce(options: { retention?: boolean } = {}): Promise<{ promoted: number; rescued: number; deleted: number; timers: number }> {
+  async runOnce(options: { retention?: boolean } = {}): Promise<{ promoted: number; rescued: number; deleted: number; timers: number; effects: number }> {
     const { db, s, schema } = this.o;
     const timers = await this.fireDueTimers();
+    const effects = await this.applyEffects();
     let now = await currentTime(db, this.o.clock);
     let promoted = 0;
     for (let n = await promoteDue(db, s, schema, now); n > 0; n = n === 1000 ? await promoteDue(db, s, schema, now) : 0) promoted += n;
@@ -181,7 +214,7 @@ export class LeaderService {
       deleted = await deleteExpiredWorkflows(db, s, this.o.retention, now);
       await forgetDeadWorkers(db, s, new Date(now.getTime() - 24 * 3_600_000));
     }
-    return { promoted, rescued, deleted, timers };
+    return { promoted, rescued, deleted, timers, effects };
   }
 
   async stop(): Promise<void> {
@@ -189,6 +222,7 @@ export class LeaderService {
     clearTimeout(this.wake);
     await this.unlisten?.().catch(() => undefined);
     await this.firing?.catch(() => undefined);
+    await this.applying?.catch(() => undefined);
     while (this.busy) await new Promise((r) => setTimeout(r, 10));
     if (this.leading) await resignLeader(this.o.db, this.o.s, this.o.id).catch(() => undefined);
     this.leading = false;

@@ -184,7 +184,7 @@ export class Runtime {
   }
 
   /** The leader's maintenance, once, now (tests call it instead of waiting; the leader runs it on its timer). */
-  maintenance(): Promise<{ promoted: number; rescued: number; deleted: number; timers: number }> {
+  maintenance(): Promise<{ promoted: number; rescued: number; deleted: number; timers: number; effects: number }> {
     return (this.leader ?? this.leaderService()).runOnce({ retention: true });
   }
 

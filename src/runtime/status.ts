@@ -45,6 +45,8 @@ function termText(t: TermValue): string {
       return `${t.name} ${t.matched}/${t.required} signal${t.required === 1 ? '' : 's'}${error}`;
     case 'timer':
       return `${t.name} ${t.fired ? 'fired' : t.fire_at ? `fires at ${t.fire_at}` : 'not scheduled'}`;
+    case 'workflows':
+      return `${t.name} waiting on workflows ${(t.ids ?? []).join(', ') || '(none)'}: ${t.completed}/${t.required} completed${t.failed ? `, ${t.failed} failed` : ''}${t.outcome === 'failed' ? ' (failed)' : ''}${error}`;
     default:
       return t.error ? `${t.name} error: ${t.error}` : `${t.name} ${t.value}`;
   }

@@ -38,6 +38,12 @@ export interface TermValue {
   signal_ids?: string[];
   fire_at?: string | null;
   fired?: boolean;
+  /** workflows terms: the awaited ids, how many completed and failed, and the decided outcome. */
+  outcome?: WorkflowsOutcome;
+  ids?: string[];
+  completed?: number;
+  failed?: number;
+  on_failure?: 'cancel' | 'continue';
 }
 
 export interface WaitOutcome {
@@ -64,6 +70,55 @@ export interface WaitInputs {
   timers: Record<string, Date | null>;
   /** Present when the wait has generic terms. */
   generic?: GenericContext;
+  /** Each workflows term's awaited workflows (ids resolved when the wait became active) and what was decided. */
+  workflowTerms?: Record<string, WorkflowsTermInput>;
+}
+
+export interface AwaitedWorkflow {
+  id: string;
+  /** null: no such workflow yet (a child not started yet, or an id that never existed). */
+  state: string | null;
+  output: unknown;
+}
+
+export interface WorkflowsTermInput {
+  ids: string[];
+  awaited: AwaitedWorkflow[];
+  /** Recorded once decided; never changes afterwards. */
+  decided?: 'satisfied' | 'failed';
+  /** Why the ids could not be resolved. */
+  error?: string;
+}
+
+export type WorkflowsOutcome = 'satisfied' | 'failed' | 'undecided';
+
+/**
+ * Success-oriented outcome of waiting on workflows. all: satisfied when every one completed, failed when any
+ * failed or was cancelled. any: satisfied at the first completion, failed only when all are final and none
+ * completed. quorum N: satisfied at N completions, failed when those still running can no longer reach N.
+ */
+export function workflowsOutcome(mode: 'all' | 'any' | 'quorum', quorum: number | undefined, states: readonly (string | null)[]): WorkflowsOutcome {
+  const completed = states.filter((s) => s === 'completed').length;
+  const failed = states.filter((s) => s === 'failed' || s === 'cancelled').length;
+  const open = states.length - completed - failed;
+  switch (mode) {
+    case 'all':
+      if (failed > 0) return 'failed';
+      return completed === states.length ? 'satisfied' : 'undecided';
+    case 'any':
+      if (completed > 0) return 'satisfied';
+      return open === 0 ? 'failed' : 'undecided';
+    case 'quorum': {
+      const n = quorum ?? 1;
+      if (completed >= n) return 'satisfied';
+      return completed + open < n ? 'failed' : 'undecided';
+    }
+  }
+}
+
+/** How many completions a workflows term needs. */
+export function workflowsRequired(mode: 'all' | 'any' | 'quorum', quorum: number | undefined, count: number): number {
+  return mode === 'all' ? count : mode === 'any' ? 1 : (quorum ?? 1);
 }
 
 export const EMPTY_PROGRESS: SignalTermProgress = { cursor: '0', matched: [] };
@@ -168,8 +223,24 @@ function evaluateTerm(term: PlanTerm, inputs: WaitInputs): TermValue {
         return { ...base, value: false, error: celMessage(e) };
       }
     }
-    case 'workflows':
-      return { ...base, value: false, error: 'waiting on other workflows is not supported by this runtime version yet' };
+    case 'workflows': {
+      const input = inputs.workflowTerms?.[term.name];
+      if (!input) return { ...base, value: false, error: 'the awaited workflows are not known yet' };
+      const { mode, quorum } = term.workflows;
+      const states = input.ids.map((id) => input.awaited.find((a) => a.id === id)?.state ?? null);
+      const outcome = input.decided ?? (input.error ? 'undecided' : workflowsOutcome(mode, quorum, states));
+      return {
+        ...base,
+        value: outcome === 'satisfied',
+        outcome,
+        ids: input.ids,
+        completed: states.filter((s) => s === 'completed').length,
+        failed: states.filter((s) => s === 'failed' || s === 'cancelled').length,
+        required: workflowsRequired(mode, quorum, input.ids.length),
+        on_failure: term.workflows.on_failure,
+        ...(input.error ? { error: input.error } : {}),
+      };
+    }
   }
 }
 

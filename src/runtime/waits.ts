@@ -8,7 +8,8 @@ import { inputsType, toCelValue } from '../compiler/cel/types.js';
 import type { NormalizedDefinition } from '../compiler/normalize.js';
 import type { Queryable } from './db/types.js';
 import { tasksContext } from './output.js';
-import type { AdvanceContext } from './sql/advance.js';
+import { settle, type AdvanceContext } from './sql/advance.js';
+import { renderTemplates } from '../compiler/cel/evaluate.js';
 import { channels } from './sql/channels.js';
 import {
   applyWaitUpdates,
@@ -20,6 +21,9 @@ import {
   markWaitsStarted,
   maxSignalId,
   signalsAfter,
+  forgetWaiters,
+  loadAwaited,
+  registerWaiters,
   type DepRow,
   type WaitingTask,
   type WaitUpdate,
@@ -39,11 +43,15 @@ import {
   type TermValue,
   type WaitInputs,
   type WaitOutcome,
+  type AwaitedWorkflow,
+  type WorkflowsTermInput,
 } from './wait-eval.js';
 
 /** What evaluation keeps between runs (tasks.wait_progress). */
 export interface WaitProgressRecord {
   signal_terms: Record<string, SignalTermProgress>;
+  /** Each workflows term's ids (resolved when the wait became active) and, once decided, its outcome for good. */
+  workflow_terms?: Record<string, { ids: string[]; decided?: 'satisfied' | 'failed'; error?: string }>;
   last: { at: string; result: boolean; error?: string; terms: TermValue[]; truncated?: boolean };
 }
 
@@ -59,6 +67,8 @@ export interface WaitEvidence {
     signals: Record<string, string[]>;
     timers: Record<string, { fire_at: string | null; fired: boolean }>;
     deps: Record<string, unknown>;
+    /** Awaited workflows per workflows term: their states (and outputs, once completed). */
+    workflows: Record<string, AwaitedWorkflow[]>;
   };
   /** Every signal id the evaluation used. */
   signal_ids: string[];
@@ -69,6 +79,8 @@ export interface WaitEvidence {
 export interface WaitPass {
   /** Tasks whose wait resolved (workers of their queues are notified on commit). */
   resolved: string[];
+  /** Tasks cancelled because a workflows term with on_failure: cancel failed. */
+  cancelled: string[];
 }
 
 /** Signal rows read per query; generic terms see at most the scan limit of each declared key. */
@@ -76,7 +88,7 @@ const PAGE = 10_000;
 export const DEFAULT_SCAN_LIMIT = 10_000;
 export const MAX_SCAN_LIMIT = 100_000;
 
-const empty = (): WaitPass => ({ resolved: [] });
+const empty = (): WaitPass => ({ resolved: [], cancelled: [] });
 
 /**
  * Waits whose deps were just satisfied become active: their start is recorded (unless the completing
@@ -130,21 +142,32 @@ export interface Emitted {
 }
 
 async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow, tasks: WaitingTask[], emitted?: Emitted): Promise<WaitPass> {
-  const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, emitted });
+  const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, emitted, register: true });
   const pass = empty();
   const updates: WaitUpdate[] = [];
+  const failures: { name: string; message: string }[] = [];
   // the emitted row is the workflow's newest: ids are assigned under the lock its emitter holds
   let boundary = emitted?.row.id;
   const at = ctx.now.toISOString();
   for (const t of tasks) {
     const g = gathered.get(t.name)!;
     const outcome = evaluateWait(t.wait, g.inputs);
+    const workflowTerms = Object.fromEntries(
+      Object.entries(g.inputs.workflowTerms ?? {}).map(([name, input]) => {
+        const decided = outcomeOf(outcome, name);
+        return [name, { ids: input.ids, ...(decided ? { decided } : {}), ...(input.error ? { error: input.error } : {}) }];
+      }),
+    );
     const progress: WaitProgressRecord = {
       signal_terms: g.inputs.signalTerms,
+      ...(Object.keys(workflowTerms).length > 0 ? { workflow_terms: workflowTerms } : {}),
       last: { at, result: outcome.result, ...(outcome.error ? { error: outcome.error } : {}), terms: outcome.terms, ...(g.truncated ? { truncated: true } : {}) },
     };
     if (!outcome.result) {
       updates.push({ name: t.name, progress });
+      // a failed workflows term with on_failure: cancel fails the task, as a failed dep would
+      const failedTerm = outcome.terms.find((term) => term.kind === 'workflows' && term.outcome === 'failed' && term.on_failure === 'cancel');
+      if (failedTerm) failures.push({ name: t.name, message: `waited-on workflows failed: term "${failedTerm.name}" (${failedTerm.completed} of ${failedTerm.required} needed completed)` });
       continue;
     }
     boundary ??= await maxSignalId(q, ctx.s, w.id);
@@ -153,7 +176,26 @@ async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow
     pass.resolved.push(t.name);
   }
   await applyWaitUpdates(q, ctx, w.id, updates);
+  if (failures.length > 0) {
+    const { rows } = await q.query<{ name: string; dependents: string[] }>(
+      `UPDATE ${ctx.s}.tasks t SET state = 'cancelled', finalized_at = $2, errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', 'dependency', 'message', f.message))
+         FROM jsonb_to_recordset($3::jsonb) AS f(name text, message text)
+        WHERE t.workflow_id = $1 AND t.name = f.name AND t.state = 'pending'
+        RETURNING t.name, t.dependents`,
+      [w.id, ctx.now, JSON.stringify(failures)],
+    );
+    pass.cancelled = rows.map((r) => r.name);
+    await settle(q, ctx, w.id, rows.map((r) => ({ name: r.name, state: 'cancelled' as const, dependents: r.dependents })));
+  }
+  const done = [...pass.resolved, ...pass.cancelled].filter((name) => tasks.find((t) => t.name === name)?.wait.terms.some((term) => term.kind === 'workflows'));
+  if (done.length > 0) await forgetWaiters(q, ctx.s, w.id, done);
   return pass;
+}
+
+/** A workflows term's outcome once decided (satisfied or failed); undefined while it is not. */
+function outcomeOf(outcome: WaitOutcome, term: string): 'satisfied' | 'failed' | undefined {
+  const t = outcome.terms.find((x) => x.name === term);
+  return t?.outcome === 'satisfied' || t?.outcome === 'failed' ? t.outcome : undefined;
 }
 
 export interface Gathered {
@@ -175,7 +217,7 @@ export async function gatherInputs(
   ctx: AdvanceContext,
   w: WaitWorkflow,
   tasks: readonly (Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'> & { wait_started_at: Date | null })[],
-  options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted },
+  options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted; register?: boolean },
 ): Promise<Map<string, Gathered>> {
   const def = await definitionOf(q, ctx, w);
   let scanned = 0;
@@ -225,7 +267,9 @@ export async function gatherInputs(
   const timed = tasks.filter((t) => declaredTimers(t.wait).length > 0).map((t) => t.name);
   const timerRows = timed.length > 0 ? await loadTimers(q, ctx.s, w.id, timed) : [];
   const generic = tasks.filter((t) => t.wait.terms.some((term) => term.kind === 'expr'));
-  const depRows = generic.length > 0 ? await loadDepRows(q, ctx.s, w.id, [...new Set(generic.flatMap((t) => t.deps))]) : [];
+  const awaiting = tasks.filter((t) => t.wait.terms.some((term) => term.kind === 'workflows'));
+  const readingDeps = [...new Set([...generic, ...awaiting])];
+  const depRows = readingDeps.length > 0 ? await loadDepRows(q, ctx.s, w.id, [...new Set(readingDeps.flatMap((t) => t.deps))]) : [];
   const keyRows = new Map<string, SignalRow[]>();
   for (const key of new Set(generic.flatMap((t) => declaredKeys(t.wait)))) {
     const limit = Math.max(0, options.scanLimit - (options.fromScratch ? scanned : 0));
@@ -241,6 +285,7 @@ export async function gatherInputs(
     inputs: toCelValue(w.inputs, inputsType(def?.inputs)),
     created_at: new Date(w.created_at),
   };
+  const workflowTerms = await gatherWorkflowTerms(q, ctx, w, def, awaiting, depRows, options.register === true && !options.fromScratch);
   const out = new Map<string, Gathered>();
   for (const t of tasks) {
     const timers: Record<string, Date | null> = {};
@@ -250,7 +295,7 @@ export async function gatherInputs(
         ? new Date(row.fire_at)
         : timerFireAt(timer, { attemptStartedAt: new Date(w.attempt_started_at), waitStartedAt: t.wait_started_at && new Date(t.wait_started_at), depFinalizedAt: () => null });
     }
-    const inputs: WaitInputs = { now: ctx.now, signalTerms: signalTerms.get(t.name)!, timers };
+    const inputs: WaitInputs = { now: ctx.now, signalTerms: signalTerms.get(t.name)!, timers, ...(workflowTerms.has(t.name) ? { workflowTerms: workflowTerms.get(t.name) } : {}) };
     const genericSignals: Record<string, SignalRow[]> = {};
     let depOutputs: Record<string, unknown> = {};
     if (generic.includes(t)) {
@@ -262,7 +307,7 @@ export async function gatherInputs(
         signals: Object.fromEntries(Object.entries(genericSignals).map(([k, rows]) => [k, rows.map(signalCel)])),
         timers: timersCel(timers, ctx.now),
         workflow,
-        workflows: {},
+        workflows: Object.fromEntries(Object.entries(inputs.workflowTerms ?? {}).map(([name, input]) => [name, workflowsCel(input)])),
       };
     }
     out.set(t.name, { inputs, genericSignals, depOutputs, truncated, signalsScanned: scanned });
@@ -284,9 +329,92 @@ function evidenceOf(t: WaitingTask, g: Gathered, outcome: WaitOutcome, now: Date
       signals,
       timers: Object.fromEntries(Object.entries(g.inputs.timers).map(([name, at]) => [name, { fire_at: at && at.toISOString(), fired: at !== null && at.getTime() <= now.getTime() }])),
       deps: g.depOutputs,
+      workflows: Object.fromEntries(Object.entries(g.inputs.workflowTerms ?? {}).map(([name, input]) => [name, input.awaited])),
     },
     signal_ids: [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1)),
     boundary,
+  };
+}
+
+/**
+ * Resolves each workflows term's ids — stored ones, or, when the wait has just become active, from the `ids`
+ * template (over inputs, workflow and direct deps) or the group's start task output — and reads the awaited
+ * workflows. `register` (evaluation, not diagnostics): newly resolved ids get a waiter row and their workflow
+ * rows are marked under their locks first, so a finalization either is seen here or leaves an effect.
+ */
+async function gatherWorkflowTerms(
+  q: Queryable,
+  ctx: AdvanceContext,
+  w: WaitWorkflow,
+  def: NormalizedDefinition | undefined,
+  tasks: readonly (Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'>)[],
+  depRows: readonly DepRow[],
+  register: boolean,
+): Promise<Map<string, Record<string, WorkflowsTermInput>>> {
+  const out = new Map<string, Record<string, WorkflowsTermInput>>();
+  if (tasks.length === 0) return out;
+  const fresh: { task: string; id: string }[] = [];
+  for (const t of tasks) {
+    const terms: Record<string, WorkflowsTermInput> = {};
+    for (const term of t.wait.terms) {
+      if (term.kind !== 'workflows') continue;
+      const prior = t.wait_progress?.workflow_terms?.[term.name];
+      if (prior) {
+        terms[term.name] = { ids: prior.ids, awaited: [], ...(prior.decided ? { decided: prior.decided } : {}), ...(prior.error ? { error: prior.error } : {}) };
+        continue;
+      }
+      const resolved = resolveIds(term.workflows, t, w, def, depRows);
+      terms[term.name] = { ids: resolved.ids, awaited: [], ...(resolved.error ? { error: resolved.error } : {}) };
+      for (const id of resolved.ids) fresh.push({ task: t.name, id });
+    }
+    out.set(t.name, terms);
+  }
+  if (register && fresh.length > 0) await registerWaiters(q, ctx.s, w.id, fresh);
+  const ids = [...new Set([...out.values()].flatMap((terms) => Object.values(terms).flatMap((x) => x.ids)))];
+  const awaited = await loadAwaited(q, ctx.s, ids);
+  for (const terms of out.values()) for (const input of Object.values(terms)) input.awaited = input.ids.map((id) => awaited.get(id) ?? { id, state: null, output: null });
+  return out;
+}
+
+function resolveIds(
+  spec: Extract<WaitingTask['wait']['terms'][number], { kind: 'workflows' }>['workflows'],
+  t: Pick<WaitingTask, 'template' | 'deps'>,
+  w: WaitWorkflow,
+  def: NormalizedDefinition | undefined,
+  depRows: readonly DepRow[],
+): { ids: string[]; error?: string } {
+  const mine = depRows.filter((r) => t.deps.includes(r.name));
+  let value: unknown;
+  if (spec.group !== undefined) {
+    const starter = def?.tasks.find((x) => x.start?.group === spec.group);
+    const row = starter && mine.find((r) => r.name === starter.name);
+    if (!row) return { ids: [], error: `group "${spec.group}": its start task is not a direct dep here` };
+    value = (row.output as { workflow_ids?: unknown } | null)?.workflow_ids;
+  } else if (typeof spec.ids === 'string') {
+    try {
+      value = renderTemplates(spec.ids, {
+        inputs: toCelValue(w.inputs, inputsType(def?.inputs)),
+        workflow: { id: w.id, name: w.name, created_at: new Date(w.created_at) },
+        deps: tasksContext(mine, expandedDeps(def, t.template)),
+      });
+    } catch (error) {
+      return { ids: [], error: `ids: ${(error as Error).message}` };
+    }
+  } else {
+    value = spec.ids ?? [];
+  }
+  if (!Array.isArray(value) || !value.every((id) => typeof id === 'string' && id.length > 0 && id.length <= 200)) {
+    return { ids: [], error: 'the awaited workflow ids are not a list of ids (strings)' };
+  }
+  return { ids: [...new Set(value as string[])] };
+}
+
+/** The CEL form of a workflows term for generic terms: ids in order, states and completed outputs by id. */
+function workflowsCel(input: WorkflowsTermInput): Record<string, unknown> {
+  return {
+    ids: input.ids,
+    states: Object.fromEntries(input.awaited.map((a) => [a.id, a.state ?? 'unknown'])),
+    outputs: Object.fromEntries(input.awaited.filter((a) => a.state === 'completed').map((a) => [a.id, a.output])),
   };
 }
 
@@ -316,3 +444,12 @@ function finalizedAt(rows: readonly DepRow[], task: Pick<WaitingTask, 'deps'>, d
   return last === null ? null : new Date(last);
 }
 
+
+/** The workflows a task's workflows term awaited, in the order of their ids, with states and completed outputs. */
+export async function workflowResults(q: Queryable, s: string, workflowId: string, task: string, term: string): Promise<{ id: string; state: string | null; output: unknown }[]> {
+  const { rows } = await q.query<{ wait_progress: WaitProgressRecord | null }>(`SELECT wait_progress FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [workflowId, task]);
+  const ids = rows[0]?.wait_progress?.workflow_terms?.[term]?.ids;
+  if (!ids) throw new Error(`task "${task}" has no workflows term "${term}" with resolved ids`);
+  const awaited = await loadAwaited(q, s, ids);
+  return ids.map((id) => ({ id, state: awaited.get(id)?.state ?? null, output: awaited.get(id)?.output ?? null }));
+}

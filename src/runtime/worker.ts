@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
 import type { Database, Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
-import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handlers, type TaskContext } from './handlers.js';
+import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type Handlers, type TaskContext } from './handlers.js';
+import { START_KIND } from '../compiler/normalize.js';
+import { runStartTask } from './start.js';
 import { channels } from './sql/channels.js';
 import { activateCompleted, completeTasks, finalizePending, type Completion } from './sql/complete.js';
 import { endAttempt, releaseTasks, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
@@ -11,6 +13,7 @@ import { currentTime, type Clock } from './sql/time.js';
 import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
 import { loadTasksByName, type TaskRecord } from './sql/workflows.js';
 import { listTaskSignals } from './signals.js';
+import { workflowResults } from './waits.js';
 import type { Logger } from './log.js';
 
 export interface WorkerOptions {
@@ -68,8 +71,9 @@ export class Worker {
     for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true, buffer: [] });
   }
 
+  /** The kinds this worker runs: its handlers', and the built-in start handler's. */
   get kinds(): string[] {
-    return Object.keys(this.o.handlers).sort();
+    return [...Object.keys(this.o.handlers), START_KIND].sort();
   }
 
   async start(): Promise<void> {
@@ -190,7 +194,7 @@ export class Worker {
     const tx = new AttemptTransaction(this.o, ref);
     let timer: NodeJS.Timeout | undefined;
     try {
-      const handler = this.o.handlers[task.kind];
+      const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : this.o.handlers[task.kind];
       const ctx = this.context(task, deps, abort.signal, tx);
       const timeout = new Promise<never>((_, reject) => {
         if (task.timeout_ms !== null) {
@@ -239,6 +243,7 @@ export class Worker {
       deps,
       loadDeps: (options = {}) => loadDeps(db, s, task.workflow_id, task.deps, options.recursive ?? false),
       transaction: (fn) => tx.open(fn),
+      workflowResults: (term) => workflowResults(db, s, task.workflow_id, task.name, term),
       signals: {
         latest: async (key, options = {}) => (await listTaskSignals(db, s, task.workflow_id, task.name, { ...options, key, limit: 1, newestFirst: true }))?.signals[0] ?? null,
         list: async (options = {}) => (await listTaskSignals(db, s, task.workflow_id, task.name, options)) ?? { signals: [], next_cursor_id: null, has_more: false },
@@ -264,6 +269,11 @@ export class Worker {
     } catch (error) {
       this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${(error as Error).message}`);
     }
+  }
+
+  private startChildren(task: FetchedTask, ctx: TaskContext): Promise<unknown> {
+    const { db, s, schema, definitions, clock } = this.o;
+    return runStartTask({ db, s, schema, definitions, now: () => currentTime(db, clock) }, task, ctx);
   }
 
   private advanceContext(now: Date): AdvanceContext {

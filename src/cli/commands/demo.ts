@@ -11,19 +11,22 @@ import { openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid demo [--definitions DIR] [--handlers MODULE] [--signals FILE] [--database URL]';
+export const usage = 'braid demo [--definitions DIR] [--handlers MODULE] [--script FILE] [--database URL]';
 
 export const help = `Braid's main job on the example definitions: migrate the database (the embedded one in .braid/
 unless DATABASE_URL is set), register the definitions, start each example workflow with the first example
-of its inputs schema, emit the signals its waits need (from the signals file) when they start waiting, run
-them to the end on the example handlers, and print their outputs.
+of its inputs schema, emit the signals its waits need when they start waiting, run them to the end on the
+example handlers, and print their outputs.
 
 Usage: ${usage}
 
   --definitions DIR   the definitions folder (default: ./definitions when it exists, else braid's examples)
   --handlers MODULE   the handlers module (default: braid's example handlers)
-  --signals FILE      signals to emit, by workflow: { "NAME": [{ "when_waiting": TASK, "key": K, "payload": {...} }] }
-                      (default: braid's examples/signals.json with braid's example definitions)
+  --script FILE       per workflow: signals to emit and inputs to use (default: braid's examples/demo.json
+                      with braid's example definitions):
+                      { "NAME": { "signals": [{ "when_waiting": TASK, "key": K, "payload": {...} }],
+                                  "inputs": { "field": { "$started": "OTHER" } } } }
+                      where { "$started": "OTHER" } stands for the ids of the OTHER workflows the demo started
   --database URL      Postgres instead of the embedded database
   --timeout SECS      how long to wait for the workflows (default: 120)
 `;
@@ -35,23 +38,34 @@ interface ScriptedSignal {
   source?: unknown;
 }
 
-/** Why the demo cannot drive a definition to its end, if it cannot: child workflows and cross-workflow waits come later; signals need a script. */
-function unrunnable(def: NormalizedDefinition, script: readonly ScriptedSignal[]): string | undefined {
-  if (def.tasks.some((t) => t.start !== undefined || t.wait?.terms.some((term) => term.kind === 'workflows'))) {
-    return 'it starts or waits on other workflows, which this release does not run yet';
-  }
+interface Script {
+  signals?: ScriptedSignal[];
+  inputs?: Record<string, unknown>;
+}
+
+/** Why the demo cannot drive a definition to its end, if it cannot: a signal no script emits. */
+function unrunnable(def: NormalizedDefinition, script: Script): string | undefined {
   for (const t of def.tasks) {
     for (const term of t.wait?.terms ?? []) {
-      if (term.kind === 'signal' && !script.some((s) => s.when_waiting === t.name && s.key === term.signal)) {
-        return `task ${t.name} waits on signal "${term.signal}", which the signals file does not emit`;
+      if (term.kind === 'signal' && !(script.signals ?? []).some((s) => s.when_waiting === t.name && s.key === term.signal)) {
+        return `task ${t.name} waits on signal "${term.signal}", which the demo script does not emit`;
       }
     }
   }
   return undefined;
 }
 
+/** The workflows a script's inputs name with { "$started": NAME }: they start first. */
+function startedNames(script: Script): string[] {
+  return Object.values(script.inputs ?? {}).flatMap((v) => (isStarted(v) ? [v.$started] : []));
+}
+
+function isStarted(v: unknown): v is { $started: string } {
+  return typeof v === 'object' && v !== null && typeof (v as { $started?: unknown }).$started === 'string';
+}
+
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'handlers', 'signals', 'database', 'timeout'], usage);
+  const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'handlers', 'script', 'database', 'timeout'], usage);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length > 0) throw new UsageError(`demo takes no arguments (usage: ${usage})`);
   const dir = values.definitions !== undefined ? resolve(io.cwd, values.definitions) : defaultFolder(io);
@@ -62,8 +76,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const handlers = await loadHandlers(handlersPath).catch((error: Error) => {
     throw new UsageError(`cannot load handlers: ${error.message.split('\n')[0]}`);
   });
-  const signalsPath = values.signals !== undefined ? resolve(io.cwd, values.signals) : dir === join(packageRoot, 'definitions') ? join(packageRoot, 'examples', 'signals.json') : undefined;
-  const scripts = signalsPath === undefined ? {} : readScript(signalsPath);
+  const scriptPath = values.script !== undefined ? resolve(io.cwd, values.script) : dir === join(packageRoot, 'definitions') ? join(packageRoot, 'examples', 'demo.json') : undefined;
+  const scripts = scriptPath === undefined ? {} : readScript(scriptPath);
 
   const db = await openDatabase(io, { url: values.database });
   const quietLog: Logger = {
@@ -81,17 +95,22 @@ export async function run(argv: string[], io: Io): Promise<number> {
     await rt.startWorker();
     const started: { name: string; id: string }[] = [];
     const pending: { id: string; signal: ScriptedSignal; n: number }[] = [];
-    for (const def of validation.definitions) {
-      const script = scripts[def.name] ?? [];
+    // workflows whose inputs name others start after those
+    const defs = [...validation.definitions].sort((a, b) => Number(startedNames(scripts[a.name] ?? {}).length > 0) - Number(startedNames(scripts[b.name] ?? {}).length > 0));
+    for (const def of defs) {
+      const script = scripts[def.name] ?? {};
       const why = unrunnable(def.normalized, script);
       if (why) {
         io.stdout(`skip  ${def.name}: ${why}\n`);
         continue;
       }
       const examples = (def.normalized.inputs as { examples?: unknown[] } | undefined)?.examples;
-      const id = await rt.start(def.name, examples?.[0] ?? {});
+      const scripted = Object.fromEntries(Object.entries(script.inputs ?? {}).map(([k, v]) => [k, isStarted(v) ? started.filter((s) => s.name === v.$started).map((s) => s.id) : v]));
+      const base = examples?.[0];
+      const inputs = typeof base === 'object' && base !== null && !Array.isArray(base) ? { ...base, ...scripted } : Object.keys(scripted).length > 0 ? scripted : (base ?? {});
+      const id = await rt.start(def.name, inputs);
       started.push({ name: def.name, id });
-      script.forEach((signal, n) => pending.push({ id, signal, n }));
+      (script.signals ?? []).forEach((signal, n) => pending.push({ id, signal, n }));
       io.stdout(`start ${def.name} ${id}\n`);
     }
     let failed = 0;
@@ -121,22 +140,27 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
 }
 
-function readScript(path: string): Record<string, ScriptedSignal[]> {
+function readScript(path: string): Record<string, Script> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new UsageError(`cannot read the signals file ${path}: ${(error as Error).message.split('\n')[0]}`);
+    throw new UsageError(`cannot read the demo script ${path}: ${(error as Error).message.split('\n')[0]}`);
   }
+  const isSignal = (s: unknown) => typeof s === 'object' && s !== null && typeof (s as ScriptedSignal).when_waiting === 'string' && typeof (s as ScriptedSignal).key === 'string';
   const ok =
     typeof parsed === 'object' &&
     parsed !== null &&
     !Array.isArray(parsed) &&
     Object.values(parsed).every(
-      (list) => Array.isArray(list) && list.every((s) => typeof s === 'object' && s !== null && typeof (s as ScriptedSignal).when_waiting === 'string' && typeof (s as ScriptedSignal).key === 'string'),
+      (entry: unknown) =>
+        typeof entry === 'object' &&
+        entry !== null &&
+        (((entry as Script).signals === undefined || (Array.isArray((entry as Script).signals) && (entry as Script).signals!.every(isSignal))) &&
+          ((entry as Script).inputs === undefined || (typeof (entry as Script).inputs === 'object' && !Array.isArray((entry as Script).inputs)))),
     );
-  if (!ok) throw new UsageError(`the signals file ${path} must map workflow names to lists of { "when_waiting": TASK, "key": KEY, "payload": ... }`);
-  return parsed as Record<string, ScriptedSignal[]>;
+  if (!ok) throw new UsageError(`the demo script ${path} must map workflow names to { "signals": [{ "when_waiting": TASK, "key": KEY, "payload": ... }], "inputs": {...} }`);
+  return parsed as Record<string, Script>;
 }
 
 function defaultFolder(io: Io): string {

@@ -175,11 +175,18 @@ export async function finalizeWorkflows(q: Queryable, ctx: AdvanceContext, workf
     ended.push({ id: w.id, state, output: output.output, output_error: output.error ?? null });
   }
   if (ended.length === 0) return new Map();
+  // workflows that others wait on leave a `finalized` effect, applied to each waiter in its own transaction
   await q.query(
-    `UPDATE ${ctx.s}.workflows w SET state = e.state, output = e.output, output_error = e.output_error, finalized_at = $2
-       FROM jsonb_to_recordset($1::jsonb) AS e(id text, state text, output jsonb, output_error text)
-      WHERE w.id = e.id`,
-    [JSON.stringify(ended), ctx.now],
+    `WITH f AS (
+       UPDATE ${ctx.s}.workflows w SET state = e.state, output = e.output, output_error = e.output_error, finalized_at = $2
+         FROM jsonb_to_recordset($1::jsonb) AS e(id text, state text, output jsonb, output_error text)
+        WHERE w.id = e.id
+        RETURNING w.id, w.has_waiters
+     ), effects AS (
+       INSERT INTO ${ctx.s}.effects (workflow_id, kind, created_at) SELECT id, 'finalized', $2 FROM f WHERE has_waiters RETURNING workflow_id
+     )
+     SELECT pg_notify($3, workflow_id) FROM effects`,
+    [JSON.stringify(ended), ctx.now, channels(ctx.schema).effect],
   );
   await q.query(`SELECT pg_notify($1, e) FROM unnest($2::text[]) AS e`, [channels(ctx.schema).workflow, ended.map((e) => `${e.id} ${e.state}`)]);
   return new Map(ended.map((e) => [e.id, e.state]));

@@ -99,7 +99,11 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
               finalized_at = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' THEN $2 ELSE w.finalized_at END
          FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
         WHERE w.id = c.workflow_id
-        RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template
+        RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template, w.has_waiters
+     ), effects AS (
+       INSERT INTO ${s}.effects (workflow_id, kind, created_at)
+       SELECT c.id, 'finalized', $2 FROM counted c WHERE c.tasks_open = 0 AND c.state <> 'running' AND c.has_waiters
+       RETURNING workflow_id
      ), woken AS (
        SELECT pg_notify($4, x.queue) FROM (SELECT DISTINCT queue FROM advanced WHERE state = 'available') x
      ), ended AS (
@@ -113,7 +117,7 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
                  FROM advanced c WHERE c.claimed) a) AS claimed,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
             (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated,
-            (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) AS notified`,
+            (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) + (SELECT count(pg_notify($9, workflow_id)) FROM effects) AS notified`,
     [
       JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null }))),
       ctx.now,
@@ -123,6 +127,7 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
       JSON.stringify(slots),
       claim?.kinds ?? [],
       claim?.workerId ?? null,
+      ch.effect,
     ],
     { prepare: true },
   );

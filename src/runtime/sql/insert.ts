@@ -5,6 +5,7 @@ import { declaredKeys } from '../wait-eval.js';
 import { activateWaits } from '../waits.js';
 import type { AdvanceContext } from './advance.js';
 import { notifyQueues } from './advance.js';
+import { awaitLockKey } from './waits.js';
 
 export interface InsertExtras {
   parentId?: string | null;
@@ -53,14 +54,22 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
       description: t.description,
     };
   });
+  // the id's advisory lock orders this insert with a wait registering on it (see registerWaiters)
   await q.query(
-    `INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $9)`,
+    `WITH l AS (SELECT pg_advisory_xact_lock(${awaitLockKey('$1::text')}))
+     INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at)
+     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $9 FROM l`,
     [w.id, w.name, w.definition.hash, JSON.stringify(w.inputs), w.output === null ? null : JSON.stringify(w.output), plan.tasks.length, extras.parentId ?? null, extras.group ?? null, created],
   );
-  if (rows.length === 0) return;
+  // a later statement, so its snapshot shows waits registered before this insert took the lock
+  const marked = `UPDATE ${s}.workflows SET has_waiters = true WHERE id = $1::text AND EXISTS (SELECT 1 FROM ${s}.workflow_waiters WHERE awaited_id = $1::text)`;
+  if (rows.length === 0) {
+    await q.query(marked, [w.id]);
+    return;
+  }
   await q.query(
-    `INSERT INTO ${s}.tasks (workflow_id, name, template, idx, key, kind, queue, priority, state, max_attempts, args, deps, dependents, deps_left,
+    `WITH marked AS (${marked} RETURNING id)
+     INSERT INTO ${s}.tasks (workflow_id, name, template, idx, key, kind, queue, priority, state, max_attempts, args, deps, dependents, deps_left,
                              scheduled_at, timeout_ms, retry, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps, wait, start, metadata,
                              description, created_at, dependents_wait, wait_keys)
      SELECT $1, x.name, x.template, x.idx, x.key, x.kind, x.queue, x.priority, x.state, x.max_attempts, coalesce(x.args, 'null'::jsonb),

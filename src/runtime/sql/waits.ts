@@ -178,3 +178,42 @@ export async function unevaluatedWaits(q: Queryable, s: string, limit = 100): Pr
   );
   return rows;
 }
+
+/**
+ * Registers waits on other workflows: records who waits on whom, and marks the awaited rows (taking their
+ * row locks, in id order, so this and their finalization serialise). An awaited workflow not inserted yet (a
+ * child whose start is still pending) is covered by its id's advisory lock, which the insert takes too.
+ */
+export async function registerWaiters(q: Queryable, s: string, workflowId: string, waits: readonly { task: string; id: string }[]): Promise<void> {
+  const ids = [...new Set(waits.map((w) => w.id))].sort();
+  await q.query(`SELECT pg_advisory_xact_lock(${awaitLockKey('id')}) FROM unnest($1::text[]) AS id ORDER BY id`, [ids]);
+  await q.query(
+    `INSERT INTO ${s}.workflow_waiters (awaited_id, workflow_id, task)
+     SELECT x.id, $1, x.task FROM jsonb_to_recordset($2::jsonb) AS x(task text, id text) ON CONFLICT DO NOTHING`,
+    [workflowId, JSON.stringify(waits)],
+  );
+  await q.query(
+    `UPDATE ${s}.workflows SET has_waiters = true
+      WHERE id IN (SELECT id FROM ${s}.workflows WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE) AND NOT has_waiters`,
+    [ids],
+  );
+}
+
+/** The advisory lock that serialises registering a wait on a workflow id with inserting that workflow. */
+export function awaitLockKey(idExpression: string): string {
+  return `hashtextextended('braid-await:' || ${idExpression}, 0)`;
+}
+
+export async function forgetWaiters(q: Queryable, s: string, workflowId: string, tasks: readonly string[]): Promise<void> {
+  await q.query(`DELETE FROM ${s}.workflow_waiters WHERE workflow_id = $1 AND task = ANY($2::text[])`, [workflowId, tasks]);
+}
+
+/** The awaited workflows' states, and outputs of those that completed. */
+export async function loadAwaited(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, { id: string; state: string; output: unknown }>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await q.query<{ id: string; state: string; output: unknown }>(
+    `SELECT id, state, CASE WHEN state = 'completed' THEN output END AS output FROM ${s}.workflows WHERE id = ANY($1::text[])`,
+    [ids],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}

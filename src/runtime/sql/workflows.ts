@@ -126,6 +126,14 @@ export async function cancelWorkflow(q: Queryable, ctx: AdvanceContext, id: stri
   );
   const stopping = await q.query<{ name: string }>(`UPDATE ${s}.tasks SET cancel_requested = true WHERE workflow_id = $1 AND state = 'running' RETURNING name`, [id]);
   await q.query(`UPDATE ${s}.workflows SET cancel_requested = true WHERE id = $1`, [id]);
+  // children its start tasks started are cancelled too, each in its own transaction (an effect keyed by the child)
+  await q.query(
+    `WITH c AS (
+       INSERT INTO ${s}.effects (workflow_id, kind, created_at) SELECT id, 'cancel', $2 FROM ${s}.workflows WHERE parent_id = $1 AND state = 'running' RETURNING workflow_id
+     )
+     SELECT pg_notify($3, workflow_id) FROM c`,
+    [id, now, channels(ctx.schema).effect],
+  );
   if (stopping.rowCount > 0) await q.query('SELECT pg_notify($1, $2)', [channels(ctx.schema).cancel, id]);
   await closeTasks(q, ctx, id, cancelled.rowCount, cancelled.rowCount);
   return { found: true, cancelled: cancelled.rows.map((r) => r.name), stopping: stopping.rows.map((r) => r.name) };

@@ -1,0 +1,88 @@
+/**
+ * The built-in handler of `start` tasks: it runs through the normal worker path (retries and max_attempts
+ * apply), renders the children's inputs, compiles each child from the named template's current version (bad
+ * inputs are the attempt's error), and records one `start` effect per child in the transaction that completes
+ * the task. The children are inserted from those effects, each in its own transaction.
+ */
+import { createHash } from 'node:crypto';
+import { renderTemplates } from '../compiler/cel/evaluate.js';
+import { inputsType, toCelValue } from '../compiler/cel/types.js';
+import { compile, CompileError } from '../compiler/instantiate.js';
+import type { NormalizedDefinition, NormalizedStart } from '../compiler/normalize.js';
+import type { Queryable } from './db/types.js';
+import type { DefinitionCache } from './definition-cache.js';
+import type { TaskContext } from './handlers.js';
+import { tasksContext } from './output.js';
+import { channels } from './sql/channels.js';
+import { currentDefinition } from './sql/definitions.js';
+import { loadDepRows, loadWaitWorkflow } from './sql/waits.js';
+
+const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** A child's id, derived from its parent, the start task, the parent's attempt and the child's index: a retried start never duplicates a child. */
+export function childWorkflowId(parentId: string, task: string, attempt: number, index: number): string {
+  const digest = createHash('sha256').update(`${parentId}\u0000${task}\u0000${attempt}\u0000${index}`).digest();
+  let out = '';
+  for (let i = 0; i < 26; i++) out += ALPHABET[digest[i] % 32];
+  return out;
+}
+
+export interface StartOutput {
+  group: string;
+  workflow_ids: string[];
+}
+
+export async function runStartTask(
+  o: { db: Queryable; s: string; schema: string; definitions: DefinitionCache; now: () => Promise<Date> },
+  task: { workflow_id: string; name: string; template: string; deps: string[]; start: unknown },
+  ctx: TaskContext,
+): Promise<StartOutput> {
+  const spec = task.start as NormalizedStart;
+  const w = await loadWaitWorkflow(o.db, o.s, task.workflow_id);
+  if (!w) throw new Error(`workflow ${task.workflow_id} is gone`);
+  let def: NormalizedDefinition | undefined;
+  try {
+    def = await o.definitions.get(o.db, w.name, w.definition_hash);
+  } catch {
+    def = undefined;
+  }
+  const own = def?.tasks.find((t) => t.name === task.template);
+  const expanded = (own?.deps ?? []).filter((d) => def?.tasks.find((t) => t.name === d)?.for_each !== undefined);
+  const base = {
+    inputs: toCelValue(w.inputs, inputsType(def?.inputs)),
+    workflow: { id: w.id, name: w.name, created_at: new Date(w.created_at) },
+    deps: tasksContext(await loadDepRows(o.db, o.s, w.id, task.deps), expanded),
+  };
+  let items: unknown[] = [undefined];
+  if (spec.for_each !== undefined) {
+    const list = renderTemplates(spec.for_each, base);
+    if (!Array.isArray(list)) throw new Error(`start.for_each yielded ${list === null ? 'null' : typeof list}, not a list`);
+    items = list;
+  }
+  const child = await currentDefinition(o.db, o.s, spec.workflow);
+  if (!child) throw new Error(`no workflow named "${spec.workflow}" is registered`);
+  const now = await o.now();
+  const starts = items.map((item, index) => {
+    const context = spec.for_each === undefined ? base : { ...base, item: toCelValue(item, 'dyn'), index: BigInt(index) };
+    const inputs = renderTemplates(spec.inputs, context);
+    const id = childWorkflowId(w.id, task.name, w.attempt, index);
+    try {
+      compile(child.normalized, inputs, { id, now });
+    } catch (error) {
+      if (error instanceof CompileError) throw new Error(`child ${index} of "${spec.workflow}": ${error.diagnostics.map((d) => d.message).join('; ')}`);
+      throw error;
+    }
+    return { id, inputs };
+  });
+  await ctx.transaction(async (tx) => {
+    await tx.query(
+      `INSERT INTO ${o.s}.effects (workflow_id, kind, payload, created_at)
+       SELECT x.id, 'start', jsonb_build_object('parent_id', $1::text, 'parent_task', $2::text, 'group', $3::text, 'name', $4::text, 'definition_hash', $5::text,
+                                                'inputs', x.inputs, 'requested_at', $6::timestamptz), $6
+         FROM jsonb_to_recordset($7::jsonb) AS x(id text, inputs jsonb)`,
+      [w.id, task.name, spec.group, child.name, child.hash, now, JSON.stringify(starts)],
+    );
+    await tx.query('SELECT pg_notify($1, $2)', [channels(o.schema).effect, w.id]);
+  });
+  return { group: spec.group, workflow_ids: starts.map((s) => s.id) };
+}

@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import type { Handlers } from '../../src/runtime/handlers.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
+
+/** A child that waits for a `go` signal, then completes or fails as the signal says. */
+const job = `name: job
+inputs: { type: object, properties: { n: { type: integer } } }
+tasks:
+  work:
+    kind: job
+    max_attempts: 1
+    args: { n: "\${{ inputs.n }}" }
+    wait: { terms: { go: { signal: go } } }
+output: { n: "\${{ tasks.work.output.n }}" }
+`;
+
+const gather = (mode: string, extra = '') => `name: gather_${mode}
+inputs: { type: object, properties: { ids: { type: array, items: { type: string } } } }
+tasks:
+  after:
+    kind: after
+    wait:
+      terms:
+        done: { workflows: { ids: "\${{ inputs.ids }}", mode: ${mode}${extra} } }
+`;
+
+const ran: string[] = [];
+const handlers: Handlers = {
+  job: async (args: { n: number }, ctx) => {
+    const go = await ctx.signals.latest('go');
+    if (!(go?.payload as { ok: boolean }).ok) throw new Error(`job ${args.n} failed`);
+    return { n: args.n };
+  },
+  after: async (_args, ctx) => {
+    ran.push(ctx.workflowId);
+    return { results: await ctx.workflowResults('done') };
+  },
+};
+
+async function setup(): Promise<Runtime> {
+  const rt = await testRuntime({
+    handlers,
+    definitions: { job, gather_all: gather('all'), gather_any: gather('any'), gather_quorum: gather('quorum', ', quorum: 2') },
+  });
+  await rt.startWorker();
+  return rt;
+}
+
+async function jobs(rt: Runtime, n: number): Promise<string[]> {
+  const ids = [];
+  for (let i = 0; i < n; i++) ids.push(await rt.start('job', { n: i }));
+  for (const id of ids) await until(async () => (await rt.workflow(id).task('work')).wait?.phase === 'waiting');
+  return ids;
+}
+
+/** Ends a child as completed or failed, then lets the effects of its finalization apply. */
+async function finish(rt: Runtime, id: string, ok: boolean): Promise<void> {
+  await rt.workflow(id).signals.emit('go', { ok });
+  expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe(ok ? 'completed' : 'failed');
+  await rt.maintenance();
+}
+
+async function after(rt: Runtime, parent: string): Promise<{ state: string; phase?: string }> {
+  const t = await rt.workflow(parent).task('after');
+  return { state: t.state, phase: t.wait?.phase };
+}
+
+describe(`waiting on other workflows (${backend})`, () => {
+  it('all: resumes when every workflow completed; outputs readable by id, in order', async () => {
+    const rt = await setup();
+    const ids = await jobs(rt, 3);
+    const parent = await rt.start('gather_all', { ids });
+    await until(async () => (await after(rt, parent)).phase === 'waiting');
+    const status = await rt.workflow(parent).status();
+    expect(status.tasks[0].pending_reason).toContain(`done waiting on workflows ${ids.join(', ')}: 0/3 completed`);
+    await finish(rt, ids[2], true);
+    await finish(rt, ids[0], true);
+    expect((await after(rt, parent)).state).toBe('pending');
+    await finish(rt, ids[1], true);
+    const w = await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    expect(w.state).toBe('completed');
+    const out = (await rt.workflow(parent).task('after')).output as { results: { id: string; state: string; output: unknown }[] };
+    expect(out.results).toEqual(ids.map((id, n) => ({ id, state: 'completed', output: { n } })));
+  });
+
+  it('all: fails as soon as one fails; the waiting task is cancelled (on_failure: cancel)', async () => {
+    const rt = await setup();
+    const ids = await jobs(rt, 3);
+    const parent = await rt.start('gather_all', { ids });
+    await until(async () => (await after(rt, parent)).phase === 'waiting');
+    await finish(rt, ids[0], true);
+    await finish(rt, ids[1], false);
+    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('failed');
+    const t = await rt.workflow(parent).task('after');
+    expect(t.state).toBe('cancelled');
+    expect(t.errors.at(-1)!.message).toMatch(/waited-on workflows failed: term "done"/);
+  });
+
+  it('any: the first fails, the second completes -> resumes; all three fail -> fails', async () => {
+    const rt = await setup();
+    const ids = await jobs(rt, 3);
+    const parent = await rt.start('gather_any', { ids });
+    await until(async () => (await after(rt, parent)).phase === 'waiting');
+    await finish(rt, ids[0], false);
+    expect((await after(rt, parent)).state).toBe('pending');
+    await finish(rt, ids[1], true);
+    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+
+    const more = await jobs(rt, 3);
+    const doomed = await rt.start('gather_any', { ids: more });
+    await until(async () => (await after(rt, doomed)).phase === 'waiting');
+    await finish(rt, more[0], false);
+    await finish(rt, more[1], false);
+    expect((await after(rt, doomed)).state).toBe('pending');
+    await finish(rt, more[2], false);
+    expect((await rt.workflow(doomed).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('failed');
+  });
+
+  it('quorum 2 of 3: fails at the moment it becomes impossible, not later', async () => {
+    const rt = await setup();
+    const ids = await jobs(rt, 3);
+    const parent = await rt.start('gather_quorum', { ids });
+    await until(async () => (await after(rt, parent)).phase === 'waiting');
+    await finish(rt, ids[0], false);
+    expect((await after(rt, parent)).state).toBe('pending');
+    await finish(rt, ids[1], false);
+    // one still running cannot make two: failed now, while ids[2] still waits
+    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('failed');
+    expect((await rt.workflow(ids[2]).load()).state).toBe('running');
+
+    const more = await jobs(rt, 3);
+    const ok = await rt.start('gather_quorum', { ids: more });
+    await until(async () => (await after(rt, ok)).phase === 'waiting');
+    await finish(rt, more[1], true);
+    await finish(rt, more[2], true);
+    expect((await rt.workflow(ok).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+  });
+
+  it('a workflow already completed before the wait starts counts at once', async () => {
+    const rt = await setup();
+    const [id] = await jobs(rt, 1);
+    await finish(rt, id, true);
+    const parent = await rt.start('gather_all', { ids: [id] });
+    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+  });
+});
