@@ -406,6 +406,7 @@ function resolveIds(
   if (!Array.isArray(value) || !value.every((id) => typeof id === 'string' && id.length > 0 && id.length <= 200)) {
     return { ids: [], error: 'the awaited workflow ids are not a list of ids (strings)' };
   }
+  if ((value as string[]).includes(w.id)) return { ids: [], error: 'a workflow cannot wait on itself' };
   return { ids: [...new Set(value as string[])] };
 }
 
