@@ -7,7 +7,7 @@ import { repoRoot, runCli } from './helpers/cli.js';
 const NO_STACK = /\n\s+at .+:\d+:\d+/;
 
 describe('braid CLI: help and usage', () => {
-  it.each(['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose'])('%s --help prints its usage and exits 0', (command) => {
+  it.each(['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose', 'retry'])('%s --help prints its usage and exits 0', (command) => {
     const run = runCli([command, '--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`Usage: braid ${command}`);
@@ -16,7 +16,7 @@ describe('braid CLI: help and usage', () => {
   it('braid --help lists every command; no command is a usage error', () => {
     const help = runCli(['--help']);
     expect(help.code).toBe(0);
-    for (const c of ['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose']) expect(help.stdout).toContain(`braid ${c}`);
+    for (const c of ['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose', 'retry']) expect(help.stdout).toContain(`braid ${c}`);
     expect(runCli([]).code).toBe(2);
     expect(runCli(['--version']).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });

@@ -89,6 +89,13 @@ async function handle(rt: Runtime, req: IncomingMessage, res: ServerResponse, to
       const wf = rt.workflow(decodeURIComponent(parts[2]));
       if (req.method === 'GET' && parts.length === 3) return send(res, 200, await wf.status());
       if (req.method === 'POST' && parts[3] === 'cancel') return send(res, 200, await wf.cancel());
+      if (req.method === 'POST' && parts[3] === 'retry' && parts.length === 4) {
+        const b = await body(req);
+        const mode = b.mode ?? 'all';
+        if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream') throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
+        if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
+        return send(res, 200, await wf.retry({ mode, resetHistory: b.reset_history === true }));
+      }
       if (parts[3] === 'signals' && parts.length === 4) {
         if (req.method === 'POST') {
           const b = await body(req);

@@ -11,6 +11,8 @@ import type { WorkflowRecord } from '../runtime/sql/workflows.js';
 import { isSubjectError } from '../runtime/errors.js';
 import type { EmitOptions, EmitResult } from '../runtime/signals.js';
 import type { WaitDiagnostics } from '../runtime/diagnostics.js';
+import type { RetryMode } from '../runtime/decide.js';
+import type { RetryResult } from '../runtime/sql/retry.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, SubjectError, type Io } from './io.js';
 
@@ -56,6 +58,7 @@ export interface Backend {
   status(id: string): Promise<WorkflowStatus>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
   signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult>;
+  retry(id: string, options: { mode: RetryMode; resetHistory: boolean }): Promise<RetryResult>;
   diagnose(id: string, task: string, options: { signalScanLimit?: number }): Promise<WaitDiagnostics>;
   waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
   /** Whether some process is running handlers (a `--wait` without one would wait forever). */
@@ -94,6 +97,7 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
     signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
     diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
+    retry: (id, options) => rethrow(io, () => rt.workflow(id).retry(options)),
     waitFinal: (id, timeoutMs) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitUntilFinal({ timeoutMs, pollMs: 250 }))),
     close: async () => {
       await rt.stop(0);
@@ -161,6 +165,7 @@ function remoteBackend(io: Io, holder: number): Backend {
         ...(options.source !== undefined ? { source: options.source } : {}),
         ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
       }),
+    retry: (id, options) => call('POST', `/api/workflows/${encodeURIComponent(id)}/retry`, { mode: options.mode, reset_history: options.resetHistory }),
     diagnose: (id, task, options) =>
       call(
         'GET',

@@ -9,6 +9,7 @@ import * as statusCommand from './commands/status.js';
 import * as cancelCommand from './commands/cancel.js';
 import * as signalCommand from './commands/signal.js';
 import * as diagnoseCommand from './commands/diagnose.js';
+import * as retryCommand from './commands/retry.js';
 import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
 import { version } from './version.js';
 
@@ -29,6 +30,7 @@ const COMMANDS: Record<string, Command> = {
   cancel: cancelCommand,
   signal: signalCommand,
   diagnose: diagnoseCommand,
+  retry: retryCommand,
   demo: demoCommand,
 };
 

@@ -70,3 +70,28 @@ export function finalWorkflowState(w: { cancel_requested: boolean; tasks_failed:
 export function initialState(task: { deps: readonly string[]; has_wait: boolean; scheduled_at: Date }, now: Date): TaskState {
   return readyState({ deps_left: task.deps.length, has_wait: task.has_wait, scheduled_at: task.scheduled_at }, now);
 }
+
+export type RetryMode = 'all' | 'failed_only' | 'failed_and_downstream';
+
+/**
+ * Which tasks a whole-workflow retry runs again. all: every task. failed_only: the cancelled and discarded
+ * tasks, and the tasks downstream of them that did not complete. failed_and_downstream: those and every task
+ * downstream of them, completed or not.
+ */
+export function retrySelection(tasks: readonly { name: string; state: string; dependents: readonly string[] }[], mode: RetryMode): Set<string> {
+  if (mode === 'all') return new Set(tasks.map((t) => t.name));
+  const byName = new Map(tasks.map((t) => [t.name, t]));
+  const failed = tasks.filter((t) => t.state === 'cancelled' || t.state === 'discarded').map((t) => t.name);
+  const selected = new Set(failed);
+  const stack = [...failed];
+  while (stack.length > 0) {
+    for (const d of byName.get(stack.pop()!)?.dependents ?? []) {
+      const dependent = byName.get(d);
+      if (!dependent || selected.has(d)) continue;
+      if (mode === 'failed_only' && dependent.state === 'completed') continue;
+      selected.add(d);
+      stack.push(d);
+    }
+  }
+  return selected;
+}

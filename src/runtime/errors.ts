@@ -1,4 +1,5 @@
 import { DiagnosticsError } from './diagnostics.js';
+import { WorkflowNotFinalError } from './sql/retry.js';
 import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError } from './signals.js';
 
 /**
@@ -12,7 +13,8 @@ export function isSubjectError(error: unknown): error is Error {
     error instanceof UndeclaredSignalKeyError ||
     error instanceof InvalidSignalError ||
     error instanceof DiagnosticsError ||
-    error instanceof TaskNotFoundError
+    error instanceof TaskNotFoundError ||
+    error instanceof WorkflowNotFinalError
   );
 }
 
@@ -25,6 +27,6 @@ export class TaskNotFoundError extends Error {
 
 /** The HTTP status for a subject error: a conflict with what was stored is 409, bad input 400. */
 export function subjectStatus(error: Error): number {
-  if (error instanceof SignalPayloadMismatchError || error instanceof SignalAttemptMismatchError) return 409;
+  if (error instanceof SignalPayloadMismatchError || error instanceof SignalAttemptMismatchError || error instanceof WorkflowNotFinalError) return 409;
   return error instanceof TaskNotFoundError ? 404 : 400;
 }

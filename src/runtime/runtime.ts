@@ -20,6 +20,8 @@ import { pendingReason } from './status.js';
 import { Worker, workerId } from './worker.js';
 import { waitDiagnostics, type WaitDiagnostics } from './diagnostics.js';
 import { TaskNotFoundError } from './errors.js';
+import { retryWorkflow, type RetryResult } from './sql/retry.js';
+import type { RetryMode } from './decide.js';
 import { emitSignal, listTaskSignals, listWorkflowSignals, type EmitOptions, type EmitResult, type ListOptions, type TaskScopedOptions } from './signals.js';
 import type { SignalPage } from './sql/signals.js';
 import type { SignalRow } from './wait-eval.js';
@@ -291,6 +293,19 @@ export class WorkflowHandle {
       const result = await deleteTasks(tx, ctx, this.id, names);
       await notifyQueues(tx, this.rt.schema, result.queues);
     });
+  }
+
+  /**
+   * Starts a new attempt of a finalized workflow: mode all (default), failed_only, or failed_and_downstream;
+   * resetHistory clears the retried tasks' attempts and errors (max_attempts stays). Returns the new attempt and
+   * the tasks that run again (none, and the same attempt, when the mode selects nothing).
+   */
+  async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean } = {}): Promise<RetryResult> {
+    const result = await inTransaction(this.rt.db, options, async (tx) =>
+      retryWorkflow(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.id, { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false }),
+    );
+    if (!result) throw new WorkflowNotFoundError(this.id);
+    return result;
   }
 
   /** Emit and read this workflow's signals. */

@@ -85,6 +85,12 @@ describe(`CLI against a running worker (${backend})`, () => {
     const doomed = runCli(['start', 'doomed', '--wait', ...db], { cwd: dir, env });
     expect(doomed.code).toBe(1);
     expect(doomed.stderr).toMatch(/ended failed/);
+    const doomedId = doomed.stdout.trim().split('\n')[0];
+    const retried = runCli(['retry', doomedId, '--mode', 'failed-only', '--reset-history', ...db], { cwd: dir, env });
+    expect(retried.stderr).toBe('');
+    expect(JSON.parse(retried.stdout)).toEqual({ attempt: 2, retried: ['t'] });
+    await until(() => JSON.parse(runCli(['status', doomedId, '--json', ...db], { cwd: dir, env }).stdout).workflow.state === 'failed', 30_000, 200);
+    expect(runCli(['retry', doomedId, '--mode', 'sideways', ...db], { cwd: dir, env }).code).toBe(2);
 
     expect(runCli(['status', 'no-such-id', ...db], { cwd: dir, env }).code).toBe(1);
     expect(runCli(['start', 'nope', ...db], { cwd: dir, env }).code).toBe(1);
