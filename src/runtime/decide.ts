@@ -66,11 +66,6 @@ export function finalWorkflowState(w: { cancel_requested: boolean; tasks_failed:
   return w.tasks_failed > 0 ? 'failed' : 'completed';
 }
 
-/** The initial state of an inserted task. */
-export function initialState(task: { deps: readonly string[]; has_wait: boolean; scheduled_at: Date }, now: Date): TaskState {
-  return readyState({ deps_left: task.deps.length, has_wait: task.has_wait, scheduled_at: task.scheduled_at }, now);
-}
-
 export type RetryMode = 'all' | 'failed_only' | 'failed_and_downstream';
 
 /**

@@ -1,5 +1,6 @@
 import { DiagnosticsError } from './diagnostics.js';
 import { WorkflowNotFinalError } from './sql/retry.js';
+import { ExtensionError } from './extend.js';
 import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError } from './signals.js';
 
 /**
@@ -14,7 +15,8 @@ export function isSubjectError(error: unknown): error is Error {
     error instanceof InvalidSignalError ||
     error instanceof DiagnosticsError ||
     error instanceof TaskNotFoundError ||
-    error instanceof WorkflowNotFinalError
+    error instanceof WorkflowNotFinalError ||
+    error instanceof ExtensionError
   );
 }
 

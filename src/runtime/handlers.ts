@@ -1,5 +1,6 @@
 import type { Queryable } from './db/types.js';
 import type { TaskScopedOptions } from './signals.js';
+import type { ExtensionSpec } from './extend.js';
 import type { SignalPage } from './sql/signals.js';
 import type { TaskRecord } from './sql/workflows.js';
 import type { SignalRow } from './wait-eval.js';
@@ -37,6 +38,12 @@ export interface TaskContext {
    * and its output once completed.
    */
   workflowResults(term: string): Promise<{ id: string; state: string | null; output: unknown }[]>;
+  /**
+   * Adds tasks to this workflow (a `tasks:` map in the definition language; deps may name existing tasks),
+   * checked now and inserted in the transaction that completes this task: if the task does not complete,
+   * nothing is added. Returns the new tasks' names.
+   */
+  extend(spec: ExtensionSpec): Promise<string[]>;
   /** Ends the task for good as cancelled (its dependents see a cancelled dep). */
   cancel(reason?: string): never;
   /** Runs the task again after `ms`, without using up an attempt. */

@@ -21,6 +21,7 @@ import { Worker, workerId } from './worker.js';
 import { waitDiagnostics, type WaitDiagnostics } from './diagnostics.js';
 import { TaskNotFoundError } from './errors.js';
 import { retryWorkflow, type RetryResult } from './sql/retry.js';
+import { extendWorkflow, type ExtensionSpec } from './extend.js';
 import type { RetryMode } from './decide.js';
 import { emitSignal, listTaskSignals, listWorkflowSignals, type EmitOptions, type EmitResult, type ListOptions, type TaskScopedOptions } from './signals.js';
 import type { SignalPage } from './sql/signals.js';
@@ -306,6 +307,18 @@ export class WorkflowHandle {
     );
     if (!result) throw new WorkflowNotFoundError(this.id);
     return result;
+  }
+
+  /**
+   * Adds tasks to this running workflow (a `tasks:` map in the definition language; deps may name existing
+   * tasks), checked by the compiler's passes, in one transaction (or the caller's) under the workflow's lock.
+   * A name already taken is an ExtensionError. Returns the new tasks' names.
+   */
+  async extend(spec: ExtensionSpec, options: TxOption = {}): Promise<string[]> {
+    const known = await registeredNames(this.rt.db, this.rt.internals.s);
+    return inTransaction(this.rt.db, options, async (tx) =>
+      extendWorkflow(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.id, spec, known),
+    );
   }
 
   /** Emit and read this workflow's signals. */

@@ -14,6 +14,9 @@ import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
 import { loadTasksByName, type TaskRecord } from './sql/workflows.js';
 import { listTaskSignals } from './signals.js';
 import { workflowResults } from './waits.js';
+import { applyExtension, compileFor } from './extend.js';
+import type { PlanTask } from '../compiler/plan.js';
+import { registeredNames } from './sql/definitions.js';
 import type { Logger } from './log.js';
 
 export interface WorkerOptions {
@@ -192,10 +195,11 @@ export class Worker {
     this.running.set(key, { task, abort });
     const ref = this.ref(task);
     const tx = new AttemptTransaction(this.o, ref);
+    const extensions: PlanTask[][] = [];
     let timer: NodeJS.Timeout | undefined;
     try {
       const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : this.o.handlers[task.kind];
-      const ctx = this.context(task, deps, abort.signal, tx);
+      const ctx = this.context(task, deps, abort.signal, tx, extensions);
       const timeout = new Promise<never>((_, reject) => {
         if (task.timeout_ms !== null) {
           timer = setTimeout(() => {
@@ -210,7 +214,8 @@ export class Worker {
       });
       const output = await Promise.race([Promise.resolve().then(() => handler(task.args, ctx)), timeout]).finally(release);
       const json = toJsonOutput(output, this.o.maxOutputBytes);
-      if (tx.opened) await tx.commit(json);
+      if (tx.opened) await tx.commit(json, extensions);
+      else if (extensions.length > 0) await this.completeExtending(ref, json, extensions);
       else
         await this.complete({
           workflowId: task.workflow_id,
@@ -231,7 +236,7 @@ export class Worker {
     }
   }
 
-  private context(task: FetchedTask, deps: Record<string, unknown>, signal: AbortSignal, tx: AttemptTransaction): TaskContext {
+  private context(task: FetchedTask, deps: Record<string, unknown>, signal: AbortSignal, tx: AttemptTransaction, extensions: PlanTask[][]): TaskContext {
     const { db, s } = this.o;
     return {
       workflowId: task.workflow_id,
@@ -244,6 +249,12 @@ export class Worker {
       loadDeps: (options = {}) => loadDeps(db, s, task.workflow_id, task.deps, options.recursive ?? false),
       transaction: (fn) => tx.open(fn),
       workflowResults: (term) => workflowResults(db, s, task.workflow_id, task.name, term),
+      extend: async (spec) => {
+        const ctx = this.advanceContext(await currentTime(db, this.o.clock));
+        const tasks = await compileFor(db, ctx, task.workflow_id, spec, await registeredNames(db, s));
+        extensions.push(tasks);
+        return tasks.map((t) => t.name);
+      },
       signals: {
         latest: async (key, options = {}) => (await listTaskSignals(db, s, task.workflow_id, task.name, { ...options, key, limit: 1, newestFirst: true }))?.signals[0] ?? null,
         list: async (options = {}) => (await listTaskSignals(db, s, task.workflow_id, task.name, options)) ?? { signals: [], next_cursor_id: null, has_more: false },
@@ -269,6 +280,20 @@ export class Worker {
     } catch (error) {
       this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${(error as Error).message}`);
     }
+  }
+
+  /** A completion that adds tasks: the extension and the completion commit together, outside the batch. */
+  private async completeExtending(ref: AttemptRef, output: unknown, extensions: PlanTask[][]): Promise<void> {
+    const { db, clock } = this.o;
+    await db.transaction(async (tx) => {
+      const ctx = this.advanceContext(await currentTime(db, clock, tx));
+      await lockWorkflows(tx, ctx.s, [ref.workflowId]);
+      for (const tasks of extensions) await applyExtension(tx, ctx, ref.workflowId, tasks);
+      const result = await completeTasks(tx, ctx, [{ ...ref, output }]);
+      if (result.applied.size === 0) throw new Error('this attempt is no longer running (timed out, cancelled or rescued)');
+      await activateCompleted(tx, ctx, result.activated, false);
+      await finalizePending(tx, ctx, result.toFinalize);
+    });
   }
 
   private startChildren(task: FetchedTask, ctx: TaskContext): Promise<unknown> {
@@ -429,7 +454,7 @@ class ShutdownAbort extends Error {
 
 /** The transaction a handler opened with ctx.transaction(): held open until the attempt ends, then committed with the completion. */
 class AttemptTransaction {
-  private settle?: (outcome: { output: unknown } | undefined) => void;
+  private settle?: (outcome: { output: unknown; extensions: PlanTask[][] } | undefined) => void;
   private done?: Promise<unknown>;
   opened = false;
 
@@ -442,7 +467,7 @@ class AttemptTransaction {
     if (this.opened) return Promise.reject(new Error('ctx.transaction() can be used once per attempt'));
     this.opened = true;
     return new Promise<T>((resolveResult, rejectResult) => {
-      const ended = new Promise<{ output: unknown } | undefined>((r) => (this.settle = r));
+      const ended = new Promise<{ output: unknown; extensions: PlanTask[][] } | undefined>((r) => (this.settle = r));
       this.done = this.o.db.transaction(async (tx) => {
         const now = await currentTime(this.o.db, this.o.clock, tx);
         await lockWorkflows(tx, this.o.s, [this.ref.workflowId]);
@@ -464,6 +489,7 @@ class AttemptTransaction {
         const outcome = await ended;
         if (!outcome) throw new RollbackSignal();
         const ctx = { s: this.o.s, schema: this.o.schema, now, definitions: this.o.definitions };
+        for (const tasks of outcome.extensions) await applyExtension(tx, ctx, this.ref.workflowId, tasks);
         const result = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
         if (result.applied.size === 0) throw new Error('this attempt is no longer running');
         await activateCompleted(tx, ctx, result.activated, false);
@@ -473,8 +499,8 @@ class AttemptTransaction {
     });
   }
 
-  async commit(output: unknown): Promise<void> {
-    this.settle!({ output });
+  async commit(output: unknown, extensions: PlanTask[][]): Promise<void> {
+    this.settle!({ output, extensions });
     await this.done;
   }
 

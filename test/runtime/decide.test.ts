@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, depOutcome, finalWorkflowState, initialState, readyState, retryDelayMs } from '../../src/runtime/decide.js';
+import { afterFailure, depOutcome, finalWorkflowState, readyState, retryDelayMs } from '../../src/runtime/decide.js';
 
 const flags = (c: boolean, d: boolean, x: boolean) => ({ ignore_cancelled_deps: c, ignore_discarded_deps: d, ignore_deleted_deps: x });
 
@@ -22,8 +22,8 @@ describe('runtime decisions (pure)', () => {
     expect(readyState({ deps_left: 0, has_wait: true, scheduled_at: past }, now)).toBe('pending');
     expect(readyState({ deps_left: 0, has_wait: true, wait_satisfied: true, scheduled_at: past }, now)).toBe('available');
     expect(readyState({ deps_left: 0, has_wait: false, scheduled_at: future }, now)).toBe('scheduled');
-    expect(initialState({ deps: [], has_wait: false, scheduled_at: now }, now)).toBe('available');
-    expect(initialState({ deps: ['a'], has_wait: false, scheduled_at: now }, now)).toBe('pending');
+    expect(readyState({ deps_left: 0, has_wait: false, scheduled_at: now }, now)).toBe('available');
+    expect(readyState({ deps_left: 1, has_wait: false, scheduled_at: now }, now)).toBe('pending');
   });
 
   it('retry delays: exponential, linear, constant, capped, jittered within [50%, 100%]', () => {

@@ -1,0 +1,180 @@
+/**
+ * Extending a running workflow with tasks written in the definition language: checked and compiled by the
+ * compiler's passes (no database), then inserted under the workflow's lock, from a handler atomically with
+ * its task's completion or from outside by workflow id.
+ */
+import type { Diagnostic } from '../compiler/diagnostics.js';
+import { compile, CompileError } from '../compiler/instantiate.js';
+import type { NormalizedDefinition } from '../compiler/normalize.js';
+import type { PlanTask } from '../compiler/plan.js';
+import { validate } from '../compiler/validate.js';
+import { depOutcome, isFinal, type FinalState } from './decide.js';
+import type { Queryable } from './db/types.js';
+import { lockWorkflows, notifyQueues, settle, type AdvanceContext } from './sql/advance.js';
+import { insertTaskRows, taskRows } from './sql/insert.js';
+import { activateWaits } from './waits.js';
+
+/** New tasks, as the `tasks:` map of a definition; deps may name existing tasks (a for_each name means all its expansions). */
+export interface ExtensionSpec {
+  tasks: Record<string, unknown>;
+}
+
+export class ExtensionError extends Error {
+  constructor(
+    message: string,
+    readonly diagnostics: Diagnostic[] = [],
+  ) {
+    super(message);
+    this.name = 'ExtensionError';
+  }
+}
+
+/** Stands for an existing task while the new ones are checked: deps and CEL references to it resolve. */
+const EXISTING_KIND = 'braid.existing';
+
+/**
+ * Checks and compiles an extension against the workflow's existing tasks. Pure: the caller supplies the
+ * pinned definition (for the inputs schema), the workflow, and its tasks' names and templates.
+ */
+export function compileExtension(
+  def: NormalizedDefinition | undefined,
+  w: { id: string; name: string; inputs: unknown },
+  existing: readonly { name: string; template: string }[],
+  spec: ExtensionSpec,
+  now: Date,
+  knownWorkflows: readonly string[] = [],
+): PlanTask[] {
+  if (typeof spec !== 'object' || spec === null || typeof spec.tasks !== 'object' || spec.tasks === null || Array.isArray(spec.tasks)) {
+    throw new ExtensionError('an extension is { tasks: { NAME: task, ... } }');
+  }
+  const names = Object.keys(spec.tasks);
+  if (names.length === 0) throw new ExtensionError('an extension adds at least one task');
+  const taken = new Set(existing.flatMap((t) => [t.name, t.template]));
+  const clash = names.filter((n) => taken.has(n));
+  if (clash.length > 0) throw new ExtensionError(`workflow ${w.id} already has task${clash.length > 1 ? 's' : ''} ${clash.map((n) => `"${n}"`).join(', ')}`);
+  const templates = [...new Set(existing.map((t) => t.template))];
+  const synthetic = {
+    name: w.name,
+    ...(def?.inputs !== undefined ? { inputs: def.inputs } : {}),
+    tasks: { ...Object.fromEntries(templates.map((t) => [t, { kind: EXISTING_KIND }])), ...spec.tasks },
+  };
+  const result = validate([{ path: `extension of ${w.name}`, content: JSON.stringify(synthetic) }], { knownWorkflows });
+  const errors = result.diagnostics.filter((d) => d.severity === 'error');
+  if (errors.length > 0) throw new ExtensionError(`the extension is not valid: ${errors.map((d) => `${d.path}: ${d.message} [${d.rule}]`).join('; ')}`, errors);
+  let plan;
+  try {
+    plan = compile(result.definitions[0], w.inputs, { id: w.id, now });
+  } catch (error) {
+    if (error instanceof CompileError) throw new ExtensionError(`the extension does not compile: ${error.diagnostics.map((d) => d.message).join('; ')}`, error.diagnostics);
+    throw error;
+  }
+  const byTemplate = new Map<string, string[]>();
+  for (const t of existing) byTemplate.set(t.template, [...(byTemplate.get(t.template) ?? []), t.name]);
+  // a dep on a stand-in becomes a dep on the existing task, or on every expansion of it
+  const standIns = new Set(plan.tasks.filter((t) => t.kind === EXISTING_KIND).map((t) => t.name));
+  return plan.tasks
+    .filter((t) => t.kind !== EXISTING_KIND)
+    .map((t) => ({ ...t, deps: [...new Set(t.deps.flatMap((d) => (standIns.has(d) ? (byTemplate.get(d) ?? []) : [d])))] }));
+}
+
+interface ExistingTask {
+  name: string;
+  template: string;
+  state: string;
+}
+
+/**
+ * Inserts compiled extension tasks into a running workflow whose lock the caller holds: deps already final
+ * count at once (a failed one cancels the new task unless its flags ignore it), the existing deps learn their
+ * new dependents, waits with every dep satisfied become active.
+ */
+export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflowId: string, tasks: readonly PlanTask[]): Promise<string[]> {
+  const { s, now } = ctx;
+  const { rows: w } = await q.query<{ state: string; created_at: Date }>(`SELECT state, created_at FROM ${s}.workflows WHERE id = $1`, [workflowId]);
+  if (!w[0]) throw new ExtensionError(`no workflow with id "${workflowId}"`);
+  if (w[0].state !== 'running') throw new ExtensionError(`workflow ${workflowId} is ${w[0].state}: only a running workflow can be extended`);
+  const { rows: existing } = await q.query<ExistingTask>(`SELECT name, template, state FROM ${s}.tasks WHERE workflow_id = $1`, [workflowId]);
+  const byName = new Map(existing.map((t) => [t.name, t]));
+  // under the lock: a concurrent extension that committed first is seen here
+  const clash = tasks.filter((t) => byName.has(t.name) || existing.some((e) => e.template === t.template));
+  if (clash.length > 0) throw new ExtensionError(`workflow ${workflowId} already has task${clash.length > 1 ? 's' : ''} ${[...new Set(clash.map((t) => `"${t.template}"`))].join(', ')}`);
+  const unknown = tasks.flatMap((t) => t.deps.filter((d) => !byName.has(d) && !tasks.some((x) => x.name === d)));
+  if (unknown.length > 0) throw new ExtensionError(`unknown deps: ${[...new Set(unknown)].join(', ')}`);
+  const failing = new Map<string, string>();
+  const rows = taskRows(tasks, now, now, (t) => {
+    let left = 0;
+    for (const d of t.deps) {
+      const dep = byName.get(d);
+      if (!dep || !isFinal(dep.state)) {
+        left++;
+        continue;
+      }
+      if (depOutcome(t, dep.state as FinalState) === 'failed') failing.set(t.name, `dependency "${d}" was ${dep.state}`);
+    }
+    return { deps_left: left };
+  });
+  await insertTaskRows(q, s, workflowId, rows, now);
+  const reverse = new Map<string, { names: string[]; wait: boolean }>();
+  for (const t of tasks) {
+    for (const d of t.deps) {
+      if (!byName.has(d)) continue;
+      const r = reverse.get(d) ?? { names: [], wait: false };
+      r.names.push(t.name);
+      r.wait ||= t.wait !== null;
+      reverse.set(d, r);
+    }
+  }
+  await q.query(
+    `UPDATE ${s}.tasks t SET dependents = t.dependents || ARRAY(SELECT jsonb_array_elements_text(r.names)), dependents_wait = t.dependents_wait OR r.wait
+       FROM jsonb_to_recordset($2::jsonb) AS r(name text, names jsonb, wait boolean)
+      WHERE t.workflow_id = $1 AND t.name = r.name`,
+    [workflowId, JSON.stringify([...reverse].map(([name, r]) => ({ name, ...r })))],
+  );
+  await q.query(`UPDATE ${s}.workflows SET tasks_total = tasks_total + $2, tasks_open = tasks_open + $2 WHERE id = $1`, [workflowId, tasks.length]);
+  if (failing.size > 0) {
+    const { rows: gone } = await q.query<{ name: string; dependents: string[] }>(
+      `UPDATE ${s}.tasks t SET state = 'cancelled', finalized_at = $2, errors = jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', 'dependency', 'message', f.message))
+         FROM jsonb_to_recordset($3::jsonb) AS f(name text, message text)
+        WHERE t.workflow_id = $1 AND t.name = f.name RETURNING t.name, t.dependents`,
+      [workflowId, now, JSON.stringify([...failing].map(([name, message]) => ({ name, message })))],
+    );
+    const settled = await settle(q, ctx, workflowId, gone.map((g) => ({ name: g.name, state: 'cancelled' as const, dependents: g.dependents })));
+    await notifyQueues(q, ctx.schema, settled.queues);
+  }
+  const waiting = rows.filter((r) => r.wait !== null && r.deps_left === 0 && !failing.has(r.name)).map((r) => r.name);
+  await activateWaits(q, ctx, workflowId, waiting);
+  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available' && !failing.has(r.name)).map((r) => r.queue));
+  return tasks.map((t) => t.name);
+}
+
+/** Locks the workflow, then compiles and applies an extension in the caller's transaction. */
+export async function extendWorkflow(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workflowId: string,
+  spec: ExtensionSpec,
+  knownWorkflows: readonly string[],
+): Promise<string[]> {
+  const locked = await lockWorkflows(q, ctx.s, [workflowId]);
+  if (!locked.has(workflowId)) throw new ExtensionError(`no workflow with id "${workflowId}"`);
+  const tasks = await compileFor(q, ctx, workflowId, spec, knownWorkflows);
+  return applyExtension(q, ctx, workflowId, tasks);
+}
+
+/** Compiles an extension against a workflow as it is now (no lock needed: applyExtension checks again under it). */
+export async function compileFor(q: Queryable, ctx: AdvanceContext, workflowId: string, spec: ExtensionSpec, knownWorkflows: readonly string[]): Promise<PlanTask[]> {
+  const { rows } = await q.query<{ id: string; name: string; inputs: unknown; definition_hash: string }>(
+    `SELECT id, name, inputs, definition_hash FROM ${ctx.s}.workflows WHERE id = $1`,
+    [workflowId],
+  );
+  const w = rows[0];
+  if (!w) throw new ExtensionError(`no workflow with id "${workflowId}"`);
+  let def: NormalizedDefinition | undefined;
+  try {
+    def = await ctx.definitions.get(q, w.name, w.definition_hash);
+  } catch {
+    def = undefined;
+  }
+  const { rows: existing } = await q.query<{ name: string; template: string }>(`SELECT name, template FROM ${ctx.s}.tasks WHERE workflow_id = $1`, [workflowId]);
+  return compileExtension(def, w, existing, spec, ctx.now, knownWorkflows);
+}
