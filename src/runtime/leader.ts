@@ -4,9 +4,9 @@ import type { Logger } from './log.js';
 import { finalizePending, unfinalized } from './sql/complete.js';
 import { endAttempt } from './sql/fail.js';
 import { electLeader, resignLeader } from './sql/leader.js';
-import { deleteExpiredWorkflows, forgetDeadWorkers, lostAttempts, promoteDue, type RetentionPolicy } from './sql/maintenance.js';
+import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, lostAttempts, promoteDue, workflowsWithExpiredTasks, type RetentionPolicy } from './sql/maintenance.js';
 import { currentTime, type Clock } from './sql/time.js';
-import { lockWorkflows } from './sql/advance.js';
+import { deleteTasks, lockWorkflows, notifyQueues } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { fireTimers, nextTimer, unevaluatedWaits, workflowsWithDueTimers } from './sql/waits.js';
 import { activateWaits, evaluateWaits } from './waits.js';
@@ -212,9 +212,28 @@ export class LeaderService {
     if (options.retention || Date.now() - this.lastRetention >= this.o.retentionIntervalMs) {
       this.lastRetention = Date.now();
       deleted = await deleteExpiredWorkflows(db, s, this.o.retention, now);
+      if (this.o.retention.taskMs !== null) deleted += await this.deleteExpiredTasks(new Date(now.getTime() - this.o.retention.taskMs));
       await forgetDeadWorkers(db, s, new Date(now.getTime() - 24 * 3_600_000));
     }
     return { promoted, rescued, deleted, timers, effects };
+  }
+
+  /** Per-task retention: each running workflow's expired task rows go in one transaction, as deleted deps for their dependents. */
+  private async deleteExpiredTasks(cutoff: Date): Promise<number> {
+    const { db, s, schema } = this.o;
+    let deleted = 0;
+    for (const id of await workflowsWithExpiredTasks(db, s, cutoff)) {
+      deleted += await db.transaction(async (tx) => {
+        const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
+        const locked = await lockWorkflows(tx, s, [id]);
+        if (locked.get(id)?.state !== 'running') return 0;
+        const names = await expiredTasks(tx, s, id, cutoff);
+        const result = await deleteTasks(tx, ctx, id, names);
+        await notifyQueues(tx, schema, result.queues);
+        return names.length;
+      });
+    }
+    return deleted;
   }
 
   async stop(): Promise<void> {

@@ -50,7 +50,7 @@ export interface RuntimeOptions {
   /** A worker silent this long is dead and its running attempts are rescued (default 30 s). */
   workerDeadAfterMs?: number;
   electionIntervalMs?: number;
-  /** Retention of finalized workflows; null keeps them (defaults: 24 h each). */
+  /** Retention of finalized workflows (null keeps them; defaults 24 h each), and the opt-in per-task mode (taskMs). */
   retention?: Partial<RetentionPolicy>;
   retentionIntervalMs?: number;
   maxOutputBytes?: number;
@@ -181,7 +181,7 @@ export class Runtime {
       promoteIntervalMs: o.pollIntervalMs ?? 1000,
       timerIntervalMs: o.timerIntervalMs ?? 1000,
       workerDeadAfterMs: o.workerDeadAfterMs ?? 30_000,
-      retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, ...o.retention },
+      retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, taskMs: null, ...o.retention },
       retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
     });
   }

@@ -46,6 +46,81 @@ describe(`leader maintenance (${backend})`, () => {
     expect((await rt.workflow(stuck).load()).state).toBe('running');
   });
 
+  it('a finalized workflow goes with its signals, timers, evidence and wait registrations', async () => {
+    const clock = fakeClock();
+    const rt = await testRuntime({
+      clock: clock.now,
+      leader: false,
+      workerDeadAfterMs: 10_000 * HOUR,
+      handlers: { ok: async () => ({}) },
+      retention: { closedMs: HOUR, cancelledMs: HOUR },
+      definitions: {
+        other: 'name: other\ntasks:\n  a: { kind: ok }\n',
+        waits: `name: waits
+inputs: { type: object, properties: { ids: { type: array } } }
+tasks:
+  t:
+    kind: ok
+    wait:
+      expr: go || (later && others)
+      terms:
+        go: { signal: go }
+        later: { timer: { after_wait_started: 10m } }
+        others: { workflows: { ids: "\${{ inputs.ids }}", mode: all } }
+`,
+      },
+    });
+    await rt.startWorker();
+    const other = await rt.start('other');
+    const id = await rt.start('waits', { ids: [other] });
+    await until(async () => (await rt.workflow(id).task('t')).wait?.phase === 'waiting');
+    await rt.workflow(id).signals.emit('go', {});
+    await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    await rt.workflow(other).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    const count = async (table: string, column = 'workflow_id') =>
+      (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".${table} WHERE ${column} = $1`, [id])).rows[0].n;
+    expect([await count('signals'), await count('timers')]).toEqual([1, 1]);
+    clock.advance(2 * HOUR);
+    await rt.maintenance();
+    await expect(rt.workflow(id).load()).rejects.toThrow(/no workflow/);
+    expect([await count('signals'), await count('timers'), await count('tasks'), await count('workflow_waiters'), await count('effects')]).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('per-task mode (opt-in) deletes old finalized tasks of running workflows: dependents see a deleted dep', async () => {
+    const clock = fakeClock();
+    const rt = await testRuntime({
+      clock: clock.now,
+      leader: false,
+      workerDeadAfterMs: 10_000 * HOUR,
+      handlers: { ok: async () => ({}) },
+      retention: { closedMs: null, cancelledMs: null, taskMs: HOUR },
+      definitions: {
+        pair: `name: pair
+tasks:
+  a: { kind: ok }
+  hold: { kind: ok, wait: { terms: { go: { signal: go } } } }
+  strict: { kind: ok, deps: [a, hold] }
+  lenient: { kind: ok, deps: [a, hold], ignore_deleted_deps: true }
+`,
+      },
+    });
+    await rt.startWorker();
+    const id = await rt.start('pair');
+    await until(async () => (await rt.workflow(id).task('a')).state === 'completed');
+    clock.advance(30 * 60_000);
+    expect((await rt.maintenance()).deleted).toBe(0);
+    clock.advance(HOUR);
+    expect((await rt.maintenance()).deleted).toBe(1);
+    await expect(rt.workflow(id).task('a')).rejects.toThrow(/has no task "a"/);
+    expect((await rt.workflow(id).task('strict')).state).toBe('cancelled');
+    const lenient = await rt.workflow(id).task('lenient');
+    expect(lenient).toMatchObject({ state: 'pending', deps_left: 1 });
+    await rt.workflow(id).signals.emit('go', {});
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    expect(w.state).toBe('failed');
+    expect((await rt.workflow(id).task('lenient')).state).toBe('completed');
+  });
+
   it('retention can be disabled per state', async () => {
     const clock = fakeClock();
     const rt = await testRuntime({ clock: clock.now, leader: false, handlers: { ok: async () => ({}) }, retention: { closedMs: null, cancelledMs: null }, definitions: { keep: 'name: keep\ntasks:\n  a: { kind: ok }\n' } });

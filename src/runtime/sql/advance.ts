@@ -65,7 +65,8 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
       const byName = new Map(rows.map((r) => [r.name, r.dependents]));
       wave = wave.map((f) => (f.dependents === undefined ? { ...f, dependents: byName.get(f.name) ?? [] } : f));
     }
-    const edges = wave.flatMap((f) => (f.dependents ?? []).map((d) => ({ dep: f.name, depState: f.state, dependent: d })));
+    // a dep deleted after it had finalized was counted by its dependents then: now it can only fail them
+    const edges = wave.flatMap((f) => (f.dependents ?? []).map((d) => ({ dep: f.name, depState: f.state, dependent: d, counted: f.alreadyClosed === true })));
     if (edges.length === 0) break;
     const { rows } = await q.query<DependentRow>(
       `SELECT name, deps_left, wait IS NOT NULL AS has_wait, scheduled_at, queue, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps
@@ -81,11 +82,11 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
         cancelled.set(row.name, `dependency "${failure.dep}" was ${failure.depState}`);
         continue;
       }
-      const depsLeft = row.deps_left - mine.length;
+      const depsLeft = row.deps_left - mine.filter((e) => !e.counted).length;
       const state = readyState({ deps_left: depsLeft, has_wait: row.has_wait, scheduled_at: new Date(row.scheduled_at) }, now);
       advanced.push({ name: row.name, deps_left: depsLeft, state });
       if (state === 'available') result.queues.add(row.queue);
-      if (depsLeft === 0 && row.has_wait) result.waitsReady.push(row.name);
+      if (depsLeft === 0 && row.has_wait && depsLeft !== row.deps_left) result.waitsReady.push(row.name);
     }
     if (advanced.length > 0) {
       await q.query(

@@ -35,11 +35,17 @@ export interface RetentionPolicy {
   closedMs: number | null;
   /** Cancelled workflows likewise. */
   cancelledMs: number | null;
+  /**
+   * Opt-in per-task mode: finalized task rows are deleted this long after they finalized, even in running
+   * workflows (their dependents then see a deleted dep); null (the default) keeps them with their workflow.
+   */
+  taskMs: number | null;
 }
 
 /**
- * Workflow-aware retention: a finalized workflow is deleted as a unit (its tasks go with it) once its period
- * passed; running workflows are never touched. Bounded batches; returns how many workflows were deleted.
+ * Workflow-aware retention: a finalized workflow is deleted as a unit — its tasks, signals, timers, evidence,
+ * wait registrations and pending effects — once its period passed; running workflows are never touched.
+ * Bounded batches; returns how many workflows were deleted.
  */
 export async function deleteExpiredWorkflows(q: Queryable, s: string, policy: RetentionPolicy, now: Date, limit = 500): Promise<number> {
   let deleted = 0;
@@ -49,12 +55,43 @@ export async function deleteExpiredWorkflows(q: Queryable, s: string, policy: Re
   ];
   for (const [states, ms] of rules) {
     if (ms === null) continue;
-    const { rowCount } = await q.query(
-      `DELETE FROM ${s}.workflows WHERE id IN (
-         SELECT id FROM ${s}.workflows WHERE state = ANY($1::text[]) AND finalized_at < $2 ORDER BY finalized_at LIMIT $3)`,
+    // tasks, signals and timers go by foreign key; the rows keyed by workflow without one go here
+    const { rows } = await q.query<{ n: number }>(
+      `WITH gone AS (
+         DELETE FROM ${s}.workflows WHERE id IN (
+           SELECT id FROM ${s}.workflows WHERE state = ANY($1::text[]) AND finalized_at < $2 ORDER BY finalized_at LIMIT $3)
+         RETURNING id
+       ), effects AS (
+         DELETE FROM ${s}.effects WHERE workflow_id IN (SELECT id FROM gone)
+       ), waiters AS (
+         DELETE FROM ${s}.workflow_waiters WHERE workflow_id IN (SELECT id FROM gone)
+       )
+       SELECT count(*)::int AS n FROM gone`,
       [states, new Date(now.getTime() - ms), limit],
     );
-    deleted += rowCount;
+    deleted += rows[0].n;
   }
   return deleted;
+}
+
+/**
+ * Per-task retention (opt-in): running workflows old enough to hold a task finalized before the cutoff, in
+ * bounded batches. Each is then handled in its own transaction.
+ */
+export async function workflowsWithExpiredTasks(q: Queryable, s: string, cutoff: Date, limit = 200): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    `SELECT w.id FROM ${s}.workflows w WHERE w.state = 'running' AND w.created_at < $1
+        AND EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.state IN ('completed', 'cancelled', 'discarded') AND t.finalized_at < $1)
+      LIMIT $2`,
+    [cutoff, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+export async function expiredTasks(q: Queryable, s: string, workflowId: string, cutoff: Date): Promise<string[]> {
+  const { rows } = await q.query<{ name: string }>(
+    `SELECT name FROM ${s}.tasks WHERE workflow_id = $1 AND state IN ('completed', 'cancelled', 'discarded') AND finalized_at < $2`,
+    [workflowId, cutoff],
+  );
+  return rows.map((r) => r.name);
 }
