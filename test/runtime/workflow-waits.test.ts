@@ -38,10 +38,22 @@ const handlers: Handlers = {
   },
 };
 
+const gated = `name: gated
+inputs: { type: object, properties: { ids: { type: array, items: { type: string } } } }
+tasks:
+  after:
+    kind: after
+    wait:
+      expr: done && go
+      terms:
+        done: { workflows: { ids: "\${{ inputs.ids }}", mode: all } }
+        go: { signal: go }
+`;
+
 async function setup(): Promise<Runtime> {
   const rt = await testRuntime({
     handlers,
-    definitions: { job, gather_all: gather('all'), gather_any: gather('any'), gather_quorum: gather('quorum', ', quorum: 2') },
+    definitions: { job, gated, gather_all: gather('all'), gather_any: gather('any'), gather_quorum: gather('quorum', ', quorum: 2') },
   });
   await rt.startWorker();
   return rt;
@@ -135,6 +147,29 @@ describe(`waiting on other workflows (${backend})`, () => {
     await finish(rt, more[1], true);
     await finish(rt, more[2], true);
     expect((await rt.workflow(ok).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+  });
+
+  it('retrying an awaited workflow changes only the waits still undecided', async () => {
+    const rt = await setup();
+    const [x, y] = await jobs(rt, 2);
+    const decided = await rt.start('gated', { ids: [x] });
+    const undecided = await rt.start('gather_all', { ids: [x, y] });
+    await until(async () => (await after(rt, undecided)).phase === 'waiting');
+    await finish(rt, x, true);
+    const term = async (id: string) => (await rt.workflow(id).task('after')).wait!.last_evaluation!.terms[0];
+    expect(await term(decided)).toMatchObject({ outcome: 'satisfied' });
+    expect(await term(undecided)).toMatchObject({ outcome: 'undecided', completed: 1 });
+    // x runs again: the decided term keeps its outcome, the undecided one sees x running
+    await rt.workflow(x).retry();
+    await until(async () => (await rt.workflow(x).task('work')).wait?.phase === 'waiting');
+    await finish(rt, y, true);
+    expect(await term(undecided)).toMatchObject({ outcome: 'undecided', completed: 1 });
+    expect((await rt.workflow(decided).signals.emit('go', {})).resolved).toEqual(['after']);
+    expect((await rt.workflow(decided).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    await rt.workflow(x).signals.emit('go', { ok: true }, { attempt: 2 });
+    await rt.workflow(x).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    await rt.maintenance();
+    expect((await rt.workflow(undecided).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
   });
 
   it('a workflow already completed before the wait starts counts at once', async () => {
