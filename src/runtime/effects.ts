@@ -1,7 +1,8 @@
 /**
  * Applies effects that cross workflows (SPEC "Scale"): each is a row keyed by the workflow it acts on and
  * is applied in a transaction of its own. A child start inserts the child; a cancel cancels it; a
- * finalization re-evaluates, one waiting workflow per transaction, the waits registered on it.
+ * finalization others wait on fans out into one `evaluate` effect per waiting workflow, which re-evaluates
+ * exactly the tasks registered on the finalized workflow.
  */
 import { compile } from '../compiler/instantiate.js';
 import type { Database, Queryable } from './db/types.js';
@@ -9,13 +10,19 @@ import type { AdvanceContext } from './sql/advance.js';
 import { lockWorkflows } from './sql/advance.js';
 import { insertPlan } from './sql/insert.js';
 import { cancelWorkflow } from './sql/workflows.js';
+import { channels } from './sql/channels.js';
 import { evaluateWaits } from './waits.js';
 
 interface EffectRow {
   workflow_id: string;
   id: string;
-  kind: 'start' | 'cancel' | 'finalized';
-  payload: StartPayload | Record<string, never>;
+  kind: 'start' | 'cancel' | 'finalized' | 'evaluate';
+  payload: StartPayload | EvaluatePayload | Record<string, never>;
+}
+
+interface EvaluatePayload {
+  awaited: string;
+  tasks: string[];
 }
 
 interface StartPayload {
@@ -28,39 +35,66 @@ interface StartPayload {
   requested_at: string;
 }
 
-/** Applies pending effects, oldest first, in bounded batches; returns how many were applied. */
-export async function applyEffects(db: Database, context: (tx: Queryable) => Promise<AdvanceContext>, s: string, limit = 200): Promise<number> {
+/**
+ * Applies pending effects, oldest first, in bounded batches, until none is left that this process can take
+ * (effects that others hold are theirs); those an effect creates (a fan-out) are applied in the same call.
+ * Returns how many were applied.
+ */
+export async function applyEffects(
+  db: Database,
+  context: (tx: Queryable) => Promise<AdvanceContext>,
+  s: string,
+  onError: (effect: { workflow_id: string; id: string; kind: string }, error: Error) => void,
+  limit = 200,
+): Promise<number> {
   let applied = 0;
+  const failed = new Set<string>();
   for (;;) {
-    const { rows } = await db.query<EffectRow>(`SELECT workflow_id, id::text AS id, kind, payload FROM ${s}.effects ORDER BY id LIMIT $1`, [limit]);
-    for (const e of rows) if (await applyEffect(db, context, s, e)) applied++;
-    if (rows.length < limit) return applied;
+    const { rows } = await db.query<EffectRow>(`SELECT workflow_id, id::text AS id, kind, payload FROM ${s}.effects ORDER BY id LIMIT $1`, [limit + failed.size]);
+    let round = 0;
+    for (const e of rows) {
+      if (failed.has(e.id)) continue;
+      try {
+        if (await applyEffect(db, context, s, e)) round++;
+      } catch (error) {
+        // one effect that cannot apply (it is kept, and tried again next time) never holds the others back
+        failed.add(e.id);
+        onError(e, error as Error);
+      }
+    }
+    applied += round;
+    if (round === 0) return applied;
   }
 }
 
 async function applyEffect(db: Database, context: (tx: Queryable) => Promise<AdvanceContext>, s: string, e: EffectRow): Promise<boolean> {
-  if (e.kind === 'finalized') {
-    // waits are idempotent to evaluate again, so a crash half-way only repeats some evaluations
-    const { rows } = await db.query<{ workflow_id: string; task: string }>(`SELECT workflow_id, task FROM ${s}.workflow_waiters WHERE awaited_id = $1`, [e.workflow_id]);
-    for (const waiting of new Set(rows.map((r) => r.workflow_id))) {
-      await db.transaction(async (tx) => {
-        const ctx = await context(tx);
-        await lockWorkflows(tx, s, [waiting]);
-        await evaluateWaits(tx, ctx, waiting, { names: rows.filter((r) => r.workflow_id === waiting).map((r) => r.task) });
-      });
-    }
-    const { rowCount } = await db.query(`DELETE FROM ${s}.effects WHERE workflow_id = $1 AND id = $2`, [e.workflow_id, e.id]);
-    return rowCount > 0;
-  }
   return db.transaction(async (tx) => {
     const { rows } = await tx.query(`SELECT 1 FROM ${s}.effects WHERE workflow_id = $1 AND id = $2 FOR UPDATE SKIP LOCKED`, [e.workflow_id, e.id]);
     if (rows.length === 0) return false;
     const ctx = await context(tx);
-    if (e.kind === 'cancel') await cancelWorkflow(tx, ctx, e.workflow_id);
+    if (e.kind === 'finalized') await fanOut(tx, ctx, s, e.workflow_id);
+    else if (e.kind === 'evaluate') {
+      await lockWorkflows(tx, s, [e.workflow_id]);
+      await evaluateWaits(tx, ctx, e.workflow_id, { names: (e.payload as EvaluatePayload).tasks });
+    } else if (e.kind === 'cancel') await cancelWorkflow(tx, ctx, e.workflow_id);
     else await startChild(tx, ctx, s, e.workflow_id, e.payload as StartPayload);
     await tx.query(`DELETE FROM ${s}.effects WHERE workflow_id = $1 AND id = $2`, [e.workflow_id, e.id]);
     return true;
   });
+}
+
+/** One `evaluate` effect per workflow waiting on the one that finalized, naming its waiting tasks. */
+async function fanOut(tx: Queryable, ctx: AdvanceContext, s: string, awaited: string): Promise<void> {
+  await tx.query(
+    `WITH e AS (
+       INSERT INTO ${s}.effects (workflow_id, kind, payload, created_at)
+       SELECT workflow_id, 'evaluate', jsonb_build_object('awaited', $1::text, 'tasks', jsonb_agg(task ORDER BY task)), $2
+         FROM ${s}.workflow_waiters WHERE awaited_id = $1 GROUP BY workflow_id
+       RETURNING workflow_id
+     )
+     SELECT pg_notify($3, workflow_id) FROM e`,
+    [awaited, ctx.now, channels(ctx.schema).effect],
+  );
 }
 
 /** Inserts a child workflow, unless it exists already or its parent is being cancelled. */

@@ -11,6 +11,7 @@ import { channels } from './sql/channels.js';
 import { fireTimers, nextTimer, unevaluatedWaits, workflowsWithDueTimers } from './sql/waits.js';
 import { activateWaits, evaluateWaits } from './waits.js';
 import { applyEffects } from './effects.js';
+import { CoalescedPass } from './coalesced.js';
 
 export interface LeaderOptions {
   id: string;
@@ -46,10 +47,8 @@ export class LeaderService {
   /** The pending wake-up for the nearest timer, and when (this process's clock). */
   private wake?: NodeJS.Timeout;
   private wakeAt = Infinity;
-  private firing?: Promise<number>;
-  private fireAgain = false;
-  private applying?: Promise<number>;
-  private applyAgain = false;
+  private readonly timerPass = new CoalescedPass(() => this.fireTimerPass());
+  private readonly effectPass = new CoalescedPass(() => this.applyEffectPass());
 
   constructor(private readonly o: LeaderOptions) {}
 
@@ -94,41 +93,34 @@ export class LeaderService {
 
   /**
    * Fires every due timer, one workflow per transaction: under the workflow's lock each timer is marked
-   * fired once, and the tasks waiting on it are evaluated. Passes never overlap; a request during one runs
-   * another after it. Returns how many workflows had timers fired.
+   * fired once, and the tasks waiting on it are evaluated. Passes never overlap. Returns how many workflows
+   * had timers fired.
    */
   fireDueTimers(): Promise<number> {
-    if (this.firing) {
-      this.fireAgain = true;
-      return this.firing;
+    return this.timerPass.run();
+  }
+
+  private async fireTimerPass(): Promise<number> {
+    const { db, s, schema } = this.o;
+    let fired = 0;
+    for (;;) {
+      const ids = await workflowsWithDueTimers(db, s, await currentTime(db, this.o.clock));
+      for (const id of ids) {
+        const any = await db.transaction(async (tx) => {
+          const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
+          await lockWorkflows(tx, s, [id]);
+          const tasks = await fireTimers(tx, s, id, ctx.now);
+          if (tasks.length === 0) return false;
+          await evaluateWaits(tx, ctx, id, { names: tasks });
+          return true;
+        });
+        if (any) fired++;
+      }
+      if (ids.length < 500) break;
     }
-    const run = async (): Promise<number> => {
-      const { db, s, schema } = this.o;
-      let fired = 0;
-      do {
-        this.fireAgain = false;
-        for (;;) {
-          const ids = await workflowsWithDueTimers(db, s, await currentTime(db, this.o.clock));
-          for (const id of ids) {
-            const any = await db.transaction(async (tx) => {
-              const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
-              await lockWorkflows(tx, s, [id]);
-              const tasks = await fireTimers(tx, s, id, ctx.now);
-              if (tasks.length === 0) return false;
-              await evaluateWaits(tx, ctx, id, { names: tasks });
-              return true;
-            });
-            if (any) fired++;
-          }
-          if (ids.length < 500) break;
-        }
-      } while (this.fireAgain);
-      const next = await nextTimer(db, s);
-      if (next) this.wakeFor(new Date(next).getTime(), (await currentTime(db, this.o.clock)).getTime());
-      return fired;
-    };
-    this.firing = run().finally(() => (this.firing = undefined));
-    return this.firing;
+    const next = await nextTimer(db, s);
+    if (next) this.wakeFor(new Date(next).getTime(), (await currentTime(db, this.o.clock)).getTime());
+    return fired;
   }
 
   private lastElection = 0;
@@ -154,24 +146,20 @@ export class LeaderService {
 
   /**
    * Applies effects that cross workflows (child starts, cancels, finalizations others wait on), each in its
-   * own transaction. Passes never overlap; a request during one runs another after it.
+   * own transaction. Passes never overlap.
    */
   applyEffects(): Promise<number> {
-    if (this.applying) {
-      this.applyAgain = true;
-      return this.applying;
-    }
-    const run = async (): Promise<number> => {
-      const { db, s, schema } = this.o;
-      let applied = 0;
-      do {
-        this.applyAgain = false;
-        applied += await applyEffects(db, async (tx) => ({ s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions }), s);
-      } while (this.applyAgain);
-      return applied;
-    };
-    this.applying = run().finally(() => (this.applying = undefined));
-    return this.applying;
+    return this.effectPass.run();
+  }
+
+  private applyEffectPass(): Promise<number> {
+    const { db, s, schema } = this.o;
+    return applyEffects(
+      db,
+      async (tx) => ({ s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions }),
+      s,
+      (e, error) => this.o.log.warn(`leader: ${e.kind} effect ${e.id} on workflow ${e.workflow_id} failed (kept, tried again later): ${error.message}`),
+    );
   }
 
   /** One round of maintenance (tests call this directly instead of waiting). */
@@ -240,8 +228,8 @@ export class LeaderService {
     for (const t of this.timers) clearInterval(t);
     clearTimeout(this.wake);
     await this.unlisten?.().catch(() => undefined);
-    await this.firing?.catch(() => undefined);
-    await this.applying?.catch(() => undefined);
+    await this.timerPass.settled();
+    await this.effectPass.settled();
     while (this.busy) await new Promise((r) => setTimeout(r, 10));
     if (this.leading) await resignLeader(this.o.db, this.o.s, this.o.id).catch(() => undefined);
     this.leading = false;

@@ -175,6 +175,27 @@ tasks:
   });
 });
 
+describe(`effects (${backend})`, () => {
+  it('an effect that cannot apply is kept and logged, and does not hold the others back', async () => {
+    const warnings: string[] = [];
+    const rt = await testRuntime({ handlers: handlers([]), definitions: { topic, brief }, logger: { info: () => undefined, warn: (m) => warnings.push(m), taskDone: () => undefined } });
+    const parent = await rt.start('brief', { fail: [false, false, false] });
+    const s = `"${rt.schema}"`;
+    const hash = (await rt.db.query<{ hash: string }>(`SELECT hash FROM ${s}.definition_current WHERE name = 'topic'`)).rows[0].hash;
+    const effect = (id: string, definitionHash: string) =>
+      rt.db.query(`INSERT INTO ${s}.effects (workflow_id, kind, payload, created_at) VALUES ($1, 'start', $2, now())`, [
+        id,
+        JSON.stringify({ parent_id: parent, parent_task: 'fan', group: 'topics', name: 'topic', definition_hash: definitionHash, inputs: { topic: 'x' }, requested_at: new Date().toISOString() }),
+      ]);
+    await effect('poison', 'no-such-version');
+    await effect('fine', hash);
+    expect((await rt.maintenance()).effects).toBe(1);
+    expect((await children(rt, parent)).map((c) => c.id)).toEqual(['fine']);
+    expect(warnings.some((w) => /start effect \d+ on workflow poison failed \(kept, tried again later\)/.test(w))).toBe(true);
+    expect((await rt.db.query(`SELECT workflow_id FROM ${s}.effects`)).rows).toEqual([{ workflow_id: 'poison' }]);
+  });
+});
+
 describe(`the research example from definitions/ (${backend})`, () => {
   it('research_brief starts its topics, synthesizes on a quorum; editorial_review waits on research by id', async () => {
     const rt = await testRuntime({ handlers: examples });
