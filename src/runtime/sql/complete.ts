@@ -87,8 +87,8 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
               wait_started_at = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NOT NULL THEN $2 ELSE t.wait_started_at END
          FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
         WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
-        RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.retry, t.start, t.metadata, (x.name IS NOT NULL) AS claimed,
+        RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, (x.name IS NOT NULL) AS claimed,
                   (t.state = 'pending' AND t.deps_left = 0 AND t.wait IS NOT NULL) AS activated
      ), counted AS (
        UPDATE ${s}.workflows w
@@ -111,8 +111,8 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
      )
      SELECT (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM done) AS done,
             (SELECT json_agg(a.* ORDER BY a.workflow_id, a.name) FROM (
-               SELECT c.workflow_id, c.name, c.template, c.idx, c.key, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.dependents, c.dependents_wait, c.timeout_ms,
-                      c.retry, c.start, c.metadata,
+               SELECT c.workflow_id, c.name, c.template, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.dependents, c.dependents_wait, c.timeout_ms,
+                      c.start,
                       (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps)) AS dep_outputs
                  FROM advanced c WHERE c.claimed) a) AS claimed,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,

@@ -1,15 +1,13 @@
 import type { Queryable } from '../db/types.js';
-import type { RetryPolicy } from '../decide.js';
 import type { TaskRecord } from './workflows.js';
 
-/** A claimed attempt: the task's columns a handler run needs, with its retry policy and its deps' outputs. */
+/** A claimed attempt: only the task's columns a handler run needs (each claims many), with its deps' outputs. */
 export type FetchedTask = Pick<
   TaskRecord,
-  'workflow_id' | 'name' | 'template' | 'idx' | 'key' | 'kind' | 'queue' | 'attempt' | 'max_attempts' | 'args' | 'deps' | 'dependents' | 'timeout_ms' | 'start' | 'metadata'
+  'workflow_id' | 'name' | 'template' | 'kind' | 'queue' | 'attempt' | 'max_attempts' | 'args' | 'deps' | 'dependents' | 'timeout_ms' | 'start'
 > & {
   /** Some dependent has a wait that this task's completion may activate. */
   dependents_wait: boolean;
-  retry: RetryPolicy;
   /** Direct deps' outputs by name, read in the same statement that claimed the task. */
   dep_outputs: Record<string, unknown> | null;
 };
@@ -27,8 +25,8 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED) f
         WHERE t.ctid = f.ctid
-        RETURNING t.workflow_id, t.name, t.template, t.idx, t.key, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.retry, t.start, t.metadata)
+        RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start)
      SELECT c.*,
             CASE WHEN cardinality(c.deps) > 0 THEN
               (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))
