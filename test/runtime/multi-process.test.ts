@@ -63,6 +63,38 @@ describe.runIf(backend === 'postgres')('several runtime processes against one Po
     await Promise.all(procs.map((p) => exited(p.child)));
   }, 300_000);
 
+  it('3 processes: 40 parents each start 3 children and wait on all of them; every wait resolves once', async () => {
+    const defs = {
+      single: SHAPES.single,
+      parent: `name: parent
+tasks:
+  kids:
+    start: { workflow: single, group: kids, for_each: "\${{ [1, 2, 3] }}", inputs: {} }
+  after:
+    kind: work
+    deps: [kids]
+    wait: { terms: { all: { workflows: { group: kids, mode: all } } } }
+`,
+    };
+    const rt = await testRuntime({ definitions: defs });
+    const table = await invocationTable(rt.db);
+    const procs = Array.from({ length: 3 }, () => runtimeProcess({ schema: rt.schema, table, concurrency: 8 }));
+    await until(() => procs.every((p) => p.output().includes('ready')), 60_000);
+    const parents = await Promise.all(Array.from({ length: 40 }, () => rt.start('parent')));
+    for (const id of parents) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 120_000, pollMs: 100 })).state).toBe('completed');
+    const { rows: children } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".workflows WHERE parent_id = ANY($1::text[]) AND state = 'completed'`, [parents]);
+    expect(children[0].n).toBe(120);
+    const { rows: runs } = await rt.db.query<{ task: string; n: number }>(`SELECT task, count(*)::int AS n FROM ${table} GROUP BY task ORDER BY task`);
+    expect(runs).toEqual([
+      { task: 'after', n: 40 },
+      { task: 'only', n: 120 },
+    ]);
+    const { rows: left } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".effects`);
+    expect(left[0].n).toBe(0);
+    for (const p of procs) p.child.kill('SIGTERM');
+    await Promise.all(procs.map((p) => exited(p.child)));
+  }, 300_000);
+
   it('a fan-in of 50 deps completed concurrently from several connections always releases its dependent', async () => {
     const defs = { fanin: `name: fanin\ntasks:\n${Array.from({ length: 50 }, (_, i) => `  d${i}: { kind: work }\n`).join('')}  join: { kind: work, deps: [${Array.from({ length: 50 }, (_, i) => `d${i}`).join(', ')}] }\n` };
     const first = await testRuntime({ definitions: defs });
