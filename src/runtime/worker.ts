@@ -250,8 +250,10 @@ export class Worker {
       transaction: (fn) => tx.open(fn),
       workflowResults: (term) => workflowResults(db, s, task.workflow_id, task.name, term),
       extend: async (spec) => {
-        const ctx = this.advanceContext(await currentTime(db, this.o.clock));
-        const tasks = await compileFor(db, ctx, task.workflow_id, spec, await registeredNames(db, s));
+        // inside the attempt's own transaction once it is open (the embedded database runs one at a time)
+        const q = tx.queryable ?? db;
+        const ctx = this.advanceContext(await currentTime(db, this.o.clock, q));
+        const tasks = await compileFor(q, ctx, task.workflow_id, spec, await registeredNames(q, s));
         extensions.push(tasks);
         return tasks.map((t) => t.name);
       },
@@ -457,6 +459,8 @@ class AttemptTransaction {
   private settle?: (outcome: { output: unknown; extensions: PlanTask[][] } | undefined) => void;
   private done?: Promise<unknown>;
   opened = false;
+  /** The open transaction, while it is open: the handler's other database reads go through it. */
+  queryable?: Queryable;
 
   constructor(
     private readonly o: WorkerOptions,
@@ -469,6 +473,7 @@ class AttemptTransaction {
     return new Promise<T>((resolveResult, rejectResult) => {
       const ended = new Promise<{ output: unknown; extensions: PlanTask[][] } | undefined>((r) => (this.settle = r));
       this.done = this.o.db.transaction(async (tx) => {
+        this.queryable = tx;
         const now = await currentTime(this.o.db, this.o.clock, tx);
         await lockWorkflows(tx, this.o.s, [this.ref.workflowId]);
         const { rows } = await tx.query<{ ok: boolean }>(
@@ -501,12 +506,17 @@ class AttemptTransaction {
 
   async commit(output: unknown, extensions: PlanTask[][]): Promise<void> {
     this.settle!({ output, extensions });
-    await this.done;
+    try {
+      await this.done;
+    } finally {
+      this.queryable = undefined;
+    }
   }
 
   async rollback(): Promise<void> {
     this.settle?.(undefined);
     await this.done?.catch(() => undefined);
+    this.queryable = undefined;
   }
 }
 

@@ -48,6 +48,21 @@ describe(`extending a running workflow (${backend})`, () => {
     expect((await rt.workflow(id).task('a')).dependents).toEqual(['grow', 'fan[0]', 'fan[1]']);
   });
 
+  it('from a handler, after its own ctx.transaction: the extension, its writes and the completion commit together', async () => {
+    const { runs, handlers } = recorder(async (_a, ctx) => {
+      await ctx.transaction(async (tx) => tx.query(`CREATE TABLE IF NOT EXISTS "${schema}".audit (note text)`));
+      await ctx.extend({ tasks: { child: { kind: 'leaf', deps: ['grow'] } } });
+      return {};
+    });
+    const rt = await testRuntime({ handlers, definitions: { base } });
+    const schema = rt.schema;
+    await rt.startWorker();
+    const id = await rt.start('base');
+    await until(() => runs.includes('child'));
+    expect((await rt.workflow(id).task('child')).deps).toEqual(['grow']);
+    expect((await rt.db.query(`SELECT count(*)::int AS n FROM "${schema}".audit`)).rows).toEqual([{ n: 0 }]);
+  });
+
   it('from a handler that then fails: nothing is added', async () => {
     const { handlers } = recorder(async (_a, ctx) => {
       await ctx.extend({ tasks: { child: { kind: 'leaf', deps: ['grow'] } } });
