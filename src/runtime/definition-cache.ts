@@ -20,6 +20,15 @@ export class DefinitionCache {
     return def;
   }
 
+  /** The version if it is registered; undefined for a plan inserted without one (its inputs then read as dyn). */
+  async find(q: Queryable, name: string, hash: string): Promise<NormalizedDefinition | undefined> {
+    const key = `${name}:${hash}`;
+    if (this.byVersion.has(key)) return this.byVersion.get(key);
+    const stored = await definitionByHash(q, this.s, name, hash);
+    if (stored) this.byVersion.set(key, stored.normalized);
+    return stored?.normalized;
+  }
+
   remember(name: string, hash: string, def: NormalizedDefinition): void {
     this.byVersion.set(`${name}:${hash}`, def);
   }

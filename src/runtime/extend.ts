@@ -10,7 +10,7 @@ import type { PlanTask } from '../compiler/plan.js';
 import { validate } from '../compiler/validate.js';
 import { depOutcome, isFinal, type FinalState } from './decide.js';
 import type { Queryable } from './db/types.js';
-import { lockWorkflows, notifyQueues, settle, type AdvanceContext } from './sql/advance.js';
+import { cancelPending, lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
 import { insertTaskRows, taskRows } from './sql/insert.js';
 import { activateWaits } from './waits.js';
 
@@ -111,7 +111,8 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
       }
       if (depOutcome(t, dep.state as FinalState) === 'failed') failing.set(t.name, `dependency "${d}" was ${dep.state}`);
     }
-    return { deps_left: left };
+    // held pending until cancelled below, with its dependents, as a failed dep cancels
+    return failing.has(t.name) ? { deps_left: left, state: 'pending' } : { deps_left: left };
   });
   await insertTaskRows(q, s, workflowId, rows, now);
   const reverse = new Map<string, { names: string[]; wait: boolean }>();
@@ -131,16 +132,7 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
     [workflowId, JSON.stringify([...reverse].map(([name, r]) => ({ name, ...r })))],
   );
   await q.query(`UPDATE ${s}.workflows SET tasks_total = tasks_total + $2, tasks_open = tasks_open + $2 WHERE id = $1`, [workflowId, tasks.length]);
-  if (failing.size > 0) {
-    const { rows: gone } = await q.query<{ name: string; dependents: string[] }>(
-      `UPDATE ${s}.tasks t SET state = 'cancelled', finalized_at = $2, errors = jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', 'dependency', 'message', f.message))
-         FROM jsonb_to_recordset($3::jsonb) AS f(name text, message text)
-        WHERE t.workflow_id = $1 AND t.name = f.name RETURNING t.name, t.dependents`,
-      [workflowId, now, JSON.stringify([...failing].map(([name, message]) => ({ name, message })))],
-    );
-    const settled = await settle(q, ctx, workflowId, gone.map((g) => ({ name: g.name, state: 'cancelled' as const, dependents: g.dependents })));
-    await notifyQueues(q, ctx.schema, settled.queues);
-  }
+  await cancelPending(q, ctx, workflowId, failing);
   const waiting = rows.filter((r) => r.wait !== null && r.deps_left === 0 && !failing.has(r.name)).map((r) => r.name);
   await activateWaits(q, ctx, workflowId, waiting);
   await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available' && !failing.has(r.name)).map((r) => r.queue));
@@ -169,12 +161,7 @@ export async function compileFor(q: Queryable, ctx: AdvanceContext, workflowId: 
   );
   const w = rows[0];
   if (!w) throw new ExtensionError(`no workflow with id "${workflowId}"`);
-  let def: NormalizedDefinition | undefined;
-  try {
-    def = await ctx.definitions.get(q, w.name, w.definition_hash);
-  } catch {
-    def = undefined;
-  }
+  const def = await ctx.definitions.find(q, w.name, w.definition_hash);
   const { rows: existing } = await q.query<{ name: string; template: string }>(`SELECT name, template FROM ${ctx.s}.tasks WHERE workflow_id = $1`, [workflowId]);
   return compileExtension(def, w, existing, spec, ctx.now, knownWorkflows);
 }

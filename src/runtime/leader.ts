@@ -1,4 +1,4 @@
-import type { Database } from './db/types.js';
+import type { Database, Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import type { Logger } from './log.js';
 import { finalizePending, unfinalized } from './sql/complete.js';
@@ -6,7 +6,7 @@ import { endAttempt } from './sql/fail.js';
 import { electLeader, resignLeader } from './sql/leader.js';
 import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, lostAttempts, promoteDue, workflowsWithExpiredTasks, type RetentionPolicy } from './sql/maintenance.js';
 import { currentTime, type Clock } from './sql/time.js';
-import { deleteTasks, lockWorkflows, notifyQueues } from './sql/advance.js';
+import { deleteTasks, lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { fireTimers, nextTimer, unevaluatedWaits, workflowsWithDueTimers } from './sql/waits.js';
 import { activateWaits, evaluateWaits } from './waits.js';
@@ -101,13 +101,13 @@ export class LeaderService {
   }
 
   private async fireTimerPass(): Promise<number> {
-    const { db, s, schema } = this.o;
+    const { db, s } = this.o;
     let fired = 0;
     for (;;) {
       const ids = await workflowsWithDueTimers(db, s, await currentTime(db, this.o.clock));
       for (const id of ids) {
         const any = await db.transaction(async (tx) => {
-          const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
+          const ctx = await this.context(tx);
           await lockWorkflows(tx, s, [id]);
           const tasks = await fireTimers(tx, s, id, ctx.now);
           if (tasks.length === 0) return false;
@@ -153,13 +153,18 @@ export class LeaderService {
   }
 
   private applyEffectPass(): Promise<number> {
-    const { db, s, schema } = this.o;
+    const { db, s } = this.o;
     return applyEffects(
       db,
-      async (tx) => ({ s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions }),
+      (tx) => this.context(tx),
       s,
       (e, error) => this.o.log.warn(`leader: ${e.kind} effect ${e.id} on workflow ${e.workflow_id} failed (kept, tried again later): ${error.message}`),
     );
+  }
+
+  /** What an advancing transaction needs, at the clock's reading through that transaction. */
+  private async context(tx: Queryable): Promise<AdvanceContext> {
+    return { s: this.o.s, schema: this.o.schema, now: await currentTime(this.o.db, this.o.clock, tx), definitions: this.o.definitions };
   }
 
   /** One round of maintenance (tests call this directly instead of waiting). */
@@ -167,15 +172,14 @@ export class LeaderService {
     const { db, s, schema } = this.o;
     const timers = await this.fireDueTimers();
     const effects = await this.applyEffects();
-    let now = await currentTime(db, this.o.clock);
+    const now = await currentTime(db, this.o.clock);
     let promoted = 0;
     for (let n = await promoteDue(db, s, schema, now); n > 0; n = n === 1000 ? await promoteDue(db, s, schema, now) : 0) promoted += n;
     const lost = await lostAttempts(db, s, new Date(now.getTime() - this.o.workerDeadAfterMs));
     let rescued = 0;
     for (const a of lost) {
       const ok = await db.transaction(async (tx) => {
-        now = await currentTime(this.o.db, this.o.clock, tx);
-        return endAttempt(tx, { s, schema, now, definitions: this.o.definitions }, { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id }, {
+        return endAttempt(tx, await this.context(tx), { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id }, {
           type: 'error',
           error: { message: `worker ${a.worker_id} stopped heartbeating while running this attempt`, kind: 'lost' },
         });
@@ -185,13 +189,13 @@ export class LeaderService {
     if (rescued > 0) this.o.log.info(`rescued ${rescued} attempt(s) from dead workers`);
     const stranded = await unfinalized(db, s);
     if (stranded.length > 0) {
-      await db.transaction(async (tx) => finalizePending(tx, { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions }, stranded));
+      await db.transaction(async (tx) => finalizePending(tx, await this.context(tx), stranded));
     }
     // waits a crash left activated but never evaluated (their timers may be missing too)
     const unevaluated = await unevaluatedWaits(db, s);
     for (const id of new Set(unevaluated.map((u) => u.workflow_id))) {
       await db.transaction(async (tx) => {
-        const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
+        const ctx = await this.context(tx);
         await lockWorkflows(tx, s, [id]);
         await activateWaits(tx, ctx, id, unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name));
       });
@@ -212,7 +216,7 @@ export class LeaderService {
     let deleted = 0;
     for (const id of await workflowsWithExpiredTasks(db, s, cutoff)) {
       deleted += await db.transaction(async (tx) => {
-        const ctx = { s, schema, now: await currentTime(db, this.o.clock, tx), definitions: this.o.definitions };
+        const ctx = await this.context(tx);
         const locked = await lockWorkflows(tx, s, [id]);
         if (locked.get(id)?.state !== 'running') return 0;
         const names = await expiredTasks(tx, s, id, cutoff);

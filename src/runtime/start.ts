@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { renderTemplates } from '../compiler/cel/evaluate.js';
 import { inputsType, toCelValue } from '../compiler/cel/types.js';
 import { compile, CompileError } from '../compiler/instantiate.js';
-import type { NormalizedDefinition, NormalizedStart } from '../compiler/normalize.js';
+import type { NormalizedStart } from '../compiler/normalize.js';
 import type { Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import type { TaskContext } from './handlers.js';
@@ -16,6 +16,7 @@ import { tasksContext } from './output.js';
 import { channels } from './sql/channels.js';
 import { currentDefinition } from './sql/definitions.js';
 import { loadDepRows, loadWaitWorkflow } from './sql/waits.js';
+import { expandedDeps } from './waits.js';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
@@ -40,18 +41,11 @@ export async function runStartTask(
   const spec = task.start as NormalizedStart;
   const w = await loadWaitWorkflow(o.db, o.s, task.workflow_id);
   if (!w) throw new Error(`workflow ${task.workflow_id} is gone`);
-  let def: NormalizedDefinition | undefined;
-  try {
-    def = await o.definitions.get(o.db, w.name, w.definition_hash);
-  } catch {
-    def = undefined;
-  }
-  const own = def?.tasks.find((t) => t.name === task.template);
-  const expanded = (own?.deps ?? []).filter((d) => def?.tasks.find((t) => t.name === d)?.for_each !== undefined);
+  const def = await o.definitions.find(o.db, w.name, w.definition_hash);
   const base = {
     inputs: toCelValue(w.inputs, inputsType(def?.inputs)),
     workflow: { id: w.id, name: w.name, created_at: new Date(w.created_at) },
-    deps: tasksContext(await loadDepRows(o.db, o.s, w.id, task.deps), expanded),
+    deps: tasksContext(await loadDepRows(o.db, o.s, w.id, task.deps), expandedDeps(def, task.template)),
   };
   let items: unknown[] = [undefined];
   if (spec.for_each !== undefined) {

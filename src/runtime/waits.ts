@@ -8,7 +8,7 @@ import { inputsType, toCelValue } from '../compiler/cel/types.js';
 import type { NormalizedDefinition } from '../compiler/normalize.js';
 import type { Queryable } from './db/types.js';
 import { tasksContext } from './output.js';
-import { settle, type AdvanceContext } from './sql/advance.js';
+import { cancelPending, type AdvanceContext } from './sql/advance.js';
 import { renderTemplates } from '../compiler/cel/evaluate.js';
 import { channels } from './sql/channels.js';
 import {
@@ -145,7 +145,7 @@ async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow
   const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, emitted, register: true });
   const pass = empty();
   const updates: WaitUpdate[] = [];
-  const failures: { name: string; message: string }[] = [];
+  const failures = new Map<string, string>();
   // the emitted row is the workflow's newest: ids are assigned under the lock its emitter holds
   let boundary = emitted?.row.id;
   const at = ctx.now.toISOString();
@@ -167,7 +167,7 @@ async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow
       updates.push({ name: t.name, progress });
       // a failed workflows term with on_failure: cancel fails the task, as a failed dep would
       const failedTerm = outcome.terms.find((term) => term.kind === 'workflows' && term.outcome === 'failed' && term.on_failure === 'cancel');
-      if (failedTerm) failures.push({ name: t.name, message: `waited-on workflows failed: term "${failedTerm.name}" (${failedTerm.completed} of ${failedTerm.required} needed completed)` });
+      if (failedTerm) failures.set(t.name, `waited-on workflows failed: term "${failedTerm.name}" (${failedTerm.completed} of ${failedTerm.required} needed completed)`);
       continue;
     }
     boundary ??= await maxSignalId(q, ctx.s, w.id);
@@ -176,17 +176,7 @@ async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow
     pass.resolved.push(t.name);
   }
   await applyWaitUpdates(q, ctx, w.id, updates);
-  if (failures.length > 0) {
-    const { rows } = await q.query<{ name: string; dependents: string[] }>(
-      `UPDATE ${ctx.s}.tasks t SET state = 'cancelled', finalized_at = $2, errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', 'dependency', 'message', f.message))
-         FROM jsonb_to_recordset($3::jsonb) AS f(name text, message text)
-        WHERE t.workflow_id = $1 AND t.name = f.name AND t.state = 'pending'
-        RETURNING t.name, t.dependents`,
-      [w.id, ctx.now, JSON.stringify(failures)],
-    );
-    pass.cancelled = rows.map((r) => r.name);
-    await settle(q, ctx, w.id, rows.map((r) => ({ name: r.name, state: 'cancelled' as const, dependents: r.dependents })));
-  }
+  pass.cancelled = await cancelPending(q, ctx, w.id, failures);
   const done = [...pass.resolved, ...pass.cancelled].filter((name) => tasks.find((t) => t.name === name)?.wait.terms.some((term) => term.kind === 'workflows'));
   if (done.length > 0) await forgetWaiters(q, ctx.s, w.id, done);
   return pass;
@@ -219,7 +209,7 @@ export async function gatherInputs(
   tasks: readonly (Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'> & { wait_started_at: Date | null })[],
   options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted; register?: boolean },
 ): Promise<Map<string, Gathered>> {
-  const def = await definitionOf(q, ctx, w);
+  const def = await ctx.definitions.find(q, w.name, w.definition_hash);
   let scanned = 0;
   let truncated = false;
   // signal terms: one pass per key from the lowest cursor any term of that key holds
@@ -419,17 +409,8 @@ function workflowsCel(input: WorkflowsTermInput): Record<string, unknown> {
   };
 }
 
-/** The definition a workflow is pinned to (for typed inputs and for_each deps); a plan inserted without one reads as dyn. */
-async function definitionOf(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow): Promise<NormalizedDefinition | undefined> {
-  try {
-    return await ctx.definitions.get(q, w.name, w.definition_hash);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Direct deps of a task template that expand with for_each: deps["x"] is then a list, empty when nothing expanded. */
-function expandedDeps(def: NormalizedDefinition | undefined, template: string): string[] {
+export function expandedDeps(def: NormalizedDefinition | undefined, template: string): string[] {
   const task = def?.tasks.find((t) => t.name === template);
   if (!def || !task) return [];
   return task.deps.filter((d) => def.tasks.find((t) => t.name === d)?.for_each !== undefined);

@@ -97,23 +97,38 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
       );
     }
     wave = [];
-    if (cancelled.size > 0) {
-      const reasons = [...cancelled].map(([name, message]) => ({ name, error: { attempt: 0, at: now.toISOString(), kind: 'dependency', message } }));
-      const { rows: gone } = await q.query<{ name: string; dependents: string[] }>(
-        `UPDATE ${s}.tasks t SET state = 'cancelled', finalized_at = $2, errors = t.errors || jsonb_build_array(v.error)
-           FROM jsonb_to_recordset($3::jsonb) AS v(name text, error jsonb)
-          WHERE t.workflow_id = $1 AND t.name = v.name AND t.state = 'pending'
-          RETURNING t.name, t.dependents`,
-        [workflowId, now, JSON.stringify(reasons)],
-      );
-      wave = gone.map((g) => ({ name: g.name, state: 'cancelled' as const, dependents: g.dependents }));
-    }
+    if (cancelled.size > 0) wave = await markCancelled(q, s, workflowId, now, cancelled);
   }
   if (result.waitsReady.length > 0) {
     await activateWaits(q, ctx, workflowId, result.waitsReady);
   }
   result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
   return result;
+}
+
+/** Cancels pending tasks for a reason each (recorded as a dependency error); returns them as finalized. */
+async function markCancelled(q: Queryable, s: string, workflowId: string, now: Date, reasons: ReadonlyMap<string, string>): Promise<Finalized[]> {
+  const { rows } = await q.query<{ name: string; dependents: string[] }>(
+    `UPDATE ${s}.tasks t SET state = 'cancelled', finalized_at = $2,
+            errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', 'dependency', 'message', v.message))
+       FROM jsonb_to_recordset($3::jsonb) AS v(name text, message text)
+      WHERE t.workflow_id = $1 AND t.name = v.name AND t.state = 'pending'
+      RETURNING t.name, t.dependents`,
+    [workflowId, now, JSON.stringify([...reasons].map(([name, message]) => ({ name, message })))],
+  );
+  return rows.map((r) => ({ name: r.name, state: 'cancelled' as const, dependents: r.dependents }));
+}
+
+/**
+ * Cancels pending tasks of one workflow (lock held) as a failed dep would — a failed workflows term, a new
+ * task whose dep already failed — and cascades to their dependents. Returns the names cancelled at first.
+ */
+export async function cancelPending(q: Queryable, ctx: AdvanceContext, workflowId: string, reasons: ReadonlyMap<string, string>): Promise<string[]> {
+  if (reasons.size === 0) return [];
+  const gone = await markCancelled(q, ctx.s, workflowId, ctx.now, reasons);
+  const result = await settle(q, ctx, workflowId, gone);
+  await notifyQueues(q, ctx.schema, result.queues);
+  return gone.map((g) => g.name);
 }
 
 /**
