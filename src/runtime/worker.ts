@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Database, Queryable } from './db/types.js';
+import type { Database } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type Handlers, type TaskContext } from './handlers.js';
 import { START_KIND } from '../compiler/normalize.js';
@@ -8,16 +8,13 @@ import { channels } from './sql/channels.js';
 import { activateCompleted, completeTasks, finalizePending, type Completion } from './sql/complete.js';
 import { endAttempt, releaseTasks, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
 import { fetchTasks, type FetchedTask } from './sql/fetch.js';
-import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
+import { lockWorkflows } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
 import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
-import { loadTasksByName, type TaskRecord } from './sql/workflows.js';
-import { listTaskSignals } from './signals.js';
-import { workflowResults } from './waits.js';
-import { applyExtension, compileFor } from './extend.js';
+import { applyExtension } from './extend.js';
 import type { PlanTask } from '../compiler/plan.js';
-import { registeredNames } from './sql/definitions.js';
 import type { Logger } from './log.js';
+import { advanceContext, Attempt, AttemptContext, ShutdownAbort } from './attempt.js';
 
 export interface WorkerOptions {
   id: string;
@@ -39,14 +36,21 @@ export interface WorkerOptions {
   log: Logger;
 }
 
-interface Running {
-  task: FetchedTask;
-  abort: AbortController;
+/** Per queue: handlers running, slots reserved by fetches in flight, fetches in flight, whether work seems to wait, the claimed attempts waiting here for a slot (prefetch), and whether a pump is queued. */
+interface QueueState {
+  active: number;
+  reserved: number;
+  fetching: number;
+  more: boolean;
+  buffer: FetchedTask[];
+  pumpQueued: boolean;
 }
 
-interface PendingCompletion {
-  item: Completion;
-  done: () => void;
+/** Completions that commit in one statement; every attempt in it waits on the one promise. */
+interface CompletionBatch {
+  items: Completion[];
+  committed: Promise<void>;
+  resolve: () => void;
 }
 
 /**
@@ -54,13 +58,9 @@ interface PendingCompletion {
  * and completes attempts in batches (each task's completion, output and dependents' advancement atomic).
  */
 export class Worker {
-  private readonly running = new Map<string, Running>();
-  /**
-   * Per queue: handlers running, slots reserved by fetches in flight, fetches in flight, whether work seems to
-   * wait, and the claimed attempts waiting here for a slot (prefetch).
-   */
-  private readonly perQueue = new Map<string, { active: number; reserved: number; fetching: number; more: boolean; buffer: FetchedTask[] }>();
-  private readonly completions: PendingCompletion[] = [];
+  private readonly running = new Map<string, Attempt>();
+  private readonly perQueue = new Map<string, QueueState>();
+  private readonly batches: CompletionBatch[] = [];
   /** Completions queued or in a batch in flight, not yet committed. */
   private uncommitted = 0;
   private readonly flushing = new Set<Promise<void>>();
@@ -71,7 +71,7 @@ export class Worker {
   private started = false;
 
   constructor(private readonly o: WorkerOptions) {
-    for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true, buffer: [] });
+    for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true, buffer: [], pumpQueued: false });
   }
 
   /** The kinds this worker runs: its handlers', and the built-in start handler's. */
@@ -94,7 +94,7 @@ export class Worker {
         this.pump(queue);
       }),
       await db.listen(ch.cancel, (workflowId) => {
-        for (const r of this.running.values()) if (r.task.workflow_id === workflowId) r.abort.abort(new TaskCancelled('workflow cancelled'));
+        for (const r of this.running.values()) if (r.task.workflow_id === workflowId) r.abort(new TaskCancelled('workflow cancelled'));
         for (const q of this.perQueue.values()) {
           const cancelled = q.buffer.filter((t) => t.workflow_id === workflowId);
           if (cancelled.length === 0) continue;
@@ -169,18 +169,9 @@ export class Worker {
   private run(task: FetchedTask): void {
     const q = this.perQueue.get(task.queue)!;
     q.active++;
-    const deps = Object.fromEntries(task.deps.map((d) => [d, task.dep_outputs?.[d] ?? null]));
-    let released = false;
-    // the slot is the handler's: it frees when the handler settles, while its completion commits in a batch
-    const release = () => {
-      if (released) return;
-      released = true;
-      q.active--;
-      // slots freed in the same turn are refilled by one fetch, not one fetch per slot
-      q.more = true;
-      setImmediate(() => this.pump(task.queue));
-    };
-    this.track(this.execute(task, deps, release).finally(release));
+    const attempt = new Attempt(task, this.o.id);
+    this.running.set(attempt.key, attempt);
+    void this.execute(attempt, q);
   }
 
   private track<T>(p: Promise<T>): void {
@@ -188,34 +179,35 @@ export class Worker {
     void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
   }
 
+  /**
+   * The slot is the handler's: it frees when the handler settles, while its completion commits in a batch.
+   * Slots freed in the same turn are refilled by one fetch, not one fetch per slot.
+   */
+  private releaseSlot(q: QueueState, queue: string): void {
+    q.active--;
+    q.more = true;
+    if (q.pumpQueued) return;
+    q.pumpQueued = true;
+    setImmediate(() => {
+      q.pumpQueued = false;
+      this.pump(queue);
+    });
+  }
+
   /** One attempt: the handler with its timeout, then completion or the failure path. Never throws. */
-  private async execute(task: FetchedTask, deps: Record<string, unknown>, release: () => void): Promise<void> {
-    const key = `${task.workflow_id}\u0000${task.name}`;
-    const abort = new AbortController();
-    this.running.set(key, { task, abort });
-    const ref = this.ref(task);
-    const tx = new AttemptTransaction(this.o, ref);
-    const extensions: PlanTask[][] = [];
-    let timer: NodeJS.Timeout | undefined;
+  private async execute(attempt: Attempt, q: QueueState): Promise<void> {
+    const { task, ref } = attempt;
     try {
-      const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : this.o.handlers[task.kind];
-      const ctx = this.context(task, deps, abort.signal, tx, extensions);
-      const timeout = new Promise<never>((_, reject) => {
-        if (task.timeout_ms !== null) {
-          timer = setTimeout(() => {
-            const error = new TaskTimeout(task.timeout_ms!);
-            abort.abort(error);
-            reject(error);
-          }, task.timeout_ms);
-        }
-        abort.signal.addEventListener('abort', () => {
-          if (abort.signal.reason instanceof ShutdownAbort) reject(abort.signal.reason);
-        });
-      });
-      const output = await Promise.race([Promise.resolve().then(() => handler(task.args, ctx)), timeout]).finally(release);
+      let output: unknown;
+      try {
+        const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : this.o.handlers[task.kind];
+        output = await attempt.run(handler, new AttemptContext(this.o, attempt));
+      } finally {
+        this.releaseSlot(q, task.queue);
+      }
       const json = toJsonOutput(output, this.o.maxOutputBytes);
-      if (tx.opened) await tx.commit(json, extensions);
-      else if (extensions.length > 0) await this.completeExtending(ref, json, extensions);
+      if (attempt.tx) await attempt.tx.commit(json, attempt.extensions);
+      else if (attempt.extensions.length > 0) await this.completeExtending(ref, json, attempt.extensions);
       else
         await this.complete({
           workflowId: task.workflow_id,
@@ -228,46 +220,12 @@ export class Worker {
         });
       this.o.log.taskDone(task, 'completed');
     } catch (error) {
-      if (tx.opened) await tx.rollback();
+      if (attempt.tx) await attempt.tx.rollback();
       await this.fail(task, ref, outcomeOf(error));
     } finally {
-      clearTimeout(timer);
-      this.running.delete(key);
+      attempt.dispose();
+      this.running.delete(attempt.key);
     }
-  }
-
-  private context(task: FetchedTask, deps: Record<string, unknown>, signal: AbortSignal, tx: AttemptTransaction, extensions: PlanTask[][]): TaskContext {
-    const { db, s } = this.o;
-    return {
-      workflowId: task.workflow_id,
-      taskName: task.name,
-      kind: task.kind,
-      attempt: task.attempt,
-      maxAttempts: task.max_attempts,
-      signal,
-      deps,
-      loadDeps: (options = {}) => loadDeps(db, s, task.workflow_id, task.deps, options.recursive ?? false),
-      transaction: (fn) => tx.open(fn),
-      workflowResults: (term) => workflowResults(db, s, task.workflow_id, task.name, term),
-      extend: async (spec) => {
-        // inside the attempt's own transaction once it is open (the embedded database runs one at a time)
-        const q = tx.queryable ?? db;
-        const ctx = this.advanceContext(await currentTime(db, this.o.clock, q));
-        const tasks = await compileFor(q, ctx, task.workflow_id, spec, await registeredNames(q, s));
-        extensions.push(tasks);
-        return tasks.map((t) => t.name);
-      },
-      signals: {
-        latest: async (key, options = {}) => (await listTaskSignals(db, s, task.workflow_id, task.name, { ...options, key, limit: 1, newestFirst: true }))?.signals[0] ?? null,
-        list: async (options = {}) => (await listTaskSignals(db, s, task.workflow_id, task.name, options)) ?? { signals: [], next_cursor_id: null, has_more: false },
-      },
-      cancel: (reason) => {
-        throw new TaskCancelled(reason);
-      },
-      snooze: (ms) => {
-        throw new TaskSnoozed(ms);
-      },
-    };
   }
 
   private ref(task: FetchedTask): AttemptRef {
@@ -303,23 +261,23 @@ export class Worker {
     return runStartTask({ db, s, schema, definitions, now: () => currentTime(db, clock) }, task, ctx);
   }
 
-  private advanceContext(now: Date): AdvanceContext {
-    return { s: this.o.s, schema: this.o.schema, now, definitions: this.o.definitions };
+  private advanceContext(now: Date) {
+    return advanceContext(this.o, now);
   }
 
   /** Queues a completion for the next batch and resolves once it committed. */
   private complete(item: Completion): Promise<void> {
     this.uncommitted++;
-    return new Promise((resolve) => {
-      this.completions.push({
-        item,
-        done: () => {
-          this.uncommitted--;
-          resolve();
-        },
-      });
-      this.scheduleFlush();
-    });
+    let batch = this.batches[this.batches.length - 1];
+    if (!batch || batch.items.length >= MAX_BATCH) {
+      let resolve!: () => void;
+      const committed = new Promise<void>((r) => (resolve = r));
+      batch = { items: [], committed, resolve };
+      this.batches.push(batch);
+    }
+    batch.items.push(item);
+    this.scheduleFlush();
+    return batch.committed;
   }
 
   /** Up to two batches in flight: one commits while the next gathers (they serialise per workflow in the database). */
@@ -333,7 +291,7 @@ export class Worker {
       })
       .finally(() => {
         this.flushing.delete(flush);
-        if (this.completions.length > 0) this.scheduleFlush();
+        if (this.batches.length > 0) this.scheduleFlush();
       });
     this.flushing.add(flush);
   }
@@ -341,23 +299,24 @@ export class Worker {
   private pendingFlush = false;
 
   private async flush(): Promise<void> {
-    const batch = this.completions.splice(0, 500);
-    if (batch.length === 0) return;
+    const batch = this.batches.shift();
+    if (!batch) return;
     try {
-      await this.completeNow(batch.map((b) => b.item));
+      await this.completeNow(batch.items);
     } catch (error) {
       // A batch that failed as a whole (a deadlock, a lost connection) is retried one attempt at a time,
       // so one bad row cannot hold the others back. What still fails stays running and is rescued later.
       this.o.log.warn(`batch completion failed (${(error as Error).message}); completing one by one`);
-      for (const b of batch) {
+      for (const item of batch.items) {
         try {
-          await this.completeNow([b.item]);
+          await this.completeNow([item]);
         } catch (e) {
-          this.o.log.warn(`completion of ${b.item.workflowId}/${b.item.name} failed: ${(e as Error).message}`);
+          this.o.log.warn(`completion of ${item.workflowId}/${item.name} failed: ${(e as Error).message}`);
         }
       }
     }
-    for (const b of batch) b.done();
+    this.uncommitted -= batch.items.length;
+    batch.resolve();
     for (const queue of this.perQueue.keys()) this.pump(queue);
   }
 
@@ -425,7 +384,9 @@ export class Worker {
     await this.releaseClaims([...this.perQueue.values()].flatMap((q) => q.buffer.splice(0)));
     const until = Date.now() + deadlineMs;
     while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    for (const r of this.running.values()) r.abort.abort(new ShutdownAbort());
+    for (const r of this.running.values()) r.abort(new ShutdownAbort());
+    // aborted attempts still record their end (released to run again)
+    while (this.running.size > 0) await new Promise((r) => setTimeout(r, 5));
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     while (this.flushing.size > 0) await Promise.allSettled([...this.flushing]);
     for (const u of this.unlisten) await u().catch(() => undefined);
@@ -438,7 +399,7 @@ export class Worker {
 
   /** For tests and `--wait`: whether anything is running or queued to complete. */
   get busy(): boolean {
-    return this.running.size > 0 || this.completions.length > 0 || this.inflight.size > 0 || [...this.perQueue.values()].some((q) => q.buffer.length > 0);
+    return this.running.size > 0 || this.batches.length > 0 || this.inflight.size > 0 || [...this.perQueue.values()].some((q) => q.buffer.length > 0);
   }
 }
 
@@ -446,96 +407,12 @@ export class Worker {
 const MAX_FETCHES_IN_FLIGHT = 2;
 const MAX_FLUSHES_IN_FLIGHT = 2;
 const MAX_UNCOMMITTED = 1000;
-
-class ShutdownAbort extends Error {
-  constructor() {
-    super('aborted: the worker shut down before the handler finished');
-    this.name = 'ShutdownAbort';
-  }
-}
-
-/** The transaction a handler opened with ctx.transaction(): held open until the attempt ends, then committed with the completion. */
-class AttemptTransaction {
-  private settle?: (outcome: { output: unknown; extensions: PlanTask[][] } | undefined) => void;
-  private done?: Promise<unknown>;
-  opened = false;
-  /** The open transaction, while it is open: the handler's other database reads go through it. */
-  queryable?: Queryable;
-
-  constructor(
-    private readonly o: WorkerOptions,
-    private readonly ref: AttemptRef,
-  ) {}
-
-  open<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    if (this.opened) return Promise.reject(new Error('ctx.transaction() can be used once per attempt'));
-    this.opened = true;
-    return new Promise<T>((resolveResult, rejectResult) => {
-      const ended = new Promise<{ output: unknown; extensions: PlanTask[][] } | undefined>((r) => (this.settle = r));
-      this.done = this.o.db.transaction(async (tx) => {
-        this.queryable = tx;
-        const now = await currentTime(this.o.db, this.o.clock, tx);
-        await lockWorkflows(tx, this.o.s, [this.ref.workflowId]);
-        const { rows } = await tx.query<{ ok: boolean }>(
-          `SELECT (state = 'running' AND attempt = $3 AND worker_id = $4) AS ok FROM ${this.o.s}.tasks WHERE workflow_id = $1 AND name = $2`,
-          [this.ref.workflowId, this.ref.name, this.ref.attempt, this.ref.workerId],
-        );
-        if (!rows[0]?.ok) {
-          const error = new Error('this attempt is no longer running (timed out, cancelled or rescued)');
-          rejectResult(error);
-          throw error;
-        }
-        try {
-          resolveResult(await fn(tx));
-        } catch (error) {
-          rejectResult(error);
-          throw error;
-        }
-        const outcome = await ended;
-        if (!outcome) throw new RollbackSignal();
-        const ctx = { s: this.o.s, schema: this.o.schema, now, definitions: this.o.definitions };
-        for (const tasks of outcome.extensions) await applyExtension(tx, ctx, this.ref.workflowId, tasks);
-        const result = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
-        if (result.applied.size === 0) throw new Error('this attempt is no longer running');
-        await activateCompleted(tx, ctx, result.activated, false);
-        await finalizePending(tx, ctx, result.toFinalize);
-      });
-      this.done.catch(() => undefined);
-    });
-  }
-
-  async commit(output: unknown, extensions: PlanTask[][]): Promise<void> {
-    this.settle!({ output, extensions });
-    try {
-      await this.done;
-    } finally {
-      this.queryable = undefined;
-    }
-  }
-
-  async rollback(): Promise<void> {
-    this.settle?.(undefined);
-    await this.done?.catch(() => undefined);
-    this.queryable = undefined;
-  }
-}
-
-class RollbackSignal extends Error {}
-
-async function loadDeps(db: Queryable, s: string, workflowId: string, direct: string[], recursive: boolean): Promise<Record<string, TaskRecord>> {
-  const found = new Map<string, TaskRecord>();
-  let frontier = direct;
-  while (frontier.length > 0) {
-    const rows = await loadTasksByName(db, s, workflowId, frontier.filter((n) => !found.has(n)));
-    for (const r of rows) found.set(r.name, r);
-    frontier = recursive ? [...new Set(rows.flatMap((r) => r.deps))].filter((n) => !found.has(n)) : [];
-  }
-  return Object.fromEntries(found);
-}
+const MAX_BATCH = 500;
 
 /** A handler's return value as stored JSON; anything that is not JSON (or too large) is the attempt's error. */
 export function toJsonOutput(value: unknown, maxBytes: number): unknown {
-  if (value === undefined) return null;
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) return value;
   let text: string | undefined;
   try {
     text = JSON.stringify(value, (_, v: unknown) => {

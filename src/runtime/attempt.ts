@@ -1,0 +1,256 @@
+import type { Database, Queryable } from './db/types.js';
+import type { DefinitionCache } from './definition-cache.js';
+import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type TaskContext } from './handlers.js';
+import { activateCompleted, completeTasks, finalizePending } from './sql/complete.js';
+import type { AttemptRef } from './sql/fail.js';
+import type { FetchedTask } from './sql/fetch.js';
+import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
+import { currentTime, type Clock } from './sql/time.js';
+import { loadTasksByName, type TaskRecord } from './sql/workflows.js';
+import { registeredNames } from './sql/definitions.js';
+import { listTaskSignals } from './signals.js';
+import { workflowResults } from './waits.js';
+import { applyExtension, compileFor } from './extend.js';
+import type { PlanTask } from '../compiler/plan.js';
+import type { SignalRow } from './wait-eval.js';
+import type { SignalPage } from './sql/signals.js';
+
+/** What an attempt needs of its worker to serve the handler's context. */
+export interface AttemptEnv {
+  db: Database;
+  schema: string;
+  s: string;
+  definitions: DefinitionCache;
+  clock?: Clock;
+}
+
+/** Aborts a handler still running when the worker's shutdown deadline passes: its task is released to run again. */
+export class ShutdownAbort extends Error {
+  constructor() {
+    super('aborted: the worker shut down before the handler finished');
+    this.name = 'ShutdownAbort';
+  }
+}
+
+/**
+ * One claimed attempt while its handler runs. The AbortController is made only when the handler asks for
+ * ctx.signal (most never do, and each costs more than the rest of a no-op attempt). A timeout or a shutdown
+ * settles the attempt at once, even when the handler ignores the abort; a cancelled workflow only aborts.
+ */
+export class Attempt {
+  readonly key: string;
+  readonly ref: AttemptRef;
+  /** The handler's transaction, once it opened one with ctx.transaction(). */
+  tx?: AttemptTransaction;
+  /** Tasks ctx.extend() added, inserted with the completion. */
+  readonly extensions: PlanTask[][] = [];
+  private controller?: AbortController;
+  private reason?: unknown;
+  private reject?: (reason: unknown) => void;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    readonly task: FetchedTask,
+    workerId: string,
+  ) {
+    this.key = `${task.workflow_id}\u0000${task.name}`;
+    this.ref = { workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId };
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason !== undefined) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.reason === undefined) {
+      this.reason = reason;
+      this.controller?.abort(reason);
+    }
+    if (reason instanceof TaskTimeout || reason instanceof ShutdownAbort) this.reject?.(reason);
+  }
+
+  /** The handler's output; rejects with what it threw, or at the timeout or shutdown. */
+  run(handler: Handler, ctx: TaskContext): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.reject = reject;
+      const ms = this.task.timeout_ms;
+      if (ms !== null) this.timer = setTimeout(() => this.abort(new TaskTimeout(ms)), ms);
+      try {
+        const result = handler(this.task.args, ctx) as { then?: unknown } | undefined;
+        if (result !== null && typeof result === 'object' && typeof result.then === 'function') (result as PromiseLike<unknown>).then(resolve, reject);
+        else resolve(result);
+      } catch (error) {
+        reject(error);
+      }
+    });
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.reject = undefined;
+  }
+}
+
+/** The handler's `ctx`: one object per attempt whose methods live on the prototype. */
+export class AttemptContext implements TaskContext {
+  readonly workflowId: string;
+  readonly taskName: string;
+  readonly kind: string;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly deps: Record<string, unknown>;
+  readonly signals: TaskContext['signals'];
+
+  constructor(
+    private readonly env: AttemptEnv,
+    private readonly current: Attempt,
+  ) {
+    const t = current.task;
+    this.workflowId = t.workflow_id;
+    this.taskName = t.name;
+    this.kind = t.kind;
+    this.attempt = t.attempt;
+    this.maxAttempts = t.max_attempts;
+    this.deps = {};
+    for (const d of t.deps) this.deps[d] = t.dep_outputs?.[d] ?? null;
+    this.signals = new TaskSignals(env, t);
+  }
+
+  get signal(): AbortSignal {
+    return this.current.signal;
+  }
+
+  loadDeps(options: { recursive?: boolean } = {}): Promise<Record<string, TaskRecord>> {
+    const t = this.current.task;
+    return loadDeps(this.env.db, this.env.s, t.workflow_id, t.deps, options.recursive ?? false);
+  }
+
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    if (this.current.tx) return Promise.reject(new Error('ctx.transaction() can be used once per attempt'));
+    this.current.tx = new AttemptTransaction(this.env, this.current.ref);
+    return this.current.tx.open(fn);
+  }
+
+  workflowResults(term: string): Promise<{ id: string; state: string | null; output: unknown }[]> {
+    return workflowResults(this.env.db, this.env.s, this.workflowId, this.taskName, term);
+  }
+
+  async extend(spec: Parameters<TaskContext['extend']>[0]): Promise<string[]> {
+    const { db, s, clock } = this.env;
+    // inside the attempt's own transaction once it is open (the embedded database runs one at a time)
+    const q = this.current.tx?.queryable ?? db;
+    const ctx = advanceContext(this.env, await currentTime(db, clock, q));
+    const tasks = await compileFor(q, ctx, this.workflowId, spec, await registeredNames(q, s));
+    this.current.extensions.push(tasks);
+    return tasks.map((t) => t.name);
+  }
+
+  cancel(reason?: string): never {
+    throw new TaskCancelled(reason);
+  }
+
+  snooze(ms: number): never {
+    throw new TaskSnoozed(ms);
+  }
+}
+
+class TaskSignals {
+  constructor(
+    private readonly env: AttemptEnv,
+    private readonly task: FetchedTask,
+  ) {}
+
+  async latest(key: string, options: Parameters<TaskContext['signals']['latest']>[1] = {}): Promise<SignalRow | null> {
+    const page = await listTaskSignals(this.env.db, this.env.s, this.task.workflow_id, this.task.name, { ...options, key, limit: 1, newestFirst: true });
+    return page?.signals[0] ?? null;
+  }
+
+  async list(options: Parameters<TaskContext['signals']['list']>[0] = {}): Promise<SignalPage> {
+    return (await listTaskSignals(this.env.db, this.env.s, this.task.workflow_id, this.task.name, options)) ?? { signals: [], next_cursor_id: null, has_more: false };
+  }
+}
+
+export function advanceContext(env: AttemptEnv, now: Date): AdvanceContext {
+  return { s: env.s, schema: env.schema, now, definitions: env.definitions };
+}
+
+/** The transaction a handler opened with ctx.transaction(): held open until the attempt ends, then committed with the completion. */
+export class AttemptTransaction {
+  private settle?: (outcome: { output: unknown; extensions: PlanTask[][] } | undefined) => void;
+  private done?: Promise<unknown>;
+  /** The open transaction, while it is open: the handler's other database reads go through it. */
+  queryable?: Queryable;
+
+  constructor(
+    private readonly env: AttemptEnv,
+    private readonly ref: AttemptRef,
+  ) {}
+
+  open<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const { db, s, clock } = this.env;
+    return new Promise<T>((resolveResult, rejectResult) => {
+      const ended = new Promise<{ output: unknown; extensions: PlanTask[][] } | undefined>((r) => (this.settle = r));
+      this.done = db.transaction(async (tx) => {
+        this.queryable = tx;
+        const now = await currentTime(db, clock, tx);
+        await lockWorkflows(tx, s, [this.ref.workflowId]);
+        const { rows } = await tx.query<{ ok: boolean }>(
+          `SELECT (state = 'running' AND attempt = $3 AND worker_id = $4) AS ok FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`,
+          [this.ref.workflowId, this.ref.name, this.ref.attempt, this.ref.workerId],
+        );
+        if (!rows[0]?.ok) {
+          const error = new Error('this attempt is no longer running (timed out, cancelled or rescued)');
+          rejectResult(error);
+          throw error;
+        }
+        try {
+          resolveResult(await fn(tx));
+        } catch (error) {
+          rejectResult(error);
+          throw error;
+        }
+        const outcome = await ended;
+        if (!outcome) throw new RollbackSignal();
+        const ctx = advanceContext(this.env, now);
+        for (const tasks of outcome.extensions) await applyExtension(tx, ctx, this.ref.workflowId, tasks);
+        const result = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
+        if (result.applied.size === 0) throw new Error('this attempt is no longer running');
+        await activateCompleted(tx, ctx, result.activated, false);
+        await finalizePending(tx, ctx, result.toFinalize);
+      });
+      this.done.catch(() => undefined);
+    });
+  }
+
+  async commit(output: unknown, extensions: PlanTask[][]): Promise<void> {
+    this.settle!({ output, extensions });
+    try {
+      await this.done;
+    } finally {
+      this.queryable = undefined;
+    }
+  }
+
+  async rollback(): Promise<void> {
+    this.settle?.(undefined);
+    await this.done?.catch(() => undefined);
+    this.queryable = undefined;
+  }
+}
+
+class RollbackSignal extends Error {}
+
+async function loadDeps(db: Queryable, s: string, workflowId: string, direct: string[], recursive: boolean): Promise<Record<string, TaskRecord>> {
+  const found = new Map<string, TaskRecord>();
+  let frontier = direct;
+  while (frontier.length > 0) {
+    const rows = await loadTasksByName(db, s, workflowId, frontier.filter((n) => !found.has(n)));
+    for (const r of rows) found.set(r.name, r);
+    frontier = recursive ? [...new Set(rows.flatMap((r) => r.deps))].filter((n) => !found.has(n)) : [];
+  }
+  return Object.fromEntries(found);
+}
