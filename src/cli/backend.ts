@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { ApiClient } from '../api/client.js';
 import { CompileError } from '../compiler/instantiate.js';
 import { formatText } from '../compiler/format/text.js';
@@ -180,6 +181,24 @@ function remoteBackend(io: Io, holder: number): Backend {
     },
     close: async () => undefined,
   };
+}
+
+/**
+ * The project's API token, made once and kept in .braid/token (readable by its owner only), so a browser
+ * signed in to `braid dev` stays signed in across restarts. Never printed.
+ */
+export function projectToken(io: Io): string {
+  const file = join(braidDir(io), 'token');
+  try {
+    const token = readFileSync(file, 'utf8').trim();
+    if (/^[0-9a-f]{48}$/.test(token)) return token;
+  } catch {
+    /* made below */
+  }
+  mkdirSync(braidDir(io), { recursive: true });
+  const token = randomBytes(24).toString('hex');
+  writeFileSync(file, token + '\n', { mode: 0o600 });
+  return token;
 }
 
 /** Publishes this process's API address for the project's other commands; removed at exit. */

@@ -10,6 +10,8 @@ import * as cancelCommand from './commands/cancel.js';
 import * as signalCommand from './commands/signal.js';
 import * as diagnoseCommand from './commands/diagnose.js';
 import * as retryCommand from './commands/retry.js';
+import * as devCommand from './commands/dev.js';
+import * as uiCommand from './commands/ui.js';
 import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
 import { version } from './version.js';
 
@@ -31,6 +33,8 @@ const COMMANDS: Record<string, Command> = {
   signal: signalCommand,
   diagnose: diagnoseCommand,
   retry: retryCommand,
+  dev: devCommand,
+  ui: uiCommand,
   demo: demoCommand,
 };
 

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Handlers } from './handlers.js';
 
@@ -10,9 +11,17 @@ import type { Handlers } from './handlers.js';
 export async function loadHandlers(path: string, options: { fresh?: boolean } = {}): Promise<Handlers> {
   const abs = resolve(path);
   if (!existsSync(abs)) throw new Error(`handlers module not found: ${path}`);
-  const url = pathToFileURL(abs).href + (options.fresh ? `?v=${Date.now()}` : '');
-  // TypeScript goes through tsx's loader, scoped to this import (ESM even outside a "type": "module" package)
-  const mod = (/\.[mc]?ts$/.test(abs) ? await (await import('tsx/esm/api')).tsImport(url, import.meta.url) : await import(url)) as { default?: unknown };
+  const url = pathToFileURL(abs).href;
+  let mod: { default?: unknown };
+  if (options.fresh) {
+    // each tsx import has its own module namespace, so the files the module imports load fresh too; modules
+    // loaded as CommonJS live in require's cache instead, and leave it
+    forgetRequired(dirname(abs));
+    mod = (await (await import('tsx/esm/api')).tsImport(url, import.meta.url)) as typeof mod;
+  } else {
+    // TypeScript goes through tsx's loader, scoped to this import (ESM even outside a "type": "module" package)
+    mod = (/\.[mc]?ts$/.test(abs) ? await (await import('tsx/esm/api')).tsImport(url, import.meta.url) : await import(url)) as typeof mod;
+  }
   let handlers = mod.default;
   // a TypeScript module outside an ESM package arrives through CommonJS interop: its default is nested once more
   const inner = (handlers as { default?: unknown } | undefined)?.default;
@@ -22,4 +31,12 @@ export async function loadHandlers(path: string, options: { fresh?: boolean } = 
     if (typeof fn !== 'function') throw new Error(`${path}: handler for kind "${kind}" is not a function`);
   }
   return handlers as Handlers;
+}
+
+/** Drops the project's own files under dir (not its packages) from require's cache. */
+function forgetRequired(dir: string): void {
+  const cache = createRequire(import.meta.url).cache;
+  for (const file of Object.keys(cache)) {
+    if (file.startsWith(dir + sep) && !file.includes(`${sep}node_modules${sep}`)) delete cache[file];
+  }
 }

@@ -10,12 +10,12 @@ import { silentLogger, type Logger } from './log.js';
 import { migrate } from './migrate.js';
 import { channels } from './sql/channels.js';
 import { deleteTasks, lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
-import { currentDefinition, registeredNames, registerVersion } from './sql/definitions.js';
+import { currentDefinition, definitionByHash, listDefinitionVersions, registeredNames, registerVersion, type DefinitionVersion, type StoredDefinition } from './sql/definitions.js';
 import { insertPlan, type InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
 import { quoteIdent } from './sql/schema.js';
 import { currentTime, type Clock } from './sql/time.js';
-import { cancelWorkflow, liveKinds, loadTasks, loadTasksByName, loadWorkflow, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
+import { cancelWorkflow, listWorkflows, liveKinds, loadTasks, loadTasksByName, loadWorkflow, type TaskRecord, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
 import { pendingReason } from './status.js';
 import { Worker, workerId } from './worker.js';
 import { waitDiagnostics, type WaitDiagnostics } from './diagnostics.js';
@@ -137,9 +137,47 @@ export class Runtime {
     });
   }
 
+  /**
+   * Workflows newest first, filtered by state and name, `limit` per page (at most 500); pass the page's
+   * `next_cursor` back as `cursor` for the next one.
+   */
+  async listWorkflows(filter: { state?: WorkflowRecord['state']; name?: string; cursor?: string; limit?: number } = {}): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
+    const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
+    const f: WorkflowListFilter = { state: filter.state, name: filter.name, after: filter.cursor ? decodeCursor(filter.cursor) : undefined, limit: limit + 1 };
+    const rows = await listWorkflows(this.db, this.s, f);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      workflows: page.map(({ cursor_at: _, ...w }) => w),
+      next_cursor: rows.length > limit && last ? Buffer.from(JSON.stringify([last.cursor_at, last.id])).toString('base64url') : null,
+    };
+  }
+
+  /** Every registered definition version, newest first within each name, with which one is current. */
+  definitionVersions(): Promise<DefinitionVersion[]> {
+    return listDefinitionVersions(this.db, this.s);
+  }
+
+  /** One registered version (the current one without `hash`). */
+  definition(name: string, hash?: string): Promise<StoredDefinition | undefined> {
+    return hash ? definitionByHash(this.db, this.s, name, hash) : currentDefinition(this.db, this.s, name);
+  }
+
   /** A handle on one workflow: reads and operations. */
   workflow(id: string): WorkflowHandle {
     return new WorkflowHandle(this, id);
+  }
+
+  /** Swaps the handlers (hot reload): tasks that start afterwards run the new code; running handlers finish on the old. */
+  async setHandlers(handlers: Handlers): Promise<void> {
+    this.options.handlers = handlers;
+    await this.worker?.setHandlers(handlers);
+  }
+
+  /** Serves more queues from now on; queues already served keep their concurrency. */
+  async addQueues(queues: Record<string, number>): Promise<void> {
+    this.options.queues = { ...queues, ...this.options.queues };
+    await this.worker?.addQueues(queues);
   }
 
   /** Starts the worker (and the leader service) with the configured handlers and queues. */
@@ -152,7 +190,7 @@ export class Runtime {
       s: this.s,
       definitions: this.definitions,
       handlers: o.handlers ?? {},
-      queues: o.queues ?? { default: 10 },
+      queues: { ...(o.queues ?? { default: 10 }) },
       prefetch: o.prefetch ?? 0,
       clock: this.clock,
       pollIntervalMs: o.pollIntervalMs ?? 1000,
@@ -212,6 +250,23 @@ export class Runtime {
   get internals(): { s: string; clock: Clock; definitions: DefinitionCache; workerDeadAfterMs: number } {
     return { s: this.s, clock: this.clock, definitions: this.definitions, workerDeadAfterMs: this.options.workerDeadAfterMs ?? 30_000 };
   }
+}
+
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('the cursor is not one this list gave out');
+    this.name = 'InvalidCursorError';
+  }
+}
+
+function decodeCursor(cursor: string): { created_at: string; id: string } {
+  try {
+    const [created_at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof created_at === 'string' && typeof id === 'string' && /^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?([+-]\d\d(:?\d\d)?|Z)?$/.test(created_at)) return { created_at, id };
+  } catch {
+    /* falls through */
+  }
+  throw new InvalidCursorError();
 }
 
 export class UnknownWorkflowError extends Error {

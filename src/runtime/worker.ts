@@ -71,20 +71,53 @@ export class Worker {
   private started = false;
 
   constructor(private readonly o: WorkerOptions) {
+    this.handlers = o.handlers;
+    this.kinds = kindsOf(o.handlers);
     for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true, buffer: [], pumpQueued: false });
   }
 
+  private handlers: Handlers;
   /** The kinds this worker runs: its handlers', and the built-in start handler's. */
-  get kinds(): string[] {
-    return [...Object.keys(this.o.handlers), START_KIND].sort();
+  kinds: string[];
+
+  /**
+   * Swaps the handlers (hot reload): attempts that start from now on run the new code, running ones finish
+   * on the old; the kinds this process runs are recorded again.
+   */
+  async setHandlers(handlers: Handlers): Promise<void> {
+    this.handlers = handlers;
+    this.kinds = kindsOf(handlers);
+    if (!this.started || this.stopping) return;
+    await this.register();
+    for (const [queue, q] of this.perQueue) {
+      q.more = true;
+      this.pump(queue);
+    }
+  }
+
+  /** Serves more queues from now on (a reloaded definition may name a new one); known queues keep their concurrency. */
+  async addQueues(queues: Record<string, number>): Promise<void> {
+    const added = Object.keys(queues).filter((q) => !this.perQueue.has(q));
+    if (added.length === 0) return;
+    for (const q of added) {
+      this.o.queues[q] = queues[q];
+      this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true, buffer: [], pumpQueued: false });
+    }
+    if (!this.started || this.stopping) return;
+    await this.register();
+    for (const q of added) this.pump(q);
+  }
+
+  private async register(): Promise<void> {
+    const now = await currentTime(this.o.db, this.o.clock);
+    await registerWorker(this.o.db, this.o.s, { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds }, now);
   }
 
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    const { db, s } = this.o;
-    const now = await currentTime(db, this.o.clock);
-    await registerWorker(db, s, { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds }, now);
+    const { db } = this.o;
+    await this.register();
     const ch = channels(this.o.schema);
     this.unlisten.push(
       await db.listen(ch.available, (queue) => {
@@ -200,7 +233,7 @@ export class Worker {
     try {
       let output: unknown;
       try {
-        const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : this.o.handlers[task.kind];
+        const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : this.handlers[task.kind];
         output = await attempt.run(handler, new AttemptContext(this.o, attempt));
       } finally {
         this.releaseSlot(q, task.queue);
@@ -401,6 +434,10 @@ export class Worker {
   get busy(): boolean {
     return this.running.size > 0 || this.batches.length > 0 || this.inflight.size > 0 || [...this.perQueue.values()].some((q) => q.buffer.length > 0);
   }
+}
+
+function kindsOf(handlers: Handlers): string[] {
+  return [...Object.keys(handlers), START_KIND].sort();
 }
 
 /** Two fetches per queue may be in flight: one refills what the other's handlers freed. */

@@ -7,9 +7,10 @@ import { loadHandlers } from '../../runtime/load-handlers.js';
 import { consoleLogger } from '../../runtime/log.js';
 import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
-import { databaseUrl, openDatabase, publishApi } from '../backend.js';
+import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { readSourceTexts } from '../definitions.js';
 import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
+import { waitForStopSignal } from './serve.js';
 
 export const usage = 'braid worker --handlers MODULE [--queues NAME=N,...] [--prefetch N] [--definitions DIR] [--database URL]';
 
@@ -54,7 +55,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const registrar = createRuntime({ database: db, schema: values.schema });
     await registrar.migrate();
     const registered = existsSync(dir) ? await registrar.registerDefinitions(dir) : undefined;
-    if (registered) report(io, registered.validation, registered.registered);
+    if (registered) reportRegistration(io, registered.validation, registered.registered);
     rt = createRuntime({
       database: db,
       schema: values.schema,
@@ -65,19 +66,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
     });
     await rt.startWorker();
     if (!databaseUrl({ url: values.database })) {
-      const server = await startApiServer(rt, { definitionsDir: existsSync(dir) ? dir : undefined });
+      const server = await startApiServer(rt, { token: projectToken(io), definitionsDir: existsSync(dir) ? dir : undefined });
       api = server;
       unpublish = publishApi(io, server);
     }
     log.info(`worker ${rt.id} running ${Object.keys(handlers).length} kind(s): ${Object.keys(handlers).sort().join(', ')}`);
-    await new Promise<void>((done) => {
-      const stop = (signal: string) => {
-        log.info(`${signal}: stopping (running handlers get ${shutdownSecs} s)`);
-        done();
-      };
-      process.once('SIGINT', () => stop('SIGINT'));
-      process.once('SIGTERM', () => stop('SIGTERM'));
-    });
+    const signal = await waitForStopSignal();
+    log.info(`${signal}: stopping (running handlers get ${shutdownSecs} s)`);
     await rt.stop(shutdownSecs * 1000);
     log.info('stopped');
     return EXIT.ok;
@@ -91,7 +86,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
 }
 
-function parseQueues(spec: string): Record<string, number> {
+export function parseQueues(spec: string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const part of spec.split(',').filter(Boolean)) {
     const m = /^([A-Za-z0-9_.-]{1,64})(?:=([1-9][0-9]{0,3}))?$/.exec(part.trim());
@@ -101,13 +96,13 @@ function parseQueues(spec: string): Record<string, number> {
   return out;
 }
 
-function defaultQueues(validation: ValidationResult | undefined): Record<string, number> {
+export function defaultQueues(validation: ValidationResult | undefined): Record<string, number> {
   const names = new Set(['default']);
   for (const d of validation?.definitions ?? []) for (const t of d.normalized.tasks) names.add(t.queue);
   return Object.fromEntries([...names].sort().map((q) => [q, 10]));
 }
 
-function report(io: Io, validation: ValidationResult, registered: { name: string; hash: string }[]): void {
+export function reportRegistration(io: Io, validation: ValidationResult, registered: { name: string; hash: string }[]): void {
   if (validation.diagnostics.length > 0) io.stdout(formatText(validation.diagnostics, { sources: readSourceTexts(validation, io) }));
   for (const r of registered) io.stdout(`registered ${r.name} version ${r.hash.slice(0, 12)}\n`);
 }

@@ -43,3 +43,21 @@ export async function registeredNames(q: Queryable, s: string): Promise<string[]
   const { rows } = await q.query<{ name: string }>(`SELECT name FROM ${s}.definition_current ORDER BY name`);
   return rows.map((r) => r.name);
 }
+
+export interface DefinitionVersion {
+  name: string;
+  hash: string;
+  file: string | null;
+  registered_at: Date;
+  current: boolean;
+}
+
+/** Every registered version, newest first within each name. */
+export async function listDefinitionVersions(q: Queryable, s: string): Promise<DefinitionVersion[]> {
+  const { rows } = await q.query<DefinitionVersion>(
+    `SELECT d.name, d.hash, d.file, d.registered_at, (c.hash = d.hash) AS current
+       FROM ${s}.definitions d LEFT JOIN ${s}.definition_current c ON c.name = d.name
+      ORDER BY d.name, d.registered_at DESC, d.id DESC`,
+  );
+  return rows;
+}

@@ -147,3 +147,42 @@ export async function liveKinds(q: Queryable, s: string, aliveMs: number, now: D
   );
   return new Set(rows.map((r) => r.kind));
 }
+
+/** One row of the workflow list: the workflow and its tasks counted by state. */
+export interface WorkflowSummary {
+  id: string;
+  name: string;
+  definition_hash: string;
+  state: WorkflowRecord['state'];
+  attempt: number;
+  tasks_total: number;
+  task_counts: Record<string, number>;
+  parent_id: string | null;
+  created_at: Date;
+  finalized_at: Date | null;
+}
+
+export interface WorkflowListFilter {
+  state?: WorkflowRecord['state'];
+  name?: string;
+  /** Continue after this row (from the previous page's last row), newest first. */
+  after?: { created_at: string; id: string };
+  limit: number;
+}
+
+/** Workflows newest first, filtered and paged by (created_at, id); `cursor` holds the exact created_at text. */
+export async function listWorkflows(q: Queryable, s: string, f: WorkflowListFilter): Promise<(WorkflowSummary & { cursor_at: string })[]> {
+  const { rows } = await q.query<WorkflowSummary & { cursor_at: string }>(
+    `SELECT w.id, w.name, w.definition_hash, w.state, w.attempt, w.tasks_total, w.parent_id, w.created_at, w.finalized_at,
+            w.created_at::text AS cursor_at,
+            COALESCE((SELECT jsonb_object_agg(c.state, c.n) FROM (
+               SELECT t.state, count(*)::int AS n FROM ${s}.tasks t WHERE t.workflow_id = w.id GROUP BY t.state) c), '{}') AS task_counts
+       FROM ${s}.workflows w
+      WHERE ($1::text IS NULL OR w.state = $1) AND ($2::text IS NULL OR w.name = $2)
+        AND ($3::timestamptz IS NULL OR (w.created_at, w.id) < ($3::timestamptz, $4::text))
+      ORDER BY w.created_at DESC, w.id DESC
+      LIMIT $5`,
+    [f.state ?? null, f.name ?? null, f.after?.created_at ?? null, f.after?.id ?? null, f.limit],
+  );
+  return rows;
+}

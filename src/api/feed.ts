@@ -1,0 +1,91 @@
+import type { Database } from '../runtime/db/types.js';
+
+/**
+ * Event ids for server-sent events: increasing for the life of the server and across restarts (they start
+ * from the clock in microseconds), so a client that resumes with Last-Event-ID compares like with like.
+ */
+export class EventClock {
+  private last = 0;
+
+  next(): number {
+    this.last = Math.max(this.last + 1, Date.now() * 1000);
+    return this.last;
+  }
+
+  /** A client resumed with an id from before a restart: later ids stay above it. */
+  observe(id: number): void {
+    if (id > this.last) this.last = id;
+  }
+}
+
+export type FeedChange = { kind: 'workflows'; ids: ReadonlySet<string> } | { kind: 'all' } | { kind: 'dev' };
+
+const REMEMBERED = 10_000;
+
+/**
+ * What changed, as Postgres reports it: one LISTEN on "<schema>_changed", whose notifications (sent on commit
+ * by triggers) name the workflows a statement touched. Remembers when each workflow last changed, so a
+ * client resuming with Last-Event-ID is told only what it missed.
+ */
+export class ChangeFeed {
+  readonly clock = new EventClock();
+  private startedAt = 0;
+  private readonly changedAt = new Map<string, number>();
+  /** Changes before this id are no longer remembered per workflow. */
+  private forgottenBefore = 0;
+  private allChangedAt = 0;
+  private anyChangedAt = 0;
+  private readonly listeners = new Set<(change: FeedChange) => void>();
+  private unlisten?: () => Promise<void>;
+
+  async start(db: Database, schema: string): Promise<void> {
+    this.startedAt = this.clock.next();
+    this.unlisten = await db.listen(`${schema}_changed`, (payload) => this.received(payload));
+  }
+
+  private received(payload: string): void {
+    const at = this.clock.next();
+    this.anyChangedAt = at;
+    if (payload === '*') {
+      this.allChangedAt = at;
+      return this.emit({ kind: 'all' });
+    }
+    const ids = new Set(payload.split(' ').filter(Boolean));
+    for (const id of ids) {
+      this.changedAt.delete(id);
+      this.changedAt.set(id, at);
+    }
+    while (this.changedAt.size > REMEMBERED) {
+      const [oldest, when] = this.changedAt.entries().next().value as [string, number];
+      this.changedAt.delete(oldest);
+      this.forgottenBefore = when;
+    }
+    this.emit({ kind: 'workflows', ids });
+  }
+
+  /** The dev process's reload state changed. */
+  devChanged(): void {
+    this.emit({ kind: 'dev' });
+  }
+
+  private emit(change: FeedChange): void {
+    for (const listener of this.listeners) listener(change);
+  }
+
+  subscribe(listener: (change: FeedChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Whether a workflow (or, without an id, any workflow) may have changed after event `since`. */
+  changedSince(since: number, id?: string): boolean {
+    if (since < this.startedAt || this.allChangedAt > since) return true;
+    if (id === undefined) return this.anyChangedAt > since;
+    const at = this.changedAt.get(id);
+    return at !== undefined ? at > since : this.forgottenBefore > since;
+  }
+
+  async stop(): Promise<void> {
+    await this.unlisten?.();
+  }
+}

@@ -1,0 +1,88 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** An answer other than 2xx, with its message for the client. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function send(res: ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers });
+  res.end(JSON.stringify(payload));
+}
+
+const MAX_BODY = 10 * 1024 * 1024;
+
+/** The request's JSON object body ({} when empty). */
+export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new HttpError(413, 'request body over 10 MB');
+    chunks.push(chunk as Buffer);
+  }
+  if (chunks.length === 0) return {};
+  try {
+    const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+    return parsed as Record<string, unknown>;
+  } catch {
+    throw new HttpError(400, 'the request body must be a JSON object');
+  }
+}
+
+/** A whole-number query parameter, or undefined when absent. */
+export function integerParam(url: URL, name: string, max = 1_000_000_000): number | undefined {
+  const text = url.searchParams.get(name);
+  if (text === null) return undefined;
+  if (!/^[0-9]{1,10}$/.test(text) || Number(text) > max) throw new HttpError(400, `"${name}" is a whole number up to ${max}`);
+  return Number(text);
+}
+
+/**
+ * A server-sent events response: named events with ids, and comment heartbeats so proxies and the
+ * browser keep the connection open.
+ */
+export class SseStream {
+  private heartbeat: NodeJS.Timeout;
+  closed = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    heartbeatMs: number,
+    onClose: () => void,
+  ) {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write(': connected\n\n');
+    this.heartbeat = setInterval(() => this.comment('heartbeat'), heartbeatMs);
+    res.on('close', () => {
+      this.closed = true;
+      clearInterval(this.heartbeat);
+      onClose();
+    });
+  }
+
+  send(event: string, data: unknown, id?: number): void {
+    if (this.closed) return;
+    this.res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  comment(text: string): void {
+    if (!this.closed) this.res.write(`: ${text}\n\n`);
+  }
+
+  close(): void {
+    clearInterval(this.heartbeat);
+    this.res.end();
+  }
+}

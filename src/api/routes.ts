@@ -1,0 +1,115 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InvalidCursorError, type Runtime } from '../runtime/runtime.js';
+import type { WorkflowRecord } from '../runtime/sql/workflows.js';
+import { listEvents, workflowEvents, type StreamContext } from './events.js';
+import { HttpError, integerParam, readJson, send } from './http.js';
+
+export interface RouteContext extends StreamContext {
+  /** Registered before a start that names it (the CLI's `start --definitions`). */
+  definitionsDir?: string;
+}
+
+const STATES = new Set(['running', 'completed', 'failed', 'cancelled']);
+
+function listFilter(url: URL): Parameters<Runtime['listWorkflows']>[0] {
+  const state = url.searchParams.get('state') ?? undefined;
+  if (state !== undefined && !STATES.has(state)) throw new HttpError(400, '"state" is running, completed, failed or cancelled');
+  const name = url.searchParams.get('name') || undefined;
+  if (name !== undefined && name.length > 200) throw new HttpError(400, '"name" is too long');
+  return { state: state as WorkflowRecord['state'] | undefined, name, cursor: url.searchParams.get('cursor') ?? undefined, limit: integerParam(url, 'limit', 500) };
+}
+
+/** The JSON API under /api (snake_case); answers 404 for a path it does not know. */
+export async function route(c: RouteContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const { rt } = c;
+  const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const method = req.method ?? 'GET';
+  const [, resource, id, action, task, sub] = parts;
+  try {
+    if (resource === 'events' && parts.length === 2 && method === 'GET') return listEvents(req, res, c, listFilter(url));
+    if (resource === 'dev' && parts.length === 2 && method === 'GET') return send(res, 200, c.dev?.() ?? { definitions: null, handlers: null });
+    if (resource === 'definitions') return await definitions(c, res, method, parts, url);
+    if (resource === 'workflows' && parts.length === 2) {
+      if (method === 'GET') return send(res, 200, await rt.listWorkflows(listFilter(url)));
+      if (method === 'POST') {
+        const b = await readJson(req);
+        if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
+        const dir = typeof b.definitions_dir === 'string' ? b.definitions_dir : c.definitionsDir;
+        if (dir) await rt.registerDefinitions(dir);
+        return send(res, 201, { id: await rt.start(b.name, b.inputs ?? {}) });
+      }
+    }
+    if (resource === 'workflows' && id) {
+      const wf = rt.workflow(id);
+      if (parts.length === 3 && method === 'GET') return send(res, 200, await wf.status());
+      if (action === 'events' && parts.length === 4 && method === 'GET') return workflowEvents(req, res, c, id);
+      if (action === 'cancel' && parts.length === 4 && method === 'POST') return send(res, 200, await wf.cancel());
+      if (action === 'retry' && parts.length === 4 && method === 'POST') {
+        const b = await readJson(req);
+        const mode = b.mode ?? 'all';
+        if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream') throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
+        if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
+        return send(res, 200, await wf.retry({ mode, resetHistory: b.reset_history === true }));
+      }
+      if (action === 'signals' && parts.length === 4) {
+        if (method === 'POST') {
+          const b = await readJson(req);
+          if (typeof b.key !== 'string') throw new HttpError(400, '"key" is required');
+          if (b.attempt !== undefined && typeof b.attempt !== 'number') throw new HttpError(400, '"attempt" is a number');
+          if (b.idempotency_key !== undefined && typeof b.idempotency_key !== 'string') throw new HttpError(400, '"idempotency_key" is a string');
+          const result = await wf.signals.emit(b.key, b.payload ?? null, { idempotencyKey: b.idempotency_key as string | undefined, source: b.source, attempt: b.attempt as number | undefined });
+          return send(res, result.replayed ? 200 : 201, result);
+        }
+        if (method === 'GET') {
+          return send(res, 200, await wf.signals.list({ attempt: integerParam(url, 'attempt'), key: url.searchParams.get('key') ?? undefined, cursorId: url.searchParams.get('cursor_id') ?? undefined, limit: integerParam(url, 'limit', 1000) }));
+        }
+      }
+      if (action === 'tasks' && task && parts.length === 6 && method === 'GET') {
+        if (sub === 'diagnostics') return send(res, 200, await wf.waitDiagnostics(task, { signalScanLimit: integerParam(url, 'signal_scan_limit') }));
+        if (sub === 'signals') {
+          return send(res, 200, await wf.signals.listForTask(task, { key: url.searchParams.get('key') ?? undefined, cursorId: url.searchParams.get('cursor_id') ?? undefined, limit: integerParam(url, 'limit', 1000) }));
+        }
+      }
+      if (action === 'wait' && parts.length === 4 && method === 'GET') {
+        const timeoutMs = integerParam(url, 'timeout_ms', 600_000) ?? 30_000;
+        const w = await wf.waitUntilFinal({ timeoutMs, pollMs: 200 }).catch(() => undefined);
+        return send(res, 200, { workflow: w ?? (await wf.load()) });
+      }
+    }
+    throw new HttpError(404, `no route ${method} ${url.pathname}`);
+  } catch (error) {
+    if (error instanceof InvalidCursorError) throw new HttpError(400, error.message);
+    throw error;
+  }
+}
+
+/** GET /api/definitions, GET /api/definitions/:name[?hash=]: versions, validation state, and one version's definition. */
+async function definitions(c: RouteContext, res: ServerResponse, method: string, parts: string[], url: URL): Promise<void> {
+  if (method !== 'GET') throw new HttpError(404, `no route ${method} ${url.pathname}`);
+  const reload = c.dev?.().definitions ?? null;
+  if (parts.length === 2) {
+    const versions = await c.rt.definitionVersions();
+    const byName = new Map<string, typeof versions>();
+    for (const v of versions) byName.set(v.name, [...(byName.get(v.name) ?? []), v]);
+    const list = [...byName].map(([name, vs]) => {
+      const current = vs.find((v) => v.current) ?? vs[0];
+      const file = current.file;
+      const failing = reload?.failing.find((f) => f.name === name || (file !== null && f.file === file));
+      return {
+        name,
+        current_hash: current.hash,
+        file,
+        valid: failing === undefined,
+        diagnostics: reload ? reload.diagnostics.filter((d) => d.file === (failing?.file ?? file)) : [],
+        versions: vs.map(({ hash, file: f, registered_at, current: isCurrent }) => ({ hash, file: f, registered_at, current: isCurrent })),
+      };
+    });
+    return send(res, 200, { definitions: list, reload });
+  }
+  if (parts.length === 3) {
+    const def = await c.rt.definition(parts[2], url.searchParams.get('hash') ?? undefined);
+    if (!def) throw new HttpError(404, `no registered definition ${parts[2]}${url.searchParams.get('hash') ? ` version ${url.searchParams.get('hash')}` : ''}`);
+    return send(res, 200, def);
+  }
+  throw new HttpError(404, `no route ${method} ${url.pathname}`);
+}

@@ -1,0 +1,77 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { HttpError } from './http.js';
+
+const SESSION_COOKIE = 'braid_session';
+
+/**
+ * Who may talk to the server, and how:
+ * - the Host header must name this server (a page on another site that rebinds its DNS name to 127.0.0.1
+ *   sends its own name, and is refused);
+ * - every /api request carries the token, as a Bearer header (the CLI) or as the session cookie the page
+ *   gets in exchange for it (HttpOnly, SameSite=Strict, so other sites' pages never send it);
+ * - a request that changes something must be JSON and come from this origin (Origin / Sec-Fetch-Site),
+ *   which a cross-site form or fetch cannot fake.
+ */
+export class Guard {
+  private readonly session: string;
+  private allowedHosts?: Set<string>;
+
+  constructor(
+    private readonly token: string,
+    private readonly options: { host: string; allowedHosts?: readonly string[] },
+  ) {
+    this.session = createHmac('sha256', token).update('braid ui session').digest('hex');
+  }
+
+  /** Called once the port is known. */
+  listening(port: number): void {
+    if (this.options.allowedHosts && this.options.allowedHosts.length > 0) this.allowedHosts = new Set(this.options.allowedHosts.map((h) => h.toLowerCase()));
+    else if (isLoopback(this.options.host)) this.allowedHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+  }
+
+  checkHost(req: IncomingMessage): void {
+    const host = (req.headers.host ?? '').toLowerCase();
+    if (this.allowedHosts && !this.allowedHosts.has(host)) throw new HttpError(403, 'this server does not answer to that Host name');
+  }
+
+  authorized(req: IncomingMessage): boolean {
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    if (bearer !== undefined) return same(bearer, this.token);
+    const cookie = cookies(req.headers.cookie)[SESSION_COOKIE];
+    return cookie !== undefined && same(cookie, this.session);
+  }
+
+  /** A change must be JSON, sent by this origin or by a client that is not a browser page. */
+  checkMutation(req: IncomingMessage): void {
+    const site = req.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') throw new HttpError(403, 'cross-origin requests may not change anything');
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`) throw new HttpError(403, 'cross-origin requests may not change anything');
+    if (req.headers['content-type']?.split(';')[0].trim() !== 'application/json') throw new HttpError(415, 'send JSON (content-type: application/json)');
+  }
+
+  /** The Set-Cookie value that lets the page's requests (EventSource included) carry the token. */
+  sessionCookie(): string {
+    return `${SESSION_COOKIE}=${this.session}; HttpOnly; SameSite=Strict; Path=/`;
+  }
+}
+
+function same(given: string, wanted: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(wanted);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function cookies(header: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0) out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+export function isLoopback(host: string): boolean {
+  return host === '127.0.0.1' || host === 'localhost' || host === '::1' || host.startsWith('127.');
+}

@@ -1,0 +1,120 @@
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { startApiServer, type ApiServer } from '../../api/server.js';
+import { DefinitionsWatcher } from '../../dev/definitions-watcher.js';
+import { HandlersWatcher } from '../../dev/handlers-watcher.js';
+import type { Handlers } from '../../runtime/handlers.js';
+import { loadHandlers } from '../../runtime/load-handlers.js';
+import { consoleLogger } from '../../runtime/log.js';
+import { createRuntime, type Runtime } from '../../runtime/runtime.js';
+import { parse } from '../args.js';
+import { openDatabase, projectToken, publishApi } from '../backend.js';
+import { displayPath } from '../definitions.js';
+import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
+import { parseQueues } from './worker.js';
+import { parsePort, waitForStopSignal } from './serve.js';
+
+export const usage = 'braid dev [--definitions DIR] [--handlers MODULE] [--port N] [--host ADDR] [--queues NAME=N,...] [--database URL]';
+
+export const help = `One process for development: migrates, registers the definitions, runs a worker, serves the API
+and the web UI, and watches the definitions folder and the handlers module. A saved definition is
+validated with its folder and registered as a new version (running workflows keep theirs); a broken
+save keeps the last good version and says so here and in the UI. A changed handlers module is loaded
+for tasks that start afterwards. Embedded database by default; DATABASE_URL or --database for Postgres.
+
+Usage: ${usage}
+
+  --definitions DIR         the definitions folder (default: definitions)
+  --handlers MODULE         a .js, .mjs or .ts module whose default export maps kinds to handlers
+  --port N                  the UI and API port (default: 4780; 0 picks a free one)
+  --host ADDR               the address to listen on (default: 127.0.0.1)
+  --queues NAME=N,...       queues and their concurrency (default: every queue the definitions use, 10 each)
+  --database URL            Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --schema NAME             the schema of braid's tables (default: braid)
+  --shutdown-timeout SECS   how long running handlers get to finish at shutdown (default: 10)
+
+The UI asks once for the token in .braid/token (or open it as /#token=TOKEN).
+`;
+
+export async function run(argv: string[], io: Io): Promise<number> {
+  const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'handlers', 'port', 'host', 'queues', 'database', 'schema', 'shutdown-timeout'], usage);
+  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (positionals.length > 0) throw new UsageError(`dev takes no arguments (usage: ${usage})`);
+  const dir = resolve(io.cwd, values.definitions ?? 'definitions');
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`no definitions folder at ${displayPath(io, dir)} (create it, or pass --definitions DIR)`);
+  const port = parsePort(values.port, 4780);
+  const fixedQueues = values.queues === undefined ? undefined : parseQueues(values.queues);
+  const shutdownSecs = values['shutdown-timeout'] === undefined ? 10 : Number(values['shutdown-timeout']);
+  if (!(shutdownSecs >= 0)) throw new UsageError('--shutdown-timeout must be a number of seconds');
+  const handlersModule = values.handlers === undefined ? undefined : resolve(io.cwd, values.handlers);
+  let handlers: Handlers = {};
+  if (handlersModule) {
+    try {
+      handlers = await loadHandlers(handlersModule);
+    } catch (error) {
+      throw new UsageError(`cannot load handlers: ${(error as Error).message.split('\n')[0]}`);
+    }
+  }
+  const db = await openDatabase(io, { url: values.database });
+  const log = consoleLogger((line) => io.stdout(line + '\n'));
+  const print = (text: string) => text && io.stdout(text);
+  let rt: Runtime | undefined;
+  let api: ApiServer | undefined;
+  let definitions: DefinitionsWatcher | undefined;
+  let handlersWatcher: HandlersWatcher | undefined;
+  let unpublish = () => undefined as void;
+  try {
+    rt = createRuntime({ database: db, schema: values.schema, handlers, queues: fixedQueues ?? { default: 10 }, logger: log });
+    await rt.migrate();
+    const runtime = rt;
+    definitions = new DefinitionsWatcher(runtime, dir, {
+      print,
+      display: (file) => displayPath(io, file),
+      onReload: (state) => {
+        api?.devChanged();
+        // a definition may name a new queue: serve it (unless the queues were given)
+        if (!fixedQueues) void runtime.addQueues(Object.fromEntries(state.queues.map((q) => [q, 10]))).catch((e: Error) => log.warn(`adding queues: ${e.message}`));
+      },
+    });
+    const first = await definitions.start();
+    if (!fixedQueues) await runtime.addQueues(Object.fromEntries(first.queues.map((q) => [q, 10])));
+    await runtime.startWorker();
+    const watcher = definitions;
+    if (handlersModule) {
+      handlersWatcher = new HandlersWatcher(runtime, handlersModule, Object.keys(handlers).sort(), { print, onReload: () => api?.devChanged() });
+      await handlersWatcher.start();
+    }
+    try {
+      api = await startApiServer(runtime, {
+        port,
+        host: values.host,
+        token: projectToken(io),
+        definitionsDir: dir,
+        dev: () => ({ definitions: watcher.state ?? null, handlers: handlersWatcher?.state ?? null }),
+      });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`port ${port} is in use: pass --port N (0 picks a free one)`);
+      throw error;
+    }
+    unpublish = publishApi(io, api);
+    log.info(`braid dev: UI and API at ${api.url}/ (token in ${displayPath(io, resolve(io.cwd, '.braid', 'token'))})`);
+    log.info(`watching ${displayPath(io, dir)}${handlersModule ? ` and ${displayPath(io, handlersModule)}` : ''}; worker ${runtime.id} running ${Object.keys(handlers).length} kind(s)`);
+    const signal = await waitForStopSignal();
+    log.info(`${signal}: stopping (running handlers get ${shutdownSecs} s)`);
+    await handlersWatcher?.stop();
+    await definitions.stop();
+    await runtime.stop(shutdownSecs * 1000);
+    log.info('stopped');
+    return EXIT.ok;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new ConnectionError((error as Error).message);
+  } finally {
+    await handlersWatcher?.stop().catch(() => undefined);
+    await definitions?.stop().catch(() => undefined);
+    await api?.close();
+    unpublish();
+    await rt?.stop(0).catch(() => undefined);
+    await db.close();
+  }
+}

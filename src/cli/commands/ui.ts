@@ -1,0 +1,61 @@
+import { startApiServer, type ApiServer } from '../../api/server.js';
+import { createRuntime } from '../../runtime/runtime.js';
+import { parse } from '../args.js';
+import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
+import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
+import { parsePort, waitForStopSignal } from './serve.js';
+
+export const usage = 'braid ui [--port N] [--host ADDR] [--allowed-host NAME[:PORT],...] [--database URL]';
+
+export const help = `Serve the web UI and its API alone (no worker), for operators. Prints its address.
+
+Usage: ${usage}
+
+  --port N                  the port (default: 4781; 0 picks a free one)
+  --host ADDR               the address to listen on (default: 127.0.0.1)
+  --allowed-host NAMES      Host header values to answer (default: the loopback names when bound to
+                            loopback; set it to the public name when serving behind a proxy)
+  --database URL            Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --schema NAME             the schema of braid's tables (default: braid)
+
+Every API request needs the token: BRAID_UI_TOKEN when set (production), else the one in .braid/token.
+Sign in once in the page, or open it as /#token=TOKEN.
+`;
+
+export async function run(argv: string[], io: Io): Promise<number> {
+  const { values, help: wantsHelp, positionals } = parse(argv, ['port', 'host', 'allowed-host', 'database', 'schema'], usage);
+  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (positionals.length > 0) throw new UsageError(`ui takes no arguments (usage: ${usage})`);
+  const port = parsePort(values.port, 4781);
+  const envToken = process.env.BRAID_UI_TOKEN;
+  if (envToken !== undefined && envToken.length < 16) throw new UsageError('BRAID_UI_TOKEN must be at least 16 characters');
+  const db = await openDatabase(io, { url: values.database });
+  let api: ApiServer | undefined;
+  let unpublish = () => undefined as void;
+  try {
+    const rt = createRuntime({ database: db, schema: values.schema });
+    await rt.migrate();
+    try {
+      api = await startApiServer(rt, {
+        port,
+        host: values.host,
+        token: envToken ?? projectToken(io),
+        allowedHosts: values['allowed-host']?.split(',').map((h) => h.trim()).filter(Boolean),
+      });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`port ${port} is in use: pass --port N (0 picks a free one)`);
+      throw error;
+    }
+    if (!databaseUrl({ url: values.database })) unpublish = publishApi(io, api);
+    io.stdout(`${api.url}/\n`);
+    await waitForStopSignal();
+    return EXIT.ok;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new ConnectionError((error as Error).message);
+  } finally {
+    await api?.close();
+    unpublish();
+    await db.close();
+  }
+}

@@ -1,0 +1,148 @@
+import { watch, type FSWatcher } from 'chokidar';
+import { DebouncedPass } from './debounced.js';
+import { readFileSync } from 'node:fs';
+import type { Diagnostic } from '../compiler/diagnostics.js';
+import { formatText } from '../compiler/format/text.js';
+import { isDefinitionFile } from '../compiler/load.js';
+import type { Runtime } from '../runtime/runtime.js';
+
+/** What the last reload of the definitions folder found: the UI's banner and the terminal's report. */
+export interface ReloadState {
+  /** Counts reloads, so a client can tell a new state from one it has seen. */
+  generation: number;
+  at: string;
+  /** No errors: every file's current version is the one on disk. */
+  ok: boolean;
+  files: number;
+  errors: number;
+  warnings: number;
+  diagnostics: Diagnostic[];
+  /** Versions this reload made current. */
+  registered: { name: string; hash: string }[];
+  /** Files with errors: the last good version of their workflow stays current. */
+  failing: { file: string; name: string | null }[];
+  /** Queues the valid definitions use. */
+  queues: string[];
+  /** Set when the folder could not be read or registered at all. */
+  error: string | null;
+}
+
+export interface DefinitionsWatcherOptions {
+  /** Editors save in bursts (write, rename, chmod): changes within this window make one reload. */
+  debounceMs?: number;
+  /** Where the terminal report goes. */
+  print: (text: string) => void;
+  /** Called after every reload. */
+  onReload?: (state: ReloadState) => void;
+  /** How a file's path is shown in the terminal (default: as is). */
+  display?: (file: string) => string;
+}
+
+/**
+ * Watches a definitions folder: on a change, validates the whole folder (cross-file rules need it), prints
+ * the diagnostics, and registers the versions that changed; the hash decides, so an unchanged save
+ * registers nothing. A file with errors keeps its last good version current until it is fixed.
+ */
+export class DefinitionsWatcher {
+  private watcher?: FSWatcher;
+  private readonly passes: DebouncedPass;
+  private generation = 0;
+  state?: ReloadState;
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly dir: string,
+    private readonly options: DefinitionsWatcherOptions,
+  ) {
+    this.passes = new DebouncedPass(() => this.pass(), options.debounceMs ?? 100);
+  }
+
+  async start(): Promise<ReloadState> {
+    await this.reload();
+    this.watcher = watch(this.dir, {
+      ignoreInitial: true,
+      ignored: (path, stats) => (stats?.isFile() ?? false) && !isDefinitionFile(path),
+    });
+    this.watcher.on('all', (_event, path) => {
+      if (path === this.dir || isDefinitionFile(path)) this.passes.schedule();
+    });
+    this.watcher.on('error', (error) => this.options.print(`warning: watching ${this.dir}: ${(error as Error).message}\n`));
+    await new Promise<void>((ready) => this.watcher!.once('ready', () => ready()));
+    return this.state!;
+  }
+
+  /** Reloads now (one at a time; a request during one makes one more). */
+  reload(): Promise<void> {
+    return this.passes.run();
+  }
+
+  private async pass(): Promise<void> {
+    const previous = this.state;
+    let state: ReloadState;
+    try {
+      const { validation, registered } = await this.rt.registerDefinitions(this.dir);
+      state = {
+        generation: ++this.generation,
+        at: new Date().toISOString(),
+        ok: validation.errors === 0,
+        files: validation.files,
+        errors: validation.errors,
+        warnings: validation.warnings,
+        diagnostics: validation.diagnostics,
+        registered,
+        failing: validation.checked.filter((c) => !c.valid).map((c) => ({ file: c.file, name: c.name ?? null })),
+        queues: [...new Set(validation.definitions.flatMap((d) => d.normalized.tasks.map((t) => t.queue)))].sort(),
+        error: null,
+      };
+    } catch (error) {
+      state = {
+        generation: ++this.generation,
+        at: new Date().toISOString(),
+        ok: false,
+        files: 0,
+        errors: 1,
+        warnings: 0,
+        diagnostics: [],
+        registered: [],
+        failing: [],
+        queues: [],
+        error: (error as Error).message,
+      };
+    }
+    this.state = state;
+    const registeredBefore = new Set((await this.rt.definitionVersions().catch(() => [])).map((v) => v.name));
+    this.options.print(this.report(state, previous, registeredBefore));
+    this.options.onReload?.(state);
+  }
+
+  private report(state: ReloadState, previous: ReloadState | undefined, registered: ReadonlySet<string>): string {
+    const show = this.options.display ?? ((f: string) => f);
+    const lines: string[] = [];
+    if (state.error) lines.push(`definitions: ${state.error}: the versions registered before stay current`);
+    if (state.diagnostics.length > 0) {
+      const sources = new Map<string, string>();
+      for (const d of state.diagnostics) {
+        if (sources.has(show(d.file))) continue;
+        try {
+          sources.set(show(d.file), readFileSync(d.file, 'utf8'));
+        } catch {
+          /* deleted meanwhile: no snippet */
+        }
+      }
+      lines.push(formatText(state.diagnostics.map((d) => ({ ...d, file: show(d.file) })), { sources }).trimEnd());
+    }
+    for (const r of state.registered) lines.push(`registered ${r.name} version ${r.hash.slice(0, 12)}`);
+    for (const f of state.failing) {
+      const kept = f.name !== null && registered.has(f.name);
+      lines.push(`${show(f.file)}: has errors; ${kept ? `the last good version of ${f.name} stays current` : 'nothing from it is registered until it is valid'}`);
+    }
+    if (state.ok && previous && !previous.ok) lines.push('definitions: all valid again');
+    if (lines.length === 0 && previous) lines.push('definitions: no change');
+    return lines.length > 0 ? lines.join('\n') + '\n' : '';
+  }
+
+  async stop(): Promise<void> {
+    await this.watcher?.close();
+    await this.passes.stop();
+  }
+}
