@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { braidBin, runCli } from '../helpers/cli.js';
 import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
+import { normalise } from '../helpers/golden.js';
 
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -139,10 +140,10 @@ tasks:
 
     const text = runCli(['status', id, ...db], { cwd: dir, env }).stdout;
     expect(text).toMatch(/decide +say +pending +0\/25 +waiting on approved \|\| sla: approved 0\/1 signal, sla fires at \d{4}-/);
-    await expect(normalise(statusJson(), id)).toMatchFileSnapshot('golden/status-waiting.json');
+    await expect(normalise(statusJson(), { 'workflow-id': id })).toMatchFileSnapshot('golden/status-waiting.json');
     const diagnose = runCli(['diagnose', id, 'decide', '--json', ...db], { cwd: dir, env });
     expect(diagnose.code).toBe(0);
-    await expect(normalise(JSON.parse(diagnose.stdout), id)).toMatchFileSnapshot('golden/diagnose-waiting.json');
+    await expect(normalise(JSON.parse(diagnose.stdout), { 'workflow-id': id })).toMatchFileSnapshot('golden/diagnose-waiting.json');
     expect(runCli(['diagnose', id, 'decide', ...db], { cwd: dir, env }).stdout).toMatch(/^task decide of workflow \w+: wait waiting\nexpression: approved \|\| sla {2}=> {2}false\n/);
 
     const sent = runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', '--source', '{"by":"cli"}', ...db], { cwd: dir, env });
@@ -189,18 +190,3 @@ tasks:
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
-
-/** Golden files hold what does not change between runs: ids, times and worker names are replaced. */
-function normalise(value: unknown, workflowId: string): string {
-  const walk = (v: unknown, key?: string): unknown => {
-    if (typeof v === 'string') {
-      if (v === workflowId) return '<workflow-id>';
-      if (key === 'worker_id') return '<worker>';
-      return v.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>');
-    }
-    if (Array.isArray(v)) return v.map((x) => walk(x));
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
-    return v;
-  };
-  return JSON.stringify(walk(value), null, 2) + '\n';
-}

@@ -1,0 +1,255 @@
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer, type ApiServer } from '../../src/api/server.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { normalise } from '../helpers/golden.js';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
+
+const TOKEN = 'a'.repeat(48);
+
+const DEFS = {
+  approval: `name: approval
+inputs: { type: object, properties: { n: { type: number } } }
+tasks:
+  prepare: { kind: work, args: { n: "\${{ inputs.n }}" } }
+  decide:
+    kind: work
+    deps: [prepare]
+    wait:
+      expr: approved
+      signals: [approve]
+      terms:
+        approved: { signal: approve, count: 2, label: Two approvals }
+  notify: { kind: work, deps: [decide] }
+output: { n: "\${{ inputs.n }}" }
+`,
+  quick: 'name: quick\ntasks:\n  only: { kind: work }\n',
+  doomed: 'name: doomed\ntasks:\n  t: { kind: boom, max_attempts: 1 }\n',
+};
+
+let rt: Runtime;
+let server: ApiServer;
+
+async function api<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T; headers: Headers }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body !== undefined ? (typeof body === 'string' ? body : JSON.stringify(body)) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text, headers: res.headers };
+}
+
+/** A raw request, for headers fetch will not let a caller set (Host, Origin, Sec-Fetch-Site). */
+function raw(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
+  const url = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface SseEvent {
+  id?: string;
+  event: string;
+  data: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** An EventSource in a few lines: collects events and comments as they arrive. */
+function subscribe(path: string, lastEventId?: string): { events: SseEvent[]; comments: string[]; close: () => void } {
+  const url = new URL(server.url);
+  const events: SseEvent[] = [];
+  const comments: string[] = [];
+  const req = request({ host: url.hostname, port: url.port, path, headers: { authorization: `Bearer ${TOKEN}`, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) } }, (res) => {
+    let buffer = '';
+    res.on('data', (d: Buffer) => {
+      buffer += d.toString();
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const e: Partial<SseEvent> = {};
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':')) comments.push(line.slice(1).trim());
+          else if (line.startsWith('id: ')) e.id = line.slice(4);
+          else if (line.startsWith('event: ')) e.event = line.slice(7);
+          else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+        }
+        if (e.event) events.push(e as SseEvent);
+      }
+    });
+  });
+  req.on('error', () => undefined);
+  req.end();
+  return { events, comments, close: () => req.destroy() };
+}
+
+const snapshots = (s: { events: SseEvent[] }) => s.events.filter((e) => e.event === 'snapshot');
+
+beforeAll(async () => {
+  rt = await testRuntime({
+    definitions: DEFS,
+    handlers: { work: async (args: { n?: number }) => ({ done: true, n: args?.n ?? null }), boom: async () => { throw new Error('boom'); } },
+  });
+  await rt.startWorker();
+  server = await startApiServer(rt, { token: TOKEN, heartbeatMs: 100, pollMs: 60_000, minIntervalMs: 10 });
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+async function waitingWorkflow(n: number): Promise<string> {
+  const { body } = await api('POST', '/api/workflows', { name: 'approval', inputs: { n } });
+  await until(async () => (await rt.workflow(body.id).task('decide')).wait?.phase === 'waiting');
+  return body.id;
+}
+
+describe(`HTTP API (${backend})`, () => {
+  it('each endpoint answers with its JSON shape (golden)', async () => {
+    const id = await waitingWorkflow(7);
+    const emitted = await api('POST', `/api/workflows/${id}/signals`, { key: 'approve', payload: { by: 'ada' }, idempotency_key: 'k1' });
+    expect(emitted.status).toBe(201);
+    await until(async () => (await rt.workflow(id).task('decide')).wait?.last_evaluation?.terms[0]?.matched === 1);
+    const ids = { 'workflow-id': id };
+    await expect(normalise(emitted.body, ids)).toMatchFileSnapshot('golden/signal-emit.json');
+    await expect(normalise((await api('GET', `/api/workflows/${id}`)).body, ids)).toMatchFileSnapshot('golden/workflow.json');
+    await expect(normalise((await api('GET', `/api/workflows/${id}/tasks/decide/signals`)).body, ids)).toMatchFileSnapshot('golden/task-signals.json');
+    await expect(normalise((await api('GET', `/api/workflows/${id}/tasks/decide/diagnostics`)).body, ids)).toMatchFileSnapshot('golden/diagnostics.json');
+    await expect(normalise((await api('GET', `/api/workflows?name=approval&limit=1`)).body, ids)).toMatchFileSnapshot('golden/workflow-list.json');
+    await expect(normalise((await api('GET', '/api/definitions')).body)).toMatchFileSnapshot('golden/definitions.json');
+    await expect(normalise((await api('GET', '/api/definitions/quick')).body)).toMatchFileSnapshot('golden/definition.json');
+    await expect(normalise((await api('POST', `/api/workflows/${id}/cancel`, {})).body, ids)).toMatchFileSnapshot('golden/cancel.json');
+    await rt.workflow(id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    await expect(normalise((await api('POST', `/api/workflows/${id}/retry`, { mode: 'all', reset_history: true })).body, ids)).toMatchFileSnapshot('golden/retry.json');
+    expect((await api('GET', '/api/dev')).body).toEqual({ definitions: null, handlers: null });
+  });
+
+  it('pages the workflow list by cursor, newest first, filtered by state and name', async () => {
+    const started: string[] = [];
+    for (let i = 0; i < 5; i++) started.push((await api('POST', '/api/workflows', { name: 'quick' })).body.id);
+    const doomed = (await api('POST', '/api/workflows', { name: 'doomed' })).body.id;
+    await until(async () => (await rt.workflow(doomed).load()).state === 'failed');
+    for (const id of started) await rt.workflow(id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: { body: { workflows: { id: string; name: string }[]; next_cursor: string | null } } = await api('GET', `/api/workflows?name=quick&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      seen.push(...page.body.workflows.map((w) => w.id));
+      cursor = page.body.next_cursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen).toEqual([...started].reverse());
+    const failed = (await api('GET', '/api/workflows?state=failed')).body.workflows;
+    expect(failed.map((w: { id: string }) => w.id)).toContain(doomed);
+    expect(failed.every((w: { state: string }) => w.state === 'failed')).toBe(true);
+    expect(failed.find((w: { id: string }) => w.id === doomed).task_counts).toEqual({ discarded: 1 });
+    expect((await api('GET', '/api/workflows?cursor=garbage')).status).toBe(400);
+    expect((await api('GET', '/api/workflows?state=sleeping')).status).toBe(400);
+    expect((await api('GET', '/api/workflows?limit=-1')).status).toBe(400);
+  });
+
+  it('pages a task\'s signals by cursor, up to the evidence of its resolved wait', async () => {
+    const id = await waitingWorkflow(1);
+    for (let i = 0; i < 4; i++) await api('POST', `/api/workflows/${id}/signals`, { key: 'approve', payload: { i } });
+    const page = async (cursor?: string) => (await api('GET', `/api/workflows/${id}/tasks/decide/signals?limit=1${cursor ? `&cursor_id=${cursor}` : ''}`)).body;
+    const first = await page();
+    expect(first.signals.map((s: { payload: { i: number } }) => s.payload.i)).toEqual([0]);
+    expect(first.has_more).toBe(true);
+    const second = await page(first.next_cursor_id);
+    expect(second.signals.map((s: { payload: { i: number } }) => s.payload.i)).toEqual([1]);
+    // the two approvals resolved the wait: what came after is not the task's evidence
+    expect(second.has_more).toBe(false);
+    expect((await api('GET', `/api/workflows/${id}/signals?limit=10`)).body.signals).toHaveLength(4);
+    expect((await api('GET', `/api/workflows/${id}/tasks/nope/signals`)).status).toBe(404);
+  });
+
+  it('streams snapshots of a workflow as it changes; a client resuming with Last-Event-ID gets only what it missed', async () => {
+    const id = await waitingWorkflow(2);
+    const a = subscribe(`/api/workflows/${id}/events`);
+    await until(() => snapshots(a).length === 1);
+    const first = snapshots(a)[0];
+    expect(first.data.workflow.id).toBe(id);
+    expect(first.data.tasks.find((t: { name: string }) => t.name === 'decide').wait.phase).toBe('waiting');
+    await api('POST', `/api/workflows/${id}/signals`, { key: 'approve' });
+    await until(() => snapshots(a).some((e) => e.data.tasks.find((t: { name: string }) => t.name === 'decide').wait.last_evaluation?.terms[0].matched === 1));
+    const ids = snapshots(a).map((e) => Number(e.id));
+    expect([...ids].sort((x, y) => x - y)).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    const last = snapshots(a)[snapshots(a).length - 1].id!;
+    a.close();
+
+    // nothing changed since: no snapshot, only heartbeats
+    const b = subscribe(`/api/workflows/${id}/events`, last);
+    await until(() => b.comments.includes('heartbeat'));
+    expect(snapshots(b)).toEqual([]);
+    b.close();
+
+    // a change while away: the resumed stream starts with the current state, numbered after the old one
+    await api('POST', `/api/workflows/${id}/signals`, { key: 'approve' });
+    await rt.workflow(id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    const c = subscribe(`/api/workflows/${id}/events`, last);
+    await until(() => snapshots(c).some((e) => e.data.workflow.state === 'completed'));
+    expect(Number(snapshots(c)[0].id)).toBeGreaterThan(Number(last));
+    c.close();
+
+    const gone = subscribe('/api/workflows/no-such-id/events');
+    await until(() => gone.events.some((e) => e.event === 'gone'));
+    gone.close();
+  });
+
+  it('streams the workflow list with its filters', async () => {
+    const s = subscribe('/api/events?name=quick&limit=3');
+    await until(() => snapshots(s).length === 1);
+    const id = (await api('POST', '/api/workflows', { name: 'quick' })).body.id;
+    await until(() => snapshots(s).some((e) => e.data.workflows[0]?.id === id && e.data.workflows[0].state === 'completed'));
+    expect(snapshots(s).every((e) => e.data.workflows.length <= 3 && e.data.workflows.every((w: { name: string }) => w.name === 'quick'))).toBe(true);
+    s.close();
+  });
+
+  it('refuses requests without the token, from other origins, for other hosts, and changes that are not JSON', async () => {
+    const host = new URL(server.url).host;
+    expect((await raw('GET', '/api/workflows', { host })).status).toBe(401);
+    expect((await raw('GET', '/api/workflows', { host, authorization: 'Bearer wrong' })).status).toBe(401);
+    expect((await raw('GET', '/api/workflows', { host: `evil.example:${new URL(server.url).port}`, authorization: `Bearer ${TOKEN}` })).status).toBe(403);
+    expect((await raw('GET', '/', { host: 'evil.example' })).status).toBe(403);
+    const post = (headers: Record<string, string>) => raw('POST', '/api/workflows', { host, authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers }, JSON.stringify({ name: 'quick' }));
+    expect((await post({ origin: 'http://evil.example' })).status).toBe(403);
+    expect((await post({ 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await post({ 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await post({ origin: `http://${host}`, 'sec-fetch-site': 'same-origin' })).status).toBe(201);
+    expect((await raw('POST', '/api/workflows', { host, 'content-type': 'application/json', origin: 'http://evil.example' }, '{}')).status).toBe(403);
+
+    // the page trades the token for a session cookie that then authorises reads and changes
+    const session = await fetch(`${server.url}/api/session`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
+    expect(session.status).toBe(204);
+    const cookie = session.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).not.toContain(TOKEN);
+    const pair = cookie.split(';')[0];
+    expect((await raw('GET', '/api/workflows', { host, cookie: pair })).status).toBe(200);
+    expect((await raw('GET', '/api/workflows', { host, cookie: 'braid_session=forged' })).status).toBe(401);
+    expect((await raw('POST', '/api/session', { host, 'content-type': 'application/json' }, '{}')).status).toBe(401);
+  });
+
+  it('bad input gets one clear error and a 4xx', async () => {
+    expect((await api('POST', '/api/workflows', 'not json')).status).toBe(400);
+    expect((await api('POST', '/api/workflows', [1, 2])).status).toBe(400);
+    expect((await api('POST', '/api/workflows', {})).body).toEqual({ error: '"name" is required' });
+    expect((await api('POST', '/api/workflows', { name: 'nope' })).status).toBe(404);
+    expect((await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 'x' } })).status).toBe(422);
+    expect((await api('GET', '/api/workflows/nope')).status).toBe(404);
+    expect((await api('POST', '/api/workflows/nope/retry', { mode: 'sideways' })).status).toBe(400);
+    expect((await api('GET', '/api/definitions/nope')).status).toBe(404);
+    expect((await api('GET', '/api/nothing-here')).status).toBe(404);
+    expect((await api('POST', '/api/workflows', 'x'.repeat(11 * 1024 * 1024))).status).toBe(413);
+  });
+});

@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { braidBin } from './cli.js';
+import { backend, postgresUrl, uniqueSchema, until } from './runtime.js';
+
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+/** A temporary project folder: definitions (file name -> text) and other files (path -> text). */
+export function tempProject(definitions: Record<string, string>, files: Record<string, string> = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), 'braid-dev-'));
+  mkdirSync(join(dir, 'definitions'));
+  for (const [name, text] of Object.entries(definitions)) writeFileSync(join(dir, 'definitions', name), text);
+  for (const [path, text] of Object.entries(files)) writeFileSync(join(dir, path), text);
+  return dir;
+}
+
+export interface DevProcess {
+  child: ChildProcess;
+  url: string;
+  token: string;
+  output(): string;
+  /** Resolves once the output (from `from` on) contains `text`. */
+  waitForOutput(text: string | RegExp, from?: number, timeoutMs?: number): Promise<void>;
+  api<T = any>(method: 'GET' | 'POST', path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  stop(): Promise<number | null>;
+}
+
+/**
+ * `braid dev` (or another serving command) as a user runs it: a separate process on a free port, against the
+ * suite's backend (embedded, or Postgres in a schema of its own).
+ */
+export async function startDev(dir: string, args: string[] = [], command = 'dev'): Promise<DevProcess> {
+  const db = backend === 'postgres' ? ['--database', postgresUrl, '--schema', uniqueSchema()] : [];
+  let out = '';
+  const child = spawn(process.execPath, [braidBin, command, '--port', '0', ...db, ...args], {
+    cwd: dir,
+    env: { ...process.env, NO_COLOR: '1', ...(backend === 'postgres' ? {} : { DATABASE_URL: '' }) },
+  });
+  children.push(child);
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const waitForOutput = async (text: string | RegExp, from = 0, timeoutMs = 20_000) => {
+    try {
+      await until(() => (typeof text === 'string' ? out.indexOf(text, from) >= 0 : text.test(out.slice(from))), timeoutMs);
+    } catch {
+      throw new Error(`no ${String(text)} in the output:\n${out}`);
+    }
+  };
+  await waitForOutput(command === 'ui' ? /^http:\/\/\S+\/$/m : 'UI and API at');
+  const url = command === 'ui' ? /^(http:\/\/\S+)\/$/m.exec(out)![1] : /UI and API at (http:\/\/\S+)\//.exec(out)![1];
+  const token = readFileSync(join(dir, '.braid', 'token'), 'utf8').trim();
+  return {
+    child,
+    url,
+    token,
+    output: () => out,
+    waitForOutput,
+    async api(method, path, body, headers = {}) {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    },
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.on('exit', (code) => resolve(code));
+        child.kill('SIGTERM');
+      }),
+  };
+}
