@@ -30,7 +30,11 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
     if (resource === 'dev' && parts.length === 2 && method === 'GET') return send(res, 200, c.dev?.() ?? { definitions: null, handlers: null });
     if (resource === 'definitions') return await definitions(c, res, method, parts, url);
     if (resource === 'workflows' && parts.length === 2) {
-      if (method === 'GET') return send(res, 200, await rt.listWorkflows(listFilter(url)));
+      if (method === 'GET') {
+        const page = await rt.listWorkflows(listFilter(url));
+        // numbered like the streams' snapshots, so a page polling as a fallback never goes back in time
+        return send(res, 200, page, { 'x-braid-event-id': String(c.feed.clock.next()) });
+      }
       if (method === 'POST') {
         const b = await readJson(req);
         if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
@@ -41,7 +45,10 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
     }
     if (resource === 'workflows' && id) {
       const wf = rt.workflow(id);
-      if (parts.length === 3 && method === 'GET') return send(res, 200, await wf.status());
+      if (parts.length === 3 && method === 'GET') {
+        const status = await wf.status();
+        return send(res, 200, status, { 'x-braid-event-id': String(c.feed.clock.next()) });
+      }
       if (action === 'events' && parts.length === 4 && method === 'GET') return workflowEvents(req, res, c, id);
       if (action === 'cancel' && parts.length === 4 && method === 'POST') return send(res, 200, await wf.cancel());
       if (action === 'retry' && parts.length === 4 && method === 'POST') {

@@ -22,6 +22,10 @@ export function tempProject(definitions: Record<string, string>, files: Record<s
 
 export interface DevProcess {
   child: ChildProcess;
+  /** The project folder it runs in. */
+  cwd: string;
+  /** Its schema, on Postgres. */
+  schema?: string;
   url: string;
   token: string;
   output(): string;
@@ -36,7 +40,8 @@ export interface DevProcess {
  * suite's backend (embedded, or Postgres in a schema of its own).
  */
 export async function startDev(dir: string, args: string[] = [], command = 'dev'): Promise<DevProcess> {
-  const db = backend === 'postgres' ? ['--database', postgresUrl, '--schema', uniqueSchema()] : [];
+  const schema = backend === 'postgres' ? uniqueSchema() : undefined;
+  const db = schema ? ['--database', postgresUrl, '--schema', schema] : [];
   let out = '';
   const child = spawn(process.execPath, [braidBin, command, '--port', '0', ...db, ...args], {
     cwd: dir,
@@ -57,6 +62,8 @@ export async function startDev(dir: string, args: string[] = [], command = 'dev'
   const token = readFileSync(join(dir, '.braid', 'token'), 'utf8').trim();
   return {
     child,
+    cwd: dir,
+    schema,
     url,
     token,
     output: () => out,

@@ -1,0 +1,71 @@
+import { get, live, type Live } from './api.js';
+import { DagView } from './dag.js';
+import { badge, clear, h, time } from './dom.js';
+
+interface DefinitionEntry {
+  name: string;
+  current_hash: string;
+  file: string | null;
+  valid: boolean;
+  diagnostics: { severity: string; message: string; file: string; line: number; column: number; rule: string; hint?: string }[];
+  versions: { hash: string; file: string | null; registered_at: string; current: boolean }[];
+}
+
+interface StoredDefinition {
+  name: string;
+  hash: string;
+  normalized: { tasks: { name: string; kind: string; deps: string[]; for_each?: unknown; wait?: unknown; start?: { workflow: string } }[] };
+}
+
+/** Every template, its versions, the diagnostics of its current file, and a graph preview of a version. */
+export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live {
+  const list = h('div', { class: 'definitions', 'data-testid': 'definitions' });
+  const preview = h('section', { class: 'preview' });
+  const dag = new DagView(() => undefined);
+  clear(app);
+  app.append(h('h1', {}, 'Definitions'), h('div', { class: 'defs-body' }, list, preview));
+
+  async function load(): Promise<void> {
+    const { definitions } = await get<{ definitions: DefinitionEntry[] }>('/api/definitions');
+    clear(list);
+    if (definitions.length === 0) list.append(h('p', { class: 'empty' }, 'No definitions registered yet.'));
+    for (const d of definitions) list.append(card(d));
+    const name = params.get('name') ?? definitions[0]?.name;
+    if (name) await showGraph(name, params.get('hash') ?? undefined);
+  }
+
+  function card(d: DefinitionEntry): HTMLElement {
+    return h(
+      'article',
+      { class: 'definition', 'data-definition': d.name },
+      h('h2', {}, h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}`, 'data-link': true }, d.name), ' ', badge(d.valid ? 'valid' : 'invalid')),
+      d.file && h('p', { class: 'mono muted' }, d.file),
+      d.diagnostics.length > 0 && h('ul', { class: 'diagnostics' }, d.diagnostics.map((x) => h('li', { class: x.severity }, `${x.line}:${x.column} ${x.severity}: ${x.message} [${x.rule}]`, x.hint ? h('div', { class: 'muted' }, `hint: ${x.hint}`) : null))),
+      h(
+        'ol',
+        { class: 'versions' },
+        d.versions.map((v) =>
+          h('li', {}, h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}&hash=${v.hash}`, 'data-link': true, class: 'mono' }, v.hash.slice(0, 12)), ` ${time(v.registered_at)}`, v.current ? h('strong', {}, ' current') : null),
+        ),
+      ),
+    );
+  }
+
+  async function showGraph(name: string, hash: string | undefined): Promise<void> {
+    const def = await get<StoredDefinition>(`/api/definitions/${encodeURIComponent(name)}${hash ? `?hash=${hash}` : ''}`);
+    clear(preview);
+    preview.append(h('h2', {}, `${def.name} `, h('span', { class: 'mono muted' }, def.hash.slice(0, 12))), h('div', { class: 'graph' }, dag.element));
+    const nodes = def.normalized.tasks.map((t) => ({
+      id: t.name,
+      title: t.for_each !== undefined ? `${t.name} (for each)` : t.name,
+      subtitle: t.start ? `starts ${t.start.workflow}` : t.kind,
+      wait: t.wait ? 'has a wait' : null,
+    }));
+    const edges = def.normalized.tasks.flatMap((t) => t.deps.map((d) => ({ from: d, to: t.name })));
+    dag.render(def.hash, nodes, edges);
+  }
+
+  void load();
+  // the page follows reloads: every dev event re-reads the definitions
+  return live<unknown>('/api/events?limit=1', '/api/workflows?limit=1', () => undefined, () => void load());
+}

@@ -1,0 +1,188 @@
+import { get, post } from './api.js';
+import { confirmAction, toast } from './dialog.js';
+import { badge, clear, h, json, time } from './dom.js';
+import type { Diagnostics, PlanTerm, SignalPage, Task, TermValue, WorkflowStatus } from './types.js';
+
+/**
+ * The selected task: args, output, errors by attempt, its timeline, and for a task with a wait the
+ * inspector (expression, terms with their CEL, counts and timer times, live diagnostics), its signal
+ * history, and a form to emit a signal.
+ */
+export class TaskPanel {
+  private shown?: string;
+  private refresh?: number;
+  private lastRefresh = 0;
+  private readonly live = h('div', { class: 'wait-live' });
+  private readonly history = h('div', { class: 'signals' });
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly workflowId: string,
+    private readonly onClose: () => void,
+  ) {}
+
+  show(status: WorkflowStatus, name: string | undefined): void {
+    const task = name ? status.tasks.find((t) => t.name === name) : undefined;
+    this.root.hidden = !task;
+    if (!task) {
+      this.shown = undefined;
+      return;
+    }
+    const first = this.shown !== task.name;
+    this.shown = task.name;
+    clear(this.root);
+    this.root.append(h('div', { class: 'panel' },
+      h('div', { class: 'panel-head' }, h('h2', {}, task.name, ' ', badge(task.state)), h('button', { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.onClose() }, '×')),
+      h('p', { class: 'muted' }, `${task.kind} · queue ${task.queue} · attempt ${task.attempt} of ${task.max_attempts}`),
+      task.pending_reason && h('p', { class: 'reason', 'data-testid': 'pending-reason' }, task.pending_reason),
+      timeline(task),
+      task.wait && this.inspector(task),
+      h('h3', {}, 'Args'),
+      json(task.args),
+      h('h3', {}, 'Output'),
+      json(task.output),
+      h('h3', {}, 'Errors'),
+      task.errors.length === 0
+        ? h('p', { class: 'muted' }, 'none')
+        : h(
+            'ol',
+            { class: 'errors' },
+            task.errors.map((e) => h('li', {}, h('strong', {}, `attempt ${e.attempt}`), ` ${time(e.at)} `, e.kind ? h('span', { class: 'muted' }, `(${e.kind}) `) : null, e.message, e.stack ? h('details', {}, h('summary', {}, 'stack'), h('pre', {}, e.stack)) : null)),
+          ),
+    ));
+    // diagnostics and signal history are reads of their own: at most one refresh a second while changes stream in
+    if (task.wait && (first || Date.now() - this.lastRefresh > 1000)) this.loadLive(task);
+    else if (task.wait && !this.refresh) this.refresh = window.setTimeout(() => this.loadLive(task), 1000);
+  }
+
+  private inspector(task: Task): HTMLElement {
+    const w = task.wait!;
+    const values = new Map((w.evidence?.terms ?? w.last_evaluation?.terms ?? []).map((t) => [t.name, t]));
+    const key = h('select', { 'data-testid': 'signal-key' }, w.signals.map((k) => h('option', { value: k }, k)));
+    const payload = h('textarea', { rows: 3, 'data-testid': 'signal-payload', placeholder: '{"approved": true}' });
+    return h(
+      'section',
+      { class: 'inspector', 'data-testid': 'wait-inspector' },
+      h('h3', {}, 'Wait ', h('span', { class: `phase phase-${w.phase}`, 'data-testid': 'wait-phase' }, w.phase)),
+      h('code', { class: 'cel', 'data-testid': 'wait-expr' }, w.expr),
+      h('table', { class: 'terms' }, h('thead', {}, h('tr', {}, ['Term', 'Kind', 'CEL / source', 'Value'].map((c) => h('th', {}, c)))), h('tbody', {}, w.terms.map((t) => termRow(t, values.get(t.name))))),
+      w.last_evaluation?.error && h('p', { class: 'error' }, `expression error: ${w.last_evaluation.error}`),
+      this.live,
+      w.signals.length > 0 &&
+        h(
+          'form',
+          { class: 'emit', 'data-testid': 'emit-form', onsubmit: (e: Event) => void this.emit(e, key.value, payload.value) },
+          h('h4', {}, 'Emit a signal'),
+          h('label', {}, 'Key ', key),
+          h('label', {}, 'Payload (JSON) ', payload),
+          h('button', { type: 'submit', 'data-testid': 'emit' }, 'Emit'),
+        ),
+      h('h4', {}, 'Signal history'),
+      this.history,
+    );
+  }
+
+  private async emit(e: Event, key: string, text: string): Promise<void> {
+    e.preventDefault();
+    let payload: unknown = null;
+    if (text.trim()) {
+      try {
+        payload = JSON.parse(text);
+      } catch {
+        toast('The payload is not JSON.', 'error');
+        return;
+      }
+    }
+    if (!(await confirmAction(`Emit "${key}"?`, h('pre', {}, JSON.stringify(payload, null, 2)), 'Emit'))) return;
+    try {
+      const r = await post<{ signal: { id: string }; replayed: boolean }>(`/api/workflows/${encodeURIComponent(this.workflowId)}/signals`, { key, payload, source: { via: 'braid ui' } });
+      toast(`Signal ${r.signal.id} emitted.`);
+    } catch (error) {
+      toast((error as Error).message, 'error');
+    }
+  }
+
+  private loadLive(task: Task): void {
+    clearTimeout(this.refresh);
+    this.refresh = undefined;
+    this.lastRefresh = Date.now();
+    const base = `/api/workflows/${encodeURIComponent(this.workflowId)}/tasks/${encodeURIComponent(task.name)}`;
+    void get<Diagnostics>(`${base}/diagnostics`)
+      .then((d) => {
+        if (this.shown !== task.name) return;
+        clear(this.live);
+        this.live.append(h('div', {},
+          h('h4', {}, 'Live diagnostics'),
+          h(
+            'p',
+            { 'data-testid': 'diagnostics' },
+            `expression is ${d.expr_result} now · ${d.signals_scanned} signal(s) scanned${d.truncated ? ` (truncated at ${d.signal_scan_limit})` : ''} · ${time(d.evaluated_at)}`,
+          ),
+          d.eval_error && h('p', { class: 'error' }, d.eval_error),
+          d.terms.filter((t) => t.error).map((t) => h('p', { class: 'error' }, `${t.name}: ${t.error}`)),
+        ));
+      })
+      .catch((error: Error) => this.live.replaceChildren(h('p', { class: 'error' }, error.message)));
+    void this.loadSignals(base, undefined, true);
+  }
+
+  private async loadSignals(base: string, cursor: string | undefined, fresh: boolean): Promise<void> {
+    try {
+      const page = await get<SignalPage>(`${base}/signals?limit=50${cursor ? `&cursor_id=${cursor}` : ''}`);
+      if (fresh) clear(this.history);
+      this.history.querySelector('.more')?.remove();
+      if (page.signals.length === 0 && fresh) this.history.append(h('p', { class: 'muted' }, 'none yet'));
+      const list = this.history.querySelector('ol') ?? this.history.appendChild(h('ol', { 'data-testid': 'signal-history' }));
+      for (const s of page.signals) list.append(h('li', {}, h('span', { class: 'mono' }, `#${s.id}`), ` ${s.key} `, h('code', {}, JSON.stringify(s.payload)), ` ${time(s.created_at)}`));
+      if (page.has_more) this.history.append(h('button', { type: 'button', class: 'more', onclick: () => void this.loadSignals(base, page.next_cursor_id ?? undefined, false) }, 'More'));
+    } catch (error) {
+      this.history.replaceChildren(h('p', { class: 'error' }, (error as Error).message));
+    }
+  }
+
+  close(): void {
+    clearTimeout(this.refresh);
+  }
+}
+
+function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
+  const source =
+    term.kind === 'signal'
+      ? `signal ${term.signal}${term.where ? ` where ${term.where}` : ''}${term.count && term.count > 1 ? ` × ${term.count}` : ''}`
+      : term.kind === 'expr'
+        ? term.expr ?? ''
+        : term.kind === 'timer'
+          ? timerText(term)
+          : `workflows (${term.workflows?.mode}${term.workflows?.quorum ? ` ${term.workflows.quorum}` : ''})`;
+  let shown = value ? String(value.value) : '—';
+  if (value?.kind === 'signal') shown = `${value.matched ?? 0}/${value.required ?? term.count ?? 1}`;
+  if (value?.kind === 'timer') shown = value.fired ? `fired (${time(value.fire_at)})` : value.fire_at ? `fires ${time(value.fire_at)}` : 'not scheduled';
+  if (value?.kind === 'workflows') shown = `${value.completed ?? 0}/${value.required ?? 0} completed${value.failed ? `, ${value.failed} failed` : ''}`;
+  return h(
+    'tr',
+    { 'data-term': term.name, class: value?.value ? 'true' : '' },
+    h('td', {}, h('strong', {}, term.name), term.label ? h('div', { class: 'muted' }, term.label) : null),
+    h('td', {}, term.kind),
+    h('td', {}, h('code', { class: 'cel' }, source)),
+    h('td', { 'data-testid': `term-${term.name}` }, shown, value?.error ? h('div', { class: 'error' }, value.error) : null),
+  );
+}
+
+function timerText(term: PlanTerm): string {
+  const t = term.timer;
+  if (!t) return 'timer';
+  if (t.anchor === 'at') return `at ${t.at}`;
+  const after = `${Math.round((t.after_ms ?? 0) / 1000)} s`;
+  return t.anchor === 'task_finalized' ? `${after} after ${t.task} finalized` : `${after} after ${t.anchor.replace('_', ' ')}`;
+}
+
+function timeline(task: Task): HTMLElement {
+  const steps: [string, string | null | undefined][] = [
+    ['created (pending on deps)', task.created_at],
+    ['wait started', task.wait?.started_at],
+    ['wait resolved', task.wait?.evidence?.resolved_at],
+    ['running (last attempt)', task.started_at],
+    [task.finalized_at ? task.state : 'final', task.finalized_at],
+  ];
+  return h('ol', { class: 'timeline', 'data-testid': 'timeline' }, steps.filter(([label, at]) => at || label === 'created (pending on deps)').map(([label, at]) => h('li', {}, h('span', {}, label), ' ', h('time', {}, time(at)))));
+}

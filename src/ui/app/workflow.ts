@@ -1,0 +1,125 @@
+import { live, post, type Live } from './api.js';
+import { DagView, type DagEdge, type DagNode } from './dag.js';
+import { confirmAction, toast } from './dialog.js';
+import { badge, clear, duration, h, json, time } from './dom.js';
+import { TaskPanel } from './panel.js';
+import type { Task, WorkflowStatus } from './types.js';
+
+const FAILED = new Set(['discarded', 'cancelled']);
+
+/** One workflow: its DAG (live), its actions, and the task panel for ?selected=. */
+export function workflowPage(app: HTMLElement, id: string, params: URLSearchParams): Live {
+  let status: WorkflowStatus | undefined;
+  let selected = params.get('selected') ?? undefined;
+  const header = h('div', { class: 'wf-header' });
+  const dag = new DagView((name) => select(name));
+  const graph = h('div', { class: 'graph' }, h('div', { class: 'graph-tools' }, h('button', { type: 'button', onclick: () => dag.fit(), 'data-testid': 'fit' }, 'Fit'), h('button', { type: 'button', onclick: () => dag.zoom(1.25) }, '+'), h('button', { type: 'button', onclick: () => dag.zoom(0.8) }, '−')), dag.element);
+  const side = h('aside', { class: 'side', 'data-testid': 'task-panel' });
+  const panel = new TaskPanel(side, id, () => select(undefined));
+  const details = h('details', { class: 'io' });
+  clear(app);
+  app.append(header, h('div', { class: 'wf-body' }, graph, side), details);
+
+  function select(name: string | undefined): void {
+    selected = name;
+    const q = new URLSearchParams(location.search);
+    if (name) q.set('selected', name);
+    else q.delete('selected');
+    history.replaceState(null, '', `${location.pathname}${q.size ? `?${q}` : ''}`);
+    dag.select(name);
+    if (status) panel.show(status, name);
+  }
+
+  function show(s: WorkflowStatus): void {
+    status = s;
+    renderHeader(s);
+    const byName = new Map(s.tasks.map((t) => [t.name, t]));
+    const nodes: DagNode[] = s.tasks.map((t) => ({ id: t.name, title: t.name, subtitle: `${t.kind} · ${taskDuration(t)}`, state: t.state, wait: waitNote(t) }));
+    const edges: DagEdge[] = s.tasks.flatMap((t) =>
+      t.deps.filter((d) => byName.has(d)).map((d) => ({ from: d, to: t.name, kind: edgeKind(byName.get(d)!.state) })),
+    );
+    dag.render(s.workflow.definition_hash, nodes, edges);
+    dag.select(selected);
+    panel.show(s, selected);
+    clear(details);
+    details.append(h('summary', {}, 'Inputs and output'), h('h4', {}, 'Inputs'), json(s.workflow.inputs), h('h4', {}, 'Output'), s.workflow.output_error ? h('p', { class: 'error' }, s.workflow.output_error) : json(s.workflow.output));
+  }
+
+  function renderHeader(s: WorkflowStatus): void {
+    const w = s.workflow;
+    clear(header);
+    const running = w.state === 'running';
+    const mode = h('select', { 'data-testid': 'retry-mode' }, h('option', { value: 'all' }, 'all'), h('option', { value: 'failed_only' }, 'failed only'), h('option', { value: 'failed_and_downstream' }, 'failed and downstream'));
+    const reset = h('input', { type: 'checkbox', 'data-testid': 'retry-reset' });
+    header.append(
+      h('h1', {}, w.name, ' ', badge(w.state)),
+      h(
+        'dl',
+        { class: 'facts' },
+        h('dt', {}, 'Id'),
+        h('dd', { class: 'mono' }, w.id),
+        h('dt', {}, 'Version'),
+        h('dd', {}, h('a', { href: `/definitions?name=${encodeURIComponent(w.name)}&hash=${w.definition_hash}`, 'data-link': true, class: 'mono' }, w.definition_hash.slice(0, 12))),
+        h('dt', {}, 'Created'),
+        h('dd', {}, time(w.created_at)),
+        h('dt', {}, 'Duration'),
+        h('dd', {}, duration(w.created_at, w.finalized_at)),
+        h('dt', {}, 'Attempt'),
+        h('dd', {}, w.attempt),
+      ),
+      h(
+        'div',
+        { class: 'actions' },
+        running && h('button', { type: 'button', class: 'danger', 'data-testid': 'cancel', onclick: () => void cancel() }, 'Cancel workflow'),
+        !running && h('span', { class: 'retry' }, 'Retry: ', mode, h('label', {}, reset, ' reset history'), h('button', { type: 'button', 'data-testid': 'retry', onclick: () => void retry(mode.value, reset.checked) }, 'Retry')),
+      ),
+    );
+  }
+
+  async function cancel(): Promise<void> {
+    if (!(await confirmAction('Cancel this workflow?', 'Tasks not yet running are cancelled; running handlers are asked to stop.', 'Cancel workflow'))) return;
+    try {
+      const r = await post<{ cancelled: string[]; stopping: string[] }>(`/api/workflows/${encodeURIComponent(id)}/cancel`);
+      toast(`Cancelled ${r.cancelled.length} task(s)${r.stopping.length ? `; ${r.stopping.length} running task(s) asked to stop` : ''}.`);
+    } catch (error) {
+      toast((error as Error).message, 'error');
+    }
+  }
+
+  async function retry(mode: string, resetHistory: boolean): Promise<void> {
+    if (!(await confirmAction('Retry this workflow?', `Mode: ${mode}${resetHistory ? ', with the error history reset' : ''}.`, 'Retry'))) return;
+    try {
+      const r = await post<{ retried: string[]; attempt: number }>(`/api/workflows/${encodeURIComponent(id)}/retry`, { mode, reset_history: resetHistory });
+      toast(`Retrying ${r.retried?.length ?? 0} task(s) as attempt ${r.attempt}.`);
+    } catch (error) {
+      toast((error as Error).message, 'error');
+    }
+  }
+
+  const stream = live<WorkflowStatus>(`/api/workflows/${encodeURIComponent(id)}/events`, `/api/workflows/${encodeURIComponent(id)}`, show);
+  return {
+    close() {
+      stream.close();
+      panel.close();
+    },
+  };
+}
+
+function edgeKind(depState: string): string {
+  if (depState === 'completed') return 'done';
+  if (FAILED.has(depState)) return 'failed';
+  return 'blocked';
+}
+
+function taskDuration(t: Task): string {
+  if (!t.started_at) return t.state;
+  return duration(t.started_at, t.finalized_at);
+}
+
+function waitNote(t: Task): string | null {
+  if (!t.wait) return null;
+  if (t.wait.phase === 'resolved') return 'wait resolved';
+  if (t.wait.phase === 'waiting') return 'waiting on its wait';
+  if (t.wait.phase === 'cancelled') return 'wait cancelled';
+  return 'wait (not started)';
+}

@@ -1,0 +1,177 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot, runCli } from '../helpers/cli.js';
+import { startDev, tempProject, type DevProcess } from '../helpers/dev-process.js';
+import { backend, postgresUrl } from '../helpers/runtime.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = join(repoRoot, 'test', 'artifacts');
+
+const REVIEW = `name: review_flow
+description: Prepare, wait for two approvals (or a deadline), then publish and notify.
+tasks:
+  prepare: { kind: work }
+  review:
+    kind: work
+    deps: [prepare]
+    wait:
+      expr: approved || deadline
+      signals: [approve]
+      terms:
+        approved: { signal: approve, count: 2, label: Two approvals }
+        deadline: { timer: { after_wait_started: 1h }, label: An hour at most }
+  publish: { kind: work, deps: [review] }
+  notify: { kind: work, deps: [review] }
+  archive: { kind: work, deps: [publish, notify] }
+`;
+
+let dev: DevProcess;
+let browser: Browser;
+let page: Page;
+const consoleErrors: string[] = [];
+
+/** The CLI against the dev process, as a user in another terminal: through its API on the embedded database. */
+function cli(args: string[]): string {
+  const db = backend === 'postgres' ? ['--database', postgresUrl, '--schema', dev.schema!] : [];
+  const r = runCli([...args, ...db], { cwd: dev.cwd, env: backend === 'postgres' ? {} : { DATABASE_URL: '' } });
+  if (r.code !== 0) throw new Error(`braid ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+const nodeState = (name: string) => page.locator(`g.node[data-task="${name}"]`).getAttribute('data-state');
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const dir = tempProject({ 'review_flow.yaml': REVIEW }, { 'handlers.mjs': 'export default { work: async () => ({ ok: true }) };\n' });
+  dev = await startDev(dir, ['--handlers', 'handlers.mjs']);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+  page.on('pageerror', (e) => consoleErrors.push(e.message));
+}, 60_000);
+
+afterAll(async () => {
+  await page?.close();
+  await browser?.close();
+  await dev?.stop();
+});
+
+describe(`the web UI in a real browser (${backend})`, () => {
+  let first: string;
+
+  it('the list shows a started workflow with the right badge', async () => {
+    first = cli(['start', 'review_flow']);
+    await page.goto(`${dev.url}/#token=${dev.token}`);
+    const row = page.locator(`tr[data-workflow="${first}"]`);
+    await row.waitFor();
+    expect(await row.locator('.badge').textContent()).toBe('running');
+    expect(await row.getAttribute('data-state')).toBe('running');
+    expect(page.url()).not.toContain('token');
+    await page.screenshot({ path: join(ARTIFACTS, 'list.png') });
+  });
+
+  it('the detail page has one node per task and one edge per dep, with no overlapping boxes', async () => {
+    await page.locator(`tr[data-workflow="${first}"] a`).click();
+    await page.locator('g.node').first().waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('g.node').length === 5);
+    expect(await page.locator('g.node').count()).toBe(5);
+    expect(await page.locator('path.edge').count()).toBe(5);
+    const boxes = await page.locator('g.node rect').evaluateAll((rects) => rects.map((r) => r.getBoundingClientRect()).map((b) => ({ x: b.x, y: b.y, w: b.width, h: b.height })));
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, b] = [boxes[i], boxes[j]];
+        const overlap = a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+        expect(overlap, `boxes ${i} and ${j} overlap`).toBe(false);
+      }
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="prepare"]')?.getAttribute('data-state') === 'completed');
+    expect(await nodeState('review')).toBe('pending');
+    expect(await page.locator('g.node[data-task="review"] .waitnote').textContent()).toContain('waiting');
+    await page.screenshot({ path: join(ARTIFACTS, 'detail.png') });
+  });
+
+  it('signals emitted through the CLI recolour the nodes without a reload', async () => {
+    await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
+    cli(['signal', first, 'approve', '--payload', '{"by":"ada"}']);
+    cli(['signal', first, 'approve', '--payload', '{"by":"grace"}']);
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="archive"]')?.getAttribute('data-state') === 'completed', undefined, { timeout: 15_000 });
+    expect(await nodeState('review')).toBe('completed');
+    expect(await page.evaluate(() => (window as unknown as { marker: number }).marker)).toBe(42);
+    expect(await page.locator('.wf-header .badge').textContent()).toBe('completed');
+    expect(await page.locator('path.edge-done').count()).toBe(5);
+  });
+
+  it('clicking a node opens the inspector with the CEL, term counts and the timer time; a signal emitted from the UI resolves the wait', async () => {
+    const id = cli(['start', 'review_flow']);
+    await page.goto(`${dev.url}/workflows/${id}`);
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="review"] .waitnote')?.textContent?.includes('waiting'));
+    await page.locator('g.node[data-task="review"]').click();
+    expect(page.url()).toContain('selected=review');
+    const inspector = page.locator('[data-testid="wait-inspector"]');
+    await inspector.waitFor();
+    expect(await inspector.locator('[data-testid="wait-expr"]').textContent()).toBe('approved || deadline');
+    expect(await inspector.locator('tr[data-term="approved"] code.cel').textContent()).toBe('signal approve × 2');
+    await page.waitForFunction(() => document.querySelector('[data-testid="term-approved"]')?.textContent === '0/2');
+    expect(await inspector.locator('[data-testid="term-deadline"]').textContent()).toMatch(/^fires /);
+    await page.locator('[data-testid="diagnostics"]').waitFor();
+    await page.screenshot({ path: join(ARTIFACTS, 'inspector.png') });
+
+    for (const [by, expected] of [['ada', '1/2'], ['grace', null]] as const) {
+      await page.locator('[data-testid="signal-payload"]').fill(`{"by": "${by}"}`);
+      await page.locator('[data-testid="emit"]').click();
+      await page.locator('[data-testid="dialog-confirm"]').click();
+      await page.locator('[data-testid="toast"]').first().waitFor();
+      if (expected) await page.waitForFunction((want) => document.querySelector('[data-testid="term-approved"]')?.textContent === want, expected);
+    }
+    await page.waitForFunction(() => document.querySelector('[data-testid="wait-phase"]')?.textContent === 'resolved', undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="review"]')?.getAttribute('data-state') === 'completed');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="signal-history"] li').length === 2);
+  });
+
+  it('cancel and retry from the UI', async () => {
+    const id = cli(['start', 'review_flow']);
+    await page.goto(`${dev.url}/workflows/${id}`);
+    await page.locator('[data-testid="cancel"]').click();
+    await page.locator('[data-testid="dialog-confirm"]').click();
+    await page.waitForFunction(() => document.querySelector('.wf-header .badge')?.textContent === 'cancelled', undefined, { timeout: 15_000 });
+    expect(await nodeState('review')).toBe('cancelled');
+    await page.locator('[data-testid="retry-mode"]').selectOption('all');
+    await page.locator('[data-testid="retry-reset"]').check();
+    await page.locator('[data-testid="retry"]').click();
+    await page.locator('[data-testid="dialog-confirm"]').click();
+    await page.waitForFunction(() => document.querySelector('.wf-header .badge')?.textContent === 'running', undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="review"]')?.getAttribute('data-state') === 'pending');
+    expect(JSON.parse(cli(['status', id, '--json'])).workflow.attempt).toBe(2);
+  });
+
+  it('the definitions page lists versions and previews the graph', async () => {
+    await page.goto(`${dev.url}/definitions`);
+    await page.locator('article[data-definition="review_flow"]').waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('.preview g.node').length === 5);
+    expect(await page.locator('article[data-definition="review_flow"] .badge').textContent()).toBe('valid');
+  });
+
+  it('a cross-origin POST from another site gets 403 and changes nothing', async () => {
+    const evil: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<form id="f" method="post" action="${dev.url}/api/workflows" enctype="text/plain"><input name='{"name":"review_flow","x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`);
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    const other = await browser.newPage();
+    const before = (await dev.api('GET', '/api/workflows?limit=500')).body.workflows.length;
+    const answer = other.waitForResponse((r) => r.url().startsWith(`${dev.url}/api/workflows`));
+    await other.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+    expect((await answer).status()).toBe(403);
+    expect((await dev.api('GET', '/api/workflows?limit=500')).body.workflows.length).toBe(before);
+    await other.close();
+    evil.close();
+  });
+
+  it('logged no console errors', () => {
+    expect(consoleErrors).toEqual([]);
+  });
+});
