@@ -29,6 +29,14 @@ tasks:
   archive: { kind: work, deps: [publish, notify] }
 `;
 
+const BIG = `name: big
+inputs: { type: object, properties: { items: { type: array } } }
+tasks:
+  root: { kind: work }
+  leaf: { kind: work, deps: [root], for_each: "\${{ inputs.items }}" }
+  join: { kind: work, deps: [leaf] }
+`;
+
 let dev: DevProcess;
 let browser: Browser;
 let page: Page;
@@ -47,7 +55,7 @@ const nodeState = (name: string) => page.locator(`g.node[data-task="${name}"]`).
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does`);
   mkdirSync(ARTIFACTS, { recursive: true });
-  const dir = tempProject({ 'review_flow.yaml': REVIEW }, { 'handlers.mjs': 'export default { work: async () => ({ ok: true }) };\n' });
+  const dir = tempProject({ 'review_flow.yaml': REVIEW, 'big.yaml': BIG }, { 'handlers.mjs': 'export default { work: async () => ({ ok: true }) };\n' });
   dev = await startDev(dir, ['--handlers', 'handlers.mjs']);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
@@ -149,7 +157,7 @@ describe(`the web UI in a real browser (${backend})`, () => {
   });
 
   it('the definitions page lists versions and previews the graph', async () => {
-    await page.goto(`${dev.url}/definitions`);
+    await page.goto(`${dev.url}/definitions?name=review_flow`);
     await page.locator('article[data-definition="review_flow"]').waitFor();
     await page.waitForFunction(() => document.querySelectorAll('.preview g.node').length === 5);
     expect(await page.locator('article[data-definition="review_flow"] .badge').textContent()).toBe('valid');
@@ -170,6 +178,22 @@ describe(`the web UI in a real browser (${backend})`, () => {
     await other.close();
     evil.close();
   });
+
+  it('stays usable at 2,000 tasks: drawn once, then recoloured live, and a node opens its panel', async () => {
+    const id = cli(['start', 'big', '--inputs', JSON.stringify({ items: Array.from({ length: 2000 }, (_, i) => i) })]);
+    const started = Date.now();
+    await page.goto(`${dev.url}/workflows/${id}`);
+    await page.waitForFunction(() => document.querySelectorAll('g.node').length === 2002, undefined, { timeout: 30_000 });
+    const drawnMs = Date.now() - started;
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="join"]')?.getAttribute('data-state') === 'completed', undefined, { timeout: 60_000 });
+    expect(await page.locator('g.node[data-state="completed"]').count()).toBe(2002);
+    await page.locator('[data-testid="fit"]').click();
+    await page.locator('g.node[data-task="join"]').click();
+    await page.locator('[data-testid="task-panel"] h2').waitFor();
+    expect(await page.locator('[data-testid="task-panel"] h2').textContent()).toContain('join');
+    console.log(`2,002-task DAG drawn in ${drawnMs} ms`);
+    expect(drawnMs).toBeLessThan(20_000);
+  }, 120_000);
 
   it('logged no console errors', () => {
     expect(consoleErrors).toEqual([]);

@@ -32,7 +32,7 @@ export interface Wait {
   expr: string;
   terms: PlanTerm[];
   signals: string[];
-  phase: 'inactive' | 'waiting' | 'resolved' | 'cancelled';
+  phase: 'pending_deps' | 'waiting' | 'resolved' | 'abandoned';
   started_at: string | null;
   last_evaluation: { at?: string; result?: boolean; error?: string; terms: TermValue[] } | null;
   evidence: { resolved_at: string; terms: TermValue[] } | null;

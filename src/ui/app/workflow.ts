@@ -118,8 +118,5 @@ function taskDuration(t: Task): string {
 
 function waitNote(t: Task): string | null {
   if (!t.wait) return null;
-  if (t.wait.phase === 'resolved') return 'wait resolved';
-  if (t.wait.phase === 'waiting') return 'waiting on its wait';
-  if (t.wait.phase === 'cancelled') return 'wait cancelled';
-  return 'wait (not started)';
+  return `wait: ${t.wait.phase === 'pending_deps' ? 'after its deps' : t.wait.phase}`;
 }
