@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startDev, tempProject, type DevProcess } from '../helpers/dev-process.js';
@@ -93,7 +93,7 @@ describe(`braid dev hot reload (${backend})`, () => {
     }
   });
 
-  it('a broken save keeps the last good version, says so in the terminal and the API, and clears when fixed; deleting a file is handled', async () => {
+  it('a broken save keeps the last good version, says so in the terminal and the API, and clears when fixed; renaming and deleting files is handled', async () => {
     const dir = tempProject({ 'greet.yaml': GREET('good'), 'other.yaml': 'name: other\ntasks:\n  t: { kind: hello }\n' }, { 'handlers.mjs': handlers('v1'), 'greeting.mjs': "export const greeting = 'hi';\n" });
     const dev = await startDev(dir, ['--handlers', 'handlers.mjs']);
     try {
@@ -116,8 +116,16 @@ describe(`braid dev hot reload (${backend})`, () => {
       await dev.waitForOutput('definitions: all valid again', fixed);
       expect((await dev.api('GET', '/api/dev')).body.definitions.ok).toBe(true);
 
+      // renamed: the same content under another name is the same version, so nothing registers
+      const renamed = dev.output().length;
+      const hash = await currentHash(dev, 'other');
+      renameSync(join(dir, 'definitions', 'other.yaml'), join(dir, 'definitions', 'other-renamed.yaml'));
+      await dev.waitForOutput(/other-renamed\.yaml:1:\d+: warning: file name/, renamed);
+      expect(dev.output().slice(renamed)).not.toContain('registered other');
+      expect(await currentHash(dev, 'other')).toBe(hash);
+
       const removed = dev.output().length;
-      rmSync(join(dir, 'definitions', 'other.yaml'));
+      rmSync(join(dir, 'definitions', 'other-renamed.yaml'));
       await until(async () => (await dev.api('GET', '/api/dev')).body.definitions.files === 1, 5000);
       expect(dev.output().slice(removed)).not.toMatch(/error/);
     } finally {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -60,8 +60,16 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); .ci/run does`);
     mkdirSync(ARTIFACTS, { recursive: true });
-    const dir = tempProject({ 'review_flow.yaml': REVIEW, 'big.yaml': BIG }, { 'handlers.mjs': 'export default { work: async () => ({ ok: true }) };\n' });
-    dev = await startDev(dir, ['--handlers', 'handlers.mjs']);
+    // the repository's examples (what a new user runs first), and two workflows of the test's own
+    const examples = Object.fromEntries(readdirSync(join(repoRoot, 'definitions')).map((f) => [f, readFileSync(join(repoRoot, 'definitions', f), 'utf8')]));
+    const dir = tempProject(
+      { ...examples, 'review_flow.yaml': REVIEW, 'big.yaml': BIG },
+      {
+        'example-handlers.ts': readFileSync(join(repoRoot, 'examples', 'handlers.ts'), 'utf8'),
+        'handlers.ts': "import examples from './example-handlers.ts';\nexport default { ...examples, work: async () => ({ ok: true }) };\n",
+      },
+    );
+    dev = await startDev(dir, ['--handlers', 'handlers.ts']);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
@@ -76,14 +84,17 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
 
   let first: string;
 
-  it('the list shows a started workflow with the right badge', async () => {
+  it('the list shows a started example with the right badge', async () => {
+    const expense = cli(['start', 'expense_approval', '--inputs', '{"expense_id":"exp_7","amount":1240.5,"requester":"grace"}']);
     first = cli(['start', 'review_flow']);
     await page.goto(`${dev.url}/#token=${dev.token}`);
-    const row = page.locator(`tr[data-workflow="${first}"]`);
+    const row = page.locator(`tr[data-workflow="${expense}"]`);
     await row.waitFor();
     expect(await row.locator('.badge').textContent()).toBe('running');
     expect(await row.getAttribute('data-state')).toBe('running');
+    expect(await row.locator('td').nth(1).textContent()).toBe('expense_approval');
     expect(page.url()).not.toContain('token');
+    await page.locator(`tr[data-workflow="${first}"]`).waitFor();
     await page.screenshot({ path: join(ARTIFACTS, 'list.png') });
   });
 
@@ -165,6 +176,17 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.locator('article[data-definition="review_flow"]').waitFor();
     await page.waitForFunction(() => document.querySelectorAll('.preview g.node').length === 5);
     expect(await page.locator('article[data-definition="review_flow"] .badge').textContent()).toBe('valid');
+  });
+
+  it('a broken save shows the hot-reload banner until it is fixed', async () => {
+    const file = join(dev.cwd, 'definitions', 'review_flow.yaml');
+    await page.goto(`${dev.url}/`);
+    expect(await page.locator('#banner').isHidden()).toBe(true);
+    writeFileSync(file, REVIEW.replace('deps: [prepare]', 'deps: [nowhere]'));
+    await page.waitForFunction(() => !document.getElementById('banner')!.hidden, undefined, { timeout: 10_000 });
+    expect(await page.locator('#banner').textContent()).toContain('review_flow.yaml has errors: the last good version of review_flow stays current');
+    writeFileSync(file, REVIEW);
+    await page.waitForFunction(() => document.getElementById('banner')!.hidden, undefined, { timeout: 10_000 });
   });
 
   it('a cross-origin POST from another site gets 403 and changes nothing', async () => {
