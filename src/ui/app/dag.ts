@@ -78,7 +78,11 @@ export class DagView {
     this.viewport = svg('g', { class: 'viewport' }) as SVGGElement;
     this.element.append(this.viewport);
     this.panAndZoom();
+    // until the user pans or zooms, the graph stays fitted to its box as that changes size
+    new ResizeObserver(() => !this.moved && this.key && this.fit()).observe(this.element);
   }
+
+  private moved = false;
 
   /** Draws the graph; the layout is reused while the shape is the same. */
   render(version: string, nodes: readonly DagNode[], edges: readonly DagEdge[]): void {
@@ -165,6 +169,7 @@ export class DagView {
     this.element.addEventListener('pointerdown', (e) => {
       if ((e.target as Element).closest('.node')) return;
       drag = { x: e.clientX, y: e.clientY, vx: this.view.x, vy: this.view.y };
+      this.moved = true;
       this.element.setPointerCapture(e.pointerId);
     });
     this.element.addEventListener('pointermove', (e) => {
@@ -177,6 +182,7 @@ export class DagView {
       'wheel',
       (e) => {
         e.preventDefault();
+        this.moved = true;
         const rect = this.element.getBoundingClientRect();
         this.zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - rect.left, e.clientY - rect.top);
       },

@@ -14,7 +14,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
   const header = h('div', { class: 'wf-header' });
   const dag = new DagView((name) => select(name));
   const graph = h('div', { class: 'graph' }, h('div', { class: 'graph-tools' }, h('button', { type: 'button', onclick: () => dag.fit(), 'data-testid': 'fit' }, 'Fit'), h('button', { type: 'button', onclick: () => dag.zoom(1.25) }, '+'), h('button', { type: 'button', onclick: () => dag.zoom(0.8) }, '−')), dag.element);
-  const side = h('aside', { class: 'side', 'data-testid': 'task-panel' });
+  const side = h('aside', { class: 'side', 'data-testid': 'task-panel', hidden: true });
   const panel = new TaskPanel(side, id, () => select(undefined));
   const details = h('details', { class: 'io' });
   clear(app);
@@ -38,9 +38,10 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
     const edges: DagEdge[] = s.tasks.flatMap((t) =>
       t.deps.filter((d) => byName.has(d)).map((d) => ({ from: d, to: t.name, kind: edgeKind(byName.get(d)!.state) })),
     );
+    // the panel first: whether it shows decides the graph's width, which the first fit uses
+    panel.show(s, selected);
     dag.render(s.workflow.definition_hash, nodes, edges);
     dag.select(selected);
-    panel.show(s, selected);
     clear(details);
     details.append(h('summary', {}, 'Inputs and output'), h('h4', {}, 'Inputs'), json(s.workflow.inputs), h('h4', {}, 'Output'), s.workflow.output_error ? h('p', { class: 'error' }, s.workflow.output_error) : json(s.workflow.output));
   }
