@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import type { Database } from '../runtime/db/types.js';
+import { registerListener, unregisterListener } from '../runtime/sql/listeners.js';
+import { quoteIdent } from '../runtime/sql/schema.js';
 
 /**
  * Event ids for server-sent events: increasing for the life of the server and across restarts (they start
@@ -21,6 +24,8 @@ export class EventClock {
 export type FeedChange = { kind: 'workflows'; ids: ReadonlySet<string> } | { kind: 'all' } | { kind: 'dev' };
 
 const REMEMBERED = 10_000;
+/** How long a registration lasts; it is renewed at a third of that. */
+const LISTENER_TTL_MS = 60_000;
 
 /**
  * What changed, as Postgres reports it: one LISTEN on "<schema>_changed", whose notifications (sent on commit
@@ -37,10 +42,20 @@ export class ChangeFeed {
   private anyChangedAt = 0;
   private readonly listeners = new Set<(change: FeedChange) => void>();
   private unlisten?: () => Promise<void>;
+  private renew?: NodeJS.Timeout;
+  private readonly id = randomBytes(8).toString('hex');
+  private db?: Database;
+  private s = '';
 
+  /** Listens, then registers, so writers start notifying only once nothing they send can be missed. */
   async start(db: Database, schema: string): Promise<void> {
+    this.db = db;
+    this.s = quoteIdent(schema);
     this.startedAt = this.clock.next();
     this.unlisten = await db.listen(`${schema}_changed`, (payload) => this.received(payload));
+    await registerListener(db, this.s, this.id, LISTENER_TTL_MS);
+    this.renew = setInterval(() => void registerListener(db, this.s, this.id, LISTENER_TTL_MS).catch(() => undefined), LISTENER_TTL_MS / 3);
+    this.renew.unref();
   }
 
   private received(payload: string): void {
@@ -86,6 +101,8 @@ export class ChangeFeed {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.renew);
+    if (this.db) await unregisterListener(this.db, this.s, this.id).catch(() => undefined);
     await this.unlisten?.();
   }
 }
