@@ -1,6 +1,9 @@
 /** Anything that runs SQL: a pool, a connection inside a transaction, a caller's own transaction. */
 export interface QueryOptions {
-  /** A statement on the hot path: prepared once per connection, so its plan is not rebuilt every call. */
+  /**
+   * A statement on the hot path: prepared once per connection and, outside a transaction, planned once (a
+   * generic plan), so neither its parse nor its plan is rebuilt every call.
+   */
   prepare?: boolean;
 }
 
