@@ -36,6 +36,12 @@ function snapshotStream(
   const resumed = Number(req.headers['last-event-id']);
   const resuming = Number.isSafeInteger(resumed) && resumed > 0;
   if (resuming) c.feed.clock.observe(resumed);
+  let unsubscribe = (): void => undefined;
+  let poll: NodeJS.Timeout | undefined;
+  const stream = new SseStream(res, c.heartbeatMs, () => {
+    unsubscribe();
+    clearInterval(poll);
+  });
   let lastText: string | undefined;
   let running: Promise<void> | undefined;
   let again = false;
@@ -57,6 +63,7 @@ function snapshotStream(
     }
     await new Promise((r) => setTimeout(r, c.minIntervalMs));
   };
+  // one read at a time; changes during a read make exactly one more
   const refresh = (): void => {
     if (stream.closed) return;
     if (running) {
@@ -72,15 +79,11 @@ function snapshotStream(
     });
   };
   const sendDev = () => c.dev && stream.send('dev', c.dev());
-  const unsubscribe = c.feed.subscribe((change) => {
+  unsubscribe = c.feed.subscribe((change) => {
     if (change.kind === 'dev') sendDev();
     else if (options.relevant(change)) refresh();
   });
-  const poll = setInterval(refresh, c.pollMs);
-  const stream = new SseStream(res, c.heartbeatMs, () => {
-    unsubscribe();
-    clearInterval(poll);
-  });
+  poll = setInterval(refresh, c.pollMs);
   sendDev();
   if (resuming && !options.changedSince(resumed)) stream.comment(`up to date as of ${resumed}`);
   else refresh();

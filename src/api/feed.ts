@@ -89,7 +89,7 @@ export class ChangeFeed {
 
   subscribe(listener: (change: FeedChange) => void): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return () => void this.listeners.delete(listener);
   }
 
   /** Whether a workflow (or, without an id, any workflow) may have changed after event `since`. */

@@ -39,13 +39,13 @@ export interface DevProcess {
  * `braid dev` (or another serving command) as a user runs it: a separate process on a free port, against the
  * suite's backend (embedded, or Postgres in a schema of its own).
  */
-export async function startDev(dir: string, args: string[] = [], command = 'dev'): Promise<DevProcess> {
+export async function startDev(dir: string, args: string[] = [], command = 'dev', env: NodeJS.ProcessEnv = {}): Promise<DevProcess> {
   const schema = backend === 'postgres' ? uniqueSchema() : undefined;
   const db = schema ? ['--database', postgresUrl, '--schema', schema] : [];
   let out = '';
   const child = spawn(process.execPath, [braidBin, command, '--port', '0', ...db, ...args], {
     cwd: dir,
-    env: { ...process.env, NO_COLOR: '1', ...(backend === 'postgres' ? {} : { DATABASE_URL: '' }) },
+    env: { ...process.env, NO_COLOR: '1', ...(backend === 'postgres' ? {} : { DATABASE_URL: '' }), ...env },
   });
   children.push(child);
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -59,7 +59,7 @@ export async function startDev(dir: string, args: string[] = [], command = 'dev'
   };
   await waitForOutput(command === 'ui' ? /^http:\/\/\S+\/$/m : 'UI and API at');
   const url = command === 'ui' ? /^(http:\/\/\S+)\/$/m.exec(out)![1] : /UI and API at (http:\/\/\S+)\//.exec(out)![1];
-  const token = readFileSync(join(dir, '.braid', 'token'), 'utf8').trim();
+  const token = env.BRAID_UI_TOKEN ?? readFileSync(join(dir, '.braid', 'token'), 'utf8').trim();
   return {
     child,
     cwd: dir,
