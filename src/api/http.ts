@@ -44,6 +44,23 @@ export function integerParam(url: URL, name: string, max = 1_000_000_000): numbe
   return Number(text);
 }
 
+/** A signal cursor (a signal id) query parameter, or undefined when absent. */
+export function cursorParam(url: URL, name: string): string | undefined {
+  const text = url.searchParams.get(name);
+  if (text === null || text === '') return undefined;
+  if (!/^[0-9]{1,18}$/.test(text)) throw new HttpError(400, `"${name}" is a signal id from a previous page`);
+  return text;
+}
+
+/** The path's segments, decoded. */
+export function pathParts(pathname: string): string[] {
+  try {
+    return pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    throw new HttpError(400, 'the path is not valid percent-encoding');
+  }
+}
+
 /**
  * A server-sent events response: named events with ids, and comment heartbeats so proxies and the
  * browser keep the connection open.

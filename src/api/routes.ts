@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidCursorError, type Runtime } from '../runtime/runtime.js';
 import type { WorkflowRecord } from '../runtime/sql/workflows.js';
 import { listEvents, workflowEvents, type StreamContext } from './events.js';
-import { HttpError, integerParam, readJson, send } from './http.js';
+import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 
 export interface RouteContext extends StreamContext {
   /** Registered before a start that names it (the CLI's `start --definitions`). */
@@ -22,7 +22,7 @@ function listFilter(url: URL): Parameters<Runtime['listWorkflows']>[0] {
 /** The JSON API under /api (snake_case); answers 404 for a path it does not know. */
 export async function route(c: RouteContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
   const { rt } = c;
-  const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const parts = pathParts(url.pathname);
   const method = req.method ?? 'GET';
   const [, resource, id, action, task, sub] = parts;
   try {
@@ -68,13 +68,13 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
           return send(res, result.replayed ? 200 : 201, result);
         }
         if (method === 'GET') {
-          return send(res, 200, await wf.signals.list({ attempt: integerParam(url, 'attempt'), key: url.searchParams.get('key') ?? undefined, cursorId: url.searchParams.get('cursor_id') ?? undefined, limit: integerParam(url, 'limit', 1000) }));
+          return send(res, 200, await wf.signals.list({ attempt: integerParam(url, 'attempt'), key: url.searchParams.get('key') ?? undefined, cursorId: cursorParam(url, 'cursor_id'), limit: integerParam(url, 'limit', 1000) }));
         }
       }
       if (action === 'tasks' && task && parts.length === 6 && method === 'GET') {
         if (sub === 'diagnostics') return send(res, 200, await wf.waitDiagnostics(task, { signalScanLimit: integerParam(url, 'signal_scan_limit') }));
         if (sub === 'signals') {
-          return send(res, 200, await wf.signals.listForTask(task, { key: url.searchParams.get('key') ?? undefined, cursorId: url.searchParams.get('cursor_id') ?? undefined, limit: integerParam(url, 'limit', 1000) }));
+          return send(res, 200, await wf.signals.listForTask(task, { key: url.searchParams.get('key') ?? undefined, cursorId: cursorParam(url, 'cursor_id'), limit: integerParam(url, 'limit', 1000) }));
         }
       }
       if (action === 'wait' && parts.length === 4 && method === 'GET') {

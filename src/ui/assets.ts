@@ -34,7 +34,13 @@ export function serveUi(path: string, res: ServerResponse): void {
     res.end('The web UI is not built: run `npm run build` in the braid package.\n');
     return;
   }
-  const file = normalize(join(uiDir, decodeURIComponent(path)));
+  let decoded = '/';
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    /* not percent-encoding: the page itself */
+  }
+  const file = normalize(join(uiDir, decoded));
   const inside = file.startsWith(uiDir + sep);
   const target = inside && extname(file) !== '' && existsSync(file) ? file : index;
   const immutable = target !== index && /\/assets\//.test(path);

@@ -250,6 +250,14 @@ describe(`HTTP API (${backend})`, () => {
     expect((await api('POST', '/api/workflows/nope/retry', { mode: 'sideways' })).status).toBe(400);
     expect((await api('GET', '/api/definitions/nope')).status).toBe(404);
     expect((await api('GET', '/api/nothing-here')).status).toBe(404);
+    expect((await api('GET', '/api/workflows/%ZZ')).status).toBe(400);
+    expect((await raw('GET', '/%ZZ', { host: new URL(server.url).host })).status).toBe(200);
+    const id = (await api('POST', '/api/workflows', { name: 'quick' })).body.id;
+    expect((await api('GET', `/api/workflows/${id}/signals?cursor_id=xyz`)).status).toBe(400);
+    expect((await api('GET', `/api/workflows/${id}/tasks/only/signals?cursor_id=1;drop`)).status).toBe(400);
+    const deep = await api('POST', `/api/workflows/${id}/signals`, `{"key":"k","payload":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
+    expect(deep.status).toBe(400);
+    expect(deep.body.error).toMatch(/not JSON/);
     expect((await api('POST', '/api/workflows', 'x'.repeat(11 * 1024 * 1024))).status).toBe(413);
   });
 });
