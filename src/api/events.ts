@@ -27,12 +27,14 @@ export interface StreamContext {
  * after the read, so a later event always carries a later state; an unchanged state is not sent again.
  * A client resuming with Last-Event-ID gets a snapshot only if something changed since.
  */
-function snapshotStream(
+async function snapshotStream(
   req: IncomingMessage,
   res: ServerResponse,
   c: StreamContext,
   options: { read: () => Promise<unknown>; relevant: (change: FeedChange) => boolean; changedSince: (id: number) => boolean; onGone?: (error: unknown) => boolean },
-): void {
+): Promise<void> {
+  // registered as a listener before the first read, so no change after that read goes unnotified
+  const release = await c.feed.acquire();
   const resumed = Number(req.headers['last-event-id']);
   const resuming = Number.isSafeInteger(resumed) && resumed > 0;
   if (resuming) c.feed.clock.observe(resumed);
@@ -41,6 +43,7 @@ function snapshotStream(
   const stream = new SseStream(res, c.heartbeatMs, () => {
     unsubscribe();
     clearInterval(poll);
+    release();
   });
   let lastText: string | undefined;
   let running: Promise<void> | undefined;
@@ -90,8 +93,8 @@ function snapshotStream(
 }
 
 /** GET /api/workflows/:id/events: snapshots of one workflow and its tasks. */
-export function workflowEvents(req: IncomingMessage, res: ServerResponse, c: StreamContext, id: string): void {
-  snapshotStream(req, res, c, {
+export function workflowEvents(req: IncomingMessage, res: ServerResponse, c: StreamContext, id: string): Promise<void> {
+  return snapshotStream(req, res, c, {
     read: () => c.rt.workflow(id).status(),
     relevant: (change) => change.kind === 'all' || (change.kind === 'workflows' && change.ids.has(id)),
     changedSince: (since) => c.feed.changedSince(since, id),
@@ -100,8 +103,8 @@ export function workflowEvents(req: IncomingMessage, res: ServerResponse, c: Str
 }
 
 /** GET /api/events: snapshots of the first page of the workflow list, with the list's filters. */
-export function listEvents(req: IncomingMessage, res: ServerResponse, c: StreamContext, filter: Parameters<Runtime['listWorkflows']>[0]): void {
-  snapshotStream(req, res, c, {
+export function listEvents(req: IncomingMessage, res: ServerResponse, c: StreamContext, filter: Parameters<Runtime['listWorkflows']>[0]): Promise<void> {
+  return snapshotStream(req, res, c, {
     read: () => c.rt.listWorkflows(filter),
     relevant: (change) => change.kind !== 'dev',
     changedSince: (since) => c.feed.changedSince(since),

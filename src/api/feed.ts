@@ -27,6 +27,7 @@ const REMEMBERED = 10_000;
 /** How long a registration lasts; it is renewed at a third of that. */
 const LISTENER_TTL_MS = 60_000;
 
+
 /**
  * What changed, as Postgres reports it: one LISTEN on "<schema>_changed", whose notifications (sent on commit
  * by triggers) name the workflows a statement touched. Remembers when each workflow last changed, so a
@@ -34,7 +35,8 @@ const LISTENER_TTL_MS = 60_000;
  */
 export class ChangeFeed {
   readonly clock = new EventClock();
-  private startedAt = 0;
+  /** Since when writers have been notifying this server without a gap: what it knows of changes starts there. */
+  private knownSince = Number.MAX_SAFE_INTEGER;
   private readonly changedAt = new Map<string, number>();
   /** Changes before this id are no longer remembered per workflow. */
   private forgottenBefore = 0;
@@ -46,16 +48,58 @@ export class ChangeFeed {
   private readonly id = randomBytes(8).toString('hex');
   private db?: Database;
   private s = '';
+  /** Open streams: while there is one, writers are asked to notify. */
+  private users = 0;
+  private linger?: NodeJS.Timeout;
+  private registered?: Promise<void>;
 
-  /** Listens, then registers, so writers start notifying only once nothing they send can be missed. */
+  /** `lingerMs`: how long the feed keeps listening after its last stream closed. */
+  constructor(private readonly lingerMs = 30_000) {}
+
   async start(db: Database, schema: string): Promise<void> {
     this.db = db;
     this.s = quoteIdent(schema);
-    this.startedAt = this.clock.next();
     this.unlisten = await db.listen(`${schema}_changed`, (payload) => this.received(payload));
+  }
+
+  /**
+   * A stream opens: the first one registers this server as a listener (writers notify only while some
+   * server listens); the returned function closes it, and the last one to close unregisters.
+   */
+  async acquire(): Promise<() => void> {
+    clearTimeout(this.linger);
+    this.users++;
+    try {
+      this.registered ??= this.register();
+      await this.registered;
+    } catch (error) {
+      this.users--;
+      this.registered = undefined;
+      throw error;
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      // a client that reconnects soon (a network blip) finds the feed still listening, so it is told only what it missed
+      if (--this.users === 0) this.linger = setTimeout(() => void this.unregister(), this.lingerMs).unref();
+    };
+  }
+
+  private async register(): Promise<void> {
+    const db = this.db!;
     await registerListener(db, this.s, this.id, LISTENER_TTL_MS);
+    this.knownSince = this.clock.next();
     this.renew = setInterval(() => void registerListener(db, this.s, this.id, LISTENER_TTL_MS).catch(() => undefined), LISTENER_TTL_MS / 3);
     this.renew.unref();
+  }
+
+  private async unregister(): Promise<void> {
+    if (!this.registered) return;
+    this.registered = undefined;
+    clearInterval(this.renew);
+    this.knownSince = Number.MAX_SAFE_INTEGER;
+    if (this.db) await unregisterListener(this.db, this.s, this.id).catch(() => undefined);
   }
 
   private received(payload: string): void {
@@ -94,15 +138,15 @@ export class ChangeFeed {
 
   /** Whether a workflow (or, without an id, any workflow) may have changed after event `since`. */
   changedSince(since: number, id?: string): boolean {
-    if (since < this.startedAt || this.allChangedAt > since) return true;
+    if (since < this.knownSince || this.allChangedAt > since) return true;
     if (id === undefined) return this.anyChangedAt > since;
     const at = this.changedAt.get(id);
     return at !== undefined ? at > since : this.forgottenBefore > since;
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.renew);
-    if (this.db) await unregisterListener(this.db, this.s, this.id).catch(() => undefined);
+    clearTimeout(this.linger);
+    await this.unregister();
     await this.unlisten?.();
   }
 }

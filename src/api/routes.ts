@@ -26,7 +26,7 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
   const method = req.method ?? 'GET';
   const [, resource, id, action, task, sub] = parts;
   try {
-    if (resource === 'events' && parts.length === 2 && method === 'GET') return listEvents(req, res, c, listFilter(url));
+    if (resource === 'events' && parts.length === 2 && method === 'GET') return await listEvents(req, res, c, listFilter(url));
     if (resource === 'dev' && parts.length === 2 && method === 'GET') return send(res, 200, c.dev?.() ?? { definitions: null, handlers: null });
     if (resource === 'definitions') return await definitions(c, res, method, parts, url);
     if (resource === 'workflows' && parts.length === 2) {
@@ -49,7 +49,7 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
         const status = await wf.status();
         return send(res, 200, status, { 'x-braid-event-id': String(c.feed.clock.next()) });
       }
-      if (action === 'events' && parts.length === 4 && method === 'GET') return workflowEvents(req, res, c, id);
+      if (action === 'events' && parts.length === 4 && method === 'GET') return await workflowEvents(req, res, c, id);
       if (action === 'cancel' && parts.length === 4 && method === 'POST') return send(res, 200, await wf.cancel());
       if (action === 'retry' && parts.length === 4 && method === 'POST') {
         const b = await readJson(req);

@@ -32,6 +32,8 @@ export interface ApiServerOptions {
   heartbeatMs?: number;
   pollMs?: number;
   minIntervalMs?: number;
+  /** How long writers keep notifying after the last event stream closed (default 30 s). */
+  listenLingerMs?: number;
 }
 
 /**
@@ -42,7 +44,7 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
   const token = options.token ?? randomBytes(24).toString('hex');
   const host = options.host ?? '127.0.0.1';
   const guard = new Guard(token, { host, allowedHosts: options.allowedHosts });
-  const feed = new ChangeFeed();
+  const feed = new ChangeFeed(options.listenLingerMs);
   await feed.start(rt.db, rt.schema);
   const context = {
     rt,

@@ -97,7 +97,7 @@ beforeAll(async () => {
     handlers: { work: async (args: { n?: number }) => ({ done: true, n: args?.n ?? null }), boom: async () => { throw new Error('boom'); } },
   });
   await rt.startWorker();
-  server = await startApiServer(rt, { token: TOKEN, heartbeatMs: 100, pollMs: 60_000, minIntervalMs: 10 });
+  server = await startApiServer(rt, { token: TOKEN, heartbeatMs: 100, pollMs: 60_000, minIntervalMs: 10, listenLingerMs: 300 });
 });
 
 afterAll(async () => {
@@ -205,13 +205,24 @@ describe(`HTTP API (${backend})`, () => {
     gone.close();
   });
 
-  it('streams the workflow list with its filters', async () => {
+  it('streams the workflow list with its filters; writers notify only while a stream is open', async () => {
+    const listeners = async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".change_listeners WHERE expires_at > now()`)).rows[0].n;
+    await until(async () => (await listeners()) === 0);
     const s = subscribe('/api/events?name=quick&limit=3');
     await until(() => snapshots(s).length === 1);
+    expect(await listeners()).toBe(1);
     const id = (await api('POST', '/api/workflows', { name: 'quick' })).body.id;
     await until(() => snapshots(s).some((e) => e.data.workflows[0]?.id === id && e.data.workflows[0].state === 'completed'));
     expect(snapshots(s).every((e) => e.data.workflows.length <= 3 && e.data.workflows.every((w: { name: string }) => w.name === 'quick'))).toBe(true);
+    const seen = snapshots(s)[snapshots(s).length - 1].id!;
     s.close();
+    await until(async () => (await listeners()) === 0);
+
+    // nobody listened meanwhile, so the server cannot know what changed: a resumed stream gets the current state
+    const later = (await api('POST', '/api/workflows', { name: 'quick' })).body.id;
+    const resumed = subscribe('/api/events?name=quick&limit=3', seen);
+    await until(() => snapshots(resumed).some((e) => e.data.workflows.some((w: { id: string }) => w.id === later)));
+    resumed.close();
   });
 
   it('refuses requests without the token, from other origins, for other hosts, and changes that are not JSON', async () => {
