@@ -27,7 +27,6 @@ const REMEMBERED = 10_000;
 /** How long a registration lasts; it is renewed at a third of that. */
 const LISTENER_TTL_MS = 60_000;
 
-
 /**
  * What changed, as Postgres reports it: one LISTEN on "<schema>_changed", whose notifications (sent on commit
  * by triggers) name the workflows a statement touched. Remembers when each workflow last changed, so a
@@ -64,7 +63,8 @@ export class ChangeFeed {
 
   /**
    * A stream opens: the first one registers this server as a listener (writers notify only while some
-   * server listens); the returned function closes it, and the last one to close unregisters.
+   * server listens); the returned function closes it, and some time after the last one closes, the server
+   * unregisters.
    */
   async acquire(): Promise<() => void> {
     clearTimeout(this.linger);
