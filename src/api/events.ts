@@ -4,6 +4,7 @@ import type { HandlersState } from '../dev/handlers-watcher.js';
 import { WorkflowNotFoundError, type Runtime } from '../runtime/runtime.js';
 import type { ChangeFeed, FeedChange } from './feed.js';
 import { SseStream } from './http.js';
+import { CoalescedPass } from '../runtime/coalesced.js';
 
 /** What `braid dev` reports about its reloads (absent for `braid ui` and `braid worker`). */
 export interface DevState {
@@ -46,9 +47,8 @@ async function snapshotStream(
     release();
   });
   let lastText: string | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
-  const pass = async (): Promise<void> => {
+  // one read at a time; changes during a read make exactly one more
+  const reads = new CoalescedPass<void>(async () => {
     try {
       const snapshot = await options.read();
       const text = JSON.stringify(snapshot);
@@ -65,21 +65,9 @@ async function snapshotStream(
       stream.comment(`read failed: ${(error as Error).message}`);
     }
     await new Promise((r) => setTimeout(r, c.minIntervalMs));
-  };
-  // one read at a time; changes during a read make exactly one more
+  });
   const refresh = (): void => {
-    if (stream.closed) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = pass().finally(() => {
-      running = undefined;
-      if (again) {
-        again = false;
-        refresh();
-      }
-    });
+    if (!stream.closed) void reads.run();
   };
   const sendDev = () => c.dev && stream.send('dev', c.dev());
   unsubscribe = c.feed.subscribe((change) => {

@@ -1,16 +1,19 @@
+import { CoalescedPass } from '../runtime/coalesced.js';
+
 /**
  * Runs a pass after a quiet period (editors save in bursts: write, rename, chmod), one at a time; a
  * request during a pass makes exactly one more after it, so no change is missed.
  */
 export class DebouncedPass {
   private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private again = false;
+  private readonly passes: CoalescedPass<void>;
 
   constructor(
-    private readonly pass: () => Promise<void>,
+    pass: () => Promise<void>,
     private readonly quietMs: number,
-  ) {}
+  ) {
+    this.passes = new CoalescedPass(pass);
+  }
 
   schedule(): void {
     clearTimeout(this.timer);
@@ -18,22 +21,11 @@ export class DebouncedPass {
   }
 
   run(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = this.pass().finally(() => {
-      this.running = undefined;
-      if (this.again) {
-        this.again = false;
-        void this.run();
-      }
-    });
-    return this.running;
+    return this.passes.run();
   }
 
   async stop(): Promise<void> {
     clearTimeout(this.timer);
-    await this.running;
+    await this.passes.settled();
   }
 }

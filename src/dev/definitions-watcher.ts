@@ -79,8 +79,10 @@ export class DefinitionsWatcher {
   private async pass(): Promise<void> {
     const previous = this.state;
     let state: ReloadState;
+    let registeredBefore: ReadonlySet<string> = new Set();
     try {
-      const { validation, registered } = await this.rt.registerDefinitions(this.dir);
+      const { validation, registered, registeredBefore: known } = await this.rt.registerDefinitions(this.dir);
+      registeredBefore = new Set(known);
       state = {
         generation: ++this.generation,
         at: new Date().toISOString(),
@@ -110,7 +112,6 @@ export class DefinitionsWatcher {
       };
     }
     this.state = state;
-    const registeredBefore = new Set((await this.rt.definitionVersions().catch(() => [])).map((v) => v.name));
     this.options.print(this.report(state, previous, registeredBefore));
     this.options.onReload?.(state);
   }

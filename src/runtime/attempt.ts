@@ -54,7 +54,7 @@ export class Attempt {
     workerId: string,
   ) {
     this.key = `${task.workflow_id}\u0000${task.name}`;
-    this.ref = { workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId };
+    this.ref = attemptRef(task, workerId);
   }
 
   get signal(): AbortSignal {
@@ -93,6 +93,11 @@ export class Attempt {
     clearTimeout(this.timer);
     this.reject = undefined;
   }
+}
+
+/** What identifies a claimed attempt in the database. */
+export function attemptRef(task: FetchedTask, workerId: string): AttemptRef {
+  return { workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId };
 }
 
 /** The handler's `ctx`: one object per attempt whose methods live on the prototype. */

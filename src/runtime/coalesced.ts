@@ -2,13 +2,13 @@
  * Runs a pass at most once at a time. A request while one runs is answered by one more pass after it (shared
  * by every request made meanwhile), so whatever changed during the running pass is not missed.
  */
-export class CoalescedPass {
-  private running?: Promise<number>;
-  private next?: Promise<number>;
+export class CoalescedPass<T = number> {
+  private running?: Promise<T>;
+  private next?: Promise<T>;
 
-  constructor(private readonly pass: () => Promise<number>) {}
+  constructor(private readonly pass: () => Promise<T>) {}
 
-  run(): Promise<number> {
+  run(): Promise<T> {
     if (this.running) {
       this.next ??= this.running
         .catch(() => undefined)

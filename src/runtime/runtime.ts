@@ -67,6 +67,8 @@ export interface RegisterResult {
   validation: ValidationResult;
   /** Names whose current version changed. */
   registered: { name: string; hash: string }[];
+  /** Names that had a registered version before this call. */
+  registeredBefore: string[];
 }
 
 export interface WorkflowStatus {
@@ -115,7 +117,7 @@ export class Runtime {
         if (r.madeCurrent) registered.push({ name: def.name, hash: def.hash });
       }
     });
-    return { validation, registered };
+    return { validation, registered, registeredBefore: known };
   }
 
   /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */

@@ -14,7 +14,7 @@ import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
 import { applyExtension } from './extend.js';
 import type { PlanTask } from '../compiler/plan.js';
 import type { Logger } from './log.js';
-import { advanceContext, Attempt, AttemptContext, ShutdownAbort } from './attempt.js';
+import { advanceContext, Attempt, AttemptContext, attemptRef, ShutdownAbort } from './attempt.js';
 
 export interface WorkerOptions {
   id: string;
@@ -73,7 +73,7 @@ export class Worker {
   constructor(private readonly o: WorkerOptions) {
     this.handlers = o.handlers;
     this.kinds = kindsOf(o.handlers);
-    for (const q of Object.keys(o.queues)) this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true, buffer: [], pumpQueued: false });
+    for (const q of Object.keys(o.queues)) this.perQueue.set(q, newQueueState());
   }
 
   private handlers: Handlers;
@@ -89,6 +89,11 @@ export class Worker {
     this.kinds = kindsOf(handlers);
     if (!this.started || this.stopping) return;
     await this.register();
+    this.wakeAll();
+  }
+
+  /** Every queue may have work: fetch where there is room (a poll, or new handlers). */
+  private wakeAll(): void {
     for (const [queue, q] of this.perQueue) {
       q.more = true;
       this.pump(queue);
@@ -101,7 +106,7 @@ export class Worker {
     if (added.length === 0) return;
     for (const q of added) {
       this.o.queues[q] = queues[q];
-      this.perQueue.set(q, { active: 0, reserved: 0, fetching: 0, more: true, buffer: [], pumpQueued: false });
+      this.perQueue.set(q, newQueueState());
     }
     if (!this.started || this.stopping) return;
     await this.register();
@@ -132,16 +137,13 @@ export class Worker {
           const cancelled = q.buffer.filter((t) => t.workflow_id === workflowId);
           if (cancelled.length === 0) continue;
           q.buffer = q.buffer.filter((t) => t.workflow_id !== workflowId);
-          for (const t of cancelled) this.track(this.fail(t, this.ref(t), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }));
+          for (const t of cancelled) this.track(this.fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }));
         }
       }),
     );
     this.timers.push(
       setInterval(() => {
-        for (const [queue, q] of this.perQueue) {
-          q.more = true;
-          this.pump(queue);
-        }
+        this.wakeAll();
       }, this.o.pollIntervalMs),
       setInterval(() => void this.heartbeat(), this.o.heartbeatIntervalMs),
     );
@@ -261,15 +263,11 @@ export class Worker {
     }
   }
 
-  private ref(task: FetchedTask): AttemptRef {
-    return { workflowId: task.workflow_id, name: task.name, attempt: task.attempt, workerId: this.o.id };
-  }
-
   /** Gives prefetched attempts that never started back to the queue, so other workers take them at once. */
   private async releaseClaims(tasks: FetchedTask[]): Promise<void> {
     if (tasks.length === 0) return;
     try {
-      await this.o.db.transaction(async (tx) => releaseTasks(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), tasks.map((t) => this.ref(t))));
+      await this.o.db.transaction(async (tx) => releaseTasks(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), tasks.map((t) => attemptRef(t, this.o.id))));
     } catch (error) {
       this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${(error as Error).message}`);
     }
@@ -434,6 +432,10 @@ export class Worker {
   get busy(): boolean {
     return this.running.size > 0 || this.batches.length > 0 || this.inflight.size > 0 || [...this.perQueue.values()].some((q) => q.buffer.length > 0);
   }
+}
+
+function newQueueState(): QueueState {
+  return { active: 0, reserved: 0, fetching: 0, more: true, buffer: [], pumpQueued: false };
 }
 
 function kindsOf(handlers: Handlers): string[] {

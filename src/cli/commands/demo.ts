@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { loadHandlers } from '../../runtime/load-handlers.js';
+import { loadHandlersArg } from './serve.js';
 import type { Logger } from '../../runtime/log.js';
 import { createRuntime } from '../../runtime/runtime.js';
 import { formatText } from '../../compiler/format/text.js';
@@ -73,9 +73,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const timeoutMs = (values.timeout === undefined ? 120 : Number(values.timeout)) * 1000;
   if (!(timeoutMs > 0)) throw new UsageError('--timeout must be a positive number of seconds');
   const handlersPath = values.handlers !== undefined ? resolve(io.cwd, values.handlers) : join(packageRoot, 'examples', 'handlers.ts');
-  const handlers = await loadHandlers(handlersPath).catch((error: Error) => {
-    throw new UsageError(`cannot load handlers: ${error.message.split('\n')[0]}`);
-  });
+  const handlers = await loadHandlersArg(handlersPath);
   const scriptPath = values.script !== undefined ? resolve(io.cwd, values.script) : dir === join(packageRoot, 'definitions') ? join(packageRoot, 'examples', 'demo.json') : undefined;
   const scripts = scriptPath === undefined ? {} : readScript(scriptPath);
 

@@ -4,7 +4,6 @@ import { startApiServer, type ApiServer } from '../../api/server.js';
 import { DefinitionsWatcher } from '../../dev/definitions-watcher.js';
 import { HandlersWatcher } from '../../dev/handlers-watcher.js';
 import type { Handlers } from '../../runtime/handlers.js';
-import { loadHandlers } from '../../runtime/load-handlers.js';
 import { consoleLogger } from '../../runtime/log.js';
 import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
@@ -12,7 +11,7 @@ import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
 import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
 import { parseQueues } from './worker.js';
-import { parsePort, waitForStopSignal } from './serve.js';
+import { listenOn, loadHandlersArg, parsePort, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid dev [--definitions DIR] [--handlers MODULE] [--port N] [--host ADDR] [--queues NAME=N,...] [--database URL]';
 
@@ -47,14 +46,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const shutdownSecs = values['shutdown-timeout'] === undefined ? 10 : Number(values['shutdown-timeout']);
   if (!(shutdownSecs >= 0)) throw new UsageError('--shutdown-timeout must be a number of seconds');
   const handlersModule = values.handlers === undefined ? undefined : resolve(io.cwd, values.handlers);
-  let handlers: Handlers = {};
-  if (handlersModule) {
-    try {
-      handlers = await loadHandlers(handlersModule);
-    } catch (error) {
-      throw new UsageError(`cannot load handlers: ${(error as Error).message.split('\n')[0]}`);
-    }
-  }
+  const handlers: Handlers = handlersModule ? await loadHandlersArg(handlersModule) : {};
   const db = await openDatabase(io, { url: values.database });
   const log = consoleLogger((line) => io.stdout(line + '\n'));
   const print = (text: string) => text && io.stdout(text);
@@ -84,18 +76,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
       handlersWatcher = new HandlersWatcher(runtime, handlersModule, Object.keys(handlers).sort(), { print, onReload: () => api?.devChanged() });
       await handlersWatcher.start();
     }
-    try {
-      api = await startApiServer(runtime, {
+    api = await listenOn(port, () =>
+      startApiServer(runtime, {
         port,
         host: values.host,
         token: projectToken(io),
         definitionsDir: dir,
         dev: () => ({ definitions: watcher.state ?? null, handlers: handlersWatcher?.state ?? null }),
-      });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`port ${port} is in use: pass --port N (0 picks a free one)`);
-      throw error;
-    }
+      }),
+    );
     unpublish = publishApi(io, api);
     log.info(`braid dev: UI and API at ${api.url}/ (token in ${displayPath(io, resolve(io.cwd, '.braid', 'token'))})`);
     log.info(`watching ${displayPath(io, dir)}${handlersModule ? ` and ${displayPath(io, handlersModule)}` : ''}; worker ${runtime.id} running ${Object.keys(handlers).length} kind(s)`);

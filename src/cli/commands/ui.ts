@@ -3,7 +3,7 @@ import { createRuntime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
-import { parsePort, waitForStopSignal } from './serve.js';
+import { listenOn, parsePort, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid ui [--port N] [--host ADDR] [--allowed-host NAME[:PORT],...] [--database URL]';
 
@@ -35,17 +35,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
   try {
     const rt = createRuntime({ database: db, schema: values.schema });
     await rt.migrate();
-    try {
-      api = await startApiServer(rt, {
+    api = await listenOn(port, () =>
+      startApiServer(rt, {
         port,
         host: values.host,
         token: envToken ?? projectToken(io),
         allowedHosts: values['allowed-host']?.split(',').map((h) => h.trim()).filter(Boolean),
-      });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new UsageError(`port ${port} is in use: pass --port N (0 picks a free one)`);
-      throw error;
-    }
+      }),
+    );
     if (!databaseUrl({ url: values.database })) unpublish = publishApi(io, api);
     io.stdout(`${api.url}/\n`);
     await waitForStopSignal();

@@ -3,14 +3,13 @@ import { resolve } from 'node:path';
 import { startApiServer } from '../../api/server.js';
 import type { ValidationResult } from '../../compiler/validate.js';
 import { formatText } from '../../compiler/format/text.js';
-import { loadHandlers } from '../../runtime/load-handlers.js';
 import { consoleLogger } from '../../runtime/log.js';
 import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { readSourceTexts } from '../definitions.js';
 import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
-import { waitForStopSignal } from './serve.js';
+import { loadHandlersArg, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid worker --handlers MODULE [--queues NAME=N,...] [--prefetch N] [--definitions DIR] [--database URL]';
 
@@ -39,12 +38,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) throw new UsageError('--prefetch must be a whole number from 0 to 10000');
   const shutdownSecs = values['shutdown-timeout'] === undefined ? 10 : Number(values['shutdown-timeout']);
   if (!(shutdownSecs >= 0)) throw new UsageError('--shutdown-timeout must be a number of seconds');
-  let handlers;
-  try {
-    handlers = await loadHandlers(resolve(io.cwd, values.handlers));
-  } catch (error) {
-    throw new UsageError(`cannot load handlers: ${(error as Error).message.split('\n')[0]}`);
-  }
+  const handlers = await loadHandlersArg(resolve(io.cwd, values.handlers));
   const db = await openDatabase(io, { url: values.database });
   const log = consoleLogger((line) => io.stdout(line + '\n'));
   let rt: Runtime | undefined;
