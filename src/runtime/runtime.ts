@@ -15,7 +15,7 @@ import { insertPlan, type InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
 import { quoteIdent } from './sql/schema.js';
 import { currentTime, type Clock } from './sql/time.js';
-import { cancelWorkflow, listWorkflows, liveKinds, loadTasks, loadTasksByName, loadWorkflow, type TaskRecord, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
+import { cancelWorkflow, listWorkflows, liveKinds, loadTasks, loadTasksByName, loadWorkflow, workflowState, type TaskRecord, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
 import { pendingReason } from './status.js';
 import { Worker, workerId } from './worker.js';
 import { waitDiagnostics, type WaitDiagnostics } from './diagnostics.js';
@@ -409,8 +409,9 @@ export class WorkflowHandle {
     });
     try {
       for (;;) {
-        const w = await this.load();
-        if (w.state !== 'running') return w;
+        const state = await workflowState(this.q, this.rt.internals.s, this.id);
+        if (state === undefined) throw new WorkflowNotFoundError(this.id);
+        if (state !== 'running') return this.load();
         if (Date.now() > deadline) throw new Error(`workflow ${this.id} is still running after ${options.timeoutMs} ms`);
         await new Promise<void>((resolve) => {
           wake = resolve;

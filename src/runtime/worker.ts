@@ -252,6 +252,7 @@ export class Worker {
           output: json,
           dependents: task.dependents,
           dependentsWait: task.dependents_wait,
+          tid: task.tid,
         });
       this.o.log.taskDone(task, 'completed');
     } catch (error) {

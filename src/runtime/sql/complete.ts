@@ -14,6 +14,8 @@ export interface Completion {
   dependents?: readonly string[];
   /** Some dependent has a wait, which this completion may activate (the caller then evaluates it in the same transaction). */
   dependentsWait?: boolean;
+  /** The claimed row version's address, when known: found there without an index lookup unless the row moved since. */
+  tid?: string;
 }
 
 export interface CompletionResult {
@@ -50,19 +52,45 @@ export interface EagerClaim {
  * dependents advance set-based; the CASE is decide.ts readyState(). A workflow whose last open task closes
  * finalizes in the same statement when it has no output template (the CASE is finalWorkflowState()); one
  * with an output template is returned in `toFinalize`, for its output to be evaluated.
+ *
+ * Attempts whose claimed row version is known are found by it (the completion holds its workflow's lock, so
+ * the lookup is on the critical path); those whose row moved since (updated by a cancel, an extension) are
+ * completed in a second statement by key.
  */
 export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
   if (items.length === 0) return { applied: new Set(), toFinalize: [], claimed: [], activated: new Map() };
+  if (!items.every((i) => i.tid !== undefined)) return completeBatch(q, ctx, items, false, claim);
+  const first = await completeBatch(q, ctx, items, true, claim);
+  const moved = items.filter((i) => !first.applied.has(completionKey(i)));
+  if (moved.length === 0) return first;
+  const second = await completeBatch(q, ctx, moved, false, claim && { ...claim, slots: {} });
+  const activated = new Map(first.activated);
+  for (const [w, names] of second.activated) activated.set(w, [...(activated.get(w) ?? []), ...names]);
+  return {
+    applied: new Set([...first.applied, ...second.applied]),
+    toFinalize: [...new Set([...first.toFinalize, ...second.toFinalize])],
+    claimed: [...first.claimed, ...second.claimed],
+    activated,
+  };
+}
+
+function completionKey(i: Completion): string {
+  return `${i.workflowId}\u0000${i.name}`;
+}
+
+async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], byTid: boolean, claim?: EagerClaim): Promise<CompletionResult> {
   const slots = claim ? Object.entries(claim.slots).filter(([, n]) => n > 0).map(([queue, n]) => ({ queue, n })) : [];
   const ch = channels(ctx.schema);
   const s = ctx.s;
-  const { rows } = await q.query<{ done: { w: string; n: string }[] | null; finalize: string[] | null; claimed: FetchedTask[] | null; activated: { w: string; n: string }[] | null }>(
+  const { rows } = await q.query<{ skipped: { w: string; n: string }[] | null; finalize: string[] | null; claimed: FetchedTask[] | null; activated: { w: string; n: string }[] | null }>(
     `WITH locked AS (
        SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
+     ), items AS MATERIALIZED (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text, output jsonb, tid tid)
      ), done AS (
        UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
-         FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text, output jsonb)
-        WHERE t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
+         FROM items v
+        WHERE ${byTid ? 't.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
           AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
         RETURNING t.workflow_id, t.name, t.dependents
      ), edges AS (
@@ -88,7 +116,7 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
          FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
         WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, (x.name IS NOT NULL) AS claimed,
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid, (x.name IS NOT NULL) AS claimed,
                   (t.state = 'pending' AND t.deps_left = 0 AND t.wait IS NOT NULL) AS activated
      ), counted AS (
        UPDATE ${s}.workflows w
@@ -109,17 +137,18 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
      ), ended AS (
        SELECT pg_notify($5, c.id || ' ' || c.state) FROM counted c WHERE c.tasks_open = 0 AND c.state <> 'running'
      )
-     SELECT (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM done) AS done,
+     SELECT (SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
+              WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped,
             (SELECT json_agg(a.* ORDER BY a.workflow_id, a.name) FROM (
                SELECT c.workflow_id, c.name, c.template, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.dependents, c.dependents_wait, c.timeout_ms,
-                      c.start,
+                      c.start, c.tid,
                       (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps)) AS dep_outputs
                  FROM advanced c WHERE c.claimed) a) AS claimed,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
             (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated,
             (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) + (SELECT count(pg_notify($9, workflow_id)) FROM effects) AS notified`,
     [
-      JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null }))),
+      JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null, tid: byTid ? i.tid : null }))),
       ctx.now,
       [...new Set(items.map((i) => i.workflowId))],
       ch.available,
@@ -132,9 +161,10 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
     { prepare: true },
   );
   const r = rows[0];
-  const applied = new Set((r.done ?? []).map((d) => `${d.w}\u0000${d.n}`));
+  const skipped = new Set((r.skipped ?? []).map((d) => `${d.w}\u0000${d.n}`));
+  const applied = new Set(items.map(completionKey).filter((k) => !skipped.has(k)));
   // deps completed in this very statement show their old rows to its subqueries: their outputs come from the batch
-  const batchOutputs = new Map(items.filter((i) => applied.has(`${i.workflowId}\u0000${i.name}`)).map((i) => [`${i.workflowId}\u0000${i.name}`, i.output ?? null]));
+  const batchOutputs = new Map(items.filter((i) => applied.has(completionKey(i))).map((i) => [completionKey(i), i.output ?? null]));
   const claimed = (r.claimed ?? []).map((t) => ({
     ...t,
     dep_outputs: Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null])),

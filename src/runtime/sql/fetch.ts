@@ -10,6 +10,8 @@ export type FetchedTask = Pick<
   dependents_wait: boolean;
   /** Direct deps' outputs by name, read in the same statement that claimed the task. */
   dep_outputs: Record<string, unknown> | null;
+  /** Where the claimed row version lives ("(page,item)"): its completion finds it there unless it moved since. */
+  tid: string;
 };
 
 /**
@@ -26,7 +28,7 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start)
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid)
      SELECT json_agg(r) AS tasks FROM (
        SELECT c.*, CASE WHEN cardinality(c.deps) > 0 THEN
                 (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))

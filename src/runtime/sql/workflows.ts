@@ -92,6 +92,12 @@ export async function loadWorkflow(q: Queryable, s: string, id: string): Promise
   return rows[0];
 }
 
+/** Only a workflow's state (undefined: no such workflow): waiting polls it without reading inputs and output. */
+export async function workflowState(q: Queryable, s: string, id: string): Promise<WorkflowRecord['state'] | undefined> {
+  const { rows } = await q.query<{ state: WorkflowRecord['state'] }>(`SELECT state FROM ${s}.workflows WHERE id = $1`, [id]);
+  return rows[0]?.state;
+}
+
 /** Tasks of one workflow in insertion order, paged. */
 export async function loadTasks(q: Queryable, s: string, id: string, page: { limit?: number; offset?: number } = {}): Promise<TaskRecord[]> {
   const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id LIMIT $2 OFFSET $3`, [
