@@ -180,21 +180,32 @@ async function graphileLatency(): Promise<number[]> {
   return samples;
 }
 
+/** Throughput rounds: this machine's speed drifts by more than the differences measured, so every case runs this many times, interleaved, and the median counts. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
 export async function benchRuntime(): Promise<void> {
   console.log(`\nruntime: Postgres at ${url.replace(/:[^:@/]*@/, ':***@')}, ${N} no-op tasks, concurrency ${CONCURRENCY} for braid and graphile-worker`);
-  const gDefault = graphileThroughputRate(await graphileThroughput(false));
-  const gBatched = graphileThroughputRate(await graphileThroughput(true));
-  const one = rate(await braidOneWorkflow(0));
-  const oneBatched = rate(await braidOneWorkflow(PREFETCH));
-  const many = rate(await braidManyWorkflows(0));
-  const manyBatched = rate(await braidManyWorkflows(PREFETCH));
-  const row = (label: string, value: number, unit: string, note = '') => console.log(`  ${label.padEnd(52)} ${value.toFixed(0).padStart(7)} ${unit}${note}`);
-  row('graphile-worker 0.17.3, default', gDefault, 'jobs/s');
-  row('graphile-worker 0.17.3, batched preset', gBatched, 'jobs/s');
-  row(`braid, one workflow of ${N} tasks, default`, one, 'tasks/s', `   ${(one / gDefault).toFixed(2)}x graphile default`);
-  row(`braid, one workflow of ${N} tasks, prefetch ${PREFETCH}`, oneBatched, 'tasks/s', `   ${(oneBatched / gBatched).toFixed(2)}x graphile batched (goal >= 1.0)`);
-  row(`braid, ${N} one-task workflows, default`, many, 'tasks/s', `   ${(many / gDefault).toFixed(2)}x graphile default`);
-  row(`braid, ${N} one-task workflows, prefetch ${PREFETCH}`, manyBatched, 'tasks/s', `   ${(manyBatched / gBatched).toFixed(2)}x graphile batched (goal >= 0.5)`);
+  console.log(`  throughput: median of ${ROUNDS} interleaved rounds (the range in brackets)`);
+  const cases = {
+    gDefault: () => graphileThroughput(false),
+    gBatched: () => graphileThroughput(true),
+    one: () => braidOneWorkflow(0),
+    oneBatched: () => braidOneWorkflow(PREFETCH),
+    many: () => braidManyWorkflows(0),
+    manyBatched: () => braidManyWorkflows(PREFETCH),
+  };
+  const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, [] as number[]])) as Record<keyof typeof cases, number[]>;
+  for (let r = 0; r < ROUNDS; r++) for (const [k, run] of Object.entries(cases)) samples[k as keyof typeof cases].push(rate(await run()));
+  const [gDefault, gBatched, one, oneBatched, many, manyBatched] = Object.values(samples).map((v) => pct(v, 50));
+  const range = (k: keyof typeof cases) => (ROUNDS > 1 ? ` [${Math.min(...samples[k]).toFixed(0)}-${Math.max(...samples[k]).toFixed(0)}]` : '');
+  const row = (k: keyof typeof cases, label: string, value: number, unit: string, note = '') =>
+    console.log(`  ${label.padEnd(52)} ${value.toFixed(0).padStart(7)} ${unit}${range(k).padEnd(16)}${note}`);
+  row('gDefault', 'graphile-worker 0.17.3, default', gDefault, 'jobs/s');
+  row('gBatched', 'graphile-worker 0.17.3, batched preset', gBatched, 'jobs/s');
+  row('one', `braid, one workflow of ${N} tasks, default`, one, 'tasks/s', `${(one / gDefault).toFixed(2)}x graphile default`);
+  row('oneBatched', `braid, one workflow of ${N} tasks, prefetch ${PREFETCH}`, oneBatched, 'tasks/s', `${(oneBatched / gBatched).toFixed(2)}x graphile batched (goal >= 1.0)`);
+  row('many', `braid, ${N} one-task workflows, default`, many, 'tasks/s', `${(many / gDefault).toFixed(2)}x graphile default`);
+  row('manyBatched', `braid, ${N} one-task workflows, prefetch ${PREFETCH}`, manyBatched, 'tasks/s', `${(manyBatched / gBatched).toFixed(2)}x graphile batched (goal >= 0.5)`);
   const fan = await braidFanOut();
   console.log(`  braid, fan-out 1 -> 1000 -> 1      ${fan.toFixed(0).padStart(7)} ms wall`);
   const hops = await braidChainHops();
@@ -207,4 +218,3 @@ export async function benchRuntime(): Promise<void> {
 function rate(ms: number): number {
   return (N / ms) * 1000;
 }
-const graphileThroughputRate = rate;

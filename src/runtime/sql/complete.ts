@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { activateWaits } from '../waits.js';
 import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
-import type { FetchedTask } from './fetch.js';
+import { claimedJson, decodeClaimed, type FetchedTask } from './fetch.js';
 
 export interface Completion {
   workflowId: string;
@@ -74,6 +74,21 @@ export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: re
   };
 }
 
+/**
+ * The batch as compact JSON: attempts grouped by workflow and worker, each `[name, attempt, tid, output]`, so
+ * a batch of hundreds repeats no ids or keys (fewer bytes to send and for the database to parse).
+ */
+function attemptsJson(items: readonly Completion[], byTid: boolean): string {
+  const groups = new Map<string, { workflow_id: string; worker_id: string; attempts: unknown[][] }>();
+  for (const i of items) {
+    const key = `${i.workflowId}\u0000${i.workerId}`;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { workflow_id: i.workflowId, worker_id: i.workerId, attempts: [] }));
+    g.attempts.push([i.name, i.attempt, byTid ? i.tid : null, i.output ?? null]);
+  }
+  return JSON.stringify([...groups.values()]);
+}
+
 function completionKey(i: Completion): string {
   return `${i.workflowId}\u0000${i.name}`;
 }
@@ -82,11 +97,12 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
   const slots = claim ? Object.entries(claim.slots).filter(([, n]) => n > 0).map(([queue, n]) => ({ queue, n })) : [];
   const ch = channels(ctx.schema);
   const s = ctx.s;
-  const { rows } = await q.query<{ skipped: { w: string; n: string }[] | null; finalize: string[] | null; claimed: FetchedTask[] | null; activated: { w: string; n: string }[] | null }>(
+  const { rows } = await q.query<{ skipped: { w: string; n: string }[] | null; finalize: string[] | null; claimed: Parameters<typeof decodeClaimed>[0]; activated: { w: string; n: string }[] | null }>(
     `WITH locked AS (
        SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
      ), items AS MATERIALIZED (
-       SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text, output jsonb, tid tid)
+       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, (a->>2)::tid AS tid, a->3 AS output
+         FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
      ), done AS (
        UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
          FROM items v
@@ -139,16 +155,14 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
      )
      SELECT (SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
               WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped,
-            (SELECT json_agg(a.* ORDER BY a.workflow_id, a.name) FROM (
-               SELECT c.workflow_id, c.name, c.template, c.kind, c.queue, c.attempt, c.max_attempts, c.args, c.deps, c.dependents, c.dependents_wait, c.timeout_ms,
-                      c.start, c.tid,
-                      (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps)) AS dep_outputs
-                 FROM advanced c WHERE c.claimed) a) AS claimed,
+            (SELECT json_agg(${claimedJson('c', `(SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))`)}
+                             ORDER BY c.workflow_id, c.name)
+               FROM advanced c WHERE c.claimed) AS claimed,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
             (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated,
             (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) + (SELECT count(pg_notify($9, workflow_id)) FROM effects) AS notified`,
     [
-      JSON.stringify(items.map((i) => ({ workflow_id: i.workflowId, name: i.name, attempt: i.attempt, worker_id: i.workerId, output: i.output ?? null, tid: byTid ? i.tid : null }))),
+      attemptsJson(items, byTid),
       ctx.now,
       [...new Set(items.map((i) => i.workflowId))],
       ch.available,
@@ -165,7 +179,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
   const applied = new Set(items.map(completionKey).filter((k) => !skipped.has(k)));
   // deps completed in this very statement show their old rows to its subqueries: their outputs come from the batch
   const batchOutputs = new Map(items.filter((i) => applied.has(completionKey(i))).map((i) => [completionKey(i), i.output ?? null]));
-  const claimed = (r.claimed ?? []).map((t) => ({
+  const claimed = decodeClaimed(r.claimed).map((t) => ({
     ...t,
     dep_outputs: Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null])),
   }));

@@ -15,12 +15,29 @@ export type FetchedTask = Pick<
 };
 
 /**
+ * A claimed task as one JSON array (no keys: a claim returns hundreds); `c` is the claimed row, `depOutputs`
+ * the SQL of its deps' outputs. decodeClaimed() reads it back.
+ */
+export function claimedJson(c: string, depOutputs: string): string {
+  return `json_build_array(${c}.workflow_id, ${c}.name, ${c}.template, ${c}.kind, ${c}.queue, ${c}.attempt, ${c}.max_attempts, ${c}.args,
+            ${c}.deps, ${c}.dependents, ${c}.dependents_wait, ${c}.timeout_ms, ${c}.start, ${c}.tid, ${depOutputs})`;
+}
+
+type ClaimedJson = [string, string, string, string, string, number, number, unknown, string[], string[], boolean, number | null, FetchedTask['start'], string, FetchedTask['dep_outputs']];
+
+export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
+  return (rows ?? []).map(([workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs]) => ({
+    workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs,
+  }));
+}
+
+/**
  * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
  * rows other workers hold, so each task attempt runs once at a time.
  */
 export async function fetchTasks(q: Queryable, s: string, p: { queue: string; kinds: readonly string[]; limit: number; workerId: string; now: Date }): Promise<FetchedTask[]> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
-  const { rows } = await q.query<{ tasks: FetchedTask[] | null }>(
+  const { rows } = await q.query<{ tasks: ClaimedJson[] | null }>(
     `WITH claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
@@ -29,13 +46,14 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
                   t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid)
-     SELECT json_agg(r) AS tasks FROM (
-       SELECT c.*, CASE WHEN cardinality(c.deps) > 0 THEN
-                (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))
-              END AS dep_outputs
-         FROM claimed c) r`,
+     SELECT json_agg(${claimedJson(
+       'c',
+       `CASE WHEN cardinality(c.deps) > 0 THEN
+          (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps)) END`,
+     )}) AS tasks
+       FROM claimed c`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now],
     { prepare: true },
   );
-  return rows[0]?.tasks ?? [];
+  return decodeClaimed(rows[0]?.tasks ?? null);
 }
