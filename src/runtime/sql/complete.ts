@@ -55,7 +55,9 @@ export interface EagerClaim {
  *
  * Attempts whose claimed row version is known are found by it (the completion holds its workflow's lock, so
  * the lookup is on the critical path); those whose row moved since (updated by a cancel, an extension) are
- * completed in a second statement by key.
+ * completed in a second statement by key. The addresses are also given as one array: a TID scan of the array
+ * is the plan the planner picks for certain, where a join on each address alone would lose to key lookups
+ * in its cost model.
  */
 export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
   if (items.length === 0) return { applied: new Set(), toFinalize: [], claimed: [], activated: new Map() };
@@ -106,7 +108,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
      ), done AS (
        UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
          FROM items v
-        WHERE ${byTid ? 't.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
+        WHERE ${byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
           AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
         RETURNING t.workflow_id, t.name, t.dependents
      ), edges AS (
