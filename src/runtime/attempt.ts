@@ -223,7 +223,7 @@ export class AttemptTransaction {
         const ctx = advanceContext(this.env, now);
         for (const tasks of outcome.extensions) await applyExtension(tx, ctx, this.ref.workflowId, tasks);
         const result = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
-        if (result.applied.size === 0) throw new Error('this attempt is no longer running');
+        if (result.skipped.length > 0) throw new Error('this attempt is no longer running');
         await activateCompleted(tx, ctx, result.activated, false);
         await finalizePending(tx, ctx, result.toFinalize);
       });

@@ -282,7 +282,7 @@ export class Worker {
       await lockWorkflows(tx, ctx.s, [ref.workflowId]);
       for (const tasks of extensions) await applyExtension(tx, ctx, ref.workflowId, tasks);
       const result = await completeTasks(tx, ctx, [{ ...ref, output }]);
-      if (result.applied.size === 0) throw new Error('this attempt is no longer running (timed out, cancelled or rescued)');
+      if (result.skipped.length > 0) throw new Error('this attempt is no longer running (timed out, cancelled or rescued)');
       await activateCompleted(tx, ctx, result.activated, false);
       await finalizePending(tx, ctx, result.toFinalize);
     });

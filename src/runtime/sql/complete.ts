@@ -19,8 +19,8 @@ export interface Completion {
 }
 
 export interface CompletionResult {
-  /** Keys (workflow id, NUL, task name) of the completions that took effect. */
-  applied: Set<string>;
+  /** The attempts that took no effect: no longer running (or, in the first pass by address, moved). */
+  skipped: Completion[];
   /** Workflows with no open task left whose output still has to be evaluated: pass to finalizePending. */
   toFinalize: string[];
   /** Dependents this completion made available and claimed at once for the completing worker. */
@@ -60,16 +60,15 @@ export interface EagerClaim {
  * in its cost model.
  */
 export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
-  if (items.length === 0) return { applied: new Set(), toFinalize: [], claimed: [], activated: new Map() };
+  if (items.length === 0) return { skipped: [], toFinalize: [], claimed: [], activated: new Map() };
   if (!items.every((i) => i.tid !== undefined)) return completeBatch(q, ctx, items, false, claim);
   const first = await completeBatch(q, ctx, items, true, claim);
-  const moved = items.filter((i) => !first.applied.has(completionKey(i)));
-  if (moved.length === 0) return first;
-  const second = await completeBatch(q, ctx, moved, false, claim && { ...claim, slots: {} });
+  if (first.skipped.length === 0) return first;
+  const second = await completeBatch(q, ctx, first.skipped, false, claim && { ...claim, slots: {} });
   const activated = new Map(first.activated);
   for (const [w, names] of second.activated) activated.set(w, [...(activated.get(w) ?? []), ...names]);
   return {
-    applied: new Set([...first.applied, ...second.applied]),
+    skipped: second.skipped,
     toFinalize: [...new Set([...first.toFinalize, ...second.toFinalize])],
     claimed: [...first.claimed, ...second.claimed],
     activated,
@@ -112,7 +111,8 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
           AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
         RETURNING t.workflow_id, t.name, t.dependents
      ), edges AS (
-       SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep GROUP BY 1, 2
+       SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep
+        WHERE cardinality(d.dependents) > 0 GROUP BY 1, 2
      ), eager AS (
        SELECT r.workflow_id, r.name FROM (
          SELECT t.workflow_id, t.name, l.n, row_number() OVER (PARTITION BY t.queue ORDER BY t.priority, t.id) AS rank
@@ -177,17 +177,17 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
     { prepare: true },
   );
   const r = rows[0];
-  const skipped = new Set((r.skipped ?? []).map((d) => `${d.w}\u0000${d.n}`));
-  const applied = new Set(items.map(completionKey).filter((k) => !skipped.has(k)));
-  // deps completed in this very statement show their old rows to its subqueries: their outputs come from the batch
-  const batchOutputs = new Map(items.filter((i) => applied.has(completionKey(i))).map((i) => [completionKey(i), i.output ?? null]));
-  const claimed = decodeClaimed(r.claimed).map((t) => ({
-    ...t,
-    dep_outputs: Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null])),
-  }));
+  const skippedKeys = new Set((r.skipped ?? []).map((d) => `${d.w}\u0000${d.n}`));
+  const skipped = skippedKeys.size === 0 ? [] : items.filter((i) => skippedKeys.has(completionKey(i)));
+  const claimed = decodeClaimed(r.claimed);
+  if (claimed.length > 0) {
+    // deps completed in this very statement show their old rows to its subqueries: their outputs come from the batch
+    const batchOutputs = new Map(items.filter((i) => !skippedKeys.has(completionKey(i))).map((i) => [completionKey(i), i.output ?? null]));
+    for (const t of claimed) t.dep_outputs = Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null]));
+  }
   const activated = new Map<string, string[]>();
   for (const a of r.activated ?? []) activated.set(a.w, [...(activated.get(a.w) ?? []), a.n]);
-  return { applied, toFinalize: r.finalize ?? [], claimed, activated };
+  return { skipped, toFinalize: r.finalize ?? [], claimed, activated };
 }
 
 /**
