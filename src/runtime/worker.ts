@@ -36,12 +36,13 @@ export interface WorkerOptions {
   log: Logger;
 }
 
-/** Per queue: handlers running, slots reserved by fetches in flight, fetches in flight, whether work seems to wait, the claimed attempts waiting here for a slot (prefetch), and whether a pump is queued. */
+/** Per queue: handlers running, slots reserved by fetches in flight, fetches in flight, whether work seems to wait (and how many wake-ups said so), the claimed attempts waiting here for a slot (prefetch), and whether a pump is queued. */
 interface QueueState {
   active: number;
   reserved: number;
   fetching: number;
   more: boolean;
+  wakeups: number;
   buffer: FetchedTask[];
   pumpQueued: boolean;
 }
@@ -94,10 +95,14 @@ export class Worker {
 
   /** Every queue may have work: fetch where there is room (a poll, or new handlers). */
   private wakeAll(): void {
-    for (const [queue, q] of this.perQueue) {
-      q.more = true;
-      this.pump(queue);
-    }
+    for (const [queue, q] of this.perQueue) this.wake(queue, q);
+  }
+
+  /** Work may be waiting in a queue (a notification, a poll): fetch where there is room. */
+  private wake(queue: string, q: QueueState): void {
+    q.more = true;
+    q.wakeups++;
+    this.pump(queue);
   }
 
   /** Serves more queues from now on (a reloaded definition may name a new one); known queues keep their concurrency. */
@@ -127,9 +132,7 @@ export class Worker {
     this.unlisten.push(
       await db.listen(ch.available, (queue) => {
         const q = this.perQueue.get(queue);
-        if (!q) return;
-        q.more = true;
-        this.pump(queue);
+        if (q) this.wake(queue, q);
       }),
       await db.listen(ch.cancel, (workflowId) => {
         for (const r of this.running.values()) if (r.task.workflow_id === workflowId) r.abort(new TaskCancelled('workflow cancelled'));
@@ -180,9 +183,11 @@ export class Worker {
     q.reserved += free;
     const work = (async () => {
       try {
+        const wakeups = q.wakeups;
         const now = await currentTime(this.o.db, this.o.clock);
         const tasks = await fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now });
-        q.more = tasks.length === free;
+        // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
+        q.more = tasks.length === free || q.wakeups !== wakeups;
         if (tasks.length === 0) return;
         if (this.stopping) {
           await this.releaseClaims(tasks);
@@ -216,11 +221,11 @@ export class Worker {
 
   /**
    * The slot is the handler's: it frees when the handler settles, while its completion commits in a batch.
-   * Slots freed in the same turn are refilled by one fetch, not one fetch per slot.
+   * Slots freed in the same turn are refilled by one fetch, not one fetch per slot; a freed slot alone does
+   * not mean work is waiting (a drained queue stays drained until a wake-up), so a chain does not fetch in vain.
    */
   private releaseSlot(q: QueueState, queue: string): void {
     q.active--;
-    q.more = true;
     if (q.pumpQueued) return;
     q.pumpQueued = true;
     setImmediate(() => {
@@ -436,7 +441,7 @@ export class Worker {
 }
 
 function newQueueState(): QueueState {
-  return { active: 0, reserved: 0, fetching: 0, more: true, buffer: [], pumpQueued: false };
+  return { active: 0, reserved: 0, fetching: 0, more: true, wakeups: 0, buffer: [], pumpQueued: false };
 }
 
 function kindsOf(handlers: Handlers): string[] {
