@@ -31,12 +31,15 @@ export function createPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10, application_name: options.applicationName ?? 'braid' });
   // braid's hot statements (claims, completions) run on connections of their own that always use a generic
   // plan: re-planning them on every call cost about a tenth of the database's time per task, and their key
-  // lookups plan the same whatever the values. Everything else, handlers' own SQL included, keeps the default.
+  // lookups plan the same whatever the values. A generic plan made while the tables are small (or their
+  // statistics stale) would keep scanning them whole in a nested loop once a fan-out makes hundreds of
+  // dependents ready at once; priced as on SSDs, key lookups win that choice. Everything else, handlers'
+  // own SQL included, keeps the server's settings.
   const hot = new pg.Pool({
     connectionString: options.connectionString,
     max: Math.min(4, options.max ?? 10),
     application_name: `${options.applicationName ?? 'braid'}:hot`,
-    options: '-c plan_cache_mode=force_generic_plan',
+    options: '-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1',
   });
   // an idle client dropping (server restart) must not kill the process; the next query reconnects
   pool.on('error', () => undefined);

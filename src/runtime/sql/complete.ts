@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { activateWaits } from '../waits.js';
 import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
-import { claimedJson, decodeClaimed, type FetchedTask } from './fetch.js';
+import { claimedJson, decodeClaimed, depOutputsSql, type FetchedTask } from './fetch.js';
 
 export interface Completion {
   workflowId: string;
@@ -113,7 +113,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
      ), edges AS (
        SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep
         WHERE cardinality(d.dependents) > 0 GROUP BY 1, 2
-     ), eager AS (
+     ), eager AS MATERIALIZED (
        SELECT r.workflow_id, r.name FROM (
          SELECT t.workflow_id, t.name, l.n, row_number() OVER (PARTITION BY t.queue ORDER BY t.priority, t.id) AS rank
            FROM edges e
@@ -157,7 +157,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
      )
      SELECT (SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
               WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped,
-            (SELECT json_agg(${claimedJson('c', `(SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps))`)}
+            (SELECT json_agg(${claimedJson('c', depOutputsSql(s, 'c'))}
                              ORDER BY c.workflow_id, c.name)
                FROM advanced c WHERE c.claimed) AS claimed,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,

@@ -23,6 +23,15 @@ export function claimedJson(c: string, depOutputs: string): string {
             ${c}.deps, ${c}.dependents, ${c}.dependents_wait, ${c}.timeout_ms, ${c}.start, ${c}.tid, ${depOutputs})`;
 }
 
+/**
+ * A claimed task's direct deps' outputs by name: one key lookup per dep (a lateral subquery, so no plan can
+ * read all of the workflow's tasks instead, as a generic plan made on stale statistics did).
+ */
+export function depOutputsSql(s: string, c: string): string {
+  return `(SELECT jsonb_object_agg(d.name, d.output) FROM unnest(${c}.deps) AS dep
+            CROSS JOIN LATERAL (SELECT t.name, t.output FROM ${s}.tasks t WHERE t.workflow_id = ${c}.workflow_id AND t.name = dep LIMIT 1) d)`;
+}
+
 type ClaimedJson = [string, string, string, string, string, number, number, unknown, string[], string[], boolean, number | null, FetchedTask['start'], string, FetchedTask['dep_outputs']];
 
 export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
@@ -46,11 +55,7 @@ export async function fetchTasks(q: Queryable, s: string, p: { queue: string; ki
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
                   t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid)
-     SELECT json_agg(${claimedJson(
-       'c',
-       `CASE WHEN cardinality(c.deps) > 0 THEN
-          (SELECT jsonb_object_agg(d.name, d.output) FROM ${s}.tasks d WHERE d.workflow_id = c.workflow_id AND d.name = ANY(c.deps)) END`,
-     )}) AS tasks
+     SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)}) AS tasks
        FROM claimed c`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now],
     { prepare: true },
