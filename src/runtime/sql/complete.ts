@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { activateWaits } from '../waits.js';
 import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
-import { claimedJson, decodeClaimed, depOutputsSql, type FetchedTask } from './fetch.js';
+import { claimedJson, decodeClaimed, depOutputsSql, type ClaimedJson, type FetchedTask } from './fetch.js';
 
 export interface Completion {
   workflowId: string;
@@ -98,7 +98,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
   const slots = claim ? Object.entries(claim.slots).filter(([, n]) => n > 0).map(([queue, n]) => ({ queue, n })) : [];
   const ch = channels(ctx.schema);
   const s = ctx.s;
-  const { rows } = await q.query<{ skipped: { w: string; n: string }[] | null; finalize: string[] | null; claimed: Parameters<typeof decodeClaimed>[0]; activated: { w: string; n: string }[] | null }>(
+  const { rows } = await q.query<{ skipped: { w: string; n: string }[] | null; finalize: string[] | null; claimed: ClaimedJson[] | null; activated: { w: string; n: string }[] | null }>(
     `WITH locked AS (
        SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
      ), items AS MATERIALIZED (

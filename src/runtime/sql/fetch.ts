@@ -32,7 +32,7 @@ export function depOutputsSql(s: string, c: string): string {
             CROSS JOIN LATERAL (SELECT t.name, t.output FROM ${s}.tasks t WHERE t.workflow_id = ${c}.workflow_id AND t.name = dep LIMIT 1) d)`;
 }
 
-type ClaimedJson = [string, string, string, string, string, number, number, unknown, string[], string[], boolean, number | null, FetchedTask['start'], string, FetchedTask['dep_outputs']];
+export type ClaimedJson = [string, string, string, string, string, number, number, unknown, string[], string[], boolean, number | null, FetchedTask['start'], string, FetchedTask['dep_outputs']];
 
 export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
   return (rows ?? []).map(([workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs]) => ({
