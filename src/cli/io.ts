@@ -10,6 +10,11 @@ export class SubjectError extends Error {}
 /** The database cannot be reached or opened: exit 3. */
 export class ConnectionError extends Error {}
 
+/** What a long-running command throws for a failure: usage errors stay usage errors, anything else is the database's. */
+export function commandFailure(error: unknown): Error {
+  return error instanceof UsageError ? error : new ConnectionError((error as Error).message);
+}
+
 export interface Io {
   stdout: (s: string) => void;
   stderr: (s: string) => void;

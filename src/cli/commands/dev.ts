@@ -9,7 +9,7 @@ import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
-import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
+import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
 import { parseQueues } from './worker.js';
 import { listenOn, loadHandlersArg, parsePort, waitForStopSignal } from './serve.js';
 
@@ -96,8 +96,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     log.info('stopped');
     return EXIT.ok;
   } catch (error) {
-    if (error instanceof UsageError) throw error;
-    throw new ConnectionError((error as Error).message);
+    throw commandFailure(error);
   } finally {
     await handlersWatcher?.stop().catch(() => undefined);
     await definitions?.stop().catch(() => undefined);

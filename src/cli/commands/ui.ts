@@ -2,7 +2,7 @@ import { startApiServer, type ApiServer } from '../../api/server.js';
 import { createRuntime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
-import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
+import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
 import { listenOn, parsePort, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid ui [--port N] [--host ADDR] [--allowed-host NAME[:PORT],...] [--database URL]';
@@ -48,8 +48,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     await waitForStopSignal();
     return EXIT.ok;
   } catch (error) {
-    if (error instanceof UsageError) throw error;
-    throw new ConnectionError((error as Error).message);
+    throw commandFailure(error);
   } finally {
     await api?.close();
     unpublish();

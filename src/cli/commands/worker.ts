@@ -8,7 +8,7 @@ import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { readSourceTexts } from '../definitions.js';
-import { ConnectionError, EXIT, UsageError, type Io } from '../io.js';
+import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
 import { loadHandlersArg, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid worker --handlers MODULE [--queues NAME=N,...] [--prefetch N] [--definitions DIR] [--database URL]';
@@ -71,8 +71,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     log.info('stopped');
     return EXIT.ok;
   } catch (error) {
-    if (error instanceof UsageError) throw error;
-    throw new ConnectionError((error as Error).message);
+    throw commandFailure(error);
   } finally {
     await api?.close();
     unpublish();
