@@ -4,7 +4,8 @@ import type { Logger } from './log.js';
 import { finalizePending, unfinalized } from './sql/complete.js';
 import { endAttempt } from './sql/fail.js';
 import { electLeader, resignLeader } from './sql/leader.js';
-import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, lostAttempts, promoteDue, workflowsWithExpiredTasks, type RetentionPolicy } from './sql/maintenance.js';
+import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, promoteDue, workflowsWithExpiredTasks, type RetentionPolicy } from './sql/maintenance.js';
+import { forgetLostClaims, lostAttempts } from './sql/claims.js';
 import { currentTime, type Clock } from './sql/time.js';
 import { deleteTasks, lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
 import { channels } from './sql/channels.js';
@@ -175,7 +176,8 @@ export class LeaderService {
     const now = await currentTime(db, this.o.clock);
     let promoted = 0;
     for (let n = await promoteDue(db, s, schema, now); n > 0; n = n === 1000 ? await promoteDue(db, s, schema, now) : 0) promoted += n;
-    const lost = await lostAttempts(db, s, new Date(now.getTime() - this.o.workerDeadAfterMs));
+    const deadBefore = new Date(now.getTime() - this.o.workerDeadAfterMs);
+    const lost = await lostAttempts(db, s, deadBefore);
     let rescued = 0;
     for (const a of lost) {
       const ok = await db.transaction(async (tx) => {
@@ -187,6 +189,8 @@ export class LeaderService {
       if (ok) rescued++;
     }
     if (rescued > 0) this.o.log.info(`rescued ${rescued} attempt(s) from dead workers`);
+    // a dead worker's claims go once nothing in them runs for it (all rescued, or ended before it died)
+    await forgetLostClaims(db, s, deadBefore);
     const stranded = await unfinalized(db, s);
     if (stranded.length > 0) {
       await db.transaction(async (tx) => finalizePending(tx, await this.context(tx), stranded));

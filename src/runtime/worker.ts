@@ -8,6 +8,7 @@ import { channels } from './sql/channels.js';
 import { activateCompleted, completeTasks, finalizePending, type Completion } from './sql/complete.js';
 import { endAttempt, releaseTasks, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
 import { fetchTasks, type FetchedTask } from './sql/fetch.js';
+import { forgetClaims } from './sql/claims.js';
 import { lockWorkflows } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
 import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
@@ -47,11 +48,18 @@ interface QueueState {
   pumpQueued: boolean;
 }
 
-/** Completions that commit in one statement; every attempt in it waits on the one promise. */
+/** Completions that commit in one statement; every attempt in it waits on the one promise, which gives the ones that failed to commit. */
 interface CompletionBatch {
   items: Completion[];
-  committed: Promise<void>;
-  resolve: () => void;
+  committed: Promise<ReadonlySet<Completion>>;
+  resolve: (failed: ReadonlySet<Completion>) => void;
+}
+
+/** One claim's row in `claims`: deleted once each of its attempts has ended, unless one's end failed to commit (it stays running, rescued when this worker is gone). */
+interface ClaimTracker {
+  id: string;
+  open: number;
+  stuck: boolean;
 }
 
 /**
@@ -66,6 +74,10 @@ export class Worker {
   private uncommitted = 0;
   private readonly flushing = new Set<Promise<void>>();
   private readonly inflight = new Set<Promise<unknown>>();
+  /** The claim of each claimed attempt, by its task object (one per claim). */
+  private readonly claimOf = new WeakMap<FetchedTask, ClaimTracker>();
+  /** Claims whose attempts have all ended, deleted with the next fetch (or heartbeat, or stop). */
+  private settledClaims: string[] = [];
   private timers: NodeJS.Timeout[] = [];
   private unlisten: (() => Promise<void>)[] = [];
   private stopping = false;
@@ -140,7 +152,9 @@ export class Worker {
           const cancelled = q.buffer.filter((t) => t.workflow_id === workflowId);
           if (cancelled.length === 0) continue;
           q.buffer = q.buffer.filter((t) => t.workflow_id !== workflowId);
-          for (const t of cancelled) this.track(this.fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }));
+          for (const t of cancelled) {
+            this.track(this.fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }).then((ok) => this.settle(t, ok)));
+          }
         }
       }),
     );
@@ -157,8 +171,39 @@ export class Worker {
   private async heartbeat(): Promise<void> {
     try {
       await heartbeatWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
+      await this.forgetSettledClaims();
     } catch (error) {
       this.o.log.warn(`heartbeat failed: ${(error as Error).message}`);
+    }
+  }
+
+  /** Records which claim the attempts of a fetch or a completion belong to. */
+  private tracked(tasks: FetchedTask[], claim: string | null): FetchedTask[] {
+    if (claim !== null && tasks.length > 0) {
+      const tracker: ClaimTracker = { id: claim, open: tasks.length, stuck: false };
+      for (const t of tasks) this.claimOf.set(t, tracker);
+    }
+    return tasks;
+  }
+
+  /** An attempt ended: `committed` says whether its end (completion, failure, release) reached the database. */
+  private settle(task: FetchedTask, committed: boolean): void {
+    const tracker = this.claimOf.get(task);
+    if (!tracker) return;
+    this.claimOf.delete(task);
+    if (!committed) tracker.stuck = true;
+    if (--tracker.open === 0 && !tracker.stuck) this.settledClaims.push(tracker.id);
+  }
+
+  private async forgetSettledClaims(): Promise<void> {
+    const ids = this.settledClaims;
+    if (ids.length === 0) return;
+    this.settledClaims = [];
+    try {
+      await forgetClaims(this.o.db, this.o.s, this.o.id, ids);
+    } catch (error) {
+      this.settledClaims.push(...ids);
+      throw error;
     }
   }
 
@@ -185,7 +230,16 @@ export class Worker {
       try {
         const wakeups = q.wakeups;
         const now = await currentTime(this.o.db, this.o.clock);
-        const tasks = await fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now });
+        const forget = this.settledClaims;
+        this.settledClaims = [];
+        let fetched;
+        try {
+          fetched = await fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now, forget });
+        } catch (error) {
+          this.settledClaims.push(...forget);
+          throw error;
+        }
+        const tasks = this.tracked(fetched.tasks, fetched.claim);
         // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
         q.more = tasks.length === free || q.wakeups !== wakeups;
         if (tasks.length === 0) return;
@@ -237,6 +291,7 @@ export class Worker {
   /** One attempt: the handler with its timeout, then completion or the failure path. Never throws. */
   private async execute(attempt: Attempt, q: QueueState): Promise<void> {
     const { task, ref } = attempt;
+    let committed = true;
     try {
       let output: unknown;
       try {
@@ -249,7 +304,7 @@ export class Worker {
       if (attempt.tx) await attempt.tx.commit(json, attempt.extensions);
       else if (attempt.extensions.length > 0) await this.completeExtending(ref, json, attempt.extensions);
       else
-        await this.complete({
+        committed = await this.complete({
           workflowId: task.workflow_id,
           name: task.name,
           attempt: task.attempt,
@@ -262,21 +317,25 @@ export class Worker {
       this.o.log.taskDone(task, 'completed');
     } catch (error) {
       if (attempt.tx) await attempt.tx.rollback();
-      await this.fail(task, ref, outcomeOf(error));
+      committed = await this.fail(task, ref, outcomeOf(error));
     } finally {
       attempt.dispose();
       this.running.delete(attempt.key);
+      this.settle(task, committed);
     }
   }
 
   /** Gives prefetched attempts that never started back to the queue, so other workers take them at once. */
   private async releaseClaims(tasks: FetchedTask[]): Promise<void> {
     if (tasks.length === 0) return;
+    let committed = true;
     try {
       await this.o.db.transaction(async (tx) => releaseTasks(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), tasks.map((t) => attemptRef(t, this.o.id))));
     } catch (error) {
+      committed = false;
       this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${(error as Error).message}`);
     }
+    for (const t of tasks) this.settle(t, committed);
   }
 
   /** A completion that adds tasks: the extension and the completion commit together, outside the batch. */
@@ -302,19 +361,19 @@ export class Worker {
     return advanceContext(this.o, now);
   }
 
-  /** Queues a completion for the next batch and resolves once it committed. */
-  private complete(item: Completion): Promise<void> {
+  /** Queues a completion for the next batch; resolves once the batch ended, with whether this one committed. */
+  private complete(item: Completion): Promise<boolean> {
     this.uncommitted++;
     let batch = this.batches[this.batches.length - 1];
     if (!batch || batch.items.length >= MAX_BATCH) {
-      let resolve!: () => void;
-      const committed = new Promise<void>((r) => (resolve = r));
+      let resolve!: (failed: ReadonlySet<Completion>) => void;
+      const committed = new Promise<ReadonlySet<Completion>>((r) => (resolve = r));
       batch = { items: [], committed, resolve };
       this.batches.push(batch);
     }
     batch.items.push(item);
     this.scheduleFlush();
-    return batch.committed;
+    return batch.committed.then((failed) => !failed.has(item));
   }
 
   /** Up to two batches in flight: one commits while the next gathers (they serialise per workflow in the database). */
@@ -338,6 +397,7 @@ export class Worker {
   private async flush(): Promise<void> {
     const batch = this.batches.shift();
     if (!batch) return;
+    const failed = new Set<Completion>();
     try {
       await this.completeNow(batch.items);
     } catch (error) {
@@ -348,12 +408,13 @@ export class Worker {
         try {
           await this.completeNow([item]);
         } catch (e) {
+          failed.add(item);
           this.o.log.warn(`completion of ${item.workflowId}/${item.name} failed: ${(e as Error).message}`);
         }
       }
     }
     this.uncommitted -= batch.items.length;
-    batch.resolve();
+    batch.resolve(failed);
     for (const queue of this.perQueue.keys()) this.pump(queue);
   }
 
@@ -391,7 +452,7 @@ export class Worker {
     } finally {
       for (const [queue, n] of Object.entries(slots)) this.perQueue.get(queue)!.reserved -= n;
     }
-    for (const task of result.claimed) this.run(task);
+    for (const task of this.tracked(result.claimed, result.claim)) this.run(task);
     const { activated, toFinalize } = result;
     // activated outside a transaction (a dependent added after this task was claimed): evaluate right after;
     // the leader evaluates any that a crash leaves behind
@@ -401,12 +462,15 @@ export class Worker {
     if (toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, this.advanceContext(await currentTime(db, clock, tx)), toFinalize));
   }
 
-  private async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {
+  /** Records an attempt's failure (or cancel, snooze, release); false when that could not be committed. */
+  private async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<boolean> {
     try {
       await this.o.db.transaction(async (tx) => endAttempt(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), ref, outcome));
       this.o.log.taskDone(task, outcome.type === 'error' ? `failed: ${outcome.error.message}` : outcome.type);
+      return true;
     } catch (error) {
       this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed: ${(error as Error).message}`);
+      return false;
     }
   }
 
@@ -427,6 +491,7 @@ export class Worker {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     while (this.flushing.size > 0) await Promise.allSettled([...this.flushing]);
     for (const u of this.unlisten) await u().catch(() => undefined);
+    await this.forgetSettledClaims().catch((error: Error) => this.o.log.warn(`could not delete this worker's ended claims (the leader does): ${error.message}`));
     try {
       await stopWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
     } catch (error) {

@@ -11,7 +11,7 @@ describe(`completion by claimed row address (${backend})`, () => {
     const rt = await testRuntime({ definitions });
     const id = await rt.start('pair');
     const { s } = rt.internals;
-    const tasks = await fetchTasks(rt.db, s, { queue: 'default', kinds: ['k'], limit: 10, workerId: 'w1', now: new Date() });
+    const { tasks } = await fetchTasks(rt.db, s, { queue: 'default', kinds: ['k'], limit: 10, workerId: 'w1', now: new Date() });
     expect(tasks.map((t) => t.name).sort()).toEqual(['a', 'b']);
     for (const t of tasks) expect(t.tid).toMatch(/^\(\d+,\d+\)$/);
     const completion = (name: string, output: unknown): Completion => {

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { activateWaits } from '../waits.js';
 import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
+import { recordClaimSql } from './claims.js';
 import { claimedJson, decodeClaimed, depOutputsSql, type ClaimedJson, type FetchedTask } from './fetch.js';
 
 export interface Completion {
@@ -25,6 +26,8 @@ export interface CompletionResult {
   toFinalize: string[];
   /** Dependents this completion made available and claimed at once for the completing worker. */
   claimed: FetchedTask[];
+  /** The claim recording them (null when none were claimed). */
+  claim: string | null;
   /** Dependents whose wait became active (deps satisfied): pass to activateWaits, per workflow. */
   activated: Map<string, string[]>;
 }
@@ -60,17 +63,19 @@ export interface EagerClaim {
  * in its cost model.
  */
 export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
-  if (items.length === 0) return { skipped: [], toFinalize: [], claimed: [], activated: new Map() };
+  if (items.length === 0) return { skipped: [], toFinalize: [], claimed: [], claim: null, activated: new Map() };
   if (!items.every((i) => i.tid !== undefined)) return completeBatch(q, ctx, items, false, claim);
   const first = await completeBatch(q, ctx, items, true, claim);
   if (first.skipped.length === 0) return first;
+  // the second pass claims nothing: a batch's claimed dependents are one claim
   const second = await completeBatch(q, ctx, first.skipped, false, claim && { ...claim, slots: {} });
   const activated = new Map(first.activated);
   for (const [w, names] of second.activated) activated.set(w, [...(activated.get(w) ?? []), ...names]);
   return {
     skipped: second.skipped,
     toFinalize: [...new Set([...first.toFinalize, ...second.toFinalize])],
-    claimed: [...first.claimed, ...second.claimed],
+    claimed: first.claimed,
+    claim: first.claim,
     activated,
   };
 }
@@ -98,7 +103,13 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
   const slots = claim ? Object.entries(claim.slots).filter(([, n]) => n > 0).map(([queue, n]) => ({ queue, n })) : [];
   const ch = channels(ctx.schema);
   const s = ctx.s;
-  const { rows } = await q.query<{ skipped: { w: string; n: string }[] | null; finalize: string[] | null; claimed: ClaimedJson[] | null; activated: { w: string; n: string }[] | null }>(
+  const { rows } = await q.query<{
+    skipped: { w: string; n: string }[] | null;
+    finalize: string[] | null;
+    claimed: ClaimedJson[] | null;
+    claim: string | null;
+    activated: { w: string; n: string }[] | null;
+  }>(
     `WITH locked AS (
        SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
      ), items AS MATERIALIZED (
@@ -136,6 +147,8 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
                   t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid, (x.name IS NOT NULL) AS claimed,
                   (t.state = 'pending' AND t.deps_left = 0 AND t.wait IS NOT NULL) AS activated
+     ), recorded AS (
+       ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$8', '$2')}
      ), counted AS (
        UPDATE ${s}.workflows w
           SET tasks_open = w.tasks_open - c.n,
@@ -160,6 +173,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
             (SELECT json_agg(${claimedJson('c', depOutputsSql(s, 'c'))}
                              ORDER BY c.workflow_id, c.name)
                FROM advanced c WHERE c.claimed) AS claimed,
+            (SELECT id::text FROM recorded) AS claim,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
             (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated,
             (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) + (SELECT count(pg_notify($9, workflow_id)) FROM effects) AS notified`,
@@ -187,7 +201,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
   }
   const activated = new Map<string, string[]>();
   for (const a of r.activated ?? []) activated.set(a.w, [...(activated.get(a.w) ?? []), a.n]);
-  return { skipped, toFinalize: r.finalize ?? [], claimed, activated };
+  return { skipped, toFinalize: r.finalize ?? [], claimed, claim: r.claim, activated };
 }
 
 /**

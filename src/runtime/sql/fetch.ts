@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { TaskRecord } from './workflows.js';
+import { forgetClaimsSql, recordClaimSql } from './claims.js';
 
 /** A claimed attempt: only the task's columns a handler run needs (each claims many), with its deps' outputs. */
 export type FetchedTask = Pick<
@@ -40,25 +41,42 @@ export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
   }));
 }
 
+/** A fetch's claimed attempts, and the claim that records them (null when it claimed nothing). */
+export interface Fetched {
+  tasks: FetchedTask[];
+  claim: string | null;
+}
+
 /**
  * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
- * rows other workers hold, so each task attempt runs once at a time.
+ * rows other workers hold, so each task attempt runs once at a time. The same statement records the claim
+ * and deletes the worker's claims listed in `forget` (those whose attempts have all ended).
  */
-export async function fetchTasks(q: Queryable, s: string, p: { queue: string; kinds: readonly string[]; limit: number; workerId: string; now: Date }): Promise<FetchedTask[]> {
+export async function fetchTasks(
+  q: Queryable,
+  s: string,
+  p: { queue: string; kinds: readonly string[]; limit: number; workerId: string; now: Date; forget?: readonly string[] },
+): Promise<Fetched> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
-  const { rows } = await q.query<{ tasks: ClaimedJson[] | null }>(
+  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null }>(
     `WITH claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
-                WHERE state = 'available' AND queue = $1 AND kind = ANY($2::text[])
+                WHERE lane = 'available' AND queue = $1 AND kind = ANY($2::text[])
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid)
-     SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)}) AS tasks
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid
+     ), recorded AS (
+       ${recordClaimSql(s, 'claimed', '$4', '$5')}
+     ), forgotten AS (
+       ${forgetClaimsSql(s, '$6', '$4')}
+     )
+     SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)}) AS tasks,
+            (SELECT id::text FROM recorded) AS claim, (SELECT count(*) FROM forgotten) AS forgotten
        FROM claimed c`,
-    [p.queue, p.kinds, p.limit, p.workerId, p.now],
+    [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? []],
     { prepare: true },
   );
-  return decodeClaimed(rows[0]?.tasks ?? null);
+  return { tasks: decodeClaimed(rows[0]?.tasks ?? null), claim: rows[0]?.claim ?? null };
 }

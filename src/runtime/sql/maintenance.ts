@@ -5,7 +5,7 @@ import { notifyQueues } from './advance.js';
 export async function promoteDue(q: Queryable, s: string, schema: string, now: Date, limit = 1000): Promise<number> {
   const { rows } = await q.query<{ queue: string }>(
     `UPDATE ${s}.tasks t SET state = 'available'
-       FROM (SELECT workflow_id, name FROM ${s}.tasks WHERE state IN ('scheduled', 'retryable') AND scheduled_at <= $1
+       FROM (SELECT workflow_id, name FROM ${s}.tasks WHERE lane IN ('scheduled', 'retryable') AND scheduled_at <= $1
               ORDER BY scheduled_at LIMIT $2 FOR UPDATE SKIP LOCKED) d
       WHERE t.workflow_id = d.workflow_id AND t.name = d.name
       RETURNING t.queue`,
@@ -15,19 +15,8 @@ export async function promoteDue(q: Queryable, s: string, schema: string, now: D
   return rows.length;
 }
 
-/** Running attempts whose worker stopped heartbeating (or stopped without finishing them). */
-export async function lostAttempts(q: Queryable, s: string, deadBefore: Date, limit = 1000): Promise<{ workflow_id: string; name: string; attempt: number; worker_id: string }[]> {
-  const { rows } = await q.query<{ workflow_id: string; name: string; attempt: number; worker_id: string }>(
-    `SELECT t.workflow_id, t.name, t.attempt, t.worker_id FROM ${s}.tasks t LEFT JOIN ${s}.workers w ON w.id = t.worker_id
-      WHERE t.state = 'running' AND (w.id IS NULL OR w.heartbeat_at < $1 OR w.stopped_at IS NOT NULL)
-      LIMIT $2`,
-    [deadBefore, limit],
-  );
-  return rows;
-}
-
 export async function forgetDeadWorkers(q: Queryable, s: string, before: Date): Promise<void> {
-  await q.query(`DELETE FROM ${s}.workers w WHERE w.heartbeat_at < $1 AND NOT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.worker_id = w.id AND t.state = 'running')`, [before]);
+  await q.query(`DELETE FROM ${s}.workers w WHERE w.heartbeat_at < $1 AND NOT EXISTS (SELECT 1 FROM ${s}.claims c WHERE c.worker_id = w.id)`, [before]);
 }
 
 export interface RetentionPolicy {

@@ -58,7 +58,7 @@ export async function markWaitsStarted(q: Queryable, s: string, workflowId: stri
 export async function loadWaitingTasks(q: Queryable, s: string, workflowId: string, filter: { names?: readonly string[]; key?: string }): Promise<WaitingTask[]> {
   const { rows } = await q.query<WaitingTask>(
     `SELECT name, template, deps, wait, wait_started_at, wait_progress, scheduled_at, queue FROM ${s}.tasks
-      WHERE workflow_id = $1 AND state = 'pending' AND wait_started_at IS NOT NULL
+      WHERE workflow_id = $1 AND lane = 'pending' AND wait_started_at IS NOT NULL
         AND ($2::text[] IS NULL OR name = ANY($2::text[])) AND ($3::text IS NULL OR $3 = ANY(wait_keys))
       ORDER BY id`,
     [workflowId, filter.names ?? null, filter.key ?? null],
@@ -173,7 +173,7 @@ export async function nextTimer(q: Queryable, s: string): Promise<Date | null> {
 /** Waits that a crash left activated but never evaluated. */
 export async function unevaluatedWaits(q: Queryable, s: string, limit = 100): Promise<{ workflow_id: string; name: string }[]> {
   const { rows } = await q.query<{ workflow_id: string; name: string }>(
-    `SELECT workflow_id, name FROM ${s}.tasks WHERE state = 'pending' AND wait_started_at IS NOT NULL AND wait_progress IS NULL LIMIT $1`,
+    `SELECT workflow_id, name FROM ${s}.tasks WHERE lane = 'pending' AND wait_started_at IS NOT NULL AND wait_progress IS NULL LIMIT $1`,
     [limit],
   );
   return rows;

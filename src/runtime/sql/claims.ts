@@ -1,0 +1,70 @@
+import type { Queryable } from '../db/types.js';
+
+/**
+ * Claims: what each worker holds. A statement that makes tasks running for a worker (a fetch, a completion
+ * that claims dependents) records them in the same statement, as one row per claim; the worker deletes the
+ * row once every attempt in it has ended, and the leader rescues a dead worker's attempts through its rows.
+ * So no index lists running tasks, and completing a task changes no indexed column (see migration 009).
+ */
+
+/**
+ * A data-modifying CTE body that records the rows of `source` (with workflow_id and name) as one claim of
+ * worker `$worker` at `$at`, returning its id; nothing when `source` is empty.
+ */
+export function recordClaimSql(s: string, source: string, worker: string, at: string): string {
+  return `INSERT INTO ${s}.claims (worker_id, claimed_at, workflow_ids, names)
+       SELECT ${worker}, ${at}, array_agg(workflow_id), array_agg(name) FROM ${source} HAVING count(*) > 0
+       RETURNING id`;
+}
+
+/** A data-modifying CTE body that deletes the worker's claims listed in `ids` (a bigint[] parameter). */
+export function forgetClaimsSql(s: string, ids: string, worker: string): string {
+  return `DELETE FROM ${s}.claims WHERE id = ANY(${ids}::bigint[]) AND worker_id = ${worker} RETURNING id`;
+}
+
+/** Deletes claims whose attempts have all ended (when no fetch is coming to carry them). */
+export async function forgetClaims(q: Queryable, s: string, workerId: string, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await q.query(forgetClaimsSql(s, '$1', '$2'), [ids, workerId]);
+}
+
+/**
+ * A CTE of the claims of workers that stopped heartbeating (or stopped), or whose record is gone; materialized,
+ * so that only their tasks are looked up, never those of live workers' claims.
+ */
+const deadClaims = (s: string) => `dead AS MATERIALIZED (
+       SELECT c.* FROM ${s}.claims c LEFT JOIN ${s}.workers w ON w.id = c.worker_id
+        WHERE w.id IS NULL OR w.heartbeat_at < $1 OR w.stopped_at IS NOT NULL)`;
+
+/**
+ * The tasks of claim `c` still running for its worker (a task has a worker exactly while it runs): one key
+ * lookup per claimed task (a lateral subquery
+ * with LIMIT 1, so no plan can scan the tasks table for running rows instead).
+ */
+const stillRunning = (s: string, c: string) => `unnest(${c}.workflow_ids, ${c}.names) AS k(workflow_id, name)
+       CROSS JOIN LATERAL (SELECT t.workflow_id, t.name, t.attempt, t.worker_id FROM ${s}.tasks t
+                            WHERE t.workflow_id = k.workflow_id AND t.name = k.name LIMIT 1) t
+      WHERE t.worker_id = ${c}.worker_id`;
+
+/** Attempts still running for a dead worker, found through its claims. */
+export async function lostAttempts(q: Queryable, s: string, deadBefore: Date, limit = 1000): Promise<{ workflow_id: string; name: string; attempt: number; worker_id: string }[]> {
+  const { rows } = await q.query<{ workflow_id: string; name: string; attempt: number; worker_id: string }>(
+    `WITH ${deadClaims(s)}
+     SELECT t.workflow_id, t.name, t.attempt, t.worker_id FROM dead c CROSS JOIN LATERAL ${stillRunning(s, 'c')}
+      LIMIT $2`,
+    [deadBefore, limit],
+  );
+  return rows;
+}
+
+/** Deletes a dead worker's claims once none of their attempts is still running for it (after rescue). */
+export async function forgetLostClaims(q: Queryable, s: string, deadBefore: Date): Promise<number> {
+  const { rows } = await q.query<{ id: string }>(
+    `WITH ${deadClaims(s)}
+     DELETE FROM ${s}.claims x USING dead c
+      WHERE x.id = c.id AND NOT EXISTS (SELECT 1 FROM ${stillRunning(s, 'c')})
+      RETURNING x.id`,
+    [deadBefore],
+  );
+  return rows.length;
+}

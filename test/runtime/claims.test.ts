@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { completeTasks } from '../../src/runtime/sql/complete.js';
+import { fetchTasks } from '../../src/runtime/sql/fetch.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
+
+// Running tasks are found through their workers' claims (no index lists them), so that completing a task
+// changes no indexed column and is a heap-only update (migration 009).
+describe(`claims and heap-only completions (${backend})`, () => {
+  const definitions = {
+    fan: 'name: fan\ntasks:\n  a: { kind: k }\n  b: { kind: k, deps: [a] }\n  c: { kind: k, deps: [a] }\n  d: { kind: k, deps: [b, c] }\n',
+    pair: 'name: pair\ntasks:\n  a: { kind: k }\n  b: { kind: k }\n',
+  };
+
+  const claims = async (rt: Runtime) =>
+    (await rt.db.query<{ worker_id: string; workflow_ids: string[]; names: string[] }>(`SELECT worker_id, workflow_ids, names FROM ${rt.internals.s}.claims ORDER BY id`)).rows;
+
+  it('a fetch records its claim; the worker deletes it once every attempt in it has ended', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const rt = await testRuntime({ definitions, handlers: { k: async (_a, ctx) => (ctx.taskName === 'a' ? held.then(() => 'a') : ctx.taskName) } });
+    await rt.startWorker();
+    const id = await rt.start('fan');
+    await until(async () => (await rt.workflow(id).task('a')).state === 'running');
+    expect(await claims(rt)).toEqual([{ worker_id: rt.id, workflow_ids: [id], names: ['a'] }]);
+    // a live worker's claims are left alone
+    expect((await rt.maintenance()).rescued).toBe(0);
+    expect(await claims(rt)).toHaveLength(1);
+    release();
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    // b and c were claimed by a's completion, d by theirs: each claim went once its attempts ended
+    await until(async () => (await claims(rt)).length === 0);
+  });
+
+  it('completing a claimed task is a heap-only update (no index entry is written)', async () => {
+    const rt = await testRuntime({ definitions });
+    const id = await rt.start('pair');
+    const { s } = rt.internals;
+    const { tasks, claim } = await fetchTasks(rt.db, s, { queue: 'default', kinds: ['k'], limit: 10, workerId: 'w1', now: new Date() });
+    expect(claim).not.toBeNull();
+    const hot = await rt.db.transaction(async (tx) => {
+      // this transaction's updates of the table so far (the embedded database also counts earlier ones here)
+      const counts = async () =>
+        (
+          await tx.query<{ upd: number; hot: number }>(
+            `SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot FROM pg_stat_xact_user_tables WHERE schemaname = $1 AND relname = 'tasks'`,
+            [rt.schema],
+          )
+        ).rows[0];
+      const before = await counts();
+      const result = await completeTasks(tx, rt.advanceContext(new Date()), tasks.map((t) => ({ workflowId: id, name: t.name, attempt: t.attempt, workerId: 'w1', output: { big: 'x'.repeat(200) }, tid: t.tid })));
+      expect(result.skipped).toEqual([]);
+      const after = await counts();
+      return { upd: after.upd - before.upd, hot: after.hot - before.hot };
+    });
+    expect(hot).toEqual({ upd: 2, hot: 2 });
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 5_000, pollMs: 25 })).state).toBe('completed');
+  });
+
+  it("a dead worker's running attempts are found through its claims and rescued; then its claims go", async () => {
+    const rt = await testRuntime({ definitions, handlers: { k: async (_a, ctx) => ctx.attempt } });
+    const id = await rt.start('pair');
+    const { s } = rt.internals;
+    // claimed by a worker that never registered (or whose record is gone): dead
+    const first = await fetchTasks(rt.db, s, { queue: 'default', kinds: ['k'], limit: 1, workerId: 'gone', now: new Date() });
+    const second = await fetchTasks(rt.db, s, { queue: 'default', kinds: ['k'], limit: 1, workerId: 'gone', now: new Date() });
+    expect([first.tasks.length, second.tasks.length]).toEqual([1, 1]);
+    // one attempt ended before the worker died; its claim still lists it
+    const ended = first.tasks[0];
+    await completeTasks(rt.db, rt.advanceContext(new Date()), [{ workflowId: id, name: ended.name, attempt: ended.attempt, workerId: 'gone', output: 1, tid: ended.tid }]);
+    expect((await claims(rt)).map((c) => c.worker_id)).toEqual(['gone', 'gone']);
+    expect((await rt.maintenance()).rescued).toBe(1);
+    expect(await claims(rt)).toEqual([]);
+    expect((await rt.workflow(id).task(second.tasks[0].name)).errors[0]).toMatchObject({ kind: 'lost', attempt: 1 });
+    // the rescued attempt runs again on a live worker
+    await rt.startWorker();
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 });
+    expect(w.state).toBe('completed');
+    expect((await rt.workflow(id).task(second.tasks[0].name)).attempt).toBe(2);
+  });
+
+  it('a stopping worker releases what it prefetched and aborted, and leaves no claim behind', async () => {
+    const rt = await testRuntime({ definitions, queues: { default: 1 }, prefetch: 5, handlers: { k: (_a, ctx) => new Promise((r) => ctx.signal.addEventListener('abort', r)) } });
+    await rt.startWorker();
+    const id = await rt.start('pair');
+    await until(async () => (await rt.workflow(id).tasks()).every((t) => t.state === 'running'));
+    expect((await claims(rt)).flatMap((c) => c.names).sort()).toEqual(['a', 'b']);
+    await rt.stop(50);
+    expect(await claims(rt)).toEqual([]);
+    expect((await rt.workflow(id).tasks()).map((t) => t.state)).toEqual(['available', 'available']);
+  });
+});
