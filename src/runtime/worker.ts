@@ -171,10 +171,10 @@ export class Worker {
   private async heartbeat(): Promise<void> {
     try {
       await heartbeatWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
-      await this.forgetSettledClaims();
     } catch (error) {
       this.o.log.warn(`heartbeat failed: ${(error as Error).message}`);
     }
+    await this.forgetSettledClaims();
   }
 
   /** Records which claim the attempts of a fetch or a completion belong to. */
@@ -195,6 +195,7 @@ export class Worker {
     if (--tracker.open === 0 && !tracker.stuck) this.settledClaims.push(tracker.id);
   }
 
+  /** Deletes the ended claims no fetch has carried away (kept for the next try when that fails). */
   private async forgetSettledClaims(): Promise<void> {
     const ids = this.settledClaims;
     if (ids.length === 0) return;
@@ -203,7 +204,7 @@ export class Worker {
       await forgetClaims(this.o.db, this.o.s, this.o.id, ids);
     } catch (error) {
       this.settledClaims.push(...ids);
-      throw error;
+      this.o.log.warn(`deleting ${ids.length} ended claim(s) failed (tried again later): ${(error as Error).message}`);
     }
   }
 
@@ -491,7 +492,7 @@ export class Worker {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     while (this.flushing.size > 0) await Promise.allSettled([...this.flushing]);
     for (const u of this.unlisten) await u().catch(() => undefined);
-    await this.forgetSettledClaims().catch((error: Error) => this.o.log.warn(`could not delete this worker's ended claims (the leader does): ${error.message}`));
+    await this.forgetSettledClaims();
     try {
       await stopWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
     } catch (error) {
