@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { completeTasks } from '../../src/runtime/sql/complete.js';
 import { fetchTasks } from '../../src/runtime/sql/fetch.js';
-import type { Runtime } from '../../src/runtime/runtime.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { loadMigrations } from '../../src/runtime/migrate.js';
+import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import { backend, definitionsDir, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 // Running tasks are found through their workers' claims (no index lists them), so that completing a task
 // changes no indexed column and is a heap-only update (migration 009).
@@ -88,5 +89,29 @@ describe(`claims and heap-only completions (${backend})`, () => {
     await rt.stop(50);
     expect(await claims(rt)).toEqual([]);
     expect((await rt.workflow(id).tasks()).map((t) => t.state)).toEqual(['available', 'available']);
+  });
+
+  it('upgrading to claims records the tasks already running, so a dead worker of the old version is rescued', async () => {
+    const schema = uniqueSchema();
+    const db = await testDatabase();
+    const s = `"${schema}"`;
+    // the schema as the previous version left it: migrations up to 008
+    await db.exec(`CREATE SCHEMA ${s}; CREATE TABLE ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`);
+    for (const m of loadMigrations().filter((m) => m.id < 9)) {
+      await db.exec(m.sql.replaceAll('{{schema}}', s));
+      await db.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [m.id, m.name]);
+    }
+    const rt = createRuntime({ database: db, schema, handlers: { k: async () => 'again' }, pollIntervalMs: 50, heartbeatIntervalMs: 200, electionIntervalMs: 200 });
+    await rt.registerDefinitions(definitionsDir(definitions));
+    const id = await rt.start('pair');
+    // claimed by an old worker, which then died
+    await db.query(`UPDATE ${s}.tasks SET state = 'running', attempt = 1, worker_id = 'old', started_at = now() WHERE workflow_id = $1 AND name = 'a'`, [id]);
+    expect(await rt.migrate()).toEqual(['009_hot_completions']);
+    expect(await claims(rt)).toEqual([{ worker_id: 'old', workflow_ids: [id], names: ['a'] }]);
+    expect((await rt.maintenance()).rescued).toBe(1);
+    await rt.startWorker();
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await rt.workflow(id).task('a')).errors[0]).toMatchObject({ kind: 'lost', attempt: 1 });
+    await rt.stop(1000);
   });
 });
