@@ -195,17 +195,24 @@ export class Worker {
     if (--tracker.open === 0 && !tracker.stuck) this.settledClaims.push(tracker.id);
   }
 
-  /** Deletes the ended claims no fetch has carried away (kept for the next try when that fails). */
-  private async forgetSettledClaims(): Promise<void> {
+  /** Hands the ended claims to a statement that deletes them; they are kept for the next one when it fails. */
+  private async withSettledClaims<T>(statement: (ids: string[]) => Promise<T>): Promise<T> {
     const ids = this.settledClaims;
-    if (ids.length === 0) return;
     this.settledClaims = [];
     try {
-      await forgetClaims(this.o.db, this.o.s, this.o.id, ids);
+      return await statement(ids);
     } catch (error) {
       this.settledClaims.push(...ids);
-      this.o.log.warn(`deleting ${ids.length} ended claim(s) failed (tried again later): ${(error as Error).message}`);
+      throw error;
     }
+  }
+
+  /** Deletes the ended claims no fetch has carried away. */
+  private async forgetSettledClaims(): Promise<void> {
+    if (this.settledClaims.length === 0) return;
+    await this.withSettledClaims((ids) => forgetClaims(this.o.db, this.o.s, this.o.id, ids)).catch((error: Error) =>
+      this.o.log.warn(`deleting ended claims failed (tried again later): ${error.message}`),
+    );
   }
 
   /**
@@ -231,15 +238,7 @@ export class Worker {
       try {
         const wakeups = q.wakeups;
         const now = await currentTime(this.o.db, this.o.clock);
-        const forget = this.settledClaims;
-        this.settledClaims = [];
-        let fetched;
-        try {
-          fetched = await fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now, forget });
-        } catch (error) {
-          this.settledClaims.push(...forget);
-          throw error;
-        }
+        const fetched = await this.withSettledClaims((forget) => fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now, forget }));
         const tasks = this.tracked(fetched.tasks, fetched.claim);
         // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
         q.more = tasks.length === free || q.wakeups !== wakeups;

@@ -19,7 +19,7 @@ export function recordClaimSql(s: string, source: string, worker: string, at: st
 
 /** A data-modifying CTE body that deletes the worker's claims listed in `ids` (a bigint[] parameter). */
 export function forgetClaimsSql(s: string, ids: string, worker: string): string {
-  return `DELETE FROM ${s}.claims WHERE id = ANY(${ids}::bigint[]) AND worker_id = ${worker} RETURNING id`;
+  return `DELETE FROM ${s}.claims WHERE id = ANY(${ids}::bigint[]) AND worker_id = ${worker}`;
 }
 
 /** Deletes claims whose attempts have all ended (when no fetch is coming to carry them). */
@@ -38,8 +38,8 @@ const deadClaims = (s: string) => `dead AS MATERIALIZED (
 
 /**
  * The tasks of claim `c` still running for its worker (a task has a worker exactly while it runs): one key
- * lookup per claimed task (a lateral subquery
- * with LIMIT 1, so no plan can scan the tasks table for running rows instead).
+ * lookup per claimed task (a lateral subquery with LIMIT 1, so no plan can scan the tasks table for running
+ * rows instead).
  */
 const stillRunning = (s: string, c: string) => `unnest(${c}.workflow_ids, ${c}.names) AS k(workflow_id, name)
        CROSS JOIN LATERAL (SELECT t.workflow_id, t.name, t.attempt, t.worker_id FROM ${s}.tasks t

@@ -73,7 +73,7 @@ export async function fetchTasks(
        ${forgetClaimsSql(s, '$6', '$4')}
      )
      SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)}) AS tasks,
-            (SELECT id::text FROM recorded) AS claim, (SELECT count(*) FROM forgotten) AS forgotten
+            (SELECT id::text FROM recorded) AS claim
        FROM claimed c`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? []],
     { prepare: true },
