@@ -61,12 +61,31 @@ export class TaskCancelled extends Error {
   }
 }
 
-/** Thrown by ctx.snooze(): the task runs again later without using up an attempt. */
+/** The longest snooze: a year. */
+export const MAX_SNOOZE_MS = 365 * 24 * 3_600_000;
+
+/**
+ * Thrown by ctx.snooze(): the task runs again later without using up an attempt. A duration that is not a
+ * number of milliseconds from 0 to a year throws a RangeError instead: the attempt fails with that message.
+ */
 export class TaskSnoozed extends Error {
   constructor(readonly ms: number) {
-    super(`snoozed for ${ms} ms`);
+    super(`snoozed for ${checkedSnooze(ms)} ms`);
     this.name = 'TaskSnoozed';
   }
+}
+
+function checkedSnooze(ms: unknown): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_SNOOZE_MS) {
+    throw new RangeError(`ctx.snooze(ms) takes a number of milliseconds from 0 to ${MAX_SNOOZE_MS} (a year), not ${describeValue(ms)}`);
+  }
+  return ms;
+}
+
+function describeValue(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.slice(0, 40));
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) return String(v);
+  return `a ${typeof v}`;
 }
 
 /** A handler that ran past its timeout. */

@@ -13,6 +13,7 @@ import { fireTimers, nextTimer, unevaluatedWaits, workflowsWithDueTimers } from 
 import { activateWaits, evaluateWaits } from './waits.js';
 import { applyEffects } from './effects.js';
 import { CoalescedPass } from './coalesced.js';
+import { errorMessage } from './describe-error.js';
 
 export interface LeaderOptions {
   id: string;
@@ -22,8 +23,11 @@ export interface LeaderOptions {
   definitions: DefinitionCache;
   clock?: Clock;
   log: Logger;
-  /** How often the lease is renewed; it expires after three intervals without renewal. */
-  electionIntervalMs: number;
+  /**
+   * The longest a dead leader goes unreplaced. The lease lasts 4/5 of it and is renewed every 1/5; others try
+   * to take it every 1/5, so a lapsed lease is taken within the whole.
+   */
+  leaseMs: number;
   /** How often scheduled/retryable tasks are promoted (lateness is bounded by this). */
   promoteIntervalMs: number;
   /** How often due timers are looked for; a NOTIFY from a nearer new timer wakes the leader sooner. */
@@ -57,9 +61,18 @@ export class LeaderService {
     return this.leading;
   }
 
+  /** Renewal (and candidacy) interval, and how long a lease lasts. */
+  private get electionIntervalMs(): number {
+    return this.o.leaseMs / 5;
+  }
+
+  private get leaseTtlMs(): number {
+    return (this.o.leaseMs * 4) / 5;
+  }
+
   async start(): Promise<void> {
     const tick = () => void this.tick();
-    this.timers.push(setInterval(tick, Math.min(this.o.electionIntervalMs, this.o.promoteIntervalMs, this.o.timerIntervalMs)));
+    this.timers.push(setInterval(tick, Math.min(this.electionIntervalMs, this.o.promoteIntervalMs, this.o.timerIntervalMs)));
     for (const t of this.timers) t.unref();
     const unlistenTimers = await this.o.db.listen(channels(this.o.schema).timer, (payload) => {
       const at = Number(payload);
@@ -125,21 +138,30 @@ export class LeaderService {
   }
 
   private lastElection = 0;
+  /** Until when (this process's clock) the lease this process holds is valid. */
+  private leaseUntil = 0;
 
   private async tick(): Promise<void> {
     if (this.busy) return;
     this.busy = true;
     try {
-      if (Date.now() - this.lastElection >= this.o.electionIntervalMs || !this.leading) {
+      // a leader that could not renew stops leading before its lease lapses, so two never lead at once
+      if (this.leading && Date.now() >= this.leaseUntil) {
+        this.leading = false;
+        this.o.log.warn(`${this.o.id} lost the leader lease (it could not be renewed in time)`);
+      }
+      if (Date.now() - this.lastElection >= this.electionIntervalMs) {
         this.lastElection = Date.now();
+        const asked = Date.now();
         const now = await currentTime(this.o.db, this.o.clock);
         const was = this.leading;
-        this.leading = await electLeader(this.o.db, this.o.s, this.o.id, this.o.electionIntervalMs * 3, now);
+        this.leading = await electLeader(this.o.db, this.o.s, this.o.id, this.leaseTtlMs, now);
+        if (this.leading) this.leaseUntil = asked + this.leaseTtlMs;
         if (this.leading && !was) this.o.log.info(`${this.o.id} is the leader`);
       }
       if (this.leading) await this.runOnce();
     } catch (error) {
-      this.o.log.warn(`leader: ${(error as Error).message}`);
+      this.o.log.warn(`leader: ${errorMessage(error)}`);
     } finally {
       this.busy = false;
     }
@@ -180,13 +202,16 @@ export class LeaderService {
     const lost = await lostAttempts(db, s, deadBefore);
     let rescued = 0;
     for (const a of lost) {
-      const ok = await db.transaction(async (tx) => {
-        return endAttempt(tx, await this.context(tx), { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id }, {
-          type: 'error',
-          error: { message: `worker ${a.worker_id} stopped heartbeating while running this attempt`, kind: 'lost' },
-        });
-      });
-      if (ok) rescued++;
+      const message = a.why === 'dead' ? `worker ${a.worker_id} stopped heartbeating while running this attempt` : `worker ${a.worker_id} could not record the end of this attempt`;
+      try {
+        const ok = await db.transaction(async (tx) =>
+          endAttempt(tx, await this.context(tx), { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id }, { type: 'error', error: { message, kind: 'lost' } }),
+        );
+        if (ok) rescued++;
+      } catch (error) {
+        // one attempt that cannot be rescued holds no other back
+        this.o.log.warn(`leader: rescuing ${a.workflow_id}/${a.name} failed: ${errorMessage(error)}`);
+      }
     }
     if (rescued > 0) this.o.log.info(`rescued ${rescued} attempt(s) from dead workers`);
     // a dead worker's claims go once nothing in them runs for it (all rescued, or ended before it died)

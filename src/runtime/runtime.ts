@@ -6,7 +6,7 @@ import { inTransaction, type Database, type Queryable, type TxOption } from './d
 import { DefinitionCache } from './definition-cache.js';
 import type { Handlers } from './handlers.js';
 import { LeaderService } from './leader.js';
-import { silentLogger, type Logger } from './log.js';
+import { rateLimitedWarnings, silentLogger, type Logger } from './log.js';
 import { migrate } from './migrate.js';
 import { channels } from './sql/channels.js';
 import { deleteTasks, lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
@@ -46,10 +46,15 @@ export interface RuntimeOptions {
   pollIntervalMs?: number;
   /** How often the leader looks for due wait timers (default 1 s); a nearer new timer wakes it sooner. */
   timerIntervalMs?: number;
+  /** How often a worker records that it is alive (default 2 s). */
   heartbeatIntervalMs?: number;
-  /** A worker silent this long is dead and its running attempts are rescued (default 30 s). */
+  /**
+   * A worker silent this long is dead and its running attempts run again elsewhere (default 8 s); an attempt a
+   * live worker has failed to record the end of for this long is rescued the same way.
+   */
   workerDeadAfterMs?: number;
-  electionIntervalMs?: number;
+  /** The longest a dead leader goes unreplaced (default 5 s): its lease, renewed five times per lease. */
+  leaderLeaseMs?: number;
   /** Retention of finalized workflows (null keeps them; defaults 24 h each), and the opt-in per-task mode (taskMs). */
   retention?: Partial<RetentionPolicy>;
   retentionIntervalMs?: number;
@@ -76,6 +81,14 @@ export interface WorkflowStatus {
   tasks: (TaskRecord & { pending_reason: string | null })[];
 }
 
+/**
+ * Recovery defaults: a killed worker's attempts run again within dead-after plus one leader pass (~9 s), a
+ * killed leader is replaced within its lease (5 s). Each worker heartbeats every 2 s.
+ */
+export const DEFAULT_HEARTBEAT_MS = 2000;
+export const DEFAULT_DEAD_AFTER_MS = 8000;
+export const DEFAULT_LEADER_LEASE_MS = 5000;
+
 /** The braid runtime: inserts plans, runs handlers, advances workflows, and reads their state. */
 export class Runtime {
   readonly schema: string;
@@ -93,7 +106,7 @@ export class Runtime {
     this.schema = options.schema ?? 'braid';
     this.s = quoteIdent(this.schema);
     this.definitions = new DefinitionCache(this.s);
-    this.log = options.logger ?? silentLogger;
+    this.log = rateLimitedWarnings(options.logger ?? silentLogger);
     this.clock = options.clock;
   }
 
@@ -196,7 +209,8 @@ export class Runtime {
       prefetch: o.prefetch ?? 0,
       clock: this.clock,
       pollIntervalMs: o.pollIntervalMs ?? 1000,
-      heartbeatIntervalMs: o.heartbeatIntervalMs ?? 5000,
+      heartbeatIntervalMs: o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS,
+      abandonAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
       maxOutputBytes: o.maxOutputBytes ?? 1024 * 1024,
       log: this.log,
     });
@@ -217,10 +231,10 @@ export class Runtime {
       definitions: this.definitions,
       clock: this.clock,
       log: this.log,
-      electionIntervalMs: o.electionIntervalMs ?? 5000,
+      leaseMs: o.leaderLeaseMs ?? DEFAULT_LEADER_LEASE_MS,
       promoteIntervalMs: o.pollIntervalMs ?? 1000,
       timerIntervalMs: o.timerIntervalMs ?? 1000,
-      workerDeadAfterMs: o.workerDeadAfterMs ?? 30_000,
+      workerDeadAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
       retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, taskMs: null, ...o.retention },
       retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
     });
@@ -250,7 +264,7 @@ export class Runtime {
 
   /** Internals the workflow handle needs. */
   get internals(): { s: string; clock: Clock; definitions: DefinitionCache; workerDeadAfterMs: number } {
-    return { s: this.s, clock: this.clock, definitions: this.definitions, workerDeadAfterMs: this.options.workerDeadAfterMs ?? 30_000 };
+    return { s: this.s, clock: this.clock, definitions: this.definitions, workerDeadAfterMs: this.options.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS };
   }
 }
 

@@ -1,17 +1,21 @@
 import { hostname } from 'node:os';
 import type { Database } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
-import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type Handlers, type TaskContext } from './handlers.js';
+import { TaskCancelled, TaskSnoozed, type Handler, type Handlers, type TaskContext } from './handlers.js';
 import { START_KIND } from '../compiler/normalize.js';
 import { runStartTask } from './start.js';
 import { channels } from './sql/channels.js';
 import { activateCompleted, completeTasks, finalizePending, type Completion } from './sql/complete.js';
-import { endAttempt, releaseTasks, type AttemptOutcome, type AttemptRef, type TaskError } from './sql/fail.js';
+import { endAttempt, releaseLostClaims, releaseTasks, type AttemptOutcome, type AttemptRef } from './sql/fail.js';
 import { fetchTasks, type FetchedTask } from './sql/fetch.js';
 import { forgetClaims } from './sql/claims.js';
 import { lockWorkflows } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
-import { heartbeatWorker, registerWorker, stopWorker } from './sql/workers.js';
+import { cancelRequested, heartbeatWorker, registerWorker, stopWorker, type AbandonedAttempt } from './sql/workers.js';
+import { isTransientError } from './db/transient.js';
+import { backoffMs, sleep } from './backoff.js';
+import { describeError, errorMessage, OutputError } from './describe-error.js';
+import { atPointer, findUnstorable } from './storable.js';
 import { applyExtension } from './extend.js';
 import type { PlanTask } from '../compiler/plan.js';
 import type { Logger } from './log.js';
@@ -32,6 +36,11 @@ export interface WorkerOptions {
   /** Poll fallback when no NOTIFY arrives (default 1000 ms). */
   pollIntervalMs: number;
   heartbeatIntervalMs: number;
+  /**
+   * An attempt whose end (completion or failure) has failed to commit for this long is listed for the leader
+   * to rescue, while this worker keeps trying; whichever commits first wins, the other is a no-op.
+   */
+  abandonAfterMs: number;
   /** Largest output stored, in bytes of JSON (default 1 MiB). */
   maxOutputBytes: number;
   log: Logger;
@@ -48,18 +57,36 @@ interface QueueState {
   pumpQueued: boolean;
 }
 
-/** Completions that commit in one statement; every attempt in it waits on the one promise, which gives the ones that failed to commit. */
-interface CompletionBatch {
-  items: Completion[];
-  committed: Promise<ReadonlySet<Completion>>;
-  resolve: (failed: ReadonlySet<Completion>) => void;
+/**
+ * How a completion ended: committed; skipped (the attempt was no longer running: timed out, cancelled or
+ * rescued); given up (the worker stopped before it could commit); or refused for good (the error: bad data).
+ */
+type CompletionEnd = 'committed' | 'skipped' | 'gave-up' | { error: unknown };
+
+/** A completion waiting for its batch, or for a retry after its batch failed to reach the database. */
+interface PendingCompletion {
+  item: Completion;
+  task: FetchedTask;
+  resolve: (end: CompletionEnd) => void;
+  failures: number;
+  firstFailureAt?: number;
 }
 
-/** One claim's row in `claims`: deleted once each of its attempts has ended, unless one's end failed to commit (it stays running, rescued when this worker is gone). */
+/**
+ * One claim's row in `claims`: deleted once none of its attempts is running for this worker. `open` counts
+ * attempts not ended yet, `stuck` those whose end did not commit (until the leader rescued them).
+ */
 interface ClaimTracker {
   id: string;
   open: number;
-  stuck: boolean;
+  stuck: number;
+}
+
+/** An attempt listed for rescue; `active` while this worker still tries to record its end. */
+interface Abandoned {
+  ref: AbandonedAttempt;
+  task: FetchedTask;
+  active: boolean;
 }
 
 /**
@@ -69,9 +96,27 @@ interface ClaimTracker {
 export class Worker {
   private readonly running = new Map<string, Attempt>();
   private readonly perQueue = new Map<string, QueueState>();
-  private readonly batches: CompletionBatch[] = [];
-  /** Completions queued or in a batch in flight, not yet committed. */
+  /** Completions waiting for the next batch. */
+  private queue: PendingCompletion[] = [];
+  /** Completions waiting to be tried again, by their timer. */
+  private readonly retrying = new Map<NodeJS.Timeout, PendingCompletion[]>();
+  /** Completions queued, in a batch in flight, or waiting to be tried again: not yet ended. */
   private uncommitted = 0;
+  /** Attempts whose end has not committed for abandonAfterMs (or could not be recorded at all): the heartbeat lists them. */
+  private readonly abandoned = new Map<FetchedTask, Abandoned>();
+  /** Fetches failed in a row, and until when fetching pauses (the database is unreachable). */
+  private fetchFailures = 0;
+  private fetchPausedUntil = 0;
+  private fetchRetry?: NodeJS.Timeout;
+  /** Claims this worker knows it holds (their rows are not deleted yet). */
+  private readonly knownClaims = new Set<string>();
+  /**
+   * When claiming statements failed in transit: one may have committed with its reply lost, leaving tasks
+   * running for this worker that it never got. Their claims carry the time the worker sent, so it finds them.
+   */
+  private uncertainClaims: Date[] = [];
+  /** When stopping: after this, ends that keep failing are given up (the leader rescues those attempts). */
+  private endsDeadline = Infinity;
   private readonly flushing = new Set<Promise<void>>();
   private readonly inflight = new Set<Promise<unknown>>();
   /** The claim of each claimed attempt, by its task object (one per claim). */
@@ -142,21 +187,15 @@ export class Worker {
     await this.register();
     const ch = channels(this.o.schema);
     this.unlisten.push(
-      await db.listen(ch.available, (queue) => {
-        const q = this.perQueue.get(queue);
-        if (q) this.wake(queue, q);
-      }),
-      await db.listen(ch.cancel, (workflowId) => {
-        for (const r of this.running.values()) if (r.task.workflow_id === workflowId) r.abort(new TaskCancelled('workflow cancelled'));
-        for (const q of this.perQueue.values()) {
-          const cancelled = q.buffer.filter((t) => t.workflow_id === workflowId);
-          if (cancelled.length === 0) continue;
-          q.buffer = q.buffer.filter((t) => t.workflow_id !== workflowId);
-          for (const t of cancelled) {
-            this.track(this.fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }).then((ok) => this.settle(t, ok)));
-          }
-        }
-      }),
+      await db.listen(
+        ch.available,
+        (queue) => {
+          const q = this.perQueue.get(queue);
+          if (q) this.wake(queue, q);
+        },
+        () => this.resume(),
+      ),
+      await db.listen(ch.cancel, (workflowId) => this.cancelled(new Set([workflowId]))),
     );
     this.timers.push(
       setInterval(() => {
@@ -168,19 +207,80 @@ export class Worker {
     for (const queue of this.perQueue.keys()) this.pump(queue);
   }
 
+  /** Workflows were cancelled: their running handlers are aborted, their prefetched attempts end cancelled. */
+  private cancelled(workflowIds: ReadonlySet<string>): void {
+    for (const r of this.running.values()) if (workflowIds.has(r.task.workflow_id)) r.abort(new TaskCancelled('workflow cancelled'));
+    for (const q of this.perQueue.values()) {
+      const cancelled = q.buffer.filter((t) => workflowIds.has(t.workflow_id));
+      if (cancelled.length === 0) continue;
+      q.buffer = q.buffer.filter((t) => !workflowIds.has(t.workflow_id));
+      for (const t of cancelled) {
+        this.track(this.fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }).then((ok) => this.settle(t, ok)));
+      }
+    }
+  }
+
+  /**
+   * The notification connection came back after an outage: wake-ups and cancels sent meanwhile were missed,
+   * so every queue is looked at and the attempts held here are checked for a cancel.
+   */
+  private resume(): void {
+    if (this.stopping) return;
+    this.wakeAll();
+    const held = [...this.running.values()].map((r) => r.task).concat([...this.perQueue.values()].flatMap((q) => q.buffer));
+    if (held.length === 0) return;
+    void cancelRequested(this.o.db, this.o.s, held.map((t) => ({ workflow_id: t.workflow_id, name: t.name })))
+      .then((ids) => this.cancelled(new Set(ids)))
+      .catch((error: unknown) => this.o.log.warn(`checking held attempts for cancels failed: ${errorMessage(error)}`));
+  }
+
   private async heartbeat(): Promise<void> {
     try {
-      await heartbeatWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
+      const listed = [...this.abandoned.values()];
+      const still = await heartbeatWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock), listed.map((a) => a.ref));
+      // those no longer running for this worker ended (committed after all, or rescued): stop listing them
+      const running = new Set(still.map((a) => `${a.workflow_id}\u0000${a.name}\u0000${a.attempt}`));
+      for (const a of listed) {
+        if (running.has(`${a.ref.workflow_id}\u0000${a.ref.name}\u0000${a.ref.attempt}`)) continue;
+        this.abandoned.delete(a.task);
+        if (!a.active) this.unstick(a.task);
+      }
     } catch (error) {
-      this.o.log.warn(`heartbeat failed: ${(error as Error).message}`);
+      this.o.log.warn(`heartbeat failed: ${errorMessage(error)}`);
+      return;
     }
+    await this.releaseUncertainClaims();
     await this.forgetSettledClaims();
+  }
+
+  /** Gives back the tasks of claims whose reply was lost (see uncertainClaims): they run again, here or elsewhere. */
+  private async releaseUncertainClaims(): Promise<void> {
+    if (this.uncertainClaims.length === 0) return;
+    const at = this.uncertainClaims;
+    this.uncertainClaims = [];
+    try {
+      const released = await this.o.db.transaction(async (tx) =>
+        releaseLostClaims(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), this.o.id, at, [...this.knownClaims]),
+      );
+      if (released > 0) this.o.log.info(`released ${released} task(s) claimed by a statement whose reply was lost`);
+    } catch (error) {
+      this.uncertainClaims.push(...at);
+      this.o.log.warn(`releasing tasks of claims whose reply was lost failed (tried again later): ${errorMessage(error)}`);
+    }
+  }
+
+  /** Lists an attempt for the leader to rescue (its end has not committed for too long, or cannot be recorded). */
+  private abandon(task: FetchedTask, active: boolean): void {
+    const known = this.abandoned.get(task);
+    if (known) known.active = active;
+    else this.abandoned.set(task, { ref: { workflow_id: task.workflow_id, name: task.name, attempt: task.attempt }, task, active });
   }
 
   /** Records which claim the attempts of a fetch or a completion belong to. */
   private tracked(tasks: FetchedTask[], claim: string | null): FetchedTask[] {
     if (claim !== null && tasks.length > 0) {
-      const tracker: ClaimTracker = { id: claim, open: tasks.length, stuck: false };
+      this.knownClaims.add(claim);
+      const tracker: ClaimTracker = { id: claim, open: tasks.length, stuck: 0 };
       for (const t of tasks) this.claimOf.set(t, tracker);
     }
     return tasks;
@@ -190,9 +290,24 @@ export class Worker {
   private settle(task: FetchedTask, committed: boolean): void {
     const tracker = this.claimOf.get(task);
     if (!tracker) return;
+    tracker.open--;
+    // an attempt whose end did not commit still runs for this worker: its claim stays until it is rescued
+    if (committed) this.claimOf.delete(task);
+    else tracker.stuck++;
+    this.claimSettled(tracker);
+  }
+
+  /** An attempt whose end did not commit is no longer running for this worker (the leader rescued it). */
+  private unstick(task: FetchedTask): void {
+    const tracker = this.claimOf.get(task);
+    if (!tracker) return;
     this.claimOf.delete(task);
-    if (!committed) tracker.stuck = true;
-    if (--tracker.open === 0 && !tracker.stuck) this.settledClaims.push(tracker.id);
+    tracker.stuck--;
+    this.claimSettled(tracker);
+  }
+
+  private claimSettled(tracker: ClaimTracker): void {
+    if (tracker.open === 0 && tracker.stuck === 0) this.settledClaims.push(tracker.id);
   }
 
   /** Hands the ended claims to a statement that deletes them; they are kept for the next one when it fails. */
@@ -200,7 +315,9 @@ export class Worker {
     const ids = this.settledClaims;
     this.settledClaims = [];
     try {
-      return await statement(ids);
+      const result = await statement(ids);
+      for (const id of ids) this.knownClaims.delete(id);
+      return result;
     } catch (error) {
       this.settledClaims.push(...ids);
       throw error;
@@ -226,6 +343,8 @@ export class Worker {
     const concurrency = this.o.queues[queue];
     while (q.active < concurrency && q.buffer.length > 0) this.run(q.buffer.shift()!);
     if (q.fetching >= MAX_FETCHES_IN_FLIGHT || !q.more || this.kinds.length === 0) return;
+    // the database failed the last fetch: wait for the backoff's timer rather than spin
+    if (Date.now() < this.fetchPausedUntil) return;
     // completions waiting to commit hold back new work, so a slow database is not outrun
     if (this.uncommitted >= MAX_UNCOMMITTED) return;
     const room = concurrency + this.o.prefetch;
@@ -235,10 +354,13 @@ export class Worker {
     q.fetching++;
     q.reserved += free;
     const work = (async () => {
+      let failed = false;
+      let now: Date | undefined;
       try {
         const wakeups = q.wakeups;
-        const now = await currentTime(this.o.db, this.o.clock);
-        const fetched = await this.withSettledClaims((forget) => fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now, forget }));
+        const at = (now = await currentTime(this.o.db, this.o.clock));
+        const fetched = await this.withSettledClaims((forget) => fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now: at, forget }));
+        this.fetchFailures = 0;
         const tasks = this.tracked(fetched.tasks, fetched.claim);
         // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
         q.more = tasks.length === free || q.wakeups !== wakeups;
@@ -249,14 +371,30 @@ export class Worker {
         }
         q.buffer.push(...tasks);
       } catch (error) {
-        this.o.log.warn(`fetch from queue ${queue} failed: ${(error as Error).message}`);
+        failed = true;
+        if (now && isTransientError(error)) this.uncertainClaims.push(now);
+        this.fetchFailed(error);
       } finally {
         q.fetching--;
         q.reserved -= free;
       }
-      this.pump(queue);
+      if (!failed) this.pump(queue);
     })();
     this.track(work);
+  }
+
+  /** A fetch failed (the database is down or restarting): fetching pauses, longer each time, until one succeeds. */
+  private fetchFailed(error: unknown): void {
+    this.fetchFailures++;
+    const delay = backoffMs(this.fetchFailures, FETCH_BACKOFF);
+    this.fetchPausedUntil = Date.now() + delay;
+    this.o.log.warn(`fetching tasks failed, backing off: ${errorMessage(error)}`);
+    if (this.fetchRetry || this.stopping) return;
+    this.fetchRetry = setTimeout(() => {
+      this.fetchRetry = undefined;
+      this.wakeAll();
+    }, delay);
+    this.fetchRetry.unref();
   }
 
   /** Runs one claimed attempt in a slot of its queue. */
@@ -288,40 +426,96 @@ export class Worker {
     });
   }
 
-  /** One attempt: the handler with its timeout, then completion or the failure path. Never throws. */
+  /**
+   * One attempt: the handler with its timeout, then its completion, or its failure. Never throws, and never
+   * leaves the attempt running while this worker lives: an end that fails to commit is tried again, and one
+   * the database refuses for good (bad data) is recorded as the attempt's error.
+   */
   private async execute(attempt: Attempt, q: QueueState): Promise<void> {
     const { task, ref } = attempt;
     let committed = true;
     try {
-      let output: unknown;
+      let outcome: AttemptOutcome | undefined;
       try {
-        const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : this.handlers[task.kind];
-        output = await attempt.run(handler, new AttemptContext(this.o, attempt));
-      } finally {
-        this.releaseSlot(q, task.queue);
+        let output: unknown;
+        try {
+          const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : this.handlers[task.kind];
+          output = await attempt.run(handler, new AttemptContext(this.o, attempt));
+        } finally {
+          this.releaseSlot(q, task.queue);
+        }
+        const end = await this.persistCompletion(attempt, toJsonOutput(output, this.o.maxOutputBytes));
+        if (end === 'committed') this.o.log.taskDone(task, 'completed');
+        else if (end === 'skipped') this.o.log.taskDone(task, 'completed, but the attempt was no longer running: result discarded');
+        else if (end === 'gave-up') committed = false;
+        else outcome = { type: 'error', error: { message: `its output could not be stored: ${errorMessage(end.error)}`, kind: 'output' } };
+      } catch (error) {
+        if (attempt.tx) await attempt.tx.rollback();
+        outcome = outcomeOf(error);
       }
-      const json = toJsonOutput(output, this.o.maxOutputBytes);
-      if (attempt.tx) await attempt.tx.commit(json, attempt.extensions);
-      else if (attempt.extensions.length > 0) await this.completeExtending(ref, json, attempt.extensions);
-      else
-        committed = await this.complete({
-          workflowId: task.workflow_id,
-          name: task.name,
-          attempt: task.attempt,
-          workerId: this.o.id,
-          output: json,
-          dependents: task.dependents,
-          dependentsWait: task.dependents_wait,
-          tid: task.tid,
-        });
-      this.o.log.taskDone(task, 'completed');
-    } catch (error) {
-      if (attempt.tx) await attempt.tx.rollback();
-      committed = await this.fail(task, ref, outcomeOf(error));
+      if (outcome) committed = await this.fail(task, ref, outcome);
     } finally {
       attempt.dispose();
       this.running.delete(attempt.key);
       this.settle(task, committed);
+    }
+  }
+
+  /** Commits an attempt's completion: in the handler's own transaction, with its extensions, or in a batch. */
+  private async persistCompletion(attempt: Attempt, output: unknown): Promise<CompletionEnd> {
+    const { task, ref } = attempt;
+    if (attempt.tx) {
+      // the handler's own writes are in that transaction: when it cannot commit they are gone, and the attempt
+      // is an error (it runs again by the retry rules), not a completion to try again
+      try {
+        await attempt.tx.commit(output, attempt.extensions);
+        return 'committed';
+      } catch (error) {
+        return { error: new Error(`its transaction did not commit (${errorMessage(error)})`) };
+      }
+    }
+    if (attempt.extensions.length > 0) {
+      const end = await this.retryEnd(task, () => this.completeExtending(ref, output, attempt.extensions));
+      return end === 'done' ? 'committed' : end;
+    }
+    return this.complete(
+      {
+        workflowId: task.workflow_id,
+        name: task.name,
+        attempt: task.attempt,
+        workerId: this.o.id,
+        output,
+        dependents: task.dependents,
+        dependentsWait: task.dependents_wait,
+        tid: task.tid,
+      },
+      task,
+    );
+  }
+
+  /**
+   * Runs one attempt's end statement until it commits. Transient failures (connection lost, database
+   * restarting, a deadlock) are tried again with capped, jittered backoff; once they last abandonAfterMs the
+   * attempt is also listed for the leader to rescue. A permanent failure comes back as its error; when the
+   * worker is stopping and past its deadline, the end is given up (the leader rescues the attempt).
+   */
+  private async retryEnd(task: FetchedTask, statement: () => Promise<void>): Promise<'done' | 'gave-up' | { error: unknown }> {
+    const started = Date.now();
+    for (let failures = 1; ; failures++) {
+      try {
+        await statement();
+        this.abandoned.delete(task);
+        return 'done';
+      } catch (error) {
+        if (!isTransientError(error)) return { error };
+        this.o.log.warn(`recording the end of an attempt failed, trying again: ${errorMessage(error)}`);
+        if (Date.now() - started >= this.o.abandonAfterMs) this.abandon(task, true);
+        if (this.stopping && Date.now() >= this.endsDeadline) {
+          this.abandon(task, false);
+          return 'gave-up';
+        }
+        await sleep(Math.min(backoffMs(failures, END_BACKOFF), Math.max(0, this.endsDeadline - Date.now())));
+      }
     }
   }
 
@@ -346,9 +540,12 @@ export class Worker {
       await lockWorkflows(tx, ctx.s, [ref.workflowId]);
       for (const tasks of extensions) await applyExtension(tx, ctx, ref.workflowId, tasks);
       const result = await completeTasks(tx, ctx, [{ ...ref, output }]);
-      if (result.skipped.length > 0) throw new Error('this attempt is no longer running (timed out, cancelled or rescued)');
+      // no longer running (timed out, cancelled or rescued): the extension is rolled back with the completion
+      if (result.skipped.length > 0) throw new AttemptEnded();
       await activateCompleted(tx, ctx, result.activated, false);
       await finalizePending(tx, ctx, result.toFinalize);
+    }).catch((error: unknown) => {
+      if (!(error instanceof AttemptEnded)) throw error;
     });
   }
 
@@ -361,19 +558,13 @@ export class Worker {
     return advanceContext(this.o, now);
   }
 
-  /** Queues a completion for the next batch; resolves once the batch ended, with whether this one committed. */
-  private complete(item: Completion): Promise<boolean> {
+  /** Queues a completion for the next batch; resolves once it ended (see CompletionEnd). */
+  private complete(item: Completion, task: FetchedTask): Promise<CompletionEnd> {
     this.uncommitted++;
-    let batch = this.batches[this.batches.length - 1];
-    if (!batch || batch.items.length >= MAX_BATCH) {
-      let resolve!: (failed: ReadonlySet<Completion>) => void;
-      const committed = new Promise<ReadonlySet<Completion>>((r) => (resolve = r));
-      batch = { items: [], committed, resolve };
-      this.batches.push(batch);
-    }
-    batch.items.push(item);
-    this.scheduleFlush();
-    return batch.committed.then((failed) => !failed.has(item));
+    return new Promise<CompletionEnd>((resolve) => {
+      this.queue.push({ item, task, resolve, failures: 0 });
+      this.scheduleFlush();
+    });
   }
 
   /** Up to two batches in flight: one commits while the next gathers (they serialise per workflow in the database). */
@@ -387,7 +578,7 @@ export class Worker {
       })
       .finally(() => {
         this.flushing.delete(flush);
-        if (this.batches.length > 0) this.scheduleFlush();
+        if (this.queue.length > 0) this.scheduleFlush();
       });
     this.flushing.add(flush);
   }
@@ -395,34 +586,71 @@ export class Worker {
   private pendingFlush = false;
 
   private async flush(): Promise<void> {
-    const batch = this.batches.shift();
-    if (!batch) return;
-    const failed = new Set<Completion>();
+    const batch = this.queue.splice(0, MAX_BATCH);
+    if (batch.length === 0) return;
     try {
-      await this.completeNow(batch.items);
+      const skipped = await this.completeNow(batch.map((p) => p.item));
+      for (const p of batch) this.completionEnded(p, skipped.has(p.item) ? 'skipped' : 'committed');
     } catch (error) {
-      // A batch that failed as a whole (a deadlock, a lost connection) is retried one attempt at a time,
-      // so one bad row cannot hold the others back. What still fails stays running and is rescued later.
-      this.o.log.warn(`batch completion failed (${(error as Error).message}); completing one by one`);
-      for (const item of batch.items) {
-        try {
-          await this.completeNow([item]);
-        } catch (e) {
-          failed.add(item);
-          this.o.log.warn(`completion of ${item.workflowId}/${item.name} failed: ${(e as Error).message}`);
+      if (isTransientError(error)) this.retryCompletions(batch, error);
+      else {
+        // refused as a whole (bad data in one output): each alone, so only the bad one fails
+        this.o.log.warn(`a batch of ${batch.length} completions was refused (${errorMessage(error)}); completing them one by one`);
+        for (const p of batch) {
+          try {
+            const skipped = await this.completeNow([p.item]);
+            this.completionEnded(p, skipped.size > 0 ? 'skipped' : 'committed');
+          } catch (e) {
+            if (isTransientError(e)) this.retryCompletions([p], e);
+            else this.completionEnded(p, { error: e });
+          }
         }
       }
     }
-    this.uncommitted -= batch.items.length;
-    batch.resolve(failed);
     for (const queue of this.perQueue.keys()) this.pump(queue);
+  }
+
+  private completionEnded(p: PendingCompletion, end: CompletionEnd): void {
+    this.uncommitted--;
+    if (end !== 'gave-up') this.abandoned.delete(p.task);
+    p.resolve(end);
+  }
+
+  /**
+   * Completions whose batch did not reach the database are tried again after a backoff; those failing for
+   * abandonAfterMs are listed for rescue meanwhile, and a stopping worker gives them up at its deadline.
+   */
+  private retryCompletions(items: PendingCompletion[], error: unknown): void {
+    const now = Date.now();
+    let failures = 0;
+    for (const p of items) {
+      p.failures++;
+      p.firstFailureAt ??= now;
+      failures = Math.max(failures, p.failures);
+      if (now - p.firstFailureAt >= this.o.abandonAfterMs) this.abandon(p.task, true);
+    }
+    this.o.log.warn(`recording completions failed, trying again: ${errorMessage(error)}`);
+    if (this.stopping && now >= this.endsDeadline) return this.giveUp(items);
+    const timer = setTimeout(() => {
+      this.retrying.delete(timer);
+      this.queue.unshift(...items);
+      this.scheduleFlush();
+    }, Math.min(backoffMs(failures, END_BACKOFF), Math.max(0, this.endsDeadline - now)));
+    this.retrying.set(timer, items);
+  }
+
+  private giveUp(items: PendingCompletion[]): void {
+    for (const p of items) {
+      this.abandon(p.task, false);
+      this.completionEnded(p, 'gave-up');
+    }
   }
 
   /**
    * One statement completes the batch and claims, for this worker's free slots, the dependents it makes
    * available; workflows left to finalize (output templates) follow in a transaction.
    */
-  private async completeNow(items: Completion[]): Promise<void> {
+  private async completeNow(items: Completion[]): Promise<ReadonlySet<Completion>> {
     const { db, clock } = this.o;
     // reserve no more slots than the batch's dependents could fill, so fetching goes on beside the flush
     let budget = this.stopping ? 0 : new Set(items.flatMap((i) => (i.dependents ?? []).map((d) => `${i.workflowId}\u0000${d}`))).size;
@@ -437,41 +665,63 @@ export class Worker {
     }
     const claim = { workerId: this.o.id, kinds: this.kinds, slots };
     let result;
+    let now: Date | undefined;
     try {
       if (items.some((i) => i.dependentsWait)) {
         // a dependent's wait may become active: evaluate it in the completion's transaction
         result = await db.transaction(async (tx) => {
-          const ctx = this.advanceContext(await currentTime(db, clock, tx));
+          const ctx = this.advanceContext((now = await currentTime(db, clock, tx)));
           const r = await completeTasks(tx, ctx, items, claim);
           await activateCompleted(tx, ctx, r.activated, false);
           return r;
         });
       } else {
-        result = await completeTasks(db, this.advanceContext(await currentTime(db, clock)), items, claim);
+        now = await currentTime(db, clock);
+        result = await completeTasks(db, this.advanceContext(now), items, claim);
       }
+    } catch (error) {
+      // the dependents it claimed (if it committed) are found by the claim's time
+      if (now && Object.keys(slots).length > 0 && isTransientError(error)) this.uncertainClaims.push(now);
+      throw error;
     } finally {
       for (const [queue, n] of Object.entries(slots)) this.perQueue.get(queue)!.reserved -= n;
     }
     for (const task of this.tracked(result.claimed, result.claim)) this.run(task);
     const { activated, toFinalize } = result;
-    // activated outside a transaction (a dependent added after this task was claimed): evaluate right after;
-    // the leader evaluates any that a crash leaves behind
-    if (activated.size > 0 && !items.some((i) => i.dependentsWait)) {
-      await db.transaction(async (tx) => activateCompleted(tx, this.advanceContext(await currentTime(db, clock, tx)), activated, true));
+    try {
+      // activated outside a transaction (a dependent added after this task was claimed): evaluate right after;
+      // the leader evaluates any that a crash (or a failure here) leaves behind
+      if (activated.size > 0 && !items.some((i) => i.dependentsWait)) {
+        await db.transaction(async (tx) => activateCompleted(tx, this.advanceContext(await currentTime(db, clock, tx)), activated, true));
+      }
+      if (toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, this.advanceContext(await currentTime(db, clock, tx)), toFinalize));
+    } catch (error) {
+      this.o.log.warn(`advancing after a completion failed (the leader finishes it): ${errorMessage(error)}`);
     }
-    if (toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, this.advanceContext(await currentTime(db, clock, tx)), toFinalize));
+    return new Set(result.skipped);
   }
 
-  /** Records an attempt's failure (or cancel, snooze, release); false when that could not be committed. */
+  /**
+   * Records an attempt's failure (or cancel, snooze, release), tried again while the database is unreachable;
+   * one the database refuses for good is recorded once more as a bare error. False when it could not be
+   * recorded: the attempt is then listed for the leader to rescue.
+   */
   private async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<boolean> {
-    try {
-      await this.o.db.transaction(async (tx) => endAttempt(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), ref, outcome));
+    const record = (o: AttemptOutcome) => async () => {
+      await this.o.db.transaction(async (tx) => endAttempt(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx)), ref, o));
+    };
+    let end = await this.retryEnd(task, record(outcome));
+    if (typeof end === 'object') {
+      const bare: AttemptOutcome = { type: 'error', error: { message: `the attempt failed, and its error could not be recorded (${errorMessage(end.error)})`, kind: 'error' } };
+      end = await this.retryEnd(task, record(bare));
+    }
+    if (end === 'done') {
       this.o.log.taskDone(task, outcome.type === 'error' ? `failed: ${outcome.error.message}` : outcome.type);
       return true;
-    } catch (error) {
-      this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed: ${(error as Error).message}`);
-      return false;
     }
+    if (typeof end === 'object') this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed (the leader rescues it): ${errorMessage(end.error)}`);
+    this.abandon(task, false);
+    return false;
   }
 
   /**
@@ -482,14 +732,26 @@ export class Worker {
     if (!this.started || this.stopping) return;
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
-    await this.releaseClaims([...this.perQueue.values()].flatMap((q) => q.buffer.splice(0)));
+    clearTimeout(this.fetchRetry);
     const until = Date.now() + deadlineMs;
+    // ends that keep failing (the database is down) are given up a little after the handlers' deadline
+    this.endsDeadline = until + STOP_ENDS_GRACE_MS;
+    await this.releaseClaims([...this.perQueue.values()].flatMap((q) => q.buffer.splice(0)));
     while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     for (const r of this.running.values()) r.abort(new ShutdownAbort());
     // aborted attempts still record their end (released to run again)
     while (this.running.size > 0) await new Promise((r) => setTimeout(r, 5));
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
-    while (this.flushing.size > 0) await Promise.allSettled([...this.flushing]);
+    while (this.flushing.size > 0 || this.retrying.size > 0) {
+      if (this.retrying.size > 0 && Date.now() >= this.endsDeadline) {
+        for (const [timer, items] of this.retrying) {
+          clearTimeout(timer);
+          this.giveUp(items);
+        }
+        this.retrying.clear();
+      }
+      await Promise.race([Promise.allSettled([...this.flushing]), sleep(20)]);
+    }
     for (const u of this.unlisten) await u().catch(() => undefined);
     await this.forgetSettledClaims();
     try {
@@ -501,7 +763,7 @@ export class Worker {
 
   /** For tests and `--wait`: whether anything is running or queued to complete. */
   get busy(): boolean {
-    return this.running.size > 0 || this.batches.length > 0 || this.inflight.size > 0 || [...this.perQueue.values()].some((q) => q.buffer.length > 0);
+    return this.running.size > 0 || this.uncommitted > 0 || this.inflight.size > 0 || [...this.perQueue.values()].some((q) => q.buffer.length > 0);
   }
 }
 
@@ -518,6 +780,13 @@ const MAX_FETCHES_IN_FLIGHT = 2;
 const MAX_FLUSHES_IN_FLIGHT = 2;
 const MAX_UNCOMMITTED = 1000;
 const MAX_BATCH = 500;
+/** Fetches wait 100 ms after a failure, doubling to 5 s; ends are tried again sooner (they hold attempts). */
+const FETCH_BACKOFF = { initialMs: 100, maxMs: 5000 };
+const END_BACKOFF = { initialMs: 50, maxMs: 2000 };
+const STOP_ENDS_GRACE_MS = 5000;
+
+/** A completion found its attempt no longer running: the transaction it was in rolls back, and nothing is wrong. */
+class AttemptEnded extends Error {}
 
 /** A handler's return value as stored JSON; anything that is not JSON (or too large) is the attempt's error. */
 export function toJsonOutput(value: unknown, maxBytes: number): unknown {
@@ -532,39 +801,25 @@ export function toJsonOutput(value: unknown, maxBytes: number): unknown {
       return v;
     });
   } catch (error) {
-    throw new OutputError(`the handler's output is not JSON: ${(error as Error).message}`);
+    throw new OutputError(`the handler's output is not JSON: ${errorMessage(error)}`);
   }
   if (text === undefined) throw new OutputError("the handler's output is not JSON");
   if (Buffer.byteLength(text) > maxBytes) throw new OutputError(`the handler's output is ${Buffer.byteLength(text)} bytes of JSON, over the ${maxBytes}-byte limit`);
+  const bad = findUnstorable(value, text);
+  if (bad) throw new OutputError(`the handler's output holds ${bad.what}${atPointer(bad)}, which Postgres cannot store`);
   return JSON.parse(text);
 }
 
-class OutputError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'OutputError';
-  }
-}
-
-/** Whatever a handler threw (not only Errors) becomes a recorded outcome. */
+/** Whatever a handler threw (not only Errors) becomes a recorded outcome; reading it never throws. */
 function outcomeOf(thrown: unknown): AttemptOutcome {
-  if (thrown instanceof TaskSnoozed) return { type: 'snooze', ms: Math.max(0, thrown.ms) };
-  if (thrown instanceof ShutdownAbort) return { type: 'release', error: { message: thrown.message, kind: 'shutdown' } };
-  if (thrown instanceof TaskCancelled) return { type: 'cancel', error: { message: thrown.message, kind: 'cancel' } };
-  return { type: 'error', error: describeError(thrown) };
-}
-
-export function describeError(thrown: unknown): TaskError {
-  if (thrown instanceof TaskTimeout) return { message: thrown.message, name: thrown.name, kind: 'timeout' };
-  if (thrown instanceof OutputError) return { message: thrown.message, name: thrown.name, kind: 'output' };
-  if (thrown instanceof Error) return { message: thrown.message || thrown.name, name: thrown.name, stack: thrown.stack?.split('\n').slice(0, 12).join('\n'), kind: 'error' };
-  let text: string;
   try {
-    text = typeof thrown === 'string' ? thrown : JSON.stringify(thrown) ?? String(thrown);
+    if (thrown instanceof TaskSnoozed) return { type: 'snooze', ms: thrown.ms };
+    if (thrown instanceof ShutdownAbort) return { type: 'release', error: { message: thrown.message, kind: 'shutdown' } };
+    if (thrown instanceof TaskCancelled) return { type: 'cancel', error: { message: describeError(thrown).message, kind: 'cancel' } };
   } catch {
-    text = String(thrown);
+    // a proxy whose prototype cannot be read: described below like any other thrown value
   }
-  return { message: `non-Error thrown: ${text.slice(0, 2000)}`, kind: 'error' };
+  return { type: 'error', error: describeError(thrown) };
 }
 
 export function workerId(): string {

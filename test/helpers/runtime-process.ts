@@ -13,7 +13,7 @@ interface Config {
   sleepMs?: number;
   concurrency?: number;
   workerDeadAfterMs?: number;
-  electionIntervalMs?: number;
+  leaderLeaseMs?: number;
 }
 
 const config = JSON.parse(process.env.BRAID_PROC ?? '{}') as Config;
@@ -27,7 +27,7 @@ const rt = createRuntime({
   queues: { default: config.concurrency ?? 10 },
   pollIntervalMs: 100,
   heartbeatIntervalMs: 100,
-  electionIntervalMs: config.electionIntervalMs ?? 200,
+  leaderLeaseMs: config.leaderLeaseMs ?? 1000,
   workerDeadAfterMs: config.workerDeadAfterMs ?? 30_000,
   logger: consoleLogger((line) => process.stdout.write(`[${process.pid}] ${line}\n`)),
   handlers: {

@@ -56,7 +56,7 @@ export interface TestRuntimeOptions extends Omit<RuntimeOptions, 'database'> {
 
 /** A migrated runtime in a fresh schema, with definitions registered; stopped after the file. */
 export async function testRuntime(options: TestRuntimeOptions = {}): Promise<Runtime> {
-  const rt = createRuntime({ pollIntervalMs: 50, heartbeatIntervalMs: 200, electionIntervalMs: 200, schema: options.schema ?? uniqueSchema(), ...options, database: options.database ?? (await testDatabase()) });
+  const rt = createRuntime({ pollIntervalMs: 50, heartbeatIntervalMs: 200, leaderLeaseMs: 1000, schema: options.schema ?? uniqueSchema(), ...options, database: options.database ?? (await testDatabase()) });
   runtimes.push(rt);
   await rt.migrate();
   if (options.definitions) {

@@ -101,12 +101,12 @@ describe(`claims and heap-only completions (${backend})`, () => {
       await db.exec(m.sql.replaceAll('{{schema}}', s));
       await db.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [m.id, m.name]);
     }
-    const rt = createRuntime({ database: db, schema, handlers: { k: async () => 'again' }, pollIntervalMs: 50, heartbeatIntervalMs: 200, electionIntervalMs: 200 });
+    const rt = createRuntime({ database: db, schema, handlers: { k: async () => 'again' }, pollIntervalMs: 50, heartbeatIntervalMs: 200, leaderLeaseMs: 1000 });
     await rt.registerDefinitions(definitionsDir(definitions));
     const id = await rt.start('pair');
     // claimed by an old worker, which then died
     await db.query(`UPDATE ${s}.tasks SET state = 'running', attempt = 1, worker_id = 'old', started_at = now() WHERE workflow_id = $1 AND name = 'a'`, [id]);
-    expect(await rt.migrate()).toEqual(['009_hot_completions']);
+    expect(await rt.migrate()).toEqual(['009_hot_completions', '010_abandoned_attempts']);
     expect(await claims(rt)).toEqual([{ worker_id: 'old', workflow_ids: [id], names: ['a'] }]);
     expect((await rt.maintenance()).rescued).toBe(1);
     await rt.startWorker();

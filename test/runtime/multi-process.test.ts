@@ -140,9 +140,9 @@ tasks:
   it('leader failover: kill the leader; another process becomes leader and promotes scheduled tasks', async () => {
     const rt = await testRuntime({ definitions: { later: 'name: later\ntasks:\n  t: { kind: work, delay: 3s }\n' } });
     const table = await invocationTable(rt.db);
-    const a = runtimeProcess({ schema: rt.schema, table, electionIntervalMs: 200 });
+    const a = runtimeProcess({ schema: rt.schema, table, leaderLeaseMs: 1000 });
     await until(() => a.output().includes('leading'), 60_000);
-    const b = runtimeProcess({ schema: rt.schema, table, electionIntervalMs: 200 });
+    const b = runtimeProcess({ schema: rt.schema, table, leaderLeaseMs: 1000 });
     await until(() => b.output().includes('ready'), 60_000);
     expect(b.output()).not.toContain('leading');
     const id = await rt.start('later');

@@ -11,7 +11,7 @@ import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
 import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
 import { parseQueues } from './worker.js';
-import { listenOn, loadHandlersArg, parsePort, waitForStopSignal } from './serve.js';
+import { listenOn, loadHandlersArg, parsePort, recoveryHelp, recoveryOptions, RECOVERY_OPTIONS, surviveUnhandledRejections, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid dev [--definitions DIR] [--handlers MODULE] [--port N] [--host ADDR] [--queues NAME=N,...] [--database URL]';
 
@@ -31,12 +31,13 @@ Usage: ${usage}
   --database URL            Postgres (default: DATABASE_URL; else the embedded database in .braid/)
   --schema NAME             the schema of braid's tables (default: braid)
   --shutdown-timeout SECS   how long running handlers get to finish at shutdown (default: 10)
+${recoveryHelp}
 
 The UI asks once for the token in .braid/token (or open it as /#token=TOKEN).
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'handlers', 'port', 'host', 'queues', 'database', 'schema', 'shutdown-timeout'], usage);
+  const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'handlers', 'port', 'host', 'queues', 'database', 'schema', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length > 0) throw new UsageError(`dev takes no arguments (usage: ${usage})`);
   const dir = resolve(io.cwd, values.definitions ?? 'definitions');
@@ -45,10 +46,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const fixedQueues = values.queues === undefined ? undefined : parseQueues(values.queues);
   const shutdownSecs = values['shutdown-timeout'] === undefined ? 10 : Number(values['shutdown-timeout']);
   if (!(shutdownSecs >= 0)) throw new UsageError('--shutdown-timeout must be a number of seconds');
+  const recovery = recoveryOptions(values);
   const handlersModule = values.handlers === undefined ? undefined : resolve(io.cwd, values.handlers);
   const handlers: Handlers = handlersModule ? await loadHandlersArg(handlersModule) : {};
   const db = await openDatabase(io, { url: values.database });
   const log = consoleLogger((line) => io.stdout(line + '\n'));
+  const undoSurvive = surviveUnhandledRejections(log);
   const print = (text: string) => text && io.stdout(text);
   let rt: Runtime | undefined;
   let api: ApiServer | undefined;
@@ -56,7 +59,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   let handlersWatcher: HandlersWatcher | undefined;
   let unpublish = () => undefined as void;
   try {
-    rt = createRuntime({ database: db, schema: values.schema, handlers, queues: fixedQueues ?? { default: 10 }, logger: log });
+    rt = createRuntime({ database: db, schema: values.schema, handlers, queues: fixedQueues ?? { default: 10 }, logger: log, ...recovery });
     await rt.migrate();
     const runtime = rt;
     definitions = new DefinitionsWatcher(runtime, dir, {
@@ -104,5 +107,6 @@ export async function run(argv: string[], io: Io): Promise<number> {
     unpublish();
     await rt?.stop(0).catch(() => undefined);
     await db.close();
+    undoSurvive();
   }
 }

@@ -9,7 +9,7 @@ import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { readSourceTexts } from '../definitions.js';
 import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
-import { loadHandlersArg, waitForStopSignal } from './serve.js';
+import { loadHandlersArg, recoveryHelp, recoveryOptions, RECOVERY_OPTIONS, surviveUnhandledRejections, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid worker --handlers MODULE [--queues NAME=N,...] [--prefetch N] [--definitions DIR] [--database URL]';
 
@@ -26,10 +26,11 @@ Usage: ${usage}
   --database URL            Postgres (default: DATABASE_URL; else the embedded database in .braid/)
   --schema NAME             the schema of braid's tables (default: braid)
   --shutdown-timeout SECS   how long running handlers get to finish at shutdown (default: 10)
+${recoveryHelp}
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals } = parse(argv, ['handlers', 'queues', 'prefetch', 'definitions', 'database', 'schema', 'shutdown-timeout'], usage);
+  const { values, help: wantsHelp, positionals } = parse(argv, ['handlers', 'queues', 'prefetch', 'definitions', 'database', 'schema', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length > 0) throw new UsageError(`worker takes no arguments (usage: ${usage})`);
   if (!values.handlers) throw new UsageError(`--handlers MODULE is required (usage: ${usage})`);
@@ -38,9 +39,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) throw new UsageError('--prefetch must be a whole number from 0 to 10000');
   const shutdownSecs = values['shutdown-timeout'] === undefined ? 10 : Number(values['shutdown-timeout']);
   if (!(shutdownSecs >= 0)) throw new UsageError('--shutdown-timeout must be a number of seconds');
+  const recovery = recoveryOptions(values);
   const handlers = await loadHandlersArg(resolve(io.cwd, values.handlers));
   const db = await openDatabase(io, { url: values.database });
   const log = consoleLogger((line) => io.stdout(line + '\n'));
+  const undoSurvive = surviveUnhandledRejections(log);
   let rt: Runtime | undefined;
   let unpublish = () => undefined as void;
   let api: { close(): Promise<void> } | undefined;
@@ -57,6 +60,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       queues: queues ?? defaultQueues(registered?.validation),
       prefetch,
       logger: log,
+      ...recovery,
     });
     await rt.startWorker();
     if (!databaseUrl({ url: values.database })) {
@@ -76,6 +80,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     await api?.close();
     unpublish();
     await db.close();
+    undoSurvive();
   }
 }
 

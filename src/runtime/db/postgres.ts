@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Database, Queryable } from './types.js';
+import { backoffMs } from '../backoff.js';
 
 // int8 (bigint ids, counts) as JS numbers: braid's ids and counters stay far below 2^53
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -45,8 +46,11 @@ export function createPostgres(options: PostgresOptions): Database {
   pool.on('error', () => undefined);
   hot.on('error', () => undefined);
   const listeners = new Map<string, Set<(payload: string) => void>>();
+  const resumers = new Set<() => void>();
   let listenClient: pg.Client | undefined;
   let connecting: Promise<pg.Client> | undefined;
+  let reconnectTimer: NodeJS.Timeout | undefined;
+  let failures = 0;
   let closed = false;
 
   const connectListener = async (): Promise<pg.Client> => {
@@ -54,12 +58,21 @@ export function createPostgres(options: PostgresOptions): Database {
     client.on('notification', (msg) => {
       for (const fn of listeners.get(msg.channel) ?? []) fn(msg.payload ?? '');
     });
-    client.on('error', () => {
+    const lost = () => {
+      if (listenClient !== client) return;
       listenClient = undefined;
-      if (!closed) setTimeout(() => void ensureListener().catch(() => undefined), 500);
-    });
-    await client.connect();
-    for (const channel of listeners.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      client.end().catch(() => undefined);
+      scheduleReconnect();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    try {
+      await client.connect();
+      for (const channel of listeners.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (error) {
+      client.end().catch(() => undefined);
+      throw error;
+    }
     listenClient = client;
     return client;
   };
@@ -67,6 +80,23 @@ export function createPostgres(options: PostgresOptions): Database {
     if (listenClient) return listenClient;
     connecting ??= connectListener().finally(() => (connecting = undefined));
     return connecting;
+  };
+  // after an outage: reconnect for as long as it takes (capped, jittered backoff), then tell the listeners
+  // that notifications may have been missed
+  const scheduleReconnect = (): void => {
+    if (closed || reconnectTimer) return;
+    failures++;
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = undefined;
+      ensureListener().then(
+        () => {
+          failures = 0;
+          for (const fn of resumers) fn();
+        },
+        () => scheduleReconnect(),
+      );
+    }, backoffMs(failures, { initialMs: 100, maxMs: 10_000 }));
+    reconnectTimer.unref();
   };
 
   const query: Queryable['query'] = async (sql, params, options) => {
@@ -82,6 +112,9 @@ export function createPostgres(options: PostgresOptions): Database {
     },
     async transaction(fn) {
       const client = await pool.connect();
+      let broken = false;
+      const markBroken = () => (broken = true);
+      client.on('error', markBroken);
       const tx: Queryable = {
         async query(sql, params, options) {
           const r = await client.query(prepared(sql, params, options?.prepare));
@@ -95,27 +128,32 @@ export function createPostgres(options: PostgresOptions): Database {
         await client.query('BEGIN');
         const result = await fn(tx);
         await client.query('COMMIT');
-        client.release();
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        client.release();
+        await client.query('ROLLBACK').catch(markBroken);
         throw error;
+      } finally {
+        client.off('error', markBroken);
+        // a connection that failed under the transaction is closed, not handed to the next one
+        client.release(broken || undefined);
       }
     },
-    async listen(channel, onNotify) {
+    async listen(channel, onNotify, onResume) {
       let set = listeners.get(channel);
       const isNew = !set;
       if (!set) listeners.set(channel, (set = new Set()));
       set.add(onNotify);
+      if (onResume) resumers.add(onResume);
       const client = await ensureListener();
       if (isNew && client === listenClient) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       return async () => {
         set!.delete(onNotify);
+        if (onResume) resumers.delete(onResume);
       };
     },
     async close() {
       closed = true;
+      clearTimeout(reconnectTimer);
       await listenClient?.end().catch(() => undefined);
       await Promise.all([pool.end(), hot.end()]);
     },

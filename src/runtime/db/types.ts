@@ -18,8 +18,12 @@ export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Runs fn in a transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Delivers NOTIFY payloads on a channel (after the notifying transaction commits). */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Delivers NOTIFY payloads on a channel (after the notifying transaction commits). The notification
+   * connection reconnects by itself after an outage; `onResume` is called then, as notifications sent while it
+   * was down were missed.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onResume?: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

@@ -46,12 +46,29 @@ const stillRunning = (s: string, c: string) => `unnest(${c}.workflow_ids, ${c}.n
                             WHERE t.workflow_id = k.workflow_id AND t.name = k.name LIMIT 1) t
       WHERE t.worker_id = ${c}.worker_id`;
 
-/** Attempts still running for a dead worker, found through its claims. */
-export async function lostAttempts(q: Queryable, s: string, deadBefore: Date, limit = 1000): Promise<{ workflow_id: string; name: string; attempt: number; worker_id: string }[]> {
-  const { rows } = await q.query<{ workflow_id: string; name: string; attempt: number; worker_id: string }>(
+export interface LostAttempt {
+  workflow_id: string;
+  name: string;
+  attempt: number;
+  worker_id: string;
+  /** `dead`: the worker stopped heartbeating; `abandoned`: a live worker could not record the attempt's end. */
+  why: 'dead' | 'abandoned';
+}
+
+/**
+ * Attempts to rescue: those still running for a dead worker, found through its claims, and those a live
+ * worker lists as abandoned (the workers table is one row per process: reading it whole is cheap).
+ */
+export async function lostAttempts(q: Queryable, s: string, deadBefore: Date, limit = 1000): Promise<LostAttempt[]> {
+  const { rows } = await q.query<LostAttempt>(
     `WITH ${deadClaims(s)}
-     SELECT t.workflow_id, t.name, t.attempt, t.worker_id FROM dead c CROSS JOIN LATERAL ${stillRunning(s, 'c')}
-      LIMIT $2`,
+     (SELECT t.workflow_id, t.name, t.attempt, t.worker_id, 'dead' AS why FROM dead c CROSS JOIN LATERAL ${stillRunning(s, 'c')} LIMIT $2)
+     UNION ALL
+     (SELECT t.workflow_id, t.name, t.attempt, t.worker_id, 'abandoned' AS why
+        FROM ${s}.workers w CROSS JOIN LATERAL jsonb_to_recordset(w.abandoned) AS a(workflow_id text, name text, attempt int)
+        CROSS JOIN LATERAL (SELECT t.workflow_id, t.name, t.attempt, t.worker_id FROM ${s}.tasks t
+                             WHERE t.workflow_id = a.workflow_id AND t.name = a.name LIMIT 1) t
+       WHERE w.abandoned IS NOT NULL AND w.heartbeat_at >= $1 AND w.stopped_at IS NULL AND t.worker_id = w.id AND t.attempt = a.attempt LIMIT $2)`,
     [deadBefore, limit],
   );
   return rows;

@@ -1,5 +1,6 @@
 import { afterFailure, retryDelayMs, type RetryPolicy } from '../decide.js';
 import type { Queryable } from '../db/types.js';
+import { storableText } from '../storable.js';
 import { lockWorkflows, notifyQueues, settle, type AdvanceContext } from './advance.js';
 
 export interface AttemptRef {
@@ -22,6 +23,14 @@ export type AttemptOutcome =
   | { type: 'cancel'; error: TaskError }
   | { type: 'snooze'; ms: number }
   | { type: 'release'; error: TaskError };
+
+/** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
+function storableError(e: TaskError): TaskError {
+  const out: TaskError = { ...e, message: storableText(e.message) };
+  if (e.name !== undefined) out.name = storableText(e.name);
+  if (e.stack !== undefined) out.stack = storableText(e.stack);
+  return out;
+}
 
 interface RunningRow {
   state: string;
@@ -64,16 +73,21 @@ export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: Attempt
     if (state === 'available') await notifyQueues(q, ctx.schema, [task.queue]);
     return true;
   }
-  const entry = { attempt: ref.attempt, at: now.toISOString(), ...('error' in outcome ? outcome.error : { kind: 'cancel', message: 'workflow cancelled' }) };
+  const entry = { attempt: ref.attempt, at: now.toISOString(), ...storableError('error' in outcome ? outcome.error : { kind: 'cancel', message: 'workflow cancelled' }) };
   const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task);
   if (next === 'retryable') {
-    const at = new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random));
-    await q.query(`UPDATE ${s}.tasks SET state = 'retryable', scheduled_at = $3, worker_id = NULL, errors = errors || $4::jsonb WHERE ${where}`, [
+    // a lost attempt (its worker died, or could not record the end) is no failure of the handler's to back
+    // off from: detecting it took long enough, so it runs again at once
+    const lost = entry.kind === 'lost';
+    const at = lost ? now : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random));
+    await q.query(`UPDATE ${s}.tasks SET state = $5, scheduled_at = $3, worker_id = NULL, errors = errors || $4::jsonb WHERE ${where}`, [
       ref.workflowId,
       ref.name,
       at,
       JSON.stringify([entry]),
+      lost ? 'available' : 'retryable',
     ]);
+    if (lost) await notifyQueues(q, ctx.schema, [task.queue]);
     return true;
   }
   await q.query(`UPDATE ${s}.tasks SET state = $3, finalized_at = $4, worker_id = NULL, errors = errors || $5::jsonb WHERE ${where}`, [
@@ -109,4 +123,23 @@ export async function releaseTasks(q: Queryable, ctx: AdvanceContext, refs: read
   for (const ref of refs) {
     if (!released.has(`${ref.workflowId}\u0000${ref.name}`)) await endAttempt(q, ctx, ref, { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } });
   }
+}
+
+/**
+ * Releases the tasks of a worker's claims recorded at the given times that it does not know (a claiming
+ * statement committed but its reply was lost): those still running for it go back to their queue as if never
+ * claimed, and the claims are deleted. Returns how many tasks were released.
+ */
+export async function releaseLostClaims(q: Queryable, ctx: AdvanceContext, workerId: string, claimedAt: readonly Date[], known: readonly string[]): Promise<number> {
+  const { rows } = await q.query<{ workflow_id: string; name: string; attempt: number }>(
+    `WITH lost AS (
+       DELETE FROM ${ctx.s}.claims WHERE worker_id = $1 AND claimed_at = ANY($2::timestamptz[]) AND NOT (id = ANY($3::bigint[]))
+       RETURNING workflow_ids, names)
+     SELECT t.workflow_id, t.name, t.attempt FROM lost c CROSS JOIN LATERAL unnest(c.workflow_ids, c.names) AS k(workflow_id, name)
+       JOIN ${ctx.s}.tasks t ON t.workflow_id = k.workflow_id AND t.name = k.name
+      WHERE t.worker_id = $1`,
+    [workerId, claimedAt, known],
+  );
+  await releaseTasks(q, ctx, rows.map((r) => ({ workflowId: r.workflow_id, name: r.name, attempt: r.attempt, workerId })));
+  return rows.length;
 }

@@ -17,10 +17,45 @@ export async function registerWorker(q: Queryable, s: string, w: WorkerRegistrat
   );
 }
 
-export async function heartbeatWorker(q: Queryable, s: string, id: string, now: Date): Promise<void> {
-  await q.query(`UPDATE ${s}.workers SET heartbeat_at = $2 WHERE id = $1`, [id, now]);
+/** An attempt a worker gave up recording the end of, for the leader to rescue. */
+export interface AbandonedAttempt {
+  workflow_id: string;
+  name: string;
+  attempt: number;
+}
+
+/**
+ * Records that the worker is alive, with the attempts it could not record the end of (the leader rescues
+ * them). Returns those still running for it: the others ended (their end committed after all, or were
+ * rescued), and the worker stops listing them.
+ */
+export async function heartbeatWorker(q: Queryable, s: string, id: string, now: Date, abandoned: readonly AbandonedAttempt[] = []): Promise<AbandonedAttempt[]> {
+  if (abandoned.length === 0) {
+    await q.query(`UPDATE ${s}.workers SET heartbeat_at = $2, abandoned = NULL WHERE id = $1`, [id, now]);
+    return [];
+  }
+  const { rows } = await q.query<{ abandoned: AbandonedAttempt[] | null }>(
+    `WITH still AS (
+       SELECT jsonb_agg(jsonb_build_object('workflow_id', a.workflow_id, 'name', a.name, 'attempt', a.attempt)) AS list
+         FROM jsonb_to_recordset($3::jsonb) AS a(workflow_id text, name text, attempt int)
+        WHERE EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = a.workflow_id AND t.name = a.name AND t.worker_id = $1 AND t.attempt = a.attempt))
+     UPDATE ${s}.workers SET heartbeat_at = $2, abandoned = (SELECT list FROM still) WHERE id = $1 RETURNING abandoned`,
+    [id, now, JSON.stringify(abandoned)],
+  );
+  return rows[0]?.abandoned ?? [];
 }
 
 export async function stopWorker(q: Queryable, s: string, id: string, now: Date): Promise<void> {
   await q.query(`UPDATE ${s}.workers SET stopped_at = $2, heartbeat_at = $2 WHERE id = $1`, [id, now]);
+}
+
+/** Of the given tasks, the workflows of those whose cancel was requested (a worker checks what it holds after missing notifications). */
+export async function cancelRequested(q: Queryable, s: string, tasks: readonly { workflow_id: string; name: string }[]): Promise<string[]> {
+  const { rows } = await q.query<{ workflow_id: string }>(
+    `SELECT DISTINCT t.workflow_id FROM jsonb_to_recordset($1::jsonb) AS k(workflow_id text, name text)
+       JOIN ${s}.tasks t ON t.workflow_id = k.workflow_id AND t.name = k.name
+      WHERE t.cancel_requested`,
+    [JSON.stringify(tasks)],
+  );
+  return rows.map((r) => r.workflow_id);
 }
