@@ -49,7 +49,7 @@ export interface RuntimeOptions {
   /** How often a worker records that it is alive (default 2 s). */
   heartbeatIntervalMs?: number;
   /**
-   * A worker silent this long is dead and its running attempts run again elsewhere (default 8 s); an attempt a
+   * A worker silent this long is dead and its running attempts run again elsewhere (default 7 s); an attempt a
    * live worker has failed to record the end of for this long is rescued the same way.
    */
   workerDeadAfterMs?: number;
@@ -82,11 +82,11 @@ export interface WorkflowStatus {
 }
 
 /**
- * Recovery defaults: a killed worker's attempts run again within dead-after plus one leader pass (~9 s), a
+ * Recovery defaults: a killed worker's attempts run again within dead-after plus one leader pass (~8 s), a
  * killed leader is replaced within its lease (5 s). Each worker heartbeats every 2 s.
  */
 export const DEFAULT_HEARTBEAT_MS = 2000;
-export const DEFAULT_DEAD_AFTER_MS = 8000;
+export const DEFAULT_DEAD_AFTER_MS = 7000;
 export const DEFAULT_LEADER_LEASE_MS = 5000;
 
 /** The braid runtime: inserts plans, runs handlers, advances workflows, and reads their state. */

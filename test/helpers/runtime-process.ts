@@ -10,31 +10,40 @@ interface Config {
   url: string;
   schema: string;
   table: string;
+  /** Fixed handler time; by default 0-5 ms, or `sleepMinMs`-`sleepMaxMs` when given. */
   sleepMs?: number;
+  sleepMinMs?: number;
+  sleepMaxMs?: number;
   concurrency?: number;
+  /** Keep the runtime's own recovery defaults (heartbeat, dead-after, leader lease) instead of the fast test ones. */
+  defaultTimings?: boolean;
   workerDeadAfterMs?: number;
   leaderLeaseMs?: number;
 }
 
 const config = JSON.parse(process.env.BRAID_PROC ?? '{}') as Config;
 const db = createPostgres({ connectionString: config.url, max: 8 });
-const record = async (workflowId: string, task: string, attempt: number) =>
-  db.query(`INSERT INTO ${config.table} (workflow_id, task, attempt, pid) VALUES ($1, $2, $3, $4)`, [workflowId, task, attempt, process.pid]);
+const record = async (workflowId: string, task: string, attempt: number, depsOk: boolean) =>
+  db.query(`INSERT INTO ${config.table} (workflow_id, task, attempt, pid, deps_ok) VALUES ($1, $2, $3, $4, $5)`, [workflowId, task, attempt, process.pid, depsOk]);
+
+const sleepMs = () => config.sleepMs ?? (config.sleepMinMs ?? 0) + Math.random() * ((config.sleepMaxMs ?? 5) - (config.sleepMinMs ?? 0));
+const timings = config.defaultTimings
+  ? {}
+  : { heartbeatIntervalMs: 100, leaderLeaseMs: config.leaderLeaseMs ?? 1000, workerDeadAfterMs: config.workerDeadAfterMs ?? 30_000 };
 
 const rt = createRuntime({
   database: db,
   schema: config.schema,
   queues: { default: config.concurrency ?? 10 },
   pollIntervalMs: 100,
-  heartbeatIntervalMs: 100,
-  leaderLeaseMs: config.leaderLeaseMs ?? 1000,
-  workerDeadAfterMs: config.workerDeadAfterMs ?? 30_000,
-  logger: consoleLogger((line) => process.stdout.write(`[${process.pid}] ${line}\n`)),
+  ...timings,
+  logger: consoleLogger((line) => process.stdout.write(`[${process.pid}] ${Date.now()} ${line}\n`)),
   handlers: {
     work: async (_args, ctx) => {
-      await record(ctx.workflowId, ctx.taskName, ctx.attempt);
-      const ms = config.sleepMs ?? Math.random() * 5;
-      await new Promise((r) => setTimeout(r, ms));
+      // whether every dep had completed when this attempt started: out-of-order runs are caught without clocks
+      const deps = ctx.deps && Object.keys(ctx.deps).length > 0 ? await ctx.loadDeps() : {};
+      await record(ctx.workflowId, ctx.taskName, ctx.attempt, Object.values(deps).every((d) => d.state === 'completed'));
+      await new Promise((r) => setTimeout(r, sleepMs()));
       return { pid: process.pid };
     },
   },

@@ -1,34 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../src/runtime/db/types.js';
-import { repoRoot } from '../helpers/cli.js';
-import { backend, newDatabase, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
-
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-function runtimeProcess(config: Record<string, unknown>): { child: ChildProcess; output: () => string } {
-  let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/helpers/runtime-process.ts')], {
-    cwd: repoRoot,
-    env: { ...process.env, BRAID_PROC: JSON.stringify({ url: postgresUrl, ...config }) },
-  });
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  children.push(child);
-  return { child, output: () => out };
-}
-
-const exited = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on('exit', () => resolve())));
-
-async function invocationTable(db: Database): Promise<string> {
-  const table = `invocations_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
-  await db.query(`CREATE TABLE ${table} (workflow_id text, task text, attempt int, pid int, at timestamptz DEFAULT clock_timestamp())`);
-  return table;
-}
+import { describe, expect, it } from 'vitest';
+import { exited, invocationTable, runtimeProcess } from '../helpers/processes.js';
+import { backend, newDatabase, testRuntime, until } from '../helpers/runtime.js';
 
 const SHAPES = {
   chain: 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n',

@@ -43,7 +43,7 @@ export async function listenOn<T>(port: number, start: () => Promise<T>): Promis
 export const RECOVERY_OPTIONS = ['heartbeat', 'dead-after', 'leader-lease'] as const;
 
 export const recoveryHelp = `  --heartbeat DURATION      how often this worker records that it is alive (default: 2s)
-  --dead-after DURATION     a worker silent this long is dead: its tasks run again elsewhere (default: 8s)
+  --dead-after DURATION     a worker silent this long is dead: its tasks run again elsewhere (default: 7s)
   --leader-lease DURATION   the longest a dead leader goes unreplaced; timers are at most this late (default: 5s)`;
 
 /** --heartbeat, --dead-after and --leader-lease as runtime options (durations such as 500ms, 2s, 1m). */

@@ -77,10 +77,10 @@ export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: Attempt
   const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task);
   if (next === 'retryable') {
     // a lost attempt (its worker died, or could not record the end) is no failure of the handler's to back
-    // off from: detecting it took long enough, so it runs again at once
+    // off from: detecting it took long enough, so it runs again at once, keeping its place in the queue
     const lost = entry.kind === 'lost';
-    const at = lost ? now : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random));
-    await q.query(`UPDATE ${s}.tasks SET state = $5, scheduled_at = $3, worker_id = NULL, errors = errors || $4::jsonb WHERE ${where}`, [
+    const at = lost ? null : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random));
+    await q.query(`UPDATE ${s}.tasks SET state = $5, scheduled_at = coalesce($3, scheduled_at), worker_id = NULL, errors = errors || $4::jsonb WHERE ${where}`, [
       ref.workflowId,
       ref.name,
       at,
