@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { isShared, privateDir, writePrivateFile } from '../private-files.js';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ApiClient } from '../api/client.js';
@@ -45,7 +46,7 @@ export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Data
       await db.query('SELECT 1');
       return db;
     }
-    mkdirSync(braidDir(io), { recursive: true });
+    privateDir(braidDir(io));
     return await createPglite({ dataDir: join(braidDir(io), 'db') });
   } catch (error) {
     if (error instanceof DatabaseLockedError || error instanceof DatabaseDamagedError) throw new ConnectionError(error.message);
@@ -188,23 +189,29 @@ function remoteBackend(io: Io, holder: number): Backend {
  * signed in to `braid dev` stays signed in across restarts. Never printed.
  */
 export function projectToken(io: Io): string {
+  privateDir(braidDir(io));
   const file = join(braidDir(io), 'token');
   try {
     const token = readFileSync(file, 'utf8').trim();
-    if (/^[0-9a-f]{48}$/.test(token)) return token;
+    if (/^[0-9a-f]{48}$/.test(token)) {
+      if (isShared(file)) {
+        chmodSync(file, 0o600);
+        io.stderr(`braid: ${join('.braid', 'token')} could be read by other users: it is now owner-only (0600); replace the token if others may have read it (delete the file)\n`);
+      }
+      return token;
+    }
   } catch {
     /* made below */
   }
-  mkdirSync(braidDir(io), { recursive: true });
   const token = randomBytes(24).toString('hex');
-  writeFileSync(file, token + '\n', { mode: 0o600 });
+  writePrivateFile(file, token + '\n');
   return token;
 }
 
 /** Publishes this process's API address for the project's other commands; removed at exit. */
 export function publishApi(io: Io, api: { url: string; token: string }): () => void {
-  mkdirSync(braidDir(io), { recursive: true });
-  writeFileSync(apiFile(io), JSON.stringify({ url: api.url, token: api.token, pid: process.pid }), { mode: 0o600 });
+  privateDir(braidDir(io));
+  writePrivateFile(apiFile(io), JSON.stringify({ url: api.url, token: api.token, pid: process.pid }));
   return () => {
     try {
       const current = JSON.parse(readFileSync(apiFile(io), 'utf8')) as { pid: number };

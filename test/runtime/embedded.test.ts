@@ -1,10 +1,40 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, writeFileSync, readFileSync, existsSync, statSync, lstatSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder } from '../../src/runtime/db/pglite.js';
-import { runCli } from '../helpers/cli.js';
+import { projectToken } from '../../src/cli/backend.js';
+import { repoRoot, runCli } from '../helpers/cli.js';
+
+/** Starts `n` processes opening the same folder at the same instant; resolves with what each printed. */
+async function openAtOnce(dir: string, n: number): Promise<string[]> {
+  const at = Date.now() + 4000;
+  const children = Array.from({ length: n }, () => spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/helpers/open-embedded.ts'), dir, String(at)], { cwd: repoRoot }));
+  return Promise.all(
+    children.map(
+      (c) =>
+        new Promise<string>((resolve) => {
+          let out = '';
+          c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+          c.stderr.on('data', (d: Buffer) => (out += d.toString()));
+          c.on('exit', () => resolve(out.trim()));
+        }),
+    ),
+  );
+}
+
+/** Every folder and file under a path with a mode wider than its owner's. */
+function shared(path: string): string[] {
+  const out: string[] = [];
+  const walk = (p: string) => {
+    const st = lstatSync(p);
+    if ((st.mode & 0o077) !== 0) out.push(`${p} ${(st.mode & 0o777).toString(8)}`);
+    if (st.isDirectory()) for (const name of readdirSync(p)) walk(join(p, name));
+  };
+  walk(path);
+  return out;
+}
 
 describe('the embedded database (PGlite in a data folder)', () => {
   it('persists across opens, and releases its lock file on close', async () => {
@@ -60,4 +90,38 @@ describe('the embedded database (PGlite in a data folder)', () => {
     expect(broken.stderr).toMatch(/^braid: cannot open the embedded database .*move the folder away/);
     expect(broken.stderr.trim().split('\n')).toHaveLength(1);
   }, 120_000);
+
+  it('ten processes opening one folder at the same instant: exactly one opens it, the others are told who holds it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-race-'));
+    const outcomes = await openAtOnce(dir, 10);
+    expect(outcomes.filter((o) => o === 'opened')).toHaveLength(1);
+    for (const o of outcomes.filter((o) => o !== 'opened')) expect(o).toMatch(/^DatabaseLockedError: the embedded database in .* is in use by process \d+$/);
+    // a stale lock (its process is dead) raced for by ten: again exactly one
+    writeFileSync(join(dir, 'braid.lock'), '999999');
+    const again = await openAtOnce(dir, 10);
+    expect(again.filter((o) => o === 'opened')).toHaveLength(1);
+    expect(again.filter((o) => /Damaged/.test(o))).toEqual([]);
+    const db = await createPglite({ dataDir: dir });
+    expect((await db.query('SELECT count(*)::int AS n FROM opened_by')).rows).toEqual([{ n: 2 }]);
+    await db.close();
+  }, 120_000);
+
+  it('.braid and everything under it are the owner\'s only; a token file readable by others is made private, and said so', async () => {
+    const project = mkdtempSync(join(tmpdir(), 'braid-private-'));
+    const status = runCli(['status', 'nope'], { cwd: project, env: { DATABASE_URL: '' } });
+    expect(status.code).toBe(1);
+    expect(statSync(join(project, '.braid')).mode & 0o777).toBe(0o700);
+    expect(shared(join(project, '.braid'))).toEqual([]);
+    const errors: string[] = [];
+    const io = { cwd: project, stdout: () => undefined, stderr: (s: string) => void errors.push(s), isTTY: false };
+    const token = projectToken(io);
+    expect(statSync(join(project, '.braid', 'token')).mode & 0o777).toBe(0o600);
+    expect(errors).toEqual([]);
+    chmodSync(join(project, '.braid', 'token'), 0o644);
+    chmodSync(join(project, '.braid'), 0o755);
+    expect(projectToken(io)).toBe(token);
+    expect(statSync(join(project, '.braid', 'token')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(project, '.braid')).mode & 0o777).toBe(0o700);
+    expect(errors.join('')).toMatch(/^braid: \.braid\/token could be read by other users: it is now owner-only \(0600\)/);
+  }, 60_000);
 });

@@ -1,4 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { privateDir, tightenTree } from '../../private-files.js';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, Queryable } from './types.js';
@@ -45,27 +47,101 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Which live process holds a data folder, if any (a lock file whose pid is dead is stale). */
-export function lockHolder(dataDir: string): number | undefined {
-  const path = join(dataDir, LOCK_FILE);
-  if (!existsSync(path)) return undefined;
-  const pid = Number(readFileSync(path, 'utf8').trim());
-  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid) ? pid : undefined;
+/** The pid in a lock file: undefined when there is none, NaN when it holds no pid (being written, or garbage). */
+function readPid(path: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8').trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  return /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : NaN;
 }
 
+/** Which live process holds a data folder, if any (a lock file whose pid is dead is stale). */
+export function lockHolder(dataDir: string): number | undefined {
+  const pid = readPid(join(dataDir, LOCK_FILE));
+  return pid !== undefined && Number.isInteger(pid) && pid !== process.pid && isAlive(pid) ? pid : undefined;
+}
+
+/** Links `from` to `to` atomically: false when `to` exists. Falls back to an exclusive create where links are not supported. */
+function linkExclusive(from: string, to: string, content: string): boolean {
+  try {
+    linkSync(from, to);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
+  }
+  try {
+    writeFileSync(to, content, { flag: 'wx', mode: 0o600 });
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
+/**
+ * Takes the data folder's lock atomically: the lock file appears at once with this process's pid (a hard link
+ * of a file already written), so of processes starting together exactly one gets it and the others see its
+ * pid. A lock whose pid is dead is taken over under a second lock, so two processes cannot both take it over.
+ */
 function takeLock(dataDir: string): () => void {
-  mkdirSync(dataDir, { recursive: true });
-  const holder = lockHolder(dataDir);
-  if (holder !== undefined) throw new DatabaseLockedError(dataDir, holder);
+  privateDir(dataDir);
   const path = join(dataDir, LOCK_FILE);
-  writeFileSync(path, String(process.pid));
+  const mine = String(process.pid);
+  const temp = join(dataDir, `${LOCK_FILE}.${process.pid}.${randomBytes(4).toString('hex')}`);
+  writeFileSync(temp, mine, { mode: 0o600 });
+  try {
+    for (let tries = 0; ; tries++) {
+      if (linkExclusive(temp, path, mine)) break;
+      const holder = readPid(path);
+      if (holder === undefined) continue; // released meanwhile: try again
+      if (Number.isNaN(holder) && tries < 50) {
+        // being written by a process without hard links: give it a moment
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+        continue;
+      }
+      if (holder !== process.pid && Number.isInteger(holder) && isAlive(holder)) throw new DatabaseLockedError(dataDir, holder);
+      if (!takeOverStale(dataDir, path, temp, holder, mine)) {
+        if (tries > 200) throw new Error(`cannot take the lock of ${dataDir}: it keeps changing hands`);
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+        continue;
+      }
+      break;
+    }
+  } finally {
+    rmSync(temp, { force: true });
+  }
   return () => {
     try {
-      if (readFileSync(path, 'utf8').trim() === String(process.pid)) rmSync(path);
+      if (readPid(path) === process.pid) rmSync(path);
     } catch {
       /* already gone */
     }
   };
+}
+
+/** Replaces a stale lock (its holder is dead) with this process's, under a takeover lock of its own; false when another process is at it. */
+function takeOverStale(dataDir: string, path: string, temp: string, stale: number, mine: string): boolean {
+  const guard = join(dataDir, `${LOCK_FILE}.takeover`);
+  if (!linkExclusive(temp, guard, mine)) {
+    // another process is taking over; a takeover lock left by a process that died doing so is removed
+    const other = readPid(guard);
+    if (other !== undefined && Number.isInteger(other) && !isAlive(other)) rmSync(guard, { force: true });
+    return false;
+  }
+  try {
+    const now = readPid(path);
+    if (now !== undefined && !Object.is(now, stale)) return false; // it changed hands meanwhile
+    rmSync(path, { force: true });
+    return linkExclusive(temp, path, mine);
+  } finally {
+    rmSync(guard, { force: true });
+  }
 }
 
 /**
@@ -77,7 +153,10 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
   const release = dataDir ? takeLock(dataDir) : () => undefined;
   let db: PGlite;
   try {
+    if (dataDir) privateDir(join(dataDir, 'pgdata'));
     db = await PGlite.create(dataDir ? join(dataDir, 'pgdata') : undefined, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
+    // the engine writes its files readable by all: they are the owner's only (inside a 0700 folder anyway)
+    if (dataDir) tightenTree(dataDir);
   } catch (error) {
     release();
     if (dataDir) throw new DatabaseDamagedError(dataDir, error);
@@ -115,6 +194,7 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
       try {
         if (!db.closed) await db.close();
       } finally {
+        if (dataDir) tightenTree(dataDir);
         release();
       }
     },
