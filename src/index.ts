@@ -17,6 +17,7 @@ export {
   SignalAttemptMismatchError,
   UndeclaredSignalKeyError,
   InvalidSignalError,
+  WorkflowFinishedError,
   type EmitOptions,
   type EmitResult,
   type ListOptions,
@@ -37,3 +38,4 @@ export { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type Handlers, t
 export { loadHandlers } from './runtime/load-handlers.js';
 export { migrate } from './runtime/migrate.js';
 export type { TaskRecord, WorkflowRecord, WaitSnapshot } from './runtime/sql/workflows.js';
+export { UnstorableValueError } from './runtime/storable.js';

@@ -38,8 +38,8 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
       if (method === 'POST') {
         const b = await readJson(req);
         if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
-        const dir = typeof b.definitions_dir === 'string' ? b.definitions_dir : c.definitionsDir;
-        if (dir) await rt.registerDefinitions(dir);
+        // only the folder this server was started with: a client never names files on the server
+        if (c.definitionsDir) await rt.registerDefinitions(c.definitionsDir);
         return send(res, 201, { id: await rt.start(b.name, b.inputs ?? {}) });
       }
     }

@@ -10,6 +10,9 @@ import { ChangeFeed } from './feed.js';
 import { HttpError, send } from './http.js';
 import { route } from './routes.js';
 import { Guard } from './security.js';
+import { isTransientError } from '../runtime/db/transient.js';
+import { errorMessage } from '../runtime/describe-error.js';
+import type { Logger } from '../runtime/log.js';
 
 export interface ApiServer {
   url: string;
@@ -34,6 +37,8 @@ export interface ApiServerOptions {
   minIntervalMs?: number;
   /** How long writers keep notifying after the last event stream closed (default 30 s). */
   listenLingerMs?: number;
+  /** Where internal errors are reported (their text never goes to the client). */
+  log?: Logger;
 }
 
 /**
@@ -56,8 +61,11 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
     minIntervalMs: options.minIntervalMs ?? 100,
   };
   const server: Server = createServer((req, res) => {
-    handle(req, res).catch((error: Error) => {
-      if (!res.headersSent) send(res, 500, { error: error.message });
+    handle(req, res).catch((error: unknown) => {
+      // the client gets no raw database or stack text: the operator's log has it
+      const unavailable = isTransientError(error);
+      options.log?.warn(`API ${req.method ?? ''} ${(req.url ?? '').slice(0, 200)}: ${unavailable ? 'database unavailable' : 'internal error'}: ${errorMessage(error)}`);
+      if (!res.headersSent) send(res, unavailable ? 503 : 500, { error: unavailable ? 'the database is unavailable; try again' : 'internal error' });
       else res.end();
     });
   });
@@ -78,7 +86,8 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
       await route(context, req, res, url);
     } catch (error) {
-      if (error instanceof HttpError) return send(res, error.status, { error: error.message });
+      // a body left unread (too large) would be taken for the next request on this connection: close it
+      if (error instanceof HttpError) return send(res, error.status, { error: error.message }, error.status === 413 ? { connection: 'close' } : {});
       if (error instanceof WorkflowNotFoundError || error instanceof UnknownWorkflowError) return send(res, 404, { error: error.message });
       if (error instanceof CompileError) return send(res, 422, { error: 'inputs do not fit', diagnostics: error.diagnostics });
       if (isSubjectError(error)) return send(res, subjectStatus(error), { error: error.message, name: error.name });

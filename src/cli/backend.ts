@@ -155,8 +155,8 @@ function remoteBackend(io: Io, holder: number): Backend {
   };
   return {
     remote: true,
-    start: async (name, inputs, definitionsDir) =>
-      (await call<{ id: string }>('POST', '/api/workflows', { name, inputs, ...(definitionsDir && existsSync(resolve(io.cwd, definitionsDir)) ? { definitions_dir: resolve(io.cwd, definitionsDir) } : {}) })).id,
+    // the holding process registers its own definitions folder before it starts one
+    start: async (name, inputs) => (await call<{ id: string }>('POST', '/api/workflows', { name, inputs })).id,
     status: (id) => call<WorkflowStatus>('GET', `/api/workflows/${encodeURIComponent(id)}`),
     cancel: (id) => call('POST', `/api/workflows/${encodeURIComponent(id)}/cancel`, {}),
     signal: (id, key, payload, options) =>

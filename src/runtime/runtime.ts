@@ -20,6 +20,7 @@ import { pendingReason } from './status.js';
 import { Worker, workerId } from './worker.js';
 import { waitDiagnostics, type WaitDiagnostics } from './diagnostics.js';
 import { TaskNotFoundError } from './errors.js';
+import { assertStorable } from './storable.js';
 import { retryWorkflow, type RetryResult } from './sql/retry.js';
 import { extendWorkflow, type ExtensionSpec } from './extend.js';
 import type { RetryMode } from './decide.js';
@@ -141,6 +142,7 @@ export class Runtime {
 
   /** Starts a workflow from the current version of `name`: compiled with `inputs`, then inserted. */
   async start(name: string, inputs: unknown = {}, options: StartOptions = {}): Promise<string> {
+    assertStorable(inputs, 'the inputs');
     return inTransaction(this.db, options, async (tx) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw new UnknownWorkflowError(name);

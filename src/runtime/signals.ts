@@ -9,6 +9,7 @@ import { loadWaitWorkflow } from './sql/waits.js';
 import { insertSignal, listSignals, signalByIdempotencyKey, type SignalPage } from './sql/signals.js';
 import { evaluateWaits, type WaitEvidence } from './waits.js';
 import { declaredKeys, type SignalRow } from './wait-eval.js';
+import { atPointer, findUnstorable } from './storable.js';
 
 export interface EmitOptions {
   /** One row per (workflow, key, idempotency key): a replay with the same payload returns the original row. */
@@ -55,6 +56,16 @@ export class UndeclaredSignalKeyError extends Error {
   }
 }
 
+export class WorkflowFinishedError extends Error {
+  constructor(
+    readonly workflowId: string,
+    readonly state: string,
+  ) {
+    super(`workflow ${workflowId} is ${state}: it takes no more signals (retry it first to run it again)`);
+    this.name = 'WorkflowFinished';
+  }
+}
+
 export class InvalidSignalError extends Error {
   constructor(message: string) {
     super(message);
@@ -68,8 +79,8 @@ const MAX_PAGE = 1000;
 
 /** Checks what can be checked before touching the database. */
 export function checkSignal(key: unknown, payload: unknown, options: EmitOptions): void {
-  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || /[\u0000-\u001f]/.test(key)) {
-    throw new InvalidSignalError(`a signal key is a non-empty string of at most ${MAX_KEY_LENGTH} characters without control characters`);
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || /[\u0000-\u001f]/.test(key) || findUnstorable(key)) {
+    throw new InvalidSignalError(`a signal key is a non-empty string of at most ${MAX_KEY_LENGTH} characters without control characters or unpaired surrogates`);
   }
   for (const [what, value] of [
     ['payload', payload],
@@ -84,9 +95,12 @@ export function checkSignal(key: unknown, payload: unknown, options: EmitOptions
     }
     if (text === undefined) throw new InvalidSignalError(`the signal's ${what} is not JSON`);
     if (Buffer.byteLength(text) > MAX_PAYLOAD_BYTES) throw new InvalidSignalError(`the signal's ${what} is over ${MAX_PAYLOAD_BYTES} bytes of JSON`);
+    const bad = findUnstorable(value, text);
+    if (bad) throw new InvalidSignalError(`the signal's ${what} holds ${bad.what}${atPointer(bad)}, which Postgres cannot store`);
   }
-  if (options.idempotencyKey !== undefined && (typeof options.idempotencyKey !== 'string' || options.idempotencyKey.length === 0 || options.idempotencyKey.length > MAX_KEY_LENGTH)) {
-    throw new InvalidSignalError(`an idempotency key is a non-empty string of at most ${MAX_KEY_LENGTH} characters`);
+  const ik = options.idempotencyKey;
+  if (ik !== undefined && (typeof ik !== 'string' || ik.length === 0 || ik.length > MAX_KEY_LENGTH || /[\u0000-\u001f]/.test(ik) || findUnstorable(ik))) {
+    throw new InvalidSignalError(`an idempotency key is a non-empty string of at most ${MAX_KEY_LENGTH} characters without control characters or unpaired surrogates`);
   }
   if (options.attempt !== undefined && !(Number.isInteger(options.attempt) && options.attempt >= 1)) throw new InvalidSignalError('attempt is a whole number from 1');
 }
@@ -104,6 +118,7 @@ export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: 
   if (options.attempt !== undefined && options.attempt !== attempt) throw new SignalAttemptMismatchError(options.attempt, attempt);
   const body = payload === undefined ? null : payload;
   if (options.idempotencyKey !== undefined) {
+    // a replay of a signal that was accepted is answered as before, even once the workflow finished
     const existing = await signalByIdempotencyKey(q, ctx.s, { workflowId, key, idempotencyKey: options.idempotencyKey, payload: body });
     if (existing) {
       const { same_payload, ...signal } = existing;
@@ -111,8 +126,9 @@ export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: 
       return { signal, replayed: true, resolved: [] };
     }
   }
+  // nothing would ever read it: the sender is told, rather than the signal stored where no wait looks
+  if (w.state !== 'running') throw new WorkflowFinishedError(workflowId, w.state);
   const { row: signal, previousId } = await insertSignal(q, ctx.s, { workflowId, key, payload: body, source: options.source, idempotencyKey: options.idempotencyKey ?? null, attempt, now: ctx.now });
-  if (w.state !== 'running') return { signal, replayed: false, resolved: [] };
   const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
   return { signal, replayed: false, resolved: pass.resolved };
 }

@@ -72,3 +72,17 @@ function escapePointer(key: string): string {
 export function atPointer(u: Unstorable): string {
   return u.pointer === '' ? '' : ` at ${u.pointer}`;
 }
+
+/** A value from outside holds a string Postgres cannot store: the caller's input is at fault (HTTP 400, exit 1). */
+export class UnstorableValueError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnstorableValue';
+  }
+}
+
+/** Throws UnstorableValueError naming `what` (e.g. "the inputs") and where in it, when the value cannot be stored. */
+export function assertStorable(value: unknown, what: string): void {
+  const bad = findUnstorable(value);
+  if (bad) throw new UnstorableValueError(`${what} hold${what.endsWith('s') ? '' : 's'} ${bad.what}${atPointer(bad)}, which Postgres cannot store`);
+}

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../src/api/server.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { normalise } from '../helpers/golden.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, definitionsDir, testRuntime, until } from '../helpers/runtime.js';
 
 const TOKEN = 'a'.repeat(48);
 
@@ -158,7 +158,10 @@ describe(`HTTP API (${backend})`, () => {
 
   it('pages a task\'s signals by cursor, up to the evidence of its resolved wait', async () => {
     const id = await waitingWorkflow(1);
-    for (let i = 0; i < 4; i++) await api('POST', `/api/workflows/${id}/signals`, { key: 'approve', payload: { i } });
+    // in one transaction: the wait resolves at the second, and the workflow is still running for the others
+    await rt.db.transaction(async (tx) => {
+      for (let i = 0; i < 4; i++) await rt.workflow(id).signals.emit('approve', { i }, { tx });
+    });
     const page = async (cursor?: string) => (await api('GET', `/api/workflows/${id}/tasks/decide/signals?limit=1${cursor ? `&cursor_id=${cursor}` : ''}`)).body;
     const first = await page();
     expect(first.signals.map((s: { payload: { i: number } }) => s.payload.i)).toEqual([0]);
@@ -270,5 +273,50 @@ describe(`HTTP API (${backend})`, () => {
     expect(deep.status).toBe(400);
     expect(deep.body.error).toMatch(/not JSON/);
     expect((await api('POST', '/api/workflows', 'x'.repeat(11 * 1024 * 1024))).status).toBe(413);
+  });
+
+  it('values Postgres cannot store are a 400 naming the field', async () => {
+    const nul = await api('POST', '/api/workflows', '{"name":"approval","inputs":{"n":1,"note":"a\\u0000"}}');
+    expect(nul).toMatchObject({ status: 400, body: { error: 'the inputs hold U+0000 at /note, which Postgres cannot store', name: 'UnstorableValue' } });
+    const id = await waitingWorkflow(3);
+    const payload = await api('POST', `/api/workflows/${id}/signals`, '{"key":"approve","payload":{"by":"\\ud800x"}}');
+    expect(payload).toMatchObject({ status: 400, body: { error: "the signal's payload holds an unpaired surrogate U+D800 at /by, which Postgres cannot store" } });
+    const source = await api('POST', `/api/workflows/${id}/signals`, '{"key":"approve","source":"\\u0000"}');
+    expect(source.body.error).toBe("the signal's source holds U+0000, which Postgres cannot store");
+    expect((await api('POST', `/api/workflows/${id}/signals`, '{"key":"approve","idempotency_key":"a\\u0000"}')).status).toBe(400);
+    expect((await api('POST', `/api/workflows/${id}/signals`, '{"key":"appr\\udc00ove"}')).status).toBe(400);
+    expect((await rt.workflow(id).signals.list()).signals).toEqual([]);
+  });
+
+  it('a signal to a finished workflow is a 409 that says so; a replay of an accepted one is answered as before', async () => {
+    const { body } = await api('POST', '/api/workflows', { name: 'quick' });
+    await rt.workflow(body.id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    const late = await api('POST', `/api/workflows/${body.id}/signals`, { key: 'approve', payload: {} });
+    expect(late).toMatchObject({ status: 409, body: { error: `workflow ${body.id} is completed: it takes no more signals (retry it first to run it again)`, name: 'WorkflowFinished' } });
+    expect((await rt.workflow(body.id).signals.list()).signals).toEqual([]);
+  });
+
+  it('never reads definitions from a folder the client names', async () => {
+    const dir = definitionsDir({ sneaky: 'name: sneaky\ntasks:\n  t: { kind: work }\n' });
+    const started = await api('POST', '/api/workflows', { name: 'sneaky', definitions_dir: dir });
+    expect(started.status).toBe(404);
+    expect(await rt.definition('sneaky')).toBeUndefined();
+  });
+
+  it('an internal error is a 500 that echoes no database text; the operator\'s log has it', async () => {
+    const broken = await testRuntime({ definitions: { quick: DEFS.quick } });
+    const warnings: string[] = [];
+    const log = { info: () => undefined, taskDone: () => undefined, warn: (m: string) => void warnings.push(m) };
+    const other = await startApiServer(broken, { token: TOKEN, log });
+    try {
+      await broken.db.query(`DROP TABLE "${broken.schema}".signals CASCADE`);
+      const id = await broken.start('quick');
+      const res = await fetch(`${other.url}/api/workflows/${id}/signals`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{"key":"k"}' });
+      expect(res.status).toBe(500);
+      expect(await res.json()).toEqual({ error: 'internal error' });
+      expect(warnings.join('\n')).toMatch(/internal error: .*signals.* does not exist/);
+    } finally {
+      await other.close();
+    }
   });
 });

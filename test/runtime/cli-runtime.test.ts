@@ -177,6 +177,20 @@ tasks:
       ['approved', true],
       ['sla', false],
     ]);
+    // a finished workflow takes no more signals; an accepted one replayed is still answered
+    const toFinished = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
+    expect(toFinished.code).toBe(1);
+    expect(toFinished.stderr).toBe(`workflow ${id} is completed: it takes no more signals (retry it first to run it again)\n`);
+    expect(runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', ...db], { cwd: dir, env }).code).toBe(0);
+    // values Postgres cannot store: exit 1 naming the field, not an internal error
+    const nul = runCli(['signal', id, 'approval', '--payload', '{"note":"a\\u0000b"}', ...db], { cwd: dir, env });
+    expect(nul.code).toBe(1);
+    expect(nul.stderr).toBe("the signal's payload holds U+0000 at /note, which Postgres cannot store\n");
+    const lone = runCli(['signal', id, 'approval', '--source', '["\\ud800"]', ...db], { cwd: dir, env });
+    expect(lone.stderr).toBe("the signal's source holds an unpaired surrogate U+D800 at /0, which Postgres cannot store\n");
+    const inputs = runCli(['start', 'greeting', '--inputs', '{"who":"\\u0000"}', ...db], { cwd: dir, env });
+    expect(inputs.code).toBe(1);
+    expect(inputs.stderr).toBe('the inputs hold U+0000 at /who, which Postgres cannot store\n');
     worker.child.kill('SIGTERM');
     expect(await exited(worker.child)).toBe(0);
   }, 240_000);

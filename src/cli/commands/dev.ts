@@ -85,6 +85,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         host: values.host,
         token: projectToken(io),
         definitionsDir: dir,
+        log,
         dev: () => ({ definitions: watcher.state ?? null, handlers: handlersWatcher?.state ?? null }),
       }),
     );

@@ -1,4 +1,5 @@
 import { startApiServer, type ApiServer } from '../../api/server.js';
+import { consoleLogger, rateLimitedWarnings } from '../../runtime/log.js';
 import { createRuntime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
@@ -41,6 +42,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         host: values.host,
         token: envToken ?? projectToken(io),
         allowedHosts: values['allowed-host']?.split(',').map((h) => h.trim()).filter(Boolean),
+        log: rateLimitedWarnings(consoleLogger((line) => io.stderr(line + '\n'))),
       }),
     );
     if (!databaseUrl({ url: values.database })) unpublish = publishApi(io, api);

@@ -64,7 +64,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     });
     await rt.startWorker();
     if (!databaseUrl({ url: values.database })) {
-      const server = await startApiServer(rt, { token: projectToken(io), definitionsDir: existsSync(dir) ? dir : undefined });
+      const server = await startApiServer(rt, { token: projectToken(io), definitionsDir: existsSync(dir) ? dir : undefined, log });
       api = server;
       unpublish = publishApi(io, server);
     }

@@ -6,6 +6,7 @@ import { activateWaits } from '../waits.js';
 import type { AdvanceContext } from './advance.js';
 import { notifyQueues } from './advance.js';
 import { awaitLockKey } from './waits.js';
+import { assertStorable } from '../storable.js';
 
 export interface InsertExtras {
   parentId?: string | null;
@@ -85,6 +86,12 @@ export async function insertTaskRows(q: Queryable, s: string, workflowId: string
 export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, extras: InsertExtras = {}): Promise<void> {
   const { s, now } = ctx;
   const w = plan.workflow;
+  assertStorable(w.inputs, 'the inputs');
+  // templates may make strings too (a CEL "\x00"): each task's values are checked before they reach the database
+  for (const t of plan.tasks) {
+    assertStorable(t.args, `the args of task "${t.name}"`);
+    assertStorable(t.metadata, `the metadata of task "${t.name}"`);
+  }
   const created = new Date(w.created_at);
   const rows = taskRows(plan.tasks, created, now);
   // the id's advisory lock orders this insert with a wait registering on it (see registerWaiters)
