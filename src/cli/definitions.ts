@@ -1,6 +1,6 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
-import { isDefinitionFile, listDefinitionFiles } from '../compiler/load.js';
+import { isDefinitionFile, listDefinitionFiles, readSnippetText, readSource } from '../compiler/load.js';
 import { validate, type WorkflowDefinition } from '../compiler/validate.js';
 import { formatDiagnostics } from '../compiler/format/index.js';
 import { SubjectError, UsageError, type Io } from './io.js';
@@ -16,11 +16,9 @@ export function readSourceTexts(result: { diagnostics: { file: string }[] }, io:
   const texts = new Map<string, string>();
   for (const d of result.diagnostics) {
     if (texts.has(d.file)) continue;
-    try {
-      texts.set(d.file, readFileSync(resolve(io.cwd, d.file), 'utf8'));
-    } catch {
-      /* no snippet for a file that cannot be read again */
-    }
+    // bounded like the validation itself: no snippet for a file too large or not a regular file
+    const text = readSnippetText(resolve(io.cwd, d.file));
+    if (text !== undefined) texts.set(d.file, text);
   }
   return texts;
 }
@@ -37,7 +35,7 @@ export function resolveDefinition(io: Io, target: string, definitionsDir: string
   const isFile = existsSync(asFile) && statSync(asFile).isFile();
   if (!isFile && (isDefinitionFile(target) || target.includes('/'))) throw new UsageError(`no such file: ${target}`);
   const files = isFile && !folderFiles.includes(asFile) ? [...folderFiles, asFile] : folderFiles;
-  const sources = files.map((f) => ({ path: displayPath(io, f), content: readFileSync(f) }));
+  const sources = files.map((f) => ({ ...readSource(f), path: displayPath(io, f) }));
   const result = validate(sources);
   const wanted = isFile ? displayPath(io, asFile) : undefined;
   const definition = result.definitions.find((d) => (wanted ? d.file === wanted : d.name === target));

@@ -26,6 +26,7 @@ export const RULES = [
   'input-limit',
   'inputs-schema',
   'invalid-inputs',
+  'cel-cost',
 ] as const;
 
 export type Rule = (typeof RULES)[number];
@@ -46,7 +47,8 @@ export interface Diagnostic {
   hint?: string;
 }
 
-const WARNINGS: ReadonlySet<Rule> = new Set<Rule>(['file-name', 'unused-term']);
+/** Rules that validation reports as warnings (cel-cost is an error when a compile goes over the budget). */
+const WARNINGS: ReadonlySet<Rule> = new Set<Rule>(['file-name', 'unused-term', 'cel-cost']);
 
 export function severityOf(rule: Rule): Severity {
   return WARNINGS.has(rule) ? 'warning' : 'error';
@@ -101,4 +103,15 @@ function editDistance(a: string, b: string): number {
     prev = row;
   }
   return prev[b.length];
+}
+
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * A message as one line of plain text: control characters (a name with ESC could clear the terminal, one with
+ * a newline could forge a diagnostic line) and bidirectional overrides are written as escapes.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

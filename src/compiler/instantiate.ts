@@ -1,6 +1,7 @@
 import type { ValidateFunction } from 'ajv';
-import { pointer, type Diagnostic, type Rule } from './diagnostics.js';
+import { pointer, printable, type Diagnostic, type Rule } from './diagnostics.js';
 import { renderTemplates, TemplateError } from './cel/evaluate.js';
+import { DEFAULT_CEL_COST, withCelBudget } from './cel/cost.js';
 import { hasTemplate } from './cel/templates.js';
 import { inputsType, toCelValue } from './cel/types.js';
 import { scalarOffsets } from './cel/scalar-offsets.js';
@@ -18,7 +19,17 @@ export interface CompileOptions {
   id?: string;
   /** The creation time everything relative is measured from; the current time by default. */
   now?: Date | string;
+  limits?: Partial<CompileLimits>;
 }
+
+/** What one compile may grow to: items of one for_each, tasks of the whole plan, CEL comprehension steps. */
+export interface CompileLimits {
+  forEachItems: number;
+  planTasks: number;
+  celCost: number;
+}
+
+export const DEFAULT_COMPILE_LIMITS: CompileLimits = { forEachItems: 10_000, planTasks: 100_000, celCost: DEFAULT_CEL_COST };
 
 /** Compilation failed: the inputs do not fit the definition. Carries one diagnostic per problem. */
 export class CompileError extends Error {
@@ -37,6 +48,11 @@ const inputValidators = new WeakMap<object, ValidateFunction>();
  * definition, inputs, id and now give byte-identical JSON.
  */
 export function compile(definition: WorkflowDefinition | NormalizedDefinition, inputs: unknown = {}, options: CompileOptions = {}): Plan {
+  const limits = { ...DEFAULT_COMPILE_LIMITS, ...options.limits };
+  return withCelBudget(limits.celCost, () => compileWithin(definition, inputs, options, limits));
+}
+
+function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, inputs: unknown, options: CompileOptions, limits: CompileLimits): Plan {
   const normalized = 'normalized' in definition ? definition.normalized : definition;
   const source = 'source' in definition ? definition.source : undefined;
   const hash = 'hash' in definition ? definition.hash : undefined;
@@ -51,10 +67,15 @@ export function compile(definition: WorkflowDefinition | NormalizedDefinition, i
   const expansions = new Map<string, string[]>();
   const tasks: PlanTask[] = [];
   for (const task of normalized.tasks) {
-    const items = expand(task, context, problems);
+    const items = expand(task, context, problems, limits);
     if (items === undefined) {
       expansions.set(task.name, []);
       continue;
+    }
+    // checked before any expansion is made: a list too long fails fast, whatever its size
+    if (tasks.length + items.length > limits.planTasks) {
+      problems.at(['tasks', task.name, ...(task.for_each !== undefined ? ['for_each'] : [])], `the plan would have over ${limits.planTasks.toLocaleString('en-US')} tasks (limit plan_tasks) at task "${task.name}"`, 'for-each');
+      break;
     }
     const names: string[] = [];
     const seenKeys = new Map<string, number>();
@@ -124,12 +145,16 @@ function makeUserSchemaAjvWithDefaults(): ReturnType<typeof makeUserSchemaAjv> {
   return defaultsAjv;
 }
 
-function expand(task: NormalizedTask, context: Record<string, unknown>, problems: Problems): Item[] | undefined {
+function expand(task: NormalizedTask, context: Record<string, unknown>, problems: Problems, limits: CompileLimits): Item[] | undefined {
   if (task.for_each === undefined) return [NO_ITEM];
   const value = problems.render(task.for_each, context, ['tasks', task.name, 'for_each']);
   if (value === FAILED) return undefined;
   if (!Array.isArray(value)) {
     problems.at(['tasks', task.name, 'for_each'], `for_each of task "${task.name}" yielded ${describe(value)}, not a list`, 'for-each');
+    return undefined;
+  }
+  if (value.length > limits.forEachItems) {
+    problems.at(['tasks', task.name, 'for_each'], `for_each of task "${task.name}" yielded ${value.length.toLocaleString('en-US')} items, over the limit of ${limits.forEachItems.toLocaleString('en-US')} (limit for_each_items)`, 'for-each');
     return undefined;
   }
   return value.map((v) => ({ value: v }));
@@ -237,14 +262,19 @@ const FAILED = Symbol('failed');
 /** Collects instantiation problems as diagnostics that point into the definition file where there is one. */
 class Problems {
   private readonly diagnostics: Diagnostic[] = [];
+  /** The budget ran out: every later template would fail the same way, so they are not evaluated. */
+  private overBudget = false;
   constructor(private readonly file: SourceFile | { path: string }) {}
 
   render(value: unknown, context: Record<string, unknown>, path: (string | number)[]): unknown {
+    if (this.overBudget) return FAILED;
     try {
       return renderTemplates(value, context);
     } catch (error) {
       if (!(error instanceof TemplateError)) throw error;
-      this.at([...path, ...error.path], `template failed: ${error.message}`, 'invalid-inputs', error.span);
+      this.overBudget = error.overBudget;
+      const message = error.overBudget ? `template stopped: ${error.message} (limit cel_cost)` : `template failed: ${error.message}`;
+      this.at([...path, ...error.path], message, error.overBudget ? 'cel-cost' : 'invalid-inputs', error.span);
       return FAILED;
     }
   }
@@ -252,17 +282,18 @@ class Problems {
   at(path: (string | number)[], message: string, rule: Rule = 'invalid-inputs', span?: [number, number]): void {
     const file = this.file;
     if (!('text' in file) || !file.doc) {
-      this.diagnostics.push({ rule, severity: 'error', message, file: file.path, line: 1, column: 1, end_line: 1, end_column: 1, path: pointer(path) });
+      this.diagnostics.push({ rule, severity: 'error', message: printable(message), file: file.path, line: 1, column: 1, end_line: 1, end_column: 1, path: pointer(path) });
       return;
     }
     let [start, end] = locate(file, path, 'value');
     const offsets = span ? scalarOffsets(nodeAt(file.doc, path), file.text) : undefined;
     if (span && offsets) [start, end] = [offsets[span[0]], offsets[Math.max(span[0], span[1] - 1)] + 1];
-    this.diagnostics.push(makeDiagnostic(file, rule, message, start, end, pointer(path)));
+    // at compile every problem is an error, also of a rule that validation only warns about (cel-cost)
+    this.diagnostics.push({ ...makeDiagnostic(file, rule, message, start, end, pointer(path)), severity: 'error' });
   }
 
   inputs(message: string, instancePath: string): void {
-    this.diagnostics.push({ rule: 'invalid-inputs', severity: 'error', message, file: '<inputs>', line: 1, column: 1, end_line: 1, end_column: 1, path: instancePath });
+    this.diagnostics.push({ rule: 'invalid-inputs', severity: 'error', message: printable(message), file: '<inputs>', line: 1, column: 1, end_line: 1, end_column: 1, path: instancePath });
   }
 
   throwIfAny(): void {

@@ -16,6 +16,10 @@ export interface RawSource {
   path: string;
   /** Bytes as read from disk (checked for UTF-8), or text already decoded. */
   content: Uint8Array | string;
+  /** The file's size, when it was too large to read whole (content is then empty). */
+  size?: number;
+  /** Why the file could not be read (not a regular file, permission denied): reported as its one diagnostic. */
+  problem?: string;
 }
 
 export interface Parsed {
@@ -27,9 +31,13 @@ export interface Parsed {
 
 /** Pass 1: bytes -> YAML document with positions -> plain value. Never throws on bad input. */
 export function parseSource(raw: RawSource, limits: Limits = DEFAULT_LIMITS): Parsed {
-  const size = typeof raw.content === 'string' ? Buffer.byteLength(raw.content) : raw.content.byteLength;
+  const size = raw.size ?? (typeof raw.content === 'string' ? Buffer.byteLength(raw.content) : raw.content.byteLength);
   const file: SourceFile = { path: raw.path, text: '', lineCounter: new LineCounter() };
   const reporter = new Reporter(file);
+  if (raw.problem !== undefined) {
+    reporter.report('input-limit', raw.problem, { path: [] });
+    return { file, reporter };
+  }
   if (size > limits.maxBytes) {
     reporter.report('input-limit', `file is ${formatBytes(size)}, over the ${formatBytes(limits.maxBytes)} limit`, { path: [] });
     return { file, reporter };

@@ -10,6 +10,7 @@ interface SchemaNode {
 
 const defs = loadJsonSchema('workflow').$defs as Record<string, SchemaNode>;
 const NAME_PATTERNS = new Set([defs.name.pattern, defs.key.pattern]);
+const MAX_NAME = (defs.name as { maxLength?: number }).maxLength ?? 64;
 const DURATION_PATTERN = defs.duration.pattern;
 
 /** Pass 2: the definition against workflow.schema.json; each ajv error becomes one diagnostic at its node. */
@@ -58,7 +59,8 @@ function describe(error: ErrorObject, path: (string | number)[]): Described {
     }
     case 'propertyNames': {
       const name = String(error.params.propertyName);
-      return { rule: 'invalid-name', message: `${where}: invalid name "${name}": names match ^[a-z][a-z0-9_]*$`, target: [...path, name], at: 'key' };
+      const why = /^[a-z][a-z0-9_]*$/.test(name) ? `longer than ${MAX_NAME} characters` : 'names match ^[a-z][a-z0-9_]*$';
+      return { rule: 'invalid-name', message: `${where}: invalid name "${name}": ${why}`, target: [...path, name], at: 'key' };
     }
     case 'required': {
       const missing = String(error.params.missingProperty);

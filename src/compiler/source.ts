@@ -1,5 +1,5 @@
 import { LineCounter, isAlias, isMap, isPair, isScalar, isSeq, type Document, type Node } from 'yaml';
-import { pointer, severityOf, type Diagnostic, type Rule } from './diagnostics.js';
+import { pointer, printable, severityOf, type Diagnostic, type Rule } from './diagnostics.js';
 
 export type Path = readonly (string | number)[];
 
@@ -43,18 +43,22 @@ export function makeDiagnostic(
 ): Diagnostic {
   const s = file.lineCounter.linePos(Math.min(start, file.text.length));
   const e = file.lineCounter.linePos(Math.min(Math.max(end, start), file.text.length));
+  // a file never read (too large, not a file) has no lines: its diagnostics are at 1:1, never 0:0
+  const line = Math.max(1, s.line);
+  const column = Math.max(1, s.col);
+  const endLine = Math.max(line, e.line);
   const d: Diagnostic = {
     rule,
     severity: severityOf(rule),
-    message,
+    message: printable(message),
     file: file.path,
-    line: s.line,
-    column: s.col,
-    end_line: e.line,
-    end_column: e.col,
+    line,
+    column,
+    end_line: endLine,
+    end_column: endLine === line ? Math.max(column, e.col) : Math.max(1, e.col),
     path,
   };
-  if (hint !== undefined) d.hint = hint;
+  if (hint !== undefined) d.hint = printable(hint);
   return d;
 }
 

@@ -1,9 +1,8 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { DebouncedPass } from './debounced.js';
-import { readFileSync } from 'node:fs';
 import type { Diagnostic } from '../compiler/diagnostics.js';
 import { formatText } from '../compiler/format/text.js';
-import { isDefinitionFile } from '../compiler/load.js';
+import { isDefinitionFile, readSnippetText } from '../compiler/load.js';
 import type { Runtime } from '../runtime/runtime.js';
 
 /** What the last reload of the definitions folder found: the UI's banner and the terminal's report. */
@@ -124,11 +123,9 @@ export class DefinitionsWatcher {
       const sources = new Map<string, string>();
       for (const d of state.diagnostics) {
         if (sources.has(show(d.file))) continue;
-        try {
-          sources.set(show(d.file), readFileSync(d.file, 'utf8'));
-        } catch {
-          /* deleted meanwhile: no snippet */
-        }
+        // bounded like validation: no snippet for a file deleted meanwhile, too large, or not a regular file
+        const text = readSnippetText(d.file);
+        if (text !== undefined) sources.set(show(d.file), text);
       }
       lines.push(formatText(state.diagnostics.map((d) => ({ ...d, file: show(d.file) })), { sources }).trimEnd());
     }

@@ -13,6 +13,8 @@ import { cancelWorkflow } from './sql/workflows.js';
 import { channels } from './sql/channels.js';
 import { evaluateWaits } from './waits.js';
 
+const UNLIMITED = { forEachItems: Infinity, planTasks: Infinity, celCost: Infinity };
+
 interface EffectRow {
   workflow_id: string;
   id: string;
@@ -104,7 +106,8 @@ async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: str
   const { rows: parent } = await tx.query<{ cancel_requested: boolean }>(`SELECT cancel_requested FROM ${s}.workflows WHERE id = $1`, [p.parent_id]);
   if (parent.length === 0 || parent[0].cancel_requested) return;
   const def = await ctx.definitions.get(tx, p.name, p.definition_hash);
-  const plan = compile(def, p.inputs, { id, now: new Date(p.requested_at) });
+  // the start task compiled this very plan within its runtime's limits before recording the effect
+  const plan = compile(def, p.inputs, { id, now: new Date(p.requested_at), limits: UNLIMITED });
   plan.workflow.definition.hash = p.definition_hash;
   await insertPlan(tx, ctx, plan, { parentId: p.parent_id, group: p.group });
 }

@@ -1,4 +1,4 @@
-import { compile, type CompileOptions } from '../compiler/instantiate.js';
+import { compile, type CompileLimits, type CompileOptions } from '../compiler/instantiate.js';
 import type { Plan } from '../compiler/plan.js';
 import { loadDefinitions } from '../compiler/load.js';
 import type { ValidationResult } from '../compiler/validate.js';
@@ -62,6 +62,11 @@ export interface RuntimeOptions {
   maxOutputBytes?: number;
   /** Run the leader's maintenance in this process (default true when it runs a worker). */
   leader?: boolean;
+  /**
+   * What one start may grow to (defaults: 10,000 for_each items per task, 100,000 tasks per plan, 1,000,000
+   * CEL comprehension steps): a start over them fails with a for-each or cel-cost diagnostic.
+   */
+  limits?: Partial<CompileLimits>;
 }
 
 export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
@@ -147,7 +152,7 @@ export class Runtime {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw new UnknownWorkflowError(name);
       const now = await currentTime(this.db, this.clock, tx);
-      const plan = compile(def.normalized, inputs, { id: options.id, now });
+      const plan = compile(def.normalized, inputs, { id: options.id, now, limits: this.options.limits });
       plan.workflow.definition.hash = def.hash;
       await insertPlan(tx, this.advanceContext(now), plan, { parentId: options.parentId, group: options.group });
       return plan.workflow.id;
@@ -214,6 +219,7 @@ export class Runtime {
       heartbeatIntervalMs: o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS,
       abandonAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
       maxOutputBytes: o.maxOutputBytes ?? 1024 * 1024,
+      limits: o.limits,
       log: this.log,
     });
     await this.worker.start();

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { renderTemplates } from '../compiler/cel/evaluate.js';
 import { inputsType, toCelValue } from '../compiler/cel/types.js';
-import { compile, CompileError } from '../compiler/instantiate.js';
+import { compile, CompileError, DEFAULT_COMPILE_LIMITS, type CompileLimits } from '../compiler/instantiate.js';
 import type { NormalizedStart } from '../compiler/normalize.js';
 import type { Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
@@ -34,7 +34,7 @@ export interface StartOutput {
 }
 
 export async function runStartTask(
-  o: { db: Queryable; s: string; schema: string; definitions: DefinitionCache; now: () => Promise<Date> },
+  o: { db: Queryable; s: string; schema: string; definitions: DefinitionCache; now: () => Promise<Date>; limits?: Partial<CompileLimits> },
   task: { workflow_id: string; name: string; template: string; deps: string[]; start: unknown },
   ctx: TaskContext,
 ): Promise<StartOutput> {
@@ -51,6 +51,8 @@ export async function runStartTask(
   if (spec.for_each !== undefined) {
     const list = renderTemplates(spec.for_each, base);
     if (!Array.isArray(list)) throw new Error(`start.for_each yielded ${list === null ? 'null' : typeof list}, not a list`);
+    const max = o.limits?.forEachItems ?? DEFAULT_COMPILE_LIMITS.forEachItems;
+    if (list.length > max) throw new Error(`start.for_each yielded ${list.length.toLocaleString('en-US')} items, over the limit of ${max.toLocaleString('en-US')} (limit for_each_items)`);
     items = list;
   }
   const child = await currentDefinition(o.db, o.s, spec.workflow);
@@ -61,7 +63,7 @@ export async function runStartTask(
     const inputs = renderTemplates(spec.inputs, context);
     const id = childWorkflowId(w.id, task.name, w.attempt, index);
     try {
-      compile(child.normalized, inputs, { id, now });
+      compile(child.normalized, inputs, { id, now, limits: o.limits });
     } catch (error) {
       if (error instanceof CompileError) throw new Error(`child ${index} of "${spec.workflow}": ${error.diagnostics.map((d) => d.message).join('; ')}`);
       throw error;

@@ -18,6 +18,7 @@ import { describeError, errorMessage, OutputError } from './describe-error.js';
 import { atPointer, findUnstorable } from './storable.js';
 import { applyExtension } from './extend.js';
 import type { PlanTask } from '../compiler/plan.js';
+import type { CompileLimits } from '../compiler/instantiate.js';
 import type { Logger } from './log.js';
 import { advanceContext, Attempt, AttemptContext, attemptRef, ShutdownAbort } from './attempt.js';
 
@@ -43,6 +44,8 @@ export interface WorkerOptions {
   abandonAfterMs: number;
   /** Largest output stored, in bytes of JSON (default 1 MiB). */
   maxOutputBytes: number;
+  /** Limits of the compiles start tasks make (children). */
+  limits?: Partial<CompileLimits>;
   log: Logger;
 }
 
@@ -551,7 +554,7 @@ export class Worker {
 
   private startChildren(task: FetchedTask, ctx: TaskContext): Promise<unknown> {
     const { db, s, schema, definitions, clock } = this.o;
-    return runStartTask({ db, s, schema, definitions, now: () => currentTime(db, clock) }, task, ctx);
+    return runStartTask({ db, s, schema, definitions, now: () => currentTime(db, clock), limits: this.o.limits }, task, ctx);
   }
 
   private advanceContext(now: Date) {

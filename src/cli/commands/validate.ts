@@ -30,7 +30,10 @@ export function run(argv: string[], io: Io): number {
   const paths = positionals.length > 0 ? positionals : ['definitions'];
   for (const p of paths) if (!existsSync(resolve(io.cwd, p))) throw new UsageError(`no such file or folder: ${p}`);
   const limits = { maxBytes: positiveInt(values['max-bytes'], '--max-bytes'), maxDepth: positiveInt(values['max-depth'], '--max-depth') };
-  const sources = readSources(paths.map((p) => resolve(io.cwd, p))).map((s) => ({ ...s, path: displayPath(io, s.path) }));
+  const sources = readSources(
+    paths.map((p) => resolve(io.cwd, p)),
+    { maxBytes: limits.maxBytes },
+  ).map((s) => ({ ...s, path: displayPath(io, s.path) }));
   const result = validate(sources, { limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) });
   const color = format === 'text' && io.isTTY && !process.env.NO_COLOR;
   io.stdout(formatDiagnostics(result, format, { sources: format === 'text' ? readSourceTexts(result, io) : undefined, color, toolVersion: version }));

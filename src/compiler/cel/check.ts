@@ -15,6 +15,8 @@ export interface CelCheck {
   problems: CelProblem[];
   /** The checked result type, when the expression is valid. */
   type?: string;
+  /** The parsed expression, when it parsed. */
+  ast?: AstNode;
 }
 
 /** What the definition declares, per ref kind, at the place of the expression. */
@@ -73,7 +75,7 @@ export function checkCel(env: Environment, expr: string, context: CelContext, kn
     }
     return { problems: [problem] };
   }
-  return { problems: [], type: String(result.type) };
+  return { problems: [], type: String(result.type), ast };
 }
 
 function fromCelError(error: unknown, expr: string, rule: Rule): CelProblem {

@@ -1,4 +1,5 @@
 import { evaluationEnvironment } from './environments.js';
+import { CelCostError, metered } from './cost.js';
 import { scanTemplates, singleTemplate, unescapeLiteral } from './templates.js';
 import { fromCelValue } from './types.js';
 
@@ -18,14 +19,24 @@ export function program(expr: string): Program {
   return p;
 }
 
-/** Evaluates one expression and returns a JSON value. Throws (with a CEL message) on runtime errors. */
+/** Runs a program under the cost budget; one stopped midway is not reused (its state may be half-set). */
+function run(expr: string, context: Record<string, unknown>): unknown {
+  try {
+    return metered(() => program(expr)(context));
+  } catch (error) {
+    if (error instanceof CelCostError) programs.delete(expr);
+    throw error;
+  }
+}
+
+/** Evaluates one expression and returns a JSON value. Throws (with a CEL message) on runtime errors, CelCostError over budget. */
 export function evaluateExpression(expr: string, context: Record<string, unknown>): unknown {
-  return fromCelValue(program(expr)(context));
+  return fromCelValue(run(expr, context));
 }
 
 /** Raw CEL value (for booleans and comparisons in the runtime, where no JSON conversion is wanted). */
 export function evaluateRaw(expr: string, context: Record<string, unknown>): unknown {
-  return program(expr)(context);
+  return run(expr, context);
 }
 
 export class TemplateError extends Error {
@@ -35,6 +46,8 @@ export class TemplateError extends Error {
     readonly path: (string | number)[],
     /** The span of the failing template inside that string. */
     readonly span: [number, number],
+    /** It failed by going over the cost budget (rule cel-cost), not with a CEL error. */
+    readonly overBudget = false,
   ) {
     super(message);
   }
@@ -47,11 +60,8 @@ export class TemplateError extends Error {
 export function renderTemplates(value: unknown, context: Record<string, unknown>, path: (string | number)[] = []): unknown {
   if (typeof value === 'string') return renderString(value, context, path);
   if (Array.isArray(value)) return value.map((v, i) => renderTemplates(v, context, [...path, i]));
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = renderTemplates(v, context, [...path, k]);
-    return out;
-  }
+  // fromEntries defines own properties: a "__proto__" key in args stays a key, never a prototype
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderTemplates(v, context, [...path, k])]));
   return value;
 }
 
@@ -65,7 +75,7 @@ function renderString(s: string, context: Record<string, unknown>, path: (string
       return evaluateExpression(span.expr, context);
     } catch (error) {
       const summary = (error as { summary?: string }).summary ?? String((error as Error).message ?? error).split('\n')[0];
-      throw new TemplateError(summary, path, [span.exprStart, span.exprStart + span.expr.length]);
+      throw new TemplateError(summary, path, [span.exprStart, span.exprStart + span.expr.length], error instanceof CelCostError);
     }
   };
   if (singleTemplate(s, scan)) return evaluate(0);

@@ -3,6 +3,7 @@ import { didYouMean, type Rule } from '../diagnostics.js';
 import { taskPath, termPath, type Definition, type TaskDef, type WaitDef } from '../model.js';
 import { nodeAt, type Path, type Reporter } from '../source.js';
 import { checkCel, isNode, walk, type CelProblem, type KnownRefs } from './check.js';
+import { nestedCostWarning } from './nested-cost.js';
 import { checkEnvironment, type CelContext } from './environments.js';
 import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
@@ -164,6 +165,8 @@ class CelPass {
       const start = expr.length - expr.trimStart().length;
       this.reportProblems(path, offset, [{ rule: mismatch.rule, message: `${mismatch.message}, got ${result.type}`, start, end: expr.trimEnd().length }]);
     }
+    const costly = result.ast && nestedCostWarning(result.ast, this.def.inputs as Parameters<typeof nestedCostWarning>[1]);
+    if (costly) this.reportProblems(path, offset, [costly]);
   }
 
   private reportProblems(path: Path, offset: number, problems: CelProblem[]): void {

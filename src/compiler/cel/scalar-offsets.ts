@@ -79,7 +79,9 @@ function foldFlow(content: string, base: number, style: 'plain' | 'single' | 'do
         if (hex > 0) {
           const code = parseInt(line.slice(i + 2, i + 2 + hex), 16);
           if (Number.isNaN(code)) return undefined;
-          for (const ch of String.fromCodePoint(code)) push(out, ch, at);
+          // one entry per UTF-16 unit, as CEL counts positions: a character outside the BMP is two
+          const text = String.fromCodePoint(code);
+          for (let k = 0; k < text.length; k++) push(out, text[k], at);
           i += 1 + hex;
         } else if (next in DOUBLE_ESCAPES) {
           push(out, DOUBLE_ESCAPES[next], at);

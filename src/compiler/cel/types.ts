@@ -44,9 +44,7 @@ export function celTypeOfSchema(schema: unknown, depth = 0): CelType {
       if (typeof props !== 'object' || props === null || Array.isArray(props)) return 'map<string, dyn>';
       const names = Object.keys(props);
       if (names.length === 0 || !names.every(isCelIdentifier)) return 'map<string, dyn>';
-      const fields: Record<string, CelType> = {};
-      for (const name of names) fields[name] = celTypeOfSchema((props as JsonSchema)[name], depth + 1);
-      return fields;
+      return Object.fromEntries(names.map((name) => [name, celTypeOfSchema((props as JsonSchema)[name], depth + 1)]));
     }
     default:
       return 'dyn';
@@ -94,17 +92,10 @@ export function fromCelValue(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString();
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
   if (Array.isArray(value)) return value.map(fromCelValue);
-  if (value instanceof Map) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of value) out[String(k)] = fromCelValue(v);
-    return out;
-  }
+  // built with fromEntries, which defines own properties: a "__proto__" key stays a key
+  if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), fromCelValue(v)]));
   const proto = Object.getPrototypeOf(value);
-  if (proto === Object.prototype || proto === null) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = fromCelValue(v);
-    return out;
-  }
+  if (proto === Object.prototype || proto === null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fromCelValue(v)]));
   // CEL durations and types print as their CEL text form
   return String(value);
 }

@@ -18,20 +18,25 @@ export function formatText(diagnostics: readonly Diagnostic[], options: TextOpti
 function formatOne(d: Diagnostic, text: string | undefined, paint: Paint): string {
   const severity = d.severity === 'error' ? paint.red('error') : paint.yellow('warning');
   let out = `${paint.bold(`${d.file}:${d.line}:${d.column}`)}: ${severity}: ${d.message} ${paint.dim(`[${d.rule}]`)}\n`;
-  const line = text === undefined ? undefined : sourceLine(text, d.line);
+  const line = text === undefined ? undefined : sourceLine(text, d.line)?.replace(/\r$/, '');
   if (line !== undefined && line.trim() !== '') {
-    const shown = line.length > 200 ? line.slice(0, 200) : line;
+    // a long line is shown as a window of it around the column, marked with … where it is cut
+    const from = line.length > MAX_SHOWN && d.column > MAX_SHOWN - 40 ? Math.min(d.column - 1 - 40, line.length - MAX_SHOWN) : 0;
+    const to = Math.min(line.length, from + MAX_SHOWN);
+    const shown = (from > 0 ? '…' : '') + line.slice(from, to) + (to < line.length ? '…' : '');
     const width = String(d.line).length;
     const gutter = ' '.repeat(width);
-    const end = d.end_line === d.line ? d.end_column : shown.length + 1;
-    const length = Math.max(1, Math.min(end, shown.length + 1) - d.column);
-    const pad = shown.slice(0, d.column - 1).replace(/[^\t]/g, ' ');
-    out += `  ${paint.dim(`${d.line} |`)} ${shown.replace(/\r$/, '')}\n`;
+    const end = d.end_line === d.line ? d.end_column : to + 1;
+    const length = Math.max(1, Math.min(end, to + 1) - d.column);
+    const pad = (from > 0 ? ' ' : '') + line.slice(from, d.column - 1).replace(/[^\t]/g, ' ');
+    out += `  ${paint.dim(`${d.line} |`)} ${shown}\n`;
     out += `  ${paint.dim(`${gutter} |`)} ${pad}${paint.red('^'.repeat(length))}\n`;
   }
   if (d.hint) out += `  ${paint.cyan('hint')}: ${d.hint}\n`;
   return out;
 }
+
+const MAX_SHOWN = 200;
 
 function sourceLine(text: string, line: number): string | undefined {
   let start = 0;
