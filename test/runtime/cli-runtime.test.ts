@@ -195,6 +195,52 @@ tasks:
     expect(await exited(worker.child)).toBe(0);
   }, 240_000);
 
+  it('a hostile handler cannot take the worker down: thrown proxies, throwing getters, stray promise rejections', async () => {
+    const dir = project();
+    writeFileSync(join(dir, 'definitions', 'hostile.yaml'), 'name: hostile\ntasks:\n  trap: { kind: trap, max_attempts: 2, retry: { initial: 10ms } }\n  stray: { kind: stray }\n');
+    writeFileSync(
+      join(dir, 'handlers.mjs'),
+      `export default {
+  say: async (args) => ({ text: args.text }),
+  nap: async () => ({}),
+  boom: async () => { throw new Error('boom'); },
+  trap: async () => { throw new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } }); },
+  stray: async () => { Promise.reject(new Error('nobody awaits me')); return { ok: true }; },
+};
+`,
+    );
+    const worker = startWorker(dir, db, env);
+    await until(() => worker.output().includes('running 5 kind(s)'), 60_000);
+    const run = runCli(['start', 'hostile', '--wait', '--timeout', '60', ...db], { cwd: dir, env });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/ended failed/);
+    const id = run.stdout.trim().split('\n')[0];
+    const status = JSON.parse(runCli(['status', id, '--json', ...db], { cwd: dir, env }).stdout);
+    expect(status.tasks.map((t: { name: string; state: string }) => [t.name, t.state])).toEqual([
+      ['trap', 'discarded'],
+      ['stray', 'completed'],
+    ]);
+    expect(status.tasks[0].errors[1].message).toBe('the handler threw a value that cannot be described (reading it threw)');
+    await until(() => worker.output().includes('unhandled promise rejection'), 10_000);
+    expect(worker.output()).toMatch(/warning: unhandled promise rejection \(a handler's promise that nothing awaited\?\): nobody awaits me/);
+    expect(worker.child.exitCode).toBeNull();
+    // and it goes on working
+    const after = runCli(['start', 'greeting', '--inputs', '{"who":"still here"}', '--wait', ...db], { cwd: dir, env });
+    expect(after.code).toBe(0);
+    worker.child.kill('SIGTERM');
+    expect(await exited(worker.child)).toBe(0);
+  }, 120_000);
+
+  it('recovery timings are flags, checked like any other', () => {
+    const dir = project();
+    const bad = runCli(['worker', '--handlers', 'handlers.mjs', '--dead-after', '1s', '--heartbeat', '2s'], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe('braid: --dead-after must be longer than --heartbeat (a live worker would be taken for dead)\n');
+    expect(runCli(['worker', '--handlers', 'handlers.mjs', '--leader-lease', 'soon'], { cwd: dir }).stderr).toBe('braid: --leader-lease must be a duration from 500 ms to 1 day, such as 2s or 500ms, not "soon"\n');
+    expect(runCli(['dev', '--heartbeat', '10ms'], { cwd: dir }).code).toBe(2);
+    expect(runCli(['worker', '--help'], { cwd: dir }).stdout).toMatch(/--dead-after DURATION +a worker silent this long is dead/);
+  });
+
   it('usage and connection errors are one line with their exit codes', () => {
     const dir = project();
     expect(runCli(['worker'], { cwd: dir }).code).toBe(2);
