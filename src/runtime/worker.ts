@@ -12,7 +12,7 @@ import { forgetClaims } from './sql/claims.js';
 import { lockWorkflows } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
 import { cancelRequested, heartbeatWorker, registerWorker, stopWorker, type AbandonedAttempt } from './sql/workers.js';
-import { isTransientError } from './db/transient.js';
+import { isConnectionError, isTransientError } from './db/transient.js';
 import { backoffMs, sleep } from './backoff.js';
 import { describeError, errorMessage, OutputError } from './describe-error.js';
 import { atPointer, findUnstorable } from './storable.js';
@@ -595,10 +595,11 @@ export class Worker {
       const skipped = await this.completeNow(batch.map((p) => p.item));
       for (const p of batch) this.completionEnded(p, skipped.has(p.item) ? 'skipped' : 'committed');
     } catch (error) {
-      if (isTransientError(error)) this.retryCompletions(batch, error);
+      // the database unreachable: the batch waits as a whole; anything else may be one row's doing (bad data,
+      // contention on one workflow), so each is completed alone and only that one fails or waits
+      if (isConnectionError(error) || (batch.length === 1 && isTransientError(error))) this.retryCompletions(batch, error);
       else {
-        // refused as a whole (bad data in one output): each alone, so only the bad one fails
-        this.o.log.warn(`a batch of ${batch.length} completions was refused (${errorMessage(error)}); completing them one by one`);
+        this.o.log.warn(`a batch of ${batch.length} completions failed (${errorMessage(error)}); completing them one by one`);
         for (const p of batch) {
           try {
             const skipped = await this.completeNow([p.item]);

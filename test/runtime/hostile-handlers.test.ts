@@ -116,4 +116,26 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
     const done = log.lines.filter((l) => l.startsWith('t#'));
     expect(done).toEqual(['t#1 failed: its output could not be stored: refused by a test trigger', 't#2 completed']);
   });
+
+  it('an attempt whose end keeps failing on a live worker is listed with its heartbeat and rescued by the leader', async () => {
+    const log = recordingLogger();
+    const rt = await testRuntime({ logger: log, workerDeadAfterMs: 600, heartbeatIntervalMs: 100, handlers: { ok: async (_a, ctx) => ({ attempt: ctx.attempt }) }, definitions: { stuck: once('ok') } });
+    // attempt 1's completion fails as a lost race would (40001): tried again and again, never committing
+    await rt.db.exec(`
+      CREATE FUNCTION "${rt.schema}".busy() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'could not serialize (a test trigger)' USING ERRCODE = '40001'; END $$;
+      CREATE TRIGGER busy BEFORE UPDATE ON "${rt.schema}".tasks FOR EACH ROW
+        WHEN (NEW.state = 'completed' AND NEW.attempt = 1) EXECUTE FUNCTION "${rt.schema}".busy();`);
+    await rt.startWorker();
+    const { workflow, tasks } = await run(rt, 'ok');
+    expect(workflow.state).toBe('completed');
+    expect(tasks.t).toMatchObject({ attempt: 2, output: { attempt: 2 } });
+    expect(tasks.t.errors).toEqual([expect.objectContaining({ attempt: 1, kind: 'lost', message: expect.stringMatching(/^worker .* could not record the end of this attempt$/) })]);
+    expect(log.lines.some((l) => l.startsWith('warn recording completions failed, trying again: could not serialize'))).toBe(true);
+    const { rows } = await rt.db.query<{ abandoned: unknown }>(`SELECT abandoned FROM "${rt.schema}".workers`);
+    await new Promise((r) => setTimeout(r, 400));
+    const after = await rt.db.query<{ abandoned: unknown }>(`SELECT abandoned FROM "${rt.schema}".workers`);
+    expect(rows.length).toBe(1);
+    expect(after.rows).toEqual([{ abandoned: null }]);
+  });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs } from '../../src/runtime/backoff.js';
-import { isTransientError } from '../../src/runtime/db/transient.js';
+import { isConnectionError, isTransientError } from '../../src/runtime/db/transient.js';
 import { describeError } from '../../src/runtime/describe-error.js';
 import { rateLimitedWarnings, type Logger } from '../../src/runtime/log.js';
 import { findUnstorable, storableText } from '../../src/runtime/storable.js';
@@ -61,6 +61,10 @@ describe('database errors: transient or for good', () => {
     expect(isTransientError(new Error('Connection terminated unexpectedly'))).toBe(true);
     expect(isTransientError(new Error('Client was closed and is not queryable'))).toBe(false);
     expect(isTransientError(new TypeError('x is not a function'))).toBe(false);
+    expect(isConnectionError(pg('57P01'))).toBe(true);
+    expect(isConnectionError(pg('ECONNRESET'))).toBe(true);
+    expect(isConnectionError(pg('40001'))).toBe(false);
+    expect(isConnectionError(pg('22P05'))).toBe(false);
   });
 });
 

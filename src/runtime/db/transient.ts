@@ -24,3 +24,13 @@ export function isTransientError(error: unknown): boolean {
 }
 
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EAI_AGAIN', 'ENOTFOUND']);
+
+/**
+ * Whether a transient failure is the connection's or the server's as a whole (every statement would fail alike)
+ * rather than one of contention on some rows (a deadlock, a serialization failure, a lock not available).
+ */
+export function isConnectionError(error: unknown): boolean {
+  if (!isTransientError(error)) return false;
+  const code = (error as { code?: unknown }).code;
+  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || code.startsWith('57P') || code === '53300';
+}
