@@ -42,7 +42,7 @@ const PREFETCH = 500;
 async function freshBraid(handlers: Handlers = {}, prefetch = 0): Promise<{ rt: Runtime; close: () => Promise<void> }> {
   const db = createPostgres({ connectionString: url, max: 20 });
   await db.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-  const rt = createRuntime({ database: db, schema: SCHEMA, handlers, queues: { default: CONCURRENCY }, prefetch, pollIntervalMs: 1000, heartbeatIntervalMs: 5000 });
+  const rt = createRuntime({ database: db, schema: SCHEMA, handlers, queues: { default: CONCURRENCY }, prefetch, pollIntervalMs: 1000, limits: { forEachItems: N } });
   await rt.migrate();
   const dir = mkdtempSync(join(tmpdir(), 'braid-bench-defs-'));
   for (const [name, yaml] of Object.entries(DEFS)) writeFileSync(join(dir, `${name}.yaml`), yaml);
