@@ -34,7 +34,7 @@ export type { StartOutput } from './runtime/start.js';
 export { createPostgres, type PostgresOptions } from './runtime/db/postgres.js';
 export { createPglite, DatabaseLockedError, DatabaseDamagedError, type PgliteOptions } from './runtime/db/pglite.js';
 export type { Database, Queryable, TxOption } from './runtime/db/types.js';
-export { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type Handlers, type TaskContext } from './runtime/handlers.js';
+export { defineHandlers, TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type Handlers, type TaskContext } from './runtime/handlers.js';
 export { loadHandlers } from './runtime/load-handlers.js';
 export { migrate } from './runtime/migrate.js';
 export type { TaskRecord, WorkflowRecord, WaitSnapshot } from './runtime/sql/workflows.js';

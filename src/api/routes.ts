@@ -113,6 +113,7 @@ async function definitions(c: RouteContext, res: ServerResponse, method: string,
     });
     return send(res, 200, { definitions: list, reload });
   }
+  if (parts.length === 4 && parts[3] === 'versions') return send(res, 200, await c.rt.versions(parts[2]));
   if (parts.length === 3) {
     const def = await c.rt.definition(parts[2], url.searchParams.get('hash') ?? undefined);
     if (!def) throw new HttpError(404, `no registered definition ${parts[2]}${url.searchParams.get('hash') ? ` version ${url.searchParams.get('hash')}` : ''}`);

@@ -1,6 +1,6 @@
-import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync } from 'node:fs';
 import { isShared, privateDir, writePrivateFile } from '../private-files.js';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ApiClient } from '../api/client.js';
 import { CompileError } from '../compiler/instantiate.js';
@@ -9,7 +9,16 @@ import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder } f
 import { createPostgres } from '../runtime/db/postgres.js';
 import type { Database } from '../runtime/db/types.js';
 import { createRuntime, UnknownWorkflowError, WorkflowNotFoundError, type Runtime, type RuntimeOptions, type WorkflowStatus } from '../runtime/runtime.js';
-import type { WorkflowRecord } from '../runtime/sql/workflows.js';
+import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
+import type { DefinitionVersion } from '../runtime/sql/definitions.js';
+
+export type WorkflowVersion = DefinitionVersion & { running: number };
+export interface ListFilter {
+  state?: WorkflowRecord['state'];
+  name?: string;
+  limit?: number;
+  cursor?: string;
+}
 import { isSubjectError } from '../runtime/errors.js';
 import type { EmitOptions, EmitResult } from '../runtime/signals.js';
 import type { WaitDiagnostics } from '../runtime/diagnostics.js';
@@ -17,29 +26,24 @@ import type { RetryMode } from '../runtime/decide.js';
 import type { RetryResult } from '../runtime/sql/retry.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, SubjectError, type Io } from './io.js';
+import { braidDir, databaseUrl, schemaName } from './project.js';
 
-/** The project's embedded database and the address of the process holding it live under .braid/. */
-export function braidDir(io: Io): string {
-  return resolve(io.cwd, '.braid');
-}
+export { braidDir, databaseUrl };
 
+/** The address of the process holding the project's embedded database, beside it under .braid/. */
 export function apiFile(io: Io): string {
   return join(braidDir(io), 'api.json');
 }
 
+/** The --database and --schema flags (the config file and DATABASE_URL fill in what they leave out). */
 export interface DatabaseChoice {
-  /** --database, else DATABASE_URL. */
   url?: string;
   schema?: string;
 }
 
-export function databaseUrl(choice: DatabaseChoice): string | undefined {
-  return choice.url ?? (process.env.DATABASE_URL || undefined);
-}
-
-/** Opens the database this process will hold: Postgres when a URL is given, else the project's embedded one. */
+/** Opens the database this process will hold: Postgres when a URL is given (or configured), else the project's embedded one. */
 export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Database> {
-  const url = databaseUrl(choice);
+  const url = databaseUrl(io, choice.url);
   try {
     if (url) {
       const db = createPostgres({ connectionString: url });
@@ -56,13 +60,15 @@ export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Data
 
 /** What the operating commands (start, status, cancel) need, whether the database is here or behind the API. */
 export interface Backend {
-  start(name: string, inputs: unknown, definitionsDir: string | undefined): Promise<string>;
+  start(name: string, inputs: unknown): Promise<string>;
   status(id: string): Promise<WorkflowStatus>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
   signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult>;
   retry(id: string, options: { mode: RetryMode; resetHistory: boolean }): Promise<RetryResult>;
   diagnose(id: string, task: string, options: { signalScanLimit?: number }): Promise<WaitDiagnostics>;
   waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
+  versions(name: string): Promise<WorkflowVersion[]>;
+  list(filter: ListFilter): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }>;
   /** Whether some process is running handlers (a `--wait` without one would wait forever). */
   readonly remote: boolean;
   close(): Promise<void>;
@@ -73,12 +79,12 @@ export interface Backend {
  * through that process's local API; otherwise they open the database (or Postgres) themselves.
  */
 export async function openBackend(io: Io, choice: DatabaseChoice, options: Partial<RuntimeOptions> = {}): Promise<Backend> {
-  if (!databaseUrl(choice)) {
+  if (!databaseUrl(io, choice.url)) {
     const holder = lockHolder(join(braidDir(io), 'db'));
     if (holder !== undefined) return remoteBackend(io, holder);
   }
   const db = await openDatabase(io, choice);
-  const rt = createRuntime({ database: db, schema: choice.schema, ...options });
+  const rt = createRuntime({ database: db, schema: schemaName(io, choice.schema), ...options });
   try {
     await rt.migrate();
   } catch (error) {
@@ -91,30 +97,30 @@ export async function openBackend(io: Io, choice: DatabaseChoice, options: Parti
 function directBackend(io: Io, rt: Runtime, db: Database): Backend {
   return {
     remote: false,
-    async start(name, inputs, definitionsDir) {
-      if (definitionsDir) await registerOrFail(io, rt, definitionsDir);
-      return rethrow(io, () => rt.start(name, inputs));
-    },
+    start: (name, inputs) => rethrow(io, () => rt.start(name, inputs)),
     status: (id) => rethrow(io, async () => jsonClone(await rt.workflow(id).status())),
     cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
     signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
     diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
     retry: (id, options) => rethrow(io, () => rt.workflow(id).retry(options)),
-    waitFinal: (id, timeoutMs) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitUntilFinal({ timeoutMs, pollMs: 250 }))),
+    waitFinal: (id, timeoutMs) =>
+      rethrow(io, async () => {
+        const handle = rt.workflow(id);
+        // at the timeout the workflow is returned still running, as the API's long poll does
+        const w = await handle.waitUntilFinal({ timeoutMs, pollMs: 250 }).catch(async (error: unknown) => {
+          const now = await handle.load();
+          if (now.state === 'running') return now;
+          throw error;
+        });
+        return jsonClone(w);
+      }),
+    versions: async (name) => jsonClone(await rt.versions(name)),
+    list: (filter) => rethrow(io, async () => jsonClone(await rt.listWorkflows(filter))),
     close: async () => {
       await rt.stop(0);
       await db.close();
     },
   };
-}
-
-async function registerOrFail(io: Io, rt: Runtime, dir: string): Promise<void> {
-  if (!existsSync(resolve(io.cwd, dir))) return;
-  const { validation } = await rt.registerDefinitions(resolve(io.cwd, dir));
-  if (validation.errors > 0) {
-    io.stderr(formatText(validation.diagnostics.filter((d) => d.severity === 'error'), { sources: readSourceTexts(validation, io) }));
-    io.stderr(`braid: ${validation.errors} error(s) in ${dir}: the last valid version of those files stays current\n`);
-  }
 }
 
 function jsonClone<T>(v: T): T {
@@ -179,6 +185,11 @@ function remoteBackend(io: Io, holder: number): Backend {
         const { workflow } = await call<{ workflow: WorkflowRecord }>('GET', `/api/workflows/${encodeURIComponent(id)}/wait?timeout_ms=${Math.min(60_000, Math.max(0, deadline - Date.now()))}`);
         if (workflow.state !== 'running' || Date.now() >= deadline) return workflow;
       }
+    },
+    versions: (name) => call('GET', `/api/definitions/${encodeURIComponent(name)}/versions`),
+    list: (filter) => {
+      const q = new URLSearchParams(Object.entries(filter).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+      return call('GET', `/api/workflows?${q}`);
     },
     close: async () => undefined,
   };

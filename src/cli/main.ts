@@ -12,6 +12,11 @@ import * as diagnoseCommand from './commands/diagnose.js';
 import * as retryCommand from './commands/retry.js';
 import * as devCommand from './commands/dev.js';
 import * as uiCommand from './commands/ui.js';
+import * as initCommand from './commands/init.js';
+import * as registerCommand from './commands/register.js';
+import * as versionsCommand from './commands/versions.js';
+import * as typesCommand from './commands/types.js';
+import * as listCommand from './commands/list.js';
 import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
 import { version } from './version.js';
 
@@ -22,13 +27,18 @@ interface Command {
 }
 
 const COMMANDS: Record<string, Command> = {
+  init: initCommand,
   validate: validateCommand,
+  register: registerCommand,
+  types: typesCommand,
   compile: compileCommand,
   graph: graphCommand,
   migrate: migrateCommand,
   start: startCommand,
   worker: workerCommand,
   status: statusCommand,
+  list: listCommand,
+  versions: versionsCommand,
   cancel: cancelCommand,
   signal: signalCommand,
   diagnose: diagnoseCommand,

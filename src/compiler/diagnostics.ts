@@ -27,6 +27,7 @@ export const RULES = [
   'inputs-schema',
   'invalid-inputs',
   'cel-cost',
+  'config',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

@@ -7,12 +7,19 @@ import { packageRoot } from '../paths.js';
 // ajv-formats is CommonJS: its default export arrives wrapped under NodeNext resolution.
 const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin;
 
-export function loadJsonSchema(name: 'workflow' | 'plan'): Record<string, unknown> {
+export function loadJsonSchema(name: 'workflow' | 'plan' | 'config'): Record<string, unknown> {
   return JSON.parse(readFileSync(join(packageRoot, 'schema', `${name}.schema.json`), 'utf8')) as Record<string, unknown>;
 }
 
 let workflowValidator: ValidateFunction | undefined;
 let planValidator: ValidateFunction | undefined;
+let configValidator: ValidateFunction | undefined;
+
+/** The project config's validator. */
+export function configSchemaValidator(): ValidateFunction {
+  configValidator ??= new Ajv2020({ allErrors: true, strict: true, strictRequired: false }).compile(loadJsonSchema('config'));
+  return configValidator!;
+}
 
 /** The definition-format validator: every error, with the failing schema attached for precise messages. */
 export function workflowSchemaValidator(): ValidateFunction {

@@ -27,6 +27,11 @@ export interface ValidateOptions {
   limits?: Partial<Limits>;
   /** Workflow names registered elsewhere that `start` may name (the folder's own are always known). */
   knownWorkflows?: readonly string[];
+  /**
+   * Files found in a folder rather than named: one holding a YAML/JSON mapping with neither `name` nor `tasks`
+   * (package.json, docker-compose.yml) is not a definition, and gets a warning saying it was skipped.
+   */
+  found?: ReadonlySet<string>;
 }
 
 export interface ValidationResult {
@@ -43,7 +48,7 @@ export interface ValidationResult {
 /** Validates a set of files together (cross-file rules included) and reports every problem of every file. */
 export function validate(sources: readonly RawSource[], options: ValidateOptions = {}): ValidationResult {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const checked: { reporter: Reporter; definition?: Definition }[] = sources.map((raw) => checkFile(raw, limits));
+  const checked: { reporter: Reporter; definition?: Definition }[] = sources.map((raw) => checkFile(raw, limits, options.found?.has(raw.path) ?? false));
   const withDefinitions = checked.filter((c): c is FileDefinition => c.definition !== undefined);
   checkWorkflowSet(withDefinitions, options.knownWorkflows);
   const diagnostics = sortDiagnostics(checked.flatMap((c) => c.reporter.diagnostics));
@@ -58,9 +63,14 @@ export function validate(sources: readonly RawSource[], options: ValidateOptions
 }
 
 /** Passes 1-4 for one file: parse, schema, semantics, CEL. */
-function checkFile(raw: RawSource, limits: Limits): { reporter: Reporter; definition?: Definition } {
+function checkFile(raw: RawSource, limits: Limits, found: boolean): { reporter: Reporter; definition?: Definition } {
   const { reporter, value } = parseSource(raw, limits);
   if (reporter.diagnostics.length > 0) return { reporter };
+  if (found && isOtherDocument(value)) {
+    reporter.report('schema', 'not a workflow definition (it has neither "name" nor "tasks"): skipped', { path: [] }, 'keep other YAML and JSON out of the definitions, or list them under "ignore" in braid.config.yaml');
+    reporter.diagnostics[reporter.diagnostics.length - 1].severity = 'warning';
+    return { reporter };
+  }
   checkSchema(value, reporter);
   const definition = buildDefinition(value);
   if (!definition) return { reporter };
@@ -71,4 +81,9 @@ function checkFile(raw: RawSource, limits: Limits): { reporter: Reporter; defini
   checkInputsSchema(definition, reporter);
   checkDefinitionCel(definition, reporter);
   return { reporter, definition };
+}
+
+/** A mapping with content but neither `name` nor `tasks`: some other tool's file (an empty file or a list stays an error). */
+function isOtherDocument(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length > 0 && !('name' in value) && !('tasks' in value);
 }

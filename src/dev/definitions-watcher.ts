@@ -35,6 +35,8 @@ export interface DefinitionsWatcherOptions {
   onReload?: (state: ReloadState) => void;
   /** How a file's path is shown in the terminal (default: as is). */
   display?: (file: string) => string;
+  /** The definition files, worked out again on every reload (a config's globs); default: the watched folder's. */
+  files?: () => string[];
 }
 
 /**
@@ -60,7 +62,8 @@ export class DefinitionsWatcher {
     await this.reload();
     this.watcher = watch(this.dir, {
       ignoreInitial: true,
-      ignored: (path, stats) => (stats?.isFile() ?? false) && !isDefinitionFile(path),
+      // a project folder holds node_modules, .git and .braid: none of them is ever watched
+      ignored: (path, stats) => /(^|[\\/])(node_modules|\.[^\\/]+)$/.test(path) || ((stats?.isFile() ?? false) && !isDefinitionFile(path)),
     });
     this.watcher.on('all', (_event, path) => {
       if (path === this.dir || isDefinitionFile(path)) this.passes.schedule();
@@ -80,7 +83,7 @@ export class DefinitionsWatcher {
     let state: ReloadState;
     let registeredBefore: ReadonlySet<string> = new Set();
     try {
-      const { validation, registered, registeredBefore: known } = await this.rt.registerDefinitions(this.dir);
+      const { validation, registered, registeredBefore: known } = await this.rt.registerDefinitions(this.options.files?.() ?? this.dir);
       registeredBefore = new Set(known);
       state = {
         generation: ++this.generation,

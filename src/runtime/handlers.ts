@@ -53,6 +53,14 @@ export interface TaskContext {
 export type Handler = (args: any, ctx: TaskContext) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
 export type Handlers = Record<string, Handler>;
 
+/**
+ * Handlers typed by kind: with `KindArgs` from `braid types`, `defineHandlers<KindArgs>({...})` types each
+ * handler's args and makes a kind the definitions use but the map lacks a type error. Returns the map as is.
+ */
+export function defineHandlers<A extends object = Record<string, any>>(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext) => unknown }): Handlers { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return handlers as Handlers;
+}
+
 /** Thrown by ctx.cancel(): the task ends cancelled, not retried. */
 export class TaskCancelled extends Error {
   constructor(reason = 'cancelled by its handler') {

@@ -1,8 +1,10 @@
+import type pg from 'pg';
 import { compile, type CompileLimits, type CompileOptions } from '../compiler/instantiate.js';
+import { createPostgres } from './db/postgres.js';
 import type { Plan } from '../compiler/plan.js';
-import { loadDefinitions } from '../compiler/load.js';
-import type { ValidationResult } from '../compiler/validate.js';
-import { inTransaction, type Database, type Queryable, type TxOption } from './db/types.js';
+import { readSources } from '../compiler/load.js';
+import { validate, type ValidationResult } from '../compiler/validate.js';
+import { inTransaction, txQueryable, type Database, type Queryable, type TxOption } from './db/types.js';
 import { DefinitionCache } from './definition-cache.js';
 import type { Handlers } from './handlers.js';
 import { LeaderService } from './leader.js';
@@ -10,7 +12,7 @@ import { rateLimitedWarnings, silentLogger, type Logger } from './log.js';
 import { migrate } from './migrate.js';
 import { channels } from './sql/channels.js';
 import { deleteTasks, lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
-import { currentDefinition, definitionByHash, listDefinitionVersions, registeredNames, registerVersion, type DefinitionVersion, type StoredDefinition } from './sql/definitions.js';
+import { currentDefinition, currentDefinitions, currentHashes, definitionByHash, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion, type DefinitionVersion, type StoredDefinition } from './sql/definitions.js';
 import { insertPlan, type InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
 import { quoteIdent } from './sql/schema.js';
@@ -29,7 +31,12 @@ import type { SignalPage } from './sql/signals.js';
 import type { SignalRow } from './wait-eval.js';
 
 export interface RuntimeOptions {
-  database: Database;
+  /**
+   * The database: an adapter (createPostgres, createPglite), the application's own `pg.Pool` (braid runs its
+   * queries and transactions there and never ends it), or a Postgres connection string. The runtime closes
+   * what it opened itself (`close()`).
+   */
+  database: Database | pg.Pool | string;
   /** The Postgres schema of braid's tables (default `braid`). */
   schema?: string;
   /** Handlers by kind; a runtime without handlers only inserts and reads. */
@@ -80,6 +87,20 @@ export interface RegisterResult {
   registered: { name: string; hash: string }[];
   /** Names that had a registered version before this call. */
   registeredBefore: string[];
+  /**
+   * One line per workflow checked: `new` (its current version changes to `hash`), `unchanged`, or `error` (it
+   * does not validate). With `dryRun`, or `allOrNothing` and an error anywhere, nothing was written.
+   */
+  results: { name: string; file: string; status: 'new' | 'unchanged' | 'error'; hash?: string }[];
+  /** Whether the versions were written. */
+  applied: boolean;
+}
+
+export interface RegisterOptions {
+  /** Report what would change, write nothing. */
+  dryRun?: boolean;
+  /** Register nothing when any definition has an error (the deploy step); otherwise valid ones register. */
+  allOrNothing?: boolean;
 }
 
 export interface WorkflowStatus {
@@ -108,7 +129,11 @@ export class Runtime {
   readonly id = workerId();
 
   constructor(private readonly options: RuntimeOptions) {
-    this.db = options.database;
+    const given = options.database;
+    // a pool is told from an adapter by shape, not class: the application's pg may be another copy than braid's
+    const adapter = typeof given === 'object' && 'kind' in given && typeof (given as Database).transaction === 'function';
+    this.ownsDatabase = !adapter;
+    this.db = typeof given === 'string' ? createPostgres({ connectionString: given }) : adapter ? (given as Database) : createPostgres({ pool: given as pg.Pool });
     this.schema = options.schema ?? 'braid';
     this.s = quoteIdent(this.schema);
     this.definitions = new DefinitionCache(this.s);
@@ -122,21 +147,39 @@ export class Runtime {
   }
 
   /**
-   * Validates a definitions folder and registers each new version; an unchanged file registers nothing.
-   * Invalid files are reported in `validation` and leave their last good version current.
+   * Validates definitions (a folder, or files and folders) together and registers each new version; an
+   * unchanged file registers nothing. Invalid files are reported in `validation` and leave their last good
+   * version current (with `allOrNothing`, nothing registers while any is invalid).
    */
-  async registerDefinitions(dir: string): Promise<RegisterResult> {
+  async registerDefinitions(from: string | readonly string[], options: RegisterOptions = {}): Promise<RegisterResult> {
     const known = await registeredNames(this.db, this.s);
-    const validation = loadDefinitions(dir, { knownWorkflows: known });
-    const registered: { name: string; hash: string }[] = [];
-    await this.db.transaction(async (tx) => {
-      for (const def of validation.definitions) {
-        const r = await registerVersion(tx, this.s, { name: def.name, hash: def.hash, normalized: def.normalized, file: def.file });
-        this.definitions.remember(def.name, def.hash, def.normalized);
-        if (r.madeCurrent) registered.push({ name: def.name, hash: def.hash });
-      }
+    const current = await currentHashes(this.db, this.s);
+    const validation = validate(readSources(typeof from === 'string' ? [from] : from), { knownWorkflows: known });
+    const valid = new Map(validation.definitions.map((d) => [d.file, d]));
+    const results: RegisterResult['results'] = validation.checked.map((c) => {
+      const def = valid.get(c.file);
+      if (!def) return { name: c.name ?? '', file: c.file, status: 'error' };
+      return current.get(def.name) === def.hash ? { name: def.name, file: c.file, status: 'unchanged', hash: def.hash } : { name: def.name, file: c.file, status: 'new', hash: def.hash };
     });
-    return { validation, registered, registeredBefore: known };
+    const applied = !options.dryRun && !(options.allOrNothing && validation.errors > 0);
+    const registered: { name: string; hash: string }[] = [];
+    if (applied) {
+      await this.db.transaction(async (tx) => {
+        for (const def of validation.definitions) {
+          const r = await registerVersion(tx, this.s, { name: def.name, hash: def.hash, normalized: def.normalized, file: def.file });
+          this.definitions.remember(def.name, def.hash, def.normalized);
+          if (r.madeCurrent) registered.push({ name: def.name, hash: def.hash });
+        }
+      });
+    }
+    return { validation, registered, registeredBefore: known, results, applied };
+  }
+
+  /** A workflow's registered versions, newest first, with which is current and how many workflows run on each. */
+  async versions(name: string): Promise<(DefinitionVersion & { running: number })[]> {
+    const versions = (await listDefinitionVersions(this.db, this.s)).filter((v) => v.name === name);
+    const running = await runningPerVersion(this.db, this.s, name);
+    return versions.map((v) => ({ ...v, running: running.get(v.hash) ?? 0 }));
   }
 
   /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */
@@ -173,6 +216,11 @@ export class Runtime {
       workflows: page.map(({ cursor_at: _, ...w }) => w),
       next_cursor: rows.length > limit && last ? Buffer.from(JSON.stringify([last.cursor_at, last.id])).toString('base64url') : null,
     };
+  }
+
+  /** The current version of every registered workflow. */
+  currentDefinitions(): Promise<StoredDefinition[]> {
+    return currentDefinitions(this.db, this.s);
   }
 
   /** Every registered definition version, newest first within each name, with which one is current. */
@@ -265,6 +313,14 @@ export class Runtime {
     this.leader = undefined;
   }
 
+  private readonly ownsDatabase: boolean;
+
+  /** Stops, and closes the database connections the runtime opened (from a URL, or beside a given pool). */
+  async close(deadlineMs?: number): Promise<void> {
+    await this.stop(deadlineMs);
+    if (this.ownsDatabase) await this.db.close();
+  }
+
   /** What an advancing transaction needs, at one clock reading. */
   advanceContext(now: Date): AdvanceContext {
     return { s: this.s, schema: this.schema, now, definitions: this.definitions };
@@ -295,7 +351,7 @@ function decodeCursor(cursor: string): { created_at: string; id: string } {
 
 export class UnknownWorkflowError extends Error {
   constructor(name: string) {
-    super(`no workflow named "${name}" is registered`);
+    super(`workflow ${name} is not registered; run braid register`);
     this.name = 'UnknownWorkflowError';
   }
 }
@@ -318,7 +374,7 @@ export class WorkflowHandle {
   }
 
   async load(options: TxOption = {}): Promise<WorkflowRecord> {
-    const w = await loadWorkflow(options.tx ?? this.q, this.rt.internals.s, this.id);
+    const w = await loadWorkflow((options.tx ? txQueryable(options.tx) : this.q), this.rt.internals.s, this.id);
     if (!w) throw new WorkflowNotFoundError(this.id);
     return w;
   }
@@ -329,7 +385,7 @@ export class WorkflowHandle {
   }
 
   async task(name: string, options: TxOption = {}): Promise<TaskRecord> {
-    const [t] = await loadTasksByName(options.tx ?? this.q, this.rt.internals.s, this.id, [name]);
+    const [t] = await loadTasksByName((options.tx ? txQueryable(options.tx) : this.q), this.rt.internals.s, this.id, [name]);
     if (!t) throw new TaskNotFoundError(this.id, name);
     return t;
   }
@@ -340,7 +396,7 @@ export class WorkflowHandle {
 
   /** A task's direct deps, or with `recursive` every task upstream of it. */
   async deps(name: string, options: TxOption & { recursive?: boolean } = {}): Promise<Record<string, TaskRecord>> {
-    const q = options.tx ?? this.q;
+    const q = (options.tx ? txQueryable(options.tx) : this.q);
     const found = new Map<string, TaskRecord>();
     let frontier = (await this.task(name, options)).deps;
     while (frontier.length > 0) {
@@ -472,7 +528,7 @@ export class WorkflowSignals {
 
   /** Every signal of the workflow in id order, paged by cursor (audit views). */
   async list(options: ListOptions & TxOption = {}): Promise<SignalPage> {
-    const q = options.tx ?? this.rt.db;
+    const q = (options.tx ? txQueryable(options.tx) : this.rt.db);
     if (!(await loadWorkflow(q, this.rt.internals.s, this.workflowId))) throw new WorkflowNotFoundError(this.workflowId);
     return listWorkflowSignals(q, this.rt.internals.s, this.workflowId, options);
   }
@@ -489,7 +545,7 @@ export class WorkflowSignals {
   }
 
   private async taskPage(task: string, options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean }): Promise<SignalPage> {
-    const q = options.tx ?? this.rt.db;
+    const q = (options.tx ? txQueryable(options.tx) : this.rt.db);
     const page = await listTaskSignals(q, this.rt.internals.s, this.workflowId, task, options);
     if (!page) throw (await loadWorkflow(q, this.rt.internals.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
     return page;

@@ -1,11 +1,12 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compile, CompileError, RULES, validate, type Diagnostic } from '../../src/index.js';
 import { repoRoot, runCli } from '../helpers/cli.js';
 
 const invalidDir = join(repoRoot, 'test/fixtures/invalid');
 const compileDir = join(repoRoot, 'test/fixtures/compile');
+const configDir = join(repoRoot, 'test/fixtures/config');
 
 /** `# expect: RULE LINE:COL` lines at the top of a file (or in FILE.expect for JSON, which has no comments). */
 function expectations(file: string): string[] {
@@ -74,9 +75,19 @@ describe('compile-time fixtures (inputs that do not fit)', () => {
   });
 });
 
+describe('config fixtures: any command in the folder reports the config\'s problems, with positions', () => {
+  const files = definitionFiles(configDir);
+  it.each(files.map((f) => [relative(configDir, f), f]))('%s', (_, file) => {
+    const run = runCli(['validate'], { cwd: dirname(file) });
+    expect(run.code).toBe(1);
+    const found = [...run.stderr.matchAll(/^braid\.config\.yaml:(\d+):(\d+): error: .* \[(\S+)\]$/gm)].map((m) => `${m[3]} ${m[1]}:${m[2]}`);
+    expect(found).toEqual(expectations(file));
+  });
+});
+
 describe('rule coverage', () => {
   it('every rule name in SPEC is exercised by a fixture', () => {
-    const seen = new Set([...definitionFiles(invalidDir), ...definitionFiles(compileDir)].flatMap((f) => expectations(f).map((e) => e.split(' ')[0])));
+    const seen = new Set([...definitionFiles(invalidDir), ...definitionFiles(compileDir), ...definitionFiles(configDir)].flatMap((f) => expectations(f).map((e) => e.split(' ')[0])));
     expect(RULES.filter((r) => !seen.has(r))).toEqual([]);
   });
 });

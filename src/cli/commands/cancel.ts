@@ -2,24 +2,30 @@ import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid cancel ID [--database URL]';
+export const usage = 'braid cancel ID [--json] [--database URL]';
 
 export const help = `Cancel a workflow: tasks not yet final are cancelled; running handlers are asked to stop
-(they may still finish). Prints the affected tasks as JSON.
+(they may still finish). Says which tasks were cancelled and which are asked to stop (--json: as JSON).
 
 Usage: ${usage}
 
-  --database URL    Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --json            { "cancelled": [...], "stopping": [...] }
+  --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage, ['json']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length !== 1) throw new UsageError(`cancel takes one workflow ID (usage: ${usage})`);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    io.stdout(JSON.stringify(await backend.cancel(positionals[0])) + '\n');
+    const result = await backend.cancel(positionals[0]);
+    if (flags.has('json')) io.stdout(JSON.stringify(result) + '\n');
+    else {
+      const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none');
+      io.stdout(`cancelled workflow ${positionals[0]}: tasks cancelled: ${list(result.cancelled)}; still running, asked to stop: ${list(result.stopping)}\n`);
+    }
     return EXIT.ok;
   } finally {
     await backend.close();

@@ -7,7 +7,7 @@ import { formatText } from '../../compiler/format/text.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import { packageRoot } from '../../paths.js';
 import { parse } from '../args.js';
-import { openDatabase } from '../backend.js';
+import { braidDir, databaseUrl, openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
@@ -86,7 +86,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const rt = createRuntime({ database: db, handlers, queues: { default: 10, billing: 10, email: 4 }, logger: quietLog, pollIntervalMs: 200 });
   try {
     const applied = await rt.migrate();
-    io.stdout(`braid demo: ${values.database || process.env.DATABASE_URL ? 'Postgres' : `embedded database in ${displayPath(io, join(io.cwd, '.braid'))}`}${applied.length ? ` (migrated: ${applied.join(', ')})` : ''}\n`);
+    io.stdout(`braid demo: ${databaseUrl(io, values.database) ? 'Postgres' : `embedded database in ${displayPath(io, braidDir(io))}`}${applied.length ? ` (migrated: ${applied.join(', ')})` : ''}\n`);
     const { validation, registered } = await rt.registerDefinitions(dir);
     io.stdout(`definitions: ${displayPath(io, dir)}: ${validation.definitions.length} valid, ${validation.errors} error(s); ${registered.length} new version(s) registered\n`);
     if (validation.diagnostics.length > 0) io.stdout(formatText(validation.diagnostics, { sources: readSourceTexts(validation, io) }));

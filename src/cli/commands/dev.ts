@@ -1,4 +1,3 @@
-import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startApiServer, type ApiServer } from '../../api/server.js';
 import { DefinitionsWatcher } from '../../dev/definitions-watcher.js';
@@ -10,8 +9,8 @@ import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
 import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
-import { parseQueues } from './worker.js';
-import { listenOn, loadHandlersArg, parsePort, recoveryHelp, recoveryOptions, RECOVERY_OPTIONS, surviveUnhandledRejections, waitForStopSignal } from './serve.js';
+import { braidDir, definitionSet, handlersModule as handlersModuleOf, project, schemaName } from '../project.js';
+import { listenOn, loadHandlersArg, parsePort, queuesOption, recoveryHelp, recoveryOptions, RECOVERY_OPTIONS, shutdownMs, surviveUnhandledRejections, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid dev [--definitions DIR] [--handlers MODULE] [--port N] [--host ADDR] [--queues NAME=N,...] [--database URL]';
 
@@ -23,12 +22,14 @@ for tasks that start afterwards. Embedded database by default; DATABASE_URL or -
 
 Usage: ${usage}
 
-  --definitions DIR         the definitions folder (default: definitions)
+  --definitions DIR         the definitions folder (default: the config's definitions, else definitions/)
   --handlers MODULE         a .js, .mjs or .ts module whose default export maps kinds to handlers
+                            (default: the config's handlers)
   --port N                  the UI and API port (default: 4780; 0 picks a free one)
   --host ADDR               the address to listen on (default: 127.0.0.1)
-  --queues NAME=N,...       queues and their concurrency (default: every queue the definitions use, 10 each)
-  --database URL            Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --queues NAME=N,...       queues and their concurrency (default: the config's queues, else every queue the
+                            definitions use, 10 each)
+  --database URL            Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME             the schema of braid's tables (default: braid)
   --shutdown-timeout SECS   how long running handlers get to finish at shutdown (default: 10)
 ${recoveryHelp}
@@ -40,16 +41,20 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'handlers', 'port', 'host', 'queues', 'database', 'schema', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length > 0) throw new UsageError(`dev takes no arguments (usage: ${usage})`);
-  const dir = resolve(io.cwd, values.definitions ?? 'definitions');
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`no definitions folder at ${displayPath(io, dir)} (create it, or pass --definitions DIR)`);
+  const set = definitionSet(io, values.definitions);
+  const { config } = project(io);
+  // a config's globs are worked out again on every reload, watching the project's folder; else the one folder
+  const globs = values.definitions === undefined && config?.definitions !== undefined && set.folder === undefined;
+  const dir = globs ? config!.root : set.folder;
+  if (dir === undefined) throw new UsageError(`no definitions folder at ${set.label} (create it, or pass --definitions DIR)`);
   const port = parsePort(values.port, 4780);
-  const fixedQueues = values.queues === undefined ? undefined : parseQueues(values.queues);
-  const shutdownSecs = values['shutdown-timeout'] === undefined ? 10 : Number(values['shutdown-timeout']);
-  if (!(shutdownSecs >= 0)) throw new UsageError('--shutdown-timeout must be a number of seconds');
-  const recovery = recoveryOptions(values);
-  const handlersModule = values.handlers === undefined ? undefined : resolve(io.cwd, values.handlers);
+  const fixedQueues = queuesOption(io, values.queues);
+  const stopMs = shutdownMs(io, values['shutdown-timeout']);
+  const recovery = recoveryOptions(io, values);
+  const handlersModule = handlersModuleOf(io, values.handlers);
   const handlers: Handlers = handlersModule ? await loadHandlersArg(handlersModule) : {};
   const db = await openDatabase(io, { url: values.database });
+  const schema = schemaName(io, values.schema);
   const log = consoleLogger((line) => io.stdout(line + '\n'));
   const undoSurvive = surviveUnhandledRejections(log);
   const print = (text: string) => text && io.stdout(text);
@@ -59,10 +64,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
   let handlersWatcher: HandlersWatcher | undefined;
   let unpublish = () => undefined as void;
   try {
-    rt = createRuntime({ database: db, schema: values.schema, handlers, queues: fixedQueues ?? { default: 10 }, logger: log, ...recovery });
+    rt = createRuntime({ database: db, schema, handlers, queues: fixedQueues ?? { default: 10 }, logger: log, ...recovery });
     await rt.migrate();
     const runtime = rt;
     definitions = new DefinitionsWatcher(runtime, dir, {
+      files: globs ? () => definitionSet(io, undefined).files : undefined,
       print,
       display: (file) => displayPath(io, file),
       onReload: (state) => {
@@ -90,13 +96,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }),
     );
     unpublish = publishApi(io, api);
-    log.info(`braid dev: UI and API at ${api.url}/ (token in ${displayPath(io, resolve(io.cwd, '.braid', 'token'))})`);
+    log.info(`braid dev: UI and API at ${api.url}/ (token in ${displayPath(io, resolve(braidDir(io), 'token'))})`);
     log.info(`watching ${displayPath(io, dir)}${handlersModule ? ` and ${displayPath(io, handlersModule)}` : ''}; worker ${runtime.id} running ${Object.keys(handlers).length} kind(s)`);
     const signal = await waitForStopSignal();
-    log.info(`${signal}: stopping (running handlers get ${shutdownSecs} s)`);
+    log.info(`${signal}: stopping (running handlers get ${stopMs / 1000} s)`);
     await handlersWatcher?.stop();
     await definitions.stop();
-    await runtime.stop(shutdownSecs * 1000);
+    await runtime.stop(stopMs);
     log.info('stopped');
     return EXIT.ok;
   } catch (error) {

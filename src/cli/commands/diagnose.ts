@@ -12,7 +12,7 @@ Usage: ${usage}
 
   --json                    the diagnostics as JSON
   --signal-scan-limit N     signal rows to scan at most (default 10000, at most 100000)
-  --database URL            Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --database URL            Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME             the schema of braid's tables (default: braid)
 `;
 

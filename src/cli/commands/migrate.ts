@@ -3,6 +3,7 @@ import { lockHolder } from '../../runtime/db/pglite.js';
 import { migrate } from '../../runtime/migrate.js';
 import { parse } from '../args.js';
 import { braidDir, databaseUrl, openDatabase } from '../backend.js';
+import { schemaName } from '../project.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
 export const usage = 'braid migrate [--database URL] [--schema NAME]';
@@ -11,7 +12,7 @@ export const help = `Apply braid's database migrations (each once, in order; saf
 
 Usage: ${usage}
 
-  --database URL   Postgres (default: DATABASE_URL; without it, the embedded database in .braid/)
+  --database URL   Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME    the schema of braid's tables (default: braid)
 `;
 
@@ -19,14 +20,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const { values, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length > 0) throw new UsageError(`migrate takes no arguments (usage: ${usage})`);
-  const holder = databaseUrl({ url: values.database }) ? undefined : lockHolder(join(braidDir(io), 'db'));
+  const holder = databaseUrl(io, values.database) ? undefined : lockHolder(join(braidDir(io), 'db'));
   if (holder !== undefined) {
     io.stdout(`the embedded database is held by process ${holder}, which migrated it on start\n`);
     return EXIT.ok;
   }
   const db = await openDatabase(io, { url: values.database });
   try {
-    const applied = await migrate(db, values.schema ?? 'braid');
+    const applied = await migrate(db, schemaName(io, values.schema) ?? 'braid');
     io.stdout(applied.length > 0 ? applied.map((m) => `applied ${m}\n`).join('') : 'up to date\n');
   } finally {
     await db.close();

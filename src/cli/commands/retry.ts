@@ -2,9 +2,9 @@ import { oneOf, parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--database URL]';
+export const usage = 'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--json] [--database URL]';
 
-export const help = `Start a new attempt of a finalized workflow. Prints the new attempt and the tasks that run again as JSON.
+export const help = `Start a new attempt of a finalized workflow. Says the new attempt and the tasks that run again (--json: as JSON).
 
 Usage: ${usage}
 
@@ -12,20 +12,24 @@ Usage: ${usage}
   --mode failed-only              cancelled and discarded tasks, and the tasks downstream of them that did not complete
   --mode failed-and-downstream    those, and every task downstream of them (completed ones too)
   --reset-history                 clear the retried tasks' attempts and errors (max_attempts stays)
-  --database URL                  Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --json                          { "attempt": N, "retried": [...] }
+  --database URL                  Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME                   the schema of braid's tables (default: braid)
 
 Signals stay, stamped with the attempt they were emitted in; waits of the new attempt need new signals.
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['mode', 'database', 'schema'], usage, ['reset-history']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['mode', 'database', 'schema'], usage, ['reset-history', 'json']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length !== 1) throw new UsageError(`retry takes one workflow ID (usage: ${usage})`);
   const mode = oneOf(values.mode, ['all', 'failed-only', 'failed-and-downstream'] as const, '--mode', 'all').replaceAll('-', '_') as 'all' | 'failed_only' | 'failed_and_downstream';
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    io.stdout(JSON.stringify(await backend.retry(positionals[0], { mode, resetHistory: flags.has('reset-history') })) + '\n');
+    const result = await backend.retry(positionals[0], { mode, resetHistory: flags.has('reset-history') });
+    if (flags.has('json')) io.stdout(JSON.stringify(result) + '\n');
+    else if (result.retried.length === 0) io.stdout(`nothing to retry in workflow ${positionals[0]} (mode ${mode.replaceAll('_', '-')}): it stays on attempt ${result.attempt}\n`);
+    else io.stdout(`workflow ${positionals[0]} runs again as attempt ${result.attempt}: ${result.retried.join(', ')}\n`);
     return EXIT.ok;
   } finally {
     await backend.close();

@@ -2,9 +2,10 @@ import { parseDuration } from '../../compiler/duration.js';
 import { errorMessage } from '../../runtime/describe-error.js';
 import type { Handlers } from '../../runtime/handlers.js';
 import type { Logger } from '../../runtime/log.js';
-import { DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS } from '../../runtime/runtime.js';
+import { DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, type RuntimeOptions } from '../../runtime/runtime.js';
 import { loadHandlers } from '../../runtime/load-handlers.js';
-import { UsageError } from '../io.js';
+import { UsageError, type Io } from '../io.js';
+import { handlersModule, project } from '../project.js';
 
 /** A --port value: 0 picks a free port. */
 export function parsePort(text: string | undefined, fallback: number): number {
@@ -46,8 +47,11 @@ export const recoveryHelp = `  --heartbeat DURATION      how often this worker r
   --dead-after DURATION     a worker silent this long is dead: its tasks run again elsewhere (default: 7s)
   --leader-lease DURATION   the longest a dead leader goes unreplaced; timers are at most this late (default: 5s)`;
 
-/** --heartbeat, --dead-after and --leader-lease as runtime options (durations such as 500ms, 2s, 1m). */
-export function recoveryOptions(values: Record<string, string | undefined>): { heartbeatIntervalMs?: number; workerDeadAfterMs?: number; leaderLeaseMs?: number } {
+/**
+ * --heartbeat, --dead-after and --leader-lease as runtime options (durations such as 500ms, 2s, 1m), over the
+ * config file's `worker` timings; and its `limits`.
+ */
+export function recoveryOptions(io: Io, values: Record<string, string | undefined>): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'leaderLeaseMs' | 'limits'> {
   const read = (flag: (typeof RECOVERY_OPTIONS)[number], min: number): number | undefined => {
     const text = values[flag];
     if (text === undefined) return undefined;
@@ -55,13 +59,45 @@ export function recoveryOptions(values: Record<string, string | undefined>): { h
     if (ms === undefined || ms < min || ms > 86_400_000) throw new UsageError(`--${flag} must be a duration from ${min} ms to 1 day, such as 2s or 500ms, not "${text}"`);
     return ms;
   };
-  const heartbeatIntervalMs = read('heartbeat', 100);
-  const workerDeadAfterMs = read('dead-after', 500);
-  const leaderLeaseMs = read('leader-lease', 500);
+  const { config } = project(io);
+  const heartbeatIntervalMs = read('heartbeat', 100) ?? config?.worker.heartbeatMs;
+  const workerDeadAfterMs = read('dead-after', 500) ?? config?.worker.deadAfterMs;
+  const leaderLeaseMs = read('leader-lease', 500) ?? config?.worker.leaderLeaseMs;
   if ((workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS) <= (heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS)) {
     throw new UsageError('--dead-after must be longer than --heartbeat (a live worker would be taken for dead)');
   }
-  return { heartbeatIntervalMs, workerDeadAfterMs, leaderLeaseMs };
+  const limits = config?.limits;
+  return { heartbeatIntervalMs, workerDeadAfterMs, leaderLeaseMs, limits: limits && Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) };
+}
+
+/** --shutdown-timeout SECS, else the config's `worker.shutdown_timeout`, else 10 s: in milliseconds. */
+export function shutdownMs(io: Io, secs: string | undefined): number {
+  if (secs === undefined) return project(io).config?.worker.shutdownTimeoutMs ?? 10_000;
+  const n = Number(secs);
+  if (!(n >= 0)) throw new UsageError('--shutdown-timeout must be a number of seconds');
+  return n * 1000;
+}
+
+/** --queues NAME=N,..., else the config's `queues` (undefined: every queue the registered definitions use). */
+export function queuesOption(io: Io, spec: string | undefined): Record<string, number> | undefined {
+  return spec === undefined ? project(io).config?.queues : parseQueues(spec);
+}
+
+export function parseQueues(spec: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of spec.split(',').filter(Boolean)) {
+    const m = /^([A-Za-z0-9_.-]{1,64})(?:=([1-9][0-9]{0,3}))?$/.exec(part.trim());
+    if (!m) throw new UsageError(`--queues: "${part}" is not NAME or NAME=CONCURRENCY`);
+    out[m[1]] = m[2] ? Number(m[2]) : 10;
+  }
+  return out;
+}
+
+/** The handlers module a worker loads: --handlers, else the config's `handlers`. */
+export function requiredHandlers(io: Io, flag: string | undefined, usage: string): string {
+  const path = handlersModule(io, flag);
+  if (path === undefined) throw new UsageError(`--handlers MODULE is required, or "handlers" in braid.config.yaml (usage: ${usage})`);
+  return path;
 }
 
 /**

@@ -3,10 +3,10 @@ import { openBackend } from '../backend.js';
 import { readJson } from '../inputs.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--database URL]';
+export const usage = 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--json] [--database URL]';
 
 export const help = `Emit a signal to a workflow: the row is stored and the waits that declare KEY are evaluated in the
-same transaction. Prints the signal row as JSON. A replayed idempotency key with the same payload prints the
+same transaction. Says what it stored (or, with --json, prints the signal row). A replayed idempotency key with the same payload prints the
 original row; with a different payload it is an error (exit 1), as is a signal for an earlier attempt.
 
 Usage: ${usage}
@@ -15,12 +15,13 @@ Usage: ${usage}
   --idempotency-key K     one row per workflow, key and K, however often it is sent
   --source JSON           who or what sent it (inline JSON or @file)
   --attempt N             refuse the signal unless the workflow is on attempt N
-  --database URL          Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --json                  print the signal row as JSON
+  --database URL          Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME           the schema of braid's tables (default: braid)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema'], usage);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema'], usage, ['json']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length !== 2) throw new UsageError(`signal takes a workflow ID and a signal KEY (usage: ${usage})`);
   const [id, key] = positionals;
@@ -34,7 +35,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const result = await backend.signal(id, key, payload, { idempotencyKey: values['idempotency-key'], source, attempt });
-    io.stdout(JSON.stringify(result.signal) + '\n');
+    if (flags.has('json')) io.stdout(JSON.stringify(result.signal) + '\n');
+    else io.stdout(`${result.replayed ? 'already stored as' : 'stored'} signal ${result.signal.id} "${result.signal.key}" (attempt ${result.signal.attempt}) for workflow ${id}\n`);
     if (result.replayed) io.stderr('braid: replayed: this idempotency key was already used with the same payload; nothing new was stored\n');
     if (result.resolved.length > 0) io.stderr(`braid: resolved the wait of ${result.resolved.join(', ')}\n`);
     return EXIT.ok;

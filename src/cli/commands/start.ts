@@ -1,41 +1,44 @@
+import { parseDuration } from '../../compiler/duration.js';
+import type { WorkflowStatus } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
-import { openBackend } from '../backend.js';
+import { databaseUrl, openBackend, type Backend } from '../backend.js';
 import { readInputs } from '../inputs.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid start NAME [--inputs JSON|@file] [--wait] [--definitions DIR] [--database URL]';
+export const usage = 'braid start NAME [--inputs JSON|@file] [--wait] [--timeout DURATION] [--database URL]';
 
-export const help = `Register the definitions folder, then start a workflow from the current version of NAME.
-Prints the workflow id alone on one line; with --wait, then waits and prints its output as JSON.
+export const help = `Start a workflow from the current registered version of NAME (register versions with
+\`braid register\`; \`braid dev\` registers on every save). Prints the workflow id alone on one line; with
+--wait, shows its progress on stderr, then prints its output as JSON.
 
 Usage: ${usage}
 
   --inputs JSON       start inputs as JSON, or @path to read them from a file (default: {})
   --wait              wait until the workflow ends; exit 1 when it failed or was cancelled
-  --timeout DURATION  give up waiting after this many seconds (default: wait as long as it takes)
-  --definitions DIR   the definitions folder registered first (default: definitions)
-  --database URL      Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --timeout DURATION  with --wait, give up after this long (30s, 5m, 1h): exit 1, still running
+  --database URL      Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME       the schema of braid's tables (default: braid)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['inputs', 'definitions', 'database', 'schema', 'timeout'], usage, ['wait']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['inputs', 'database', 'schema', 'timeout'], usage, ['wait']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length !== 1) throw new UsageError(`start takes one workflow NAME (usage: ${usage})`);
-  const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
-  if (timeout !== undefined && !(timeout > 0)) throw new UsageError('--timeout must be a positive number of seconds');
+  const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout);
+  if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new UsageError(`--timeout must be a duration such as 30s, 5m or 1h, not "${values.timeout}"`);
+  if (values.timeout !== undefined && timeoutMs === undefined) throw new UsageError(`--timeout must be a duration such as 30s, 5m or 1h, not "${values.timeout}"`);
   const inputs = readInputs(io, values.inputs);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    if (flags.has('wait') && !backend.remote && !values.database && !process.env.DATABASE_URL) {
+    if (flags.has('wait') && !backend.remote && !databaseUrl(io, values.database)) {
       throw new UsageError('--wait needs a running `braid worker` (or `braid dev`) for the embedded database: start one, then run this again');
     }
-    const id = await backend.start(positionals[0], inputs, values.definitions ?? 'definitions');
+    const id = await backend.start(positionals[0], inputs);
     io.stdout(`${id}\n`);
     if (!flags.has('wait')) return EXIT.ok;
-    const w = await backend.waitFinal(id, timeout !== undefined ? timeout * 1000 : 365 * 24 * 3_600_000);
+    const w = await waitWithProgress(io, backend, id, timeoutMs ?? 365 * 24 * 3_600_000);
     if (w.state === 'running') {
-      io.stderr(`braid: workflow ${id} is still running after ${values.timeout} s\n`);
+      io.stderr(`braid: workflow ${id} is still running after ${values.timeout}\n`);
       return EXIT.failed;
     }
     if (w.state !== 'completed') {
@@ -47,4 +50,48 @@ export async function run(argv: string[], io: Io): Promise<number> {
   } finally {
     await backend.close();
   }
+}
+
+/**
+ * Waits for the workflow to end, reporting its progress on stderr: one line rewritten in place on a terminal,
+ * a line per change otherwise. What waits, and on what, is said as soon as it is known (a task whose kind no
+ * live worker handles included), so a wait is never silent.
+ */
+async function waitWithProgress(io: Io, backend: Backend, id: string, timeoutMs: number): Promise<WorkflowStatus['workflow']> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  const tty = io.isTTY;
+  try {
+    for (;;) {
+      const status = await backend.status(id);
+      const line = progressLine(status);
+      if (line !== last) {
+        io.stderr(tty ? `\r\x1b[K${line.slice(0, 200)}` : `${line}\n`);
+        last = line;
+      }
+      if (status.workflow.state !== 'running' || Date.now() >= deadline) return status.workflow;
+      // the long poll returns as soon as the workflow ends; otherwise progress is read again in a moment
+      const w = await backend.waitFinal(id, Math.min(500, Math.max(0, deadline - Date.now())));
+      if (w.state !== 'running') {
+        const final = progressLine(await backend.status(id));
+        if (final !== last) io.stderr(tty ? `\r\x1b[K${final.slice(0, 200)}` : `${final}\n`);
+        return w;
+      }
+    }
+  } finally {
+    if (tty && last) io.stderr('\n');
+  }
+}
+
+/** "2/5 tasks done; waiting: decide on approved || sla: approved 0/1 signal, ...". */
+export function progressLine({ workflow, tasks }: WorkflowStatus): string {
+  const done = tasks.filter((t) => ['completed', 'cancelled', 'discarded'].includes(t.state)).length;
+  const head = `${workflow.name} ${workflow.id}: ${done}/${tasks.length} tasks done`;
+  if (workflow.state !== 'running') return `${head}; ${workflow.state}`;
+  const running = tasks.filter((t) => t.state === 'running').map((t) => t.name);
+  const waiting = tasks.filter((t) => t.pending_reason && !t.pending_reason.startsWith('waiting on deps') && t.pending_reason !== 'waiting for a free worker');
+  const parts = [head];
+  if (running.length > 0) parts.push(`running: ${running.slice(0, 5).join(', ')}${running.length > 5 ? ` and ${running.length - 5} more` : ''}`);
+  for (const t of waiting.slice(0, 3)) parts.push(`${t.name} ${t.pending_reason}`);
+  return parts.join('; ');
 }

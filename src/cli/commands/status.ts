@@ -10,7 +10,7 @@ export const help = `Show a workflow and its tasks: states, attempts, errors, an
 Usage: ${usage}
 
   --json            { "workflow": {...}, "tasks": [...] }
-  --database URL    Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
 `;
 

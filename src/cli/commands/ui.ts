@@ -16,7 +16,7 @@ Usage: ${usage}
   --host ADDR               the address to listen on (default: 127.0.0.1)
   --allowed-host NAMES      Host header values to answer (default: the loopback names when bound to
                             loopback; set it to the public name when serving behind a proxy)
-  --database URL            Postgres (default: DATABASE_URL; else the embedded database in .braid/)
+  --database URL            Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME             the schema of braid's tables (default: braid)
 
 Every API request needs the token: BRAID_UI_TOKEN when set (production), else the one in .braid/token.
@@ -45,7 +45,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
         log: rateLimitedWarnings(consoleLogger((line) => io.stderr(line + '\n'))),
       }),
     );
-    if (!databaseUrl({ url: values.database })) unpublish = publishApi(io, api);
+    if (!databaseUrl(io, values.database)) unpublish = publishApi(io, api);
     io.stdout(`${api.url}/\n`);
     await waitForStopSignal();
     return EXIT.ok;

@@ -1,11 +1,13 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { readSources } from '../../compiler/load.js';
+import { countBySeverity } from '../../compiler/diagnostics.js';
+import { listDefinitionFiles, readSources } from '../../compiler/load.js';
 import { validate } from '../../compiler/validate.js';
 import { formatDiagnostics, OUTPUT_FORMATS } from '../../compiler/format/index.js';
 import { oneOf, parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { definitionSet, project } from '../project.js';
 import { version } from '../version.js';
 
 export const usage = 'braid validate [PATH...] [--format text|json|github|sarif]';
@@ -14,11 +16,15 @@ export const help = `Validate workflow definitions: every problem of every file 
 
 Usage: ${usage}
 
-  PATH              files or folders (default: definitions/); folders are searched for
-                    .yaml, .yml and .json files
+  PATH              files or folders (default: the definitions braid.config.yaml names, else definitions/).
+                    Given files are checked against the whole configured set, so a pre-commit hook on
+                    the changed files answers as a full run does.
   --format FORMAT   text (default: snippet, caret, hint), json, github (annotations), sarif
   --max-bytes N     largest file accepted (default 10485760)
   --max-depth N     deepest nesting accepted (default 256)
+
+With a config, only its definitions (minus "ignore") are definitions; without one, a YAML or JSON file in
+a folder that has neither "name" nor "tasks" is skipped with a warning.
 
 Exit status: 0 no errors (warnings allowed), 1 problems found, 2 usage, 3 internal error.
 `;
@@ -27,17 +33,36 @@ export function run(argv: string[], io: Io): number {
   const { values, help: wantsHelp, positionals } = parse(argv, ['format', 'max-bytes', 'max-depth'], usage);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   const format = oneOf(values.format, OUTPUT_FORMATS, '--format', 'text');
-  const paths = positionals.length > 0 ? positionals : ['definitions'];
-  for (const p of paths) if (!existsSync(resolve(io.cwd, p))) throw new UsageError(`no such file or folder: ${p}`);
+  for (const p of positionals) if (!existsSync(resolve(io.cwd, p))) throw new UsageError(`no such file or folder: ${p}`);
   const limits = { maxBytes: positiveInt(values['max-bytes'], '--max-bytes'), maxDepth: positiveInt(values['max-depth'], '--max-depth') };
-  const sources = readSources(
-    paths.map((p) => resolve(io.cwd, p)),
-    { maxBytes: limits.maxBytes },
-  ).map((s) => ({ ...s, path: displayPath(io, s.path) }));
-  const result = validate(sources, { limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) });
+  const { config } = project(io);
+  const configured = definitionSet(io, undefined).files;
+  if (positionals.length === 0 && configured.length === 0 && !config) throw new UsageError('no such file or folder: definitions');
+  // what is checked: the given files, and of given folders their definitions (with a config, those it names)
+  const given = new Set<string>();
+  const found = new Set<string>();
+  for (const p of positionals.map((x) => resolve(io.cwd, x))) {
+    if (statSync(p).isDirectory()) {
+      for (const f of config ? configured.filter((c) => c === p || c.startsWith(p.endsWith('/') ? p : `${p}/`)) : listDefinitionFiles(p)) {
+        given.add(f);
+        if (!config) found.add(f);
+      }
+    } else given.add(p);
+  }
+  const checked = positionals.length === 0 ? new Set(configured) : given;
+  // references to other workflows resolve against the whole configured set, checked alongside
+  const context = configured.filter((f) => !checked.has(f));
+  const sources = readSources([...checked, ...context], { maxBytes: limits.maxBytes }).map((s) => ({ ...s, path: displayPath(io, s.path) }));
+  const shown = new Set([...checked].map((f) => displayPath(io, f)));
+  const result = validate(sources, {
+    limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
+    found: new Set([...found].map((f) => displayPath(io, f))),
+  });
+  const diagnostics = result.diagnostics.filter((d) => shown.has(d.file));
+  const report = { ...result, diagnostics, files: shown.size, ...countBySeverity(diagnostics) };
   const color = format === 'text' && io.isTTY && !process.env.NO_COLOR;
-  io.stdout(formatDiagnostics(result, format, { sources: format === 'text' ? readSourceTexts(result, io) : undefined, color, toolVersion: version }));
-  return result.errors > 0 ? EXIT.failed : EXIT.ok;
+  io.stdout(formatDiagnostics(report, format, { sources: format === 'text' ? readSourceTexts(report, io) : undefined, color, toolVersion: version }));
+  return report.errors > 0 ? EXIT.failed : EXIT.ok;
 }
 
 function positiveInt(v: string | undefined, flag: string): number | undefined {

@@ -3,7 +3,7 @@ import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { privateDir, tightenTree } from '../../private-files.js';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import type { Database, Queryable } from './types.js';
+import { QUERYABLE, type Database, type Queryable } from './types.js';
 
 export interface PgliteOptions {
   /** A folder to persist to; in memory when absent. */
@@ -167,6 +167,7 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
     return { rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length };
   };
   return {
+    [QUERYABLE]: true,
     kind: 'pglite',
     query,
     async exec(sql) {
@@ -175,6 +176,7 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
     transaction(fn) {
       return db.transaction(async (tx) =>
         fn({
+          [QUERYABLE]: true,
           async query(sql, params) {
             const r = await tx.query(sql, params as unknown[]);
             return { rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length };

@@ -8,6 +8,8 @@ export interface QueryOptions {
 }
 
 export interface Queryable {
+  /** Marks braid's own (see isQueryable). */
+  readonly [QUERYABLE]: true;
   query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<{ rows: R[]; rowCount: number }>;
   /** Runs a script of several statements (migrations), without parameters. */
   exec(sql: string): Promise<void>;
@@ -27,11 +29,41 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
-/** A write either runs on its own (one transaction of its own) or inside the caller's transaction. */
+/** A pg client the caller holds (a pool's client, or a Client) in a transaction it opened. */
+export interface PgClientLike {
+  query(config: { text: string; values?: unknown[]; types?: unknown; name?: string }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  query(text: string): Promise<unknown>;
+}
+
+/**
+ * A write either runs on its own (one transaction of its own) or inside the caller's transaction: a
+ * transaction braid handed out, or a pg client of the application's with a transaction open.
+ */
 export interface TxOption {
-  tx?: Queryable;
+  tx?: Queryable | PgClientLike;
+}
+
+/** braid's Queryables are marked, so a caller's pg client (which also has `query`) is told apart and adopted. */
+export const QUERYABLE = Symbol('braid.queryable');
+
+export function isQueryable(q: unknown): q is Queryable {
+  return typeof q === 'object' && q !== null && QUERYABLE in q;
+}
+
+let adoptClient: ((client: PgClientLike) => Queryable) | undefined;
+
+/** Set by the Postgres adapter: how a caller's pg client becomes a Queryable (its queries get braid's type parsers). */
+export function setClientAdopter(adopt: (client: PgClientLike) => Queryable): void {
+  adoptClient = adopt;
+}
+
+/** The caller's transaction as a Queryable. */
+export function txQueryable(tx: Queryable | PgClientLike): Queryable {
+  if (isQueryable(tx)) return tx;
+  if (!adoptClient) throw new TypeError('a pg client was passed as tx, but the Postgres adapter is not loaded');
+  return adoptClient(tx);
 }
 
 export async function inTransaction<T>(db: Database, options: TxOption | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  return options?.tx ? fn(options.tx) : db.transaction(fn);
+  return options?.tx ? fn(txQueryable(options.tx)) : db.transaction(fn);
 }

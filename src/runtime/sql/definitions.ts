@@ -34,9 +34,32 @@ export async function currentDefinition(q: Queryable, s: string, name: string): 
   return rows[0];
 }
 
+/** The current version of every registered name, by name. */
+export async function currentDefinitions(q: Queryable, s: string): Promise<StoredDefinition[]> {
+  const { rows } = await q.query<StoredDefinition>(
+    `SELECT d.name, d.hash, d.normalized FROM ${s}.definition_current c JOIN ${s}.definitions d ON d.name = c.name AND d.hash = c.hash ORDER BY c.name`,
+  );
+  return rows;
+}
+
 export async function definitionByHash(q: Queryable, s: string, name: string, hash: string): Promise<StoredDefinition | undefined> {
   const { rows } = await q.query<StoredDefinition>(`SELECT name, hash, normalized FROM ${s}.definitions WHERE name = $1 AND hash = $2`, [name, hash]);
   return rows[0];
+}
+
+/** The current version's hash of every registered name. */
+export async function currentHashes(q: Queryable, s: string): Promise<Map<string, string>> {
+  const { rows } = await q.query<{ name: string; hash: string }>(`SELECT name, hash FROM ${s}.definition_current`);
+  return new Map(rows.map((r) => [r.name, r.hash]));
+}
+
+/** How many running workflows each version of a name has. */
+export async function runningPerVersion(q: Queryable, s: string, name: string): Promise<Map<string, number>> {
+  const { rows } = await q.query<{ hash: string; n: number }>(
+    `SELECT definition_hash AS hash, count(*)::int AS n FROM ${s}.workflows WHERE name = $1 AND state = 'running' GROUP BY 1`,
+    [name],
+  );
+  return new Map(rows.map((r) => [r.hash, r.n]));
 }
 
 export async function registeredNames(q: Queryable, s: string): Promise<string[]> {

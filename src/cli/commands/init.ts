@@ -1,0 +1,112 @@
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parse } from '../args.js';
+import { EXIT, UsageError, type Io } from '../io.js';
+
+export const usage = 'braid init';
+
+export const help = `Scaffold braid into the current folder, overwriting nothing: braid.config.yaml, an example
+workflow in definitions/ (with a wait), a typed handlers module in src/, and .braid/ in .gitignore.
+
+Usage: ${usage}
+`;
+
+const CONFIG = `# braid's project config. Paths are relative to this file; command-line flags override it, and
+# DATABASE_URL overrides "database".
+# yaml-language-server: $schema=node_modules/braid/schema/config.schema.json
+definitions: definitions           # a folder, or a list of globs
+ignore: []                          # globs never treated as definitions, e.g. ["definitions/drafts/**"]
+handlers: src/handlers.ts           # default-exports a map from kind to handler
+# database: \${DATABASE_URL}        # a Postgres URL; unset or empty: the embedded database in .braid/
+# queues: { default: 10 }           # queue -> concurrency (default: every queue the definitions use, 10 each)
+# worker: { heartbeat: 2s, dead_after: 7s, leader_lease: 5s }
+`;
+
+const WORKFLOW = `# yaml-language-server: $schema=../node_modules/braid/schema/workflow.schema.json
+# A first workflow: greet someone, wait for their answer (a signal) or 30 seconds, whichever comes first,
+# then say goodbye. Start it with:  npx braid start hello --inputs '{"who":"ada"}' --wait
+# and answer it with:               npx braid signal <id> answer --payload '{"text":"hi!"}'
+name: hello
+inputs:                             # a JSON Schema of the start inputs, checked at start
+  type: object
+  required: [who]
+  properties:
+    who: { type: string }
+tasks:
+  greet:
+    kind: greet                     # the handler that runs it (src/handlers.ts)
+    args: { who: "\${{ inputs.who }}" }
+  goodbye:
+    kind: goodbye
+    deps: [greet]                   # runs after greet completed...
+    args: { who: "\${{ inputs.who }}" }
+    wait:                           # ...and once its wait is true
+      expr: answered || timed_out
+      terms:
+        answered: { signal: answer, label: They answered }
+        timed_out: { timer: { after_wait_started: 30s }, label: 30 seconds passed }
+output:                             # the workflow's result, once it completes
+  greeting: "\${{ tasks.greet.output.text }}"
+  farewell: "\${{ tasks.goodbye.output.text }}"
+`;
+
+const HANDLERS = `/**
+ * The handlers of this project's workflows: one function per task kind. A handler gets the task's args and a
+ * context (ctx.signal aborts it on timeout, cancel or shutdown; ctx.signals reads the signals its wait saw)
+ * and returns the task's output (JSON). \`npx braid types\` writes braid-types.d.ts from the definitions, so
+ * args are typed and a kind the definitions use but this module lacks is a type error.
+ */
+import { defineHandlers } from 'braid';
+import type { KindArgs } from './braid-types.js';
+
+export default defineHandlers<KindArgs>({
+  greet: async (args) => ({ text: \`hello \${args.who}\` }),
+  goodbye: async (args, ctx) => {
+    const answer = await ctx.signals.latest('answer');
+    return { text: answer ? \`\${args.who} said: \${JSON.stringify(answer.payload)}\` : \`goodbye \${args.who}, no answer\` };
+  },
+});
+`;
+
+/** What init writes, relative to the folder: created only where nothing is. */
+const FILES: [string, string][] = [
+  ['braid.config.yaml', CONFIG],
+  ['definitions/hello.yaml', WORKFLOW],
+  ['src/handlers.ts', HANDLERS],
+];
+
+export async function run(argv: string[], io: Io): Promise<number> {
+  const { help: wantsHelp, positionals } = parse(argv, [], usage);
+  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (positionals.length > 0) throw new UsageError(`init takes no arguments (usage: ${usage})`);
+  for (const [path, content] of FILES) {
+    const target = join(io.cwd, path);
+    if (existsSync(target)) {
+      io.stdout(`kept    ${path} (it exists)\n`);
+      continue;
+    }
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, content);
+    io.stdout(`created ${path}\n`);
+  }
+  const { main } = await import('../main.js');
+  const typed = await main(['types'], { ...io, stdout: () => undefined });
+  io.stdout(typed === EXIT.ok ? 'created src/braid-types.d.ts (npx braid types writes it again)\n' : 'warning: could not write src/braid-types.d.ts: run npx braid types\n');
+  ignoreBraidFolder(io);
+  io.stdout(`
+next:
+  npx braid validate                                      # check the definitions (CI runs this too)
+  npx braid dev                                           # register, run the handlers, UI at http://127.0.0.1:4780
+  npx braid start hello --inputs '{"who":"ada"}' --wait   # in another terminal
+`);
+  return EXIT.ok;
+}
+
+/** .braid/ (the embedded database and the local API's token) is never committed. */
+function ignoreBraidFolder(io: Io): void {
+  const path = join(io.cwd, '.gitignore');
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  if (/^\/?\.braid\/?$/m.test(text)) return;
+  appendFileSync(path, `${text.length > 0 && !text.endsWith('\n') ? '\n' : ''}.braid/\n`);
+  io.stdout(`${text ? 'updated' : 'created'} .gitignore (.braid/)\n`);
+}

@@ -1,0 +1,94 @@
+import { existsSync, statSync } from 'node:fs';
+import { join, relative, resolve, sep } from 'node:path';
+import { formatText } from '../compiler/format/text.js';
+import { isDefinitionFile, listDefinitionFiles, readSnippetText } from '../compiler/load.js';
+import { expandEnv, findConfigFile, loadConfig, type ProjectConfig } from '../config/config.js';
+import { findFiles, globToRegExp, matchesAny } from '../config/globs.js';
+import { displayPath } from './definitions.js';
+import { SubjectError, type Io } from './io.js';
+
+/** The project a command runs in: the folder of its config file (found from the working folder upwards), else the working folder. */
+export interface Project {
+  root: string;
+  config?: ProjectConfig;
+}
+
+const projects = new WeakMap<Io, Project>();
+
+/** The working folder's project; a config with problems is the command's failure (exit 1, with its diagnostics). */
+export function project(io: Io): Project {
+  let p = projects.get(io);
+  if (p) return p;
+  const file = findConfigFile(io.cwd);
+  if (!file) p = { root: io.cwd };
+  else {
+    const shown = displayPath(io, file);
+    const { config, diagnostics } = loadConfig(file, shown);
+    if (!config) {
+      const text = readSnippetText(file);
+      throw new SubjectError(formatText(diagnostics, { sources: new Map(text === undefined ? [] : [[shown, text]]) }).trimEnd());
+    }
+    p = { root: config.root, config };
+  }
+  projects.set(io, p);
+  return p;
+}
+
+/** Where the project's embedded database and local API address live. */
+export function braidDir(io: Io): string {
+  return join(project(io).root, '.braid');
+}
+
+/** The database: --database, else DATABASE_URL, else the config's `database` (with ${VAR}s read); none means the embedded one. */
+export function databaseUrl(io: Io, flag: string | undefined): string | undefined {
+  if (flag) return flag;
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
+  const configured = project(io).config?.database;
+  return configured === undefined ? undefined : expandEnv(configured) || undefined;
+}
+
+export function schemaName(io: Io, flag: string | undefined): string | undefined {
+  return flag ?? project(io).config?.schema;
+}
+
+/** The handlers module: --handlers (from the working folder), else the config's (from its folder). */
+export function handlersModule(io: Io, flag: string | undefined): string | undefined {
+  if (flag !== undefined) return resolve(io.cwd, flag);
+  const { config } = project(io);
+  return config?.handlers === undefined ? undefined : resolve(config.root, config.handlers);
+}
+
+/** The project's definitions, and how to name them in messages. */
+export interface DefinitionSet {
+  files: string[];
+  /** The folder, when they are one folder's (dev watches it). */
+  folder?: string;
+  label: string;
+}
+
+/** Test files (`*.test.yaml`) live beside definitions but are never definitions. */
+const TEST_FILE = /\.test\.(ya?ml|json)$/i;
+
+/**
+ * The definition files: --definitions DIR, else the config's `definitions` (a folder, or globs) without its
+ * `ignore` and test files, else ./definitions. Files that are not YAML or JSON are never definitions.
+ */
+export function definitionSet(io: Io, flag: string | undefined): DefinitionSet {
+  const { config } = project(io);
+  if (flag !== undefined || config?.definitions === undefined) {
+    const folder = flag !== undefined ? resolve(io.cwd, flag) : resolve(config?.root ?? io.cwd, 'definitions');
+    const exists = existsSync(folder) && statSync(folder).isDirectory();
+    const ignore = (config?.ignore ?? []).map(globToRegExp);
+    const ignored = (f: string) => config !== undefined && matchesAny(relative(config.root, f).split(sep).join('/'), ignore);
+    const files = exists ? listDefinitionFiles(folder).filter((f) => !TEST_FILE.test(f) && !ignored(f)) : [];
+    return { files, folder: exists ? folder : undefined, label: displayPath(io, folder) };
+  }
+  const globs = typeof config.definitions === 'string' ? [config.definitions] : config.definitions;
+  const single = typeof config.definitions === 'string' && isFolder(resolve(config.root, config.definitions)) ? resolve(config.root, config.definitions) : undefined;
+  const files = findFiles(config.root, globs, config.ignore).filter((f) => isDefinitionFile(f) && !TEST_FILE.test(f));
+  return { files, folder: single, label: `${displayPath(io, config.file)} definitions (${globs.join(', ')})` };
+}
+
+function isFolder(path: string): boolean {
+  return existsSync(path) && statSync(path).isDirectory();
+}

@@ -1,0 +1,132 @@
+import { checkEnvironment } from './cel/environments.js';
+import { scanTemplates, singleTemplate } from './cel/templates.js';
+import { inputsType } from './cel/types.js';
+import { START_KIND } from './normalize.js';
+import type { WorkflowDefinition } from './validate.js';
+
+/**
+ * TypeScript declarations of what the definitions promise handlers and callers (`braid types`): each
+ * workflow's start inputs, from its inputs schema, and the args each task kind receives, from the args as
+ * written (a template's type is its CEL type; tasks sharing a kind give a union).
+ */
+export function typeDeclarations(definitions: readonly WorkflowDefinition[]): string {
+  const inputs = [...definitions].sort((a, b) => (a.name < b.name ? -1 : 1)).map((d) => `  ${key(d.name)}: ${schemaType(d.normalized.inputs, 2)};`);
+  const kinds = new Map<string, Set<string>>();
+  for (const d of definitions) {
+    const env = new Map<string, ReturnType<typeof checkEnvironment>>();
+    const envFor = (context: 'template' | 'template_item') => {
+      let e = env.get(context);
+      if (!e) env.set(context, (e = checkEnvironment(context, inputsType(d.normalized.inputs))));
+      return e;
+    };
+    for (const t of d.normalized.tasks) {
+      if (t.kind === START_KIND) continue;
+      const context = t.for_each !== undefined ? 'template_item' : 'template';
+      const type = valueType(t.args, (expr) => celToTs(String(envFor(context).check(expr).type ?? 'dyn')), 2);
+      kinds.set(t.kind, (kinds.get(t.kind) ?? new Set()).add(type));
+    }
+  }
+  const args = [...kinds].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, types]) => `  ${key(kind)}: ${[...types].join(' | ')};`);
+  return [
+    '// Written by `braid types` from the definitions: do not edit; run it again after changing them.',
+    '',
+    '/** The start inputs of each workflow. */',
+    'export interface Inputs {',
+    ...inputs,
+    '}',
+    '',
+    '/** The args each task kind receives (a union when several tasks share the kind). */',
+    'export interface KindArgs {',
+    ...args,
+    '}',
+    '',
+  ].join('\n');
+}
+
+function key(name: string): string {
+  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name) ? name : JSON.stringify(name);
+}
+
+function pad(depth: number): string {
+  return '  '.repeat(depth);
+}
+
+/** A value as written in args: templates typed by CEL, literals by their JSON type. */
+function valueType(value: unknown, templateType: (expr: string) => string, depth: number): string {
+  if (typeof value === 'string') {
+    if (!value.includes('${{')) return 'string';
+    const scan = scanTemplates(value);
+    const single = singleTemplate(value, scan);
+    return single !== undefined ? templateType(scan.spans[0].expr) : 'string';
+  }
+  if (typeof value === 'number') return 'number';
+  if (typeof value === 'boolean') return 'boolean';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) {
+    const items = [...new Set(value.map((v) => valueType(v, templateType, depth + 1)))];
+    return items.length === 0 ? 'unknown[]' : `(${items.join(' | ')})[]`;
+  }
+  if (typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (entries.length === 0) return 'Record<string, never>';
+    return `{\n${entries.map(([k, v]) => `${pad(depth)}${key(k)}: ${valueType(v, templateType, depth + 1)};`).join('\n')}\n${pad(depth - 1)}}`;
+  }
+  return 'unknown';
+}
+
+/** A CEL type as the JSON value a handler receives. */
+function celToTs(type: string): string {
+  const t = type.trim();
+  if (t === 'string' || t === 'google.protobuf.Timestamp' || t === 'google.protobuf.Duration' || t === 'bytes') return 'string';
+  if (t === 'int' || t === 'uint' || t === 'double') return 'number';
+  if (t === 'bool') return 'boolean';
+  if (t === 'null_type') return 'null';
+  if (t === 'list') return 'unknown[]';
+  if (t === 'map') return 'Record<string, unknown>';
+  const list = /^list<(.+)>$/.exec(t);
+  if (list) return `${celToTs(list[1])}[]`;
+  const map = /^map<\s*string\s*,\s*(.+)>$/.exec(t);
+  if (map) return `Record<string, ${celToTs(map[1])}>`;
+  return 'unknown';
+}
+
+type Schema = { type?: unknown; properties?: Record<string, Schema>; required?: unknown; items?: Schema; enum?: unknown[]; const?: unknown; anyOf?: Schema[]; oneOf?: Schema[] } | boolean | undefined;
+
+/** A JSON Schema (as far as it says) as a TypeScript type. */
+function schemaType(schema: Schema, depth: number): string {
+  if (schema === undefined || schema === true) return 'Record<string, unknown>';
+  if (schema === false) return 'never';
+  if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v)).join(' | ') || 'never';
+  if (schema.const !== undefined) return JSON.stringify(schema.const);
+  const union = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(union)) return union.map((s) => schemaType(s, depth)).join(' | ') || 'unknown';
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  const out = types.map((type) => {
+    switch (type) {
+      case 'string':
+        return 'string';
+      case 'integer':
+      case 'number':
+        return 'number';
+      case 'boolean':
+        return 'boolean';
+      case 'null':
+        return 'null';
+      case 'array':
+        return `${wrap(schema.items === undefined ? 'unknown' : schemaType(schema.items, depth + 1))}[]`;
+      case 'object': {
+        const props = schema.properties ?? {};
+        const required = new Set(Array.isArray(schema.required) ? schema.required.map(String) : []);
+        const lines = Object.entries(props).map(([k, v]) => `${pad(depth)}${key(k)}${required.has(k) ? '' : '?'}: ${schemaType(v, depth + 1)};`);
+        return lines.length === 0 ? 'Record<string, unknown>' : `{\n${lines.join('\n')}\n${pad(depth - 1)}}`;
+      }
+      default:
+        return 'unknown';
+    }
+  });
+  return [...new Set(out)].join(' | ');
+}
+
+function wrap(type: string): string {
+  return /^[\w<>[\], ]+$/.test(type) && !type.includes('|') ? type : `(${type})`;
+}

@@ -1,0 +1,138 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { ErrorObject } from 'ajv';
+import { didYouMean, sortDiagnostics, type Diagnostic } from '../compiler/diagnostics.js';
+import { parseDuration } from '../compiler/duration.js';
+import { readSource } from '../compiler/load.js';
+import { parseSource } from '../compiler/parse.js';
+import { configSchemaValidator } from '../compiler/schemas.js';
+import type { Path } from '../compiler/source.js';
+
+/** The file names a project config may have, in the order they are looked for. */
+export const CONFIG_FILES = ['braid.config.yaml', 'braid.config.yml', 'braid.config.json'];
+
+/** A project's config (SPEC "Project config"), with its durations in milliseconds. */
+export interface ProjectConfig {
+  /** The config file, and the folder its paths are relative to. */
+  file: string;
+  root: string;
+  definitions?: string | string[];
+  ignore: string[];
+  tests?: string[];
+  handlers?: string;
+  /** As written (`${VAR}` not yet read). */
+  database?: string;
+  schema?: string;
+  queues?: Record<string, number>;
+  worker: { heartbeatMs?: number; deadAfterMs?: number; leaderLeaseMs?: number; prefetch?: number; shutdownTimeoutMs?: number };
+  limits: { forEachItems?: number; planTasks?: number; celCost?: number };
+}
+
+/** The config file for a folder: in it or in the nearest folder above that has one. */
+export function findConfigFile(from: string): string | undefined {
+  let dir = from;
+  for (;;) {
+    for (const name of CONFIG_FILES) {
+      const path = join(dir, name);
+      if (existsSync(path)) return path;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+/**
+ * Reads and checks a config file: YAML or JSON with positions, then its JSON Schema; every problem is a
+ * diagnostic at its file:line:col (rule `config`, or the YAML rules for syntax). No config when any is an error.
+ */
+export function loadConfig(file: string, display = file): { config?: ProjectConfig; diagnostics: Diagnostic[] } {
+  const { reporter, value } = parseSource({ ...readSource(file), path: display });
+  if (reporter.errorCount > 0 || value === undefined) return { diagnostics: reporter.diagnostics };
+  const validate = configSchemaValidator();
+  if (value !== null && !validate(value)) {
+    for (const e of relevant(validate.errors ?? [])) {
+      const { message, path, hint, at } = describe(e);
+      reporter.report('config', message, { path, at }, hint);
+    }
+    return { diagnostics: sortDiagnostics(reporter.diagnostics) };
+  }
+  const raw = (value ?? {}) as RawConfig;
+  const ms = (d: string | undefined) => (d === undefined ? undefined : parseDuration(d));
+  return {
+    diagnostics: reporter.diagnostics,
+    config: {
+      file,
+      root: dirname(file),
+      definitions: raw.definitions,
+      ignore: raw.ignore ?? [],
+      tests: raw.tests,
+      handlers: raw.handlers,
+      database: raw.database,
+      schema: raw.schema,
+      queues: raw.queues,
+      worker: {
+        heartbeatMs: ms(raw.worker?.heartbeat),
+        deadAfterMs: ms(raw.worker?.dead_after),
+        leaderLeaseMs: ms(raw.worker?.leader_lease),
+        prefetch: raw.worker?.prefetch,
+        shutdownTimeoutMs: ms(raw.worker?.shutdown_timeout),
+      },
+      limits: { forEachItems: raw.limits?.for_each_items, planTasks: raw.limits?.plan_tasks, celCost: raw.limits?.cel_cost },
+    },
+  };
+}
+
+interface RawConfig {
+  definitions?: string | string[];
+  ignore?: string[];
+  tests?: string[];
+  handlers?: string;
+  database?: string;
+  schema?: string;
+  queues?: Record<string, number>;
+  worker?: { heartbeat?: string; dead_after?: string; leader_lease?: string; prefetch?: number; shutdown_timeout?: string };
+  limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number };
+}
+
+/** `${VAR}` references read from the environment; unset variables are empty. */
+export function expandEnv(text: string, env: NodeJS.ProcessEnv = process.env): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => env[name] ?? '');
+}
+
+/** A oneOf's branches each report: the one closest to the value is enough. */
+function relevant(errors: ErrorObject[]): ErrorObject[] {
+  const oneOfPaths = new Set(errors.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath));
+  return errors.filter(
+    (e) =>
+      // a bad property name reports once, as propertyNames (not also as the pattern it failed)
+      e.propertyName === undefined && (e.keyword === 'oneOf' || !oneOfPaths.has(e.instancePath) || e.keyword === 'additionalProperties'),
+  );
+}
+
+const KNOWN: Record<string, string[]> = {
+  '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'worker', 'limits'],
+  '/worker': ['heartbeat', 'dead_after', 'leader_lease', 'prefetch', 'shutdown_timeout'],
+  '/limits': ['for_each_items', 'plan_tasks', 'cel_cost'],
+};
+
+function describe(e: ErrorObject): { message: string; path: Path; hint?: string; at?: 'key' | 'value' } {
+  const path: Path = e.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const where = path.length > 0 ? path.join('.') : 'the config';
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const key = String(e.params.additionalProperty);
+      const known = KNOWN[e.instancePath] ?? [];
+      const guess = didYouMean(key, known);
+      return { message: `${where}: unknown key "${key}"`, path: [...path, key], at: 'key', hint: guess ? `did you mean "${guess}"?` : known.length ? `allowed keys: ${known.join(', ')}` : undefined };
+    }
+    case 'oneOf':
+      return { message: `${where}: a folder, or a list of globs`, path };
+    case 'pattern':
+      return { message: `${where}: ${path[0] === 'worker' ? 'not a duration (250ms, 30s, 15m, 2h, 7d or ISO 8601)' : `must match ${String(e.params.pattern)}`}`, path };
+    case 'propertyNames':
+      return { message: `${where}: invalid name "${String(e.params.propertyName)}"`, path: [...path, String(e.params.propertyName)], at: 'key' };
+    default:
+      return { message: `${where}: ${e.message ?? 'invalid'}`, path };
+  }
+}
