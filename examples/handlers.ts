@@ -2,7 +2,7 @@
  * Example handlers for the workflows in definitions/: what `braid demo` runs. Each stands in for real work
  * (a payment provider, an email service, a PDF renderer) and returns the output the definitions read.
  */
-import type { Handlers } from '../src/runtime/handlers.js';
+import type { Handlers } from 'braid';
 
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {

@@ -89,9 +89,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
     writeFileSync(target, content);
     io.stdout(`created ${path}\n`);
   }
-  const { main } = await import('../main.js');
-  const typed = await main(['types'], { ...io, stdout: () => undefined });
-  io.stdout(typed === EXIT.ok ? 'created src/braid-types.d.ts (npx braid types writes it again)\n' : 'warning: could not write src/braid-types.d.ts: run npx braid types\n');
+  if (existsSync(join(io.cwd, 'src/braid-types.d.ts'))) io.stdout('kept    src/braid-types.d.ts (it exists; npx braid types writes it again)\n');
+  else {
+    const { main } = await import('../main.js');
+    const typed = await main(['types', '--out', 'src/braid-types.d.ts'], { ...io, stdout: () => undefined });
+    io.stdout(typed === EXIT.ok ? 'created src/braid-types.d.ts (npx braid types writes it again)\n' : 'warning: could not write src/braid-types.d.ts: run npx braid types\n');
+  }
   ignoreBraidFolder(io);
   io.stdout(`
 next:

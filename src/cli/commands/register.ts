@@ -43,7 +43,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       throw commandFailure(error);
     }
     const { validation } = result;
-    const results = result.results.map((r) => ({ ...r, file: displayPath(io, r.file) }));
+    const results = result.results.map((r) => ({ ...r, file: displayPath(io, r.file) })).sort((a, b) => (a.name || a.file).localeCompare(b.name || b.file));
     const diagnostics = validation.diagnostics.map((d) => ({ ...d, file: displayPath(io, d.file) }));
     if (format === 'json') {
       const workflows = results.map(({ name, file, status, hash }) => ({ name: name || null, file, status, hash: hash ?? null }));

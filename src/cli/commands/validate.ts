@@ -24,7 +24,8 @@ Usage: ${usage}
   --max-depth N     deepest nesting accepted (default 256)
 
 With a config, only its definitions (minus "ignore") are definitions; without one, a YAML or JSON file in
-a folder that has neither "name" nor "tasks" is skipped with a warning.
+a folder that has neither "name" nor "tasks" is skipped with a warning. With a config, given files it does
+not name are skipped (a pre-commit hook passes every changed YAML and JSON file).
 
 Exit status: 0 no errors (warnings allowed), 1 problems found, 2 usage, 3 internal error.
 `;
@@ -41,13 +42,16 @@ export function run(argv: string[], io: Io): number {
   // what is checked: the given files, and of given folders their definitions (with a config, those it names)
   const given = new Set<string>();
   const found = new Set<string>();
+  const outside: string[] = [];
   for (const p of positionals.map((x) => resolve(io.cwd, x))) {
     if (statSync(p).isDirectory()) {
       for (const f of config ? configured.filter((c) => c === p || c.startsWith(p.endsWith('/') ? p : `${p}/`)) : listDefinitionFiles(p)) {
         given.add(f);
         if (!config) found.add(f);
       }
-    } else given.add(p);
+    } else if (!config || configured.includes(p)) given.add(p);
+    // with a config, a file it does not name is no definition (a pre-commit hook passes every changed YAML)
+    else outside.push(displayPath(io, p));
   }
   const checked = positionals.length === 0 ? new Set(configured) : given;
   // references to other workflows resolve against the whole configured set, checked alongside
@@ -61,6 +65,7 @@ export function run(argv: string[], io: Io): number {
   const diagnostics = result.diagnostics.filter((d) => shown.has(d.file));
   const report = { ...result, diagnostics, files: shown.size, ...countBySeverity(diagnostics) };
   const color = format === 'text' && io.isTTY && !process.env.NO_COLOR;
+  if (outside.length > 0 && format === 'text') io.stderr(`braid: skipped ${outside.length} file(s) that are not among the configured definitions: ${outside.join(', ')}\n`);
   io.stdout(formatDiagnostics(report, format, { sources: format === 'text' ? readSourceTexts(report, io) : undefined, color, toolVersion: version }));
   return report.errors > 0 ? EXIT.failed : EXIT.ok;
 }

@@ -1,0 +1,59 @@
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createRuntime } from '../../src/runtime/runtime.js';
+import { backend, definitionsDir, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
+
+const pools: pg.Pool[] = [];
+afterAll(async () => {
+  for (const p of pools) await p.end();
+});
+
+describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool, its transactions', () => {
+  it('runs on the application\'s pool, starts, signals and cancels in the application\'s own transaction, and leaves its pg alone', async () => {
+    const pool = new pg.Pool({ connectionString: postgresUrl, max: 4 });
+    pools.push(pool);
+    const schema = uniqueSchema();
+    const rt = createRuntime({ database: pool, schema, handlers: { work: async (args: { order: string }) => ({ shipped: args.order }) } });
+    await rt.migrate();
+    await rt.registerDefinitions(
+      definitionsDir({
+        ship: 'name: ship\ninputs: { type: object, properties: { order: { type: string } } }\ntasks:\n  go:\n    kind: work\n    args: { order: "${{ inputs.order }}" }\n    wait: { terms: { paid: { signal: paid } } }\n',
+      }),
+    );
+    await pool.query(`CREATE TABLE "${schema}".orders (id bigserial PRIMARY KEY, workflow text)`);
+    // rolled back: neither the order nor its workflow
+    const client = await pool.connect();
+    await client.query('BEGIN');
+    const doomed = await rt.start('ship', { order: 'o0' }, { tx: client });
+    await client.query(`INSERT INTO "${schema}".orders (workflow) VALUES ($1)`, [doomed]);
+    await client.query('ROLLBACK');
+    await expect(rt.workflow(doomed).load()).rejects.toThrow(/no workflow/);
+    // committed: both, and the signal and the cancel went with the application's writes
+    await client.query('BEGIN');
+    const id = await rt.start('ship', { order: 'o1' }, { tx: client });
+    await client.query(`INSERT INTO "${schema}".orders (workflow) VALUES ($1)`, [id]);
+    await rt.workflow(id).signals.emit('paid', { amount: 1 }, { tx: client });
+    await client.query('COMMIT');
+    const other = await rt.start('ship', { order: 'o2' });
+    await client.query('BEGIN');
+    await rt.workflow(other).cancel({ tx: client });
+    await client.query('COMMIT');
+    client.release();
+    await rt.startWorker();
+    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed' });
+    expect((await rt.workflow(id).task('go')).output).toEqual({ shipped: 'o1' });
+    expect((await rt.workflow(other).load()).state).toBe('cancelled');
+    // braid's int8 parsing is its own: the application's pg still returns bigints as text
+    expect((await pool.query('SELECT 9007199254740993::int8 AS big')).rows[0].big).toBe('9007199254740993');
+    await rt.close(1000);
+    // the application's pool is still its own, and open
+    expect((await pool.query(`SELECT count(*)::int AS n FROM "${schema}".orders`)).rows[0].n).toBe(1);
+  });
+
+  it('takes a connection string, and closes what it opened', async () => {
+    const rt = createRuntime({ database: postgresUrl, schema: uniqueSchema() });
+    expect(await rt.migrate()).toContain('001_core');
+    await rt.close();
+    await expect(rt.db.query('SELECT 1')).rejects.toThrow();
+  });
+});
