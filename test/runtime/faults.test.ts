@@ -146,9 +146,11 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
     const until20s = Date.now() + 20_000;
     while (Date.now() < until20s) {
       await sleep(1000 + Math.random() * 2000);
-      // the leader too, but not twice within 10 s: the bound is for one fault at a time, and a second leader
-      // killed before the first's replacement rescued anything delays the rescue by design
-      const leading = (p: RuntimeProcess) => p.output().slice(-300).includes('leading');
+      // the leader too, but not twice within 10 s: a second leader killed before the first's replacement rescued
+      // anything delays every rescue by design
+      const { rows: lease } = await rt.db.query<{ holder: string }>(`SELECT holder FROM "${rt.schema}".leader`);
+      const leaderPid = Number(lease[0]?.holder.split(':')[1]);
+      const leading = (p: RuntimeProcess) => p.child.pid === leaderPid;
       const mayKillLeader = leaderKills.every((k) => Date.now() - k > 10_000);
       const candidates = procs.filter((p) => mayKillLeader || !leading(p));
       const victim = candidates[Math.floor(Math.random() * candidates.length)];
@@ -160,25 +162,32 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
     }
     await allFinal(rt.db, rt.schema, ids, 120_000);
     await expectIntact(rt.db, rt.schema, table, ids);
-    const { rows: lost } = await rt.db.query<{ workflow_id: string; name: string; attempt: number; message: string }>(
-      `SELECT t.workflow_id, t.name, (e->>'attempt')::int AS attempt, e->>'message' AS message
+    const { rows: lost } = await rt.db.query<{ workflow_id: string; name: string; attempt: number; message: string; at: string }>(
+      `SELECT t.workflow_id, t.name, (e->>'attempt')::int AS attempt, e->>'message' AS message, e->>'at' AS at
          FROM "${rt.schema}".tasks t CROSS JOIN LATERAL jsonb_array_elements(t.errors) e WHERE e->>'kind' = 'lost'`,
     );
     expect(lost.length).toBeGreaterThan(0);
     let measured = 0;
+    let doubleFaults = 0;
     let worst = 0;
     const times: number[] = [];
     for (const l of lost) {
       const pid = Number(/^worker [^ ]*:(\d+):[a-z0-9]+ stopped heartbeating/.exec(l.message)?.[1]);
       const killed = killedAt.get(pid);
       expect(killed).toBeDefined();
+      // the bound is for one fault: when the leader is killed too before this kill's rescue, the rescue waits
+      // for the next leader by design (a second fault); those are not measured
+      if (leaderKills.some((k) => k > killed! && k < killed! + 10_000)) {
+        doubleFaults++;
+        continue;
+      }
       const { rows } = await rt.db.query<{ at: Date | null }>(`SELECT min(at) AS at FROM ${table} WHERE workflow_id = $1 AND task = $2 AND attempt = $3`, [l.workflow_id, l.name, l.attempt + 1]);
       if (!rows[0].at) continue; // the next attempt was lost before it started too: measured from its own kill
       measured++;
       worst = Math.max(worst, new Date(rows[0].at).getTime() - killed!);
       times.push(new Date(rows[0].at).getTime() - killed!);
     }
-    console.info(`SIGKILL loop: ${killedAt.size} kills (${leaderKills.length} of the leader), ${lost.length} attempts lost, ${measured} measured, worst kill -> run again ${worst} ms (${times.sort((a, b) => a - b).join(' ')})`);
+    console.info(`SIGKILL loop: ${killedAt.size} kills (${leaderKills.length} of the leader), ${lost.length} attempts lost, ${measured} measured (${doubleFaults} behind a leader killed before their rescue), worst kill -> run again ${worst} ms (${times.sort((a, b) => a - b).join(' ')})`);
     expect(measured).toBeGreaterThan(0);
     expect(worst).toBeLessThanOrEqual(10_000);
     for (const p of procs) p.child.kill('SIGTERM');
