@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
-import { isDefinitionFile, listDefinitionFiles, readSnippetText, readSource } from '../compiler/load.js';
+import { isDefinitionFile, readSnippetText, readSource } from '../compiler/load.js';
 import { validate, type WorkflowDefinition } from '../compiler/validate.js';
 import { formatDiagnostics } from '../compiler/format/index.js';
 import { SubjectError, UsageError, type Io } from './io.js';
@@ -28,9 +28,9 @@ export function readSourceTexts(result: { diagnostics: { file: string }[] }, io:
  * cross-file rules (start targets, duplicate names) hold. Throws SubjectError with the diagnostics when
  * the definition is not valid.
  */
-export function resolveDefinition(io: Io, target: string, definitionsDir: string): WorkflowDefinition {
-  const dir = resolve(io.cwd, definitionsDir);
-  const folderFiles = existsSync(dir) && statSync(dir).isDirectory() ? listDefinitionFiles(dir) : [];
+export function resolveDefinition(io: Io, target: string, set: { files: string[]; label: string }): WorkflowDefinition {
+  const folderFiles = set.files;
+  const definitionsDir = set.label;
   const asFile = resolve(io.cwd, target);
   const isFile = existsSync(asFile) && statSync(asFile).isFile();
   if (!isFile && (isDefinitionFile(target) || target.includes('/'))) throw new UsageError(`no such file: ${target}`);

@@ -3,6 +3,7 @@ import { formatText } from '../../compiler/format/text.js';
 import { parse } from '../args.js';
 import { readSourceTexts, resolveDefinition } from '../definitions.js';
 import { readInputs } from '../inputs.js';
+import { definitionSet } from '../project.js';
 import { EXIT, SubjectError, UsageError, type Io } from '../io.js';
 
 export const usage = 'braid compile FILE|NAME [--definitions DIR] [--inputs JSON|@file] [--id ID] [--now ISO]';
@@ -13,7 +14,7 @@ The same definition, inputs, id and now always give byte-identical output.
 Usage: ${usage}
 
   FILE|NAME           a definition file, or a workflow name in the definitions folder
-  --definitions DIR   the definitions folder (default: definitions)
+  --definitions DIR   the definitions folder (default: the config's definitions, else definitions/)
   --inputs JSON       start inputs as JSON, or @path to read them from a file (default: {})
   --id ID             the workflow id (default: a new ULID)
   --now ISO           the creation time (default: now)
@@ -26,7 +27,7 @@ export function run(argv: string[], io: Io): number {
   if (values.now !== undefined && Number.isNaN(Date.parse(values.now))) throw new UsageError(`--now must be an ISO 8601 time, not "${values.now}"`);
   if (values.id !== undefined && !/^[A-Za-z0-9_.:-]{1,128}$/.test(values.id)) throw new UsageError('--id must be 1-128 characters of A-Z a-z 0-9 _ . : -');
   const inputs = readInputs(io, values.inputs);
-  const definition = resolveDefinition(io, positionals[0], values.definitions ?? 'definitions');
+  const definition = resolveDefinition(io, positionals[0], definitionSet(io, values.definitions));
   try {
     const plan = compile(definition, inputs, { id: values.id, now: values.now });
     io.stdout(JSON.stringify(plan, null, 2) + '\n');

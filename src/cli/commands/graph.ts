@@ -1,6 +1,7 @@
 import { renderGraph, type GraphFormat } from '../../compiler/graph.js';
 import { oneOf, parse } from '../args.js';
 import { resolveDefinition } from '../definitions.js';
+import { definitionSet } from '../project.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
 export const usage = 'braid graph FILE|NAME [--format mermaid|dot] [--definitions DIR]';
@@ -10,7 +11,7 @@ export const help = `Print a definition's task graph.
 Usage: ${usage}
 
   --format FORMAT     mermaid (default) or dot (Graphviz)
-  --definitions DIR   the definitions folder (default: definitions)
+  --definitions DIR   the definitions folder (default: the config's definitions, else definitions/)
 `;
 
 export function run(argv: string[], io: Io): number {
@@ -18,7 +19,7 @@ export function run(argv: string[], io: Io): number {
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length !== 1) throw new UsageError(`graph takes one FILE or NAME (usage: ${usage})`);
   const format = oneOf<GraphFormat>(values.format, ['mermaid', 'dot'], '--format', 'mermaid');
-  const definition = resolveDefinition(io, positionals[0], values.definitions ?? 'definitions');
+  const definition = resolveDefinition(io, positionals[0], definitionSet(io, values.definitions));
   io.stdout(renderGraph(definition.normalized, format));
   return EXIT.ok;
 }
