@@ -2,8 +2,9 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
-import { backend, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
+import { spawn } from 'node:child_process';
+import { braidBin, runCli } from '../helpers/cli.js';
+import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
 /** A fresh application folder with the given files. */
 function app(files: Record<string, string>): string {
@@ -114,14 +115,24 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     expect(existsSync(join(json, '.braid'))).toBe(false);
   });
 
-  it('start --timeout takes a duration; a kind no worker handles is said while waiting', () => {
-    const dir = app({ 'braid.config.yaml': database(uniqueSchema()), 'definitions/child.yaml': CHILD });
+  it('start --timeout takes a duration; a kind no worker handles is said at the worker\'s start and while waiting', async () => {
+    const dir = app({ 'braid.config.yaml': `${database(uniqueSchema())}handlers: handlers.mjs\n`, 'definitions/child.yaml': CHILD, 'handlers.mjs': 'export default { other: async () => ({}) };\n' });
     expect(runCli(['start', 'child', '--wait', '--timeout', '60'], { cwd: dir, env })).toMatchObject({ code: 2, stderr: 'braid: --timeout must be a duration such as 30s, 5m or 1h, not "60"\n' });
-    if (backend !== 'postgres') return; // the embedded database needs a worker to wait on
     expect(runCli(['register'], { cwd: dir, env }).code).toBe(0);
-    const waited = runCli(['start', 'child', '--wait', '--timeout', '2s'], { cwd: dir, env });
-    expect(waited.code).toBe(1);
-    expect(waited.stderr).toMatch(/child \w+: 0\/1 tasks done; t waiting for a handler; no live handler for kind "work"\n/);
-    expect(waited.stderr).toMatch(/is still running after 2s\n$/);
-  }, 60_000);
+    let log = '';
+    const worker = spawn(process.execPath, [braidBin, 'worker'], { cwd: dir, env: { ...process.env, ...env } });
+    worker.stdout.on('data', (d: Buffer) => (log += d.toString()));
+    worker.stderr.on('data', (d: Buffer) => (log += d.toString()));
+    try {
+      await until(() => log.includes('running 1 kind(s): other'), 60_000);
+      expect(log).toContain('warning: no handler for kind "work" (used by child): its tasks wait for a worker that has one');
+      const waited = runCli(['start', 'child', '--wait', '--timeout', '2s'], { cwd: dir, env });
+      expect(waited.code).toBe(1);
+      expect(waited.stderr).toMatch(/child \w+: 0\/1 tasks done; t waiting for a handler; no live handler for kind "work"\n/);
+      expect(waited.stderr).toMatch(/is still running after 2s\n$/);
+    } finally {
+      worker.kill('SIGTERM');
+      await new Promise((r) => worker.on('exit', r));
+    }
+  }, 90_000);
 });

@@ -10,6 +10,7 @@ import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
 import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
 import { braidDir, definitionSet, handlersModule as handlersModuleOf, project, schemaName } from '../project.js';
+import { warnMissingKinds } from './worker.js';
 import { listenOn, loadHandlersArg, parsePort, queuesOption, recoveryHelp, recoveryOptions, RECOVERY_OPTIONS, shutdownMs, surviveUnhandledRejections, waitForStopSignal } from './serve.js';
 
 export const usage = 'braid dev [--definitions DIR] [--handlers MODULE] [--port N] [--host ADDR] [--queues NAME=N,...] [--database URL]';
@@ -79,6 +80,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     });
     const first = await definitions.start();
     if (!fixedQueues) await runtime.addQueues(Object.fromEntries(first.queues.map((q) => [q, 10])));
+    warnMissingKinds(log, await runtime.currentDefinitions(), handlers);
     await runtime.startWorker();
     const watcher = definitions;
     if (handlersModule) {
