@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Handlers } from '../../src/runtime/handlers.js';
 import type { Logger } from '../../src/runtime/log.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { backend, run, testRuntime } from '../helpers/runtime.js';
 
 /** One task, two attempts with no wait between them: a hostile handler's workflow must still end. */
@@ -9,6 +10,15 @@ const once = (kind: string) => `name: ${kind}\ntasks:\n  t: { kind: ${kind}, max
 function recordingLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
   return { lines, info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), taskDone: (t, outcome) => lines.push(`${t.name}#${t.attempt} ${outcome}`) };
+}
+
+/** Makes the database refuse every completion of a task's first attempt, with this SQLSTATE and message. */
+async function refuseFirstCompletion(rt: Runtime, sqlstate: string, message: string): Promise<void> {
+  await rt.db.exec(`
+    CREATE FUNCTION "${rt.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION '${message}' USING ERRCODE = '${sqlstate}'; END $$;
+    CREATE TRIGGER refuse BEFORE UPDATE ON "${rt.schema}".tasks FOR EACH ROW
+      WHEN (NEW.state = 'completed' AND NEW.attempt = 1) EXECUTE FUNCTION "${rt.schema}".refuse();`);
 }
 
 describe(`hostile handlers never hold a task or crash the worker (${backend})`, () => {
@@ -103,11 +113,7 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
     const log = recordingLogger();
     const rt = await testRuntime({ logger: log, handlers: { ok: async (_a, ctx) => ({ attempt: ctx.attempt }) }, definitions: { refused: once('ok') } });
     // the database refuses to complete attempt 1 (as it would a value it cannot store), and accepts attempt 2
-    await rt.db.exec(`
-      CREATE FUNCTION "${rt.schema}".refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'refused by a test trigger' USING ERRCODE = '22000'; END $$;
-      CREATE TRIGGER refuse BEFORE UPDATE ON "${rt.schema}".tasks FOR EACH ROW
-        WHEN (NEW.state = 'completed' AND NEW.attempt = 1) EXECUTE FUNCTION "${rt.schema}".refuse();`);
+    await refuseFirstCompletion(rt, '22000', 'refused by a test trigger');
     await rt.startWorker();
     const { workflow, tasks } = await run(rt, 'ok');
     expect(workflow.state).toBe('completed');
@@ -121,11 +127,7 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
     const log = recordingLogger();
     const rt = await testRuntime({ logger: log, workerDeadAfterMs: 600, heartbeatIntervalMs: 100, handlers: { ok: async (_a, ctx) => ({ attempt: ctx.attempt }) }, definitions: { stuck: once('ok') } });
     // attempt 1's completion fails as a lost race would (40001): tried again and again, never committing
-    await rt.db.exec(`
-      CREATE FUNCTION "${rt.schema}".busy() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'could not serialize (a test trigger)' USING ERRCODE = '40001'; END $$;
-      CREATE TRIGGER busy BEFORE UPDATE ON "${rt.schema}".tasks FOR EACH ROW
-        WHEN (NEW.state = 'completed' AND NEW.attempt = 1) EXECUTE FUNCTION "${rt.schema}".busy();`);
+    await refuseFirstCompletion(rt, '40001', 'could not serialize (a test trigger)');
     await rt.startWorker();
     const { workflow, tasks } = await run(rt, 'ok');
     expect(workflow.state).toBe('completed');
