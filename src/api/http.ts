@@ -1,12 +1,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ErrorCode } from '../error-codes.js';
 
-/** An answer other than 2xx, with its message for the client. */
+const BY_STATUS: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'route_not_found',
+  405: 'method_not_allowed',
+  413: 'body_too_large',
+  415: 'unsupported_media_type',
+};
+
+/** An answer other than 2xx about the HTTP exchange itself, with its message and code for the client. */
 export class HttpError extends Error {
+  readonly code: ErrorCode;
   constructor(
     readonly status: number,
     message: string,
+    code?: ErrorCode,
   ) {
     super(message);
+    this.code = code ?? BY_STATUS[status] ?? 'bad_request';
   }
 }
 

@@ -85,7 +85,7 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
     }
     throw new HttpError(404, `no route ${method} ${url.pathname}`);
   } catch (error) {
-    if (error instanceof InvalidCursorError) throw new HttpError(400, error.message);
+    if (error instanceof InvalidCursorError) throw new HttpError(400, error.message, error.code);
     throw error;
   }
 }
@@ -116,7 +116,7 @@ async function definitions(c: RouteContext, res: ServerResponse, method: string,
   if (parts.length === 4 && parts[3] === 'versions') return send(res, 200, await c.rt.versions(parts[2]));
   if (parts.length === 3) {
     const def = await c.rt.definition(parts[2], url.searchParams.get('hash') ?? undefined);
-    if (!def) throw new HttpError(404, `no registered definition ${parts[2]}${url.searchParams.get('hash') ? ` version ${url.searchParams.get('hash')}` : ''}`);
+    if (!def) throw new HttpError(404, `no registered definition ${parts[2]}${url.searchParams.get('hash') ? ` version ${url.searchParams.get('hash')}` : ''}`, 'definition_not_found');
     return send(res, 200, def);
   }
   throw new HttpError(404, `no route ${method} ${url.pathname}`);

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CompileError } from '../compiler/instantiate.js';
-import { UnknownWorkflowError, WorkflowNotFoundError, type Runtime } from '../runtime/runtime.js';
-import { isSubjectError, subjectStatus } from '../runtime/errors.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { httpStatus, isCallerError } from '../error-codes.js';
 import { serveUi } from '../ui/assets.js';
 import type { DevState } from './events.js';
 import { ChangeFeed } from './feed.js';
@@ -65,7 +65,8 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       // the client gets no raw database or stack text: the operator's log has it
       const unavailable = isTransientError(error);
       options.log?.warn(`API ${req.method ?? ''} ${(req.url ?? '').slice(0, 200)}: ${unavailable ? 'database unavailable' : 'internal error'}: ${errorMessage(error)}`);
-      if (!res.headersSent) send(res, unavailable ? 503 : 500, { error: unavailable ? 'the database is unavailable; try again' : 'internal error' });
+      const code = unavailable ? 'database_unavailable' : 'internal';
+      if (!res.headersSent) send(res, httpStatus(code), { error: unavailable ? 'the database is unavailable; try again' : 'internal error', code });
       else res.end();
     });
   });
@@ -87,10 +88,9 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       await route(context, req, res, url);
     } catch (error) {
       // a body left unread (too large) would be taken for the next request on this connection: close it
-      if (error instanceof HttpError) return send(res, error.status, { error: error.message }, error.status === 413 ? { connection: 'close' } : {});
-      if (error instanceof WorkflowNotFoundError || error instanceof UnknownWorkflowError) return send(res, 404, { error: error.message });
-      if (error instanceof CompileError) return send(res, 422, { error: 'inputs do not fit', diagnostics: error.diagnostics });
-      if (isSubjectError(error)) return send(res, subjectStatus(error), { error: error.message, name: error.name });
+      if (error instanceof HttpError) return send(res, error.status, { error: error.message, code: error.code }, error.status === 413 ? { connection: 'close' } : {});
+      if (error instanceof CompileError) return send(res, httpStatus(error.code), { error: 'inputs do not fit', code: error.code, diagnostics: error.diagnostics });
+      if (isCallerError(error)) return send(res, httpStatus(error.code), { error: error.message, code: error.code, name: error.name });
       throw error;
     }
   }

@@ -8,7 +8,7 @@ import { formatText } from '../compiler/format/text.js';
 import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder } from '../runtime/db/pglite.js';
 import { createPostgres } from '../runtime/db/postgres.js';
 import type { Database } from '../runtime/db/types.js';
-import { createRuntime, UnknownWorkflowError, WorkflowNotFoundError, type Runtime, type RuntimeOptions, type WorkflowStatus } from '../runtime/runtime.js';
+import { createRuntime, type Runtime, type RuntimeOptions, type WorkflowStatus } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 import type { DefinitionVersion } from '../runtime/sql/definitions.js';
 
@@ -19,7 +19,7 @@ export interface ListFilter {
   limit?: number;
   cursor?: string;
 }
-import { isSubjectError } from '../runtime/errors.js';
+import { ERROR_CODES, isCallerError, type ErrorCode } from '../error-codes.js';
 import type { EmitOptions, EmitResult } from '../runtime/signals.js';
 import type { WaitDiagnostics } from '../runtime/diagnostics.js';
 import type { RetryMode } from '../runtime/decide.js';
@@ -131,8 +131,8 @@ async function rethrow<T>(io: Io, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError || error instanceof UnknownWorkflowError || isSubjectError(error)) throw new SubjectError((error as Error).message);
     if (error instanceof CompileError) throw new SubjectError(formatText(error.diagnostics, { sources: readSourceTexts(error, io) }).trimEnd());
+    if (isCallerError(error)) throw new SubjectError(error.message);
     throw error;
   }
 }
@@ -146,13 +146,15 @@ function remoteBackend(io: Io, holder: number): Backend {
   }
   const api = new ApiClient(info.url, info.token);
   const call = async <T>(method: 'GET' | 'POST', path: string, payload?: unknown): Promise<T> => {
-    let r: { status: number; body: T & { error?: string; diagnostics?: unknown[] } };
+    let r: { status: number; body: T & { error?: string; code?: string; diagnostics?: unknown[] } };
     try {
-      r = await api.request<T & { error?: string; diagnostics?: unknown[] }>(method, path, payload);
+      r = await api.request<T & { error?: string; code?: string; diagnostics?: unknown[] }>(method, path, payload);
     } catch (error) {
       throw new ConnectionError(`cannot reach process ${holder} at ${info.url}: ${(error as Error).message}`);
     }
-    if (r.status === 404 || r.status === 422 || r.status === 400 || r.status === 409) {
+    // the code decides, as it does for a direct call: the caller's error, or braid's
+    const code = r.body.code;
+    if (r.status >= 400 && code !== undefined && Object.hasOwn(ERROR_CODES, code) && ERROR_CODES[code as ErrorCode].exit === 'failed') {
       const diagnostics = r.body.diagnostics as never[] | undefined;
       throw new SubjectError(diagnostics ? formatText(diagnostics, { sources: new Map() }).trimEnd() : String(r.body.error));
     }

@@ -19,6 +19,7 @@ import * as typesCommand from './commands/types.js';
 import * as listCommand from './commands/list.js';
 import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
 import { version } from './version.js';
+import { ERROR_CODES, isCoded } from '../error-codes.js';
 
 interface Command {
   usage: string;
@@ -86,6 +87,15 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.failed;
     }
     if (error instanceof ConnectionError) {
+      io.stderr(`braid: ${error.message}\n`);
+      return EXIT.internal;
+    }
+    // an error that carries its code gets the exit class of its code (the same table the API answers by)
+    if (isCoded(error)) {
+      if (ERROR_CODES[error.code].exit === 'failed') {
+        io.stderr(`${error.message}\n`);
+        return EXIT.failed;
+      }
       io.stderr(`braid: ${error.message}\n`);
       return EXIT.internal;
     }

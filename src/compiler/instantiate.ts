@@ -33,6 +33,7 @@ export const DEFAULT_COMPILE_LIMITS: CompileLimits = { forEachItems: 10_000, pla
 
 /** Compilation failed: the inputs do not fit the definition. Carries one diagnostic per problem. */
 export class CompileError extends Error {
+  readonly code = 'inputs_invalid' as const;
   constructor(readonly diagnostics: Diagnostic[]) {
     super(diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message} [${d.rule}]`).join('\n'));
     this.name = 'CompileError';

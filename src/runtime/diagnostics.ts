@@ -34,6 +34,7 @@ export interface WaitDiagnostics {
 }
 
 export class DiagnosticsError extends Error {
+  readonly code = 'diagnostics_unavailable' as const;
   constructor(message: string) {
     super(message);
     this.name = 'DiagnosticsError';

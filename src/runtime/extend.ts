@@ -20,6 +20,7 @@ export interface ExtensionSpec {
 }
 
 export class ExtensionError extends Error {
+  readonly code = 'extension_invalid' as const;
   constructor(
     message: string,
     readonly diagnostics: Diagnostic[] = [],

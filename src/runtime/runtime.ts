@@ -333,6 +333,7 @@ export class Runtime {
 }
 
 export class InvalidCursorError extends Error {
+  readonly code = 'cursor_invalid' as const;
   constructor() {
     super('the cursor is not one this list gave out');
     this.name = 'InvalidCursorError';
@@ -350,6 +351,7 @@ function decodeCursor(cursor: string): { created_at: string; id: string } {
 }
 
 export class UnknownWorkflowError extends Error {
+  readonly code = 'workflow_not_registered' as const;
   constructor(name: string) {
     super(`workflow ${name} is not registered; run braid register`);
     this.name = 'UnknownWorkflowError';
@@ -357,6 +359,7 @@ export class UnknownWorkflowError extends Error {
 }
 
 export class WorkflowNotFoundError extends Error {
+  readonly code = 'workflow_not_found' as const;
   constructor(id: string) {
     super(`no workflow with id "${id}"`);
     this.name = 'WorkflowNotFoundError';

@@ -29,6 +29,7 @@ export interface EmitResult {
 }
 
 export class SignalPayloadMismatchError extends Error {
+  readonly code = 'signal_payload_mismatch' as const;
   constructor(
     readonly key: string,
     readonly idempotencyKey: string,
@@ -40,6 +41,7 @@ export class SignalPayloadMismatchError extends Error {
 }
 
 export class SignalAttemptMismatchError extends Error {
+  readonly code = 'signal_attempt_mismatch' as const;
   constructor(
     readonly attempt: number,
     readonly current: number,
@@ -50,6 +52,7 @@ export class SignalAttemptMismatchError extends Error {
 }
 
 export class UndeclaredSignalKeyError extends Error {
+  readonly code = 'signal_key_undeclared' as const;
   constructor(task: string, key: string, declared: string[]) {
     super(`task "${task}" does not declare signal key "${key}" (its wait declares: ${declared.length ? declared.join(', ') : 'none'})`);
     this.name = 'UndeclaredSignalKey';
@@ -57,6 +60,7 @@ export class UndeclaredSignalKeyError extends Error {
 }
 
 export class WorkflowFinishedError extends Error {
+  readonly code = 'workflow_finished' as const;
   constructor(
     readonly workflowId: string,
     readonly state: string,
@@ -67,6 +71,7 @@ export class WorkflowFinishedError extends Error {
 }
 
 export class InvalidSignalError extends Error {
+  readonly code = 'signal_invalid' as const;
   constructor(message: string) {
     super(message);
     this.name = 'InvalidSignal';

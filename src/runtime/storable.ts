@@ -75,6 +75,7 @@ export function atPointer(u: Unstorable): string {
 
 /** A value from outside holds a string Postgres cannot store: the caller's input is at fault (HTTP 400, exit 1). */
 export class UnstorableValueError extends Error {
+  readonly code = 'value_unstorable' as const;
   constructor(message: string) {
     super(message);
     this.name = 'UnstorableValue';

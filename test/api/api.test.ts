@@ -257,7 +257,7 @@ describe(`HTTP API (${backend})`, () => {
   it('bad input gets one clear error and a 4xx', async () => {
     expect((await api('POST', '/api/workflows', 'not json')).status).toBe(400);
     expect((await api('POST', '/api/workflows', [1, 2])).status).toBe(400);
-    expect((await api('POST', '/api/workflows', {})).body).toEqual({ error: '"name" is required' });
+    expect((await api('POST', '/api/workflows', {})).body).toEqual({ error: '"name" is required', code: 'bad_request' });
     expect((await api('POST', '/api/workflows', { name: 'nope' })).status).toBe(404);
     expect((await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 'x' } })).status).toBe(422);
     expect((await api('GET', '/api/workflows/nope')).status).toBe(404);
@@ -296,6 +296,25 @@ describe(`HTTP API (${backend})`, () => {
     expect((await rt.workflow(body.id).signals.list()).signals).toEqual([]);
   });
 
+  it('every error body carries its code, and the code decides the status', async () => {
+    const codes = async (method: string, path: string, body?: unknown, headers?: Record<string, string>) => {
+      const r = await api(method, path, body, headers);
+      return [r.status, r.body.code];
+    };
+    expect(await codes('GET', '/api/workflows/nope')).toEqual([404, 'workflow_not_found']);
+    expect(await codes('POST', '/api/workflows', { name: 'nope' })).toEqual([404, 'workflow_not_registered']);
+    expect(await codes('POST', '/api/workflows', { name: 'approval', inputs: { n: 'x' } })).toEqual([422, 'inputs_invalid']);
+    expect(await codes('GET', '/api/workflows?cursor=garbage')).toEqual([400, 'cursor_invalid']);
+    expect(await codes('GET', '/api/definitions/nope')).toEqual([404, 'definition_not_found']);
+    expect(await codes('GET', '/api/nothing-here')).toEqual([404, 'route_not_found']);
+    expect(await codes('GET', '/api/workflows', undefined, { authorization: 'Bearer wrong' })).toEqual([401, 'unauthorized']);
+    const { body } = await api('POST', '/api/workflows', { name: 'quick' });
+    expect(await codes('GET', `/api/workflows/${body.id}/tasks/nope/diagnostics`)).toEqual([404, 'task_not_found']);
+    await rt.workflow(body.id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    expect(await codes('POST', `/api/workflows/${body.id}/signals`, { key: 'k' })).toEqual([409, 'workflow_finished']);
+    expect(await codes('POST', `/api/workflows/${body.id}/signals`, { key: '' })).toEqual([400, 'signal_invalid']);
+  });
+
   it('never reads definitions from a folder the client names', async () => {
     const dir = definitionsDir({ sneaky: 'name: sneaky\ntasks:\n  t: { kind: work }\n' });
     const started = await api('POST', '/api/workflows', { name: 'sneaky', definitions_dir: dir });
@@ -313,7 +332,7 @@ describe(`HTTP API (${backend})`, () => {
       const id = await broken.start('quick');
       const res = await fetch(`${other.url}/api/workflows/${id}/signals`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{"key":"k"}' });
       expect(res.status).toBe(500);
-      expect(await res.json()).toEqual({ error: 'internal error' });
+      expect(await res.json()).toEqual({ error: 'internal error', code: 'internal' });
       expect(warnings.join('\n')).toMatch(/internal error: .*signals.* does not exist/);
     } finally {
       await other.close();

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CompileError } from '../../src/compiler/instantiate.js';
-import { isSubjectError } from '../../src/runtime/errors.js';
+import { isCallerError } from '../../src/error-codes.js';
 import { backend, testRuntime } from '../helpers/runtime.js';
 
 /** Strings of any UTF-16 units: U+0000, lone surrogates and controls included. */
@@ -22,7 +22,7 @@ tasks:
 
 /** An error the caller caused: what the API answers with a 4xx and the CLI with exit 1. */
 function expectCallerError(error: unknown): void {
-  expect(error instanceof CompileError || isSubjectError(error), `not a caller's error: ${String(error)}`).toBe(true);
+  expect(error instanceof CompileError || isCallerError(error), `not a caller's error: ${String(error)}`).toBe(true);
 }
 
 describe(`property: any inputs and any signal reach the database or fail as the caller's error (${backend})`, () => {

@@ -14,6 +14,7 @@ export interface PgliteOptions {
 
 /** The embedded database is held by another live process. */
 export class DatabaseLockedError extends Error {
+  readonly code = 'database_locked' as const;
   constructor(
     readonly dataDir: string,
     readonly pid: number,
@@ -25,6 +26,7 @@ export class DatabaseLockedError extends Error {
 
 /** The data folder cannot be opened: damaged, or written by an incompatible version. */
 export class DatabaseDamagedError extends Error {
+  readonly code = 'database_damaged' as const;
   constructor(dataDir: string, cause: unknown) {
     super(`cannot open the embedded database in ${dataDir}: ${(cause as Error)?.message ?? String(cause)}. ` + `If it is damaged, move the folder away (or delete it) to start afresh.`);
     this.name = 'DatabaseDamagedError';

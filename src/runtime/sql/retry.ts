@@ -11,6 +11,7 @@ export interface RetryResult {
 }
 
 export class WorkflowNotFinalError extends Error {
+  readonly code = 'workflow_not_final' as const;
   constructor(id: string, state: string) {
     super(`workflow ${id} is ${state}: only a finalized workflow can be retried`);
     this.name = 'WorkflowNotFinal';

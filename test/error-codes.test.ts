@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { ERROR_CODES, httpStatus, isCallerError, isCoded } from '../src/error-codes.js';
+import { HttpError } from '../src/api/http.js';
+import { CompileError } from '../src/compiler/instantiate.js';
+import { DatabaseDamagedError, DatabaseLockedError } from '../src/runtime/db/pglite.js';
+import { DiagnosticsError } from '../src/runtime/diagnostics.js';
+import { TaskNotFoundError } from '../src/runtime/errors.js';
+import { ExtensionError } from '../src/runtime/extend.js';
+import { InvalidCursorError, UnknownWorkflowError, WorkflowNotFoundError } from '../src/runtime/runtime.js';
+import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError, WorkflowFinishedError } from '../src/runtime/signals.js';
+import { WorkflowNotFinalError } from '../src/runtime/sql/retry.js';
+import { UnstorableValueError } from '../src/runtime/storable.js';
+
+describe('one error vocabulary', () => {
+  it('every error a caller can get carries a code of the table, which gives its status and exit class', () => {
+    const row = { id: '1', attempt: 1, key: 'k', payload: null, source: null, idempotency_key: 'i', created_at: new Date() };
+    const errors: [Error, number][] = [
+      [new CompileError([]), 422],
+      [new WorkflowNotFoundError('w'), 404],
+      [new UnknownWorkflowError('n'), 404],
+      [new TaskNotFoundError('w', 't'), 404],
+      [new SignalPayloadMismatchError('k', 'i', row), 409],
+      [new SignalAttemptMismatchError(2, 1), 409],
+      [new WorkflowFinishedError('w', 'completed'), 409],
+      [new WorkflowNotFinalError('w', 'running'), 409],
+      [new UndeclaredSignalKeyError('t', 'k', []), 400],
+      [new InvalidSignalError('x'), 400],
+      [new UnstorableValueError('x'), 400],
+      [new ExtensionError('x'), 400],
+      [new DiagnosticsError('x'), 400],
+      [new InvalidCursorError(), 400],
+      [new HttpError(415, 'x'), 415],
+    ];
+    for (const [error, status] of errors) {
+      expect(isCoded(error), error.name).toBe(true);
+      expect(isCallerError(error), error.name).toBe(true);
+      expect(httpStatus((error as unknown as { code: keyof typeof ERROR_CODES }).code), error.name).toBe(status);
+    }
+    for (const error of [new DatabaseLockedError('d', 1), new DatabaseDamagedError('d', new Error('x'))]) {
+      expect(isCoded(error)).toBe(true);
+      expect(isCallerError(error)).toBe(false);
+    }
+    // a database error's SQLSTATE, or a socket's code, is no code of braid's
+    expect(isCoded(Object.assign(new Error('x'), { code: '22P05' }))).toBe(false);
+    expect(isCoded(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }))).toBe(false);
+  });
+});
