@@ -113,6 +113,8 @@ export interface WorkflowStatus {
  * killed leader is replaced within its lease (5 s). Each worker heartbeats every 2 s.
  */
 export const DEFAULT_HEARTBEAT_MS = 2000;
+/** A queue's concurrency when nothing says otherwise. */
+export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_DEAD_AFTER_MS = 7000;
 export const DEFAULT_LEADER_LEASE_MS = 5000;
 
@@ -260,7 +262,7 @@ export class Runtime {
       s: this.s,
       definitions: this.definitions,
       handlers: o.handlers ?? {},
-      queues: { ...(o.queues ?? { default: 10 }) },
+      queues: { ...(o.queues ?? { default: DEFAULT_CONCURRENCY }) },
       prefetch: o.prefetch ?? 0,
       clock: this.clock,
       pollIntervalMs: o.pollIntervalMs ?? 1000,

@@ -4,7 +4,7 @@ import { DefinitionsWatcher } from '../../dev/definitions-watcher.js';
 import { HandlersWatcher } from '../../dev/handlers-watcher.js';
 import type { Handlers } from '../../runtime/handlers.js';
 import { consoleLogger } from '../../runtime/log.js';
-import { createRuntime, type Runtime } from '../../runtime/runtime.js';
+import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
@@ -65,7 +65,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   let handlersWatcher: HandlersWatcher | undefined;
   let unpublish = () => undefined as void;
   try {
-    rt = createRuntime({ database: db, schema, handlers, queues: fixedQueues ?? { default: 10 }, logger: log, ...recovery });
+    rt = createRuntime({ database: db, schema, handlers, queues: fixedQueues ?? { default: DEFAULT_CONCURRENCY }, logger: log, ...recovery });
     await rt.migrate();
     const runtime = rt;
     definitions = new DefinitionsWatcher(runtime, dir, {
@@ -75,11 +75,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
       onReload: (state) => {
         api?.devChanged();
         // a definition may name a new queue: serve it (unless the queues were given)
-        if (!fixedQueues) void runtime.addQueues(Object.fromEntries(state.queues.map((q) => [q, 10]))).catch((e: Error) => log.warn(`adding queues: ${e.message}`));
+        if (!fixedQueues) void runtime.addQueues(queuesAt(state.queues)).catch((e: Error) => log.warn(`adding queues: ${e.message}`));
       },
     });
     const first = await definitions.start();
-    if (!fixedQueues) await runtime.addQueues(Object.fromEntries(first.queues.map((q) => [q, 10])));
+    if (!fixedQueues) await runtime.addQueues(queuesAt(first.queues));
     warnMissingKinds(log, await runtime.currentDefinitions(), handlers);
     await runtime.startWorker();
     const watcher = definitions;
@@ -118,4 +118,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
     await db.close();
     undoSurvive();
   }
+}
+
+/** Queues a definition uses, at the default concurrency. */
+function queuesAt(names: readonly string[]): Record<string, number> {
+  return Object.fromEntries(names.map((q) => [q, DEFAULT_CONCURRENCY]));
 }

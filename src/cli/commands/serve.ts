@@ -2,7 +2,7 @@ import { parseDuration } from '../../compiler/duration.js';
 import { errorMessage } from '../../runtime/describe-error.js';
 import type { Handlers } from '../../runtime/handlers.js';
 import type { Logger } from '../../runtime/log.js';
-import { DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, type RuntimeOptions } from '../../runtime/runtime.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, type RuntimeOptions } from '../../runtime/runtime.js';
 import { loadHandlers } from '../../runtime/load-handlers.js';
 import { UsageError, type Io } from '../io.js';
 import { handlersModule, project } from '../project.js';
@@ -88,7 +88,7 @@ export function parseQueues(spec: string): Record<string, number> {
   for (const part of spec.split(',').filter(Boolean)) {
     const m = /^([A-Za-z0-9_.-]{1,64})(?:=([1-9][0-9]{0,3}))?$/.exec(part.trim());
     if (!m) throw new UsageError(`--queues: "${part}" is not NAME or NAME=CONCURRENCY`);
-    out[m[1]] = m[2] ? Number(m[2]) : 10;
+    out[m[1]] = m[2] ? Number(m[2]) : DEFAULT_CONCURRENCY;
   }
   return out;
 }

@@ -2,7 +2,7 @@ import { startApiServer } from '../../api/server.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Handlers } from '../../runtime/handlers.js';
 import { consoleLogger, type Logger } from '../../runtime/log.js';
-import { createRuntime, type Runtime } from '../../runtime/runtime.js';
+import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
@@ -90,7 +90,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
 export function queuesOf(definitions: readonly { normalized: NormalizedDefinition }[]): Record<string, number> {
   const names = new Set(['default']);
   for (const d of definitions) for (const t of d.normalized.tasks) names.add(t.queue);
-  return Object.fromEntries([...names].sort().map((q) => [q, 10]));
+  return Object.fromEntries([...names].sort().map((q) => [q, DEFAULT_CONCURRENCY]));
 }
 
 /** Kinds the registered definitions use that this handlers module lacks: their tasks would wait, so say so now. */
