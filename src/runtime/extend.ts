@@ -10,7 +10,8 @@ import type { PlanTask } from '../compiler/plan.js';
 import { validate } from '../compiler/validate.js';
 import { depOutcome, isFinal, type FinalState } from './decide.js';
 import type { Queryable } from './db/types.js';
-import { cancelPending, lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
+import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
+import { cancelPending } from './waits.js';
 import { insertTaskRows, taskRows } from './sql/insert.js';
 import { activateWaits } from './waits.js';
 

@@ -8,7 +8,7 @@ import { inputsType, toCelValue } from '../compiler/cel/types.js';
 import type { NormalizedDefinition } from '../compiler/normalize.js';
 import type { Queryable } from './db/types.js';
 import { tasksContext } from './output.js';
-import { cancelPending, type AdvanceContext } from './sql/advance.js';
+import { deleteTaskRows, markCancelled, notifyQueues, settle, type AdvanceContext, type Finalized, type SettleResult } from './sql/advance.js';
 import { renderTemplates } from '../compiler/cel/evaluate.js';
 import { channels } from './sql/channels.js';
 import {
@@ -85,6 +85,37 @@ export interface WaitPass {
 
 /** Signal rows read per query; generic terms see at most the scan limit of each declared key. */
 const PAGE = 10_000;
+/**
+ * The one sequence that applies finalized tasks of a workflow (lock held): settle() advances or cancels their
+ * dependents and closes the workflow when nothing is open, then the waits that became ready are activated and
+ * evaluated (which may cancel more, through cancelPending). Every path that ends tasks uses it.
+ */
+export async function advanceWorkflow(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
+  const result = await settle(q, ctx, workflowId, finalized);
+  if (result.waitsReady.length > 0) await activateWaits(q, ctx, workflowId, result.waitsReady);
+  return result;
+}
+
+/**
+ * Cancels pending tasks of one workflow (lock held) as a failed dep would — a failed workflows term, a new
+ * task whose dep already failed — and cascades to their dependents. Returns the names cancelled at first.
+ */
+export async function cancelPending(q: Queryable, ctx: AdvanceContext, workflowId: string, reasons: ReadonlyMap<string, string>): Promise<string[]> {
+  if (reasons.size === 0) return [];
+  const gone = await markCancelled(q, ctx.s, workflowId, ctx.now, reasons);
+  const result = await advanceWorkflow(q, ctx, workflowId, gone);
+  await notifyQueues(q, ctx.schema, result.queues);
+  return gone.map((g) => g.name);
+}
+
+/**
+ * Deletes task rows of one workflow (lock held): their dependents see a deleted dep, which fails them
+ * unless they ignore deleted deps. What retention's per-task mode does, and an operator's last resort.
+ */
+export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<SettleResult> {
+  return advanceWorkflow(q, ctx, workflowId, await deleteTaskRows(q, ctx.s, workflowId, names));
+}
+
 export const DEFAULT_SCAN_LIMIT = 10_000;
 export const MAX_SCAN_LIMIT = 100_000;
 

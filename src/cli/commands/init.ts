@@ -2,6 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { dirname, join } from 'node:path';
 import { parse } from '../args.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { run as writeTypes } from './types.js';
 
 export const usage = 'braid init';
 
@@ -91,9 +92,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   if (existsSync(join(io.cwd, 'src/braid-types.d.ts'))) io.stdout('kept    src/braid-types.d.ts (it exists; npx braid types writes it again)\n');
   else {
-    const { main } = await import('../main.js');
-    const typed = await main(['types', '--out', 'src/braid-types.d.ts'], { ...io, stdout: () => undefined });
-    io.stdout(typed === EXIT.ok ? 'created src/braid-types.d.ts (npx braid types writes it again)\n' : 'warning: could not write src/braid-types.d.ts: run npx braid types\n');
+    let typed = false;
+    try {
+      typed = writeTypes(['--out', 'src/braid-types.d.ts'], { ...io, stdout: () => undefined }) === EXIT.ok;
+    } catch {
+      // the example is ours and valid; a definitions folder of the user's own may not be
+    }
+    io.stdout(typed ? 'created src/braid-types.d.ts (npx braid types writes it again)\n' : 'warning: could not write src/braid-types.d.ts: run npx braid types\n');
   }
   ignoreBraidFolder(io);
   io.stdout(`

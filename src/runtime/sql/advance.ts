@@ -2,7 +2,6 @@ import { depOutcome, finalWorkflowState, isFinal, readyState, type FinalState, t
 import type { Queryable } from '../db/types.js';
 import type { DefinitionCache } from '../definition-cache.js';
 import { evaluateOutput, type TaskResult } from '../output.js';
-import { activateWaits } from '../waits.js';
 import { channels } from './channels.js';
 
 /** What an advancing transaction needs: the schema, its one clock reading, and the definition cache. */
@@ -26,7 +25,7 @@ export interface Finalized {
 export interface SettleResult {
   /** Queues that gained available tasks (to wake workers). */
   queues: Set<string>;
-  /** Tasks whose deps are all satisfied and whose wait became active (and was evaluated) in this settle. */
+  /** Tasks whose deps are all satisfied and whose wait became active in this settle: to activate and evaluate. */
   waitsReady: string[];
   /** The workflow's final state when this settled it. */
   workflowState?: string;
@@ -42,9 +41,10 @@ interface DependentRow extends IgnoreFlags {
 
 /**
  * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances
- * (deps_left falls; at zero it becomes available, scheduled, or its wait becomes active and is evaluated) or, for a failed dep
+ * (deps_left falls; at zero it becomes available, scheduled, or its wait becomes ready) or, for a failed dep
  * that its flags do not ignore, is cancelled, which cascades. Then the workflow's open-task counter falls,
- * and at zero the workflow finalizes.
+ * and at zero the workflow finalizes. The waits it made ready are the caller's to activate: advanceWorkflow()
+ * (waits.ts) is the sequence every path uses.
  */
 export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
   const { s, now } = ctx;
@@ -99,15 +99,12 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
     wave = [];
     if (cancelled.size > 0) wave = await markCancelled(q, s, workflowId, now, cancelled);
   }
-  if (result.waitsReady.length > 0) {
-    await activateWaits(q, ctx, workflowId, result.waitsReady);
-  }
   result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
   return result;
 }
 
 /** Cancels pending tasks for a reason each (recorded as a dependency error); returns them as finalized. */
-async function markCancelled(q: Queryable, s: string, workflowId: string, now: Date, reasons: ReadonlyMap<string, string>): Promise<Finalized[]> {
+export async function markCancelled(q: Queryable, s: string, workflowId: string, now: Date, reasons: ReadonlyMap<string, string>): Promise<Finalized[]> {
   const { rows } = await q.query<{ name: string; dependents: string[] }>(
     `UPDATE ${s}.tasks t SET state = 'cancelled', finalized_at = $2,
             errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', 'dependency', 'message', v.message))
@@ -119,33 +116,13 @@ async function markCancelled(q: Queryable, s: string, workflowId: string, now: D
   return rows.map((r) => ({ name: r.name, state: 'cancelled' as const, dependents: r.dependents }));
 }
 
-/**
- * Cancels pending tasks of one workflow (lock held) as a failed dep would — a failed workflows term, a new
- * task whose dep already failed — and cascades to their dependents. Returns the names cancelled at first.
- */
-export async function cancelPending(q: Queryable, ctx: AdvanceContext, workflowId: string, reasons: ReadonlyMap<string, string>): Promise<string[]> {
-  if (reasons.size === 0) return [];
-  const gone = await markCancelled(q, ctx.s, workflowId, ctx.now, reasons);
-  const result = await settle(q, ctx, workflowId, gone);
-  await notifyQueues(q, ctx.schema, result.queues);
-  return gone.map((g) => g.name);
-}
-
-/**
- * Deletes task rows of one workflow (lock held): their dependents see a deleted dep, which fails them
- * unless they ignore deleted deps. What retention's per-task mode does, and an operator's last resort.
- */
-export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<SettleResult> {
-  const { rows } = await q.query<{ name: string; state: string; dependents: string[] }>(
-    `DELETE FROM ${ctx.s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) RETURNING name, state, dependents`,
-    [workflowId, names],
-  );
-  return settle(
-    q,
-    ctx,
+/** Deletes task rows of one workflow (lock held), returning them as finalized ('deleted') for settle(). */
+export async function deleteTaskRows(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<Finalized[]> {
+  const { rows } = await q.query<{ name: string; state: string; dependents: string[] }>(`DELETE FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) RETURNING name, state, dependents`, [
     workflowId,
-    rows.map((r) => ({ name: r.name, state: 'deleted' as const, dependents: r.dependents, alreadyClosed: isFinal(r.state) })),
-  );
+    names,
+  ]);
+  return rows.map((r) => ({ name: r.name, state: 'deleted' as const, dependents: r.dependents, alreadyClosed: isFinal(r.state) }));
 }
 
 /** Counts tasks out of the workflow's open set; finalizes the workflow when none is left. */

@@ -1,7 +1,8 @@
 import { afterFailure, retryDelayMs, type RetryPolicy } from '../decide.js';
 import type { Queryable } from '../db/types.js';
 import { storableText } from '../storable.js';
-import { lockWorkflows, notifyQueues, settle, type AdvanceContext } from './advance.js';
+import { lockWorkflows, notifyQueues, type AdvanceContext } from './advance.js';
+import { advanceWorkflow } from '../waits.js';
 
 export interface AttemptRef {
   workflowId: string;
@@ -97,7 +98,7 @@ export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: Attempt
     now,
     JSON.stringify([entry]),
   ]);
-  const result = await settle(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
+  const result = await advanceWorkflow(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
   await notifyQueues(q, ctx.schema, result.queues);
   return true;
 }

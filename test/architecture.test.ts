@@ -1,0 +1,67 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from './helpers/cli.js';
+
+/** Every module under src/ (the browser app aside) and the modules it imports at run time (type imports erased). */
+function importGraph(): Map<string, string[]> {
+  const src = join(repoRoot, 'src');
+  const graph = new Map<string, string[]>();
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) {
+        if (!p.endsWith(join('ui', 'app'))) walk(p);
+      } else if (p.endsWith('.ts')) {
+        const text = readFileSync(p, 'utf8');
+        const targets = [...text.matchAll(/^import (?!type )[^;]*? from '(\.[^']+)'/gm), ...text.matchAll(/await import\('(\.[^']+)'\)/g)].map((m) =>
+          normalize(join(dirname(p), m[1].replace(/\.js$/, '.ts'))),
+        );
+        graph.set(p, targets);
+      }
+    }
+  };
+  walk(src);
+  return graph;
+}
+
+/** The strongly connected groups of more than one module: each is an import circle. */
+function circles(graph: Map<string, string[]>): string[][] {
+  let index = 0;
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const idx = new Map<string, number>();
+  const low = new Map<string, number>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    idx.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const group: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        group.push(relative(repoRoot, w));
+      } while (w !== v);
+      if (group.length > 1) found.push(group.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!idx.has(v)) visit(v);
+  return found;
+}
+
+describe('the source tree', () => {
+  it('has no import circle', () => {
+    expect(circles(importGraph())).toEqual([]);
+  });
+});
