@@ -1,7 +1,7 @@
 import type { Database, Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type TaskContext } from './handlers.js';
-import { activateCompleted, completeTasks, finalizePending } from './sql/complete.js';
+import { completeAttempt } from './completion.js';
 import type { AttemptRef } from './sql/fail.js';
 import type { FetchedTask } from './sql/fetch.js';
 import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
@@ -10,7 +10,7 @@ import { loadTasksByName, type TaskRecord } from './sql/workflows.js';
 import { registeredNames } from './sql/definitions.js';
 import { listTaskSignals } from './signals.js';
 import { workflowResults } from './waits.js';
-import { applyExtension, compileFor } from './extend.js';
+import { compileFor } from './extend.js';
 import type { PlanTask } from '../compiler/plan.js';
 import type { SignalRow } from './wait-eval.js';
 import type { SignalPage } from './sql/signals.js';
@@ -220,12 +220,7 @@ export class AttemptTransaction {
         }
         const outcome = await ended;
         if (!outcome) throw new RollbackSignal();
-        const ctx = advanceContext(this.env, now);
-        for (const tasks of outcome.extensions) await applyExtension(tx, ctx, this.ref.workflowId, tasks);
-        const result = await completeTasks(tx, ctx, [{ ...this.ref, output: outcome.output }]);
-        if (result.skipped.length > 0) throw new Error('this attempt is no longer running');
-        await activateCompleted(tx, ctx, result.activated, false);
-        await finalizePending(tx, ctx, result.toFinalize);
+        if (!(await completeAttempt(tx, advanceContext(this.env, now), this.ref, outcome.output, outcome.extensions))) throw new Error('this attempt is no longer running');
       });
       this.done.catch(() => undefined);
     });

@@ -1,7 +1,8 @@
 import type { Database, Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import type { Logger } from './log.js';
-import { finalizePending, unfinalized } from './sql/complete.js';
+import { unfinalized } from './sql/complete.js';
+import { finalizePending } from './completion.js';
 import { endAttempt } from './sql/fail.js';
 import { electLeader, resignLeader } from './sql/leader.js';
 import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, promoteDue, workflowsWithExpiredTasks, type RetentionPolicy } from './sql/maintenance.js';

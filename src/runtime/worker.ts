@@ -5,18 +5,17 @@ import { TaskCancelled, TaskSnoozed, type Handler, type Handlers, type TaskConte
 import { START_KIND } from '../compiler/normalize.js';
 import { runStartTask } from './start.js';
 import { channels } from './sql/channels.js';
-import { activateCompleted, completeTasks, finalizePending, type Completion } from './sql/complete.js';
+import { completeTasks, type Completion } from './sql/complete.js';
+import { activateCompleted, completeAll, completeAttempt, finalizePending } from './completion.js';
 import { endAttempt, releaseLostClaims, releaseTasks, type AttemptOutcome, type AttemptRef } from './sql/fail.js';
 import { fetchTasks, type FetchedTask } from './sql/fetch.js';
 import { forgetClaims } from './sql/claims.js';
-import { lockWorkflows } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
 import { cancelRequested, heartbeatWorker, registerWorker, stopWorker, type AbandonedAttempt } from './sql/workers.js';
 import { isConnectionError, isTransientError } from './db/transient.js';
 import { backoffMs, sleep } from './backoff.js';
 import { describeError, errorMessage, OutputError } from './describe-error.js';
 import { atPointer, findUnstorable } from './storable.js';
-import { applyExtension } from './extend.js';
 import type { PlanTask } from '../compiler/plan.js';
 import type { CompileLimits } from '../compiler/instantiate.js';
 import type { Logger } from './log.js';
@@ -539,14 +538,8 @@ export class Worker {
   private async completeExtending(ref: AttemptRef, output: unknown, extensions: PlanTask[][]): Promise<void> {
     const { db, clock } = this.o;
     await db.transaction(async (tx) => {
-      const ctx = this.advanceContext(await currentTime(db, clock, tx));
-      await lockWorkflows(tx, ctx.s, [ref.workflowId]);
-      for (const tasks of extensions) await applyExtension(tx, ctx, ref.workflowId, tasks);
-      const result = await completeTasks(tx, ctx, [{ ...ref, output }]);
       // no longer running (timed out, cancelled or rescued): the extension is rolled back with the completion
-      if (result.skipped.length > 0) throw new AttemptEnded();
-      await activateCompleted(tx, ctx, result.activated, false);
-      await finalizePending(tx, ctx, result.toFinalize);
+      if (!(await completeAttempt(tx, this.advanceContext(await currentTime(db, clock, tx)), ref, output, extensions))) throw new AttemptEnded();
     }).catch((error: unknown) => {
       if (!(error instanceof AttemptEnded)) throw error;
     });
@@ -673,12 +666,7 @@ export class Worker {
     try {
       if (items.some((i) => i.dependentsWait)) {
         // a dependent's wait may become active: evaluate it in the completion's transaction
-        result = await db.transaction(async (tx) => {
-          const ctx = this.advanceContext((now = await currentTime(db, clock, tx)));
-          const r = await completeTasks(tx, ctx, items, claim);
-          await activateCompleted(tx, ctx, r.activated, false);
-          return r;
-        });
+        result = await db.transaction(async (tx) => completeAll(tx, this.advanceContext((now = await currentTime(db, clock, tx))), items, claim));
       } else {
         now = await currentTime(db, clock);
         result = await completeTasks(db, this.advanceContext(now), items, claim);

@@ -1,6 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { activateWaits } from '../waits.js';
-import { finalizeWorkflows, lockWorkflows, type AdvanceContext, type WorkflowRow } from './advance.js';
+import type { AdvanceContext, WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
 import { recordClaimSql } from './claims.js';
 import { claimedJson, decodeClaimed, depOutputsSql, type ClaimedJson, type FetchedTask } from './fetch.js';
@@ -204,29 +203,14 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
   return { skipped, toFinalize: r.finalize ?? [], claimed, claim: r.claim, activated };
 }
 
-/**
- * Activates and evaluates the waits a completion batch made active (its deps are now satisfied), waking
- * workers for those that resolved at once. `lock`: the caller does not hold the workflows' locks yet.
- */
-export async function activateCompleted(q: Queryable, ctx: AdvanceContext, activated: ReadonlyMap<string, string[]>, lock: boolean): Promise<void> {
-  if (activated.size === 0) return;
-  if (lock) await lockWorkflows(q, ctx.s, [...activated.keys()]);
-  for (const [workflowId, names] of activated) await activateWaits(q, ctx, workflowId, names);
-}
-
-/**
- * Finalizes workflows whose tasks are all closed but whose output is still to be evaluated: right after
- * their completion batch, or by the leader for any a crash left behind.
- */
-export async function finalizePending(q: Queryable, ctx: AdvanceContext, ids: readonly string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await lockWorkflows(q, ctx.s, ids);
+/** Of the given workflows, those running with every task closed: their output is still to be evaluated (lock held). */
+export async function workflowsToFinalize(q: Queryable, s: string, ids: readonly string[]): Promise<WorkflowRow[]> {
   const { rows } = await q.query<WorkflowRow>(
     `SELECT id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at
-       FROM ${ctx.s}.workflows WHERE id = ANY($1::text[]) AND state = 'running' AND tasks_open = 0`,
+       FROM ${s}.workflows WHERE id = ANY($1::text[]) AND state = 'running' AND tasks_open = 0`,
     [ids],
   );
-  await finalizeWorkflows(q, ctx, rows);
+  return rows;
 }
 
 /** Workflows a crash left with every task closed but not finalized (the leader sweeps them). */

@@ -1,0 +1,51 @@
+import type { PlanTask } from '../compiler/plan.js';
+import type { Queryable } from './db/types.js';
+import { applyExtension } from './extend.js';
+import { finalizeWorkflows, lockWorkflows, type AdvanceContext } from './sql/advance.js';
+import { completeTasks, workflowsToFinalize, type Completion, type EagerClaim } from './sql/complete.js';
+import type { AttemptRef } from './sql/fail.js';
+import { activateWaits } from './waits.js';
+
+/**
+ * What follows a completion statement (sql/complete.ts), written once: the waits its dependents' deps made
+ * active are activated and evaluated, and workflows left with every task closed and an output to evaluate are
+ * finalized. The worker runs the steps in the completion's transaction or just after it; the leader sweeps what
+ * a crash between them left behind.
+ */
+
+/** Activates and evaluates the waits a completion batch made active. `lock`: the caller does not hold the workflows' locks yet. */
+export async function activateCompleted(q: Queryable, ctx: AdvanceContext, activated: ReadonlyMap<string, string[]>, lock: boolean): Promise<void> {
+  if (activated.size === 0) return;
+  if (lock) await lockWorkflows(q, ctx.s, [...activated.keys()]);
+  for (const [workflowId, names] of activated) await activateWaits(q, ctx, workflowId, names);
+}
+
+/** Finalizes workflows whose tasks are all closed but whose output is still to be evaluated. */
+export async function finalizePending(q: Queryable, ctx: AdvanceContext, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await lockWorkflows(q, ctx.s, ids);
+  await finalizeWorkflows(q, ctx, await workflowsToFinalize(q, ctx.s, ids));
+}
+
+/** A completion and what follows it, all in the caller's transaction (a batch whose dependents wait). */
+export async function completeAll(tx: Queryable, ctx: AdvanceContext, items: readonly Completion[], claim?: EagerClaim) {
+  const result = await completeTasks(tx, ctx, items, claim);
+  await activateCompleted(tx, ctx, result.activated, false);
+  await finalizePending(tx, ctx, result.toFinalize);
+  return result;
+}
+
+/**
+ * One attempt's completion in a transaction of its own (the handler's, or one that adds tasks): under its
+ * workflow's lock the extensions are inserted, the attempt completes, and what follows runs. False when the
+ * attempt was no longer running (timed out, cancelled or rescued): the caller rolls the transaction back.
+ */
+export async function completeAttempt(tx: Queryable, ctx: AdvanceContext, ref: AttemptRef, output: unknown, extensions: readonly PlanTask[][]): Promise<boolean> {
+  await lockWorkflows(tx, ctx.s, [ref.workflowId]);
+  for (const tasks of extensions) await applyExtension(tx, ctx, ref.workflowId, tasks);
+  const result = await completeTasks(tx, ctx, [{ ...ref, output }]);
+  if (result.skipped.length > 0) return false;
+  await activateCompleted(tx, ctx, result.activated, false);
+  await finalizePending(tx, ctx, result.toFinalize);
+  return true;
+}
