@@ -2,7 +2,7 @@ import type { Database, Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type TaskContext } from './handlers.js';
 import { completeAttempt } from './completion.js';
-import type { AttemptRef } from './sql/fail.js';
+import type { AttemptRef } from './sql/attempts.js';
 import type { FetchedTask } from './sql/fetch.js';
 import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';

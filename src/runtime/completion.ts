@@ -3,7 +3,7 @@ import type { Queryable } from './db/types.js';
 import { applyExtension } from './extend.js';
 import { finalizeWorkflows, lockWorkflows, type AdvanceContext } from './sql/advance.js';
 import { completeTasks, workflowsToFinalize, type Completion, type EagerClaim } from './sql/complete.js';
-import type { AttemptRef } from './sql/fail.js';
+import type { AttemptRef } from './sql/attempts.js';
 import { activateWaits } from './waits.js';
 
 /**

@@ -3,7 +3,7 @@ import type { DefinitionCache } from './definition-cache.js';
 import type { Logger } from './log.js';
 import { unfinalized } from './sql/complete.js';
 import { finalizePending } from './completion.js';
-import { endAttempt } from './sql/fail.js';
+import { endAttempt } from './end-attempt.js';
 import { electLeader, resignLeader } from './sql/leader.js';
 import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, promoteDue, workflowsWithExpiredTasks, type RetentionPolicy } from './sql/maintenance.js';
 import { forgetLostClaims, lostAttempts } from './sql/claims.js';

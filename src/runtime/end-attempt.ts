@@ -1,0 +1,75 @@
+import { afterFailure, retryDelayMs } from './decide.js';
+import type { Queryable } from './db/types.js';
+import { storableText } from './storable.js';
+import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
+import { deleteUnknownClaims, finalizeAttempt, lockTask, requeueAttempt, retryAttempt, unclaim, type AttemptOutcome, type AttemptRef, type ErrorEntry, type TaskError } from './sql/attempts.js';
+import { advanceWorkflow } from './waits.js';
+
+/** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
+function storableError(e: TaskError): TaskError {
+  const out: TaskError = { ...e, message: storableText(e.message) };
+  if (e.name !== undefined) out.name = storableText(e.name);
+  if (e.stack !== undefined) out.stack = storableText(e.stack);
+  return out;
+}
+
+/**
+ * Ends an attempt that did not complete, in the caller's transaction: an error retries with backoff until
+ * max_attempts, then discards; a handler's cancel cancels for good; a snooze reschedules without using up
+ * the attempt; a release (shutdown) makes it available again at once. Final outcomes cascade to dependents.
+ * Returns false when the attempt was no longer running (a no-op).
+ */
+export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: AttemptRef, outcome: AttemptOutcome, random: () => number = Math.random): Promise<boolean> {
+  const { s, now } = ctx;
+  await lockWorkflows(q, s, [ref.workflowId]);
+  const task = await lockTask(q, s, ref.workflowId, ref.name);
+  if (!task || task.state !== 'running' || task.attempt !== ref.attempt || task.worker_id !== ref.workerId) return false;
+  // a cancelled workflow's task ends cancelled whatever its attempt ended in: released or snoozed, it would run again
+  if ((outcome.type === 'snooze' || outcome.type === 'release') && !task.cancel_requested) {
+    const at = new Date(now.getTime() + (outcome.type === 'snooze' ? outcome.ms : 0));
+    const state = at.getTime() > now.getTime() ? 'scheduled' : 'available';
+    await requeueAttempt(q, s, ref, state, at, outcome.type === 'release' ? [{ attempt: ref.attempt, at: now.toISOString(), ...outcome.error }] : []);
+    if (state === 'available') await notifyQueues(q, ctx.schema, [task.queue]);
+    return true;
+  }
+  const entry: ErrorEntry = { attempt: ref.attempt, at: now.toISOString(), ...storableError('error' in outcome ? outcome.error : { kind: 'cancel', message: 'workflow cancelled' }) };
+  const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task);
+  if (next === 'retryable') {
+    // a lost attempt (its worker died, or could not record the end) is no failure of the handler's to back
+    // off from: detecting it took long enough, so it runs again at once, keeping its place in the queue
+    const lost = entry.kind === 'lost';
+    await retryAttempt(q, s, ref, lost ? 'available' : 'retryable', lost ? null : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random)), entry);
+    if (lost) await notifyQueues(q, ctx.schema, [task.queue]);
+    return true;
+  }
+  await finalizeAttempt(q, s, ref, next, now, entry);
+  const result = await advanceWorkflow(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
+  await notifyQueues(q, ctx.schema, result.queues);
+  return true;
+}
+
+/**
+ * Gives claimed attempts that never started back to their queue as if never claimed (prefetched tasks at
+ * shutdown); those of a cancelled workflow end cancelled instead.
+ */
+export async function releaseTasks(q: Queryable, ctx: AdvanceContext, refs: readonly AttemptRef[]): Promise<void> {
+  if (refs.length === 0) return;
+  await lockWorkflows(q, ctx.s, [...new Set(refs.map((r) => r.workflowId))]);
+  const rows = await unclaim(q, ctx.s, refs);
+  await notifyQueues(q, ctx.schema, [...new Set(rows.map((r) => r.queue))]);
+  const released = new Set(rows.map((r) => `${r.workflow_id}\u0000${r.name}`));
+  for (const ref of refs) {
+    if (!released.has(`${ref.workflowId}\u0000${ref.name}`)) await endAttempt(q, ctx, ref, { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } });
+  }
+}
+
+/**
+ * Releases the tasks of a worker's claims recorded at the given times that it does not know (a claiming
+ * statement committed but its reply was lost): those still running for it go back to their queue as if never
+ * claimed, and the claims are deleted. Returns how many tasks were released.
+ */
+export async function releaseLostClaims(q: Queryable, ctx: AdvanceContext, workerId: string, claimedAt: readonly Date[], known: readonly string[]): Promise<number> {
+  const rows = await deleteUnknownClaims(q, ctx.s, workerId, claimedAt, known);
+  await releaseTasks(q, ctx, rows.map((r) => ({ workflowId: r.workflow_id, name: r.name, attempt: r.attempt, workerId })));
+  return rows.length;
+}
