@@ -27,7 +27,7 @@ export type { SignalPage } from './runtime/sql/signals.js';
 export type { SignalRow, TermValue, WaitPhase } from './runtime/wait-eval.js';
 export type { WaitEvidence } from './runtime/waits.js';
 export { DiagnosticsError, type WaitDiagnostics } from './runtime/diagnostics.js';
-export { WorkflowNotFinalError, type RetryResult } from './runtime/sql/retry.js';
+export { WorkflowNotFinalError, type RetryResult } from './runtime/retry.js';
 export { ExtensionError, type ExtensionSpec } from './runtime/extend.js';
 export type { RetryMode } from './runtime/decide.js';
 export type { StartOutput } from './runtime/start.js';

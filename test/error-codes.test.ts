@@ -8,7 +8,7 @@ import { TaskNotFoundError } from '../src/runtime/errors.js';
 import { ExtensionError } from '../src/runtime/extend.js';
 import { InvalidCursorError, UnknownWorkflowError, WorkflowNotFoundError } from '../src/runtime/runtime.js';
 import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError, WorkflowFinishedError } from '../src/runtime/signals.js';
-import { WorkflowNotFinalError } from '../src/runtime/sql/retry.js';
+import { WorkflowNotFinalError } from '../src/runtime/retry.js';
 import { UnstorableValueError } from '../src/runtime/storable.js';
 
 describe('one error vocabulary', () => {

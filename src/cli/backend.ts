@@ -23,7 +23,7 @@ import { ERROR_CODES, isCallerError, type ErrorCode } from '../error-codes.js';
 import type { EmitOptions, EmitResult } from '../runtime/signals.js';
 import type { WaitDiagnostics } from '../runtime/diagnostics.js';
 import type { RetryMode } from '../runtime/decide.js';
-import type { RetryResult } from '../runtime/sql/retry.js';
+import type { RetryResult } from '../runtime/retry.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, SubjectError, type Io } from './io.js';
 import { braidDir, databaseUrl, schemaName } from './project.js';

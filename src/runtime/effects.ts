@@ -8,7 +8,7 @@ import { compile } from '../compiler/instantiate.js';
 import type { Database, Queryable } from './db/types.js';
 import type { AdvanceContext } from './sql/advance.js';
 import { lockWorkflows } from './sql/advance.js';
-import { insertPlan } from './sql/insert.js';
+import { insertPlan } from './insert.js';
 import { cancelWorkflow } from './sql/workflows.js';
 import { channels } from './sql/channels.js';
 import { evaluateWaits } from './waits.js';

@@ -12,7 +12,8 @@ import { depOutcome, isFinal, type FinalState } from './decide.js';
 import type { Queryable } from './db/types.js';
 import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
 import { cancelPending } from './waits.js';
-import { insertTaskRows, taskRows } from './sql/insert.js';
+import { insertTaskRows } from './sql/insert.js';
+import { taskRows } from './insert.js';
 import { activateWaits } from './waits.js';
 
 /** New tasks, as the `tasks:` map of a definition; deps may name existing tasks (a for_each name means all its expansions). */

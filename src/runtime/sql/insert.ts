@@ -1,12 +1,8 @@
-import type { Plan, PlanTask } from '../../compiler/plan.js';
-import { readyState } from '../decide.js';
+import type { PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import { declaredKeys } from '../wait-eval.js';
-import { activateWaits } from '../waits.js';
-import type { AdvanceContext } from './advance.js';
-import { notifyQueues } from './advance.js';
 import { awaitLockKey } from './waits.js';
-import { assertStorable } from '../storable.js';
+
+/** The statements that insert a workflow and its tasks (insert.ts makes the rows). */
 
 export interface InsertExtras {
   parentId?: string | null;
@@ -14,49 +10,59 @@ export interface InsertExtras {
 }
 
 /** A task as inserted: the plan's task with its initial state, reverse edges and wait keys. */
-export type TaskRow = ReturnType<typeof taskRows>[number];
+export interface TaskRow {
+  name: string;
+  ord: number;
+  template: string;
+  idx: number | null;
+  key: string | null;
+  kind: string;
+  queue: string;
+  priority: number;
+  state: string;
+  max_attempts: number;
+  args: unknown;
+  deps: string[];
+  dependents: string[];
+  dependents_wait: boolean;
+  wait_keys: string[];
+  deps_left: number;
+  scheduled_at: string;
+  timeout_ms: number | null;
+  retry: PlanTask['retry'];
+  ignore_cancelled_deps: boolean;
+  ignore_discarded_deps: boolean;
+  ignore_deleted_deps: boolean;
+  wait: PlanTask['wait'];
+  start: PlanTask['start'];
+  metadata: unknown;
+  description: string | null;
+}
+
+/** A workflow's row, under the advisory lock of its id, which orders this insert with a wait registering on it. */
+export async function insertWorkflow(
+  q: Queryable,
+  s: string,
+  w: { id: string; name: string; hash: string; inputs: unknown; output: unknown; tasks: number; created: Date },
+  extras: InsertExtras,
+): Promise<void> {
+  await q.query(
+    `WITH l AS (SELECT pg_advisory_xact_lock(${awaitLockKey('$1::text')}))
+     INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at)
+     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $9 FROM l`,
+    [w.id, w.name, w.hash, JSON.stringify(w.inputs), w.output === null ? null : JSON.stringify(w.output), w.tasks, extras.parentId ?? null, extras.group ?? null, w.created],
+  );
+}
 
 /**
- * Rows for plan tasks. `depsLeft` and `state` may be overridden (an extension's deps may be final already);
- * by default every dep is still to come.
+ * Marks a new workflow as awaited when some wait registered on its id before it existed; in a statement after
+ * insertWorkflow's, so its snapshot shows those registrations.
  */
-export function taskRows(tasks: readonly PlanTask[], createdAt: Date, now: Date, override: (t: PlanTask) => { deps_left?: number; state?: string } = () => ({})) {
-  const dependents = new Map<string, string[]>();
-  for (const t of tasks) for (const d of t.deps) dependents.set(d, [...(dependents.get(d) ?? []), t.name]);
-  const waits = new Set(tasks.filter((t) => t.wait !== null).map((t) => t.name));
-  return tasks.map((t, i) => {
-    const scheduledAt = t.scheduled_at ? new Date(t.scheduled_at) : createdAt;
-    const o = override(t);
-    const depsLeft = o.deps_left ?? t.deps.length;
-    return {
-      name: t.name,
-      ord: i,
-      template: t.template,
-      idx: t.index,
-      key: t.key,
-      kind: t.kind,
-      queue: t.queue,
-      priority: t.priority,
-      state: o.state ?? readyState({ deps_left: depsLeft, has_wait: t.wait !== null, scheduled_at: scheduledAt }, now),
-      max_attempts: t.max_attempts,
-      args: t.args,
-      deps: t.deps,
-      dependents: dependents.get(t.name) ?? [],
-      dependents_wait: (dependents.get(t.name) ?? []).some((d) => waits.has(d)),
-      wait_keys: t.wait ? declaredKeys(t.wait) : [],
-      deps_left: depsLeft,
-      scheduled_at: scheduledAt.toISOString(),
-      timeout_ms: t.timeout_ms,
-      retry: t.retry,
-      ignore_cancelled_deps: t.ignore_cancelled_deps,
-      ignore_discarded_deps: t.ignore_discarded_deps,
-      ignore_deleted_deps: t.ignore_deleted_deps,
-      wait: t.wait,
-      start: t.start,
-      metadata: t.metadata,
-      description: t.description,
-    };
-  });
+export const markAwaitedSql = (s: string) =>
+  `UPDATE ${s}.workflows SET has_waiters = true WHERE id = $1::text AND EXISTS (SELECT 1 FROM ${s}.workflow_waiters WHERE awaited_id = $1::text)`;
+
+export async function markAwaited(q: Queryable, s: string, workflowId: string): Promise<void> {
+  await q.query(markAwaitedSql(s), [workflowId]);
 }
 
 /** Inserts task rows of one workflow in their order (the order loads and status list them in). */
@@ -79,36 +85,3 @@ export async function insertTaskRows(q: Queryable, s: string, workflowId: string
   );
 }
 
-/**
- * Inserts a plan: the workflow row and every task, with initial states and reverse edges; root tasks that
- * wait become active at once. Workers are woken on commit.
- */
-export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, extras: InsertExtras = {}): Promise<void> {
-  const { s, now } = ctx;
-  const w = plan.workflow;
-  assertStorable(w.inputs, 'the inputs');
-  // templates may make strings too (a CEL "\x00"): each task's values are checked before they reach the database
-  for (const t of plan.tasks) {
-    assertStorable(t.args, `the args of task "${t.name}"`);
-    assertStorable(t.metadata, `the metadata of task "${t.name}"`);
-  }
-  const created = new Date(w.created_at);
-  const rows = taskRows(plan.tasks, created, now);
-  // the id's advisory lock orders this insert with a wait registering on it (see registerWaiters)
-  await q.query(
-    `WITH l AS (SELECT pg_advisory_xact_lock(${awaitLockKey('$1::text')}))
-     INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at)
-     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $9 FROM l`,
-    [w.id, w.name, w.definition.hash, JSON.stringify(w.inputs), w.output === null ? null : JSON.stringify(w.output), plan.tasks.length, extras.parentId ?? null, extras.group ?? null, created],
-  );
-  // a later statement, so its snapshot shows waits registered before this insert took the lock
-  const marked = `UPDATE ${s}.workflows SET has_waiters = true WHERE id = $1::text AND EXISTS (SELECT 1 FROM ${s}.workflow_waiters WHERE awaited_id = $1::text)`;
-  if (rows.length === 0) {
-    await q.query(marked, [w.id]);
-    return;
-  }
-  await insertTaskRows(q, s, w.id, rows, now, `WITH marked AS (${marked} RETURNING id)`);
-  const roots = plan.tasks.filter((t) => t.wait !== null && t.deps.length === 0).map((t) => t.name);
-  if (roots.length > 0) await activateWaits(q, ctx, w.id, roots);
-  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available').map((r) => r.queue));
-}

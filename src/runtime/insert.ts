@@ -1,0 +1,77 @@
+import type { Plan, PlanTask } from '../compiler/plan.js';
+import { readyState } from './decide.js';
+import type { Queryable } from './db/types.js';
+import { assertStorable } from './storable.js';
+import { notifyQueues, type AdvanceContext } from './sql/advance.js';
+import { insertTaskRows, insertWorkflow, markAwaited, markAwaitedSql, type InsertExtras, type TaskRow } from './sql/insert.js';
+import { declaredKeys } from './wait-eval.js';
+import { activateWaits } from './waits.js';
+
+/**
+ * Rows for plan tasks. `depsLeft` and `state` may be overridden (an extension's deps may be final already);
+ * by default every dep is still to come.
+ */
+export function taskRows(tasks: readonly PlanTask[], createdAt: Date, now: Date, override: (t: PlanTask) => { deps_left?: number; state?: string } = () => ({})): TaskRow[] {
+  const dependents = new Map<string, string[]>();
+  for (const t of tasks) for (const d of t.deps) dependents.set(d, [...(dependents.get(d) ?? []), t.name]);
+  const waits = new Set(tasks.filter((t) => t.wait !== null).map((t) => t.name));
+  return tasks.map((t, i) => {
+    const scheduledAt = t.scheduled_at ? new Date(t.scheduled_at) : createdAt;
+    const o = override(t);
+    const depsLeft = o.deps_left ?? t.deps.length;
+    return {
+      name: t.name,
+      ord: i,
+      template: t.template,
+      idx: t.index,
+      key: t.key,
+      kind: t.kind,
+      queue: t.queue,
+      priority: t.priority,
+      state: o.state ?? readyState({ deps_left: depsLeft, has_wait: t.wait !== null, scheduled_at: scheduledAt }, now),
+      max_attempts: t.max_attempts,
+      args: t.args,
+      deps: t.deps,
+      dependents: dependents.get(t.name) ?? [],
+      dependents_wait: (dependents.get(t.name) ?? []).some((d) => waits.has(d)),
+      wait_keys: t.wait ? declaredKeys(t.wait) : [],
+      deps_left: depsLeft,
+      scheduled_at: scheduledAt.toISOString(),
+      timeout_ms: t.timeout_ms,
+      retry: t.retry,
+      ignore_cancelled_deps: t.ignore_cancelled_deps,
+      ignore_discarded_deps: t.ignore_discarded_deps,
+      ignore_deleted_deps: t.ignore_deleted_deps,
+      wait: t.wait,
+      start: t.start,
+      metadata: t.metadata,
+      description: t.description,
+    };
+  });
+}
+
+/**
+ * Inserts a plan: the workflow row and every task, with initial states and reverse edges; root tasks that
+ * wait become active at once. Workers are woken on commit.
+ */
+export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, extras: InsertExtras = {}): Promise<void> {
+  const { s, now } = ctx;
+  const w = plan.workflow;
+  assertStorable(w.inputs, 'the inputs');
+  // templates may make strings too (a CEL "\x00"): each task's values are checked before they reach the database
+  for (const t of plan.tasks) {
+    assertStorable(t.args, `the args of task "${t.name}"`);
+    assertStorable(t.metadata, `the metadata of task "${t.name}"`);
+  }
+  const created = new Date(w.created_at);
+  const rows = taskRows(plan.tasks, created, now);
+  await insertWorkflow(q, s, { id: w.id, name: w.name, hash: w.definition.hash, inputs: w.inputs, output: w.output, tasks: plan.tasks.length, created }, extras);
+  if (rows.length === 0) {
+    await markAwaited(q, s, w.id);
+    return;
+  }
+  await insertTaskRows(q, s, w.id, rows, now, `WITH marked AS (${markAwaitedSql(s)} RETURNING id)`);
+  const roots = plan.tasks.filter((t) => t.wait !== null && t.deps.length === 0).map((t) => t.name);
+  if (roots.length > 0) await activateWaits(q, ctx, w.id, roots);
+  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available').map((r) => r.queue));
+}

@@ -1,0 +1,48 @@
+import { readyState, retrySelection, type RetryMode } from './decide.js';
+import type { Queryable } from './db/types.js';
+import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
+import { restartWorkflow, retryCandidates } from './sql/retry.js';
+import { activateWaits } from './waits.js';
+
+export interface RetryResult {
+  /** The workflow's new attempt. */
+  attempt: number;
+  /** The tasks that run again. */
+  retried: string[];
+}
+
+export class WorkflowNotFinalError extends Error {
+  readonly code = 'workflow_not_final' as const;
+  constructor(id: string, state: string) {
+    super(`workflow ${id} is ${state}: only a finalized workflow can be retried`);
+    this.name = 'WorkflowNotFinal';
+  }
+}
+
+/**
+ * Starts a new attempt of a finalized workflow (caller's transaction): the selected tasks go back to pending
+ * with their outputs, wait progress, evidence and timers cleared (reset_history also clears attempts and
+ * errors, keeping max_attempts); signals stay, stamped with the attempt they belong to. Waits registered by
+ * others on this workflow keep what they decided; undecided ones see it running again.
+ */
+export async function retryWorkflow(q: Queryable, ctx: AdvanceContext, id: string, options: { mode: RetryMode; resetHistory: boolean }): Promise<RetryResult | undefined> {
+  const { s, now } = ctx;
+  const w = (await lockWorkflows(q, s, [id])).get(id);
+  if (!w) return undefined;
+  if (w.state === 'running') throw new WorkflowNotFinalError(id, w.state);
+  const tasks = await retryCandidates(q, s, id);
+  const selected = retrySelection(tasks, options.mode);
+  if (selected.size === 0) return { attempt: w.attempt, retried: [] };
+  const attempt = w.attempt + 1;
+  const rows = tasks
+    .filter((t) => selected.has(t.name))
+    .map((t) => {
+      const depsLeft = t.deps.filter((d) => selected.has(d)).length;
+      return { name: t.name, deps_left: depsLeft, state: readyState({ deps_left: depsLeft, has_wait: t.has_wait, scheduled_at: new Date(t.scheduled_at) }, now), queue: t.queue };
+    });
+  const stillFailed = tasks.filter((t) => !selected.has(t.name) && (t.state === 'cancelled' || t.state === 'discarded')).length;
+  await restartWorkflow(q, s, { id, attempt, now, open: rows.length, failed: stillFailed }, rows, options.resetHistory);
+  await activateWaits(q, ctx, id, rows.filter((r) => r.deps_left === 0 && r.state === 'pending').map((r) => r.name));
+  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available').map((r) => r.queue));
+  return { attempt, retried: rows.map((r) => r.name) };
+}
