@@ -60,8 +60,42 @@ function circles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
+const sqlDir = join(repoRoot, 'src', 'runtime', 'sql');
+const dbDir = join(repoRoot, 'src', 'runtime', 'db');
+
+/** Statement text as braid writes it: a keyword then what it acts on. */
+const STATEMENT = /\b(SELECT [\w*$(]|INSERT INTO|UPDATE \$\{|DELETE FROM|pg_notify\()/;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(p);
+    return p.endsWith('.ts') ? [p] : [];
+  });
+}
+
 describe('the source tree', () => {
   it('has no import circle', () => {
     expect(circles(importGraph())).toEqual([]);
+  });
+
+  it('keeps sql/ a leaf: its modules import nothing at run time from outside sql/ and db/', () => {
+    const outward = [...importGraph()]
+      .filter(([from]) => from.startsWith(sqlDir))
+      .flatMap(([from, targets]) => targets.filter((t) => !t.startsWith(sqlDir) && !t.startsWith(dbDir)).map((t) => `${relative(repoRoot, from)} -> ${relative(repoRoot, t)}`));
+    expect(outward).toEqual([]);
+  });
+
+  it('keeps SQL statements in sql/ (the database drivers aside)', () => {
+    const outside = sourceFiles(join(repoRoot, 'src'))
+      .filter((p) => !p.startsWith(sqlDir) && !p.startsWith(dbDir))
+      .filter((p) => STATEMENT.test(readFileSync(p, 'utf8')))
+      .map((p) => relative(repoRoot, p));
+    expect(outside).toEqual([]);
+  });
+
+  it('finds statements where they are (the check above can fail)', () => {
+    const inside = sourceFiles(sqlDir).filter((p) => STATEMENT.test(readFileSync(p, 'utf8')));
+    expect(inside.length).toBeGreaterThan(10);
   });
 });

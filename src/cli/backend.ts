@@ -11,6 +11,7 @@ import type { Database } from '../runtime/db/types.js';
 import { createRuntime, type Runtime, type RuntimeOptions, type WorkflowStatus } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 import type { DefinitionVersion } from '../runtime/sql/definitions.js';
+import { ping } from '../runtime/sql/migrations.js';
 
 export type WorkflowVersion = DefinitionVersion & { running: number };
 export interface ListFilter {
@@ -47,7 +48,7 @@ export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Data
   try {
     if (url) {
       const db = createPostgres({ connectionString: url });
-      await db.query('SELECT 1');
+      await ping(db);
       return db;
     }
     privateDir(braidDir(io));

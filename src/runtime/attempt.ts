@@ -2,11 +2,12 @@ import type { Database, Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type TaskContext } from './handlers.js';
 import { completeAttempt } from './completion.js';
-import type { AttemptRef } from './sql/attempts.js';
+import { attemptRunning, type AttemptRef } from './sql/attempts.js';
 import type { FetchedTask } from './sql/fetch.js';
 import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
 import { currentTime, type Clock } from './sql/time.js';
-import { loadTasksByName, type TaskRecord } from './sql/workflows.js';
+import type { TaskRecord } from './sql/workflows.js';
+import { loadTasksByName } from './task-records.js';
 import { registeredNames } from './sql/definitions.js';
 import { listTaskSignals } from './signals.js';
 import { workflowResults } from './waits.js';
@@ -203,11 +204,7 @@ export class AttemptTransaction {
         this.queryable = tx;
         const now = await currentTime(db, clock, tx);
         await lockWorkflows(tx, s, [this.ref.workflowId]);
-        const { rows } = await tx.query<{ ok: boolean }>(
-          `SELECT (state = 'running' AND attempt = $3 AND worker_id = $4) AS ok FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`,
-          [this.ref.workflowId, this.ref.name, this.ref.attempt, this.ref.workerId],
-        );
-        if (!rows[0]?.ok) {
+        if (!(await attemptRunning(tx, s, this.ref))) {
           const error = new Error('this attempt is no longer running (timed out, cancelled or rescued)');
           rejectResult(error);
           throw error;

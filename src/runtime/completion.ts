@@ -1,7 +1,8 @@
 import type { PlanTask } from '../compiler/plan.js';
 import type { Queryable } from './db/types.js';
 import { applyExtension } from './extend.js';
-import { finalizeWorkflows, lockWorkflows, type AdvanceContext } from './sql/advance.js';
+import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
+import { finalizeWorkflows } from './settle.js';
 import { completeTasks, workflowsToFinalize, type Completion, type EagerClaim } from './sql/complete.js';
 import type { AttemptRef } from './sql/attempts.js';
 import { activateWaits } from './waits.js';

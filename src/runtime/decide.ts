@@ -1,12 +1,14 @@
 /**
  * The runtime's decisions, as pure functions: what a finalized dep means for its dependent, when a task
- * may run, how long a retry waits, how a workflow ends. The SQL modules apply them; tests call them directly.
+ * may run, how long a retry waits, how a workflow ends. The engine applies them, and sql/rules.ts writes the
+ * ones that set-based statements need in SQL; tests call them directly, and run both over one table.
  */
 
 export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded';
 export type FinalState = 'completed' | 'cancelled' | 'discarded';
 export type WorkflowState = 'running' | 'completed' | 'failed' | 'cancelled';
 
+/** (sql/rules.ts isFinalSql) */
 export function isFinal(state: string): state is FinalState {
   return state === 'completed' || state === 'cancelled' || state === 'discarded';
 }
@@ -31,11 +33,21 @@ export function depOutcome(dependent: IgnoreFlags, dep: FinalState | 'deleted'):
   }
 }
 
-/** Where a pending task goes once nothing but its wait and schedule hold it. */
+/** Where a pending task goes once nothing but its wait and schedule hold it (sql/rules.ts readyStateSql). */
 export function readyState(task: { deps_left: number; has_wait: boolean; wait_satisfied?: boolean; scheduled_at: Date }, now: Date): TaskState {
   if (task.deps_left > 0) return 'pending';
   if (task.has_wait && !task.wait_satisfied) return 'pending';
-  return task.scheduled_at.getTime() > now.getTime() ? 'scheduled' : 'available';
+  return dueState(task.scheduled_at, now);
+}
+
+/** A task free to run waits for its time: scheduled until then, available from then on. */
+export function dueState(scheduledAt: Date, now: Date): 'scheduled' | 'available' {
+  return scheduledAt.getTime() > now.getTime() ? 'scheduled' : 'available';
+}
+
+/** A final state that is a failure: the task neither completed nor can run again without a retry. */
+export function isFailed(state: string): boolean {
+  return state === 'cancelled' || state === 'discarded';
 }
 
 export interface RetryPolicy {
@@ -60,7 +72,7 @@ export function afterFailure(task: { attempt: number; max_attempts: number; canc
   return task.attempt >= task.max_attempts ? 'discarded' : 'retryable';
 }
 
-/** How a workflow ends once none of its tasks is open. */
+/** How a workflow ends once none of its tasks is open (sql/rules.ts finalWorkflowStateSql). */
 export function finalWorkflowState(w: { cancel_requested: boolean; tasks_failed: number }): Exclude<WorkflowState, 'running'> {
   if (w.cancel_requested) return 'cancelled';
   return w.tasks_failed > 0 ? 'failed' : 'completed';
@@ -76,7 +88,7 @@ export type RetryMode = 'all' | 'failed_only' | 'failed_and_downstream';
 export function retrySelection(tasks: readonly { name: string; state: string; dependents: readonly string[] }[], mode: RetryMode): Set<string> {
   if (mode === 'all') return new Set(tasks.map((t) => t.name));
   const byName = new Map(tasks.map((t) => [t.name, t]));
-  const failed = tasks.filter((t) => t.state === 'cancelled' || t.state === 'discarded').map((t) => t.name);
+  const failed = tasks.filter((t) => isFailed(t.state)).map((t) => t.name);
   const selected = new Set(failed);
   const stack = [...failed];
   while (stack.length > 0) {

@@ -1,10 +1,9 @@
 /**
  * Live wait diagnostics: a task's wait evaluated now, from the first signal row, without writing anything.
  */
-import type { PlanWait } from '../compiler/plan.js';
 import type { Queryable } from './db/types.js';
 import type { AdvanceContext } from './sql/advance.js';
-import { loadWaitWorkflow } from './sql/waits.js';
+import { loadWaitWorkflow, waitTask } from './sql/waits.js';
 import { evaluateWait, waitPhase, type TermValue, type WaitPhase } from './wait-eval.js';
 import { DEFAULT_SCAN_LIMIT, gatherInputs, MAX_SCAN_LIMIT, type WaitEvidence } from './waits.js';
 
@@ -53,11 +52,7 @@ export async function waitDiagnostics(
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SCAN_LIMIT) throw new DiagnosticsError(`the signal scan limit is a whole number from 1 to ${MAX_SCAN_LIMIT}`);
   const w = await loadWaitWorkflow(q, ctx.s, workflowId);
   if (!w) return undefined;
-  const { rows } = await q.query<{ name: string; template: string; deps: string[]; state: string; wait: PlanWait | null; wait_started_at: Date | null; wait_evidence: WaitEvidence | null }>(
-    `SELECT name, template, deps, state, wait, wait_started_at, wait_evidence FROM ${ctx.s}.tasks WHERE workflow_id = $1 AND name = $2`,
-    [workflowId, task],
-  );
-  const t = rows[0];
+  const t = await waitTask(q, ctx.s, workflowId, task);
   if (!t) return undefined;
   if (!t.wait) throw new DiagnosticsError(`task "${task}" has no wait`);
   const gathered = (await gatherInputs(q, ctx, w, [{ ...t, wait: t.wait, wait_progress: null }], { fromScratch: true, scanLimit: limit })).get(t.name)!;

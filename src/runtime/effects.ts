@@ -9,18 +9,11 @@ import type { Database, Queryable } from './db/types.js';
 import type { AdvanceContext } from './sql/advance.js';
 import { lockWorkflows } from './sql/advance.js';
 import { insertPlan } from './insert.js';
-import { cancelWorkflow } from './sql/workflows.js';
-import { channels } from './sql/channels.js';
+import { cancelWorkflow } from './cancel.js';
+import { childStartable, deleteEffect, fanOutFinalized, lockEffect, oldestEffects, type EffectRow } from './sql/effects.js';
 import { evaluateWaits } from './waits.js';
 
 const UNLIMITED = { forEachItems: Infinity, planTasks: Infinity, celCost: Infinity };
-
-interface EffectRow {
-  workflow_id: string;
-  id: string;
-  kind: 'start' | 'cancel' | 'finalized' | 'evaluate';
-  payload: StartPayload | EvaluatePayload | Record<string, never>;
-}
 
 interface EvaluatePayload {
   awaited: string;
@@ -52,7 +45,7 @@ export async function applyEffects(
   let applied = 0;
   const failed = new Set<string>();
   for (;;) {
-    const { rows } = await db.query<EffectRow>(`SELECT workflow_id, id::text AS id, kind, payload FROM ${s}.effects ORDER BY id LIMIT $1`, [limit + failed.size]);
+    const rows = await oldestEffects(db, s, limit + failed.size);
     let round = 0;
     for (const e of rows) {
       if (failed.has(e.id)) continue;
@@ -71,40 +64,22 @@ export async function applyEffects(
 
 async function applyEffect(db: Database, context: (tx: Queryable) => Promise<AdvanceContext>, s: string, e: EffectRow): Promise<boolean> {
   return db.transaction(async (tx) => {
-    const { rows } = await tx.query(`SELECT 1 FROM ${s}.effects WHERE workflow_id = $1 AND id = $2 FOR UPDATE SKIP LOCKED`, [e.workflow_id, e.id]);
-    if (rows.length === 0) return false;
+    if (!(await lockEffect(tx, s, e.workflow_id, e.id))) return false;
     const ctx = await context(tx);
-    if (e.kind === 'finalized') await fanOut(tx, ctx, s, e.workflow_id);
+    if (e.kind === 'finalized') await fanOutFinalized(tx, s, ctx.schema, e.workflow_id, ctx.now);
     else if (e.kind === 'evaluate') {
       await lockWorkflows(tx, s, [e.workflow_id]);
       await evaluateWaits(tx, ctx, e.workflow_id, { names: (e.payload as EvaluatePayload).tasks });
     } else if (e.kind === 'cancel') await cancelWorkflow(tx, ctx, e.workflow_id);
     else await startChild(tx, ctx, s, e.workflow_id, e.payload as StartPayload);
-    await tx.query(`DELETE FROM ${s}.effects WHERE workflow_id = $1 AND id = $2`, [e.workflow_id, e.id]);
+    await deleteEffect(tx, s, e.workflow_id, e.id);
     return true;
   });
 }
 
-/** One `evaluate` effect per workflow waiting on the one that finalized, naming its waiting tasks. */
-async function fanOut(tx: Queryable, ctx: AdvanceContext, s: string, awaited: string): Promise<void> {
-  await tx.query(
-    `WITH e AS (
-       INSERT INTO ${s}.effects (workflow_id, kind, payload, created_at)
-       SELECT workflow_id, 'evaluate', jsonb_build_object('awaited', $1::text, 'tasks', jsonb_agg(task ORDER BY task)), $2
-         FROM ${s}.workflow_waiters WHERE awaited_id = $1 GROUP BY workflow_id
-       RETURNING workflow_id
-     )
-     SELECT pg_notify($3, workflow_id) FROM e`,
-    [awaited, ctx.now, channels(ctx.schema).effect],
-  );
-}
-
 /** Inserts a child workflow, unless it exists already or its parent is being cancelled. */
 async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: string, p: StartPayload): Promise<void> {
-  const { rows: existing } = await tx.query(`SELECT 1 FROM ${s}.workflows WHERE id = $1`, [id]);
-  if (existing.length > 0) return;
-  const { rows: parent } = await tx.query<{ cancel_requested: boolean }>(`SELECT cancel_requested FROM ${s}.workflows WHERE id = $1`, [p.parent_id]);
-  if (parent.length === 0 || parent[0].cancel_requested) return;
+  if (!(await childStartable(tx, s, id, p.parent_id))) return;
   const def = await ctx.definitions.get(tx, p.name, p.definition_hash);
   // the start task compiled this very plan within its runtime's limits before recording the effect
   const plan = compile(def, p.inputs, { id, now: new Date(p.requested_at), limits: UNLIMITED });

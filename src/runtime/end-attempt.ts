@@ -1,4 +1,4 @@
-import { afterFailure, retryDelayMs } from './decide.js';
+import { afterFailure, dueState, retryDelayMs } from './decide.js';
 import type { Queryable } from './db/types.js';
 import { storableText } from './storable.js';
 import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
@@ -27,7 +27,7 @@ export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: Attempt
   // a cancelled workflow's task ends cancelled whatever its attempt ended in: released or snoozed, it would run again
   if ((outcome.type === 'snooze' || outcome.type === 'release') && !task.cancel_requested) {
     const at = new Date(now.getTime() + (outcome.type === 'snooze' ? outcome.ms : 0));
-    const state = at.getTime() > now.getTime() ? 'scheduled' : 'available';
+    const state = dueState(at, now);
     await requeueAttempt(q, s, ref, state, at, outcome.type === 'release' ? [{ attempt: ref.attempt, at: now.toISOString(), ...outcome.error }] : []);
     if (state === 'available') await notifyQueues(q, ctx.schema, [task.queue]);
     return true;

@@ -13,6 +13,7 @@ import type { Queryable } from './db/types.js';
 import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
 import { cancelPending } from './waits.js';
 import { insertTaskRows } from './sql/insert.js';
+import { addDependents, countAdded, existingTasks, extendTarget } from './sql/extend.js';
 import { taskRows } from './insert.js';
 import { activateWaits } from './waits.js';
 
@@ -80,12 +81,6 @@ export function compileExtension(
     .map((t) => ({ ...t, deps: [...new Set(t.deps.flatMap((d) => (standIns.has(d) ? (byTemplate.get(d) ?? []) : [d])))] }));
 }
 
-interface ExistingTask {
-  name: string;
-  template: string;
-  state: string;
-}
-
 /**
  * Inserts compiled extension tasks into a running workflow whose lock the caller holds: deps already final
  * count at once (a failed one cancels the new task unless its flags ignore it), the existing deps learn their
@@ -93,10 +88,10 @@ interface ExistingTask {
  */
 export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflowId: string, tasks: readonly PlanTask[]): Promise<string[]> {
   const { s, now } = ctx;
-  const { rows: w } = await q.query<{ state: string; created_at: Date }>(`SELECT state, created_at FROM ${s}.workflows WHERE id = $1`, [workflowId]);
-  if (!w[0]) throw new ExtensionError(`no workflow with id "${workflowId}"`);
-  if (w[0].state !== 'running') throw new ExtensionError(`workflow ${workflowId} is ${w[0].state}: only a running workflow can be extended`);
-  const { rows: existing } = await q.query<ExistingTask>(`SELECT name, template, state FROM ${s}.tasks WHERE workflow_id = $1`, [workflowId]);
+  const w = await extendTarget(q, s, workflowId);
+  if (!w) throw new ExtensionError(`no workflow with id "${workflowId}"`);
+  if (w.state !== 'running') throw new ExtensionError(`workflow ${workflowId} is ${w.state}: only a running workflow can be extended`);
+  const existing = await existingTasks(q, s, workflowId);
   const byName = new Map(existing.map((t) => [t.name, t]));
   // under the lock: a concurrent extension that committed first is seen here
   const clash = tasks.filter((t) => byName.has(t.name) || existing.some((e) => e.template === t.template));
@@ -128,13 +123,8 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
       reverse.set(d, r);
     }
   }
-  await q.query(
-    `UPDATE ${s}.tasks t SET dependents = t.dependents || ARRAY(SELECT jsonb_array_elements_text(r.names)), dependents_wait = t.dependents_wait OR r.wait
-       FROM jsonb_to_recordset($2::jsonb) AS r(name text, names jsonb, wait boolean)
-      WHERE t.workflow_id = $1 AND t.name = r.name`,
-    [workflowId, JSON.stringify([...reverse].map(([name, r]) => ({ name, ...r })))],
-  );
-  await q.query(`UPDATE ${s}.workflows SET tasks_total = tasks_total + $2, tasks_open = tasks_open + $2 WHERE id = $1`, [workflowId, tasks.length]);
+  await addDependents(q, s, workflowId, [...reverse].map(([name, r]) => ({ name, ...r })));
+  await countAdded(q, s, workflowId, tasks.length);
   await cancelPending(q, ctx, workflowId, failing);
   const waiting = rows.filter((r) => r.wait !== null && r.deps_left === 0 && !failing.has(r.name)).map((r) => r.name);
   await activateWaits(q, ctx, workflowId, waiting);
@@ -158,13 +148,9 @@ export async function extendWorkflow(
 
 /** Compiles an extension against a workflow as it is now (no lock needed: applyExtension checks again under it). */
 export async function compileFor(q: Queryable, ctx: AdvanceContext, workflowId: string, spec: ExtensionSpec, knownWorkflows: readonly string[]): Promise<PlanTask[]> {
-  const { rows } = await q.query<{ id: string; name: string; inputs: unknown; definition_hash: string }>(
-    `SELECT id, name, inputs, definition_hash FROM ${ctx.s}.workflows WHERE id = $1`,
-    [workflowId],
-  );
-  const w = rows[0];
+  const w = await extendTarget(q, ctx.s, workflowId);
   if (!w) throw new ExtensionError(`no workflow with id "${workflowId}"`);
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
-  const { rows: existing } = await q.query<{ name: string; template: string }>(`SELECT name, template FROM ${ctx.s}.tasks WHERE workflow_id = $1`, [workflowId]);
+  const existing = await existingTasks(q, ctx.s, workflowId);
   return compileExtension(def, w, existing, spec, ctx.now, knownWorkflows);
 }

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../paths.js';
 import type { Database } from './db/types.js';
+import { appliedMigrations, applyMigration, lockMigrations } from './sql/migrations.js';
 import { quoteIdent } from './sql/schema.js';
 
 export interface Migration {
@@ -26,14 +27,12 @@ export async function migrate(db: Database, schema = 'braid'): Promise<string[]>
   const s = quoteIdent(schema);
   const migrations = loadMigrations();
   return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`braid:migrate:${schema}`]);
-    await tx.exec(`CREATE SCHEMA IF NOT EXISTS ${s}; CREATE TABLE IF NOT EXISTS ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`);
-    const done = new Set((await tx.query<{ id: number }>(`SELECT id FROM ${s}.migrations`)).rows.map((r) => r.id));
+    await lockMigrations(tx, schema);
+    const done = await appliedMigrations(tx, s);
     const applied: string[] = [];
     for (const m of migrations) {
       if (done.has(m.id)) continue;
-      await tx.exec(m.sql.replaceAll('{{schema}}', s));
-      await tx.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [m.id, m.name]);
+      await applyMigration(tx, s, m);
       applied.push(m.name);
     }
     return applied;

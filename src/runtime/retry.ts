@@ -1,4 +1,4 @@
-import { readyState, retrySelection, type RetryMode } from './decide.js';
+import { isFailed, readyState, retrySelection, type RetryMode } from './decide.js';
 import type { Queryable } from './db/types.js';
 import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
 import { restartWorkflow, retryCandidates } from './sql/retry.js';
@@ -40,7 +40,7 @@ export async function retryWorkflow(q: Queryable, ctx: AdvanceContext, id: strin
       const depsLeft = t.deps.filter((d) => selected.has(d)).length;
       return { name: t.name, deps_left: depsLeft, state: readyState({ deps_left: depsLeft, has_wait: t.has_wait, scheduled_at: new Date(t.scheduled_at) }, now), queue: t.queue };
     });
-  const stillFailed = tasks.filter((t) => !selected.has(t.name) && (t.state === 'cancelled' || t.state === 'discarded')).length;
+  const stillFailed = tasks.filter((t) => !selected.has(t.name) && isFailed(t.state)).length;
   await restartWorkflow(q, s, { id, attempt, now, open: rows.length, failed: stillFailed }, rows, options.resetHistory);
   await activateWaits(q, ctx, id, rows.filter((r) => r.deps_left === 0 && r.state === 'pending').map((r) => r.name));
   await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available').map((r) => r.queue));

@@ -2,12 +2,11 @@
  * Signals: emitting one persists it and evaluates the waits that declare its key, in one transaction under
  * the workflow's lock; reads are workflow-wide (audit) or task-scoped (what a task's wait may see).
  */
-import type { PlanWait } from '../compiler/plan.js';
 import type { Queryable } from './db/types.js';
 import type { AdvanceContext } from './sql/advance.js';
 import { loadWaitWorkflow } from './sql/waits.js';
-import { insertSignal, listSignals, signalByIdempotencyKey, type SignalPage } from './sql/signals.js';
-import { evaluateWaits, type WaitEvidence } from './waits.js';
+import { insertSignal, listSignals, signalByIdempotencyKey, signalScope, type SignalPage } from './sql/signals.js';
+import { evaluateWaits } from './waits.js';
 import { declaredKeys, type SignalRow } from './wait-eval.js';
 import { atPointer, findUnstorable } from './storable.js';
 
@@ -169,11 +168,7 @@ export async function listTaskSignals(
   task: string,
   options: TaskScopedOptions & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean } = {},
 ): Promise<SignalPage | undefined> {
-  const { rows } = await q.query<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number }>(
-    `SELECT t.wait, t.wait_evidence, w.attempt FROM ${s}.tasks t JOIN ${s}.workflows w ON w.id = t.workflow_id WHERE t.workflow_id = $1 AND t.name = $2`,
-    [workflowId, task],
-  );
-  const t = rows[0];
+  const t = await signalScope(q, s, workflowId, task);
   if (!t) return undefined;
   const declared = t.wait ? declaredKeys(t.wait) : [];
   if (options.key !== undefined && !declared.includes(options.key)) throw new UndeclaredSignalKeyError(task, options.key, declared);

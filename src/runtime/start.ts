@@ -13,7 +13,7 @@ import type { Queryable } from './db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
 import type { TaskContext } from './handlers.js';
 import { tasksContext } from './output.js';
-import { channels } from './sql/channels.js';
+import { recordChildStarts } from './sql/effects.js';
 import { currentDefinition } from './sql/definitions.js';
 import { loadDepRows, loadWaitWorkflow } from './sql/waits.js';
 import { expandedDeps } from './waits.js';
@@ -71,14 +71,7 @@ export async function runStartTask(
     return { id, inputs };
   });
   await ctx.transaction(async (tx) => {
-    await tx.query(
-      `INSERT INTO ${o.s}.effects (workflow_id, kind, payload, created_at)
-       SELECT x.id, 'start', jsonb_build_object('parent_id', $1::text, 'parent_task', $2::text, 'group', $3::text, 'name', $4::text, 'definition_hash', $5::text,
-                                                'inputs', x.inputs, 'requested_at', $6::timestamptz), $6
-         FROM jsonb_to_recordset($7::jsonb) AS x(id text, inputs jsonb)`,
-      [w.id, task.name, spec.group, child.name, child.hash, now, JSON.stringify(starts)],
-    );
-    await tx.query('SELECT pg_notify($1, $2)', [channels(o.schema).effect, w.id]);
+    await recordChildStarts(tx, o.s, o.schema, { parentId: w.id, parentTask: task.name, group: spec.group, name: child.name, definitionHash: child.hash, now, children: starts });
   });
   return { group: spec.group, workflow_ids: starts.map((s) => s.id) };
 }

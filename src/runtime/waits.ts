@@ -7,10 +7,11 @@
 import { inputsType, toCelValue } from '../compiler/cel/types.js';
 import type { NormalizedDefinition } from '../compiler/normalize.js';
 import type { Queryable } from './db/types.js';
+import { dueState } from './decide.js';
 import { tasksContext } from './output.js';
-import { deleteTaskRows, markCancelled, notifyQueues, settle, type AdvanceContext, type Finalized, type SettleResult } from './sql/advance.js';
+import { markCancelled, notifyQueues, type AdvanceContext, type Finalized, type SettleResult } from './sql/advance.js';
+import { deleteFinalized, settle } from './settle.js';
 import { renderTemplates } from '../compiler/cel/evaluate.js';
-import { channels } from './sql/channels.js';
 import {
   applyWaitUpdates,
   insertTimers,
@@ -19,6 +20,8 @@ import {
   loadWaitingTasks,
   loadWaitWorkflow,
   markWaitsStarted,
+  notifyTimer,
+  waitProgress,
   maxSignalId,
   signalsAfter,
   forgetWaiters,
@@ -113,7 +116,7 @@ export async function cancelPending(q: Queryable, ctx: AdvanceContext, workflowI
  * unless they ignore deleted deps. What retention's per-task mode does, and an operator's last resort.
  */
 export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<SettleResult> {
-  return advanceWorkflow(q, ctx, workflowId, await deleteTaskRows(q, ctx.s, workflowId, names));
+  return advanceWorkflow(q, ctx, workflowId, await deleteFinalized(q, ctx.s, workflowId, names));
 }
 
 export const DEFAULT_SCAN_LIMIT = 10_000;
@@ -143,8 +146,7 @@ export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowI
   );
   await insertTimers(q, ctx.s, workflowId, w.attempt, timers);
   if (timers.length > 0) {
-    const first = Math.min(...timers.map((t) => t.fire_at.getTime()));
-    await q.query('SELECT pg_notify($1, $2)', [channels(ctx.schema).timer, String(first)]);
+    await notifyTimer(q, ctx.schema, new Date(Math.min(...timers.map((t) => t.fire_at.getTime()))));
   }
   return evaluateLoaded(q, ctx, w, tasks);
 }
@@ -202,7 +204,7 @@ async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow
       continue;
     }
     boundary ??= await maxSignalId(q, ctx.s, w.id);
-    const state = new Date(t.scheduled_at).getTime() > ctx.now.getTime() ? 'scheduled' : 'available';
+    const state = dueState(new Date(t.scheduled_at), ctx.now);
     updates.push({ name: t.name, progress, state, evidence: evidenceOf(t, g, outcome, ctx.now, boundary) });
     pass.resolved.push(t.name);
   }
@@ -460,8 +462,7 @@ function finalizedAt(rows: readonly DepRow[], task: Pick<WaitingTask, 'deps'>, d
 
 /** The workflows a task's workflows term awaited, in the order of their ids, with states and completed outputs. */
 export async function workflowResults(q: Queryable, s: string, workflowId: string, task: string, term: string): Promise<{ id: string; state: string | null; output: unknown }[]> {
-  const { rows } = await q.query<{ wait_progress: WaitProgressRecord | null }>(`SELECT wait_progress FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [workflowId, task]);
-  const ids = rows[0]?.wait_progress?.workflow_terms?.[term]?.ids;
+  const ids = (await waitProgress(q, s, workflowId, task))?.workflow_terms?.[term]?.ids;
   if (!ids) throw new Error(`task "${task}" has no workflows term "${term}" with resolved ids`);
   const awaited = await loadAwaited(q, s, ids);
   return ids.map((id) => ({ id, state: awaited.get(id)?.state ?? null, output: awaited.get(id)?.output ?? null }));

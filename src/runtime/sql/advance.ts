@@ -1,8 +1,14 @@
-import { depOutcome, finalWorkflowState, isFinal, readyState, type FinalState, type IgnoreFlags } from '../decide.js';
+import type { FinalState } from '../decide.js';
 import type { Queryable } from '../db/types.js';
 import type { DefinitionCache } from '../definition-cache.js';
-import { evaluateOutput, type TaskResult } from '../output.js';
+import type { TaskResult } from '../output.js';
 import { channels } from './channels.js';
+import { finalizedEffectsSql } from './rules.js';
+
+/**
+ * The statements that advance a workflow (settle.ts decides what they apply): its lock, its tasks' dependents,
+ * its open-task counters and its end.
+ */
 
 /** What an advancing transaction needs: the schema, its one clock reading, and the definition cache. */
 export interface AdvanceContext {
@@ -31,76 +37,42 @@ export interface SettleResult {
   workflowState?: string;
 }
 
-interface DependentRow extends IgnoreFlags {
+export interface DependentRow {
   name: string;
   deps_left: number;
   has_wait: boolean;
   scheduled_at: Date;
   queue: string;
+  ignore_cancelled_deps: boolean;
+  ignore_discarded_deps: boolean;
+  ignore_deleted_deps: boolean;
 }
 
-/**
- * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances
- * (deps_left falls; at zero it becomes available, scheduled, or its wait becomes ready) or, for a failed dep
- * that its flags do not ignore, is cancelled, which cascades. Then the workflow's open-task counter falls,
- * and at zero the workflow finalizes. The waits it made ready are the caller's to activate: advanceWorkflow()
- * (waits.ts) is the sequence every path uses.
- */
-export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
-  const { s, now } = ctx;
-  const result: SettleResult = { queues: new Set(), waitsReady: [] };
-  let closed = 0;
-  let failed = 0;
-  let wave = finalized;
-  while (wave.length > 0) {
-    const counted = wave.filter((f) => !f.alreadyClosed);
-    closed += counted.length;
-    failed += counted.filter((f) => f.state !== 'completed').length;
-    const missing = wave.filter((f) => f.dependents === undefined).map((f) => f.name);
-    if (missing.length > 0) {
-      const { rows } = await q.query<{ name: string; dependents: string[] }>(`SELECT name, dependents FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[])`, [
-        workflowId,
-        missing,
-      ]);
-      const byName = new Map(rows.map((r) => [r.name, r.dependents]));
-      wave = wave.map((f) => (f.dependents === undefined ? { ...f, dependents: byName.get(f.name) ?? [] } : f));
-    }
-    // a dep deleted after it had finalized was counted by its dependents then: now it can only fail them
-    const edges = wave.flatMap((f) => (f.dependents ?? []).map((d) => ({ dep: f.name, depState: f.state, dependent: d, counted: f.alreadyClosed === true })));
-    if (edges.length === 0) break;
-    const { rows } = await q.query<DependentRow>(
-      `SELECT name, deps_left, wait IS NOT NULL AS has_wait, scheduled_at, queue, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps
-         FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending'`,
-      [workflowId, [...new Set(edges.map((e) => e.dependent))]],
-    );
-    const cancelled = new Map<string, string>();
-    const advanced: { name: string; deps_left: number; state: string }[] = [];
-    for (const row of rows) {
-      const mine = edges.filter((e) => e.dependent === row.name);
-      const failure = mine.find((e) => depOutcome(row, e.depState) === 'failed');
-      if (failure) {
-        cancelled.set(row.name, `dependency "${failure.dep}" was ${failure.depState}`);
-        continue;
-      }
-      const depsLeft = row.deps_left - mine.filter((e) => !e.counted).length;
-      const state = readyState({ deps_left: depsLeft, has_wait: row.has_wait, scheduled_at: new Date(row.scheduled_at) }, now);
-      advanced.push({ name: row.name, deps_left: depsLeft, state });
-      if (state === 'available') result.queues.add(row.queue);
-      if (depsLeft === 0 && row.has_wait && depsLeft !== row.deps_left) result.waitsReady.push(row.name);
-    }
-    if (advanced.length > 0) {
-      await q.query(
-        `UPDATE ${s}.tasks t SET deps_left = v.deps_left, state = v.state
-           FROM jsonb_to_recordset($2::jsonb) AS v(name text, deps_left int, state text)
-          WHERE t.workflow_id = $1 AND t.name = v.name`,
-        [workflowId, JSON.stringify(advanced)],
-      );
-    }
-    wave = [];
-    if (cancelled.size > 0) wave = await markCancelled(q, s, workflowId, now, cancelled);
-  }
-  result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
-  return result;
+/** The reverse edges of some tasks of a workflow. */
+export async function dependentsOf(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<Map<string, string[]>> {
+  const { rows } = await q.query<{ name: string; dependents: string[] }>(`SELECT name, dependents FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[])`, [workflowId, names]);
+  return new Map(rows.map((r) => [r.name, r.dependents]));
+}
+
+/** Of some tasks of a workflow, those still pending, with what decides how a finished dep moves them. */
+export async function pendingDependents(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<DependentRow[]> {
+  const { rows } = await q.query<DependentRow>(
+    `SELECT name, deps_left, wait IS NOT NULL AS has_wait, scheduled_at, queue, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps
+       FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending'`,
+    [workflowId, names],
+  );
+  return rows;
+}
+
+/** Moves dependents: each to its deps left and its state. */
+export async function advanceDependents(q: Queryable, s: string, workflowId: string, advanced: readonly { name: string; deps_left: number; state: string }[]): Promise<void> {
+  if (advanced.length === 0) return;
+  await q.query(
+    `UPDATE ${s}.tasks t SET deps_left = v.deps_left, state = v.state
+       FROM jsonb_to_recordset($2::jsonb) AS v(name text, deps_left int, state text)
+      WHERE t.workflow_id = $1 AND t.name = v.name`,
+    [workflowId, JSON.stringify(advanced)],
+  );
 }
 
 /** Cancels pending tasks for a reason each (recorded as a dependency error); returns them as finalized. */
@@ -116,24 +88,13 @@ export async function markCancelled(q: Queryable, s: string, workflowId: string,
   return rows.map((r) => ({ name: r.name, state: 'cancelled' as const, dependents: r.dependents }));
 }
 
-/** Deletes task rows of one workflow (lock held), returning them as finalized ('deleted') for settle(). */
-export async function deleteTaskRows(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<Finalized[]> {
+/** Deletes task rows of one workflow (lock held), returning what each was. */
+export async function deleteTaskRows(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<{ name: string; state: string; dependents: string[] }[]> {
   const { rows } = await q.query<{ name: string; state: string; dependents: string[] }>(`DELETE FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) RETURNING name, state, dependents`, [
     workflowId,
     names,
   ]);
-  return rows.map((r) => ({ name: r.name, state: 'deleted' as const, dependents: r.dependents, alreadyClosed: isFinal(r.state) }));
-}
-
-/** Counts tasks out of the workflow's open set; finalizes the workflow when none is left. */
-export async function closeTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, closed: number, failed: number): Promise<string | undefined> {
-  const { rows } = await q.query<WorkflowRow>(
-    `UPDATE ${ctx.s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1 RETURNING ${WORKFLOW_RETURNING}`,
-    [workflowId, closed, failed],
-  );
-  const w = rows[0];
-  if (!w || w.tasks_open > 0 || w.state !== 'running') return undefined;
-  return (await finalizeWorkflows(q, ctx, [w])).get(w.id);
+  return rows;
 }
 
 const WORKFLOW_RETURNING = 'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at';
@@ -151,24 +112,28 @@ export interface WorkflowRow {
   created_at: Date;
 }
 
+/** Counts tasks out of the workflow's open set (and into its failed count); returns the workflow after. */
+export async function countClosed(q: Queryable, s: string, workflowId: string, closed: number, failed: number): Promise<WorkflowRow | undefined> {
+  const { rows } = await q.query<WorkflowRow>(`UPDATE ${s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1 RETURNING ${WORKFLOW_RETURNING}`, [
+    workflowId,
+    closed,
+    failed,
+  ]);
+  return rows[0];
+}
+
+/** What an output template reads: every task's state and output. */
+export async function taskResults(q: Queryable, s: string, workflowId: string): Promise<TaskResult[]> {
+  const { rows } = await q.query<TaskResult>(`SELECT name, template, idx, key, state, output FROM ${s}.tasks WHERE workflow_id = $1`, [workflowId]);
+  return rows;
+}
+
 /**
- * Workflows end: completed (with their output evaluated once), failed, or cancelled. Those without an
- * output template end in one statement; the others are evaluated one by one.
+ * Workflows end, each in its state with its output; those others wait on leave a `finalized` effect (applied
+ * to each waiter in its own transaction), and every end is notified.
  */
-export async function finalizeWorkflows(q: Queryable, ctx: AdvanceContext, workflows: readonly WorkflowRow[]): Promise<Map<string, string>> {
-  const ended: { id: string; state: string; output: unknown; output_error: string | null }[] = [];
-  for (const w of workflows) {
-    const state = finalWorkflowState(w);
-    let output: { output: unknown; error?: string } = { output: null };
-    if (state === 'completed' && w.output_template !== null) {
-      const def = await ctx.definitions.get(q, w.name, w.definition_hash);
-      const { rows } = await q.query<TaskResult>(`SELECT name, template, idx, key, state, output FROM ${ctx.s}.tasks WHERE workflow_id = $1`, [w.id]);
-      output = evaluateOutput(def, w.output_template, w, rows);
-    }
-    ended.push({ id: w.id, state, output: output.output, output_error: output.error ?? null });
-  }
-  if (ended.length === 0) return new Map();
-  // workflows that others wait on leave a `finalized` effect, applied to each waiter in its own transaction
+export async function endWorkflows(q: Queryable, ctx: AdvanceContext, ended: readonly { id: string; state: string; output: unknown; output_error: string | null }[]): Promise<void> {
+  if (ended.length === 0) return;
   await q.query(
     `WITH f AS (
        UPDATE ${ctx.s}.workflows w SET state = e.state, output = e.output, output_error = e.output_error, finalized_at = $2
@@ -176,13 +141,12 @@ export async function finalizeWorkflows(q: Queryable, ctx: AdvanceContext, workf
         WHERE w.id = e.id
         RETURNING w.id, w.has_waiters
      ), effects AS (
-       INSERT INTO ${ctx.s}.effects (workflow_id, kind, created_at) SELECT id, 'finalized', $2 FROM f WHERE has_waiters RETURNING workflow_id
+       ${finalizedEffectsSql(ctx.s, 'f', '$2')}
      )
      SELECT pg_notify($3, workflow_id) FROM effects`,
     [JSON.stringify(ended), ctx.now, channels(ctx.schema).effect],
   );
   await q.query(`SELECT pg_notify($1, e) FROM unnest($2::text[]) AS e`, [channels(ctx.schema).workflow, ended.map((e) => `${e.id} ${e.state}`)]);
-  return new Map(ended.map((e) => [e.id, e.state]));
 }
 
 export async function notifyQueues(q: Queryable, schema: string, queues: Iterable<string>): Promise<void> {

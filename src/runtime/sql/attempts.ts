@@ -39,6 +39,17 @@ export interface RunningRow {
   queue: string;
 }
 
+/** Whether this attempt still runs on this worker (not timed out, cancelled or rescued). */
+export async function attemptRunning(q: Queryable, s: string, ref: AttemptRef): Promise<boolean> {
+  const { rows } = await q.query<{ ok: boolean }>(`SELECT (state = 'running' AND attempt = $3 AND worker_id = $4) AS ok FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [
+    ref.workflowId,
+    ref.name,
+    ref.attempt,
+    ref.workerId,
+  ]);
+  return rows[0]?.ok === true;
+}
+
 /** The task's row, locked (the workflow's lock is the caller's). */
 export async function lockTask(q: Queryable, s: string, workflowId: string, name: string): Promise<RunningRow | undefined> {
   const { rows } = await q.query<RunningRow>(

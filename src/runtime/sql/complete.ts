@@ -2,6 +2,7 @@ import type { Queryable } from '../db/types.js';
 import type { AdvanceContext, WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
 import { recordClaimSql } from './claims.js';
+import { finalizedEffectsSql, finalWorkflowStateSql, readyStateSql } from './rules.js';
 import { claimedJson, decodeClaimed, depOutputsSql, type ClaimedJson, type FetchedTask } from './fetch.js';
 
 export interface Completion {
@@ -51,8 +52,8 @@ export interface EagerClaim {
  * An attempt that is no longer running (timed out, rescued, cancelled, completed twice) is skipped: a late or
  * duplicate completion is a no-op. "Running" is tested as "has this worker" (a CHECK ties the two), which keeps
  * the planner on primary-key lookups. A completed dep satisfies every dependent whatever its ignore flags, so
- * dependents advance set-based; the CASE is decide.ts readyState(). A workflow whose last open task closes
- * finalizes in the same statement when it has no output template (the CASE is finalWorkflowState()); one
+ * dependents advance set-based; the state is readyStateSql(). A workflow whose last open task closes
+ * finalizes in the same statement when it has no output template (finalWorkflowStateSql()); one
  * with an output template is returned in `toFinalize`, for its output to be evaluated.
  *
  * Attempts whose claimed row version is known are found by it (the completion holds its workflow's lock, so
@@ -135,8 +136,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
        UPDATE ${s}.tasks t
           SET deps_left = t.deps_left - e.c,
               state = CASE WHEN x.name IS NOT NULL THEN 'running'
-                           WHEN t.deps_left - e.c = 0 AND t.wait IS NULL
-                           THEN (CASE WHEN t.scheduled_at > $2 THEN 'scheduled' ELSE 'available' END) ELSE t.state END,
+                           ELSE ${readyStateSql({ depsLeft: 't.deps_left - e.c', waitHolds: 't.wait IS NOT NULL', scheduledAt: 't.scheduled_at' }, '$2')} END,
               attempt = CASE WHEN x.name IS NOT NULL THEN t.attempt + 1 ELSE t.attempt END,
               worker_id = CASE WHEN x.name IS NOT NULL THEN $8 ELSE t.worker_id END,
               started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END,
@@ -152,16 +152,14 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
        UPDATE ${s}.workflows w
           SET tasks_open = w.tasks_open - c.n,
               state = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running'
-                           THEN (CASE WHEN w.cancel_requested THEN 'cancelled' WHEN w.tasks_failed > 0 THEN 'failed' ELSE 'completed' END)
+                           THEN ${finalWorkflowStateSql('w')}
                            ELSE w.state END,
               finalized_at = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' THEN $2 ELSE w.finalized_at END
          FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
         WHERE w.id = c.workflow_id
         RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template, w.has_waiters
      ), effects AS (
-       INSERT INTO ${s}.effects (workflow_id, kind, created_at)
-       SELECT c.id, 'finalized', $2 FROM counted c WHERE c.tasks_open = 0 AND c.state <> 'running' AND c.has_waiters
-       RETURNING workflow_id
+       ${finalizedEffectsSql(s, "(SELECT id, has_waiters FROM counted WHERE tasks_open = 0 AND state <> 'running') c", '$2')}
      ), woken AS (
        SELECT pg_notify($4, x.queue) FROM (SELECT DISTINCT queue FROM advanced WHERE state = 'available') x
      ), ended AS (

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import { notifyQueues } from './advance.js';
+import { isFinalSql } from './rules.js';
 
 /** Scheduled and retryable tasks whose time has come become available (a bounded batch per call). */
 export async function promoteDue(q: Queryable, s: string, schema: string, now: Date, limit = 1000): Promise<number> {
@@ -70,7 +71,7 @@ export async function deleteExpiredWorkflows(q: Queryable, s: string, policy: Re
 export async function workflowsWithExpiredTasks(q: Queryable, s: string, cutoff: Date, limit = 200): Promise<string[]> {
   const { rows } = await q.query<{ id: string }>(
     `SELECT w.id FROM ${s}.workflows w WHERE w.state = 'running' AND w.created_at < $1
-        AND EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.state IN ('completed', 'cancelled', 'discarded') AND t.finalized_at < $1)
+        AND EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id AND ${isFinalSql('t.state')} AND t.finalized_at < $1)
       LIMIT $2`,
     [cutoff, limit],
   );
@@ -79,7 +80,7 @@ export async function workflowsWithExpiredTasks(q: Queryable, s: string, cutoff:
 
 export async function expiredTasks(q: Queryable, s: string, workflowId: string, cutoff: Date): Promise<string[]> {
   const { rows } = await q.query<{ name: string }>(
-    `SELECT name FROM ${s}.tasks WHERE workflow_id = $1 AND state IN ('completed', 'cancelled', 'discarded') AND finalized_at < $2`,
+    `SELECT name FROM ${s}.tasks WHERE workflow_id = $1 AND ${isFinalSql('state')} AND finalized_at < $2`,
     [workflowId, cutoff],
   );
   return rows.map((r) => r.name);

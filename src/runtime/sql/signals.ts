@@ -1,5 +1,7 @@
 import type { Queryable } from '../db/types.js';
+import type { PlanWait } from '../../compiler/plan.js';
 import type { SignalRow } from '../wait-eval.js';
+import type { WaitEvidence } from '../waits.js';
 
 const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 
@@ -61,4 +63,13 @@ export async function listSignals(
   const has_more = rows.length > p.limit;
   const signals = rows.slice(0, p.limit);
   return { signals, next_cursor_id: has_more ? signals[signals.length - 1].id : null, has_more };
+}
+
+/** What bounds the signals a task's wait may see: its wait, its evidence, and the workflow's attempt. */
+export async function signalScope(q: Queryable, s: string, workflowId: string, task: string): Promise<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number } | undefined> {
+  const { rows } = await q.query<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number }>(
+    `SELECT t.wait, t.wait_evidence, w.attempt FROM ${s}.tasks t JOIN ${s}.workflows w ON w.id = t.workflow_id WHERE t.workflow_id = $1 AND t.name = $2`,
+    [workflowId, task],
+  );
+  return rows[0];
 }

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/types.js';
 import type { TaskResult } from '../output.js';
 import { channels } from './channels.js';
 import type { SignalRow } from '../wait-eval.js';
-import type { WaitProgressRecord } from '../waits.js';
+import type { WaitEvidence, WaitProgressRecord } from '../waits.js';
 
 /** A task whose wait is active (deps satisfied, not yet resolved). */
 export interface WaitingTask {
@@ -112,6 +112,36 @@ export async function insertTimers(q: Queryable, s: string, workflowId: string, 
      ON CONFLICT (workflow_id, task, name) DO NOTHING`,
     [workflowId, attempt, JSON.stringify(timers)],
   );
+}
+
+/** Wakes the leader's timer loop to the earliest new fire time. */
+export async function notifyTimer(q: Queryable, schema: string, fireAt: Date): Promise<void> {
+  await q.query('SELECT pg_notify($1, $2)', [channels(schema).timer, String(fireAt.getTime())]);
+}
+
+/** A task's wait, where diagnostics read it. */
+export async function waitTask(q: Queryable, s: string, workflowId: string, task: string): Promise<WaitTaskRow | undefined> {
+  const { rows } = await q.query<WaitTaskRow>(`SELECT name, template, deps, state, wait, wait_started_at, wait_evidence FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [
+    workflowId,
+    task,
+  ]);
+  return rows[0];
+}
+
+export interface WaitTaskRow {
+  name: string;
+  template: string;
+  deps: string[];
+  state: string;
+  wait: PlanWait | null;
+  wait_started_at: Date | null;
+  wait_evidence: WaitEvidence | null;
+}
+
+/** A task's wait progress (what its workflows terms resolved to). */
+export async function waitProgress(q: Queryable, s: string, workflowId: string, task: string): Promise<WaitProgressRecord | null> {
+  const { rows } = await q.query<{ wait_progress: WaitProgressRecord | null }>(`SELECT wait_progress FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [workflowId, task]);
+  return rows[0]?.wait_progress ?? null;
 }
 
 export async function loadTimers(q: Queryable, s: string, workflowId: string, tasks: readonly string[]): Promise<TimerRow[]> {

@@ -1,9 +1,7 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import { waitPhase, type WaitPhase } from '../wait-eval.js';
+import type { WaitPhase } from '../wait-eval.js';
 import type { WaitEvidence, WaitProgressRecord } from '../waits.js';
-import { channels } from './channels.js';
-import { closeTasks, lockWorkflows, type AdvanceContext } from './advance.js';
 
 export interface WorkflowRecord {
   id: string;
@@ -71,21 +69,7 @@ export interface WaitSnapshot extends PlanWait {
   evidence: WaitEvidence | null;
 }
 
-type TaskRow = Omit<TaskRecord, 'wait'> & { wait: PlanWait | null; wait_started_at: Date | null; wait_progress: WaitProgressRecord | null; wait_evidence: WaitEvidence | null };
-
-function toTaskRecord(row: TaskRow): TaskRecord {
-  const { wait, wait_started_at, wait_progress, wait_evidence, ...rest } = row;
-  return {
-    ...rest,
-    wait: wait && {
-      ...wait,
-      phase: waitPhase(row),
-      started_at: wait_started_at && new Date(wait_started_at).toISOString(),
-      last_evaluation: wait_progress?.last ?? null,
-      evidence: wait_evidence,
-    },
-  };
-}
+export type TaskRow = Omit<TaskRecord, 'wait'> & { wait: PlanWait | null; wait_started_at: Date | null; wait_progress: WaitProgressRecord | null; wait_evidence: WaitEvidence | null };
 
 export async function loadWorkflow(q: Queryable, s: string, id: string): Promise<WorkflowRecord | undefined> {
   const { rows } = await q.query<WorkflowRecord>(`SELECT ${WORKFLOW_COLUMNS} FROM ${s}.workflows WHERE id = $1`, [id]);
@@ -98,51 +82,19 @@ export async function workflowState(q: Queryable, s: string, id: string): Promis
   return rows[0]?.state;
 }
 
-/** Tasks of one workflow in insertion order, paged. */
-export async function loadTasks(q: Queryable, s: string, id: string, page: { limit?: number; offset?: number } = {}): Promise<TaskRecord[]> {
+/** Tasks of one workflow in insertion order, paged (task-records.ts makes them records). */
+export async function selectTasks(q: Queryable, s: string, id: string, page: { limit?: number; offset?: number } = {}): Promise<TaskRow[]> {
   const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id LIMIT $2 OFFSET $3`, [
     id,
     page.limit ?? 10_000,
     page.offset ?? 0,
   ]);
-  return rows.map(toTaskRecord);
+  return rows;
 }
 
-export async function loadTasksByName(q: Queryable, s: string, id: string, names: readonly string[]): Promise<TaskRecord[]> {
+export async function selectTasksByName(q: Queryable, s: string, id: string, names: readonly string[]): Promise<TaskRow[]> {
   const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`, [id, names]);
-  return rows.map(toTaskRecord);
-}
-
-/**
- * Cancels a workflow in the caller's transaction: every task not yet final and not running is cancelled;
- * running tasks are asked to stop (their handlers get an abort and may still finish). The workflow ends as
- * cancelled once its last task is final. Returns the names of the tasks cancelled now and of those asked to stop.
- */
-export async function cancelWorkflow(q: Queryable, ctx: AdvanceContext, id: string): Promise<{ found: boolean; cancelled: string[]; stopping: string[] }> {
-  const { s, now } = ctx;
-  const locked = await lockWorkflows(q, s, [id]);
-  const w = locked.get(id);
-  if (!w) return { found: false, cancelled: [], stopping: [] };
-  if (w.state !== 'running') return { found: true, cancelled: [], stopping: [] };
-  const error = JSON.stringify([{ attempt: 0, at: now.toISOString(), kind: 'cancel', message: 'workflow cancelled' }]);
-  const cancelled = await q.query<{ name: string }>(
-    `UPDATE ${s}.tasks SET state = 'cancelled', finalized_at = $2, errors = errors || $3::jsonb
-      WHERE workflow_id = $1 AND state IN ('pending', 'scheduled', 'available', 'retryable') RETURNING name`,
-    [id, now, error],
-  );
-  const stopping = await q.query<{ name: string }>(`UPDATE ${s}.tasks SET cancel_requested = true WHERE workflow_id = $1 AND state = 'running' RETURNING name`, [id]);
-  await q.query(`UPDATE ${s}.workflows SET cancel_requested = true WHERE id = $1`, [id]);
-  // children its start tasks started are cancelled too, each in its own transaction (an effect keyed by the child)
-  await q.query(
-    `WITH c AS (
-       INSERT INTO ${s}.effects (workflow_id, kind, created_at) SELECT id, 'cancel', $2 FROM ${s}.workflows WHERE parent_id = $1 AND state = 'running' RETURNING workflow_id
-     )
-     SELECT pg_notify($3, workflow_id) FROM c`,
-    [id, now, channels(ctx.schema).effect],
-  );
-  if (stopping.rowCount > 0) await q.query('SELECT pg_notify($1, $2)', [channels(ctx.schema).cancel, id]);
-  await closeTasks(q, ctx, id, cancelled.rowCount, cancelled.rowCount);
-  return { found: true, cancelled: cancelled.rows.map((r) => r.name), stopping: stopping.rows.map((r) => r.name) };
+  return rows;
 }
 
 /** Kinds that some live runtime process (heartbeat within `aliveMs`) can run. */

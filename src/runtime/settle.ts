@@ -1,0 +1,98 @@
+import { depOutcome, finalWorkflowState, isFinal, readyState } from './decide.js';
+import type { Queryable } from './db/types.js';
+import { evaluateOutput } from './output.js';
+import {
+  advanceDependents,
+  countClosed,
+  deleteTaskRows,
+  dependentsOf,
+  endWorkflows,
+  markCancelled,
+  pendingDependents,
+  taskResults,
+  type AdvanceContext,
+  type Finalized,
+  type SettleResult,
+  type WorkflowRow,
+} from './sql/advance.js';
+
+/**
+ * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances
+ * (deps_left falls; at zero it becomes available, scheduled, or its wait becomes ready) or, for a failed dep
+ * that its flags do not ignore, is cancelled, which cascades. Then the workflow's open-task counter falls,
+ * and at zero the workflow finalizes. The waits it made ready are the caller's to activate: advanceWorkflow()
+ * (waits.ts) is the sequence every path uses.
+ */
+export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
+  const { s, now } = ctx;
+  const result: SettleResult = { queues: new Set(), waitsReady: [] };
+  let closed = 0;
+  let failed = 0;
+  let wave = finalized;
+  while (wave.length > 0) {
+    const counted = wave.filter((f) => !f.alreadyClosed);
+    closed += counted.length;
+    failed += counted.filter((f) => f.state !== 'completed').length;
+    const missing = wave.filter((f) => f.dependents === undefined).map((f) => f.name);
+    if (missing.length > 0) {
+      const byName = await dependentsOf(q, s, workflowId, missing);
+      wave = wave.map((f) => (f.dependents === undefined ? { ...f, dependents: byName.get(f.name) ?? [] } : f));
+    }
+    // a dep deleted after it had finalized was counted by its dependents then: now it can only fail them
+    const edges = wave.flatMap((f) => (f.dependents ?? []).map((d) => ({ dep: f.name, depState: f.state, dependent: d, counted: f.alreadyClosed === true })));
+    if (edges.length === 0) break;
+    const rows = await pendingDependents(q, s, workflowId, [...new Set(edges.map((e) => e.dependent))]);
+    const cancelled = new Map<string, string>();
+    const advanced: { name: string; deps_left: number; state: string }[] = [];
+    for (const row of rows) {
+      const mine = edges.filter((e) => e.dependent === row.name);
+      const failure = mine.find((e) => depOutcome(row, e.depState) === 'failed');
+      if (failure) {
+        cancelled.set(row.name, `dependency "${failure.dep}" was ${failure.depState}`);
+        continue;
+      }
+      const depsLeft = row.deps_left - mine.filter((e) => !e.counted).length;
+      const state = readyState({ deps_left: depsLeft, has_wait: row.has_wait, scheduled_at: new Date(row.scheduled_at) }, now);
+      advanced.push({ name: row.name, deps_left: depsLeft, state });
+      if (state === 'available') result.queues.add(row.queue);
+      if (depsLeft === 0 && row.has_wait && depsLeft !== row.deps_left) result.waitsReady.push(row.name);
+    }
+    await advanceDependents(q, s, workflowId, advanced);
+    wave = [];
+    if (cancelled.size > 0) wave = await markCancelled(q, s, workflowId, now, cancelled);
+  }
+  result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
+  return result;
+}
+
+/** Deleted task rows as finalized tasks: a row already final no longer counts in the open set. */
+export async function deleteFinalized(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<Finalized[]> {
+  const rows = await deleteTaskRows(q, s, workflowId, names);
+  return rows.map((r) => ({ name: r.name, state: 'deleted' as const, dependents: r.dependents, alreadyClosed: isFinal(r.state) }));
+}
+
+/** Counts tasks out of the workflow's open set; finalizes the workflow when none is left. */
+export async function closeTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, closed: number, failed: number): Promise<string | undefined> {
+  const w = await countClosed(q, ctx.s, workflowId, closed, failed);
+  if (!w || w.tasks_open > 0 || w.state !== 'running') return undefined;
+  return (await finalizeWorkflows(q, ctx, [w])).get(w.id);
+}
+
+/**
+ * Workflows end: completed (with their output evaluated once), failed, or cancelled. Those without an
+ * output template end in one statement; the others are evaluated one by one.
+ */
+export async function finalizeWorkflows(q: Queryable, ctx: AdvanceContext, workflows: readonly WorkflowRow[]): Promise<Map<string, string>> {
+  const ended: { id: string; state: string; output: unknown; output_error: string | null }[] = [];
+  for (const w of workflows) {
+    const state = finalWorkflowState(w);
+    let output: { output: unknown; error?: string } = { output: null };
+    if (state === 'completed' && w.output_template !== null) {
+      const def = await ctx.definitions.get(q, w.name, w.definition_hash);
+      output = evaluateOutput(def, w.output_template, w, await taskResults(q, ctx.s, w.id));
+    }
+    ended.push({ id: w.id, state, output: output.output, output_error: output.error ?? null });
+  }
+  await endWorkflows(q, ctx, ended);
+  return new Map(ended.map((e) => [e.id, e.state]));
+}

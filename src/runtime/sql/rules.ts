@@ -1,0 +1,31 @@
+/**
+ * The transition rules as SQL, each written once and used by every statement that needs it. decide.ts holds
+ * the same rules as pure functions for the paths that decide in TypeScript; test/runtime/rules.test.ts runs
+ * both over one table on both backends, so the two cannot drift.
+ */
+
+/** A task state that never changes again (decide.ts isFinal). */
+export function isFinalSql(state: string): string {
+  return `${state} IN ('completed', 'cancelled', 'discarded')`;
+}
+
+/**
+ * Where a pending task goes once its deps may have been satisfied (decide.ts readyState): pending while deps
+ * are left or a wait holds it, then scheduled until its time, then available.
+ */
+export function readyStateSql(t: { depsLeft: string; waitHolds: string; scheduledAt: string }, now: string): string {
+  return `(CASE WHEN ${t.depsLeft} > 0 OR ${t.waitHolds} THEN 'pending' WHEN ${t.scheduledAt} > ${now} THEN 'scheduled' ELSE 'available' END)`;
+}
+
+/** How a workflow ends once none of its tasks is open (decide.ts finalWorkflowState). */
+export function finalWorkflowStateSql(w: string): string {
+  return `(CASE WHEN ${w}.cancel_requested THEN 'cancelled' WHEN ${w}.tasks_failed > 0 THEN 'failed' ELSE 'completed' END)`;
+}
+
+/**
+ * The finalized effect: a workflow that others wait on leaves one `finalized` effect when it ends (applied to
+ * each waiter in its own transaction). `ended` yields the ended workflows' `id` and `has_waiters`.
+ */
+export function finalizedEffectsSql(s: string, ended: string, now: string): string {
+  return `INSERT INTO ${s}.effects (workflow_id, kind, created_at) SELECT id, 'finalized', ${now} FROM ${ended} WHERE has_waiters RETURNING workflow_id`;
+}

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { finalWorkflowState, isFinal, readyState } from '../../src/runtime/decide.js';
+import { finalWorkflowStateSql, isFinalSql, readyStateSql } from '../../src/runtime/sql/rules.js';
+import { backend, testDatabase } from '../helpers/runtime.js';
+
+/** Each transition rule, run over one table as the pure decision and as the SQL the statements use. */
+describe(`transition rules: decide.ts and sql/rules.ts agree (${backend})`, () => {
+  const now = new Date('2026-06-01T12:00:00.000Z');
+  const times = [new Date(now.getTime() - 60_000), now, new Date(now.getTime() + 1), new Date(now.getTime() + 86_400_000)];
+
+  it('ready state: every combination of deps left, a wait that holds or not, and the schedule', async () => {
+    const db = await testDatabase();
+    const table = [0, 1, 3].flatMap((deps_left) =>
+      [false, true].flatMap((has_wait) => [false, true].flatMap((wait_satisfied) => times.map((scheduled_at) => ({ deps_left, has_wait, wait_satisfied, scheduled_at })))),
+    );
+    const { rows } = await db.query<{ state: string }>(
+      `SELECT ${readyStateSql({ depsLeft: 'v.deps_left', waitHolds: '(v.has_wait AND NOT v.wait_satisfied)', scheduledAt: 'v.scheduled_at' }, '$2::timestamptz')} AS state
+         FROM jsonb_to_recordset($1::jsonb) AS v(deps_left int, has_wait boolean, wait_satisfied boolean, scheduled_at timestamptz, i int)
+        ORDER BY v.i`,
+      [JSON.stringify(table.map((t, i) => ({ ...t, i }))), now],
+    );
+    expect(rows.map((r) => r.state)).toEqual(table.map((t) => readyState(t, now)));
+    expect(new Set(rows.map((r) => r.state))).toEqual(new Set(['pending', 'scheduled', 'available']));
+  });
+
+  it('final workflow state: cancel requested, failed tasks, neither', async () => {
+    const db = await testDatabase();
+    const table = [false, true].flatMap((cancel_requested) => [0, 1, 7].map((tasks_failed) => ({ cancel_requested, tasks_failed })));
+    const { rows } = await db.query<{ state: string }>(
+      `SELECT ${finalWorkflowStateSql('w')} AS state
+         FROM jsonb_to_recordset($1::jsonb) AS w(cancel_requested boolean, tasks_failed int, i int) ORDER BY w.i`,
+      [JSON.stringify(table.map((w, i) => ({ ...w, i })))],
+    );
+    expect(rows.map((r) => r.state)).toEqual(table.map((w) => finalWorkflowState(w)));
+    expect(new Set(rows.map((r) => r.state))).toEqual(new Set(['cancelled', 'failed', 'completed']));
+  });
+
+  it('finality: which task states never change again', async () => {
+    const db = await testDatabase();
+    const states = ['pending', 'scheduled', 'available', 'running', 'retryable', 'completed', 'cancelled', 'discarded'];
+    const { rows } = await db.query<{ final: boolean }>(`SELECT ${isFinalSql('v.state')} AS final FROM unnest($1::text[]) WITH ORDINALITY AS v(state, i) ORDER BY v.i`, [states]);
+    expect(rows.map((r) => r.final)).toEqual(states.map((s) => isFinal(s)));
+  });
+});
