@@ -6,7 +6,7 @@ import { compile } from '../src/compiler/instantiate.js';
 import { validate } from '../src/compiler/validate.js';
 import { createPostgres } from '../src/runtime/db/postgres.js';
 import { createRuntime, type Runtime } from '../src/runtime/runtime.js';
-import type { Handlers } from '../src/runtime/handlers.js';
+import type { Handlers } from '../src/runtime/worker/handlers.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';
 const N = Number(process.env.BENCH_TASKS ?? 20_000);

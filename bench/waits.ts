@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { compile } from '../src/compiler/instantiate.js';
 import { validate } from '../src/compiler/validate.js';
 import { createPostgres } from '../src/runtime/db/postgres.js';
-import type { Handlers } from '../src/runtime/handlers.js';
+import type { Handlers } from '../src/runtime/worker/handlers.js';
 import { createRuntime, type Runtime } from '../src/runtime/runtime.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';

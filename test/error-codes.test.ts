@@ -3,13 +3,13 @@ import { ERROR_CODES, httpStatus, isCallerError, isCoded } from '../src/error-co
 import { HttpError } from '../src/api/http.js';
 import { CompileError } from '../src/compiler/instantiate.js';
 import { DatabaseDamagedError, DatabaseLockedError } from '../src/runtime/db/pglite.js';
-import { DiagnosticsError } from '../src/runtime/diagnostics.js';
+import { DiagnosticsError } from '../src/runtime/waits/diagnostics.js';
 import { TaskNotFoundError } from '../src/runtime/errors.js';
-import { ExtensionError } from '../src/runtime/extend.js';
-import { InvalidCursorError, UnknownWorkflowError, WorkflowNotFoundError } from '../src/runtime/runtime.js';
-import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError, WorkflowFinishedError } from '../src/runtime/signals.js';
-import { WorkflowNotFinalError } from '../src/runtime/retry.js';
-import { UnstorableValueError } from '../src/runtime/storable.js';
+import { ExtensionError } from '../src/runtime/engine/extend.js';
+import { InvalidCursorError, UnknownWorkflowError, WorkflowNotFoundError } from '../src/runtime/errors.js';
+import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError, WorkflowFinishedError } from '../src/runtime/waits/signals.js';
+import { WorkflowNotFinalError } from '../src/runtime/engine/retry.js';
+import { UnstorableValueError } from '../src/runtime/engine/storable.js';
 
 describe('one error vocabulary', () => {
   it('every error a caller can get carries a code of the table, which gives its status and exit class', () => {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { InvalidCursorError, type Runtime } from '../runtime/runtime.js';
+import { InvalidCursorError } from '../runtime/errors.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { WorkflowRecord } from '../runtime/sql/workflows.js';
 import { listEvents, workflowEvents, type StreamContext } from './events.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';

@@ -11,7 +11,7 @@ import { HttpError, send } from './http.js';
 import { route } from './routes.js';
 import { Guard } from './security.js';
 import { isTransientError } from '../runtime/db/transient.js';
-import { errorMessage } from '../runtime/describe-error.js';
+import { errorMessage } from '../runtime/worker/describe-error.js';
 import type { Logger } from '../runtime/log.js';
 
 export interface ApiServer {

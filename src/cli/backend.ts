@@ -21,10 +21,10 @@ export interface ListFilter {
   cursor?: string;
 }
 import { ERROR_CODES, isCallerError, type ErrorCode } from '../error-codes.js';
-import type { EmitOptions, EmitResult } from '../runtime/signals.js';
-import type { WaitDiagnostics } from '../runtime/diagnostics.js';
-import type { RetryMode } from '../runtime/decide.js';
-import type { RetryResult } from '../runtime/retry.js';
+import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
+import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
+import type { RetryMode } from '../runtime/engine/decide.js';
+import type { RetryResult } from '../runtime/engine/retry.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, SubjectError, type Io } from './io.js';
 import { braidDir, databaseUrl, schemaName } from './project.js';

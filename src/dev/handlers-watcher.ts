@@ -1,7 +1,7 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { DebouncedPass } from './debounced.js';
 import { dirname, extname, sep } from 'node:path';
-import { loadHandlers } from '../runtime/load-handlers.js';
+import { loadHandlers } from '../runtime/worker/load-handlers.js';
 import type { Runtime } from '../runtime/runtime.js';
 
 const CODE = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs', '.json']);

@@ -1,6 +1,6 @@
-import { isFinal } from './decide.js';
+import { isFinal } from './engine/decide.js';
 import type { TaskRecord, WaitSnapshot } from './sql/workflows.js';
-import type { TermValue } from './wait-eval.js';
+import type { TermValue } from './waits/wait-eval.js';
 
 /**
  * Why a task is not running, in words, derived from its row: the deps it waits on, its wait, its schedule,

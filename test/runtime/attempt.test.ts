@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Attempt, ShutdownAbort } from '../../src/runtime/attempt.js';
-import { TaskCancelled, TaskTimeout, type TaskContext } from '../../src/runtime/handlers.js';
+import { Attempt, ShutdownAbort } from '../../src/runtime/worker/attempt.js';
+import { TaskCancelled, TaskTimeout, type TaskContext } from '../../src/runtime/worker/handlers.js';
 import type { FetchedTask } from '../../src/runtime/sql/fetch.js';
 
 function task(timeout_ms: number | null = null): FetchedTask {

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import examples from '../../examples/handlers.js';
-import type { Handlers } from '../../src/runtime/handlers.js';
-import { childWorkflowId } from '../../src/runtime/start.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
+import { childWorkflowId } from '../../src/runtime/engine/start-children.js';
 import { repoRoot } from '../helpers/cli.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, depOutcome, finalWorkflowState, readyState, retryDelayMs } from '../../src/runtime/decide.js';
+import { afterFailure, depOutcome, finalWorkflowState, readyState, retryDelayMs } from '../../src/runtime/engine/decide.js';
 
 const flags = (c: boolean, d: boolean, x: boolean) => ({ ignore_cancelled_deps: c, ignore_discarded_deps: d, ignore_deleted_deps: x });
 

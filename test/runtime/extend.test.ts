@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ExtensionError } from '../../src/runtime/extend.js';
-import type { Handlers } from '../../src/runtime/handlers.js';
+import { ExtensionError } from '../../src/runtime/engine/extend.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 const base = `name: base

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Handlers } from '../../src/runtime/handlers.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, run, testRuntime, until } from '../helpers/runtime.js';
 
 const handlers: Handlers = {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Handlers } from '../../src/runtime/handlers.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import type { Logger } from '../../src/runtime/log.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { backend, run, testRuntime } from '../helpers/runtime.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Handlers } from '../../src/runtime/handlers.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 const six = `name: six\ntasks:\n${['a', 'b', 'c', 'd', 'e', 'f'].map((n) => `  ${n}: { kind: hold }\n`).join('')}`;

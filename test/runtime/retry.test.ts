@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { retrySelection } from '../../src/runtime/decide.js';
-import type { Handlers } from '../../src/runtime/handlers.js';
+import { retrySelection } from '../../src/runtime/engine/decide.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 const shape = `name: shape

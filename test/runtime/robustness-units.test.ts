@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs } from '../../src/runtime/backoff.js';
 import { isConnectionError, isTransientError } from '../../src/runtime/db/transient.js';
-import { describeError } from '../../src/runtime/describe-error.js';
+import { describeError } from '../../src/runtime/worker/describe-error.js';
 import { rateLimitedWarnings, type Logger } from '../../src/runtime/log.js';
-import { findUnstorable, storableText } from '../../src/runtime/storable.js';
-import { toJsonOutput } from '../../src/runtime/worker.js';
+import { findUnstorable, storableText } from '../../src/runtime/engine/storable.js';
+import { toJsonOutput } from '../../src/runtime/worker/outcome.js';
 
 describe('storable values', () => {
   it('escapes U+0000 and unpaired surrogates, and keeps valid pairs', () => {

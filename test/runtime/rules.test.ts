@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { finalWorkflowState, isFinal, readyState } from '../../src/runtime/decide.js';
+import { finalWorkflowState, isFinal, readyState } from '../../src/runtime/engine/decide.js';
 import { finalWorkflowStateSql, isFinalSql, readyStateSql } from '../../src/runtime/sql/rules.js';
 import { backend, testDatabase } from '../helpers/runtime.js';
 

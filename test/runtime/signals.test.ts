@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError } from '../../src/runtime/signals.js';
-import { WorkflowNotFoundError, type Runtime } from '../../src/runtime/runtime.js';
+import { SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError } from '../../src/runtime/waits/signals.js';
+import { WorkflowNotFoundError } from '../../src/runtime/errors.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 const approval = `name: approval

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compile, validate } from '../../src/index.js';
-import type { Handlers } from '../../src/runtime/handlers.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, run, testDatabase, testRuntime, until } from '../helpers/runtime.js';
 
 const sleeper = (ms: number) => async (_args: unknown, ctx: { signal: AbortSignal }) =>

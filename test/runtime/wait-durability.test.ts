@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
-import type { Handlers } from '../../src/runtime/handlers.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, postgresUrl, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 const sla = `name: sla

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { startApiServer, type ApiServer } from '../../api/server.js';
 import { DefinitionsWatcher } from '../../dev/definitions-watcher.js';
 import { HandlersWatcher } from '../../dev/handlers-watcher.js';
-import type { Handlers } from '../../runtime/handlers.js';
+import type { Handlers } from '../../runtime/worker/handlers.js';
 import { consoleLogger } from '../../runtime/log.js';
 import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';

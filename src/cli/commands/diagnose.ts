@@ -1,4 +1,4 @@
-import type { WaitDiagnostics } from '../../runtime/diagnostics.js';
+import type { WaitDiagnostics } from '../../runtime/waits/diagnostics.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';

@@ -1,9 +1,9 @@
 import { parseDuration } from '../../compiler/duration.js';
-import { errorMessage } from '../../runtime/describe-error.js';
-import type { Handlers } from '../../runtime/handlers.js';
+import { errorMessage } from '../../runtime/worker/describe-error.js';
+import type { Handlers } from '../../runtime/worker/handlers.js';
 import type { Logger } from '../../runtime/log.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, type RuntimeOptions } from '../../runtime/runtime.js';
-import { loadHandlers } from '../../runtime/load-handlers.js';
+import { loadHandlers } from '../../runtime/worker/load-handlers.js';
 import { UsageError, type Io } from '../io.js';
 import { handlersModule, project } from '../project.js';
 

@@ -1,6 +1,6 @@
 import { startApiServer } from '../../api/server.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
-import type { Handlers } from '../../runtime/handlers.js';
+import type { Handlers } from '../../runtime/worker/handlers.js';
 import { consoleLogger, type Logger } from '../../runtime/log.js';
 import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';

@@ -1,7 +1,7 @@
-import type { FinalState } from '../decide.js';
+import type { FinalState } from '../engine/decide.js';
 import type { Queryable } from '../db/types.js';
-import type { DefinitionCache } from '../definition-cache.js';
-import type { TaskResult } from '../output.js';
+import type { DefinitionCache } from '../engine/definition-cache.js';
+import type { TaskResult } from '../engine/output.js';
 import { channels } from './channels.js';
 import { finalizedEffectsSql } from './rules.js';
 

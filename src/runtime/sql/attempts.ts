@@ -1,4 +1,4 @@
-import type { RetryPolicy } from '../decide.js';
+import type { RetryPolicy } from '../engine/decide.js';
 import type { Queryable } from '../db/types.js';
 
 /**

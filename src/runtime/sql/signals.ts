@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import type { PlanWait } from '../../compiler/plan.js';
-import type { SignalRow } from '../wait-eval.js';
-import type { WaitEvidence } from '../waits.js';
+import type { SignalRow } from '../waits/wait-eval.js';
+import type { WaitEvidence } from '../waits/evaluate.js';
 
 const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 

@@ -1,9 +1,9 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import type { TaskResult } from '../output.js';
+import type { TaskResult } from '../engine/output.js';
 import { channels } from './channels.js';
-import type { SignalRow } from '../wait-eval.js';
-import type { WaitEvidence, WaitProgressRecord } from '../waits.js';
+import type { SignalRow } from '../waits/wait-eval.js';
+import type { WaitEvidence, WaitProgressRecord } from '../waits/evaluate.js';
 
 /** A task whose wait is active (deps satisfied, not yet resolved). */
 export interface WaitingTask {

@@ -1,7 +1,7 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import type { WaitPhase } from '../wait-eval.js';
-import type { WaitEvidence, WaitProgressRecord } from '../waits.js';
+import type { WaitPhase } from '../waits/wait-eval.js';
+import type { WaitEvidence, WaitProgressRecord } from '../waits/evaluate.js';
 
 export interface WorkflowRecord {
   id: string;

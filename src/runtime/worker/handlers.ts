@@ -1,9 +1,9 @@
-import type { Queryable } from './db/types.js';
-import type { TaskScopedOptions } from './signals.js';
-import type { ExtensionSpec } from './extend.js';
-import type { SignalPage } from './sql/signals.js';
-import type { TaskRecord } from './sql/workflows.js';
-import type { SignalRow } from './wait-eval.js';
+import type { Queryable } from '../db/types.js';
+import type { TaskScopedOptions } from '../waits/signals.js';
+import type { ExtensionSpec } from '../engine/extend.js';
+import type { SignalPage } from '../sql/signals.js';
+import type { TaskRecord } from '../sql/workflows.js';
+import type { SignalRow } from '../waits/wait-eval.js';
 
 /** What a handler sees besides its args. */
 export interface TaskContext {

@@ -2,13 +2,13 @@
  * Signals: emitting one persists it and evaluates the waits that declare its key, in one transaction under
  * the workflow's lock; reads are workflow-wide (audit) or task-scoped (what a task's wait may see).
  */
-import type { Queryable } from './db/types.js';
-import type { AdvanceContext } from './sql/advance.js';
-import { loadWaitWorkflow } from './sql/waits.js';
-import { insertSignal, listSignals, signalByIdempotencyKey, signalScope, type SignalPage } from './sql/signals.js';
-import { evaluateWaits } from './waits.js';
+import type { Queryable } from '../db/types.js';
+import type { AdvanceContext } from '../sql/advance.js';
+import { loadWaitWorkflow } from '../sql/waits.js';
+import { insertSignal, listSignals, signalByIdempotencyKey, signalScope, type SignalPage } from '../sql/signals.js';
+import { evaluateWaits } from './evaluate.js';
 import { declaredKeys, type SignalRow } from './wait-eval.js';
-import { atPointer, findUnstorable } from './storable.js';
+import { atPointer, findUnstorable } from '../engine/storable.js';
 
 export interface EmitOptions {
   /** One row per (workflow, key, idempotency key): a replay with the same payload returns the original row. */

@@ -1,7 +1,7 @@
-import type { Queryable } from './db/types.js';
+import type { Queryable } from '../db/types.js';
 import { closeTasks } from './settle.js';
-import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
-import { cancelChildren, cancelOpenTasks, requestStop } from './sql/cancel.js';
+import { lockWorkflows, type AdvanceContext } from '../sql/advance.js';
+import { cancelChildren, cancelOpenTasks, requestStop } from '../sql/cancel.js';
 
 /**
  * Cancels a workflow in the caller's transaction: every task not yet final and not running is cancelled;

@@ -3,8 +3,8 @@
  * The runtime loads the inputs under the workflow's lock and applies the outcome; diagnostics call the same
  * functions without writing; tests call them directly.
  */
-import { evaluateRaw } from '../compiler/cel/evaluate.js';
-import type { PlanTerm, PlanTimer, PlanWait } from '../compiler/plan.js';
+import { evaluateRaw } from '../../compiler/cel/evaluate.js';
+import type { PlanTerm, PlanTimer, PlanWait } from '../../compiler/plan.js';
 
 export interface SignalRow {
   /** bigint ids travel as decimal strings. */

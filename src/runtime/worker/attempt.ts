@@ -1,20 +1,20 @@
-import type { Database, Queryable } from './db/types.js';
-import type { DefinitionCache } from './definition-cache.js';
+import type { Database, Queryable } from '../db/types.js';
+import type { DefinitionCache } from '../engine/definition-cache.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type TaskContext } from './handlers.js';
-import { completeAttempt } from './completion.js';
-import { attemptRunning, type AttemptRef } from './sql/attempts.js';
-import type { FetchedTask } from './sql/fetch.js';
-import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
-import { currentTime, type Clock } from './sql/time.js';
-import type { TaskRecord } from './sql/workflows.js';
-import { loadTasksByName } from './task-records.js';
-import { registeredNames } from './sql/definitions.js';
-import { listTaskSignals } from './signals.js';
-import { workflowResults } from './waits.js';
-import { compileFor } from './extend.js';
-import type { PlanTask } from '../compiler/plan.js';
-import type { SignalRow } from './wait-eval.js';
-import type { SignalPage } from './sql/signals.js';
+import { completeAttempt } from '../engine/completion.js';
+import { attemptRunning, type AttemptRef } from '../sql/attempts.js';
+import type { FetchedTask } from '../sql/fetch.js';
+import { lockWorkflows, type AdvanceContext } from '../sql/advance.js';
+import { currentTime, type Clock } from '../sql/time.js';
+import type { TaskRecord } from '../sql/workflows.js';
+import { loadTasksByName } from '../task-records.js';
+import { registeredNames } from '../sql/definitions.js';
+import { listTaskSignals } from '../waits/signals.js';
+import { workflowResults } from '../waits/gather.js';
+import { compileFor } from '../engine/extend.js';
+import type { PlanTask } from '../../compiler/plan.js';
+import type { SignalRow } from '../waits/wait-eval.js';
+import type { SignalPage } from '../sql/signals.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
 export interface AttemptEnv {

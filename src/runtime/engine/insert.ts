@@ -1,11 +1,11 @@
-import type { Plan, PlanTask } from '../compiler/plan.js';
+import type { Plan, PlanTask } from '../../compiler/plan.js';
 import { readyState } from './decide.js';
-import type { Queryable } from './db/types.js';
+import type { Queryable } from '../db/types.js';
 import { assertStorable } from './storable.js';
-import { notifyQueues, type AdvanceContext } from './sql/advance.js';
-import { insertTaskRows, insertWorkflow, markAwaited, markAwaitedSql, type InsertExtras, type TaskRow } from './sql/insert.js';
-import { declaredKeys } from './wait-eval.js';
-import { activateWaits } from './waits.js';
+import { notifyQueues, type AdvanceContext } from '../sql/advance.js';
+import { insertTaskRows, insertWorkflow, markAwaited, markAwaitedSql, type InsertExtras, type TaskRow } from '../sql/insert.js';
+import { declaredKeys } from '../waits/wait-eval.js';
+import { activateWaits } from '../waits/evaluate.js';
 
 /**
  * Rows for plan tasks. `depsLeft` and `state` may be overridden (an extension's deps may be final already);

@@ -1,6 +1,6 @@
-import { renderTemplates } from '../compiler/cel/evaluate.js';
-import { inputsType, toCelValue } from '../compiler/cel/types.js';
-import type { NormalizedDefinition } from '../compiler/normalize.js';
+import { renderTemplates } from '../../compiler/cel/evaluate.js';
+import { inputsType, toCelValue } from '../../compiler/cel/types.js';
+import type { NormalizedDefinition } from '../../compiler/normalize.js';
 
 export interface TaskResult {
   name: string;

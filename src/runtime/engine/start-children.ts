@@ -5,18 +5,18 @@
  * the task. The children are inserted from those effects, each in its own transaction.
  */
 import { createHash } from 'node:crypto';
-import { renderTemplates } from '../compiler/cel/evaluate.js';
-import { inputsType, toCelValue } from '../compiler/cel/types.js';
-import { compile, CompileError, DEFAULT_COMPILE_LIMITS, type CompileLimits } from '../compiler/instantiate.js';
-import type { NormalizedStart } from '../compiler/normalize.js';
-import type { Queryable } from './db/types.js';
+import { renderTemplates } from '../../compiler/cel/evaluate.js';
+import { inputsType, toCelValue } from '../../compiler/cel/types.js';
+import { compile, CompileError, DEFAULT_COMPILE_LIMITS, type CompileLimits } from '../../compiler/instantiate.js';
+import type { NormalizedStart } from '../../compiler/normalize.js';
+import type { Queryable } from '../db/types.js';
 import type { DefinitionCache } from './definition-cache.js';
-import type { TaskContext } from './handlers.js';
+import type { TaskContext } from '../worker/handlers.js';
 import { tasksContext } from './output.js';
-import { recordChildStarts } from './sql/effects.js';
-import { currentDefinition } from './sql/definitions.js';
-import { loadDepRows, loadWaitWorkflow } from './sql/waits.js';
-import { expandedDeps } from './waits.js';
+import { recordChildStarts } from '../sql/effects.js';
+import { currentDefinition } from '../sql/definitions.js';
+import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
+import { expandedDeps } from '../waits/gather.js';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 

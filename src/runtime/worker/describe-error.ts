@@ -1,6 +1,6 @@
 import { TaskTimeout } from './handlers.js';
-import { storableText } from './storable.js';
-import type { TaskError } from './sql/attempts.js';
+import { storableText } from '../engine/storable.js';
+import type { TaskError } from '../sql/attempts.js';
 
 /** A handler's error whose text is recorded as is (braid made it): its kind says what happened. */
 export class OutputError extends Error {

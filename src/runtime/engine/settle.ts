@@ -1,5 +1,5 @@
 import { depOutcome, finalWorkflowState, isFinal, readyState } from './decide.js';
-import type { Queryable } from './db/types.js';
+import type { Queryable } from '../db/types.js';
 import { evaluateOutput } from './output.js';
 import {
   advanceDependents,
@@ -14,7 +14,7 @@ import {
   type Finalized,
   type SettleResult,
   type WorkflowRow,
-} from './sql/advance.js';
+} from '../sql/advance.js';
 
 /**
  * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances

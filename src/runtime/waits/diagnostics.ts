@@ -1,11 +1,12 @@
 /**
  * Live wait diagnostics: a task's wait evaluated now, from the first signal row, without writing anything.
  */
-import type { Queryable } from './db/types.js';
-import type { AdvanceContext } from './sql/advance.js';
-import { loadWaitWorkflow, waitTask } from './sql/waits.js';
+import type { Queryable } from '../db/types.js';
+import type { AdvanceContext } from '../sql/advance.js';
+import { loadWaitWorkflow, waitTask } from '../sql/waits.js';
 import { evaluateWait, waitPhase, type TermValue, type WaitPhase } from './wait-eval.js';
-import { DEFAULT_SCAN_LIMIT, gatherInputs, MAX_SCAN_LIMIT, type WaitEvidence } from './waits.js';
+import { DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT, type WaitEvidence } from './evaluate.js';
+import { gatherInputs } from './gather.js';
 
 export interface WaitDiagnostics {
   workflow_id: string;

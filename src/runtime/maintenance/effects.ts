@@ -4,14 +4,16 @@
  * finalization others wait on fans out into one `evaluate` effect per waiting workflow, which re-evaluates
  * exactly the tasks registered on the finalized workflow.
  */
-import { compile } from '../compiler/instantiate.js';
-import type { Database, Queryable } from './db/types.js';
-import type { AdvanceContext } from './sql/advance.js';
-import { lockWorkflows } from './sql/advance.js';
-import { insertPlan } from './insert.js';
-import { cancelWorkflow } from './cancel.js';
-import { childStartable, deleteEffect, fanOutFinalized, lockEffect, oldestEffects, type EffectRow } from './sql/effects.js';
-import { evaluateWaits } from './waits.js';
+import { compile } from '../../compiler/instantiate.js';
+import type { Database, Queryable } from '../db/types.js';
+import type { AdvanceContext } from '../sql/advance.js';
+import { lockWorkflows } from '../sql/advance.js';
+import { insertPlan } from '../engine/insert.js';
+import { cancelWorkflow } from '../engine/cancel.js';
+import { childStartable, deleteEffect, fanOutFinalized, lockEffect, oldestEffects, type EffectRow } from '../sql/effects.js';
+import { evaluateWaits } from '../waits/evaluate.js';
+import { CoalescedPass } from '../coalesced.js';
+import type { MaintenanceContext, MaintenanceService } from './service.js';
 
 const UNLIMITED = { forEachItems: Infinity, planTasks: Infinity, celCost: Infinity };
 
@@ -85,4 +87,28 @@ async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: str
   const plan = compile(def, p.inputs, { id, now: new Date(p.requested_at), limits: UNLIMITED });
   plan.workflow.definition.hash = p.definition_hash;
   await insertPlan(tx, ctx, plan, { parentId: p.parent_id, group: p.group });
+}
+
+/** Effects as a maintenance service: passes never overlap; one effect that fails is kept and tried again later. */
+export class EffectService implements MaintenanceService {
+  readonly name = 'effects';
+  private pass?: CoalescedPass;
+
+  constructor(readonly intervalMs: number) {}
+
+  runOnce(ctx: MaintenanceContext): Promise<number> {
+    this.pass ??= new CoalescedPass(() =>
+      applyEffects(
+        ctx.db,
+        (tx) => ctx.advance(tx),
+        ctx.s,
+        (e, error) => ctx.log.warn(`leader: ${e.kind} effect ${e.id} on workflow ${e.workflow_id} failed (kept, tried again later): ${error.message}`),
+      ),
+    );
+    return this.pass.run();
+  }
+
+  async settled(): Promise<void> {
+    await this.pass?.settled();
+  }
 }

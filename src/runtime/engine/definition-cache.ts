@@ -1,6 +1,6 @@
-import type { NormalizedDefinition } from '../compiler/normalize.js';
-import type { Queryable } from './db/types.js';
-import { definitionByHash } from './sql/definitions.js';
+import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import type { Queryable } from '../db/types.js';
+import { definitionByHash } from '../sql/definitions.js';
 
 /** Definition versions are immutable, so each one is read from the database once per process. */
 export class DefinitionCache {

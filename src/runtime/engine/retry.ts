@@ -1,8 +1,8 @@
 import { isFailed, readyState, retrySelection, type RetryMode } from './decide.js';
-import type { Queryable } from './db/types.js';
-import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
-import { restartWorkflow, retryCandidates } from './sql/retry.js';
-import { activateWaits } from './waits.js';
+import type { Queryable } from '../db/types.js';
+import { lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
+import { restartWorkflow, retryCandidates } from '../sql/retry.js';
+import { activateWaits } from '../waits/evaluate.js';
 
 export interface RetryResult {
   /** The workflow's new attempt. */

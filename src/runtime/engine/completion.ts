@@ -1,11 +1,11 @@
-import type { PlanTask } from '../compiler/plan.js';
-import type { Queryable } from './db/types.js';
+import type { PlanTask } from '../../compiler/plan.js';
+import type { Database, Queryable } from '../db/types.js';
 import { applyExtension } from './extend.js';
-import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
+import { lockWorkflows, type AdvanceContext } from '../sql/advance.js';
 import { finalizeWorkflows } from './settle.js';
-import { completeTasks, workflowsToFinalize, type Completion, type EagerClaim } from './sql/complete.js';
-import type { AttemptRef } from './sql/attempts.js';
-import { activateWaits } from './waits.js';
+import { completeTasks, workflowsToFinalize, type Completion, type CompletionResult, type EagerClaim } from '../sql/complete.js';
+import type { AttemptRef } from '../sql/attempts.js';
+import { activateWaits } from '../waits/evaluate.js';
 
 /**
  * What follows a completion statement (sql/complete.ts), written once: the waits its dependents' deps made
@@ -49,4 +49,29 @@ export async function completeAttempt(tx: Queryable, ctx: AdvanceContext, ref: A
   await activateCompleted(tx, ctx, result.activated, false);
   await finalizePending(tx, ctx, result.toFinalize);
   return true;
+}
+
+/**
+ * A worker's batch of completions. When a dependent's wait may become active, the statement and what follows
+ * commit in one transaction (completeAll). Otherwise the statement commits alone (it is atomic by itself) and
+ * what follows is `followUp`, for the caller to run once it has started the dependents it claimed; the leader
+ * sweeps what a crash in between leaves. `context` reads the clock (through the transaction when given one).
+ */
+export async function completeBatch(
+  db: Database,
+  context: (tx?: Queryable) => Promise<AdvanceContext>,
+  items: readonly Completion[],
+  claim: EagerClaim,
+): Promise<CompletionResult & { followUp: () => Promise<void> }> {
+  if (items.some((i) => i.dependentsWait)) {
+    const result = await db.transaction(async (tx) => completeAll(tx, await context(tx), items, claim));
+    return { ...result, followUp: async () => undefined };
+  }
+  const result = await completeTasks(db, await context(), items, claim);
+  const followUp = async (): Promise<void> => {
+    // a dependent added after this task was claimed has a wait the claim did not know of
+    if (result.activated.size > 0) await db.transaction(async (tx) => activateCompleted(tx, await context(tx), result.activated, true));
+    if (result.toFinalize.length > 0) await db.transaction(async (tx) => finalizePending(tx, await context(tx), result.toFinalize));
+  };
+  return { ...result, followUp };
 }

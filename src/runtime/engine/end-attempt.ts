@@ -1,9 +1,9 @@
 import { afterFailure, dueState, retryDelayMs } from './decide.js';
-import type { Queryable } from './db/types.js';
+import type { Queryable } from '../db/types.js';
 import { storableText } from './storable.js';
-import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
-import { deleteUnknownClaims, finalizeAttempt, lockTask, requeueAttempt, retryAttempt, unclaim, type AttemptOutcome, type AttemptRef, type ErrorEntry, type TaskError } from './sql/attempts.js';
-import { advanceWorkflow } from './waits.js';
+import { lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
+import { deleteUnknownClaims, finalizeAttempt, lockTask, requeueAttempt, retryAttempt, unclaim, type AttemptOutcome, type AttemptRef, type ErrorEntry, type TaskError } from '../sql/attempts.js';
+import { advanceWorkflow } from '../waits/evaluate.js';
 
 /** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
 function storableError(e: TaskError): TaskError {

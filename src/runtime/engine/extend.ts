@@ -3,19 +3,19 @@
  * compiler's passes (no database), then inserted under the workflow's lock, from a handler atomically with
  * its task's completion or from outside by workflow id.
  */
-import type { Diagnostic } from '../compiler/diagnostics.js';
-import { compile, CompileError } from '../compiler/instantiate.js';
-import type { NormalizedDefinition } from '../compiler/normalize.js';
-import type { PlanTask } from '../compiler/plan.js';
-import { validate } from '../compiler/validate.js';
+import type { Diagnostic } from '../../compiler/diagnostics.js';
+import { compile, CompileError } from '../../compiler/instantiate.js';
+import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import type { PlanTask } from '../../compiler/plan.js';
+import { validate } from '../../compiler/validate.js';
 import { depOutcome, isFinal, type FinalState } from './decide.js';
-import type { Queryable } from './db/types.js';
-import { lockWorkflows, notifyQueues, type AdvanceContext } from './sql/advance.js';
-import { cancelPending } from './waits.js';
-import { insertTaskRows } from './sql/insert.js';
-import { addDependents, countAdded, existingTasks, extendTarget } from './sql/extend.js';
+import type { Queryable } from '../db/types.js';
+import { lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
+import { cancelPending } from '../waits/evaluate.js';
+import { insertTaskRows } from '../sql/insert.js';
+import { addDependents, countAdded, existingTasks, extendTarget } from '../sql/extend.js';
 import { taskRows } from './insert.js';
-import { activateWaits } from './waits.js';
+import { activateWaits } from '../waits/evaluate.js';
 
 /** New tasks, as the `tasks:` map of a definition; deps may name existing tasks (a for_each name means all its expansions). */
 export interface ExtensionSpec {

@@ -1,0 +1,184 @@
+import type { Database } from '../db/types.js';
+import type { DefinitionCache } from '../engine/definition-cache.js';
+import type { Logger } from '../log.js';
+import { channels } from '../sql/channels.js';
+import { electLeader, resignLeader } from '../sql/leader.js';
+import type { RetentionPolicy } from '../sql/maintenance.js';
+import { currentTime, type Clock } from '../sql/time.js';
+import { errorMessage } from '../worker/describe-error.js';
+import { EffectService } from './effects.js';
+import { PromoterService } from './promoter.js';
+import { RescuerService } from './rescuer.js';
+import { RetentionService } from './retention.js';
+import type { MaintenanceContext, MaintenanceCounts, MaintenanceService } from './service.js';
+import { SweeperService } from './sweeper.js';
+import { TimerService } from './timers.js';
+
+export interface LeaderOptions {
+  id: string;
+  db: Database;
+  schema: string;
+  s: string;
+  definitions: DefinitionCache;
+  clock?: Clock;
+  log: Logger;
+  /**
+   * The longest a dead leader goes unreplaced. The lease lasts 4/5 of it and is renewed every 1/5; others try
+   * to take it every 1/5, so a lapsed lease is taken within the whole.
+   */
+  leaseMs: number;
+  /** How often scheduled/retryable tasks are promoted, dead workers' attempts rescued and crash leftovers swept. */
+  promoteIntervalMs: number;
+  /** How often due timers are looked for; a NOTIFY from a nearer new timer wakes the leader sooner. */
+  timerIntervalMs: number;
+  /** A worker silent this long is dead; its running attempts are rescued. */
+  workerDeadAfterMs: number;
+  retention: RetentionPolicy;
+  retentionIntervalMs: number;
+}
+
+/**
+ * One elected leader runs maintenance for everyone. Every process runs this service; only the lease holder
+ * runs the maintenance services (maintenance/*.ts), each on its interval, and another process takes over when
+ * the holder stops renewing. Timers and effects are also run at once when a NOTIFY says there is work.
+ */
+export class LeaderService {
+  private leading = false;
+  private interval?: NodeJS.Timeout;
+  private busy = false;
+  private unlisten?: () => Promise<void>;
+  /** The pending wake-up for the nearest timer, and when (this process's clock). */
+  private wake?: NodeJS.Timeout;
+  private wakeAt = Infinity;
+  private lastElection = 0;
+  /** Until when (this process's clock) the lease this process holds is valid. */
+  private leaseUntil = 0;
+  /** When each service last ran (this process's clock). */
+  private readonly lastRun = new Map<MaintenanceService, number>();
+  private readonly ctx: MaintenanceContext;
+  private readonly timers: TimerService;
+  private readonly effects: EffectService;
+  /** In the order a round runs them. */
+  readonly services: readonly MaintenanceService[];
+
+  constructor(private readonly o: LeaderOptions) {
+    const { db, s, schema, log, clock, definitions } = o;
+    const now = (tx?: Parameters<MaintenanceContext['now']>[0]) => currentTime(db, clock, tx);
+    this.ctx = { db, s, schema, log, now, advance: async (tx) => ({ s, schema, now: await now(tx), definitions }) };
+    // timers and effects are also woken by NOTIFY; their polls catch what a missed notification left
+    const poll = Math.min(o.timerIntervalMs, o.promoteIntervalMs);
+    this.timers = new TimerService(poll, (at, nowMs) => this.wakeFor(at, nowMs));
+    this.effects = new EffectService(poll);
+    this.services = [
+      this.timers,
+      this.effects,
+      new PromoterService(o.promoteIntervalMs),
+      new RescuerService(o.promoteIntervalMs, o.workerDeadAfterMs),
+      new SweeperService(o.promoteIntervalMs),
+      new RetentionService(o.retentionIntervalMs, o.retention),
+    ];
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Renewal (and candidacy) interval, and how long a lease lasts. */
+  private get electionIntervalMs(): number {
+    return this.o.leaseMs / 5;
+  }
+
+  private get leaseTtlMs(): number {
+    return (this.o.leaseMs * 4) / 5;
+  }
+
+  async start(): Promise<void> {
+    const tick = () => void this.tick();
+    this.interval = setInterval(tick, Math.min(this.electionIntervalMs, ...this.services.map((x) => x.intervalMs)));
+    this.interval.unref();
+    const ch = channels(this.o.schema);
+    const unlistenTimers = await this.o.db.listen(ch.timer, (payload) => {
+      const at = Number(payload);
+      if (!this.leading || !Number.isFinite(at)) return;
+      void this.ctx
+        .now()
+        .then((now) => this.wakeFor(at, now.getTime()))
+        .catch(() => undefined);
+    });
+    const unlistenEffects = await this.o.db.listen(ch.effect, () => {
+      if (this.leading) void this.effects.runOnce(this.ctx).catch((error: Error) => this.o.log.warn(`leader: effects: ${error.message}`));
+    });
+    this.unlisten = async () => {
+      await unlistenTimers();
+      await unlistenEffects();
+    };
+    tick();
+  }
+
+  /** Fires timers at `atMs` (database time) if that is sooner than the next planned wake-up. */
+  private wakeFor(atMs: number, nowMs: number): void {
+    const delay = Math.min(Math.max(0, atMs - nowMs), this.o.timerIntervalMs);
+    const target = Date.now() + delay;
+    if (target >= this.wakeAt) return;
+    clearTimeout(this.wake);
+    this.wakeAt = target;
+    this.wake = setTimeout(() => {
+      this.wakeAt = Infinity;
+      if (this.leading) void this.timers.runOnce(this.ctx).catch((error: Error) => this.o.log.warn(`leader: timers: ${error.message}`));
+    }, delay);
+    this.wake.unref();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      await this.elect();
+      if (!this.leading) return;
+      for (const service of this.services) {
+        // (a tenth early: a timer tick that fires a little before the interval must not skip a whole one)
+        if (Date.now() - (this.lastRun.get(service) ?? 0) < service.intervalMs * 0.9) continue;
+        this.lastRun.set(service, Date.now());
+        // one service failing (the database is down) holds no other back
+        await service.runOnce(this.ctx).catch((error: unknown) => this.o.log.warn(`leader: ${service.name}: ${errorMessage(error)}`));
+      }
+    } catch (error) {
+      this.o.log.warn(`leader: ${errorMessage(error)}`);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** Renews the lease (or tries to take it) once per election interval. */
+  private async elect(): Promise<void> {
+    // a leader that could not renew stops leading before its lease lapses, so two never lead at once
+    if (this.leading && Date.now() >= this.leaseUntil) {
+      this.leading = false;
+      this.o.log.warn(`${this.o.id} lost the leader lease (it could not be renewed in time)`);
+    }
+    if (Date.now() - this.lastElection < this.electionIntervalMs * 0.9) return;
+    this.lastElection = Date.now();
+    const asked = Date.now();
+    const was = this.leading;
+    this.leading = await electLeader(this.o.db, this.o.s, this.o.id, this.leaseTtlMs, await this.ctx.now());
+    if (this.leading) this.leaseUntil = asked + this.leaseTtlMs;
+    if (this.leading && !was) this.o.log.info(`${this.o.id} is the leader`);
+  }
+
+  /** One round of every service, now, whether this process leads or not (tests and `maintenance()` call it). */
+  async runOnce(): Promise<MaintenanceCounts> {
+    const counts = {} as MaintenanceCounts;
+    for (const service of this.services) counts[service.name] = await service.runOnce(this.ctx);
+    return counts;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.interval);
+    clearTimeout(this.wake);
+    await this.unlisten?.().catch(() => undefined);
+    for (const service of this.services) await service.settled?.();
+    while (this.busy) await new Promise((r) => setTimeout(r, 10));
+    if (this.leading) await resignLeader(this.o.db, this.o.s, this.o.id).catch(() => undefined);
+    this.leading = false;
+  }
+}

@@ -1,0 +1,37 @@
+import { endAttempt } from '../engine/end-attempt.js';
+import { forgetLostClaims, lostAttempts } from '../sql/claims.js';
+import { errorMessage } from '../worker/describe-error.js';
+import type { MaintenanceContext, MaintenanceService } from './service.js';
+
+/**
+ * Rescues attempts whose worker died (silent for `deadAfterMs`) or listed them as unrecordable: each ends as
+ * a lost attempt, which runs again at once by the retry rules. A dead worker's claims go once nothing in them
+ * runs for it.
+ */
+export class RescuerService implements MaintenanceService {
+  readonly name = 'rescued';
+
+  constructor(
+    readonly intervalMs: number,
+    private readonly deadAfterMs: number,
+  ) {}
+
+  async runOnce(ctx: MaintenanceContext): Promise<number> {
+    const { db, s } = ctx;
+    const deadBefore = new Date((await ctx.now()).getTime() - this.deadAfterMs);
+    let rescued = 0;
+    for (const a of await lostAttempts(db, s, deadBefore)) {
+      const message = a.why === 'dead' ? `worker ${a.worker_id} stopped heartbeating while running this attempt` : `worker ${a.worker_id} could not record the end of this attempt`;
+      try {
+        const ref = { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id };
+        if (await db.transaction(async (tx) => endAttempt(tx, await ctx.advance(tx), ref, { type: 'error', error: { message, kind: 'lost' } }))) rescued++;
+      } catch (error) {
+        // one attempt that cannot be rescued holds no other back
+        ctx.log.warn(`leader: rescuing ${a.workflow_id}/${a.name} failed: ${errorMessage(error)}`);
+      }
+    }
+    if (rescued > 0) ctx.log.info(`rescued ${rescued} attempt(s) from dead workers`);
+    await forgetLostClaims(db, s, deadBefore);
+    return rescued;
+  }
+}

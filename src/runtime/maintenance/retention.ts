@@ -1,0 +1,46 @@
+import { lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, workflowsWithExpiredTasks, type RetentionPolicy } from '../sql/maintenance.js';
+import { deleteTasks } from '../waits/evaluate.js';
+import type { MaintenanceContext, MaintenanceService } from './service.js';
+
+/** Workers silent for a day are forgotten (their rows only say what ran where). */
+const FORGET_WORKERS_AFTER_MS = 24 * 3_600_000;
+
+/**
+ * Retention: finalized workflows past their period are deleted as units, and (opt-in) finalized task rows
+ * of running workflows, which their dependents then see as deleted deps.
+ */
+export class RetentionService implements MaintenanceService {
+  readonly name = 'deleted';
+
+  constructor(
+    readonly intervalMs: number,
+    private readonly policy: RetentionPolicy,
+  ) {}
+
+  async runOnce(ctx: MaintenanceContext): Promise<number> {
+    const now = await ctx.now();
+    let deleted = await deleteExpiredWorkflows(ctx.db, ctx.s, this.policy, now);
+    if (this.policy.taskMs !== null) deleted += await this.deleteExpiredTasks(ctx, new Date(now.getTime() - this.policy.taskMs));
+    await forgetDeadWorkers(ctx.db, ctx.s, new Date(now.getTime() - FORGET_WORKERS_AFTER_MS));
+    return deleted;
+  }
+
+  /** Each running workflow's expired task rows go in one transaction, as deleted deps for their dependents. */
+  private async deleteExpiredTasks(ctx: MaintenanceContext, cutoff: Date): Promise<number> {
+    const { db, s } = ctx;
+    let deleted = 0;
+    for (const id of await workflowsWithExpiredTasks(db, s, cutoff)) {
+      deleted += await db.transaction(async (tx) => {
+        const advance = await ctx.advance(tx);
+        const locked = await lockWorkflows(tx, s, [id]);
+        if (locked.get(id)?.state !== 'running') return 0;
+        const names = await expiredTasks(tx, s, id, cutoff);
+        const result = await deleteTasks(tx, advance, id, names);
+        await notifyQueues(tx, ctx.schema, result.queues);
+        return names.length;
+      });
+    }
+    return deleted;
+  }
+}

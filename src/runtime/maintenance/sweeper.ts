@@ -1,0 +1,32 @@
+import { finalizePending } from '../engine/completion.js';
+import { lockWorkflows } from '../sql/advance.js';
+import { unfinalized } from '../sql/complete.js';
+import { unevaluatedWaits } from '../sql/waits.js';
+import { activateWaits } from '../waits/evaluate.js';
+import type { MaintenanceContext, MaintenanceService } from './service.js';
+
+/**
+ * Finishes what a crash between a completion and what follows it left: workflows with every task closed but
+ * not finalized, and waits activated but never evaluated (their timers may be missing too).
+ */
+export class SweeperService implements MaintenanceService {
+  readonly name = 'swept';
+
+  constructor(readonly intervalMs: number) {}
+
+  async runOnce(ctx: MaintenanceContext): Promise<number> {
+    const { db, s } = ctx;
+    const stranded = await unfinalized(db, s);
+    if (stranded.length > 0) await db.transaction(async (tx) => finalizePending(tx, await ctx.advance(tx), stranded));
+    const unevaluated = await unevaluatedWaits(db, s);
+    const workflows = new Set(unevaluated.map((u) => u.workflow_id));
+    for (const id of workflows) {
+      await db.transaction(async (tx) => {
+        const advance = await ctx.advance(tx);
+        await lockWorkflows(tx, s, [id]);
+        await activateWaits(tx, advance, id, unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name));
+      });
+    }
+    return stranded.length + workflows.size;
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * Wait evaluation in the runtime. Callers hold the workflow's row lock (SPEC "Concurrency"); these functions
+ * load the inputs of the workflow's waiting tasks, decide with wait-eval.ts, and store progress, evidence and
+ * the tasks that resolved. Work is proportional to what changed: one workflow, the tasks named or declaring the
+ * emitted key, and for signal terms only the rows emitted since the last evaluation.
+ */
+import type { Queryable } from '../db/types.js';
+import { dueState } from '../engine/decide.js';
+import { deleteFinalized, settle } from '../engine/settle.js';
+import { markCancelled, notifyQueues, type AdvanceContext, type Finalized, type SettleResult } from '../sql/advance.js';
+import {
+  applyWaitUpdates,
+  forgetWaiters,
+  insertTimers,
+  loadDepRows,
+  loadWaitingTasks,
+  loadWaitWorkflow,
+  markWaitsStarted,
+  maxSignalId,
+  notifyTimer,
+  type WaitingTask,
+  type WaitUpdate,
+  type WaitWorkflow,
+} from '../sql/waits.js';
+import { finalizedAt, gatherInputs, type Emitted, type Gathered } from './gather.js';
+import { declaredTimers, evaluateWait, timerFireAt, type AwaitedWorkflow, type SignalTermProgress, type TermValue, type WaitOutcome } from './wait-eval.js';
+
+/** What evaluation keeps between runs (tasks.wait_progress). */
+export interface WaitProgressRecord {
+  signal_terms: Record<string, SignalTermProgress>;
+  /** Each workflows term's ids (resolved when the wait became active) and, once decided, its outcome for good. */
+  workflow_terms?: Record<string, { ids: string[]; decided?: 'satisfied' | 'failed'; error?: string }>;
+  last: { at: string; result: boolean; error?: string; terms: TermValue[]; truncated?: boolean };
+}
+
+/** The snapshot stored when a wait resolves (tasks.wait_evidence). */
+export interface WaitEvidence {
+  phase: 'resolved';
+  started_at: string;
+  resolved_at: string;
+  expr: string;
+  result: true;
+  terms: TermValue[];
+  inputs: {
+    signals: Record<string, string[]>;
+    timers: Record<string, { fire_at: string | null; fired: boolean }>;
+    deps: Record<string, unknown>;
+    /** Awaited workflows per workflows term: their states (and outputs, once completed). */
+    workflows: Record<string, AwaitedWorkflow[]>;
+  };
+  /** Every signal id the evaluation used. */
+  signal_ids: string[];
+  /** The workflow's last signal id when the wait resolved: task-scoped reads stop here. */
+  boundary: string;
+}
+
+export interface WaitPass {
+  /** Tasks whose wait resolved (workers of their queues are notified on commit). */
+  resolved: string[];
+  /** Tasks cancelled because a workflows term with on_failure: cancel failed. */
+  cancelled: string[];
+}
+
+/**
+ * The one sequence that applies finalized tasks of a workflow (lock held): settle() advances or cancels their
+ * dependents and closes the workflow when nothing is open, then the waits that became ready are activated and
+ * evaluated (which may cancel more, through cancelPending). Every path that ends tasks uses it.
+ */
+export async function advanceWorkflow(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
+  const result = await settle(q, ctx, workflowId, finalized);
+  if (result.waitsReady.length > 0) await activateWaits(q, ctx, workflowId, result.waitsReady);
+  return result;
+}
+
+/**
+ * Cancels pending tasks of one workflow (lock held) as a failed dep would — a failed workflows term, a new
+ * task whose dep already failed — and cascades to their dependents. Returns the names cancelled at first.
+ */
+export async function cancelPending(q: Queryable, ctx: AdvanceContext, workflowId: string, reasons: ReadonlyMap<string, string>): Promise<string[]> {
+  if (reasons.size === 0) return [];
+  const gone = await markCancelled(q, ctx.s, workflowId, ctx.now, reasons);
+  const result = await advanceWorkflow(q, ctx, workflowId, gone);
+  await notifyQueues(q, ctx.schema, result.queues);
+  return gone.map((g) => g.name);
+}
+
+/**
+ * Deletes task rows of one workflow (lock held): their dependents see a deleted dep, which fails them
+ * unless they ignore deleted deps. What retention's per-task mode does, and an operator's last resort.
+ */
+export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<SettleResult> {
+  return advanceWorkflow(q, ctx, workflowId, await deleteFinalized(q, ctx.s, workflowId, names));
+}
+
+export const DEFAULT_SCAN_LIMIT = 10_000;
+export const MAX_SCAN_LIMIT = 100_000;
+
+const empty = (): WaitPass => ({ resolved: [], cancelled: [] });
+
+/**
+ * Waits whose deps were just satisfied become active: their start is recorded (unless the completing
+ * statement already did), their timers computed from anchors that are all known now, and they are evaluated
+ * at once, so signals emitted earlier count.
+ */
+export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<WaitPass> {
+  if (names.length === 0) return empty();
+  await markWaitsStarted(q, ctx.s, workflowId, names, ctx.now);
+  const w = await loadWaitWorkflow(q, ctx.s, workflowId);
+  if (!w || w.state !== 'running') return empty();
+  const tasks = await loadWaitingTasks(q, ctx.s, workflowId, { names });
+  if (tasks.length === 0) return empty();
+  const anchorDeps = [...new Set(tasks.flatMap((t) => t.deps))];
+  const depRows = anchorDeps.length > 0 && tasks.some((t) => declaredTimers(t.wait).some((x) => x.anchor === 'task_finalized')) ? await loadDepRows(q, ctx.s, workflowId, anchorDeps) : [];
+  const timers = tasks.flatMap((t) =>
+    declaredTimers(t.wait).flatMap((timer) => {
+      const at = timerFireAt(timer, { attemptStartedAt: new Date(w.attempt_started_at), waitStartedAt: new Date(t.wait_started_at), depFinalizedAt: (dep) => finalizedAt(depRows, t, dep) });
+      return at ? [{ task: t.name, name: timer.name, fire_at: at }] : [];
+    }),
+  );
+  await insertTimers(q, ctx.s, workflowId, w.attempt, timers);
+  if (timers.length > 0) {
+    await notifyTimer(q, ctx.schema, new Date(Math.min(...timers.map((t) => t.fire_at.getTime()))));
+  }
+  return evaluateLoaded(q, ctx, w, tasks);
+}
+
+/**
+ * Re-evaluates a workflow's active waits: those named (a timer fired), or those that declare `key` (a signal).
+ * `known` spares reads the caller already made: the workflow row, and the workflow's last signal id.
+ */
+export async function evaluateWaits(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workflowId: string,
+  filter: { names?: readonly string[]; key?: string },
+  known: { workflow?: WaitWorkflow; emitted?: Emitted } = {},
+): Promise<WaitPass> {
+  const w = known.workflow ?? (await loadWaitWorkflow(q, ctx.s, workflowId));
+  if (!w || w.state !== 'running') return empty();
+  const tasks = await loadWaitingTasks(q, ctx.s, workflowId, filter);
+  return tasks.length === 0 ? empty() : evaluateLoaded(q, ctx, w, tasks, known.emitted);
+}
+
+async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow, tasks: WaitingTask[], emitted?: Emitted): Promise<WaitPass> {
+  const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, emitted, register: true });
+  const pass = empty();
+  const updates: WaitUpdate[] = [];
+  const failures = new Map<string, string>();
+  // the emitted row is the workflow's newest: ids are assigned under the lock its emitter holds
+  let boundary = emitted?.row.id;
+  const at = ctx.now.toISOString();
+  for (const t of tasks) {
+    const g = gathered.get(t.name)!;
+    const outcome = evaluateWait(t.wait, g.inputs);
+    const workflowTerms = Object.fromEntries(
+      Object.entries(g.inputs.workflowTerms ?? {}).map(([name, input]) => {
+        const decided = outcomeOf(outcome, name);
+        return [name, { ids: input.ids, ...(decided ? { decided } : {}), ...(input.error ? { error: input.error } : {}) }];
+      }),
+    );
+    const progress: WaitProgressRecord = {
+      signal_terms: g.inputs.signalTerms,
+      ...(Object.keys(workflowTerms).length > 0 ? { workflow_terms: workflowTerms } : {}),
+      last: { at, result: outcome.result, ...(outcome.error ? { error: outcome.error } : {}), terms: outcome.terms, ...(g.truncated ? { truncated: true } : {}) },
+    };
+    if (!outcome.result) {
+      updates.push({ name: t.name, progress });
+      // a failed workflows term with on_failure: cancel fails the task, as a failed dep would
+      const failedTerm = outcome.terms.find((term) => term.kind === 'workflows' && term.outcome === 'failed' && term.on_failure === 'cancel');
+      if (failedTerm) failures.set(t.name, `waited-on workflows failed: term "${failedTerm.name}" (${failedTerm.completed} of ${failedTerm.required} needed completed)`);
+      continue;
+    }
+    boundary ??= await maxSignalId(q, ctx.s, w.id);
+    const state = dueState(new Date(t.scheduled_at), ctx.now);
+    updates.push({ name: t.name, progress, state, evidence: evidenceOf(t, g, outcome, ctx.now, boundary) });
+    pass.resolved.push(t.name);
+  }
+  await applyWaitUpdates(q, ctx, w.id, updates);
+  pass.cancelled = await cancelPending(q, ctx, w.id, failures);
+  const done = [...pass.resolved, ...pass.cancelled].filter((name) => tasks.find((t) => t.name === name)?.wait.terms.some((term) => term.kind === 'workflows'));
+  if (done.length > 0) await forgetWaiters(q, ctx.s, w.id, done);
+  return pass;
+}
+
+/** A workflows term's outcome once decided (satisfied or failed); undefined while it is not. */
+function outcomeOf(outcome: WaitOutcome, term: string): 'satisfied' | 'failed' | undefined {
+  const t = outcome.terms.find((x) => x.name === term);
+  return t?.outcome === 'satisfied' || t?.outcome === 'failed' ? t.outcome : undefined;
+}
+
+function evidenceOf(t: WaitingTask, g: Gathered, outcome: WaitOutcome, now: Date, boundary: string): WaitEvidence {
+  const signals = Object.fromEntries(Object.entries(g.genericSignals).map(([k, rows]) => [k, rows.map((r) => r.id)]));
+  const ids = new Set([...outcome.terms.flatMap((term) => term.signal_ids ?? []), ...Object.values(signals).flat()]);
+  return {
+    phase: 'resolved',
+    started_at: new Date(t.wait_started_at).toISOString(),
+    resolved_at: now.toISOString(),
+    expr: t.wait.expr,
+    result: true,
+    terms: outcome.terms,
+    inputs: {
+      signals,
+      timers: Object.fromEntries(Object.entries(g.inputs.timers).map(([name, at]) => [name, { fire_at: at && at.toISOString(), fired: at !== null && at.getTime() <= now.getTime() }])),
+      deps: g.depOutputs,
+      workflows: Object.fromEntries(Object.entries(g.inputs.workflowTerms ?? {}).map(([name, input]) => [name, input.awaited])),
+    },
+    signal_ids: [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1)),
+    boundary,
+  };
+}

@@ -1,0 +1,149 @@
+import type { CompileLimits } from '../../compiler/instantiate.js';
+import { START_KIND } from '../../compiler/normalize.js';
+import type { PlanTask } from '../../compiler/plan.js';
+import type { Queryable } from '../db/types.js';
+import { completeAttempt } from '../engine/completion.js';
+import { endAttempt } from '../engine/end-attempt.js';
+import { runStartTask } from '../engine/start-children.js';
+import type { Logger } from '../log.js';
+import type { AdvanceContext } from '../sql/advance.js';
+import type { AttemptOutcome, AttemptRef } from '../sql/attempts.js';
+import type { FetchedTask } from '../sql/fetch.js';
+import { currentTime } from '../sql/time.js';
+import { Attempt, AttemptContext, type AttemptEnv } from './attempt.js';
+import type { Completer, CompletionEnd } from './completer.js';
+import { errorMessage } from './describe-error.js';
+import type { EndRecorder } from './ends.js';
+import type { Handler, Handlers, TaskContext } from './handlers.js';
+import { outcomeOf, toJsonOutput } from './outcome.js';
+
+/** A completion found its attempt no longer running: the transaction it was in rolls back, and nothing is wrong. */
+class AttemptEnded extends Error {}
+
+export interface ExecutorOptions extends AttemptEnv {
+  id: string;
+  /** Largest output stored, in bytes of JSON (default 1 MiB). */
+  maxOutputBytes: number;
+  /** Limits of the compiles start tasks make (children). */
+  limits?: Partial<CompileLimits>;
+  log: Logger;
+}
+
+/**
+ * Runs one claimed attempt to its recorded end: the handler, then its completion (batched, in the handler's
+ * own transaction, or with the tasks it added), or its failure, cancel, snooze or release.
+ */
+export class Executor {
+  constructor(
+    private readonly o: ExecutorOptions,
+    private readonly ends: EndRecorder,
+    private readonly completer: Completer,
+    /** A transaction with what advancing needs, at the clock's reading through it. */
+    private readonly transaction: <T>(fn: (tx: Queryable, ctx: AdvanceContext) => Promise<T>) => Promise<T>,
+  ) {}
+
+  /**
+   * One attempt: the handler with its timeout, then its completion, or its failure. Never throws, and never
+   * leaves the attempt running while this worker lives: an end that fails to commit is tried again, and one
+   * the database refuses for good (bad data) is recorded as the attempt's error. Returns whether its end
+   * committed.
+   */
+  async execute(attempt: Attempt, handlers: Handlers, onHandlerSettled: () => void): Promise<boolean> {
+    const { task, ref } = attempt;
+    let committed = true;
+    let outcome: AttemptOutcome | undefined;
+    try {
+      let output: unknown;
+      try {
+        const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : handlers[task.kind];
+        output = await attempt.run(handler, new AttemptContext(this.o, attempt));
+      } finally {
+        onHandlerSettled();
+      }
+      const end = await this.persistCompletion(attempt, toJsonOutput(output, this.o.maxOutputBytes));
+      if (end === 'committed') this.o.log.taskDone(task, 'completed');
+      else if (end === 'skipped') this.o.log.taskDone(task, 'completed, but the attempt was no longer running: result discarded');
+      else if (end === 'gave-up') committed = false;
+      else outcome = { type: 'error', error: { message: `its output could not be stored: ${errorMessage(end.error)}`, kind: 'output' } };
+    } catch (error) {
+      if (attempt.tx) await attempt.tx.rollback();
+      outcome = outcomeOf(error);
+    }
+    if (outcome) committed = await this.fail(task, ref, outcome);
+    return committed;
+  }
+
+  /** Commits an attempt's completion: in the handler's own transaction, with its extensions, or in a batch. */
+  private async persistCompletion(attempt: Attempt, output: unknown): Promise<CompletionEnd> {
+    const { task, ref } = attempt;
+    if (attempt.tx) {
+      // the handler's own writes are in that transaction: when it cannot commit they are gone, and the attempt
+      // is an error (it runs again by the retry rules), not a completion to try again
+      try {
+        await attempt.tx.commit(output, attempt.extensions);
+        return 'committed';
+      } catch (error) {
+        return { error: new Error(`its transaction did not commit (${errorMessage(error)})`) };
+      }
+    }
+    if (attempt.extensions.length > 0) {
+      const end = await this.ends.retry(task, () => this.completeExtending(ref, output, attempt.extensions));
+      return end === 'done' ? 'committed' : end;
+    }
+    return this.completer.complete(
+      {
+        workflowId: task.workflow_id,
+        name: task.name,
+        attempt: task.attempt,
+        workerId: this.o.id,
+        output,
+        dependents: task.dependents,
+        dependentsWait: task.dependents_wait,
+        tid: task.tid,
+      },
+      task,
+    );
+  }
+
+
+  /** A completion that adds tasks: the extension and the completion commit together, outside the batch. */
+  private async completeExtending(ref: AttemptRef, output: unknown, extensions: PlanTask[][]): Promise<void> {
+    await this.transaction(async (tx, ctx) => {
+      // no longer running (timed out, cancelled or rescued): the extension is rolled back with the completion
+      if (!(await completeAttempt(tx, ctx, ref, output, extensions))) throw new AttemptEnded();
+    }).catch((error: unknown) => {
+      if (!(error instanceof AttemptEnded)) throw error;
+    });
+  }
+
+
+  /**
+   * Records an attempt's failure (or cancel, snooze, release), tried again while the database is unreachable;
+   * one the database refuses for good is recorded once more as a bare error. False when it could not be
+   * recorded: the attempt is then listed for the leader to rescue.
+   */
+  async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<boolean> {
+    const record = (o: AttemptOutcome) => async () => {
+      await this.transaction((tx, ctx) => endAttempt(tx, ctx, ref, o));
+    };
+    let end = await this.ends.retry(task, record(outcome));
+    if (typeof end === 'object') {
+      const bare: AttemptOutcome = { type: 'error', error: { message: `the attempt failed, and its error could not be recorded (${errorMessage(end.error)})`, kind: 'error' } };
+      end = await this.ends.retry(task, record(bare));
+    }
+    if (end === 'done') {
+      this.o.log.taskDone(task, outcome.type === 'error' ? `failed: ${outcome.error.message}` : outcome.type);
+      return true;
+    }
+    if (typeof end === 'object') this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed (the leader rescues it): ${errorMessage(end.error)}`);
+    this.ends.abandon(task, false);
+    return false;
+  }
+
+
+  private startChildren(task: FetchedTask, ctx: TaskContext): Promise<unknown> {
+    const { db, s, schema, definitions, clock } = this.o;
+    return runStartTask({ db, s, schema, definitions, now: () => currentTime(db, clock), limits: this.o.limits }, task, ctx);
+  }
+
+}

@@ -1,0 +1,399 @@
+import { hostname } from 'node:os';
+import type { Queryable } from '../db/types.js';
+import { TaskCancelled, type Handlers } from './handlers.js';
+import { START_KIND } from '../../compiler/normalize.js';
+import { channels } from '../sql/channels.js';
+import type { Completion } from '../sql/complete.js';
+import { completeBatch } from '../engine/completion.js';
+import type { AdvanceContext } from '../sql/advance.js';
+import { releaseTasks } from '../engine/end-attempt.js';
+import { fetchTasks, type FetchedTask } from '../sql/fetch.js';
+import { currentTime } from '../sql/time.js';
+import { cancelRequested, heartbeatWorker, registerWorker, stopWorker } from '../sql/workers.js';
+import { isTransientError } from '../db/transient.js';
+import { backoffMs } from '../backoff.js';
+import { errorMessage } from './describe-error.js';
+import { advanceContext, Attempt, attemptRef, ShutdownAbort } from './attempt.js';
+import { ClaimLedger } from './claims.js';
+import { Completer } from './completer.js';
+import { Executor, type ExecutorOptions } from './executor.js';
+import { EndRecorder } from './ends.js';
+import { newQueueState, type QueueState } from './queue-state.js';
+
+export interface WorkerOptions extends ExecutorOptions {
+  handlers: Handlers;
+  /** Queue name -> concurrency. */
+  queues: Record<string, number>;
+  /** Tasks per queue claimed beyond the free slots and held here until a slot frees (0: none). */
+  prefetch: number;
+  /** Poll fallback when no NOTIFY arrives (default 1000 ms). */
+  pollIntervalMs: number;
+  heartbeatIntervalMs: number;
+  /**
+   * An attempt whose end (completion or failure) has failed to commit for this long is listed for the leader
+   * to rescue, while this worker keeps trying; whichever commits first wins, the other is a no-op.
+   */
+  abandonAfterMs: number;
+}
+
+
+/**
+ * Runs handlers for its queues: claims available tasks in batches sized to free slots, runs each attempt,
+ * and completes attempts in batches (each task's completion, output and dependents' advancement atomic).
+ */
+export class Worker {
+  private readonly running = new Map<string, Attempt>();
+  private readonly perQueue = new Map<string, QueueState>();
+  /** Fetches failed in a row, and until when fetching pauses (the database is unreachable). */
+  private fetchFailures = 0;
+  private fetchPausedUntil = 0;
+  private fetchRetry?: NodeJS.Timeout;
+  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly claims: ClaimLedger;
+  private readonly ends: EndRecorder;
+  private readonly completer: Completer;
+  private readonly executor: Executor;
+  private timers: NodeJS.Timeout[] = [];
+  private unlisten: (() => Promise<void>)[] = [];
+  private stopping = false;
+  private started = false;
+
+  constructor(private readonly o: WorkerOptions) {
+    this.handlers = o.handlers;
+    this.kinds = kindsOf(o.handlers);
+    for (const q of Object.keys(o.queues)) this.perQueue.set(q, newQueueState());
+    this.claims = new ClaimLedger(o);
+    this.ends = new EndRecorder(o);
+    this.completer = new Completer({
+      log: o.log,
+      ends: this.ends,
+      commit: (items) => this.completeNow(items),
+      afterBatch: () => {
+        for (const queue of this.perQueue.keys()) this.pump(queue);
+      },
+    });
+    this.executor = new Executor(o, this.ends, this.completer, (fn) => this.transaction(fn));
+  }
+
+  private handlers: Handlers;
+  /** The kinds this worker runs: its handlers', and the built-in start handler's. */
+  kinds: string[];
+
+  /**
+   * Swaps the handlers (hot reload): attempts that start from now on run the new code, running ones finish
+   * on the old; the kinds this process runs are recorded again.
+   */
+  async setHandlers(handlers: Handlers): Promise<void> {
+    this.handlers = handlers;
+    this.kinds = kindsOf(handlers);
+    if (!this.started || this.stopping) return;
+    await this.register();
+    this.wakeAll();
+  }
+
+  /** Every queue may have work: fetch where there is room (a poll, or new handlers). */
+  private wakeAll(): void {
+    for (const [queue, q] of this.perQueue) this.wake(queue, q);
+  }
+
+  /** Work may be waiting in a queue (a notification, a poll): fetch where there is room. */
+  private wake(queue: string, q: QueueState): void {
+    q.more = true;
+    q.wakeups++;
+    this.pump(queue);
+  }
+
+  /** Serves more queues from now on (a reloaded definition may name a new one); known queues keep their concurrency. */
+  async addQueues(queues: Record<string, number>): Promise<void> {
+    const added = Object.keys(queues).filter((q) => !this.perQueue.has(q));
+    if (added.length === 0) return;
+    for (const q of added) {
+      this.o.queues[q] = queues[q];
+      this.perQueue.set(q, newQueueState());
+    }
+    if (!this.started || this.stopping) return;
+    await this.register();
+    for (const q of added) this.pump(q);
+  }
+
+  private async register(): Promise<void> {
+    const now = await currentTime(this.o.db, this.o.clock);
+    await registerWorker(this.o.db, this.o.s, { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds }, now);
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const { db } = this.o;
+    await this.register();
+    const ch = channels(this.o.schema);
+    this.unlisten.push(
+      await db.listen(
+        ch.available,
+        (queue) => {
+          const q = this.perQueue.get(queue);
+          if (q) this.wake(queue, q);
+        },
+        () => this.resume(),
+      ),
+      await db.listen(ch.cancel, (workflowId) => this.cancelled(new Set([workflowId]))),
+    );
+    this.timers.push(
+      setInterval(() => {
+        this.wakeAll();
+      }, this.o.pollIntervalMs),
+      setInterval(() => void this.heartbeat(), this.o.heartbeatIntervalMs),
+    );
+    for (const t of this.timers) t.unref();
+    for (const queue of this.perQueue.keys()) this.pump(queue);
+  }
+
+  /** Workflows were cancelled: their running handlers are aborted, their prefetched attempts end cancelled. */
+  private cancelled(workflowIds: ReadonlySet<string>): void {
+    for (const r of this.running.values()) if (workflowIds.has(r.task.workflow_id)) r.abort(new TaskCancelled('workflow cancelled'));
+    for (const q of this.perQueue.values()) {
+      const cancelled = q.buffer.filter((t) => workflowIds.has(t.workflow_id));
+      if (cancelled.length === 0) continue;
+      q.buffer = q.buffer.filter((t) => !workflowIds.has(t.workflow_id));
+      for (const t of cancelled) {
+        this.track(this.executor.fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }).then((ok) => this.claims.ended(t, ok)));
+      }
+    }
+  }
+
+  /**
+   * The notification connection came back after an outage: wake-ups and cancels sent meanwhile were missed,
+   * so every queue is looked at and the attempts held here are checked for a cancel.
+   */
+  private resume(): void {
+    if (this.stopping) return;
+    this.wakeAll();
+    const held = [...this.running.values()].map((r) => r.task).concat([...this.perQueue.values()].flatMap((q) => q.buffer));
+    if (held.length === 0) return;
+    void cancelRequested(this.o.db, this.o.s, held.map((t) => ({ workflow_id: t.workflow_id, name: t.name })))
+      .then((ids) => this.cancelled(new Set(ids)))
+      .catch((error: unknown) => this.o.log.warn(`checking held attempts for cancels failed: ${errorMessage(error)}`));
+  }
+
+  private async heartbeat(): Promise<void> {
+    try {
+      const listed = [...this.ends.abandoned.values()];
+      const still = await heartbeatWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock), listed.map((a) => a.ref));
+      // those no longer running for this worker ended (committed after all, or rescued): stop listing them
+      const running = new Set(still.map((a) => `${a.workflow_id}\u0000${a.name}\u0000${a.attempt}`));
+      for (const a of listed) {
+        if (running.has(`${a.ref.workflow_id}\u0000${a.ref.name}\u0000${a.ref.attempt}`)) continue;
+        this.ends.abandoned.delete(a.task);
+        if (!a.active) this.claims.unstick(a.task);
+      }
+    } catch (error) {
+      this.o.log.warn(`heartbeat failed: ${errorMessage(error)}`);
+      return;
+    }
+    await this.claims.releaseUncertain((fn) => this.transaction(fn));
+    await this.claims.forgetSettled();
+  }
+
+  /**
+   * Starts prefetched attempts in free slots, then claims work for a queue while it has room and work seems to
+   * be there. A fetch reserves the room it asks for, so a second fetch can fill slots freed meanwhile without
+   * ever claiming more than the concurrency plus the prefetch.
+   */
+  private pump(queue: string): void {
+    const q = this.perQueue.get(queue)!;
+    if (this.stopping) return;
+    const concurrency = this.o.queues[queue];
+    while (q.active < concurrency && q.buffer.length > 0) this.run(q.buffer.shift()!);
+    if (q.fetching >= MAX_FETCHES_IN_FLIGHT || !q.more || this.kinds.length === 0) return;
+    // the database failed the last fetch: wait for the backoff's timer rather than spin
+    if (Date.now() < this.fetchPausedUntil) return;
+    // completions waiting to commit hold back new work, so a slow database is not outrun
+    if (this.completer.uncommitted >= MAX_UNCOMMITTED) return;
+    const room = concurrency + this.o.prefetch;
+    const free = room - q.active - q.reserved - q.buffer.length;
+    // small refills wait until a quarter of the room is free, rather than one fetch per freed slot
+    if (free <= 0 || ((q.fetching > 0 || q.buffer.length > 0) && free < room / 4)) return;
+    q.fetching++;
+    q.reserved += free;
+    const work = (async () => {
+      let failed = false;
+      let now: Date | undefined;
+      try {
+        const wakeups = q.wakeups;
+        const at = (now = await currentTime(this.o.db, this.o.clock));
+        const fetched = await this.claims.withSettled((forget) => fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now: at, forget }));
+        this.fetchFailures = 0;
+        const tasks = this.claims.track(fetched.tasks, fetched.claim);
+        // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
+        q.more = tasks.length === free || q.wakeups !== wakeups;
+        if (tasks.length === 0) return;
+        if (this.stopping) {
+          await this.releaseClaims(tasks);
+          return;
+        }
+        q.buffer.push(...tasks);
+      } catch (error) {
+        failed = true;
+        if (now && isTransientError(error)) this.claims.uncertain.push(now);
+        this.fetchFailed(error);
+      } finally {
+        q.fetching--;
+        q.reserved -= free;
+      }
+      if (!failed) this.pump(queue);
+    })();
+    this.track(work);
+  }
+
+  /** A fetch failed (the database is down or restarting): fetching pauses, longer each time, until one succeeds. */
+  private fetchFailed(error: unknown): void {
+    this.fetchFailures++;
+    const delay = backoffMs(this.fetchFailures, FETCH_BACKOFF);
+    this.fetchPausedUntil = Date.now() + delay;
+    this.o.log.warn(`fetching tasks failed, backing off: ${errorMessage(error)}`);
+    if (this.fetchRetry || this.stopping) return;
+    this.fetchRetry = setTimeout(() => {
+      this.fetchRetry = undefined;
+      this.wakeAll();
+    }, delay);
+    this.fetchRetry.unref();
+  }
+
+  /** Runs one claimed attempt in a slot of its queue. */
+  private run(task: FetchedTask): void {
+    const q = this.perQueue.get(task.queue)!;
+    q.active++;
+    const attempt = new Attempt(task, this.o.id);
+    this.running.set(attempt.key, attempt);
+    let committed = true;
+    void this.executor
+      .execute(attempt, this.handlers, () => this.releaseSlot(q, task.queue))
+      .then((c) => (committed = c))
+      .finally(() => {
+        attempt.dispose();
+        this.running.delete(attempt.key);
+        this.claims.ended(task, committed);
+      });
+  }
+
+  private track<T>(p: Promise<T>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
+  }
+
+  /**
+   * The slot is the handler's: it frees when the handler settles, while its completion commits in a batch.
+   * Slots freed in the same turn are refilled by one fetch, not one fetch per slot; a freed slot alone does
+   * not mean work is waiting (a drained queue stays drained until a wake-up), so a chain does not fetch in vain.
+   */
+  private releaseSlot(q: QueueState, queue: string): void {
+    q.active--;
+    if (q.pumpQueued) return;
+    q.pumpQueued = true;
+    setImmediate(() => {
+      q.pumpQueued = false;
+      this.pump(queue);
+    });
+  }
+
+  /** Gives prefetched attempts that never started back to the queue, so other workers take them at once. */
+  private async releaseClaims(tasks: FetchedTask[]): Promise<void> {
+    if (tasks.length === 0) return;
+    let committed = true;
+    try {
+      await this.transaction((tx, ctx) => releaseTasks(tx, ctx, tasks.map((t) => attemptRef(t, this.o.id))));
+    } catch (error) {
+      committed = false;
+      this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${(error as Error).message}`);
+    }
+    for (const t of tasks) this.claims.ended(t, committed);
+  }
+
+  private advanceContext(now: Date) {
+    return advanceContext(this.o, now);
+  }
+
+  /** A transaction with what advancing needs, at the clock's reading through it. */
+  private transaction<T>(fn: (tx: Queryable, ctx: AdvanceContext) => Promise<T>): Promise<T> {
+    return this.o.db.transaction(async (tx) => fn(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx))));
+  }
+
+  /**
+   * One statement completes the batch and claims, for this worker's free slots, the dependents it makes
+   * available; workflows left to finalize (output templates) follow in a transaction.
+   */
+  private async completeNow(items: Completion[]): Promise<ReadonlySet<Completion>> {
+    // reserve no more slots than the batch's dependents could fill, so fetching goes on beside the flush
+    let budget = this.stopping ? 0 : new Set(items.flatMap((i) => (i.dependents ?? []).map((d) => `${i.workflowId}\u0000${d}`))).size;
+    const slots: Record<string, number> = {};
+    for (const [queue, q] of this.perQueue) {
+      const take = Math.min(budget, this.o.queues[queue] - q.active - q.reserved - q.buffer.length);
+      if (take > 0) {
+        slots[queue] = take;
+        q.reserved += take;
+        budget -= take;
+      }
+    }
+    const claim = { workerId: this.o.id, kinds: this.kinds, slots };
+    let result;
+    let now: Date | undefined;
+    try {
+      result = await completeBatch(this.o.db, async (tx) => this.advanceContext((now = await currentTime(this.o.db, this.o.clock, tx))), items, claim);
+    } catch (error) {
+      // the dependents it claimed (if it committed) are found by the claim's time
+      if (now && Object.keys(slots).length > 0 && isTransientError(error)) this.claims.uncertain.push(now);
+      throw error;
+    } finally {
+      for (const [queue, n] of Object.entries(slots)) this.perQueue.get(queue)!.reserved -= n;
+    }
+    for (const task of this.claims.track(result.claimed, result.claim)) this.run(task);
+    await result.followUp().catch((error: unknown) => this.o.log.warn(`advancing after a completion failed (the leader finishes it): ${errorMessage(error)}`));
+    return new Set(result.skipped);
+  }
+
+  /**
+   * Graceful stop: no new work; running handlers get until the deadline to finish, then are aborted and
+   * their tasks released to run again elsewhere.
+   */
+  async stop(deadlineMs = 10_000): Promise<void> {
+    if (!this.started || this.stopping) return;
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.fetchRetry);
+    const until = Date.now() + deadlineMs;
+    // ends that keep failing (the database is down) are given up a little after the handlers' deadline
+    this.ends.deadline = until + STOP_ENDS_GRACE_MS;
+    await this.releaseClaims([...this.perQueue.values()].flatMap((q) => q.buffer.splice(0)));
+    while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    for (const r of this.running.values()) r.abort(new ShutdownAbort());
+    // aborted attempts still record their end (released to run again)
+    while (this.running.size > 0) await new Promise((r) => setTimeout(r, 5));
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    await this.completer.drain();
+    for (const u of this.unlisten) await u().catch(() => undefined);
+    await this.claims.forgetSettled();
+    try {
+      await stopWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
+    } catch (error) {
+      this.o.log.warn(`could not record the worker's stop: ${(error as Error).message}`);
+    }
+  }
+
+  /** For tests and `--wait`: whether anything is running or queued to complete. */
+  get busy(): boolean {
+    return this.running.size > 0 || this.completer.uncommitted > 0 || this.inflight.size > 0 || [...this.perQueue.values()].some((q) => q.buffer.length > 0);
+  }
+}
+
+
+function kindsOf(handlers: Handlers): string[] {
+  return [...Object.keys(handlers), START_KIND].sort();
+}
+
+/** Two fetches per queue may be in flight: one refills what the other's handlers freed. */
+const MAX_FETCHES_IN_FLIGHT = 2;
+const MAX_UNCOMMITTED = 1000;
+/** Fetches wait 100 ms after a failure, doubling to 5 s. */
+const FETCH_BACKOFF = { initialMs: 100, maxMs: 5000 };
+const STOP_ENDS_GRACE_MS = 5000;
+

@@ -1,0 +1,206 @@
+import { inTransaction, txQueryable, type Queryable, type TxOption } from './db/types.js';
+import { channels } from './sql/channels.js';
+import { lockWorkflows, notifyQueues } from './sql/advance.js';
+import { deleteTasks } from './waits/evaluate.js';
+import { registeredNames } from './sql/definitions.js';
+import { currentTime } from './sql/time.js';
+import { cancelWorkflow } from './engine/cancel.js';
+import { loadTasks, loadTasksByName } from './task-records.js';
+import { liveKinds, loadWorkflow, workflowState, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
+import { pendingReason } from './status.js';
+import { waitDiagnostics, type WaitDiagnostics } from './waits/diagnostics.js';
+import { TaskNotFoundError } from './errors.js';
+import { retryWorkflow, type RetryResult } from './engine/retry.js';
+import { extendWorkflow, type ExtensionSpec } from './engine/extend.js';
+import type { RetryMode } from './engine/decide.js';
+import { emitSignal, listTaskSignals, listWorkflowSignals, type EmitOptions, type EmitResult, type ListOptions, type TaskScopedOptions } from './waits/signals.js';
+import type { SignalPage } from './sql/signals.js';
+import type { SignalRow } from './waits/wait-eval.js';
+
+import type { Runtime, WorkflowStatus } from './runtime.js';
+import { WorkflowNotFoundError } from './errors.js';
+
+export class WorkflowHandle {
+  constructor(
+    private readonly rt: Runtime,
+    readonly id: string,
+  ) {}
+
+  private get q(): Queryable {
+    return this.rt.db;
+  }
+
+  async load(options: TxOption = {}): Promise<WorkflowRecord> {
+    const w = await loadWorkflow((options.tx ? txQueryable(options.tx) : this.q), this.rt.internals.s, this.id);
+    if (!w) throw new WorkflowNotFoundError(this.id);
+    return w;
+  }
+
+  /** All tasks, paged (insertion order). */
+  tasks(page: { limit?: number; offset?: number; tx?: Queryable } = {}): Promise<TaskRecord[]> {
+    return loadTasks(page.tx ?? this.q, this.rt.internals.s, this.id, page);
+  }
+
+  async task(name: string, options: TxOption = {}): Promise<TaskRecord> {
+    const [t] = await loadTasksByName((options.tx ? txQueryable(options.tx) : this.q), this.rt.internals.s, this.id, [name]);
+    if (!t) throw new TaskNotFoundError(this.id, name);
+    return t;
+  }
+
+  async output(name: string, options: TxOption = {}): Promise<unknown> {
+    return (await this.task(name, options)).output;
+  }
+
+  /** A task's direct deps, or with `recursive` every task upstream of it. */
+  async deps(name: string, options: TxOption & { recursive?: boolean } = {}): Promise<Record<string, TaskRecord>> {
+    const q = (options.tx ? txQueryable(options.tx) : this.q);
+    const found = new Map<string, TaskRecord>();
+    let frontier = (await this.task(name, options)).deps;
+    while (frontier.length > 0) {
+      const rows = await loadTasksByName(q, this.rt.internals.s, this.id, frontier);
+      for (const r of rows) found.set(r.name, r);
+      frontier = options.recursive ? [...new Set(rows.flatMap((r) => r.deps))].filter((n) => !found.has(n)) : [];
+    }
+    return Object.fromEntries(found);
+  }
+
+  /** Cancels every task not yet final; running handlers are asked to stop. */
+  async cancel(options: TxOption = {}): Promise<{ cancelled: string[]; stopping: string[] }> {
+    const { s, clock, definitions } = this.rt.internals;
+    const result = await inTransaction(this.rt.db, options, async (tx) =>
+      cancelWorkflow(tx, { s, schema: this.rt.schema, now: await currentTime(this.rt.db, clock, tx), definitions }, this.id),
+    );
+    if (!result.found) throw new WorkflowNotFoundError(this.id);
+    return { cancelled: result.cancelled, stopping: result.stopping };
+  }
+
+  /**
+   * Deletes task rows: their dependents see a deleted dep (failed unless they ignore deleted deps).
+   * Retention's per-task mode does this to finalized tasks; use it by hand only to unstick a workflow.
+   */
+  async deleteTasks(names: readonly string[], options: TxOption = {}): Promise<void> {
+    const { s, clock, definitions } = this.rt.internals;
+    await inTransaction(this.rt.db, options, async (tx) => {
+      const ctx = { s, schema: this.rt.schema, now: await currentTime(this.rt.db, clock, tx), definitions };
+      await lockWorkflows(tx, s, [this.id]);
+      const result = await deleteTasks(tx, ctx, this.id, names);
+      await notifyQueues(tx, this.rt.schema, result.queues);
+    });
+  }
+
+  /**
+   * Starts a new attempt of a finalized workflow: mode all (default), failed_only, or failed_and_downstream;
+   * resetHistory clears the retried tasks' attempts and errors (max_attempts stays). Returns the new attempt and
+   * the tasks that run again (none, and the same attempt, when the mode selects nothing).
+   */
+  async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean } = {}): Promise<RetryResult> {
+    const result = await inTransaction(this.rt.db, options, async (tx) =>
+      retryWorkflow(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.id, { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false }),
+    );
+    if (!result) throw new WorkflowNotFoundError(this.id);
+    return result;
+  }
+
+  /**
+   * Adds tasks to this running workflow (a `tasks:` map in the definition language; deps may name existing
+   * tasks), checked by the compiler's passes, in one transaction (or the caller's) under the workflow's lock.
+   * A name already taken is an ExtensionError. Returns the new tasks' names.
+   */
+  async extend(spec: ExtensionSpec, options: TxOption = {}): Promise<string[]> {
+    const known = await registeredNames(this.rt.db, this.rt.internals.s);
+    return inTransaction(this.rt.db, options, async (tx) =>
+      extendWorkflow(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.id, spec, known),
+    );
+  }
+
+  /** Emit and read this workflow's signals. */
+  get signals(): WorkflowSignals {
+    return new WorkflowSignals(this.rt, this.id);
+  }
+
+  /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
+  async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
+    const d = await waitDiagnostics(this.q, this.rt.advanceContext(await currentTime(this.q, this.rt.internals.clock)), this.id, task, options);
+    if (!d) throw (await loadWorkflow(this.q, this.rt.internals.s, this.id)) ? new TaskNotFoundError(this.id, task) : new WorkflowNotFoundError(this.id);
+    return d;
+  }
+
+  /** The workflow with its tasks, each pending one with why it waits. */
+  async status(): Promise<WorkflowStatus> {
+    const { s, clock, workerDeadAfterMs } = this.rt.internals;
+    const workflow = await this.load();
+    const tasks = await this.tasks();
+    const kinds = await liveKinds(this.q, s, workerDeadAfterMs, await currentTime(this.q, clock));
+    const byName = new Map(tasks.map((t) => [t.name, t]));
+    return { workflow, tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds) })) };
+  }
+
+  /** Resolves when the workflow is final (checks on every finalize notification, and polls as a fallback). */
+  async waitUntilFinal(options: { timeoutMs?: number; pollMs?: number } = {}): Promise<WorkflowRecord> {
+    const deadline = Date.now() + (options.timeoutMs ?? 24 * 3_600_000);
+    let wake: () => void = () => undefined;
+    const unlisten = await this.rt.db.listen(channels(this.rt.schema).workflow, (payload) => {
+      if (payload.startsWith(`${this.id} `)) wake();
+    });
+    try {
+      for (;;) {
+        const state = await workflowState(this.q, this.rt.internals.s, this.id);
+        if (state === undefined) throw new WorkflowNotFoundError(this.id);
+        if (state !== 'running') return this.load();
+        if (Date.now() > deadline) throw new Error(`workflow ${this.id} is still running after ${options.timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, options.pollMs ?? 1000).unref();
+        });
+      }
+    } finally {
+      await unlisten();
+    }
+  }
+}
+
+/** A workflow's signals: emit (with the run-in-my-transaction form) and the workflow-wide and task-scoped reads. */
+export class WorkflowSignals {
+  constructor(
+    private readonly rt: Runtime,
+    readonly workflowId: string,
+  ) {}
+
+  /**
+   * Persists a signal and evaluates the waits that declare its key, in one transaction (or the caller's).
+   * Throws SignalPayloadMismatch when an idempotency key is replayed with another payload, and
+   * SignalAttemptMismatch when `attempt` is not the workflow's current attempt.
+   */
+  async emit(key: string, payload: unknown, options: EmitOptions & TxOption = {}): Promise<EmitResult> {
+    const result = await inTransaction(this.rt.db, options, async (tx) =>
+      emitSignal(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.workflowId, key, payload, options),
+    );
+    if (!result) throw new WorkflowNotFoundError(this.workflowId);
+    return result;
+  }
+
+  /** Every signal of the workflow in id order, paged by cursor (audit views). */
+  async list(options: ListOptions & TxOption = {}): Promise<SignalPage> {
+    const q = (options.tx ? txQueryable(options.tx) : this.rt.db);
+    if (!(await loadWorkflow(q, this.rt.internals.s, this.workflowId))) throw new WorkflowNotFoundError(this.workflowId);
+    return listWorkflowSignals(q, this.rt.internals.s, this.workflowId, options);
+  }
+
+  /** The latest signal of a key the task's wait declares, up to its evidence boundary once resolved. */
+  async latestForTask(task: string, key: string, options: TaskScopedOptions & TxOption = {}): Promise<SignalRow | null> {
+    const page = await this.taskPage(task, { ...options, key, limit: 1, newestFirst: true });
+    return page.signals[0] ?? null;
+  }
+
+  /** Signals of the keys the task's wait declares (or one of them), oldest first, paged. */
+  listForTask(task: string, options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number } = {}): Promise<SignalPage> {
+    return this.taskPage(task, options);
+  }
+
+  private async taskPage(task: string, options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean }): Promise<SignalPage> {
+    const q = (options.tx ? txQueryable(options.tx) : this.rt.db);
+    const page = await listTaskSignals(q, this.rt.internals.s, this.workflowId, task, options);
+    if (!page) throw (await loadWorkflow(q, this.rt.internals.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
+    return page;
+  }
+}
