@@ -94,6 +94,13 @@ describe('the source tree', () => {
     expect(outside).toEqual([]);
   });
 
+  it('keeps every runtime module under 400 lines', () => {
+    const long = sourceFiles(join(repoRoot, 'src', 'runtime'))
+      .map((p) => ({ file: relative(repoRoot, p), lines: readFileSync(p, 'utf8').split('\n').length }))
+      .filter((f) => f.lines > 400);
+    expect(long).toEqual([]);
+  });
+
   it('finds statements where they are (the check above can fail)', () => {
     const inside = sourceFiles(sqlDir).filter((p) => STATEMENT.test(readFileSync(p, 'utf8')));
     expect(inside.length).toBeGreaterThan(10);

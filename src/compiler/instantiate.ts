@@ -1,9 +1,9 @@
 import type { ValidateFunction } from 'ajv';
 import { pointer, printable, type Diagnostic, type Rule } from './diagnostics.js';
+import { baseContext } from './cel/context.js';
 import { renderTemplates, TemplateError } from './cel/evaluate.js';
 import { DEFAULT_CEL_COST, withCelBudget } from './cel/cost.js';
 import { hasTemplate } from './cel/templates.js';
-import { inputsType, toCelValue } from './cel/types.js';
 import { scalarOffsets } from './cel/scalar-offsets.js';
 import { definitionHash as definitionHashOf, START_KIND, type NormalizedDefinition, type NormalizedTask, type NormalizedTimer, type NormalizedWait } from './normalize.js';
 import type { Plan, PlanTask, PlanWait } from './plan.js';
@@ -62,9 +62,8 @@ function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, in
   const checkedInputs = checkInputs(normalized, inputs, problems);
   problems.throwIfAny();
 
-  const workflow = { id: options.id ?? ulid(now.getTime()), name: normalized.name, created_at: now };
-  const celInputs = toCelValue(checkedInputs, inputsType(normalized.inputs));
-  const context = { inputs: celInputs, workflow };
+  const context = baseContext(normalized, { id: options.id ?? ulid(now.getTime()), name: normalized.name, created_at: now, inputs: checkedInputs });
+  const { workflow } = context;
   const expansions = new Map<string, string[]>();
   const tasks: PlanTask[] = [];
   for (const task of normalized.tasks) {

@@ -3,10 +3,10 @@
  * may run, how long a retry waits, how a workflow ends. The engine applies them, and sql/rules.ts writes the
  * ones that set-based statements need in SQL; tests call them directly, and run both over one table.
  */
+import type { WorkflowState } from '../wire.js';
 
 export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded';
 export type FinalState = 'completed' | 'cancelled' | 'discarded';
-export type WorkflowState = 'running' | 'completed' | 'failed' | 'cancelled';
 
 /** (sql/rules.ts isFinalSql) */
 export function isFinal(state: string): state is FinalState {

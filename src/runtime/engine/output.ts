@@ -1,5 +1,5 @@
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
-import { inputsType, toCelValue } from '../../compiler/cel/types.js';
+import { baseContext } from '../../compiler/cel/context.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 
 export interface TaskResult {
@@ -35,8 +35,7 @@ export function evaluateOutput(
   if (template === null || template === undefined) return { output: null };
   try {
     const context = {
-      inputs: toCelValue(workflow.inputs, inputsType(def.inputs)),
-      workflow: { id: workflow.id, name: workflow.name, created_at: new Date(workflow.created_at) },
+      ...baseContext(def, workflow),
       tasks: tasksContext(
         tasks,
         def.tasks.filter((t) => t.for_each !== undefined).map((t) => t.name),

@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
-import { inputsType, toCelValue } from '../../compiler/cel/types.js';
+import { baseContext } from '../../compiler/cel/context.js';
+import { toCelValue } from '../../compiler/cel/types.js';
 import { compile, CompileError, DEFAULT_COMPILE_LIMITS, type CompileLimits } from '../../compiler/instantiate.js';
 import type { NormalizedStart } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
@@ -43,8 +44,7 @@ export async function runStartTask(
   if (!w) throw new Error(`workflow ${task.workflow_id} is gone`);
   const def = await o.definitions.find(o.db, w.name, w.definition_hash);
   const base = {
-    inputs: toCelValue(w.inputs, inputsType(def?.inputs)),
-    workflow: { id: w.id, name: w.name, created_at: new Date(w.created_at) },
+    ...baseContext(def, w),
     deps: tasksContext(await loadDepRows(o.db, o.s, w.id, task.deps), expandedDeps(def, task.template)),
   };
   let items: unknown[] = [undefined];

@@ -1,26 +1,11 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import type { WorkflowRecord, WorkflowSummary } from '../wire.js';
+
+export type { WorkflowRecord, WorkflowSummary };
 import type { WaitPhase } from '../waits/wait-eval.js';
 import type { WaitEvidence, WaitProgressRecord } from '../waits/evaluate.js';
 
-export interface WorkflowRecord {
-  id: string;
-  name: string;
-  definition_hash: string;
-  state: 'running' | 'completed' | 'failed' | 'cancelled';
-  attempt: number;
-  inputs: unknown;
-  output: unknown;
-  output_error: string | null;
-  tasks_total: number;
-  tasks_open: number;
-  tasks_failed: number;
-  cancel_requested: boolean;
-  parent_id: string | null;
-  group_name: string | null;
-  created_at: Date;
-  finalized_at: Date | null;
-}
 
 export interface TaskRecord {
   workflow_id: string;
@@ -106,19 +91,6 @@ export async function liveKinds(q: Queryable, s: string, aliveMs: number, now: D
   return new Set(rows.map((r) => r.kind));
 }
 
-/** One row of the workflow list: the workflow and its tasks counted by state. */
-export interface WorkflowSummary {
-  id: string;
-  name: string;
-  definition_hash: string;
-  state: WorkflowRecord['state'];
-  attempt: number;
-  tasks_total: number;
-  task_counts: Record<string, number>;
-  parent_id: string | null;
-  created_at: Date;
-  finalized_at: Date | null;
-}
 
 export interface WorkflowListFilter {
   state?: WorkflowRecord['state'];

@@ -4,7 +4,7 @@
  * workflows terms await. evaluate.ts decides with what this gathers.
  */
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
-import { inputsType, toCelValue } from '../../compiler/cel/types.js';
+import { baseContext, waitWorkflow } from '../../compiler/cel/context.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
 import { tasksContext } from '../engine/output.js';
@@ -51,54 +51,13 @@ export async function gatherInputs(
   q: Queryable,
   ctx: AdvanceContext,
   w: WaitWorkflow,
-  tasks: readonly (Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'> & { wait_started_at: Date | null })[],
+  tasks: readonly GatherTask[],
   options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted; register?: boolean },
 ): Promise<Map<string, Gathered>> {
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
-  let scanned = 0;
-  let truncated = false;
-  // signal terms: one pass per key from the lowest cursor any term of that key holds
-  const signalTerms = new Map<string, Record<string, SignalTermProgress>>();
-  const cursors = new Map<string, bigint>();
-  for (const t of tasks) {
-    const progress: Record<string, SignalTermProgress> = {};
-    for (const term of t.wait.terms) {
-      if (term.kind !== 'signal') continue;
-      progress[term.name] = options.fromScratch ? EMPTY_PROGRESS : (t.wait_progress?.signal_terms[term.name] ?? EMPTY_PROGRESS);
-      const c = BigInt(progress[term.name].cursor);
-      cursors.set(term.signal, cursors.has(term.signal) ? (c < cursors.get(term.signal)! ? c : cursors.get(term.signal)!) : c);
-    }
-    signalTerms.set(t.name, progress);
-  }
-  for (const [key, from] of cursors) {
-    let after = from.toString();
-    const emitted = options.emitted;
-    if (emitted && emitted.row.key === key && from >= BigInt(emitted.previousId)) {
-      // every term of this key has seen all rows before the one just emitted: that row is all that is new
-      const rows = emitted.row.attempt === w.attempt ? [emitted.row] : [];
-      scanned += rows.length;
-      for (const t of tasks) {
-        const progress = signalTerms.get(t.name)!;
-        for (const term of t.wait.terms) if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows);
-      }
-      continue;
-    }
-    for (;;) {
-      const limit = options.fromScratch ? Math.min(PAGE, options.scanLimit - scanned) : PAGE;
-      if (limit <= 0) {
-        truncated = true;
-        break;
-      }
-      const rows = await signalsAfter(q, ctx.s, { workflowId: w.id, keys: [key], attempt: w.attempt, afterId: after, limit });
-      scanned += rows.length;
-      for (const t of tasks) {
-        const progress = signalTerms.get(t.name)!;
-        for (const term of t.wait.terms) if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows);
-      }
-      if (rows.length < limit) break;
-      after = rows[rows.length - 1].id;
-    }
-  }
+  const scan = await scanSignalTerms(q, ctx, w, tasks, options);
+  let { scanned, truncated } = scan;
+  const signalTerms = scan.progress;
   const timed = tasks.filter((t) => declaredTimers(t.wait).length > 0).map((t) => t.name);
   const timerRows = timed.length > 0 ? await loadTimers(q, ctx.s, w.id, timed) : [];
   const generic = tasks.filter((t) => t.wait.terms.some((term) => term.kind === 'expr'));
@@ -113,13 +72,7 @@ export async function gatherInputs(
     keyRows.set(key, rows.slice(0, limit));
     scanned += Math.min(rows.length, limit);
   }
-  const workflow = {
-    id: w.id,
-    name: w.name,
-    attempt: BigInt(w.attempt),
-    inputs: toCelValue(w.inputs, inputsType(def?.inputs)),
-    created_at: new Date(w.created_at),
-  };
+  const workflow = waitWorkflow(def, w);
   const workflowTerms = await gatherWorkflowTerms(q, ctx, w, def, awaiting, depRows, options.register === true && !options.fromScratch);
   const out = new Map<string, Gathered>();
   for (const t of tasks) {
@@ -148,6 +101,62 @@ export async function gatherInputs(
     out.set(t.name, { inputs, genericSignals, depOutputs, truncated, signalsScanned: scanned });
   }
   return out;
+}
+
+type GatherTask = Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'> & { wait_started_at: Date | null };
+
+/**
+ * Signal terms: one pass per key from the lowest cursor any term of that key holds; when the only new row is
+ * the one just emitted, that row alone. Diagnostics (fromScratch) start from the first row, up to the scan limit.
+ */
+async function scanSignalTerms(
+  q: Queryable,
+  ctx: AdvanceContext,
+  w: WaitWorkflow,
+  tasks: readonly GatherTask[],
+  options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted },
+): Promise<{ progress: Map<string, Record<string, SignalTermProgress>>; scanned: number; truncated: boolean }> {
+  let scanned = 0;
+  let truncated = false;
+  const signalTerms = new Map<string, Record<string, SignalTermProgress>>();
+  const cursors = new Map<string, bigint>();
+  for (const t of tasks) {
+    const progress: Record<string, SignalTermProgress> = {};
+    for (const term of t.wait.terms) {
+      if (term.kind !== 'signal') continue;
+      progress[term.name] = options.fromScratch ? EMPTY_PROGRESS : (t.wait_progress?.signal_terms[term.name] ?? EMPTY_PROGRESS);
+      const c = BigInt(progress[term.name].cursor);
+      cursors.set(term.signal, cursors.has(term.signal) ? (c < cursors.get(term.signal)! ? c : cursors.get(term.signal)!) : c);
+    }
+    signalTerms.set(t.name, progress);
+  }
+  const apply = (key: string, rows: readonly SignalRow[]): void => {
+    scanned += rows.length;
+    for (const t of tasks) {
+      const progress = signalTerms.get(t.name)!;
+      for (const term of t.wait.terms) if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows);
+    }
+  };
+  for (const [key, from] of cursors) {
+    const emitted = options.emitted;
+    if (emitted && emitted.row.key === key && from >= BigInt(emitted.previousId)) {
+      // every term of this key has seen all rows before the one just emitted: that row is all that is new
+      apply(key, emitted.row.attempt === w.attempt ? [emitted.row] : []);
+      continue;
+    }
+    for (let after = from.toString(); ; ) {
+      const limit = options.fromScratch ? Math.min(PAGE, options.scanLimit - scanned) : PAGE;
+      if (limit <= 0) {
+        truncated = true;
+        break;
+      }
+      const rows = await signalsAfter(q, ctx.s, { workflowId: w.id, keys: [key], attempt: w.attempt, afterId: after, limit });
+      apply(key, rows);
+      if (rows.length < limit) break;
+      after = rows[rows.length - 1].id;
+    }
+  }
+  return { progress: signalTerms, scanned, truncated };
 }
 
 /**
@@ -207,8 +216,7 @@ function resolveIds(
   } else if (typeof spec.ids === 'string') {
     try {
       value = renderTemplates(spec.ids, {
-        inputs: toCelValue(w.inputs, inputsType(def?.inputs)),
-        workflow: { id: w.id, name: w.name, created_at: new Date(w.created_at) },
+        ...baseContext(def, w),
         deps: tasksContext(mine, expandedDeps(def, t.template)),
       });
     } catch (error) {

@@ -1,4 +1,5 @@
 /** The API's JSON, as the page reads it (snake_case, as served). */
+import type { Json, WorkflowRecord, WorkflowSummary as WireWorkflowSummary } from '../../runtime/wire.js';
 
 export interface TermValue {
   name: string;
@@ -58,35 +59,14 @@ export interface Task {
   pending_reason: string | null;
 }
 
-export interface Workflow {
-  id: string;
-  name: string;
-  definition_hash: string;
-  state: 'running' | 'completed' | 'failed' | 'cancelled';
-  attempt: number;
-  inputs: unknown;
-  output: unknown;
-  output_error: string | null;
-  tasks_total: number;
-  created_at: string;
-  finalized_at: string | null;
-}
+export type Workflow = Json<WorkflowRecord>;
 
 export interface WorkflowStatus {
   workflow: Workflow;
   tasks: Task[];
 }
 
-export interface WorkflowSummary {
-  id: string;
-  name: string;
-  definition_hash: string;
-  state: Workflow['state'];
-  tasks_total: number;
-  task_counts: Record<string, number>;
-  created_at: string;
-  finalized_at: string | null;
-}
+export type WorkflowSummary = Json<WireWorkflowSummary>;
 
 export interface WorkflowPage {
   workflows: WorkflowSummary[];
