@@ -17,7 +17,7 @@ import { insertPlan } from './engine/insert.js';
 import type { InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
 import { quoteIdent } from './sql/schema.js';
-import { currentTime, type Clock } from './sql/time.js';
+import { type Clock } from './sql/time.js';
 import { listWorkflows, type TaskRecord, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
 import { Worker } from './worker/worker.js';
 import { workerId } from './worker/outcome.js';
@@ -27,6 +27,7 @@ import { UnknownWorkflowError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
+import { advanceAt, clockNow, type RuntimeContext } from './context.js';
 export interface RuntimeOptions {
   /**
    * The database: an adapter (createPostgres, createPglite), the application's own `pg.Pool` (braid runs its
@@ -138,7 +139,11 @@ export class Runtime {
     this.definitions = new DefinitionCache(this.s);
     this.log = rateLimitedWarnings(options.logger ?? silentLogger);
     this.clock = options.clock;
+    this.ctx = { db: this.db, schema: this.schema, s: this.s, definitions: this.definitions, clock: this.clock, log: this.log };
   }
+
+  /** The context every part of this runtime works with (its worker, leader and handles). */
+  readonly ctx: RuntimeContext;
 
   /** Applies pending migrations (safe when several processes start together). */
   migrate(): Promise<string[]> {
@@ -183,7 +188,7 @@ export class Runtime {
 
   /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */
   async insert(plan: Plan, options: TxOption & InsertExtras = {}): Promise<string> {
-    await inTransaction(this.db, options, async (tx) => insertPlan(tx, this.advanceContext(await currentTime(this.db, this.clock, tx)), plan, options));
+    await inTransaction(this.db, options, async (tx) => insertPlan(tx, advanceAt(this.ctx, await clockNow(this.ctx, tx)), plan, options));
     return plan.workflow.id;
   }
 
@@ -193,7 +198,7 @@ export class Runtime {
     return inTransaction(this.db, options, async (tx) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw new UnknownWorkflowError(name);
-      const now = await currentTime(this.db, this.clock, tx);
+      const now = await clockNow(this.ctx, tx);
       const plan = compile(def.normalized, inputs, { id: options.id, now, limits: this.options.limits });
       plan.workflow.definition.hash = def.hash;
       await insertPlan(tx, this.advanceContext(now), plan, { parentId: options.parentId, group: options.group });
@@ -253,21 +258,16 @@ export class Runtime {
   async startWorker(): Promise<void> {
     const o = this.options;
     this.worker = new Worker({
+      ...this.ctx,
       id: this.id,
-      db: this.db,
-      schema: this.schema,
-      s: this.s,
-      definitions: this.definitions,
       handlers: o.handlers ?? {},
       queues: { ...(o.queues ?? { default: DEFAULT_CONCURRENCY }) },
       prefetch: o.prefetch ?? 0,
-      clock: this.clock,
       pollIntervalMs: o.pollIntervalMs ?? 1000,
       heartbeatIntervalMs: o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS,
       abandonAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
       maxOutputBytes: o.maxOutputBytes ?? 1024 * 1024,
       limits: o.limits,
-      log: this.log,
     });
     await this.worker.start();
     if (o.leader !== false) {
@@ -279,13 +279,8 @@ export class Runtime {
   private leaderService(): LeaderService {
     const o = this.options;
     return new LeaderService({
+      ...this.ctx,
       id: this.id,
-      db: this.db,
-      schema: this.schema,
-      s: this.s,
-      definitions: this.definitions,
-      clock: this.clock,
-      log: this.log,
       leaseMs: o.leaderLeaseMs ?? DEFAULT_LEADER_LEASE_MS,
       promoteIntervalMs: o.pollIntervalMs ?? 1000,
       timerIntervalMs: o.timerIntervalMs ?? 1000,
@@ -325,12 +320,12 @@ export class Runtime {
 
   /** What an advancing transaction needs, at one clock reading. */
   advanceContext(now: Date): AdvanceContext {
-    return { s: this.s, schema: this.schema, now, definitions: this.definitions };
+    return advanceAt(this.ctx, now);
   }
 
   /** Internals the workflow handle needs. */
-  get internals(): { s: string; clock: Clock; definitions: DefinitionCache; workerDeadAfterMs: number } {
-    return { s: this.s, clock: this.clock, definitions: this.definitions, workerDeadAfterMs: this.options.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS };
+  get internals(): RuntimeContext & { workerDeadAfterMs: number } {
+    return { ...this.ctx, workerDeadAfterMs: this.options.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS };
   }
 }
 

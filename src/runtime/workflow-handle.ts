@@ -3,7 +3,7 @@ import { channels } from './sql/channels.js';
 import { lockWorkflows, notifyQueues } from './sql/advance.js';
 import { deleteTasks } from './waits/evaluate.js';
 import { registeredNames } from './sql/definitions.js';
-import { currentTime } from './sql/time.js';
+import { advanceAt, clockNow } from './context.js';
 import { cancelWorkflow } from './engine/cancel.js';
 import { loadTasks, loadTasksByName } from './task-records.js';
 import { liveKinds, loadWorkflow, workflowState, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
@@ -31,18 +31,18 @@ export class WorkflowHandle {
   }
 
   async load(options: TxOption = {}): Promise<WorkflowRecord> {
-    const w = await loadWorkflow((options.tx ? txQueryable(options.tx) : this.q), this.rt.internals.s, this.id);
+    const w = await loadWorkflow((options.tx ? txQueryable(options.tx) : this.q), this.rt.ctx.s, this.id);
     if (!w) throw new WorkflowNotFoundError(this.id);
     return w;
   }
 
   /** All tasks, paged (insertion order). */
   tasks(page: { limit?: number; offset?: number; tx?: Queryable } = {}): Promise<TaskRecord[]> {
-    return loadTasks(page.tx ?? this.q, this.rt.internals.s, this.id, page);
+    return loadTasks(page.tx ?? this.q, this.rt.ctx.s, this.id, page);
   }
 
   async task(name: string, options: TxOption = {}): Promise<TaskRecord> {
-    const [t] = await loadTasksByName((options.tx ? txQueryable(options.tx) : this.q), this.rt.internals.s, this.id, [name]);
+    const [t] = await loadTasksByName((options.tx ? txQueryable(options.tx) : this.q), this.rt.ctx.s, this.id, [name]);
     if (!t) throw new TaskNotFoundError(this.id, name);
     return t;
   }
@@ -57,7 +57,7 @@ export class WorkflowHandle {
     const found = new Map<string, TaskRecord>();
     let frontier = (await this.task(name, options)).deps;
     while (frontier.length > 0) {
-      const rows = await loadTasksByName(q, this.rt.internals.s, this.id, frontier);
+      const rows = await loadTasksByName(q, this.rt.ctx.s, this.id, frontier);
       for (const r of rows) found.set(r.name, r);
       frontier = options.recursive ? [...new Set(rows.flatMap((r) => r.deps))].filter((n) => !found.has(n)) : [];
     }
@@ -66,10 +66,7 @@ export class WorkflowHandle {
 
   /** Cancels every task not yet final; running handlers are asked to stop. */
   async cancel(options: TxOption = {}): Promise<{ cancelled: string[]; stopping: string[] }> {
-    const { s, clock, definitions } = this.rt.internals;
-    const result = await inTransaction(this.rt.db, options, async (tx) =>
-      cancelWorkflow(tx, { s, schema: this.rt.schema, now: await currentTime(this.rt.db, clock, tx), definitions }, this.id),
-    );
+    const result = await inTransaction(this.rt.db, options, async (tx) => cancelWorkflow(tx, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx)), this.id));
     if (!result.found) throw new WorkflowNotFoundError(this.id);
     return { cancelled: result.cancelled, stopping: result.stopping };
   }
@@ -79,10 +76,9 @@ export class WorkflowHandle {
    * Retention's per-task mode does this to finalized tasks; use it by hand only to unstick a workflow.
    */
   async deleteTasks(names: readonly string[], options: TxOption = {}): Promise<void> {
-    const { s, clock, definitions } = this.rt.internals;
     await inTransaction(this.rt.db, options, async (tx) => {
-      const ctx = { s, schema: this.rt.schema, now: await currentTime(this.rt.db, clock, tx), definitions };
-      await lockWorkflows(tx, s, [this.id]);
+      const ctx = advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx));
+      await lockWorkflows(tx, ctx.s, [this.id]);
       const result = await deleteTasks(tx, ctx, this.id, names);
       await notifyQueues(tx, this.rt.schema, result.queues);
     });
@@ -95,7 +91,7 @@ export class WorkflowHandle {
    */
   async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean } = {}): Promise<RetryResult> {
     const result = await inTransaction(this.rt.db, options, async (tx) =>
-      retryWorkflow(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.id, { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false }),
+      retryWorkflow(tx, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx)), this.id, { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false }),
     );
     if (!result) throw new WorkflowNotFoundError(this.id);
     return result;
@@ -107,9 +103,9 @@ export class WorkflowHandle {
    * A name already taken is an ExtensionError. Returns the new tasks' names.
    */
   async extend(spec: ExtensionSpec, options: TxOption = {}): Promise<string[]> {
-    const known = await registeredNames(this.rt.db, this.rt.internals.s);
+    const known = await registeredNames(this.rt.db, this.rt.ctx.s);
     return inTransaction(this.rt.db, options, async (tx) =>
-      extendWorkflow(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.id, spec, known),
+      extendWorkflow(tx, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx)), this.id, spec, known),
     );
   }
 
@@ -120,17 +116,17 @@ export class WorkflowHandle {
 
   /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
   async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
-    const d = await waitDiagnostics(this.q, this.rt.advanceContext(await currentTime(this.q, this.rt.internals.clock)), this.id, task, options);
-    if (!d) throw (await loadWorkflow(this.q, this.rt.internals.s, this.id)) ? new TaskNotFoundError(this.id, task) : new WorkflowNotFoundError(this.id);
+    const d = await waitDiagnostics(this.q, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx)), this.id, task, options);
+    if (!d) throw (await loadWorkflow(this.q, this.rt.ctx.s, this.id)) ? new TaskNotFoundError(this.id, task) : new WorkflowNotFoundError(this.id);
     return d;
   }
 
   /** The workflow with its tasks, each pending one with why it waits. */
   async status(): Promise<WorkflowStatus> {
-    const { s, clock, workerDeadAfterMs } = this.rt.internals;
+    const { s, workerDeadAfterMs } = this.rt.internals;
     const workflow = await this.load();
     const tasks = await this.tasks();
-    const kinds = await liveKinds(this.q, s, workerDeadAfterMs, await currentTime(this.q, clock));
+    const kinds = await liveKinds(this.q, s, workerDeadAfterMs, await clockNow(this.rt.ctx));
     const byName = new Map(tasks.map((t) => [t.name, t]));
     return { workflow, tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds) })) };
   }
@@ -144,7 +140,7 @@ export class WorkflowHandle {
     });
     try {
       for (;;) {
-        const state = await workflowState(this.q, this.rt.internals.s, this.id);
+        const state = await workflowState(this.q, this.rt.ctx.s, this.id);
         if (state === undefined) throw new WorkflowNotFoundError(this.id);
         if (state !== 'running') return this.load();
         if (Date.now() > deadline) throw new Error(`workflow ${this.id} is still running after ${options.timeoutMs} ms`);
@@ -173,7 +169,7 @@ export class WorkflowSignals {
    */
   async emit(key: string, payload: unknown, options: EmitOptions & TxOption = {}): Promise<EmitResult> {
     const result = await inTransaction(this.rt.db, options, async (tx) =>
-      emitSignal(tx, this.rt.advanceContext(await currentTime(this.rt.db, this.rt.internals.clock, tx)), this.workflowId, key, payload, options),
+      emitSignal(tx, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx)), this.workflowId, key, payload, options),
     );
     if (!result) throw new WorkflowNotFoundError(this.workflowId);
     return result;
@@ -182,8 +178,8 @@ export class WorkflowSignals {
   /** Every signal of the workflow in id order, paged by cursor (audit views). */
   async list(options: ListOptions & TxOption = {}): Promise<SignalPage> {
     const q = (options.tx ? txQueryable(options.tx) : this.rt.db);
-    if (!(await loadWorkflow(q, this.rt.internals.s, this.workflowId))) throw new WorkflowNotFoundError(this.workflowId);
-    return listWorkflowSignals(q, this.rt.internals.s, this.workflowId, options);
+    if (!(await loadWorkflow(q, this.rt.ctx.s, this.workflowId))) throw new WorkflowNotFoundError(this.workflowId);
+    return listWorkflowSignals(q, this.rt.ctx.s, this.workflowId, options);
   }
 
   /** The latest signal of a key the task's wait declares, up to its evidence boundary once resolved. */
@@ -199,8 +195,8 @@ export class WorkflowSignals {
 
   private async taskPage(task: string, options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean }): Promise<SignalPage> {
     const q = (options.tx ? txQueryable(options.tx) : this.rt.db);
-    const page = await listTaskSignals(q, this.rt.internals.s, this.workflowId, task, options);
-    if (!page) throw (await loadWorkflow(q, this.rt.internals.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
+    const page = await listTaskSignals(q, this.rt.ctx.s, this.workflowId, task, options);
+    if (!page) throw (await loadWorkflow(q, this.rt.ctx.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
     return page;
   }
 }

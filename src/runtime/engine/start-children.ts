@@ -7,11 +7,10 @@
 import { createHash } from 'node:crypto';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import { baseContext } from '../../compiler/cel/context.js';
+import { clockNow, type RuntimeContext } from '../context.js';
 import { toCelValue } from '../../compiler/cel/types.js';
 import { compile, CompileError, DEFAULT_COMPILE_LIMITS, type CompileLimits } from '../../compiler/instantiate.js';
 import type { NormalizedStart } from '../../compiler/normalize.js';
-import type { Queryable } from '../db/types.js';
-import type { DefinitionCache } from './definition-cache.js';
 import type { TaskContext } from '../worker/handlers.js';
 import { tasksContext } from './output.js';
 import { recordChildStarts } from '../sql/effects.js';
@@ -35,7 +34,7 @@ export interface StartOutput {
 }
 
 export async function runStartTask(
-  o: { db: Queryable; s: string; schema: string; definitions: DefinitionCache; now: () => Promise<Date>; limits?: Partial<CompileLimits> },
+  o: RuntimeContext & { limits?: Partial<CompileLimits> },
   task: { workflow_id: string; name: string; template: string; deps: string[]; start: unknown },
   ctx: TaskContext,
 ): Promise<StartOutput> {
@@ -57,7 +56,7 @@ export async function runStartTask(
   }
   const child = await currentDefinition(o.db, o.s, spec.workflow);
   if (!child) throw new Error(`no workflow named "${spec.workflow}" is registered`);
-  const now = await o.now();
+  const now = await clockNow(o);
   const starts = items.map((item, index) => {
     const context = spec.for_each === undefined ? base : { ...base, item: toCelValue(item, 'dyn'), index: BigInt(index) };
     const inputs = renderTemplates(spec.inputs, context);

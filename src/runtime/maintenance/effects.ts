@@ -5,7 +5,8 @@
  * exactly the tasks registered on the finalized workflow.
  */
 import { compile } from '../../compiler/instantiate.js';
-import type { Database, Queryable } from '../db/types.js';
+import type { Queryable } from '../db/types.js';
+import { advanceAt, clockNow, type RuntimeContext } from '../context.js';
 import type { AdvanceContext } from '../sql/advance.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { insertPlan } from '../engine/insert.js';
@@ -38,12 +39,11 @@ interface StartPayload {
  * Returns how many were applied.
  */
 export async function applyEffects(
-  db: Database,
-  context: (tx: Queryable) => Promise<AdvanceContext>,
-  s: string,
+  rt: RuntimeContext,
   onError: (effect: { workflow_id: string; id: string; kind: string }, error: Error) => void,
   limit = 200,
 ): Promise<number> {
+  const { db, s } = rt;
   let applied = 0;
   const failed = new Set<string>();
   for (;;) {
@@ -52,7 +52,7 @@ export async function applyEffects(
     for (const e of rows) {
       if (failed.has(e.id)) continue;
       try {
-        if (await applyEffect(db, context, s, e)) round++;
+        if (await applyEffect(rt, e)) round++;
       } catch (error) {
         // one effect that cannot apply (it is kept, and tried again next time) never holds the others back
         failed.add(e.id);
@@ -64,10 +64,11 @@ export async function applyEffects(
   }
 }
 
-async function applyEffect(db: Database, context: (tx: Queryable) => Promise<AdvanceContext>, s: string, e: EffectRow): Promise<boolean> {
-  return db.transaction(async (tx) => {
+async function applyEffect(rt: RuntimeContext, e: EffectRow): Promise<boolean> {
+  const { s } = rt;
+  return rt.db.transaction(async (tx) => {
     if (!(await lockEffect(tx, s, e.workflow_id, e.id))) return false;
-    const ctx = await context(tx);
+    const ctx = advanceAt(rt, await clockNow(rt, tx));
     if (e.kind === 'finalized') await fanOutFinalized(tx, s, ctx.schema, e.workflow_id, ctx.now);
     else if (e.kind === 'evaluate') {
       await lockWorkflows(tx, s, [e.workflow_id]);
@@ -99,9 +100,7 @@ export class EffectService implements MaintenanceService {
   runOnce(ctx: MaintenanceContext): Promise<number> {
     this.pass ??= new CoalescedPass(() =>
       applyEffects(
-        ctx.db,
-        (tx) => ctx.advance(tx),
-        ctx.s,
+        ctx,
         (e, error) => ctx.log.warn(`leader: ${e.kind} effect ${e.id} on workflow ${e.workflow_id} failed (kept, tried again later): ${error.message}`),
       ),
     );

@@ -1,27 +1,18 @@
-import type { Database } from '../db/types.js';
-import type { DefinitionCache } from '../engine/definition-cache.js';
-import type { Logger } from '../log.js';
 import { channels } from '../sql/channels.js';
 import { electLeader, resignLeader } from '../sql/leader.js';
 import type { RetentionPolicy } from '../sql/maintenance.js';
-import { currentTime, type Clock } from '../sql/time.js';
+import { clockNow, type RuntimeContext } from '../context.js';
 import { errorMessage } from '../worker/describe-error.js';
 import { EffectService } from './effects.js';
 import { PromoterService } from './promoter.js';
 import { RescuerService } from './rescuer.js';
 import { RetentionService } from './retention.js';
-import type { MaintenanceContext, MaintenanceCounts, MaintenanceService } from './service.js';
+import type { MaintenanceCounts, MaintenanceService } from './service.js';
 import { SweeperService } from './sweeper.js';
 import { TimerService } from './timers.js';
 
-export interface LeaderOptions {
+export interface LeaderOptions extends RuntimeContext {
   id: string;
-  db: Database;
-  schema: string;
-  s: string;
-  definitions: DefinitionCache;
-  clock?: Clock;
-  log: Logger;
   /**
    * The longest a dead leader goes unreplaced. The lease lasts 4/5 of it and is renewed every 1/5; others try
    * to take it every 1/5, so a lapsed lease is taken within the whole.
@@ -55,16 +46,12 @@ export class LeaderService {
   private leaseUntil = 0;
   /** When each service last ran (this process's clock). */
   private readonly lastRun = new Map<MaintenanceService, number>();
-  private readonly ctx: MaintenanceContext;
   private readonly timers: TimerService;
   private readonly effects: EffectService;
   /** In the order a round runs them. */
   readonly services: readonly MaintenanceService[];
 
   constructor(private readonly o: LeaderOptions) {
-    const { db, s, schema, log, clock, definitions } = o;
-    const now = (tx?: Parameters<MaintenanceContext['now']>[0]) => currentTime(db, clock, tx);
-    this.ctx = { db, s, schema, log, now, advance: async (tx) => ({ s, schema, now: await now(tx), definitions }) };
     // timers and effects are also woken by NOTIFY; their polls catch what a missed notification left
     const poll = Math.min(o.timerIntervalMs, o.promoteIntervalMs);
     this.timers = new TimerService(poll, (at, nowMs) => this.wakeFor(at, nowMs));
@@ -100,13 +87,12 @@ export class LeaderService {
     const unlistenTimers = await this.o.db.listen(ch.timer, (payload) => {
       const at = Number(payload);
       if (!this.leading || !Number.isFinite(at)) return;
-      void this.ctx
-        .now()
+      void clockNow(this.o)
         .then((now) => this.wakeFor(at, now.getTime()))
         .catch(() => undefined);
     });
     const unlistenEffects = await this.o.db.listen(ch.effect, () => {
-      if (this.leading) void this.effects.runOnce(this.ctx).catch((error: Error) => this.o.log.warn(`leader: effects: ${error.message}`));
+      if (this.leading) void this.effects.runOnce(this.o).catch((error: Error) => this.o.log.warn(`leader: effects: ${error.message}`));
     });
     this.unlisten = async () => {
       await unlistenTimers();
@@ -124,7 +110,7 @@ export class LeaderService {
     this.wakeAt = target;
     this.wake = setTimeout(() => {
       this.wakeAt = Infinity;
-      if (this.leading) void this.timers.runOnce(this.ctx).catch((error: Error) => this.o.log.warn(`leader: timers: ${error.message}`));
+      if (this.leading) void this.timers.runOnce(this.o).catch((error: Error) => this.o.log.warn(`leader: timers: ${error.message}`));
     }, delay);
     this.wake.unref();
   }
@@ -140,7 +126,7 @@ export class LeaderService {
         if (Date.now() - (this.lastRun.get(service) ?? 0) < service.intervalMs * 0.9) continue;
         this.lastRun.set(service, Date.now());
         // one service failing (the database is down) holds no other back
-        await service.runOnce(this.ctx).catch((error: unknown) => this.o.log.warn(`leader: ${service.name}: ${errorMessage(error)}`));
+        await service.runOnce(this.o).catch((error: unknown) => this.o.log.warn(`leader: ${service.name}: ${errorMessage(error)}`));
       }
     } catch (error) {
       this.o.log.warn(`leader: ${errorMessage(error)}`);
@@ -160,7 +146,7 @@ export class LeaderService {
     this.lastElection = Date.now();
     const asked = Date.now();
     const was = this.leading;
-    this.leading = await electLeader(this.o.db, this.o.s, this.o.id, this.leaseTtlMs, await this.ctx.now());
+    this.leading = await electLeader(this.o.db, this.o.s, this.o.id, this.leaseTtlMs, await clockNow(this.o));
     if (this.leading) this.leaseUntil = asked + this.leaseTtlMs;
     if (this.leading && !was) this.o.log.info(`${this.o.id} is the leader`);
   }
@@ -168,7 +154,7 @@ export class LeaderService {
   /** One round of every service, now, whether this process leads or not (tests and `maintenance()` call it). */
   async runOnce(): Promise<MaintenanceCounts> {
     const counts = {} as MaintenanceCounts;
-    for (const service of this.services) counts[service.name] = await service.runOnce(this.ctx);
+    for (const service of this.services) counts[service.name] = await service.runOnce(this.o);
     return counts;
   }
 

@@ -1,3 +1,4 @@
+import { clockNow } from '../context.js';
 import { promoteDue } from '../sql/maintenance.js';
 import type { MaintenanceContext, MaintenanceService } from './service.js';
 
@@ -10,7 +11,7 @@ export class PromoterService implements MaintenanceService {
   constructor(readonly intervalMs: number) {}
 
   async runOnce(ctx: MaintenanceContext): Promise<number> {
-    const now = await ctx.now();
+    const now = await clockNow(ctx);
     let promoted = 0;
     for (let n = BATCH; n === BATCH; promoted += n) n = await promoteDue(ctx.db, ctx.s, ctx.schema, now, BATCH);
     return promoted;

@@ -1,3 +1,4 @@
+import { advancing, clockNow } from '../context.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { forgetLostClaims, lostAttempts } from '../sql/claims.js';
 import { errorMessage } from '../worker/describe-error.js';
@@ -18,13 +19,13 @@ export class RescuerService implements MaintenanceService {
 
   async runOnce(ctx: MaintenanceContext): Promise<number> {
     const { db, s } = ctx;
-    const deadBefore = new Date((await ctx.now()).getTime() - this.deadAfterMs);
+    const deadBefore = new Date((await clockNow(ctx)).getTime() - this.deadAfterMs);
     let rescued = 0;
     for (const a of await lostAttempts(db, s, deadBefore)) {
       const message = a.why === 'dead' ? `worker ${a.worker_id} stopped heartbeating while running this attempt` : `worker ${a.worker_id} could not record the end of this attempt`;
       try {
         const ref = { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id };
-        if (await db.transaction(async (tx) => endAttempt(tx, await ctx.advance(tx), ref, { type: 'error', error: { message, kind: 'lost' } }))) rescued++;
+        if (await advancing(ctx, (tx, advance) => endAttempt(tx, advance, ref, { type: 'error', error: { message, kind: 'lost' } }))) rescued++;
       } catch (error) {
         // one attempt that cannot be rescued holds no other back
         ctx.log.warn(`leader: rescuing ${a.workflow_id}/${a.name} failed: ${errorMessage(error)}`);

@@ -1,3 +1,4 @@
+import { advancing, clockNow } from '../context.js';
 import { lockWorkflows, notifyQueues } from '../sql/advance.js';
 import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, workflowsWithExpiredTasks, type RetentionPolicy } from '../sql/maintenance.js';
 import { deleteTasks } from '../waits/evaluate.js';
@@ -19,7 +20,7 @@ export class RetentionService implements MaintenanceService {
   ) {}
 
   async runOnce(ctx: MaintenanceContext): Promise<number> {
-    const now = await ctx.now();
+    const now = await clockNow(ctx);
     let deleted = await deleteExpiredWorkflows(ctx.db, ctx.s, this.policy, now);
     if (this.policy.taskMs !== null) deleted += await this.deleteExpiredTasks(ctx, new Date(now.getTime() - this.policy.taskMs));
     await forgetDeadWorkers(ctx.db, ctx.s, new Date(now.getTime() - FORGET_WORKERS_AFTER_MS));
@@ -31,8 +32,7 @@ export class RetentionService implements MaintenanceService {
     const { db, s } = ctx;
     let deleted = 0;
     for (const id of await workflowsWithExpiredTasks(db, s, cutoff)) {
-      deleted += await db.transaction(async (tx) => {
-        const advance = await ctx.advance(tx);
+      deleted += await advancing(ctx, async (tx, advance) => {
         const locked = await lockWorkflows(tx, s, [id]);
         if (locked.get(id)?.state !== 'running') return 0;
         const names = await expiredTasks(tx, s, id, cutoff);

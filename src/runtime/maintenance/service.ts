@@ -1,19 +1,7 @@
-import type { Database, Queryable } from '../db/types.js';
-import type { Logger } from '../log.js';
-import type { AdvanceContext } from '../sql/advance.js';
+import type { RuntimeContext } from '../context.js';
 
-/** What every maintenance service works with: the leader's database, schema, clock and log. */
-export interface MaintenanceContext {
-  db: Database;
-  /** The schema, quoted for SQL, and as named. */
-  s: string;
-  schema: string;
-  log: Logger;
-  /** The clock's reading (through `tx` when given). */
-  now(tx?: Queryable): Promise<Date>;
-  /** What an advancing transaction needs, at the clock's reading through that transaction. */
-  advance(tx: Queryable): Promise<AdvanceContext>;
-}
+/** What every maintenance service works with: the runtime's context. */
+export type MaintenanceContext = RuntimeContext;
 
 /** What a round of maintenance did, by service. */
 export type MaintenanceCounts = Record<MaintenanceService['name'], number>;

@@ -1,3 +1,4 @@
+import { advancing } from '../context.js';
 import { finalizePending } from '../engine/completion.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { unfinalized } from '../sql/complete.js';
@@ -17,12 +18,11 @@ export class SweeperService implements MaintenanceService {
   async runOnce(ctx: MaintenanceContext): Promise<number> {
     const { db, s } = ctx;
     const stranded = await unfinalized(db, s);
-    if (stranded.length > 0) await db.transaction(async (tx) => finalizePending(tx, await ctx.advance(tx), stranded));
+    if (stranded.length > 0) await advancing(ctx, (tx, advance) => finalizePending(tx, advance, stranded));
     const unevaluated = await unevaluatedWaits(db, s);
     const workflows = new Set(unevaluated.map((u) => u.workflow_id));
     for (const id of workflows) {
-      await db.transaction(async (tx) => {
-        const advance = await ctx.advance(tx);
+      await advancing(ctx, async (tx, advance) => {
         await lockWorkflows(tx, s, [id]);
         await activateWaits(tx, advance, id, unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name));
       });

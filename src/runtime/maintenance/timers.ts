@@ -1,4 +1,5 @@
 import { CoalescedPass } from '../coalesced.js';
+import { advancing, clockNow } from '../context.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { fireTimers, nextTimer, workflowsWithDueTimers } from '../sql/waits.js';
 import { evaluateWaits } from '../waits/evaluate.js';
@@ -31,10 +32,9 @@ export class TimerService implements MaintenanceService {
     const { db, s } = ctx;
     let fired = 0;
     for (;;) {
-      const ids = await workflowsWithDueTimers(db, s, await ctx.now());
+      const ids = await workflowsWithDueTimers(db, s, await clockNow(ctx));
       for (const id of ids) {
-        const any = await db.transaction(async (tx) => {
-          const advance = await ctx.advance(tx);
+        const any = await advancing(ctx, async (tx, advance) => {
           await lockWorkflows(tx, s, [id]);
           const tasks = await fireTimers(tx, s, id, advance.now);
           if (tasks.length === 0) return false;
@@ -46,7 +46,7 @@ export class TimerService implements MaintenanceService {
       if (ids.length < 500) break;
     }
     const next = await nextTimer(db, s);
-    if (next) this.onNext(new Date(next).getTime(), (await ctx.now()).getTime());
+    if (next) this.onNext(new Date(next).getTime(), (await clockNow(ctx)).getTime());
     return fired;
   }
 }

@@ -1,11 +1,10 @@
-import type { Database, Queryable } from '../db/types.js';
-import type { DefinitionCache } from '../engine/definition-cache.js';
+import type { Queryable } from '../db/types.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type TaskContext } from './handlers.js';
 import { completeAttempt } from '../engine/completion.js';
 import { attemptRunning, type AttemptRef } from '../sql/attempts.js';
 import type { FetchedTask } from '../sql/fetch.js';
-import { lockWorkflows, type AdvanceContext } from '../sql/advance.js';
-import { currentTime, type Clock } from '../sql/time.js';
+import { lockWorkflows } from '../sql/advance.js';
+import { advanceAt, clockNow, type RuntimeContext } from '../context.js';
 import type { TaskRecord } from '../sql/workflows.js';
 import { loadTasksByName } from '../task-records.js';
 import { registeredNames } from '../sql/definitions.js';
@@ -17,13 +16,7 @@ import type { SignalRow } from '../waits/wait-eval.js';
 import type { SignalPage } from '../sql/signals.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
-export interface AttemptEnv {
-  db: Database;
-  schema: string;
-  s: string;
-  definitions: DefinitionCache;
-  clock?: Clock;
-}
+export type AttemptEnv = RuntimeContext;
 
 /** Aborts a handler still running when the worker's shutdown deadline passes: its task is released to run again. */
 export class ShutdownAbort extends Error {
@@ -146,10 +139,10 @@ export class AttemptContext implements TaskContext {
   }
 
   async extend(spec: Parameters<TaskContext['extend']>[0]): Promise<string[]> {
-    const { db, s, clock } = this.env;
+    const { db, s } = this.env;
     // inside the attempt's own transaction once it is open (the embedded database runs one at a time)
     const q = this.current.tx?.queryable ?? db;
-    const ctx = advanceContext(this.env, await currentTime(db, clock, q));
+    const ctx = advanceAt(this.env, await clockNow(this.env, q));
     const tasks = await compileFor(q, ctx, this.workflowId, spec, await registeredNames(q, s));
     this.current.extensions.push(tasks);
     return tasks.map((t) => t.name);
@@ -180,10 +173,6 @@ class TaskSignals {
   }
 }
 
-export function advanceContext(env: AttemptEnv, now: Date): AdvanceContext {
-  return { s: env.s, schema: env.schema, now, definitions: env.definitions };
-}
-
 /** The transaction a handler opened with ctx.transaction(): held open until the attempt ends, then committed with the completion. */
 export class AttemptTransaction {
   private settle?: (outcome: { output: unknown; extensions: PlanTask[][] } | undefined) => void;
@@ -197,12 +186,12 @@ export class AttemptTransaction {
   ) {}
 
   open<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    const { db, s, clock } = this.env;
+    const { db, s } = this.env;
     return new Promise<T>((resolveResult, rejectResult) => {
       const ended = new Promise<{ output: unknown; extensions: PlanTask[][] } | undefined>((r) => (this.settle = r));
       this.done = db.transaction(async (tx) => {
         this.queryable = tx;
-        const now = await currentTime(db, clock, tx);
+        const now = await clockNow(this.env, tx);
         await lockWorkflows(tx, s, [this.ref.workflowId]);
         if (!(await attemptRunning(tx, s, this.ref))) {
           const error = new Error('this attempt is no longer running (timed out, cancelled or rescued)');
@@ -217,7 +206,7 @@ export class AttemptTransaction {
         }
         const outcome = await ended;
         if (!outcome) throw new RollbackSignal();
-        if (!(await completeAttempt(tx, advanceContext(this.env, now), this.ref, outcome.output, outcome.extensions))) throw new Error('this attempt is no longer running');
+        if (!(await completeAttempt(tx, advanceAt(this.env, now), this.ref, outcome.output, outcome.extensions))) throw new Error('this attempt is no longer running');
       });
       this.done.catch(() => undefined);
     });

@@ -1,16 +1,14 @@
 import type { CompileLimits } from '../../compiler/instantiate.js';
 import { START_KIND } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
-import type { Queryable } from '../db/types.js';
 import { completeAttempt } from '../engine/completion.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { runStartTask } from '../engine/start-children.js';
 import type { Logger } from '../log.js';
-import type { AdvanceContext } from '../sql/advance.js';
 import type { AttemptOutcome, AttemptRef } from '../sql/attempts.js';
 import type { FetchedTask } from '../sql/fetch.js';
-import { currentTime } from '../sql/time.js';
-import { Attempt, AttemptContext, type AttemptEnv } from './attempt.js';
+import { Attempt, AttemptContext } from './attempt.js';
+import { advancing, type RuntimeContext } from '../context.js';
 import type { Completer, CompletionEnd } from './completer.js';
 import { errorMessage } from './describe-error.js';
 import type { EndRecorder } from './ends.js';
@@ -20,7 +18,7 @@ import { outcomeOf, toJsonOutput } from './outcome.js';
 /** A completion found its attempt no longer running: the transaction it was in rolls back, and nothing is wrong. */
 class AttemptEnded extends Error {}
 
-export interface ExecutorOptions extends AttemptEnv {
+export interface ExecutorOptions extends RuntimeContext {
   id: string;
   /** Largest output stored, in bytes of JSON (default 1 MiB). */
   maxOutputBytes: number;
@@ -38,8 +36,6 @@ export class Executor {
     private readonly o: ExecutorOptions,
     private readonly ends: EndRecorder,
     private readonly completer: Completer,
-    /** A transaction with what advancing needs, at the clock's reading through it. */
-    private readonly transaction: <T>(fn: (tx: Queryable, ctx: AdvanceContext) => Promise<T>) => Promise<T>,
   ) {}
 
   /**
@@ -108,7 +104,7 @@ export class Executor {
 
   /** A completion that adds tasks: the extension and the completion commit together, outside the batch. */
   private async completeExtending(ref: AttemptRef, output: unknown, extensions: PlanTask[][]): Promise<void> {
-    await this.transaction(async (tx, ctx) => {
+    await advancing(this.o, async (tx, ctx) => {
       // no longer running (timed out, cancelled or rescued): the extension is rolled back with the completion
       if (!(await completeAttempt(tx, ctx, ref, output, extensions))) throw new AttemptEnded();
     }).catch((error: unknown) => {
@@ -124,7 +120,7 @@ export class Executor {
    */
   async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<boolean> {
     const record = (o: AttemptOutcome) => async () => {
-      await this.transaction((tx, ctx) => endAttempt(tx, ctx, ref, o));
+      await advancing(this.o, (tx, ctx) => endAttempt(tx, ctx, ref, o));
     };
     let end = await this.ends.retry(task, record(outcome));
     if (typeof end === 'object') {
@@ -140,10 +136,7 @@ export class Executor {
     return false;
   }
 
-
   private startChildren(task: FetchedTask, ctx: TaskContext): Promise<unknown> {
-    const { db, s, schema, definitions, clock } = this.o;
-    return runStartTask({ db, s, schema, definitions, now: () => currentTime(db, clock), limits: this.o.limits }, task, ctx);
+    return runStartTask(this.o, task, ctx);
   }
-
 }

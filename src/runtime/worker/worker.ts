@@ -1,19 +1,17 @@
 import { hostname } from 'node:os';
-import type { Queryable } from '../db/types.js';
 import { TaskCancelled, type Handlers } from './handlers.js';
 import { START_KIND } from '../../compiler/normalize.js';
 import { channels } from '../sql/channels.js';
 import type { Completion } from '../sql/complete.js';
 import { completeBatch } from '../engine/completion.js';
-import type { AdvanceContext } from '../sql/advance.js';
 import { releaseTasks } from '../engine/end-attempt.js';
 import { fetchTasks, type FetchedTask } from '../sql/fetch.js';
-import { currentTime } from '../sql/time.js';
+import { advanceAt, advancing, clockNow } from '../context.js';
 import { cancelRequested, heartbeatWorker, registerWorker, stopWorker } from '../sql/workers.js';
 import { isTransientError } from '../db/transient.js';
 import { backoffMs } from '../backoff.js';
 import { errorMessage } from './describe-error.js';
-import { advanceContext, Attempt, attemptRef, ShutdownAbort } from './attempt.js';
+import { Attempt, attemptRef, ShutdownAbort } from './attempt.js';
 import { ClaimLedger } from './claims.js';
 import { Completer } from './completer.js';
 import { Executor, type ExecutorOptions } from './executor.js';
@@ -72,7 +70,7 @@ export class Worker {
         for (const queue of this.perQueue.keys()) this.pump(queue);
       },
     });
-    this.executor = new Executor(o, this.ends, this.completer, (fn) => this.transaction(fn));
+    this.executor = new Executor(o, this.ends, this.completer);
   }
 
   private handlers: Handlers;
@@ -117,7 +115,7 @@ export class Worker {
   }
 
   private async register(): Promise<void> {
-    const now = await currentTime(this.o.db, this.o.clock);
+    const now = await clockNow(this.o);
     await registerWorker(this.o.db, this.o.s, { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds }, now);
   }
 
@@ -178,7 +176,7 @@ export class Worker {
   private async heartbeat(): Promise<void> {
     try {
       const listed = [...this.ends.abandoned.values()];
-      const still = await heartbeatWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock), listed.map((a) => a.ref));
+      const still = await heartbeatWorker(this.o.db, this.o.s, this.o.id, await clockNow(this.o), listed.map((a) => a.ref));
       // those no longer running for this worker ended (committed after all, or rescued): stop listing them
       const running = new Set(still.map((a) => `${a.workflow_id}\u0000${a.name}\u0000${a.attempt}`));
       for (const a of listed) {
@@ -190,7 +188,7 @@ export class Worker {
       this.o.log.warn(`heartbeat failed: ${errorMessage(error)}`);
       return;
     }
-    await this.claims.releaseUncertain((fn) => this.transaction(fn));
+    await this.claims.releaseUncertain((fn) => advancing(this.o, fn));
     await this.claims.forgetSettled();
   }
 
@@ -220,7 +218,7 @@ export class Worker {
       let now: Date | undefined;
       try {
         const wakeups = q.wakeups;
-        const at = (now = await currentTime(this.o.db, this.o.clock));
+        const at = (now = await clockNow(this.o));
         const fetched = await this.claims.withSettled((forget) => fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now: at, forget }));
         this.fetchFailures = 0;
         const tasks = this.claims.track(fetched.tasks, fetched.claim);
@@ -301,7 +299,7 @@ export class Worker {
     if (tasks.length === 0) return;
     let committed = true;
     try {
-      await this.transaction((tx, ctx) => releaseTasks(tx, ctx, tasks.map((t) => attemptRef(t, this.o.id))));
+      await advancing(this.o, (tx, ctx) => releaseTasks(tx, ctx, tasks.map((t) => attemptRef(t, this.o.id))));
     } catch (error) {
       committed = false;
       this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${(error as Error).message}`);
@@ -309,14 +307,6 @@ export class Worker {
     for (const t of tasks) this.claims.ended(t, committed);
   }
 
-  private advanceContext(now: Date) {
-    return advanceContext(this.o, now);
-  }
-
-  /** A transaction with what advancing needs, at the clock's reading through it. */
-  private transaction<T>(fn: (tx: Queryable, ctx: AdvanceContext) => Promise<T>): Promise<T> {
-    return this.o.db.transaction(async (tx) => fn(tx, this.advanceContext(await currentTime(this.o.db, this.o.clock, tx))));
-  }
 
   /**
    * One statement completes the batch and claims, for this worker's free slots, the dependents it makes
@@ -338,7 +328,7 @@ export class Worker {
     let result;
     let now: Date | undefined;
     try {
-      result = await completeBatch(this.o.db, async (tx) => this.advanceContext((now = await currentTime(this.o.db, this.o.clock, tx))), items, claim);
+      result = await completeBatch(this.o.db, async (tx) => advanceAt(this.o, (now = await clockNow(this.o, tx))), items, claim);
     } catch (error) {
       // the dependents it claimed (if it committed) are found by the claim's time
       if (now && Object.keys(slots).length > 0 && isTransientError(error)) this.claims.uncertain.push(now);
@@ -373,7 +363,7 @@ export class Worker {
     for (const u of this.unlisten) await u().catch(() => undefined);
     await this.claims.forgetSettled();
     try {
-      await stopWorker(this.o.db, this.o.s, this.o.id, await currentTime(this.o.db, this.o.clock));
+      await stopWorker(this.o.db, this.o.s, this.o.id, await clockNow(this.o));
     } catch (error) {
       this.o.log.warn(`could not record the worker's stop: ${(error as Error).message}`);
     }
