@@ -12,7 +12,9 @@ export const ERROR_CODES = {
   extension_invalid: { http: 400, exit: 'failed' },
   diagnostics_unavailable: { http: 400, exit: 'failed' },
   cursor_invalid: { http: 400, exit: 'failed' },
+  workflow_id_invalid: { http: 400, exit: 'failed' },
   inputs_invalid: { http: 422, exit: 'failed' },
+  signal_key_unknown: { http: 422, exit: 'failed' },
   // what was asked for is not there
   workflow_not_found: { http: 404, exit: 'failed' },
   workflow_not_registered: { http: 404, exit: 'failed' },
@@ -24,6 +26,7 @@ export const ERROR_CODES = {
   signal_attempt_mismatch: { http: 409, exit: 'failed' },
   workflow_finished: { http: 409, exit: 'failed' },
   workflow_not_final: { http: 409, exit: 'failed' },
+  workflow_conflict: { http: 409, exit: 'failed' },
   // the HTTP exchange itself
   unauthorized: { http: 401, exit: 'failed' },
   forbidden: { http: 403, exit: 'failed' },

@@ -6,7 +6,7 @@ import { DatabaseDamagedError, DatabaseLockedError } from '../src/runtime/db/pgl
 import { DiagnosticsError } from '../src/runtime/waits/diagnostics.js';
 import { TaskNotFoundError } from '../src/runtime/errors.js';
 import { ExtensionError } from '../src/runtime/engine/extend.js';
-import { InvalidCursorError, UnknownWorkflowError, WorkflowNotFoundError } from '../src/runtime/errors.js';
+import { InvalidCursorError, UnknownWorkflowError, WorkflowConflictError, WorkflowIdInvalidError, WorkflowNotFoundError } from '../src/runtime/errors.js';
 import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError, WorkflowFinishedError } from '../src/runtime/waits/signals.js';
 import { WorkflowNotFinalError } from '../src/runtime/engine/retry.js';
 import { UnstorableValueError } from '../src/runtime/engine/storable.js';
@@ -29,6 +29,8 @@ describe('one error vocabulary', () => {
       [new ExtensionError('x'), 400],
       [new DiagnosticsError('x'), 400],
       [new InvalidCursorError(), 400],
+      [new WorkflowIdInvalidError('-x'), 400],
+      [new WorkflowConflictError('w', { name: 'a' }, 'b'), 409],
       [new HttpError(415, 'x'), 415],
     ];
     for (const [error, status] of errors) {

@@ -39,9 +39,11 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
       if (method === 'POST') {
         const b = await readJson(req);
         if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
+        if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
         // only the folder this server was started with: a client never names files on the server
         if (c.definitionsDir) await rt.registerDefinitions(c.definitionsDir);
-        return send(res, 201, { id: await rt.start(b.name, b.inputs ?? {}) });
+        const started = await rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id });
+        return started.existing ? send(res, 200, started) : send(res, 201, { id: started.id });
       }
     }
     if (resource === 'workflows' && id) {
@@ -65,7 +67,8 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
           if (typeof b.key !== 'string') throw new HttpError(400, '"key" is required');
           if (b.attempt !== undefined && typeof b.attempt !== 'number') throw new HttpError(400, '"attempt" is a number');
           if (b.idempotency_key !== undefined && typeof b.idempotency_key !== 'string') throw new HttpError(400, '"idempotency_key" is a string');
-          const result = await wf.signals.emit(b.key, b.payload ?? null, { idempotencyKey: b.idempotency_key as string | undefined, source: b.source, attempt: b.attempt as number | undefined });
+          if (b.any_key !== undefined && typeof b.any_key !== 'boolean') throw new HttpError(400, '"any_key" is a boolean');
+          const result = await wf.signals.emit(b.key, b.payload ?? null, { idempotencyKey: b.idempotency_key as string | undefined, source: b.source, attempt: b.attempt as number | undefined, anyKey: b.any_key === true });
           return send(res, result.replayed ? 200 : 201, result);
         }
         if (method === 'GET') {

@@ -61,7 +61,8 @@ export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Data
 
 /** What the operating commands (start, status, cancel) need, whether the database is here or behind the API. */
 export interface Backend {
-  start(name: string, inputs: unknown): Promise<string>;
+  /** Starts a workflow (with `id`, a business key: the same start again finds it, `existing`). */
+  start(name: string, inputs: unknown, options?: { id?: string }): Promise<{ id: string; existing: boolean }>;
   status(id: string): Promise<WorkflowStatus>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
   signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult>;
@@ -98,7 +99,7 @@ export async function openBackend(io: Io, choice: DatabaseChoice, options: Parti
 function directBackend(io: Io, rt: Runtime, db: Database): Backend {
   return {
     remote: false,
-    start: (name, inputs) => rethrow(io, () => rt.start(name, inputs)),
+    start: (name, inputs, options = {}) => rethrow(io, () => rt.startWorkflow(name, inputs, options)),
     status: (id) => rethrow(io, async () => jsonClone(await rt.workflow(id).status())),
     cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
     signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
@@ -165,7 +166,10 @@ function remoteBackend(io: Io, holder: number): Backend {
   return {
     remote: true,
     // the holding process registers its own definitions folder before it starts one
-    start: async (name, inputs) => (await call<{ id: string }>('POST', '/api/workflows', { name, inputs })).id,
+    start: async (name, inputs, options = {}) => {
+      const r = await call<{ id: string; existing?: boolean }>('POST', '/api/workflows', { name, inputs, ...(options.id !== undefined ? { id: options.id } : {}) });
+      return { id: r.id, existing: r.existing === true };
+    },
     status: (id) => call<WorkflowStatus>('GET', `/api/workflows/${encodeURIComponent(id)}`),
     cancel: (id) => call('POST', `/api/workflows/${encodeURIComponent(id)}/cancel`, {}),
     signal: (id, key, payload, options) =>
@@ -175,6 +179,7 @@ function remoteBackend(io: Io, holder: number): Backend {
         ...(options.idempotencyKey !== undefined ? { idempotency_key: options.idempotencyKey } : {}),
         ...(options.source !== undefined ? { source: options.source } : {}),
         ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
+        ...(options.anyKey ? { any_key: true } : {}),
       }),
     retry: (id, options) => call('POST', `/api/workflows/${encodeURIComponent(id)}/retry`, { mode: options.mode, reset_history: options.resetHistory }),
     diagnose: (id, task, options) =>

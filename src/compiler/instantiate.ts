@@ -259,6 +259,12 @@ function describe(v: unknown): string {
 
 const FAILED = Symbol('failed');
 
+/** A definition path in words: `task "x", for_each`, `output.total`. */
+function describePath(path: readonly (string | number)[]): string {
+  if (path[0] === 'tasks' && path.length > 1) return `task "${path[1]}"${path.length > 2 ? `, ${path.slice(2).join('.')}` : ''}`;
+  return path.join('.') || 'the definition';
+}
+
 /** Collects instantiation problems as diagnostics that point into the definition file where there is one. */
 class Problems {
   private readonly diagnostics: Diagnostic[] = [];
@@ -282,7 +288,8 @@ class Problems {
   at(path: (string | number)[], message: string, rule: Rule = 'invalid-inputs', span?: [number, number]): void {
     const file = this.file;
     if (!('text' in file) || !file.doc) {
-      this.diagnostics.push({ rule, severity: 'error', message: printable(message), file: file.path, line: 1, column: 1, end_line: 1, end_column: 1, path: pointer(path) });
+      // no text to point into (a start from a registered version): the message says where instead
+      this.diagnostics.push({ rule, severity: 'error', message: printable(`${describePath(path)}: ${message}`), file: file.path, line: 1, column: 1, end_line: 1, end_column: 1, path: pointer(path) });
       return;
     }
     let [start, end] = locate(file, path, 'value');

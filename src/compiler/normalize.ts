@@ -14,6 +14,22 @@ export interface NormalizedDefinition {
   inputs?: Record<string, unknown>;
   tasks: NormalizedTask[];
   output?: unknown;
+  /**
+   * The workflow's `defaults:` as written (durations in ms), present only when it declares some: its tasks
+   * have them resolved already; tasks added later (extensions) take them from here.
+   */
+  defaults?: NormalizedDefaults;
+}
+
+export interface NormalizedDefaults {
+  queue?: string;
+  priority?: number;
+  max_attempts?: number;
+  timeout_ms?: number;
+  retry?: NormalizedRetry;
+  ignore_cancelled_deps?: boolean;
+  ignore_discarded_deps?: boolean;
+  ignore_deleted_deps?: boolean;
 }
 
 export interface NormalizedRetry {
@@ -97,6 +113,8 @@ export function normalizeDefinition(def: Definition): NormalizedDefinition {
   if (def.description !== undefined) out.description = def.description;
   if (def.inputs !== undefined) out.inputs = def.inputs;
   if (def.output !== undefined) out.output = def.output;
+  const defaults = normalizeDefaults(def.defaults);
+  if (Object.keys(defaults).length > 0) out.defaults = defaults;
   return out;
 }
 
@@ -145,6 +163,32 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
     };
   }
   return out;
+}
+
+/** The defaults that differ from the built-in ones (spelling a built-in default out changes nothing, not even the hash). */
+function normalizeDefaults(d: Definition['defaults']): NormalizedDefaults {
+  const out: NormalizedDefaults = {};
+  if (d.queue !== undefined && d.queue !== BUILTIN_DEFAULTS.queue) out.queue = d.queue;
+  if (d.priority !== undefined && d.priority !== BUILTIN_DEFAULTS.priority) out.priority = d.priority;
+  if (d.max_attempts !== undefined && d.max_attempts !== BUILTIN_DEFAULTS.max_attempts) out.max_attempts = d.max_attempts;
+  if (d.timeout !== undefined) out.timeout_ms = ms(d.timeout);
+  if (d.retry !== undefined) {
+    const retry = normalizeRetry(d.retry);
+    const base = BUILTIN_DEFAULTS.retry;
+    if (retry.backoff !== base.backoff || retry.initial_ms !== base.initial_ms || retry.max_ms !== base.max_ms || retry.jitter !== base.jitter) out.retry = retry;
+  }
+  for (const flag of ['ignore_cancelled_deps', 'ignore_discarded_deps', 'ignore_deleted_deps'] as const) if (d[flag] === true) out[flag] = true;
+  return out;
+}
+
+/** Normalized defaults back in the definition language (durations as ms), for definitions written from them. */
+export function defaultsAsWritten(d: NormalizedDefaults): Record<string, unknown> {
+  const { timeout_ms, retry, ...rest } = d;
+  return {
+    ...rest,
+    ...(timeout_ms !== undefined ? { timeout: `${timeout_ms}ms` } : {}),
+    ...(retry !== undefined ? { retry: { backoff: retry.backoff, initial: `${retry.initial_ms}ms`, max: `${retry.max_ms}ms`, jitter: retry.jitter } } : {}),
+  };
 }
 
 function normalizeRetry(r: RetryDef | undefined): NormalizedRetry {

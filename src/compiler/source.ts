@@ -27,6 +27,12 @@ export class Reporter {
     this.diagnostics.push(makeDiagnostic(this.file, rule, message, start, end, pointer(target.path), hint));
   }
 
+  /** A warning under a rule that is otherwise an error: the definition may work, depending on the inputs. */
+  warn(rule: Rule, message: string, target: Target, hint?: string): void {
+    this.report(rule, message, target, hint);
+    this.diagnostics[this.diagnostics.length - 1].severity = 'warning';
+  }
+
   get errorCount(): number {
     return this.diagnostics.filter((d) => d.severity === 'error').length;
   }

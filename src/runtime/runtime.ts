@@ -18,7 +18,7 @@ import type { InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
 import { quoteIdent } from './sql/schema.js';
 import { type Clock } from './sql/time.js';
-import { listWorkflows, type TaskRecord, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
+import { listWorkflows, lockWorkflowId, startedAs, type TaskRecord, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
 import { Worker } from './worker/worker.js';
 import { workerId } from './worker/outcome.js';
 import { assertStorable } from './engine/storable.js';
@@ -28,6 +28,12 @@ import { decodeCursor, encodeCursor } from './list-cursor.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
 import { advanceAt, clockNow, type RuntimeContext } from './context.js';
+import { WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
+import { sameJson } from './same-json.js';
+
+/** A caller-chosen workflow id: what URLs, logs and shells carry without quoting. */
+export const WORKFLOW_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
 export interface RuntimeOptions {
   /**
    * The database: an adapter (createPostgres, createPglite), the application's own `pg.Pool` (braid runs its
@@ -192,17 +198,36 @@ export class Runtime {
     return plan.workflow.id;
   }
 
-  /** Starts a workflow from the current version of `name`: compiled with `inputs`, then inserted. */
+  /** Starts a workflow from the current version of `name`: compiled with `inputs`, then inserted. Returns its id. */
   async start(name: string, inputs: unknown = {}, options: StartOptions = {}): Promise<string> {
+    return (await this.startWorkflow(name, inputs, options)).id;
+  }
+
+  /**
+   * Starts a workflow, saying whether it was already there: with a caller-chosen `id` (a business key),
+   * starting again with the same name and inputs finds the workflow that id started (`existing: true`);
+   * another name or other inputs is a WorkflowConflictError.
+   */
+  async startWorkflow(name: string, inputs: unknown = {}, options: StartOptions = {}): Promise<{ id: string; existing: boolean }> {
+    if (options.id !== undefined && (typeof options.id !== 'string' || !WORKFLOW_ID.test(options.id))) throw new WorkflowIdInvalidError(options.id);
     assertStorable(inputs, 'the inputs');
     return inTransaction(this.db, options, async (tx) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw new UnknownWorkflowError(name);
       const now = await clockNow(this.ctx, tx);
       const plan = compile(def.normalized, inputs, { id: options.id, now, limits: this.options.limits });
+      if (options.id !== undefined) {
+        await lockWorkflowId(tx, this.schema, options.id);
+        const existing = await startedAs(tx, this.s, options.id);
+        if (existing) {
+          // the inputs as started (defaults applied) decide, as the stored ones were
+          if (existing.name !== name || !sameJson(existing.inputs, plan.workflow.inputs)) throw new WorkflowConflictError(options.id, existing, name);
+          return { id: options.id, existing: true };
+        }
+      }
       plan.workflow.definition.hash = def.hash;
       await insertPlan(tx, this.advanceContext(now), plan, { parentId: options.parentId, group: options.group });
-      return plan.workflow.id;
+      return { id: plan.workflow.id, existing: false };
     });
   }
 

@@ -275,6 +275,25 @@ describe(`HTTP API (${backend})`, () => {
     expect((await api('POST', '/api/workflows', 'x'.repeat(11 * 1024 * 1024))).status).toBe(413);
   });
 
+  it('a signal key no task waits on is a 422 with a hint, stored only with any_key', async () => {
+    const id = await waitingWorkflow(2);
+    const typo = await api('POST', `/api/workflows/${id}/signals`, { key: 'aprove' });
+    expect(typo).toMatchObject({ status: 422, body: { code: 'signal_key_unknown', error: expect.stringContaining('(did you mean "approve"?)') } });
+    expect((await api('POST', `/api/workflows/${id}/signals`, { key: 'aprove', any_key: true })).status).toBe(201);
+    expect((await api('POST', `/api/workflows/${id}/signals`, { key: 'approve', any_key: 'yes' })).status).toBe(400);
+    expect((await rt.workflow(id).signals.list()).signals.map((r) => r.key)).toEqual(['aprove']);
+  });
+
+  it('a caller-chosen id: 201 when started, 200 with existing when found, 409 on a conflict, 400 when malformed', async () => {
+    const first = await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 'inv-7' });
+    expect(first).toMatchObject({ status: 201, body: { id: 'inv-7' } });
+    expect(await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 'inv-7' })).toMatchObject({ status: 200, body: { id: 'inv-7', existing: true } });
+    const conflict = await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 8 }, id: 'inv-7' });
+    expect(conflict).toMatchObject({ status: 409, body: { code: 'workflow_conflict' } });
+    expect((await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 'in v' })).body).toMatchObject({ code: 'workflow_id_invalid' });
+    expect((await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 7 })).status).toBe(400);
+  });
+
   it('values Postgres cannot store are a 400 naming the field', async () => {
     const nul = await api('POST', '/api/workflows', '{"name":"approval","inputs":{"n":1,"note":"a\\u0000"}}');
     expect(nul).toMatchObject({ status: 400, body: { error: 'the inputs hold U+0000 at /note, which Postgres cannot store', name: 'UnstorableValue' } });
@@ -330,7 +349,7 @@ describe(`HTTP API (${backend})`, () => {
     try {
       await broken.db.query(`DROP TABLE "${broken.schema}".signals CASCADE`);
       const id = await broken.start('quick');
-      const res = await fetch(`${other.url}/api/workflows/${id}/signals`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{"key":"k"}' });
+      const res = await fetch(`${other.url}/api/workflows/${id}/signals`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{"key":"k","any_key":true}' });
       expect(res.status).toBe(500);
       expect(await res.json()).toEqual({ error: 'internal error', code: 'internal' });
       expect(warnings.join('\n')).toMatch(/internal error: .*signals.* does not exist/);

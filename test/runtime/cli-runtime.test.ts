@@ -101,6 +101,23 @@ describe(`CLI against a running worker (${backend})`, () => {
     expect(runCli(['start', 'nope', ...db], { cwd: dir, env }).code).toBe(1);
     expect(runCli(['start', 'greeting', '--inputs', '{}', ...db], { cwd: dir, env }).stderr).toContain('[invalid-inputs]');
 
+    // a business key: the same start again finds the workflow (and --wait waits on it); other inputs conflict
+    const keyed = runCli(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"ada"}', '--wait', ...db], { cwd: dir, env });
+    expect(keyed.code).toBe(0);
+    expect(keyed.stdout).toBe('greet:ada-1\n{"said":"hello ada"}\n');
+    expect(keyed.stderr).not.toContain('already started');
+    const again = runCli(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"ada"}', '--wait', ...db], { cwd: dir, env });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe('greet:ada-1\n{"said":"hello ada"}\n');
+    expect(again.stderr).toContain('braid: workflow greet:ada-1 already started\n');
+    const conflict = runCli(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env });
+    expect(conflict.code).toBe(1);
+    expect(conflict.stdout).toBe('');
+    expect(conflict.stderr).toContain('workflow greet:ada-1 was already started with other inputs');
+    const badId = runCli(['start', 'greeting', '--id', 'a b', ...db], { cwd: dir, env });
+    expect(badId.code).toBe(2);
+    expect(badId.stderr).toContain('--id is 1 to 128 letters');
+
     worker.child.kill('SIGTERM');
     expect(await exited(worker.child)).toBe(0);
     expect(worker.output()).toContain('stopped');
@@ -170,6 +187,13 @@ tasks:
     expect(runCli(['diagnose', id, 'first', ...db], { cwd: dir, env }).stderr).toMatch(/task "first" has no wait/);
     expect(runCli(['diagnose', id, 'decide', '--signal-scan-limit', '0', ...db], { cwd: dir, env }).code).toBe(2);
     expect(runCli(['signal', 'no-such-id', 'approval', ...db], { cwd: dir, env }).code).toBe(1);
+    // a typo'd key is refused with a hint, and nothing is stored; --any-key stores it on purpose
+    const typo = runCli(['signal', id, 'aproval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain(`no task of workflow ${id} waits on signal key "aproval" (did you mean "approval"?)`);
+    const anyKey = runCli(['signal', id, 'audit_note', '--payload', '{"by":"ops"}', '--any-key', '--json', ...db], { cwd: dir, env });
+    expect(anyKey.code).toBe(0);
+    expect(JSON.parse(anyKey.stdout)).toMatchObject({ key: 'audit_note', payload: { by: 'ops' } });
 
     const approve = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
     expect(approve.code).toBe(0);

@@ -97,6 +97,38 @@ describe(`extending a running workflow (${backend})`, () => {
     await expect(h.extend({ tasks: { later: { kind: 'leaf' } } })).rejects.toThrow(/only a running workflow can be extended/);
   });
 
+  it("added tasks take the workflow's defaults, as its declared tasks do; their own settings win", async () => {
+    const withDefaults = `name: defaulted
+defaults:
+  max_attempts: 5
+  queue: slow
+  priority: 3
+  timeout: 90s
+  retry: { backoff: linear, initial: 2s }
+  ignore_cancelled_deps: true
+tasks:
+  gate:
+    kind: leaf
+    wait: { terms: { go: { signal: go } } }
+`;
+    const rt = await testRuntime({ definitions: { defaulted: withDefaults } });
+    const id = await rt.start('defaulted');
+    await rt.workflow(id).extend({ tasks: { added: { kind: 'leaf', deps: ['gate'] }, own: { kind: 'leaf', max_attempts: 2, queue: 'fast' } } });
+    const [declared, added, own] = await Promise.all(['gate', 'added', 'own'].map((n) => rt.workflow(id).task(n)));
+    const settings = (t: typeof added) => ({ max_attempts: t.max_attempts, queue: t.queue, priority: t.priority, timeout_ms: t.timeout_ms });
+    expect(settings(added)).toEqual({ max_attempts: 5, queue: 'slow', priority: 3, timeout_ms: 90_000 });
+    expect(settings(added)).toEqual(settings(declared));
+    expect(settings(own)).toEqual({ max_attempts: 2, queue: 'fast', priority: 3, timeout_ms: 90_000 });
+    const flags = await rt.db.query<{ name: string; retry: unknown; ignore_cancelled_deps: boolean }>(
+      `SELECT name, retry, ignore_cancelled_deps FROM "${rt.schema}".tasks WHERE workflow_id = $1 ORDER BY name`,
+      [id],
+    );
+    for (const row of flags.rows) {
+      expect(row.retry).toEqual({ backoff: 'linear', initial_ms: 2000, max_ms: 3_600_000, jitter: true });
+      expect(row.ignore_cancelled_deps).toBe(true);
+    }
+  });
+
   it('concurrent extensions of the same workflow are serialised: one name wins, the other is a clash', async () => {
     const { handlers } = recorder(async () => ({}));
     const rt = await testRuntime({ handlers, definitions: { base } });

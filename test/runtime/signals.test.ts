@@ -93,7 +93,9 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
     const id = await started(rt);
     const h = rt.workflow(id);
     await h.signals.emit('approval', { ok: false });
-    await h.signals.emit('undeclared', { x: 1 });
+    // a key no task waits on is refused (most likely a typo) unless sent on purpose
+    await expect(h.signals.emit('aproval', { x: 1 })).rejects.toMatchObject({ code: 'signal_key_unknown', message: expect.stringContaining('(did you mean "approval"?)') });
+    await h.signals.emit('undeclared', { x: 1 }, { anyKey: true });
     const resolving = await h.signals.emit('approval', { ok: true });
     expect(resolving.resolved).toEqual(['decide']);
     const late = await h.signals.emit('approval', { ok: true, late: true });

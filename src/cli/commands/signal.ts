@@ -3,11 +3,12 @@ import { openBackend } from '../backend.js';
 import { readJson } from '../inputs.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--json] [--database URL]';
+export const usage = 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--any-key] [--json] [--database URL]';
 
 export const help = `Emit a signal to a workflow: the row is stored and the waits that declare KEY are evaluated in the
 same transaction. Says what it stored (or, with --json, prints the signal row). A replayed idempotency key with the same payload prints the
-original row; with a different payload it is an error (exit 1), as is a signal for an earlier attempt.
+original row; with a different payload it is an error (exit 1), as is a signal for an earlier attempt, a
+signal to a finished workflow, and one whose KEY no task of the workflow waits on (a typo, most likely).
 
 Usage: ${usage}
 
@@ -15,13 +16,14 @@ Usage: ${usage}
   --idempotency-key K     one row per workflow, key and K, however often it is sent
   --source JSON           who or what sent it (inline JSON or @file)
   --attempt N             refuse the signal unless the workflow is on attempt N
+  --any-key               store it even when no task of the workflow waits on KEY
   --json                  print the signal row as JSON
   --database URL          Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME           the schema of braid's tables (default: braid)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema'], usage, ['json']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema'], usage, ['json', 'any-key']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length !== 2) throw new UsageError(`signal takes a workflow ID and a signal KEY (usage: ${usage})`);
   const [id, key] = positionals;
@@ -34,7 +36,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    const result = await backend.signal(id, key, payload, { idempotencyKey: values['idempotency-key'], source, attempt });
+    const result = await backend.signal(id, key, payload, { idempotencyKey: values['idempotency-key'], source, attempt, anyKey: flags.has('any-key') });
     if (flags.has('json')) io.stdout(JSON.stringify(result.signal) + '\n');
     else io.stdout(`${result.replayed ? 'already stored as' : 'stored'} signal ${result.signal.id} "${result.signal.key}" (attempt ${result.signal.attempt}) for workflow ${id}\n`);
     if (result.replayed) io.stderr('braid: replayed: this idempotency key was already used with the same payload; nothing new was stored\n');

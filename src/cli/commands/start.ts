@@ -1,11 +1,11 @@
 import { parseDuration } from '../../compiler/duration.js';
-import type { WorkflowStatus } from '../../runtime/runtime.js';
+import { WORKFLOW_ID, type WorkflowStatus } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { databaseUrl, openBackend, type Backend } from '../backend.js';
 import { readInputs } from '../inputs.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid start NAME [--inputs JSON|@file] [--wait] [--timeout DURATION] [--database URL]';
+export const usage = 'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--database URL]';
 
 export const help = `Start a workflow from the current registered version of NAME (register versions with
 \`braid register\`; \`braid dev\` registers on every save). Prints the workflow id alone on one line; with
@@ -13,6 +13,9 @@ export const help = `Start a workflow from the current registered version of NAM
 
 Usage: ${usage}
 
+  --id ID             the workflow's id, chosen by you (a business key: letters, digits, _ . : -, up to
+                      128); starting again with the same id, NAME and inputs finds that workflow (said on
+                      stderr, exit 0); another NAME or other inputs is a conflict (exit 1)
   --inputs JSON       start inputs as JSON, or @path to read them from a file (default: {})
   --wait              wait until the workflow ends; exit 1 when it failed or was cancelled
   --timeout DURATION  with --wait, give up after this long (30s, 5m, 1h): exit 1, still running
@@ -21,20 +24,22 @@ Usage: ${usage}
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['inputs', 'database', 'schema', 'timeout'], usage, ['wait']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['id', 'inputs', 'database', 'schema', 'timeout'], usage, ['wait']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length !== 1) throw new UsageError(`start takes one workflow NAME (usage: ${usage})`);
   const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout);
   if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new UsageError(`--timeout must be a duration such as 30s, 5m or 1h, not "${values.timeout}"`);
   if (values.timeout !== undefined && timeoutMs === undefined) throw new UsageError(`--timeout must be a duration such as 30s, 5m or 1h, not "${values.timeout}"`);
+  if (values.id !== undefined && !WORKFLOW_ID.test(values.id)) throw new UsageError(`--id is 1 to 128 letters, digits and _ . : - starting with a letter or digit, not "${values.id}"`);
   const inputs = readInputs(io, values.inputs);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     if (flags.has('wait') && !backend.remote && !databaseUrl(io, values.database)) {
       throw new UsageError('--wait needs a running `braid worker` (or `braid dev`) for the embedded database: start one, then run this again');
     }
-    const id = await backend.start(positionals[0], inputs);
+    const { id, existing } = await backend.start(positionals[0], inputs, { id: values.id });
     io.stdout(`${id}\n`);
+    if (existing) io.stderr(`braid: workflow ${id} already started\n`);
     if (!flags.has('wait')) return EXIT.ok;
     const w = await waitWithProgress(io, backend, id, timeoutMs ?? 365 * 24 * 3_600_000);
     if (w.state === 'running') {

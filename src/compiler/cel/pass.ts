@@ -120,7 +120,12 @@ class CelPass {
         });
       }
     });
-    if (problems.length > 0) this.reportProblems(path, 0, [problems[0], ...problems.slice(1).filter((p) => p.rule === 'unknown-term')]);
+    // one diagnostic for the logic that is not term names (its outermost node), and the names outside it
+    const shapes = problems.filter((p) => p.rule === 'wait-shape');
+    const outermost = shapes.filter((p) => !shapes.some((o) => o !== p && o.start <= p.start && p.end <= o.end));
+    const strays = problems.filter((p) => p.rule === 'unknown-term' && !outermost.some((o) => o.start <= p.start && p.end <= o.end));
+    const reported = [...outermost.slice(0, 1), ...strays].sort((x, y) => x.start - y.start);
+    if (reported.length > 0) this.reportProblems(path, 0, reported);
     for (const term of wait.terms) {
       if (!used.has(term.name)) {
         this.reporter.report('unused-term', `term "${term.name}" of task "${task.name}" is not used in expr`, { path: termPath(task, term), at: 'key' });

@@ -5,7 +5,7 @@
  */
 import type { Diagnostic } from '../../compiler/diagnostics.js';
 import { compile, CompileError } from '../../compiler/instantiate.js';
-import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import { defaultsAsWritten, type NormalizedDefinition } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
 import { validate } from '../../compiler/validate.js';
 import { depOutcome, isFinal, type FinalState } from './decide.js';
@@ -60,6 +60,8 @@ export function compileExtension(
   const synthetic = {
     name: w.name,
     ...(def?.inputs !== undefined ? { inputs: def.inputs } : {}),
+    // the workflow's defaults hold for the tasks it gains as for those it was started with
+    ...(def?.defaults !== undefined ? { defaults: defaultsAsWritten(def.defaults) } : {}),
     tasks: { ...Object.fromEntries(templates.map((t) => [t, { kind: EXISTING_KIND }])), ...spec.tasks },
   };
   const result = validate([{ path: `extension of ${w.name}`, content: JSON.stringify(synthetic) }], { knownWorkflows });

@@ -65,6 +65,24 @@ export async function listSignals(
   return { signals, next_cursor_id: has_more ? signals[signals.length - 1].id : null, has_more };
 }
 
+/** Whether some task of the workflow has a wait that reads this key (a signal term, or a generic term's signals["key"]). */
+export async function keyWaitedOn(q: Queryable, s: string, workflowId: string, key: string): Promise<boolean> {
+  const { rows } = await q.query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE workflow_id = $1 AND $2 = ANY(wait_keys)) AS found`,
+    [workflowId, key],
+  );
+  return rows[0]?.found === true;
+}
+
+/** Every key the workflow's waits read, sorted. */
+export async function waitedKeys(q: Queryable, s: string, workflowId: string): Promise<string[]> {
+  const { rows } = await q.query<{ key: string }>(
+    `SELECT DISTINCT k.key FROM ${s}.tasks t CROSS JOIN LATERAL unnest(t.wait_keys) AS k(key) WHERE t.workflow_id = $1 ORDER BY 1`,
+    [workflowId],
+  );
+  return rows.map((r) => r.key);
+}
+
 /** What bounds the signals a task's wait may see: its wait, its evidence, and the workflow's attempt. */
 export async function signalScope(q: Queryable, s: string, workflowId: string, task: string): Promise<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number } | undefined> {
   const { rows } = await q.query<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number }>(

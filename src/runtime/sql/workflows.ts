@@ -61,6 +61,20 @@ export async function loadWorkflow(q: Queryable, s: string, id: string): Promise
   return rows[0];
 }
 
+/**
+ * Serializes starts that choose the same workflow id, until the transaction ends: the second finds the
+ * first's workflow rather than failing on its key.
+ */
+export async function lockWorkflowId(q: Queryable, schema: string, id: string): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`braid:start:${schema}:${id}`]);
+}
+
+/** What a workflow was started as: its name and inputs (undefined: no such workflow). */
+export async function startedAs(q: Queryable, s: string, id: string): Promise<{ name: string; inputs: unknown } | undefined> {
+  const { rows } = await q.query<{ name: string; inputs: unknown }>(`SELECT name, inputs FROM ${s}.workflows WHERE id = $1`, [id]);
+  return rows[0];
+}
+
 /** Only a workflow's state (undefined: no such workflow): waiting polls it without reading inputs and output. */
 export async function workflowState(q: Queryable, s: string, id: string): Promise<WorkflowRecord['state'] | undefined> {
   const { rows } = await q.query<{ state: WorkflowRecord['state'] }>(`SELECT state FROM ${s}.workflows WHERE id = $1`, [id]);

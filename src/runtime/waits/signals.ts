@@ -2,10 +2,11 @@
  * Signals: emitting one persists it and evaluates the waits that declare its key, in one transaction under
  * the workflow's lock; reads are workflow-wide (audit) or task-scoped (what a task's wait may see).
  */
+import { didYouMean } from '../../compiler/diagnostics.js';
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../sql/advance.js';
 import { loadWaitWorkflow } from '../sql/waits.js';
-import { insertSignal, listSignals, signalByIdempotencyKey, signalScope, type SignalPage } from '../sql/signals.js';
+import { insertSignal, keyWaitedOn, listSignals, waitedKeys, signalByIdempotencyKey, signalScope, type SignalPage } from '../sql/signals.js';
 import { evaluateWaits } from './evaluate.js';
 import { declaredKeys, type SignalRow } from './wait-eval.js';
 import { atPointer, findUnstorable } from '../engine/storable.js';
@@ -17,6 +18,8 @@ export interface EmitOptions {
   source?: unknown;
   /** The workflow attempt the sender means: a signal for an earlier attempt is refused. */
   attempt?: number;
+  /** Store it even when no task of the workflow waits on its key (by default that is refused, as a typo). */
+  anyKey?: boolean;
 }
 
 export interface EmitResult {
@@ -55,6 +58,20 @@ export class UndeclaredSignalKeyError extends Error {
   constructor(task: string, key: string, declared: string[]) {
     super(`task "${task}" does not declare signal key "${key}" (its wait declares: ${declared.length ? declared.join(', ') : 'none'})`);
     this.name = 'UndeclaredSignalKey';
+  }
+}
+
+/** A key that no task of the workflow (as extended) waits on: most likely a typo, so it is not stored. */
+export class UnknownSignalKeyError extends Error {
+  readonly code = 'signal_key_unknown' as const;
+  constructor(workflowId: string, key: string, waited: readonly string[]) {
+    const guess = didYouMean(key, waited);
+    super(
+      `no task of workflow ${workflowId} waits on signal key "${key}"` +
+        (guess ? ` (did you mean "${guess}"?)` : waited.length > 0 ? ` (its waits read: ${waited.join(', ')})` : ' (none of its tasks waits on a signal)') +
+        '; send it anyway with --any-key (any_key in the API, anyKey in the library)',
+    );
+    this.name = 'UnknownSignalKey';
   }
 }
 
@@ -132,6 +149,7 @@ export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: 
   }
   // nothing would ever read it: the sender is told, rather than the signal stored where no wait looks
   if (w.state !== 'running') throw new WorkflowFinishedError(workflowId, w.state);
+  if (!options.anyKey && !(await keyWaitedOn(q, ctx.s, workflowId, key))) throw new UnknownSignalKeyError(workflowId, key, await waitedKeys(q, ctx.s, workflowId));
   const { row: signal, previousId } = await insertSignal(q, ctx.s, { workflowId, key, payload: body, source: options.source, idempotencyKey: options.idempotencyKey ?? null, attempt, now: ctx.now });
   const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
   return { signal, replayed: false, resolved: pass.resolved };
