@@ -28,6 +28,7 @@ export const RULES = [
   'invalid-inputs',
   'cel-cost',
   'config',
+  'template-in-cel',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

@@ -106,6 +106,7 @@ function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, in
       definition: { name: normalized.name, hash: hash ?? definitionHashOf(normalized) },
       inputs: checkedInputs,
       output: normalized.output ?? null,
+      ...(normalized.timeout_ms !== undefined ? { timeout_ms: normalized.timeout_ms } : {}),
       created_at: now.toISOString(),
     },
     tasks: topologicalOrder(tasks),
@@ -279,7 +280,9 @@ class Problems {
     } catch (error) {
       if (!(error instanceof TemplateError)) throw error;
       this.overBudget = error.overBudget;
-      const message = error.overBudget ? `template stopped: ${error.message} (limit cel_cost)` : `template failed: ${error.message}`;
+      const failed = error.overBudget ? `template stopped: ${error.message} (limit cel_cost)` : `template failed: ${error.message}`;
+      // no text to point into (a start from a registered version): the message says which template instead
+      const message = 'text' in this.file && this.file.doc ? failed : `${describePath([...path, ...error.path])}: ${failed}`;
       this.at([...path, ...error.path], message, error.overBudget ? 'cel-cost' : 'invalid-inputs', error.span);
       return FAILED;
     }
@@ -288,8 +291,7 @@ class Problems {
   at(path: (string | number)[], message: string, rule: Rule = 'invalid-inputs', span?: [number, number]): void {
     const file = this.file;
     if (!('text' in file) || !file.doc) {
-      // no text to point into (a start from a registered version): the message says where instead
-      this.diagnostics.push({ rule, severity: 'error', message: printable(`${describePath(path)}: ${message}`), file: file.path, line: 1, column: 1, end_line: 1, end_column: 1, path: pointer(path) });
+      this.diagnostics.push({ rule, severity: 'error', message: printable(message), file: file.path, line: 1, column: 1, end_line: 1, end_column: 1, path: pointer(path) });
       return;
     }
     let [start, end] = locate(file, path, 'value');

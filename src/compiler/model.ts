@@ -11,6 +11,8 @@ export interface Definition {
   defaults: TaskDefaults;
   tasks: TaskDef[];
   output?: unknown;
+  /** How long the workflow may run (a duration). */
+  timeout?: string;
   /** The plain JSON value as parsed. */
   raw: Record<string, unknown>;
 }
@@ -113,6 +115,7 @@ export function buildDefinition(value: unknown): Definition | undefined {
     defaults: readDefaults(obj(value.defaults) ?? {}),
     tasks: Object.entries(tasks).map(([name, t], index) => readTask(name, index, obj(t) ?? {})),
     output: value.output,
+    timeout: str(value.timeout),
     raw: value,
   };
 }

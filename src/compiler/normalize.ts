@@ -19,6 +19,8 @@ export interface NormalizedDefinition {
    * have them resolved already; tasks added later (extensions) take them from here.
    */
   defaults?: NormalizedDefaults;
+  /** The workflow's timeout, when it sets one. */
+  timeout_ms?: number;
 }
 
 export interface NormalizedDefaults {
@@ -113,6 +115,7 @@ export function normalizeDefinition(def: Definition): NormalizedDefinition {
   if (def.description !== undefined) out.description = def.description;
   if (def.inputs !== undefined) out.inputs = def.inputs;
   if (def.output !== undefined) out.output = def.output;
+  if (def.timeout !== undefined) out.timeout_ms = ms(def.timeout);
   const defaults = normalizeDefaults(def.defaults);
   if (Object.keys(defaults).length > 0) out.defaults = defaults;
   return out;

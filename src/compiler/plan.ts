@@ -14,6 +14,8 @@ export interface PlanWorkflow {
   inputs: unknown;
   /** Templates over inputs, workflow and tasks, evaluated once when the workflow completes. */
   output: unknown;
+  /** Present only when the definition sets a timeout: the workflow fails with reason timeout this long after created_at. */
+  timeout_ms?: number;
   created_at: string;
 }
 

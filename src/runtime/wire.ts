@@ -18,6 +18,10 @@ export interface WorkflowRecord {
   tasks_open: number;
   tasks_failed: number;
   cancel_requested: boolean;
+  /** Why it ended when its state alone does not say: 'timeout' (it failed because its timeout elapsed first). */
+  end_reason: string | null;
+  /** When the current attempt times out (its definition sets a timeout), else null. */
+  deadline_at: Date | null;
   parent_id: string | null;
   group_name: string | null;
   created_at: Date;

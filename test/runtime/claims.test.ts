@@ -97,7 +97,8 @@ describe(`claims and heap-only completions (${backend})`, () => {
     const s = `"${schema}"`;
     // the schema as the previous version left it: migrations up to 008
     await db.exec(`CREATE SCHEMA ${s}; CREATE TABLE ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`);
-    for (const m of loadMigrations().filter((m) => m.id < 9)) {
+    // the schema before 009 and 010 (with the later ones, whose columns today's start writes)
+    for (const m of loadMigrations().filter((m) => m.id < 9 || m.id > 10)) {
       await db.exec(m.sql.replaceAll('{{schema}}', s));
       await db.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [m.id, m.name]);
     }

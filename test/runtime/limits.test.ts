@@ -50,7 +50,7 @@ describe(`limits: inputs that would exhaust a process fail fast with a diagnosti
     expect(performance.now() - started).toBeLessThan(3000);
     expect(error.diagnostics).toHaveLength(1);
     expect(error.diagnostics[0]).toMatchObject({ rule: 'cel-cost', severity: 'error', path: '/tasks/cells/args/all' });
-    expect(error.diagnostics[0].message).toMatch(/^template stopped: the expression (ran for over 100 ms|'s cost is over the budget of 1,000,000 comprehension steps) \(limit cel_cost\)$/);
+    expect(error.diagnostics[0].message).toMatch(/^task "cells", args.all: template stopped: the expression (ran for over 100 ms|'s cost is over the budget of 1,000,000 comprehension steps) \(limit cel_cost\)$/);
   });
 
   it('a wait predicate that would run for minutes over a payload is a wait error, the emit returns at once, and a later signal still counts', async () => {

@@ -23,12 +23,14 @@ describe(`transition rules: decide.ts and sql/rules.ts agree (${backend})`, () =
     expect(new Set(rows.map((r) => r.state))).toEqual(new Set(['pending', 'scheduled', 'available']));
   });
 
-  it('final workflow state: cancel requested, failed tasks, neither', async () => {
+  it('final workflow state: a timeout, cancel requested, failed tasks, neither', async () => {
     const db = await testDatabase();
-    const table = [false, true].flatMap((cancel_requested) => [0, 1, 7].map((tasks_failed) => ({ cancel_requested, tasks_failed })));
+    const table = [null, 'timeout'].flatMap((end_reason) =>
+      [false, true].flatMap((cancel_requested) => [0, 1, 7].map((tasks_failed) => ({ cancel_requested, tasks_failed, end_reason }))),
+    );
     const { rows } = await db.query<{ state: string }>(
       `SELECT ${finalWorkflowStateSql('w')} AS state
-         FROM jsonb_to_recordset($1::jsonb) AS w(cancel_requested boolean, tasks_failed int, i int) ORDER BY w.i`,
+         FROM jsonb_to_recordset($1::jsonb) AS w(cancel_requested boolean, tasks_failed int, end_reason text, i int) ORDER BY w.i`,
       [JSON.stringify(table.map((w, i) => ({ ...w, i })))],
     );
     expect(rows.map((r) => r.state)).toEqual(table.map((w) => finalWorkflowState(w)));

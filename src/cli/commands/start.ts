@@ -47,7 +47,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return EXIT.failed;
     }
     if (w.state !== 'completed') {
-      io.stderr(`braid: workflow ${id} ended ${w.state}\n`);
+      io.stderr(`braid: workflow ${id} ended ${w.state}${w.end_reason ? ` (${w.end_reason})` : ''}\n`);
       return EXIT.failed;
     }
     io.stdout(`${JSON.stringify(w.output)}\n`);

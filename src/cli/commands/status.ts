@@ -31,7 +31,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
 /** The readable table: one line per task, with why it waits or its last error. */
 export function renderStatus({ workflow: w, tasks }: WorkflowStatus): string {
   const lines = [
-    `workflow ${w.id}  ${w.name}  ${w.state}${w.state === 'running' ? '' : ` at ${w.finalized_at}`}  (attempt ${w.attempt}, created ${w.created_at})`,
+    `workflow ${w.id}  ${w.name}  ${w.state}${w.end_reason ? ` (${w.end_reason})` : ''}${w.state === 'running' ? '' : ` at ${w.finalized_at}`}  (attempt ${w.attempt}, created ${w.created_at})`,
     `tasks: ${tasks.length} total, ${w.tasks_open} open, ${w.tasks_failed} failed`,
   ];
   if (w.output !== null && w.output !== undefined) lines.push(`output: ${JSON.stringify(w.output)}`);

@@ -52,6 +52,7 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
       return { ...base, tasks: 'map<string, dyn>' };
     case 'generic':
       return {
+        inputs,
         ...deps,
         signals: 'map<string, list<dyn>>',
         timers: 'map<string, dyn>',
@@ -59,7 +60,7 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
         workflow: { id: 'string', name: 'string', attempt: 'int', inputs, created_at: TIMESTAMP },
       };
     case 'where':
-      return { payload: 'dyn', source: 'dyn', key: 'string', id: 'int', attempt: 'int', created_at: TIMESTAMP };
+      return { inputs, payload: 'dyn', source: 'dyn', key: 'string', id: 'int', attempt: 'int', created_at: TIMESTAMP };
     case 'expr':
       return {};
   }

@@ -160,6 +160,14 @@ class CelPass {
 
   /** One CEL expression found at `offset` inside the string value at `path`. */
   private raw(expr: string, path: Path, context: CelContext, known: KnownRefs, expect: Expect, env?: Environment, offset = 0): void {
+    const template = expr.indexOf('${{');
+    if (template >= 0) {
+      // kept as literal text, it would never match: said here rather than found in production
+      this.reportProblems(path, offset, [
+        { rule: 'template-in-cel', message: 'this field is CEL itself: a ${{ }} template inside it stays literal text', start: template, end: expr.length, hint: 'write the expression directly, e.g. payload.user_id == inputs.user_id' },
+      ]);
+      return;
+    }
     const result = checkCel(env ?? this.env(context), expr, context, known);
     if (result.problems.length > 0) {
       this.reportProblems(path, offset, result.problems);

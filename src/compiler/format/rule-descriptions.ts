@@ -28,6 +28,7 @@ export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   'input-limit': 'The file is too large or too deeply nested.',
   'inputs-schema': 'The inputs block is not a valid JSON Schema.',
   'invalid-inputs': 'Start inputs do not match the inputs schema, or for_each keys are invalid or repeated.',
+  'template-in-cel': 'A ${{ }} template inside a field that is raw CEL (where, expr): write the expression directly.',
   config: 'The project config file (braid.config.yaml or .json) does not match its schema.',
   'cel-cost': 'CEL that may run too long: nested comprehensions over unbounded lists (a warning), or a compile over its budget (an error).',
 };

@@ -3,6 +3,7 @@ import { taskPath, type Definition } from '../model.js';
 import { isCelReserved } from '../cel/types.js';
 import { hasTemplate } from '../cel/templates.js';
 import type { Reporter } from '../source.js';
+import { parseDuration } from '../duration.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -36,6 +37,9 @@ export function isTimestamp(s: string): boolean {
 
 /** Field combinations a schema cannot say well, names that CEL could not read, and absolute times. */
 export function checkTasks(def: Definition, reporter: Reporter): void {
+  if (def.timeout !== undefined && parseDuration(def.timeout) === 0) {
+    reporter.report('invalid-duration', 'timeout: a workflow timeout is longer than 0', { path: ['timeout'] });
+  }
   for (const task of def.tasks) {
     if (isCelReserved(task.name)) {
       reporter.report('invalid-name', `task name "${task.name}" is a reserved word in CEL`, { path: taskPath(task), at: 'key' });

@@ -73,7 +73,9 @@ export function afterFailure(task: { attempt: number; max_attempts: number; canc
 }
 
 /** How a workflow ends once none of its tasks is open (sql/rules.ts finalWorkflowStateSql). */
-export function finalWorkflowState(w: { cancel_requested: boolean; tasks_failed: number }): Exclude<WorkflowState, 'running'> {
+export function finalWorkflowState(w: { cancel_requested: boolean; tasks_failed: number; end_reason?: string | null }): Exclude<WorkflowState, 'running'> {
+  // a timeout cancels the open tasks as a cancel does, but the workflow failed: it did not finish in time
+  if (w.end_reason === 'timeout') return 'failed';
   if (w.cancel_requested) return 'cancelled';
   return w.tasks_failed > 0 ? 'failed' : 'completed';
 }

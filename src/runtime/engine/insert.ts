@@ -6,6 +6,7 @@ import { notifyQueues, type AdvanceContext } from '../sql/advance.js';
 import { insertTaskRows, insertWorkflow, markAwaited, markAwaitedSql, type InsertExtras, type TaskRow } from '../sql/insert.js';
 import { declaredKeys } from '../waits/wait-eval.js';
 import { activateWaits } from '../waits/evaluate.js';
+import { notifyTimer } from '../sql/waits.js';
 
 /**
  * Rows for plan tasks. `depsLeft` and `state` may be overridden (an extension's deps may be final already);
@@ -65,7 +66,9 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
   }
   const created = new Date(w.created_at);
   const rows = taskRows(plan.tasks, created, now);
-  await insertWorkflow(q, s, { id: w.id, name: w.name, hash: w.definition.hash, inputs: w.inputs, output: w.output, tasks: plan.tasks.length, created }, extras);
+  await insertWorkflow(q, s, { id: w.id, name: w.name, hash: w.definition.hash, inputs: w.inputs, output: w.output, tasks: plan.tasks.length, created, timeoutMs: w.timeout_ms ?? null }, extras);
+  // the leader wakes for the deadline as for a timer
+  if (w.timeout_ms !== undefined) await notifyTimer(q, ctx.schema, new Date(created.getTime() + w.timeout_ms));
   if (rows.length === 0) {
     await markAwaited(q, s, w.id);
     return;

@@ -3,6 +3,7 @@ import { electLeader, resignLeader } from '../sql/leader.js';
 import type { RetentionPolicy } from '../sql/maintenance.js';
 import { clockNow, type RuntimeContext } from '../context.js';
 import { errorMessage } from '../worker/describe-error.js';
+import { DeadlineService } from './deadlines.js';
 import { EffectService } from './effects.js';
 import { PromoterService } from './promoter.js';
 import { RescuerService } from './rescuer.js';
@@ -48,6 +49,7 @@ export class LeaderService {
   private readonly lastRun = new Map<MaintenanceService, number>();
   private readonly timers: TimerService;
   private readonly effects: EffectService;
+  private readonly deadlines: DeadlineService;
   /** In the order a round runs them. */
   readonly services: readonly MaintenanceService[];
 
@@ -56,8 +58,10 @@ export class LeaderService {
     const poll = Math.min(o.timerIntervalMs, o.promoteIntervalMs);
     this.timers = new TimerService(poll, (at, nowMs) => this.wakeFor(at, nowMs));
     this.effects = new EffectService(poll);
+    this.deadlines = new DeadlineService(poll, (at, nowMs) => this.wakeFor(at, nowMs));
     this.services = [
       this.timers,
+      this.deadlines,
       this.effects,
       new PromoterService(o.promoteIntervalMs),
       new RescuerService(o.promoteIntervalMs, o.workerDeadAfterMs),
@@ -110,7 +114,9 @@ export class LeaderService {
     this.wakeAt = target;
     this.wake = setTimeout(() => {
       this.wakeAt = Infinity;
-      if (this.leading) void this.timers.runOnce(this.o).catch((error: Error) => this.o.log.warn(`leader: timers: ${error.message}`));
+      if (!this.leading) return;
+      void this.timers.runOnce(this.o).catch((error: Error) => this.o.log.warn(`leader: timers: ${error.message}`));
+      void this.deadlines.runOnce(this.o).catch((error: Error) => this.o.log.warn(`leader: timeouts: ${error.message}`));
     }, delay);
     this.wake.unref();
   }

@@ -97,7 +97,7 @@ export async function deleteTaskRows(q: Queryable, s: string, workflowId: string
   return rows;
 }
 
-const WORKFLOW_RETURNING = 'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at';
+const WORKFLOW_RETURNING = 'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, end_reason, output_template, inputs, created_at';
 
 export interface WorkflowRow {
   id: string;
@@ -107,6 +107,7 @@ export interface WorkflowRow {
   tasks_open: number;
   tasks_failed: number;
   cancel_requested: boolean;
+  end_reason: string | null;
   output_template: unknown;
   inputs: unknown;
   created_at: Date;

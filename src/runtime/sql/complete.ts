@@ -204,7 +204,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
 /** Of the given workflows, those running with every task closed: their output is still to be evaluated (lock held). */
 export async function workflowsToFinalize(q: Queryable, s: string, ids: readonly string[]): Promise<WorkflowRow[]> {
   const { rows } = await q.query<WorkflowRow>(
-    `SELECT id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, output_template, inputs, created_at
+    `SELECT id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, end_reason, output_template, inputs, created_at
        FROM ${s}.workflows WHERE id = ANY($1::text[]) AND state = 'running' AND tasks_open = 0`,
     [ids],
   );

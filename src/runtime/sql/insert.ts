@@ -43,14 +43,15 @@ export interface TaskRow {
 export async function insertWorkflow(
   q: Queryable,
   s: string,
-  w: { id: string; name: string; hash: string; inputs: unknown; output: unknown; tasks: number; created: Date },
+  w: { id: string; name: string; hash: string; inputs: unknown; output: unknown; tasks: number; created: Date; timeoutMs: number | null },
   extras: InsertExtras,
 ): Promise<void> {
   await q.query(
     `WITH l AS (SELECT pg_advisory_xact_lock(${awaitLockKey('$1::text')}))
-     INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at)
-     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $9 FROM l`,
-    [w.id, w.name, w.hash, JSON.stringify(w.inputs), w.output === null ? null : JSON.stringify(w.output), w.tasks, extras.parentId ?? null, extras.group ?? null, w.created],
+     INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at,
+                                 timeout_ms, deadline_at)
+     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9::timestamptz, $9::timestamptz, $10::bigint, $9::timestamptz + $10::bigint * interval '1 millisecond' FROM l`,
+    [w.id, w.name, w.hash, JSON.stringify(w.inputs), w.output === null ? null : JSON.stringify(w.output), w.tasks, extras.parentId ?? null, extras.group ?? null, w.created, w.timeoutMs],
   );
 }
 

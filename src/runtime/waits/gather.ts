@@ -55,7 +55,8 @@ export async function gatherInputs(
   options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted; register?: boolean },
 ): Promise<Map<string, Gathered>> {
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
-  const scan = await scanSignalTerms(q, ctx, w, tasks, options);
+  const { inputs: celInputs } = baseContext(def, w);
+  const scan = await scanSignalTerms(q, ctx, w, tasks, { ...options, scope: { inputs: celInputs } });
   let { scanned, truncated } = scan;
   const signalTerms = scan.progress;
   const timed = tasks.filter((t) => declaredTimers(t.wait).length > 0).map((t) => t.name);
@@ -91,6 +92,7 @@ export async function gatherInputs(
       const mine = depRows.filter((r) => t.deps.includes(r.name));
       depOutputs = Object.fromEntries(mine.map((r) => [r.name, r.output]));
       inputs.generic = {
+        inputs: celInputs,
         deps: tasksContext(mine, expandedDeps(def, t.template)),
         signals: Object.fromEntries(Object.entries(genericSignals).map(([k, rows]) => [k, rows.map(signalCel)])),
         timers: timersCel(timers, ctx.now),
@@ -114,7 +116,7 @@ async function scanSignalTerms(
   ctx: AdvanceContext,
   w: WaitWorkflow,
   tasks: readonly GatherTask[],
-  options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted },
+  options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted; scope: Record<string, unknown> },
 ): Promise<{ progress: Map<string, Record<string, SignalTermProgress>>; scanned: number; truncated: boolean }> {
   let scanned = 0;
   let truncated = false;
@@ -134,7 +136,7 @@ async function scanSignalTerms(
     scanned += rows.length;
     for (const t of tasks) {
       const progress = signalTerms.get(t.name)!;
-      for (const term of t.wait.terms) if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows);
+      for (const term of t.wait.terms) if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows, options.scope);
     }
   };
   for (const [key, from] of cursors) {

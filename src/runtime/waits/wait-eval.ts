@@ -55,6 +55,7 @@ export interface WaitOutcome {
 
 /** Everything a generic (`expr`) term reads, already in CEL form. */
 export interface GenericContext {
+  inputs: unknown;
   deps: Record<string, unknown>;
   signals: Record<string, unknown[]>;
   timers: Record<string, { fire_at: Date | null; fired: boolean }>;
@@ -146,7 +147,13 @@ export function signalCel(row: SignalRow): Record<string, unknown> {
  * and is recorded, so a later good signal can still satisfy the term. Once `count` rows matched the term is
  * true for good: signals are facts and never go away within an attempt.
  */
-export function scanSignalTerm(term: Extract<PlanTerm, { kind: 'signal' }>, progress: SignalTermProgress, rows: readonly SignalRow[]): SignalTermProgress {
+export function scanSignalTerm(
+  term: Extract<PlanTerm, { kind: 'signal' }>,
+  progress: SignalTermProgress,
+  rows: readonly SignalRow[],
+  /** What a predicate reads besides the row: the workflow's inputs. */
+  scope: Record<string, unknown> = {},
+): SignalTermProgress {
   let { cursor, error } = progress;
   const matched = [...progress.matched];
   for (const row of rows) {
@@ -158,7 +165,7 @@ export function scanSignalTerm(term: Extract<PlanTerm, { kind: 'signal' }>, prog
       continue;
     }
     try {
-      const v = evaluateRaw(term.where, signalCel(row));
+      const v = evaluateRaw(term.where, { ...scope, ...signalCel(row) });
       if (v === true) matched.push(row.id);
       else if (typeof v !== 'boolean') error = `signal ${row.id}: the predicate returned ${describe(v)}, not a bool`;
     } catch (e) {

@@ -53,7 +53,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
     const mode = h('select', { 'data-testid': 'retry-mode' }, h('option', { value: 'all' }, 'all'), h('option', { value: 'failed_only' }, 'failed only'), h('option', { value: 'failed_and_downstream' }, 'failed and downstream'));
     const reset = h('input', { type: 'checkbox', 'data-testid': 'retry-reset' });
     header.append(
-      h('h1', {}, w.name, ' ', badge(w.state)),
+      h('h1', {}, w.name, ' ', badge(w.state), ...(w.end_reason ? [' ', h('span', { class: 'reason', 'data-testid': 'end-reason' }, w.end_reason)] : [])),
       h(
         'dl',
         { class: 'facts' },

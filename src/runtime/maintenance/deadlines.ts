@@ -1,0 +1,33 @@
+import { advancing, clockNow } from '../context.js';
+import { cancelWorkflow } from '../engine/cancel.js';
+import { nextDeadline, pastDeadline } from '../sql/cancel.js';
+import type { MaintenanceContext, MaintenanceService } from './service.js';
+
+const BATCH = 200;
+
+/**
+ * Workflow timeouts: a running workflow whose deadline passed has its open tasks cancelled and its running
+ * handlers asked to stop, one workflow per transaction, and ends failed with reason timeout. Like timers,
+ * `onNext` learns the nearest deadline so the leader wakes for it.
+ */
+export class DeadlineService implements MaintenanceService {
+  readonly name = 'timed_out';
+
+  constructor(
+    readonly intervalMs: number,
+    private readonly onNext: (atMs: number, nowMs: number) => void,
+  ) {}
+
+  async runOnce(ctx: MaintenanceContext): Promise<number> {
+    let timedOut = 0;
+    for (let ids = await pastDeadline(ctx.db, ctx.s, await clockNow(ctx), BATCH); ids.length > 0; ids = ids.length === BATCH ? await pastDeadline(ctx.db, ctx.s, await clockNow(ctx), BATCH) : []) {
+      for (const id of ids) {
+        const r = await advancing(ctx, (tx, advance) => cancelWorkflow(tx, advance, id, 'timeout'));
+        if (r.found) timedOut++;
+      }
+    }
+    const next = await nextDeadline(ctx.db, ctx.s);
+    if (next) this.onNext(next.getTime(), (await clockNow(ctx)).getTime());
+    return timedOut;
+  }
+}
