@@ -12,15 +12,19 @@ const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key,
 export async function insertSignal(
   q: Queryable,
   s: string,
-  p: { workflowId: string; key: string; payload: unknown; source: unknown; idempotencyKey: string | null; attempt: number; now: Date },
-): Promise<{ row: SignalRow; previousId: string }> {
+  p: { workflowId: string; key: string; payload: unknown; source: unknown; idempotencyKey: string | null; attempt: number; now: Date; anyKey: boolean },
+): Promise<{ row: SignalRow; previousId: string } | undefined> {
+  // only a key some task of the workflow waits on (unless anyKey): checked in the same statement, after the lock
   const { rows } = await q.query<SignalRow & { previous_id: string | null }>(
     `WITH previous AS (SELECT max(id)::text AS id FROM ${s}.signals WHERE workflow_id = $1 AND key = $3)
      INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, source, idempotency_key, created_at)
-     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7) RETURNING ${COLUMNS}, (SELECT id FROM previous) AS previous_id`,
-    [p.workflowId, p.attempt, p.key, JSON.stringify(p.payload), p.source === undefined ? null : JSON.stringify(p.source), p.idempotencyKey, p.now],
+     SELECT $1::text, $2::int, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::timestamptz
+      WHERE $8::boolean OR EXISTS (SELECT 1 FROM ${s}.tasks WHERE workflow_id = $1::text AND $3::text = ANY(wait_keys))
+     RETURNING ${COLUMNS}, (SELECT id FROM previous) AS previous_id`,
+    [p.workflowId, p.attempt, p.key, JSON.stringify(p.payload), p.source === undefined ? null : JSON.stringify(p.source), p.idempotencyKey, p.now, p.anyKey],
     { prepare: true },
   );
+  if (rows.length === 0) return undefined;
   const { previous_id, ...row } = rows[0];
   return { row, previousId: previous_id ?? '0' };
 }
@@ -63,15 +67,6 @@ export async function listSignals(
   const has_more = rows.length > p.limit;
   const signals = rows.slice(0, p.limit);
   return { signals, next_cursor_id: has_more ? signals[signals.length - 1].id : null, has_more };
-}
-
-/** Whether some task of the workflow has a wait that reads this key (a signal term, or a generic term's signals["key"]). */
-export async function keyWaitedOn(q: Queryable, s: string, workflowId: string, key: string): Promise<boolean> {
-  const { rows } = await q.query<{ found: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE workflow_id = $1 AND $2 = ANY(wait_keys)) AS found`,
-    [workflowId, key],
-  );
-  return rows[0]?.found === true;
 }
 
 /** Every key the workflow's waits read, sorted. */

@@ -6,7 +6,7 @@ import { didYouMean } from '../../compiler/diagnostics.js';
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../sql/advance.js';
 import { loadWaitWorkflow } from '../sql/waits.js';
-import { insertSignal, keyWaitedOn, listSignals, waitedKeys, signalByIdempotencyKey, signalScope, type SignalPage } from '../sql/signals.js';
+import { insertSignal, listSignals, waitedKeys, signalByIdempotencyKey, signalScope, type SignalPage } from '../sql/signals.js';
 import { evaluateWaits } from './evaluate.js';
 import { declaredKeys, type SignalRow } from './wait-eval.js';
 import { atPointer, findUnstorable } from '../engine/storable.js';
@@ -149,8 +149,9 @@ export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: 
   }
   // nothing would ever read it: the sender is told, rather than the signal stored where no wait looks
   if (w.state !== 'running') throw new WorkflowFinishedError(workflowId, w.state);
-  if (!options.anyKey && !(await keyWaitedOn(q, ctx.s, workflowId, key))) throw new UnknownSignalKeyError(workflowId, key, await waitedKeys(q, ctx.s, workflowId));
-  const { row: signal, previousId } = await insertSignal(q, ctx.s, { workflowId, key, payload: body, source: options.source, idempotencyKey: options.idempotencyKey ?? null, attempt, now: ctx.now });
+  const inserted = await insertSignal(q, ctx.s, { workflowId, key, payload: body, source: options.source, idempotencyKey: options.idempotencyKey ?? null, attempt, now: ctx.now, anyKey: options.anyKey === true });
+  if (!inserted) throw new UnknownSignalKeyError(workflowId, key, await waitedKeys(q, ctx.s, workflowId));
+  const { row: signal, previousId } = inserted;
   const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
   return { signal, replayed: false, resolved: pass.resolved };
 }
