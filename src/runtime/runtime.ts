@@ -29,7 +29,6 @@ import { WorkflowHandle } from './workflow-handle.js';
 
 import { advanceAt, clockNow, type RuntimeContext } from './context.js';
 import { WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
-import { sameJson } from './same-json.js';
 
 /** A caller-chosen workflow id: what URLs, logs and shells carry without quoting. */
 export const WORKFLOW_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
@@ -218,10 +217,10 @@ export class Runtime {
       const plan = compile(def.normalized, inputs, { id: options.id, now, limits: this.options.limits });
       if (options.id !== undefined) {
         await lockWorkflowId(tx, this.schema, options.id);
-        const existing = await startedAs(tx, this.s, options.id);
+        // the inputs as started (defaults applied) decide, as the stored ones were
+        const existing = await startedAs(tx, this.s, options.id, plan.workflow.inputs);
         if (existing) {
-          // the inputs as started (defaults applied) decide, as the stored ones were
-          if (existing.name !== name || !sameJson(existing.inputs, plan.workflow.inputs)) throw new WorkflowConflictError(options.id, existing, name);
+          if (existing.name !== name || !existing.same_inputs) throw new WorkflowConflictError(options.id, existing, name);
           return { id: options.id, existing: true };
         }
       }

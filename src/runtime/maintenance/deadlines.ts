@@ -20,11 +20,14 @@ export class DeadlineService implements MaintenanceService {
 
   async runOnce(ctx: MaintenanceContext): Promise<number> {
     let timedOut = 0;
-    for (let ids = await pastDeadline(ctx.db, ctx.s, await clockNow(ctx), BATCH); ids.length > 0; ids = ids.length === BATCH ? await pastDeadline(ctx.db, ctx.s, await clockNow(ctx), BATCH) : []) {
+    // a timed-out workflow leaves the query (end_reason is set), so each batch is new ones
+    for (;;) {
+      const ids = await pastDeadline(ctx.db, ctx.s, await clockNow(ctx), BATCH);
       for (const id of ids) {
         const r = await advancing(ctx, (tx, advance) => cancelWorkflow(tx, advance, id, 'timeout'));
         if (r.found) timedOut++;
       }
+      if (ids.length < BATCH) break;
     }
     const next = await nextDeadline(ctx.db, ctx.s);
     if (next) this.onNext(next.getTime(), (await clockNow(ctx)).getTime());

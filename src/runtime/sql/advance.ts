@@ -97,7 +97,8 @@ export async function deleteTaskRows(q: Queryable, s: string, workflowId: string
   return rows;
 }
 
-const WORKFLOW_RETURNING = 'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, end_reason, output_template, inputs, created_at';
+/** The columns of a WorkflowRow. */
+export const WORKFLOW_ROW_COLUMNS = 'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, end_reason, output_template, inputs, created_at';
 
 export interface WorkflowRow {
   id: string;
@@ -115,7 +116,7 @@ export interface WorkflowRow {
 
 /** Counts tasks out of the workflow's open set (and into its failed count); returns the workflow after. */
 export async function countClosed(q: Queryable, s: string, workflowId: string, closed: number, failed: number): Promise<WorkflowRow | undefined> {
-  const { rows } = await q.query<WorkflowRow>(`UPDATE ${s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1 RETURNING ${WORKFLOW_RETURNING}`, [
+  const { rows } = await q.query<WorkflowRow>(`UPDATE ${s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1 RETURNING ${WORKFLOW_ROW_COLUMNS}`, [
     workflowId,
     closed,
     failed,

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import type { AdvanceContext, WorkflowRow } from './advance.js';
+import { WORKFLOW_ROW_COLUMNS, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
 import { recordClaimSql } from './claims.js';
 import { finalizedEffectsSql, finalWorkflowStateSql, readyStateSql } from './rules.js';
@@ -204,8 +204,7 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
 /** Of the given workflows, those running with every task closed: their output is still to be evaluated (lock held). */
 export async function workflowsToFinalize(q: Queryable, s: string, ids: readonly string[]): Promise<WorkflowRow[]> {
   const { rows } = await q.query<WorkflowRow>(
-    `SELECT id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, end_reason, output_template, inputs, created_at
-       FROM ${s}.workflows WHERE id = ANY($1::text[]) AND state = 'running' AND tasks_open = 0`,
+    `SELECT ${WORKFLOW_ROW_COLUMNS} FROM ${s}.workflows WHERE id = ANY($1::text[]) AND state = 'running' AND tasks_open = 0`,
     [ids],
   );
   return rows;

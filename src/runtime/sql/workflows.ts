@@ -69,9 +69,12 @@ export async function lockWorkflowId(q: Queryable, schema: string, id: string): 
   await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`braid:start:${schema}:${id}`]);
 }
 
-/** What a workflow was started as: its name and inputs (undefined: no such workflow). */
-export async function startedAs(q: Queryable, s: string, id: string): Promise<{ name: string; inputs: unknown } | undefined> {
-  const { rows } = await q.query<{ name: string; inputs: unknown }>(`SELECT name, inputs FROM ${s}.workflows WHERE id = $1`, [id]);
+/** What a workflow was started as: its name, and whether its inputs equal these (as JSON values); undefined: no such workflow. */
+export async function startedAs(q: Queryable, s: string, id: string, inputs: unknown): Promise<{ name: string; same_inputs: boolean } | undefined> {
+  const { rows } = await q.query<{ name: string; same_inputs: boolean }>(`SELECT name, inputs = $2::jsonb AS same_inputs FROM ${s}.workflows WHERE id = $1`, [
+    id,
+    JSON.stringify(inputs),
+  ]);
   return rows[0];
 }
 
