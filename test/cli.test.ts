@@ -46,7 +46,7 @@ describe('braid validate', () => {
   it('validates definitions/ by default and exits 0', () => {
     const run = runCli(['validate']);
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^6 files checked: 0 errors, 0 warnings$/m);
+    expect(run.stdout).toMatch(/^7 files checked: 0 errors, 0 warnings$/m);
   });
 
   it('warnings alone do not fail', () => {
@@ -130,7 +130,7 @@ describe('the README', () => {
     const first = runCli(['demo'], { cwd: dir, env, timeoutMs: 180_000 });
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
-    expect(first.stdout).toContain('6 valid, 0 error(s); 6 new version(s) registered');
+    expect(first.stdout).toContain('7 valid, 0 error(s); 7 new version(s) registered');
     expect(first.stdout).toMatch(/monthly_billing \w+: completed\n {2}output: \{"invoice":\{.*"receipt_url":"https:\/\/files\.example\.com\/receipts\/cus_42\.pdf"\}/);
     expect(first.stdout).toMatch(/research_topic \w+: completed\n {2}output: \{"topic":"battery recycling"/);
     // waits: the fraud gate passes on the score, the manual review and the two approvals are emitted by the demo
@@ -140,8 +140,11 @@ describe('the README', () => {
     // child workflows and cross-workflow waits: the research brief starts a group and waits on a quorum of it
     expect(first.stdout).toMatch(/research_brief \w+: completed\n {2}output: \{"brief":\{"brief_id":42,"sections":3\},"brief_id":42\}/);
     expect(first.stdout).toMatch(/editorial_review \w+: completed\n {2}output: \{"url":"https:\/\/news\.example\.com\/packets\/1"\}/);
+    // a branch and its join: the verified user gets the trial, the reminder is skipped
+    expect(first.stdout).toMatch(/signal email_verified \{"user_id":"u_42"\} -> \w+ \(resolves check_verified\)/);
+    expect(first.stdout).toMatch(/user_onboarding \w+: completed \(skipped: send_reminder\)\n {2}output: \{"trial":true,"user_id":"u_42","reminded":false\}/);
     expect(first.stdout).not.toContain('skip ');
-    expect(first.stdout).toContain('6 of 6 workflow(s) completed.');
+    expect(first.stdout).toContain('7 of 7 workflow(s) completed.');
     expect(first.stdout).toMatch(/(\d+) of \1 workflow\(s\) completed\./);
     const second = runCli(['demo'], { cwd: dir, env, timeoutMs: 180_000 });
     expect(second.code).toBe(0);

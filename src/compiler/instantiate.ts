@@ -4,6 +4,7 @@ import { baseContext } from './cel/context.js';
 import { renderTemplates, TemplateError } from './cel/evaluate.js';
 import { DEFAULT_CEL_COST, withCelBudget } from './cel/cost.js';
 import { hasTemplate } from './cel/templates.js';
+import { deferredPaths, isDeferredString } from './cel/deferred.js';
 import { scalarOffsets } from './cel/scalar-offsets.js';
 import { definitionHash as definitionHashOf, START_KIND, type NormalizedDefinition, type NormalizedTask, type NormalizedTimer, type NormalizedWait } from './normalize.js';
 import type { Plan, PlanTask, PlanWait } from './plan.js';
@@ -189,8 +190,10 @@ function instantiateTask(
   problems: Problems,
 ): PlanTask | undefined {
   const base = ['tasks', task.name];
-  const args = problems.render(task.args, context, [...base, 'args']);
-  const metadata = problems.render(task.metadata, context, [...base, 'metadata']);
+  // templates reading deps wait for them: kept as written, rendered when the task becomes available
+  const args = problems.render(task.args, context, [...base, 'args'], isDeferredString);
+  const metadata = problems.render(task.metadata, context, [...base, 'metadata'], isDeferredString);
+  const deferredAt = [...deferredPaths(task.args, ['args']), ...deferredPaths(task.metadata, ['metadata'])];
   const scheduledAt = resolveScheduledAt(task, context, now, problems);
   const wait = task.wait ? instantiateWait(task, task.wait, context, problems) : null;
   if (args === FAILED || metadata === FAILED || scheduledAt === FAILED || wait === FAILED) return undefined;
@@ -212,9 +215,12 @@ function instantiateTask(
     ignore_cancelled_deps: task.ignore_cancelled_deps,
     ignore_discarded_deps: task.ignore_discarded_deps,
     ignore_deleted_deps: task.ignore_deleted_deps,
+    ignore_skipped_deps: task.ignore_skipped_deps === true,
+    when: task.when ?? null,
     wait,
     start: task.kind === START_KIND && task.start ? task.start : null,
     metadata,
+    deferred: deferredAt.length === 0 ? null : { paths: deferredAt, ...(index !== null ? { item: context.item } : {}) },
   };
 }
 
@@ -273,10 +279,10 @@ class Problems {
   private overBudget = false;
   constructor(private readonly file: SourceFile | { path: string }) {}
 
-  render(value: unknown, context: Record<string, unknown>, path: (string | number)[]): unknown {
+  render(value: unknown, context: Record<string, unknown>, path: (string | number)[], keep?: (s: string) => boolean): unknown {
     if (this.overBudget) return FAILED;
     try {
-      return renderTemplates(value, context);
+      return renderTemplates(value, context, [], keep);
     } catch (error) {
       if (!(error instanceof TemplateError)) throw error;
       this.overBudget = error.overBudget;

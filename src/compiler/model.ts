@@ -26,6 +26,7 @@ export interface TaskDefaults {
   ignore_cancelled_deps?: boolean;
   ignore_discarded_deps?: boolean;
   ignore_deleted_deps?: boolean;
+  ignore_skipped_deps?: boolean;
 }
 
 export interface RetryDef {
@@ -50,6 +51,8 @@ export interface TaskDef extends TaskDefaults {
   key?: string;
   start?: StartDef;
   metadata?: Record<string, unknown>;
+  /** Raw CEL: the task runs only when it is true (evaluated once every dep is final). */
+  when?: string;
 }
 
 export interface StartDef {
@@ -130,6 +133,7 @@ function readDefaults(v: Record<string, unknown>): TaskDefaults {
     ignore_cancelled_deps: bool(v.ignore_cancelled_deps),
     ignore_discarded_deps: bool(v.ignore_discarded_deps),
     ignore_deleted_deps: bool(v.ignore_deleted_deps),
+    ignore_skipped_deps: bool(v.ignore_skipped_deps),
   };
 }
 
@@ -160,6 +164,7 @@ function readTask(name: string, index: number, v: Record<string, unknown>): Task
       ? { workflow: str(start.workflow), inputs: obj(start.inputs), for_each: listOrTemplate(start.for_each), group: str(start.group) }
       : undefined,
     metadata: obj(v.metadata),
+    when: str(v.when),
   };
 }
 

@@ -32,6 +32,7 @@ export interface NormalizedDefaults {
   ignore_cancelled_deps?: boolean;
   ignore_discarded_deps?: boolean;
   ignore_deleted_deps?: boolean;
+  ignore_skipped_deps?: boolean;
 }
 
 export interface NormalizedRetry {
@@ -57,6 +58,10 @@ export interface NormalizedTask {
   ignore_cancelled_deps: boolean;
   ignore_discarded_deps: boolean;
   ignore_deleted_deps: boolean;
+  /** Present only when true, so definitions that do not use it keep their hash. */
+  ignore_skipped_deps?: true;
+  /** The task's condition (raw CEL), when it has one. */
+  when?: string;
   for_each?: string | unknown[];
   key?: string;
   start?: NormalizedStart;
@@ -148,6 +153,8 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
     metadata: task.metadata ?? {},
   };
   if (task.description !== undefined) out.description = task.description;
+  if ((task.ignore_skipped_deps ?? d.ignore_skipped_deps) === true) out.ignore_skipped_deps = true;
+  if (task.when !== undefined) out.when = task.when;
   if (task.delay !== undefined) out.delay_ms = ms(task.delay);
   if (task.scheduled_at !== undefined) out.scheduled_at = task.scheduled_at;
   if (task.for_each !== undefined) out.for_each = task.for_each;
@@ -180,7 +187,7 @@ function normalizeDefaults(d: Definition['defaults']): NormalizedDefaults {
     const base = BUILTIN_DEFAULTS.retry;
     if (retry.backoff !== base.backoff || retry.initial_ms !== base.initial_ms || retry.max_ms !== base.max_ms || retry.jitter !== base.jitter) out.retry = retry;
   }
-  for (const flag of ['ignore_cancelled_deps', 'ignore_discarded_deps', 'ignore_deleted_deps'] as const) if (d[flag] === true) out[flag] = true;
+  for (const flag of ['ignore_cancelled_deps', 'ignore_discarded_deps', 'ignore_deleted_deps', 'ignore_skipped_deps'] as const) if (d[flag] === true) out[flag] = true;
   return out;
 }
 

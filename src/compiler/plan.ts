@@ -1,3 +1,4 @@
+import type { Deferred } from './cel/deferred.js';
 import type { NormalizedRetry, NormalizedStart, NormalizedTerm, NormalizedTimer } from './normalize.js';
 
 /** The insertion plan: everything the runtime inserts, fully resolved. Described by schema/plan.schema.json. */
@@ -39,10 +40,15 @@ export interface PlanTask {
   ignore_cancelled_deps: boolean;
   ignore_discarded_deps: boolean;
   ignore_deleted_deps: boolean;
+  ignore_skipped_deps: boolean;
+  /** The task's condition (raw CEL over inputs, workflow and deps), evaluated once every dep is final. */
+  when: string | null;
   wait: PlanWait | null;
   /** Child workflows to start: templates evaluated when the task runs. */
   start: NormalizedStart | null;
   metadata: unknown;
+  /** Strings of args and metadata whose templates read deps: rendered when the task becomes available (cel/deferred.ts). */
+  deferred: Deferred | null;
 }
 
 export interface PlanWait {

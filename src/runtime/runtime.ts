@@ -108,7 +108,7 @@ export interface RegisterOptions {
 
 export interface WorkflowStatus {
   workflow: WorkflowRecord;
-  tasks: (TaskRecord & { pending_reason: string | null })[];
+  tasks: (TaskRecord & { pending_reason: string | null; skip_reason: string | null })[];
 }
 
 /**

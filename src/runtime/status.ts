@@ -2,6 +2,14 @@ import { isFinal } from './engine/decide.js';
 import type { TaskRecord, WaitSnapshot } from './sql/workflows.js';
 import type { TermValue } from './waits/wait-eval.js';
 
+/** Why a task was skipped: its condition was false, or a dep it does not ignore was skipped. Null unless skipped. */
+export function skipReason(task: TaskRecord, byName: ReadonlyMap<string, TaskRecord>): string | null {
+  if (task.state !== 'skipped') return null;
+  if (task.when_met === false) return `when was false: ${task.when}`;
+  const dep = task.deps.find((d) => byName.get(d)?.state === 'skipped');
+  return dep ? `dependency "${dep}" was skipped` : 'skipped';
+}
+
 /**
  * Why a task is not running, in words, derived from its row: the deps it waits on, its wait, its schedule,
  * or a kind that no live runtime process handles. Null for running and final tasks.

@@ -7,7 +7,7 @@ import { advanceAt, clockNow } from './context.js';
 import { cancelWorkflow } from './engine/cancel.js';
 import { loadTasks, loadTasksByName } from './task-records.js';
 import { liveKinds, loadWorkflow, workflowState, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
-import { pendingReason } from './status.js';
+import { pendingReason, skipReason } from './status.js';
 import { waitDiagnostics, type WaitDiagnostics } from './waits/diagnostics.js';
 import { TaskNotFoundError } from './errors.js';
 import { retryWorkflow, type RetryResult } from './engine/retry.js';
@@ -128,7 +128,7 @@ export class WorkflowHandle {
     const tasks = await this.tasks();
     const kinds = await liveKinds(this.q, s, workerDeadAfterMs, await clockNow(this.rt.ctx));
     const byName = new Map(tasks.map((t) => [t.name, t]));
-    return { workflow, tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds) })) };
+    return { workflow, tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds), skip_reason: skipReason(t, byName) })) };
   }
 
   /** Resolves when the workflow is final (checks on every finalize notification, and polls as a fallback). */

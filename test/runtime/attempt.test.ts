@@ -6,7 +6,7 @@ import type { FetchedTask } from '../../src/runtime/sql/fetch.js';
 function task(timeout_ms: number | null = null): FetchedTask {
   return {
     workflow_id: 'w1', name: 't', template: 't', kind: 'k', queue: 'default', attempt: 1, max_attempts: 3, args: { a: 1 },
-    deps: [], dependents: [], dependents_wait: false, timeout_ms, start: null, dep_outputs: null, tid: '(0,1)',
+    deps: [], dependents: [], dependents_wait: false, timeout_ms, start: null, dep_outputs: null, deferred: null, tid: '(0,1)',
   };
 }
 

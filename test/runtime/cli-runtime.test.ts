@@ -26,6 +26,21 @@ tasks:
 output: { said: "\${{ tasks.hello.output.text }}" }
 `,
   );
+  writeFileSync(
+    join(defs, 'branchy.yaml'),
+    `name: branchy
+inputs: { type: object, properties: { again: { type: boolean, default: false } } }
+tasks:
+  hello: { kind: say, args: { text: hi } }
+  again:
+    kind: say
+    deps: [hello]
+    when: inputs.again
+    args: { text: '\${{ deps["hello"].output.text }} again' }
+  join: { kind: say, deps: [again], ignore_skipped_deps: true, args: { text: done } }
+output: { said: "\${{ tasks.again.output }}", state: "\${{ tasks.again.state }}" }
+`,
+  );
   writeFileSync(join(defs, 'doomed.yaml'), 'name: doomed\ntasks:\n  t: { kind: boom, max_attempts: 1 }\n');
   writeFileSync(
     join(dir, 'handlers.mjs'),
@@ -62,7 +77,7 @@ describe(`CLI against a running worker (${backend})`, () => {
     if (backend === 'postgres') {
       const migrated = runCli(['migrate', ...db], { cwd: dir, env });
       expect(migrated.code).toBe(0);
-      expect(migrated.stdout).toBe('applied 001_core\napplied 002_finalize_sweep\napplied 003_running_has_worker\napplied 004_waits\napplied 005_cross_workflow\napplied 006_evaluate_effects\napplied 007_change_notifications\napplied 008_change_listeners\napplied 009_hot_completions\napplied 010_abandoned_attempts\napplied 011_workflow_timeout\n');
+      expect(migrated.stdout).toBe('applied 001_core\napplied 002_finalize_sweep\napplied 003_running_has_worker\napplied 004_waits\napplied 005_cross_workflow\napplied 006_evaluate_effects\napplied 007_change_notifications\napplied 008_change_listeners\napplied 009_hot_completions\napplied 010_abandoned_attempts\napplied 011_workflow_timeout\napplied 012_conditions_and_deferred_args\n');
       expect(runCli(['migrate', ...db], { cwd: dir, env }).stdout).toBe('up to date\n');
     }
     const worker = startWorker(dir, db, { ...env, NAP_MS: '10' });
@@ -86,6 +101,17 @@ describe(`CLI against a running worker (${backend})`, () => {
       ['slow', 'completed', null],
     ]);
     expect(runCli(['status', id, ...db], { cwd: dir, env }).stdout).toMatch(/^workflow \w+ {2}greeting {2}completed/);
+
+    // a branch: not taken, the task is skipped and said why; taken, its args read its dep's output
+    const skipped = runCli(['start', 'branchy', '--wait', ...db], { cwd: dir, env });
+    expect(skipped.code).toBe(0);
+    const [skippedId, skippedOutput] = skipped.stdout.trim().split('\n');
+    expect(JSON.parse(skippedOutput)).toEqual({ said: null, state: 'skipped' });
+    expect(skipped.stderr.trim().split('\n').at(-1)).toBe(`branchy ${skippedId}: 3/3 tasks done; completed`);
+    expect(runCli(['status', skippedId, ...db], { cwd: dir, env }).stdout).toMatch(/^again +say +skipped +0\/25 +when was false: inputs\.again$/m);
+    const taken = runCli(['start', 'branchy', '--inputs', '{"again":true}', '--wait', ...db], { cwd: dir, env });
+    expect(taken.code).toBe(0);
+    expect(JSON.parse(taken.stdout.trim().split('\n')[1])).toEqual({ said: { text: 'hi again' }, state: 'completed' });
 
     const doomed = runCli(['start', 'doomed', '--wait', ...db], { cwd: dir, env });
     expect(doomed.code).toBe(1);

@@ -205,6 +205,25 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     evil.close();
   });
 
+  it('a branch not taken is skipped: its own colour, in the legend, and the panel says why', async () => {
+    const id = cli(['start', 'user_onboarding', '--inputs', '{"user_id":"u_7","email":"u7@example.com"}']);
+    await page.goto(`${dev.url}/workflows/${id}`);
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="check_verified"] .waitnote')?.textContent?.includes('waiting'), undefined, { timeout: 15_000 });
+    cli(['signal', id, 'email_verified', '--payload', '{"user_id":"u_7"}']);
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="record_onboarding"]')?.getAttribute('data-state') === 'completed', undefined, { timeout: 15_000 });
+    expect(await nodeState('send_reminder')).toBe('skipped');
+    expect(await nodeState('activate_trial')).toBe('completed');
+    const stroke = (name: string) => page.locator(`g.node[data-task="${name}"] rect`).evaluate((r) => getComputedStyle(r).stroke);
+    expect(await stroke('send_reminder')).not.toBe(await stroke('activate_trial'));
+    const legend = page.locator('[data-testid="legend"] .badge[data-state="skipped"]');
+    expect(await legend.textContent()).toBe('skipped');
+    expect(await legend.evaluate((b) => getComputedStyle(b).backgroundColor)).not.toBe(await page.locator('[data-testid="legend"] .badge[data-state="completed"]').evaluate((b) => getComputedStyle(b).backgroundColor));
+    await page.locator('g.node[data-task="send_reminder"]').click();
+    await page.locator('[data-testid="skip-reason"]').waitFor();
+    expect(await page.locator('[data-testid="skip-reason"]').textContent()).toBe('when was false: !deps["check_verified"].output.verified');
+    await page.screenshot({ path: join(ARTIFACTS, 'skipped.png') });
+  });
+
   it('stays usable at 2,000 tasks: drawn once, then recoloured live, and a node opens its panel', async () => {
     const id = cli(['start', 'big', '--inputs', JSON.stringify({ items: Array.from({ length: 2000 }, (_, i) => i) })]);
     const started = Date.now();

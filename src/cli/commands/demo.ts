@@ -128,7 +128,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
     for (const { name, id } of started) {
       const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: Math.max(1, deadline - Date.now()), pollMs: 200 });
       if (w.state !== 'completed') failed++;
-      io.stdout(`\n${name} ${id}: ${w.state}\n  output: ${JSON.stringify(w.output)}\n${w.output_error ? `  output error: ${w.output_error}\n` : ''}`);
+      // the branches not taken: a skipped task never reaches a worker, so no line above names it
+      const skipped = (await rt.workflow(id).tasks()).filter((t) => t.state === 'skipped').map((t) => t.name);
+      io.stdout(
+        `\n${name} ${id}: ${w.state}${skipped.length > 0 ? ` (skipped: ${skipped.join(', ')})` : ''}\n  output: ${JSON.stringify(w.output)}\n${w.output_error ? `  output error: ${w.output_error}\n` : ''}`,
+      );
     }
     io.stdout(`\n${started.length - failed} of ${started.length} workflow(s) completed.\n`);
     return failed > 0 ? EXIT.failed : EXIT.ok;

@@ -1,4 +1,5 @@
 import type { WorkflowRecord } from '../../runtime/sql/workflows.js';
+import { isFinal } from '../../runtime/engine/decide.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
@@ -37,7 +38,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       io.stdout('no workflows\n');
       return EXIT.ok;
     }
-    const rows = page.workflows.map((w) => [w.id, w.name, w.state, `${Object.entries(w.task_counts ?? {}).filter(([s]) => ['completed', 'cancelled', 'discarded'].includes(s)).reduce((n, [, c]) => n + Number(c), 0)}/${w.tasks_total}`, new Date(w.created_at).toISOString()]);
+    const rows = page.workflows.map((w) => [w.id, w.name, w.state, `${Object.entries(w.task_counts ?? {}).filter(([s]) => isFinal(s)).reduce((n, [, c]) => n + Number(c), 0)}/${w.tasks_total}`, new Date(w.created_at).toISOString()]);
     const header = ['ID', 'NAME', 'STATE', 'DONE', 'CREATED'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');

@@ -8,8 +8,8 @@ export const help = `Start a new attempt of a finalized workflow. Says the new a
 
 Usage: ${usage}
 
-  --mode all                      every task (default)
-  --mode failed-only              cancelled and discarded tasks, and the tasks downstream of them that did not complete
+  --mode all                      every task (default); every when: is decided again
+  --mode failed-only              cancelled and discarded tasks, and the tasks downstream of them that did not complete (a skipped task is no failure)
   --mode failed-and-downstream    those, and every task downstream of them (completed ones too)
   --reset-history                 clear the retried tasks' attempts and errors (max_attempts stays)
   --json                          { "attempt": N, "retried": [...] }

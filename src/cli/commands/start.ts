@@ -1,5 +1,6 @@
 import { parseDuration } from '../../compiler/duration.js';
 import { WORKFLOW_ID, type WorkflowStatus } from '../../runtime/runtime.js';
+import { isFinal } from '../../runtime/engine/decide.js';
 import { parse } from '../args.js';
 import { databaseUrl, openBackend, type Backend } from '../backend.js';
 import { readInputs } from '../inputs.js';
@@ -90,7 +91,7 @@ async function waitWithProgress(io: Io, backend: Backend, id: string, timeoutMs:
 
 /** "2/5 tasks done; waiting: decide on approved || sla: approved 0/1 signal, ...". */
 export function progressLine({ workflow, tasks }: WorkflowStatus): string {
-  const done = tasks.filter((t) => ['completed', 'cancelled', 'discarded'].includes(t.state)).length;
+  const done = tasks.filter((t) => isFinal(t.state)).length;
   const head = `${workflow.name} ${workflow.id}: ${done}/${tasks.length} tasks done`;
   if (workflow.state !== 'running') return `${head}; ${workflow.state}`;
   const running = tasks.filter((t) => t.state === 'running').map((t) => t.name);

@@ -38,10 +38,10 @@ export function renderStatus({ workflow: w, tasks }: WorkflowStatus): string {
   if (w.output_error) lines.push(`output error: ${w.output_error}`);
   const rows = tasks.map((t) => {
     const last = t.errors.at(-1);
-    const note = t.pending_reason ?? (last && t.state !== 'completed' ? `${last.kind ?? 'error'}: ${last.message}` : '');
+    const note = t.pending_reason ?? t.skip_reason ?? (last && t.state !== 'completed' ? `${last.kind ?? 'error'}: ${last.message}` : '');
     return [t.name, t.kind, t.state, `${t.attempt}/${t.max_attempts}`, note];
   });
-  const header = ['TASK', 'KIND', 'STATE', 'ATTEMPT', 'WAITING FOR / LAST ERROR'];
+  const header = ['TASK', 'KIND', 'STATE', 'ATTEMPT', 'WAITING FOR / WHY SKIPPED / LAST ERROR'];
   const widths = header.map((h, i) => Math.min(40, Math.max(h.length, ...rows.map((r) => r[i].length))));
   const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
   return [...lines, '', fmt(header), ...rows.map(fmt)].join('\n') + '\n';

@@ -73,6 +73,9 @@ export function checkCel(env: Environment, expr: string, context: CelContext, kn
     if (code === 'unknown_variable' && /^(item|index)$/.test(expr.slice(problem.start, problem.end))) {
       problem.hint = 'item and index exist only in a task with for_each (or in start.inputs under start.for_each)';
     }
+    if (code === 'unknown_variable' && expr.slice(problem.start, problem.end) === 'tasks' && CONTEXT_REFS[context].includes('deps')) {
+      problem.hint = 'tasks.x is for the workflow output; here read a direct dep: deps["x"].output or deps["x"].state';
+    }
     return { problems: [problem] };
   }
   return { problems: [], type: String(result.type), ast };

@@ -8,9 +8,12 @@ import type { CelType } from './types.js';
 export type CelContext =
   | 'template' // args, metadata, scheduled_at, timer at, for_each, key: at start
   | 'template_item' // the same inside a for_each task: adds item, index
+  | 'args' // args, metadata: at start, or (a template reading deps) when the task becomes available
+  | 'args_item' // the same inside a for_each task
   | 'start' // start.for_each, start.inputs: when the start task runs
   | 'start_item' // start.inputs under start.for_each
   | 'ids' // workflows.ids: when the wait becomes active
+  | 'when' // a task's condition: once every dep is final
   | 'output' // workflow output: at completion
   | 'generic' // generic wait term expr
   | 'where' // signal term predicate, over one signal row
@@ -24,9 +27,12 @@ export type RefKind = 'deps' | 'tasks' | 'signals' | 'timers' | 'workflows';
 export const CONTEXT_REFS: Record<CelContext, readonly RefKind[]> = {
   template: [],
   template_item: [],
+  args: ['deps'],
+  args_item: ['deps'],
   start: ['deps'],
   start_item: ['deps'],
   ids: ['deps'],
+  when: ['deps'],
   output: ['tasks'],
   generic: ['deps', 'signals', 'timers', 'workflows'],
   where: [],
@@ -43,8 +49,13 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
       return base;
     case 'template_item':
       return { ...base, ...withItem };
+    case 'args':
+      return { ...base, ...deps };
+    case 'args_item':
+      return { ...base, ...deps, ...withItem };
     case 'start':
     case 'ids':
+    case 'when':
       return { ...base, ...deps };
     case 'start_item':
       return { ...base, ...deps, ...withItem };

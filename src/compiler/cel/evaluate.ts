@@ -56,12 +56,13 @@ export class TemplateError extends Error {
 /**
  * Renders every `${{ }}` in a value. A string that is exactly one template takes the expression's value
  * (and type); otherwise each template is rendered into the text (strings as is, other values as JSON).
+ * Strings `keep` selects stay as written (templates rendered later, cel/deferred.ts).
  */
-export function renderTemplates(value: unknown, context: Record<string, unknown>, path: (string | number)[] = []): unknown {
-  if (typeof value === 'string') return renderString(value, context, path);
-  if (Array.isArray(value)) return value.map((v, i) => renderTemplates(v, context, [...path, i]));
+export function renderTemplates(value: unknown, context: Record<string, unknown>, path: (string | number)[] = [], keep?: (s: string) => boolean): unknown {
+  if (typeof value === 'string') return keep?.(value) ? value : renderString(value, context, path);
+  if (Array.isArray(value)) return value.map((v, i) => renderTemplates(v, context, [...path, i], keep));
   // fromEntries defines own properties: a "__proto__" key in args stays a key, never a prototype
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderTemplates(v, context, [...path, k])]));
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderTemplates(v, context, [...path, k], keep)]));
   return value;
 }
 

@@ -45,8 +45,9 @@ class CelPass {
 
   private task(task: TaskDef): void {
     const atStart: CelContext = task.for_each !== undefined ? 'template_item' : 'template';
-    if (task.args) this.templates(task.args, taskPath(task, 'args'), atStart, {});
-    if (task.metadata) this.templates(task.metadata, taskPath(task, 'metadata'), atStart, {});
+    const args: CelContext = task.for_each !== undefined ? 'args_item' : 'args';
+    if (task.args) this.templates(task.args, taskPath(task, 'args'), args, { deps: task.deps });
+    if (task.metadata) this.templates(task.metadata, taskPath(task, 'metadata'), args, { deps: task.deps });
     if (task.scheduled_at !== undefined) this.templates(task.scheduled_at, taskPath(task, 'scheduled_at'), atStart, {}, 'time');
     if (typeof task.for_each === 'string') this.templates(task.for_each, taskPath(task, 'for_each'), 'template', {}, 'list');
     else if (Array.isArray(task.for_each)) this.templates(task.for_each, taskPath(task, 'for_each'), 'template', {});
@@ -59,6 +60,7 @@ class CelPass {
       if (task.start.inputs) this.templates(task.start.inputs, taskPath(task, 'start', 'inputs'), fe !== undefined ? 'start_item' : 'start', deps);
     }
     if (task.wait) this.wait(task, task.wait, atStart);
+    if (task.when !== undefined) this.raw(task.when, taskPath(task, 'when'), 'when', { deps: task.deps }, 'bool');
   }
 
   private wait(task: TaskDef, wait: WaitDef, atStart: CelContext): void {
@@ -164,7 +166,7 @@ class CelPass {
     if (template >= 0) {
       // kept as literal text, it would never match: said here rather than found in production
       this.reportProblems(path, offset, [
-        { rule: 'template-in-cel', message: 'this field is CEL itself: a ${{ }} template inside it stays literal text', start: template, end: expr.length, hint: 'write the expression directly, e.g. payload.user_id == inputs.user_id' },
+        { rule: 'template-in-cel', message: 'this field is CEL itself: a ${{ }} template inside it stays literal text', start: template, end: expr.length, hint: `write the expression directly: ${withoutTemplates(expr)}` },
       ]);
       return;
     }
@@ -197,6 +199,11 @@ class CelPass {
       this.reporter.report(p.rule, p.message, { path, span: [from, Math.max(to, from + 1)] }, p.hint);
     }
   }
+}
+
+/** A raw-CEL field with its templates unwrapped, quotes around them too: what the author meant. */
+function withoutTemplates(expr: string): string {
+  return expr.replace(/(["']?)\$\{\{\s*([\s\S]*?)\s*\}\}\1/g, '$2').trim();
 }
 
 function typeMismatch(type: string, expect: Expect): { rule: Rule; message: string } | undefined {

@@ -5,25 +5,32 @@
  */
 import type { WorkflowState } from '../wire.js';
 
-export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded';
-export type FinalState = 'completed' | 'cancelled' | 'discarded';
+export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded' | 'skipped';
+/** skipped: its condition was false (or a dep was skipped): final, and not a failure. */
+export type FinalState = 'completed' | 'cancelled' | 'discarded' | 'skipped';
 
 /** (sql/rules.ts isFinalSql) */
 export function isFinal(state: string): state is FinalState {
-  return state === 'completed' || state === 'cancelled' || state === 'discarded';
+  return state === 'completed' || state === 'cancelled' || state === 'discarded' || state === 'skipped';
 }
 
 export interface IgnoreFlags {
   ignore_cancelled_deps: boolean;
   ignore_discarded_deps: boolean;
   ignore_deleted_deps: boolean;
+  ignore_skipped_deps: boolean;
 }
 
-/** A dep's final state ('deleted' when its row is gone) either satisfies its dependent or fails it. */
-export function depOutcome(dependent: IgnoreFlags, dep: FinalState | 'deleted'): 'satisfied' | 'failed' {
+/**
+ * A dep's final state ('deleted' when its row is gone) satisfies its dependent, fails it, or skips it (a
+ * skipped dep skips its dependents, unless they ignore skipped deps and read its output as null).
+ */
+export function depOutcome(dependent: IgnoreFlags, dep: FinalState | 'deleted'): 'satisfied' | 'failed' | 'skipped' {
   switch (dep) {
     case 'completed':
       return 'satisfied';
+    case 'skipped':
+      return dependent.ignore_skipped_deps ? 'satisfied' : 'skipped';
     case 'cancelled':
       return dependent.ignore_cancelled_deps ? 'satisfied' : 'failed';
     case 'discarded':
@@ -33,16 +40,35 @@ export function depOutcome(dependent: IgnoreFlags, dep: FinalState | 'deleted'):
   }
 }
 
-/** Where a pending task goes once nothing but its wait and schedule hold it (sql/rules.ts readyStateSql). */
-export function readyState(task: { deps_left: number; has_wait: boolean; wait_satisfied?: boolean; scheduled_at: Date }, now: Date): TaskState {
+/**
+ * Where a pending task goes once nothing but its wait and schedule hold it (sql/rules.ts readyStateSql).
+ * `held`: a wait, or a condition not yet decided, keeps it pending once its deps are done.
+ */
+export function readyState(task: { deps_left: number; held: boolean; wait_satisfied?: boolean; scheduled_at: Date }, now: Date): TaskState {
   if (task.deps_left > 0) return 'pending';
-  if (task.has_wait && !task.wait_satisfied) return 'pending';
+  if (task.held && !task.wait_satisfied) return 'pending';
   return dueState(task.scheduled_at, now);
 }
 
 /** A task free to run waits for its time: scheduled until then, available from then on. */
 export function dueState(scheduledAt: Date, now: Date): 'scheduled' | 'available' {
   return scheduledAt.getTime() > now.getTime() ? 'scheduled' : 'available';
+}
+
+/**
+ * What the finalized deps of a task mean for it together: one failed dep fails it (a cancel wins over a skip),
+ * else one skipped dep skips it, else it is free to go on. The first dep that decided it is named.
+ */
+export function depsOutcome(dependent: IgnoreFlags, deps: readonly { name: string; state: FinalState | 'deleted' }[]): { outcome: 'satisfied' | 'failed' | 'skipped'; dep?: { name: string; state: string } } {
+  const outcomes = deps.map((d) => ({ d, o: depOutcome(dependent, d.state) }));
+  const decisive = outcomes.find((x) => x.o === 'failed') ?? outcomes.find((x) => x.o === 'skipped');
+  return decisive ? { outcome: decisive.o, dep: decisive.d } : { outcome: 'satisfied' };
+}
+
+/** A task's condition decides: true runs it, false skips it; anything else is an error (the task is discarded). */
+export function conditionOutcome(value: unknown): { run: boolean } | { error: string } {
+  if (typeof value === 'boolean') return { run: value };
+  return { error: `when: the condition yielded ${value === null ? 'null' : typeof value}, not a bool` };
 }
 
 /** A final state that is a failure: the task neither completed nor can run again without a retry. */

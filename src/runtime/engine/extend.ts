@@ -8,13 +8,13 @@ import { compile, CompileError } from '../../compiler/instantiate.js';
 import { defaultsAsWritten, type NormalizedDefinition } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
 import { validate } from '../../compiler/validate.js';
-import { depOutcome, isFinal, type FinalState } from './decide.js';
+import { depsOutcome, isFinal, type FinalState } from './decide.js';
 import type { Queryable } from '../db/types.js';
-import { lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
-import { cancelPending } from '../waits/evaluate.js';
+import { endPending, lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
+import { advanceWorkflow, cancelPending } from '../waits/evaluate.js';
 import { insertTaskRows } from '../sql/insert.js';
 import { addDependents, countAdded, existingTasks, extendTarget } from '../sql/extend.js';
-import { taskRows } from './insert.js';
+import { isHeld, taskRows } from './insert.js';
 import { activateWaits } from '../waits/evaluate.js';
 
 /** New tasks, as the `tasks:` map of a definition; deps may name existing tasks (a for_each name means all its expansions). */
@@ -101,18 +101,17 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
   const unknown = tasks.flatMap((t) => t.deps.filter((d) => !byName.has(d) && !tasks.some((x) => x.name === d)));
   if (unknown.length > 0) throw new ExtensionError(`unknown deps: ${[...new Set(unknown)].join(', ')}`);
   const failing = new Map<string, string>();
+  const skipping = new Map<string, string>();
   const rows = taskRows(tasks, now, now, (t) => {
-    let left = 0;
-    for (const d of t.deps) {
+    const final = t.deps.flatMap((d) => {
       const dep = byName.get(d);
-      if (!dep || !isFinal(dep.state)) {
-        left++;
-        continue;
-      }
-      if (depOutcome(t, dep.state as FinalState) === 'failed') failing.set(t.name, `dependency "${d}" was ${dep.state}`);
-    }
-    // held pending until cancelled below, with its dependents, as a failed dep cancels
-    return failing.has(t.name) ? { deps_left: left, state: 'pending' } : { deps_left: left };
+      return dep && isFinal(dep.state) ? [{ name: d, state: dep.state as FinalState }] : [];
+    });
+    const decided = depsOutcome(t, final);
+    if (decided.outcome !== 'satisfied') (decided.outcome === 'failed' ? failing : skipping).set(t.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
+    // held pending until cancelled or skipped below, with its dependents, as a failed or skipped dep does
+    const left = t.deps.length - final.length;
+    return decided.outcome !== 'satisfied' ? { deps_left: left, state: 'pending' } : { deps_left: left };
   });
   await insertTaskRows(q, s, workflowId, rows, now);
   const reverse = new Map<string, { names: string[]; wait: boolean }>();
@@ -121,16 +120,19 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
       if (!byName.has(d)) continue;
       const r = reverse.get(d) ?? { names: [], wait: false };
       r.names.push(t.name);
-      r.wait ||= t.wait !== null;
+      r.wait ||= isHeld(t);
       reverse.set(d, r);
     }
   }
   await addDependents(q, s, workflowId, [...reverse].map(([name, r]) => ({ name, ...r })));
   await countAdded(q, s, workflowId, tasks.length);
   await cancelPending(q, ctx, workflowId, failing);
-  const waiting = rows.filter((r) => r.wait !== null && r.deps_left === 0 && !failing.has(r.name)).map((r) => r.name);
+  const skipped = await endPending(q, s, workflowId, now, 'skipped', 'dependency', skipping);
+  if (skipped.length > 0) await notifyQueues(q, ctx.schema, (await advanceWorkflow(q, ctx, workflowId, skipped)).queues);
+  const ended = (name: string) => failing.has(name) || skipping.has(name);
+  const waiting = rows.filter((r) => (r.wait !== null || r.condition !== null) && r.deps_left === 0 && !ended(r.name)).map((r) => r.name);
   await activateWaits(q, ctx, workflowId, waiting);
-  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available' && !failing.has(r.name)).map((r) => r.queue));
+  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available' && !ended(r.name)).map((r) => r.queue));
   return tasks.map((t) => t.name);
 }
 

@@ -8,6 +8,11 @@ import { declaredKeys } from '../waits/wait-eval.js';
 import { activateWaits } from '../waits/evaluate.js';
 import { notifyTimer } from '../sql/waits.js';
 
+/** A task that something besides its deps holds pending: a wait, or a condition still to decide. */
+export function isHeld(t: Pick<PlanTask, 'wait' | 'when'>): boolean {
+  return t.wait !== null || t.when !== null;
+}
+
 /**
  * Rows for plan tasks. `depsLeft` and `state` may be overridden (an extension's deps may be final already);
  * by default every dep is still to come.
@@ -15,7 +20,8 @@ import { notifyTimer } from '../sql/waits.js';
 export function taskRows(tasks: readonly PlanTask[], createdAt: Date, now: Date, override: (t: PlanTask) => { deps_left?: number; state?: string } = () => ({})): TaskRow[] {
   const dependents = new Map<string, string[]>();
   for (const t of tasks) for (const d of t.deps) dependents.set(d, [...(dependents.get(d) ?? []), t.name]);
-  const waits = new Set(tasks.filter((t) => t.wait !== null).map((t) => t.name));
+  // a dependent whose wait or condition a completion may make ready is decided in the completion's transaction
+  const held = new Set(tasks.filter(isHeld).map((t) => t.name));
   return tasks.map((t, i) => {
     const scheduledAt = t.scheduled_at ? new Date(t.scheduled_at) : createdAt;
     const o = override(t);
@@ -29,12 +35,12 @@ export function taskRows(tasks: readonly PlanTask[], createdAt: Date, now: Date,
       kind: t.kind,
       queue: t.queue,
       priority: t.priority,
-      state: o.state ?? readyState({ deps_left: depsLeft, has_wait: t.wait !== null, scheduled_at: scheduledAt }, now),
+      state: o.state ?? readyState({ deps_left: depsLeft, held: isHeld(t), scheduled_at: scheduledAt }, now),
       max_attempts: t.max_attempts,
       args: t.args,
       deps: t.deps,
       dependents: dependents.get(t.name) ?? [],
-      dependents_wait: (dependents.get(t.name) ?? []).some((d) => waits.has(d)),
+      dependents_wait: (dependents.get(t.name) ?? []).some((d) => held.has(d)),
       wait_keys: t.wait ? declaredKeys(t.wait) : [],
       deps_left: depsLeft,
       scheduled_at: scheduledAt.toISOString(),
@@ -43,6 +49,10 @@ export function taskRows(tasks: readonly PlanTask[], createdAt: Date, now: Date,
       ignore_cancelled_deps: t.ignore_cancelled_deps,
       ignore_discarded_deps: t.ignore_discarded_deps,
       ignore_deleted_deps: t.ignore_deleted_deps,
+      ignore_skipped_deps: t.ignore_skipped_deps,
+      condition: t.when,
+      // the templates as written: each attempt renders them again (a retried workflow's deps may differ)
+      deferred: t.deferred && { ...t.deferred, index: t.index, args: t.args, metadata: t.metadata },
       wait: t.wait,
       start: t.start,
       metadata: t.metadata,
@@ -74,7 +84,7 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
     return;
   }
   await insertTaskRows(q, s, w.id, rows, now, `WITH marked AS (${markAwaitedSql(s)} RETURNING id)`);
-  const roots = plan.tasks.filter((t) => t.wait !== null && t.deps.length === 0).map((t) => t.name);
+  const roots = plan.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name);
   if (roots.length > 0) await activateWaits(q, ctx, w.id, roots);
   await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available').map((r) => r.queue));
 }

@@ -38,7 +38,7 @@ export async function retryWorkflow(q: Queryable, ctx: AdvanceContext, id: strin
     .filter((t) => selected.has(t.name))
     .map((t) => {
       const depsLeft = t.deps.filter((d) => selected.has(d)).length;
-      return { name: t.name, deps_left: depsLeft, state: readyState({ deps_left: depsLeft, has_wait: t.has_wait, scheduled_at: new Date(t.scheduled_at) }, now), queue: t.queue };
+      return { name: t.name, deps_left: depsLeft, state: readyState({ deps_left: depsLeft, held: t.held, scheduled_at: new Date(t.scheduled_at) }, now), queue: t.queue };
     });
   const stillFailed = tasks.filter((t) => !selected.has(t.name) && isFailed(t.state)).length;
   await restartWorkflow(q, s, { id, attempt, now, open: rows.length, failed: stillFailed }, rows, options.resetHistory);

@@ -1,4 +1,4 @@
-import { depOutcome, finalWorkflowState, isFinal, readyState } from './decide.js';
+import { depsOutcome, finalWorkflowState, isFailed, isFinal, readyState } from './decide.js';
 import type { Queryable } from '../db/types.js';
 import { evaluateOutput } from './output.js';
 import {
@@ -6,8 +6,8 @@ import {
   countClosed,
   deleteTaskRows,
   dependentsOf,
+  endPending,
   endWorkflows,
-  markCancelled,
   pendingDependents,
   taskResults,
   type AdvanceContext,
@@ -18,8 +18,8 @@ import {
 
 /**
  * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances
- * (deps_left falls; at zero it becomes available, scheduled, or its wait becomes ready) or, for a failed dep
- * that its flags do not ignore, is cancelled, which cascades. Then the workflow's open-task counter falls,
+ * (deps_left falls; at zero it becomes available, scheduled, or its wait or condition becomes ready) or, for a
+ * failed dep that its flags do not ignore, is cancelled, or for a skipped dep, is skipped; both cascade. Then the workflow's open-task counter falls,
  * and at zero the workflow finalizes. The waits it made ready are the caller's to activate: advanceWorkflow()
  * (waits.ts) is the sequence every path uses.
  */
@@ -32,7 +32,7 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
   while (wave.length > 0) {
     const counted = wave.filter((f) => !f.alreadyClosed);
     closed += counted.length;
-    failed += counted.filter((f) => f.state !== 'completed').length;
+    failed += counted.filter((f) => f.state === 'deleted' || isFailed(f.state)).length;
     const missing = wave.filter((f) => f.dependents === undefined).map((f) => f.name);
     if (missing.length > 0) {
       const byName = await dependentsOf(q, s, workflowId, missing);
@@ -43,23 +43,23 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
     if (edges.length === 0) break;
     const rows = await pendingDependents(q, s, workflowId, [...new Set(edges.map((e) => e.dependent))]);
     const cancelled = new Map<string, string>();
+    const skipped = new Map<string, string>();
     const advanced: { name: string; deps_left: number; state: string }[] = [];
     for (const row of rows) {
       const mine = edges.filter((e) => e.dependent === row.name);
-      const failure = mine.find((e) => depOutcome(row, e.depState) === 'failed');
-      if (failure) {
-        cancelled.set(row.name, `dependency "${failure.dep}" was ${failure.depState}`);
+      const decided = depsOutcome(row, mine.map((e) => ({ name: e.dep, state: e.depState })));
+      if (decided.outcome !== 'satisfied') {
+        (decided.outcome === 'failed' ? cancelled : skipped).set(row.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
         continue;
       }
       const depsLeft = row.deps_left - mine.filter((e) => !e.counted).length;
-      const state = readyState({ deps_left: depsLeft, has_wait: row.has_wait, scheduled_at: new Date(row.scheduled_at) }, now);
+      const state = readyState({ deps_left: depsLeft, held: row.held, scheduled_at: new Date(row.scheduled_at) }, now);
       advanced.push({ name: row.name, deps_left: depsLeft, state });
       if (state === 'available') result.queues.add(row.queue);
-      if (depsLeft === 0 && row.has_wait && depsLeft !== row.deps_left) result.waitsReady.push(row.name);
+      if (depsLeft === 0 && row.held && depsLeft !== row.deps_left) result.waitsReady.push(row.name);
     }
     await advanceDependents(q, s, workflowId, advanced);
-    wave = [];
-    if (cancelled.size > 0) wave = await markCancelled(q, s, workflowId, now, cancelled);
+    wave = [...(await endPending(q, s, workflowId, now, 'cancelled', 'dependency', cancelled)), ...(await endPending(q, s, workflowId, now, 'skipped', 'dependency', skipped))];
   }
   result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
   return result;

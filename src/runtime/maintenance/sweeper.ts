@@ -3,12 +3,14 @@ import { finalizePending } from '../engine/completion.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { unfinalized } from '../sql/complete.js';
 import { unevaluatedWaits } from '../sql/waits.js';
+import { strandedConditions } from '../sql/conditions.js';
 import { activateWaits } from '../waits/evaluate.js';
 import type { MaintenanceContext, MaintenanceService } from './service.js';
 
 /**
  * Finishes what a crash between a completion and what follows it left: workflows with every task closed but
- * not finalized, and waits activated but never evaluated (their timers may be missing too).
+ * not finalized, waits activated but never evaluated (their timers may be missing too), and conditions never
+ * decided.
  */
 export class SweeperService implements MaintenanceService {
   readonly name = 'swept';
@@ -19,7 +21,7 @@ export class SweeperService implements MaintenanceService {
     const { db, s } = ctx;
     const stranded = await unfinalized(db, s);
     if (stranded.length > 0) await advancing(ctx, (tx, advance) => finalizePending(tx, advance, stranded));
-    const unevaluated = await unevaluatedWaits(db, s);
+    const unevaluated = [...(await unevaluatedWaits(db, s)), ...(await strandedConditions(db, s))];
     const workflows = new Set(unevaluated.map((u) => u.workflow_id));
     for (const id of workflows) {
       await advancing(ctx, async (tx, advance) => {

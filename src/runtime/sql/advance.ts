@@ -3,7 +3,7 @@ import type { Queryable } from '../db/types.js';
 import type { DefinitionCache } from '../engine/definition-cache.js';
 import type { TaskResult } from '../engine/output.js';
 import { channels } from './channels.js';
-import { finalizedEffectsSql } from './rules.js';
+import { finalizedEffectsSql, heldSql } from './rules.js';
 
 /**
  * The statements that advance a workflow (settle.ts decides what they apply): its lock, its tasks' dependents,
@@ -40,12 +40,13 @@ export interface SettleResult {
 export interface DependentRow {
   name: string;
   deps_left: number;
-  has_wait: boolean;
+  held: boolean;
   scheduled_at: Date;
   queue: string;
   ignore_cancelled_deps: boolean;
   ignore_discarded_deps: boolean;
   ignore_deleted_deps: boolean;
+  ignore_skipped_deps: boolean;
 }
 
 /** The reverse edges of some tasks of a workflow. */
@@ -57,8 +58,9 @@ export async function dependentsOf(q: Queryable, s: string, workflowId: string, 
 /** Of some tasks of a workflow, those still pending, with what decides how a finished dep moves them. */
 export async function pendingDependents(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<DependentRow[]> {
   const { rows } = await q.query<DependentRow>(
-    `SELECT name, deps_left, wait IS NOT NULL AS has_wait, scheduled_at, queue, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps
-       FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending'`,
+    `SELECT name, deps_left, ${heldSql('t')} AS held, scheduled_at, queue, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps,
+            ignore_skipped_deps
+       FROM ${s}.tasks t WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending'`,
     [workflowId, names],
   );
   return rows;
@@ -77,15 +79,33 @@ export async function advanceDependents(q: Queryable, s: string, workflowId: str
 
 /** Cancels pending tasks for a reason each (recorded as a dependency error); returns them as finalized. */
 export async function markCancelled(q: Queryable, s: string, workflowId: string, now: Date, reasons: ReadonlyMap<string, string>): Promise<Finalized[]> {
+  return endPending(q, s, workflowId, now, 'cancelled', 'dependency', reasons);
+}
+
+/**
+ * Ends pending tasks of one workflow in a final state without running them: cancelled or discarded (the reason
+ * recorded as an error of `kind`), or skipped (a reason is recorded only for a failure). Returns them as finalized.
+ */
+export async function endPending(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  now: Date,
+  state: 'cancelled' | 'discarded' | 'skipped',
+  kind: string,
+  reasons: ReadonlyMap<string, string>,
+): Promise<Finalized[]> {
+  if (reasons.size === 0) return [];
   const { rows } = await q.query<{ name: string; dependents: string[] }>(
-    `UPDATE ${s}.tasks t SET state = 'cancelled', finalized_at = $2,
-            errors = t.errors || jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', 'dependency', 'message', v.message))
+    `UPDATE ${s}.tasks t SET state = $4, finalized_at = $2,
+            errors = CASE WHEN $4 = 'skipped' THEN t.errors
+                          ELSE t.errors || jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', $5::text, 'message', v.message)) END
        FROM jsonb_to_recordset($3::jsonb) AS v(name text, message text)
       WHERE t.workflow_id = $1 AND t.name = v.name AND t.state = 'pending'
       RETURNING t.name, t.dependents`,
-    [workflowId, now, JSON.stringify([...reasons].map(([name, message]) => ({ name, message })))],
+    [workflowId, now, JSON.stringify([...reasons].map(([name, message]) => ({ name, message }))), state, kind],
   );
-  return rows.map((r) => ({ name: r.name, state: 'cancelled' as const, dependents: r.dependents }));
+  return rows.map((r) => ({ name: r.name, state, dependents: r.dependents }));
 }
 
 /** Deletes task rows of one workflow (lock held), returning what each was. */

@@ -121,3 +121,12 @@ export async function deleteUnknownClaims(q: Queryable, s: string, workerId: str
   );
   return rows;
 }
+
+/** Stores the args and metadata an attempt rendered (while it runs); returns the row version's new address. */
+export async function storeRenderedArgs(q: Queryable, s: string, ref: AttemptRef, rendered: { args: unknown; metadata: unknown }): Promise<string | undefined> {
+  const { rows } = await q.query<{ tid: string }>(
+    `UPDATE ${s}.tasks SET args = $5, metadata = $6 WHERE workflow_id = $1 AND name = $2 AND attempt = $3 AND worker_id = $4 RETURNING ctid::text AS tid`,
+    [ref.workflowId, ref.name, ref.attempt, ref.workerId, JSON.stringify(rendered.args), JSON.stringify(rendered.metadata ?? {})],
+  );
+  return rows[0]?.tid;
+}

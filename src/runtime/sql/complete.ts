@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 import { WORKFLOW_ROW_COLUMNS, type AdvanceContext, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
 import { recordClaimSql } from './claims.js';
-import { finalizedEffectsSql, finalWorkflowStateSql, readyStateSql } from './rules.js';
+import { finalizedEffectsSql, finalWorkflowStateSql, heldSql, readyStateSql } from './rules.js';
 import { claimedJson, decodeClaimed, depOutputsSql, type ClaimedJson, type FetchedTask } from './fetch.js';
 
 export interface Completion {
@@ -130,13 +130,13 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
            FROM edges e
            JOIN ${s}.tasks t ON t.workflow_id = e.w AND t.name = e.n
            JOIN jsonb_to_recordset($6::jsonb) AS l(queue text, n int) ON l.queue = t.queue
-          WHERE t.state = 'pending' AND t.deps_left = e.c AND t.wait IS NULL AND t.scheduled_at <= $2 AND t.kind = ANY($7::text[])) r
+          WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($7::text[])) r
         WHERE r.rank <= r.n
      ), advanced AS (
        UPDATE ${s}.tasks t
           SET deps_left = t.deps_left - e.c,
               state = CASE WHEN x.name IS NOT NULL THEN 'running'
-                           ELSE ${readyStateSql({ depsLeft: 't.deps_left - e.c', waitHolds: 't.wait IS NOT NULL', scheduledAt: 't.scheduled_at' }, '$2')} END,
+                           ELSE ${readyStateSql({ depsLeft: 't.deps_left - e.c', held: heldSql('t'), scheduledAt: 't.scheduled_at' }, '$2')} END,
               attempt = CASE WHEN x.name IS NOT NULL THEN t.attempt + 1 ELSE t.attempt END,
               worker_id = CASE WHEN x.name IS NOT NULL THEN $8 ELSE t.worker_id END,
               started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END,
@@ -144,8 +144,8 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
          FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
         WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid, (x.name IS NOT NULL) AS claimed,
-                  (t.state = 'pending' AND t.deps_left = 0 AND t.wait IS NOT NULL) AS activated
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.ctid AS tid, (x.name IS NOT NULL) AS claimed,
+                  (t.state = 'pending' AND t.deps_left = 0 AND ${heldSql('t')}) AS activated
      ), recorded AS (
        ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$8', '$2')}
      ), counted AS (

@@ -1,12 +1,18 @@
 import type { Queryable } from '../db/types.js';
 import type { TaskRecord } from './workflows.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
+import type { Deferred } from '../../compiler/cel/deferred.js';
+
+/** A task's deferred strings as stored: the plan's pointers and item, the index, and the args and metadata as written. */
+export type DeferredRow = Deferred & { index: number | null; args: unknown; metadata: unknown };
 
 /** A claimed attempt: only the task's columns a handler run needs (each claims many), with its deps' outputs. */
 export type FetchedTask = Pick<
   TaskRecord,
   'workflow_id' | 'name' | 'template' | 'kind' | 'queue' | 'attempt' | 'max_attempts' | 'args' | 'deps' | 'dependents' | 'timeout_ms' | 'start'
 > & {
+  /** Args and metadata strings to render before the handler runs (their templates read deps). */
+  deferred: DeferredRow | null;
   /** Some dependent has a wait that this task's completion may activate. */
   dependents_wait: boolean;
   /** Direct deps' outputs by name, read in the same statement that claimed the task. */
@@ -21,7 +27,7 @@ export type FetchedTask = Pick<
  */
 export function claimedJson(c: string, depOutputs: string): string {
   return `json_build_array(${c}.workflow_id, ${c}.name, ${c}.template, ${c}.kind, ${c}.queue, ${c}.attempt, ${c}.max_attempts, ${c}.args,
-            ${c}.deps, ${c}.dependents, ${c}.dependents_wait, ${c}.timeout_ms, ${c}.start, ${c}.tid, ${depOutputs})`;
+            ${c}.deps, ${c}.dependents, ${c}.dependents_wait, ${c}.timeout_ms, ${c}.start, ${c}.tid, ${depOutputs}, ${c}.deferred)`;
 }
 
 /**
@@ -33,11 +39,11 @@ export function depOutputsSql(s: string, c: string): string {
             CROSS JOIN LATERAL (SELECT t.name, t.output FROM ${s}.tasks t WHERE t.workflow_id = ${c}.workflow_id AND t.name = dep LIMIT 1) d)`;
 }
 
-export type ClaimedJson = [string, string, string, string, string, number, number, unknown, string[], string[], boolean, number | null, FetchedTask['start'], string, FetchedTask['dep_outputs']];
+export type ClaimedJson = [string, string, string, string, string, number, number, unknown, string[], string[], boolean, number | null, FetchedTask['start'], string, FetchedTask['dep_outputs'], DeferredRow | null];
 
 export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
-  return (rows ?? []).map(([workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs]) => ({
-    workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs,
+  return (rows ?? []).map(([workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs, deferred]) => ({
+    workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs, deferred,
   }));
 }
 
@@ -66,7 +72,7 @@ export async function fetchTasks(
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.ctid AS tid
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.ctid AS tid
      ), recorded AS (
        ${recordClaimSql(s, 'claimed', '$4', '$5')}
      ), forgotten AS (

@@ -1,6 +1,7 @@
 import type { PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
 import { awaitLockKey } from './waits.js';
+import type { DeferredRow } from './fetch.js';
 
 /** The statements that insert a workflow and its tasks (insert.ts makes the rows). */
 
@@ -33,6 +34,9 @@ export interface TaskRow {
   ignore_cancelled_deps: boolean;
   ignore_discarded_deps: boolean;
   ignore_deleted_deps: boolean;
+  ignore_skipped_deps: boolean;
+  condition: string | null;
+  deferred: DeferredRow | null;
   wait: PlanTask['wait'];
   start: PlanTask['start'];
   metadata: unknown;
@@ -72,15 +76,16 @@ export async function insertTaskRows(q: Queryable, s: string, workflowId: string
     `${before}
      INSERT INTO ${s}.tasks (workflow_id, name, template, idx, key, kind, queue, priority, state, max_attempts, args, deps, dependents, deps_left,
                              scheduled_at, timeout_ms, retry, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps, wait, start, metadata,
-                             description, created_at, dependents_wait, wait_keys)
+                             description, created_at, dependents_wait, wait_keys, ignore_skipped_deps, condition, deferred)
      SELECT $1, x.name, x.template, x.idx, x.key, x.kind, x.queue, x.priority, x.state, x.max_attempts, coalesce(x.args, 'null'::jsonb),
             ARRAY(SELECT jsonb_array_elements_text(x.deps)), ARRAY(SELECT jsonb_array_elements_text(x.dependents)), x.deps_left,
             x.scheduled_at, x.timeout_ms, x.retry, x.ignore_cancelled_deps, x.ignore_discarded_deps, x.ignore_deleted_deps, x.wait, x.start,
-            coalesce(x.metadata, '{}'::jsonb), x.description, $2, x.dependents_wait, ARRAY(SELECT jsonb_array_elements_text(x.wait_keys))
+            coalesce(x.metadata, '{}'::jsonb), x.description, $2, x.dependents_wait, ARRAY(SELECT jsonb_array_elements_text(x.wait_keys)),
+            coalesce(x.ignore_skipped_deps, false), x.condition, x.deferred
        FROM jsonb_to_recordset($3::jsonb) AS x(name text, ord int, template text, idx int, key text, kind text, queue text, priority int, state text,
             max_attempts int, args jsonb, deps jsonb, dependents jsonb, deps_left int, scheduled_at timestamptz, timeout_ms int, retry jsonb,
             ignore_cancelled_deps boolean, ignore_discarded_deps boolean, ignore_deleted_deps boolean, wait jsonb, start jsonb, metadata jsonb,
-            description text, dependents_wait boolean, wait_keys jsonb)
+            description text, dependents_wait boolean, wait_keys jsonb, ignore_skipped_deps boolean, condition text, deferred jsonb)
       ORDER BY x.ord`,
     [workflowId, now, JSON.stringify(rows)],
   );

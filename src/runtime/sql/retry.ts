@@ -7,13 +7,14 @@ export interface RetryTaskRow {
   state: string;
   deps: string[];
   dependents: string[];
-  has_wait: boolean;
+  held: boolean;
   scheduled_at: Date;
   queue: string;
 }
 
 export async function retryCandidates(q: Queryable, s: string, workflowId: string): Promise<RetryTaskRow[]> {
-  const { rows } = await q.query<RetryTaskRow>(`SELECT name, state, deps, dependents, wait IS NOT NULL AS has_wait, scheduled_at, queue FROM ${s}.tasks WHERE workflow_id = $1`, [workflowId]);
+  // a task that runs again decides its condition again: held whatever the last attempt decided
+  const { rows } = await q.query<RetryTaskRow>(`SELECT name, state, deps, dependents, (wait IS NOT NULL OR condition IS NOT NULL) AS held, scheduled_at, queue FROM ${s}.tasks WHERE workflow_id = $1`, [workflowId]);
   return rows;
 }
 
@@ -37,7 +38,7 @@ export async function restartWorkflow(
   );
   await q.query(
     `UPDATE ${s}.tasks t SET state = r.state, deps_left = r.deps_left, output = NULL, finalized_at = NULL, started_at = NULL, worker_id = NULL,
-            cancel_requested = false, wait_started_at = NULL, wait_progress = NULL, wait_evidence = NULL,
+            cancel_requested = false, condition_met = NULL, wait_started_at = NULL, wait_progress = NULL, wait_evidence = NULL,
             attempt = CASE WHEN $3 THEN 0 ELSE t.attempt END, errors = CASE WHEN $3 THEN '[]'::jsonb ELSE t.errors END
        FROM jsonb_to_recordset($2::jsonb) AS r(name text, state text, deps_left int)
       WHERE t.workflow_id = $1 AND t.name = r.name`,

@@ -6,15 +6,20 @@
 
 /** A task state that never changes again (decide.ts isFinal). */
 export function isFinalSql(state: string): string {
-  return `${state} IN ('completed', 'cancelled', 'discarded')`;
+  return `${state} IN ('completed', 'cancelled', 'discarded', 'skipped')`;
+}
+
+/** A pending task that its wait, or its condition not yet decided, holds once its deps are done (decide.ts readyState's `held`). */
+export function heldSql(t: string): string {
+  return `(${t}.wait IS NOT NULL OR (${t}.condition IS NOT NULL AND ${t}.condition_met IS NULL))`;
 }
 
 /**
  * Where a pending task goes once its deps may have been satisfied (decide.ts readyState): pending while deps
  * are left or a wait holds it, then scheduled until its time, then available.
  */
-export function readyStateSql(t: { depsLeft: string; waitHolds: string; scheduledAt: string }, now: string): string {
-  return `(CASE WHEN ${t.depsLeft} > 0 OR ${t.waitHolds} THEN 'pending' WHEN ${t.scheduledAt} > ${now} THEN 'scheduled' ELSE 'available' END)`;
+export function readyStateSql(t: { depsLeft: string; held: string; scheduledAt: string }, now: string): string {
+  return `(CASE WHEN ${t.depsLeft} > 0 OR ${t.held} THEN 'pending' WHEN ${t.scheduledAt} > ${now} THEN 'scheduled' ELSE 'available' END)`;
 }
 
 /** How a workflow ends once none of its tasks is open (decide.ts finalWorkflowState). */

@@ -32,6 +32,9 @@ export interface TaskRecord {
   start: unknown;
   metadata: unknown;
   description: string | null;
+  /** The task's condition (raw CEL), and what it decided: null until decided (or without one). */
+  when: string | null;
+  when_met: boolean | null;
   cancel_requested: boolean;
   worker_id: string | null;
   created_at: Date;
@@ -42,7 +45,7 @@ export interface TaskRecord {
 const WORKFLOW_COLUMNS =
   'id, name, definition_hash, state, attempt, inputs, output, output_error, tasks_total, tasks_open, tasks_failed, cancel_requested, end_reason, deadline_at, parent_id, group_name, created_at, finalized_at';
 const TASK_COLUMNS =
-  'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors, deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description, cancel_requested, worker_id, created_at, started_at, finalized_at, wait_started_at, wait_progress, wait_evidence';
+  'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors, deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description, condition AS "when", condition_met AS when_met, cancel_requested, worker_id, created_at, started_at, finalized_at, wait_started_at, wait_progress, wait_evidence';
 
 export interface WaitSnapshot extends PlanWait {
   phase: WaitPhase;

@@ -7,7 +7,9 @@
 import type { Queryable } from '../db/types.js';
 import { dueState } from '../engine/decide.js';
 import { deleteFinalized, settle } from '../engine/settle.js';
-import { markCancelled, notifyQueues, type AdvanceContext, type Finalized, type SettleResult } from '../sql/advance.js';
+import { endPending, markCancelled, notifyQueues, type AdvanceContext, type Finalized, type SettleResult } from '../sql/advance.js';
+import { recordConditions, undecidedConditions } from '../sql/conditions.js';
+import { conditionContext, evaluateCondition } from '../engine/conditions.js';
 import {
   applyWaitUpdates,
   forgetWaiters,
@@ -22,7 +24,7 @@ import {
   type WaitUpdate,
   type WaitWorkflow,
 } from '../sql/waits.js';
-import { finalizedAt, gatherInputs, type Emitted, type Gathered } from './gather.js';
+import { expandedDeps, finalizedAt, gatherInputs, type Emitted, type Gathered } from './gather.js';
 import { declaredTimers, evaluateWait, timerFireAt, type AwaitedWorkflow, type SignalTermProgress, type TermValue, type WaitOutcome } from './wait-eval.js';
 
 /** What evaluation keeps between runs (tasks.wait_progress). */
@@ -98,12 +100,14 @@ export const MAX_SCAN_LIMIT = 100_000;
 const empty = (): WaitPass => ({ resolved: [], cancelled: [] });
 
 /**
- * Waits whose deps were just satisfied become active: their start is recorded (unless the completing
- * statement already did), their timers computed from anchors that are all known now, and they are evaluated
- * at once, so signals emitted earlier count.
+ * Tasks whose deps were just satisfied and that something holds: their conditions are decided first (a false
+ * one skips the task, which cascades), then their waits become active: their start is recorded (unless the
+ * completing statement already did), their timers computed from anchors that are all known now, and they are
+ * evaluated at once, so signals emitted earlier count.
  */
 export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<WaitPass> {
   if (names.length === 0) return empty();
+  await decideConditions(q, ctx, workflowId, names);
   await markWaitsStarted(q, ctx.s, workflowId, names, ctx.now);
   const w = await loadWaitWorkflow(q, ctx.s, workflowId);
   if (!w || w.state !== 'running') return empty();
@@ -122,6 +126,30 @@ export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowI
     await notifyTimer(q, ctx.schema, new Date(Math.min(...timers.map((t) => t.fire_at.getTime()))));
   }
   return evaluateLoaded(q, ctx, w, tasks);
+}
+
+/**
+ * Decides the conditions of tasks whose deps are all done, once: true lets the task go on to its wait or its
+ * schedule, false skips it, an evaluation error discards it (recorded); skips and discards settle like any end.
+ */
+async function decideConditions(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<void> {
+  const tasks = await undecidedConditions(q, ctx.s, workflowId, names);
+  if (tasks.length === 0) return;
+  const w = await loadWaitWorkflow(q, ctx.s, workflowId);
+  if (!w || w.state !== 'running') return;
+  const def = await ctx.definitions.find(q, w.name, w.definition_hash);
+  const depRows = await loadDepRows(q, ctx.s, workflowId, [...new Set(tasks.flatMap((t) => t.deps))]);
+  const decisions: { name: string; met: boolean; state: string; queue: string }[] = [];
+  const errors = new Map<string, string>();
+  for (const t of tasks) {
+    const outcome = evaluateCondition(t.condition, conditionContext(def, w, t, depRows, expandedDeps(def, t.template)));
+    if ('error' in outcome) errors.set(t.name, outcome.error);
+    else decisions.push({ name: t.name, met: outcome.run, queue: t.queue, state: !outcome.run ? 'skipped' : t.has_wait ? 'pending' : dueState(new Date(t.scheduled_at), ctx.now) });
+  }
+  const skipped = await recordConditions(q, ctx.s, workflowId, ctx.now, decisions);
+  const discarded = await endPending(q, ctx.s, workflowId, ctx.now, 'discarded', 'condition', errors);
+  const result = await advanceWorkflow(q, ctx, workflowId, [...skipped, ...discarded]);
+  await notifyQueues(q, ctx.schema, [...result.queues, ...decisions.filter((d) => d.state === 'available').map((d) => d.queue)]);
 }
 
 /**

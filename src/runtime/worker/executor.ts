@@ -4,8 +4,10 @@ import type { PlanTask } from '../../compiler/plan.js';
 import { completeAttempt } from '../engine/completion.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { runStartTask } from '../engine/start-children.js';
+import { renderTaskArgs } from '../engine/render-args.js';
+import { assertStorable } from '../engine/storable.js';
 import type { Logger } from '../log.js';
-import type { AttemptOutcome, AttemptRef } from '../sql/attempts.js';
+import { storeRenderedArgs, type AttemptOutcome, type AttemptRef } from '../sql/attempts.js';
 import type { FetchedTask } from '../sql/fetch.js';
 import { Attempt, AttemptContext } from './attempt.js';
 import { advancing, type RuntimeContext } from '../context.js';
@@ -51,6 +53,7 @@ export class Executor {
     try {
       let output: unknown;
       try {
+        if (task.deferred) await this.renderArgs(attempt);
         const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : handlers[task.kind];
         output = await attempt.run(handler, new AttemptContext(this.o, attempt));
       } finally {
@@ -134,6 +137,17 @@ export class Executor {
     if (typeof end === 'object') this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed (the leader rescues it): ${errorMessage(end.error)}`);
     this.ends.abandon(task, false);
     return false;
+  }
+
+  /** Renders the args and metadata that read deps, stores them with the attempt, and hands them to the handler. */
+  private async renderArgs(attempt: Attempt): Promise<void> {
+    const { task, ref } = attempt;
+    const rendered = await renderTaskArgs(this.o, task, task.deferred!);
+    assertStorable(rendered.args, `the args of task "${task.name}"`);
+    assertStorable(rendered.metadata, `the metadata of task "${task.name}"`);
+    const tid = await storeRenderedArgs(this.o.db, this.o.s, ref, rendered);
+    if (tid === undefined) throw new Error('the attempt is no longer running');
+    Object.assign(task, { args: rendered.args, tid });
   }
 
   private startChildren(task: FetchedTask, ctx: TaskContext): Promise<unknown> {

@@ -35,6 +35,8 @@ export class TaskPanel {
       h('div', { class: 'panel-head' }, h('h2', {}, task.name, ' ', badge(task.state)), h('button', { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.onClose() }, '×')),
       h('p', { class: 'muted' }, `${task.kind} · queue ${task.queue} · attempt ${task.attempt} of ${task.max_attempts}`),
       task.pending_reason && h('p', { class: 'reason', 'data-testid': 'pending-reason' }, task.pending_reason),
+      task.skip_reason && h('p', { class: 'reason', 'data-testid': 'skip-reason' }, task.skip_reason),
+      task.when && h('p', { class: 'muted', 'data-testid': 'when' }, 'when: ', h('code', {}, task.when), task.when_met === null ? '' : ` (${task.when_met ? 'true' : 'false'})`),
       timeline(task),
       task.wait && this.inspector(task),
       h('h3', {}, 'Args'),

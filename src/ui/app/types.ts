@@ -57,6 +57,9 @@ export interface Task {
   started_at: string | null;
   finalized_at: string | null;
   pending_reason: string | null;
+  when: string | null;
+  when_met: boolean | null;
+  skip_reason: string | null;
 }
 
 export type Workflow = Json<WorkflowRecord>;

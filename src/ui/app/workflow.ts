@@ -6,6 +6,8 @@ import { TaskPanel } from './panel.js';
 import type { Task, WorkflowStatus } from './types.js';
 
 const FAILED = new Set(['discarded', 'cancelled']);
+/** Every task state, in the order a task meets them, for the graph's legend. */
+const TASK_STATES = ['pending', 'scheduled', 'available', 'running', 'retryable', 'completed', 'skipped', 'cancelled', 'discarded'];
 
 /** One workflow: its DAG (live), its actions, and the task panel for ?selected=. */
 export function workflowPage(app: HTMLElement, id: string, params: URLSearchParams): Live {
@@ -13,7 +15,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
   let selected = params.get('selected') ?? undefined;
   const header = h('div', { class: 'wf-header' });
   const dag = new DagView((name) => select(name));
-  const graph = h('div', { class: 'graph' }, h('div', { class: 'graph-tools' }, h('button', { type: 'button', onclick: () => dag.fit(), 'data-testid': 'fit' }, 'Fit'), h('button', { type: 'button', onclick: () => dag.zoom(1.25) }, '+'), h('button', { type: 'button', onclick: () => dag.zoom(0.8) }, '−')), dag.element);
+  const graph = h('div', { class: 'graph' }, h('div', { class: 'graph-tools' }, h('button', { type: 'button', onclick: () => dag.fit(), 'data-testid': 'fit' }, 'Fit'), h('button', { type: 'button', onclick: () => dag.zoom(1.25) }, '+'), h('button', { type: 'button', onclick: () => dag.zoom(0.8) }, '−')), dag.element, h('div', { class: 'legend', 'data-testid': 'legend' }, ...TASK_STATES.map(badge)));
   const side = h('aside', { class: 'side', 'data-testid': 'task-panel', hidden: true });
   const panel = new TaskPanel(side, id, () => select(undefined));
   const details = h('details', { class: 'io' });
@@ -109,6 +111,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
 function edgeKind(depState: string): string {
   if (depState === 'completed') return 'done';
   if (FAILED.has(depState)) return 'failed';
+  if (depState === 'skipped') return 'skipped';
   return 'blocked';
 }
 

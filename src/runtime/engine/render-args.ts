@@ -1,0 +1,34 @@
+/**
+ * A task whose args or metadata read deps (cel/deferred.ts) has them rendered at the start of each attempt,
+ * from its deps as they ended: in the context the compiler checked them in (inputs, workflow, deps, and item
+ * and index for an expansion). A template that fails is the attempt's error.
+ */
+import { baseContext } from '../../compiler/cel/context.js';
+import { renderDeferred } from '../../compiler/cel/deferred.js';
+import { TemplateError } from '../../compiler/cel/evaluate.js';
+import type { RuntimeContext } from '../context.js';
+import type { DeferredRow } from '../sql/fetch.js';
+import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
+import { expandedDeps } from '../waits/gather.js';
+import { tasksContext } from './output.js';
+
+export async function renderTaskArgs(
+  o: RuntimeContext,
+  task: { workflow_id: string; name: string; template: string; deps: string[] },
+  deferred: DeferredRow,
+): Promise<{ args: unknown; metadata: unknown }> {
+  const w = await loadWaitWorkflow(o.db, o.s, task.workflow_id);
+  if (!w) throw new Error(`workflow ${task.workflow_id} is gone`);
+  const def = await o.definitions.find(o.db, w.name, w.definition_hash);
+  const context: Record<string, unknown> = {
+    ...baseContext(def, w),
+    deps: tasksContext(await loadDepRows(o.db, o.s, w.id, task.deps), expandedDeps(def, task.template)),
+    ...(deferred.index !== null ? { item: deferred.item, index: BigInt(deferred.index) } : {}),
+  };
+  try {
+    return renderDeferred(deferred, deferred.paths, context);
+  } catch (error) {
+    if (!(error instanceof TemplateError)) throw error;
+    throw new Error(`task "${task.name}", ${error.path.join('.')}: template failed: ${error.message}`);
+  }
+}
