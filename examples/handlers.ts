@@ -42,8 +42,11 @@ const handlers: Handlers = {
   // expense_approval
   file_expense: async (args: { expense_id: string }) => ({ filed: args.expense_id }),
   record_decision: async (args: { expense_id: string }) => ({ expense_id: args.expense_id, decision: 'approved' }),
-  // verified when the wait saw this user's email_verified signal; otherwise the three days ran out
-  record_verification: async (_args, ctx) => ({ verified: (await ctx.signals.latest('email_verified')) !== null }),
+  // verified when this user's email_verified signal came (another user's does not count); otherwise the three days ran out
+  record_verification: async (args: { user_id: string }, ctx) => {
+    const { signals } = await ctx.signals.list({ key: 'email_verified' });
+    return { verified: signals.some((s) => (s.payload as { user_id?: string } | null)?.user_id === args.user_id) };
+  },
   activate_trial: async (args: { user_id: string; plan: string }) => ({ user_id: args.user_id, trial_ends: '+14d', plan: args.plan }),
   record_onboarding: async (args: { user_id: string }) => ({ user_id: args.user_id, onboarded: true }),
 };

@@ -17,6 +17,7 @@ import * as registerCommand from './commands/register.js';
 import * as versionsCommand from './commands/versions.js';
 import * as typesCommand from './commands/types.js';
 import * as listCommand from './commands/list.js';
+import * as testCommand from './commands/test.js';
 import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
 import { version } from './version.js';
 import { ERROR_CODES, isCoded } from '../error-codes.js';
@@ -30,6 +31,7 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   init: initCommand,
   validate: validateCommand,
+  test: testCommand,
   register: registerCommand,
   types: typesCommand,
   compile: compileCommand,

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { formatText } from '../compiler/format/text.js';
-import { isDefinitionFile, listDefinitionFiles, readSnippetText } from '../compiler/load.js';
+import { isDefinitionFile, isTestFile, listDefinitionFiles, readSnippetText } from '../compiler/load.js';
 import { expandEnv, findConfigFile, loadConfig, type ProjectConfig } from '../config/config.js';
 import { findFiles, globToRegExp, matchesAny } from '../config/globs.js';
 import { displayPath } from './definitions.js';
@@ -66,12 +66,9 @@ export interface DefinitionSet {
   label: string;
 }
 
-/** Test files (`*.test.yaml`) live beside definitions but are never definitions. */
-const TEST_FILE = /\.test\.(ya?ml|json)$/i;
-
 /**
  * The definition files: --definitions DIR, else the config's `definitions` (a folder, or globs) without its
- * `ignore` and test files, else ./definitions. Files that are not YAML or JSON are never definitions.
+ * `ignore` and test files (isDefinitionFile), else ./definitions. Files that are not YAML or JSON are never definitions.
  */
 export function definitionSet(io: Io, flag: string | undefined): DefinitionSet {
   const { config } = project(io);
@@ -80,13 +77,26 @@ export function definitionSet(io: Io, flag: string | undefined): DefinitionSet {
     const exists = existsSync(folder) && statSync(folder).isDirectory();
     const ignore = (config?.ignore ?? []).map(globToRegExp);
     const ignored = (f: string) => config !== undefined && matchesAny(relative(config.root, f).split(sep).join('/'), ignore);
-    const files = exists ? listDefinitionFiles(folder).filter((f) => !TEST_FILE.test(f) && !ignored(f)) : [];
+    const files = exists ? listDefinitionFiles(folder).filter((f) => !ignored(f)) : [];
     return { files, folder: exists ? folder : undefined, label: displayPath(io, folder) };
   }
   const globs = typeof config.definitions === 'string' ? [config.definitions] : config.definitions;
   const single = typeof config.definitions === 'string' && isFolder(resolve(config.root, config.definitions)) ? resolve(config.root, config.definitions) : undefined;
-  const files = findFiles(config.root, globs, config.ignore).filter((f) => isDefinitionFile(f) && !TEST_FILE.test(f));
+  const files = findFiles(config.root, globs, config.ignore).filter((f) => isDefinitionFile(f));
   return { files, folder: single, label: `${displayPath(io, config.file)} definitions (${globs.join(', ')})` };
+}
+
+/**
+ * The workflow test files: under the given files and folders, else the config's `tests` globs, else
+ * definitions/ and tests/ (SPEC: `*.test.yaml`, JSON too).
+ */
+export function testFiles(io: Io, given: readonly string[]): string[] {
+  const under = (folder: string) => (isFolder(folder) ? findFiles(folder, ['**/*.test.yaml', '**/*.test.yml', '**/*.test.json'], []) : []);
+  if (given.length > 0) return [...new Set(given.map((p) => resolve(io.cwd, p)).flatMap((p) => (isFolder(p) ? under(p) : [p])))].sort();
+  const { config, root } = project(io);
+  if (config?.tests !== undefined) return findFiles(root, config.tests, config.ignore).filter(isTestFile).sort();
+  const defs = definitionSet(io, undefined).folder ?? resolve(root, 'definitions');
+  return [...new Set([...under(defs), ...under(resolve(root, 'tests'))])].sort();
 }
 
 function isFolder(path: string): boolean {

@@ -29,6 +29,10 @@ export const RULES = [
   'cel-cost',
   'config',
   'template-in-cel',
+  'test-schema',
+  'test-unknown-task',
+  'test-unknown-signal',
+  'test-mock-kind',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

@@ -6,7 +6,12 @@ import { validate, type ValidateOptions, type ValidationResult } from './validat
 export const DEFINITION_EXTENSIONS = ['.yaml', '.yml', '.json'];
 
 export function isDefinitionFile(path: string): boolean {
-  return DEFINITION_EXTENSIONS.includes(extname(path).toLowerCase());
+  return DEFINITION_EXTENSIONS.includes(extname(path).toLowerCase()) && !isTestFile(path);
+}
+
+/** Workflow test files (`*.test.yaml`, `*.test.json`) live beside definitions but are never definitions. */
+export function isTestFile(path: string): boolean {
+  return /\.test\.(ya?ml|json)$/i.test(path);
 }
 
 /**

@@ -7,13 +7,20 @@ import { packageRoot } from '../paths.js';
 // ajv-formats is CommonJS: its default export arrives wrapped under NodeNext resolution.
 const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin;
 
-export function loadJsonSchema(name: 'workflow' | 'plan' | 'config'): Record<string, unknown> {
+export function loadJsonSchema(name: 'workflow' | 'plan' | 'config' | 'test'): Record<string, unknown> {
   return JSON.parse(readFileSync(join(packageRoot, 'schema', `${name}.schema.json`), 'utf8')) as Record<string, unknown>;
 }
 
 let workflowValidator: ValidateFunction | undefined;
 let planValidator: ValidateFunction | undefined;
 let configValidator: ValidateFunction | undefined;
+let testValidator: ValidateFunction | undefined;
+
+/** The workflow test file's validator (schema/test.schema.json). */
+export function testSchemaValidator(): ValidateFunction {
+  testValidator ??= new Ajv2020({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true }).compile(loadJsonSchema('test'));
+  return testValidator!;
+}
 
 /** The project config's validator. */
 export function configSchemaValidator(): ValidateFunction {

@@ -8,6 +8,7 @@ import { inTransaction, type Database, type TxOption } from './db/types.js';
 import { DefinitionCache } from './engine/definition-cache.js';
 import type { Handlers } from './worker/handlers.js';
 import { LeaderService } from './maintenance/leader.js';
+import { nextDue } from './sql/next-due.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
 import { rateLimitedWarnings, silentLogger, type Logger } from './log.js';
 import { migrate } from './migrate.js';
@@ -317,9 +318,32 @@ export class Runtime {
   /**
    * One round of every maintenance service, now (tests call it instead of waiting; the leader runs each on its
    * interval): timers fired, effects applied, tasks promoted, attempts rescued, crash leftovers swept, rows deleted.
+   * `only` names the services to run (the counts' keys), e.g. what moves runs along without a crash to mend.
    */
-  maintenance(): Promise<MaintenanceCounts> {
-    return (this.leader ?? this.leaderService()).runOnce();
+  maintenance(options: { only?: readonly (keyof MaintenanceCounts)[] } = {}): Promise<MaintenanceCounts> {
+    this.maintainer ??= this.leader ?? this.leaderService();
+    return this.maintainer.runOnce(options.only);
+  }
+
+  /** The services `maintenance()` runs when this process has no leader of its own. */
+  private maintainer?: LeaderService;
+
+  /** When maintenance next has work at a later time (a timer, a deadline, a scheduled or retrying task); null if never. */
+  nextDue(): Promise<Date | null> {
+    return nextDue(this.db, this.s);
+  }
+
+  /**
+   * What this process's worker holds right now (attempts running or claimed, fetches, completions and ends not
+   * yet committed): 0 when it has nothing in hand. `braid test` moves its virtual clock only then.
+   */
+  workInHand(): number {
+    return this.worker?.inHand() ?? 0;
+  }
+
+  /** Makes the worker look for available work now, as its poll would. */
+  pollWorker(): void {
+    this.worker?.wakeAll();
   }
 
   get isLeader(): boolean {
@@ -332,6 +356,7 @@ export class Runtime {
     await this.leader?.stop();
     this.worker = undefined;
     this.leader = undefined;
+    this.maintainer = undefined;
   }
 
   private readonly ownsDatabase: boolean;

@@ -7,6 +7,9 @@ import { repoRoot, runCli } from '../helpers/cli.js';
 const invalidDir = join(repoRoot, 'test/fixtures/invalid');
 const compileDir = join(repoRoot, 'test/fixtures/compile');
 const configDir = join(repoRoot, 'test/fixtures/config');
+// the `braid test` fixture project: its bad/ folder holds a test file per test-file rule
+const testFileDir = join(repoRoot, 'test/fixtures/testing');
+const testFiles = readdirSync(join(testFileDir, 'bad')).map((f) => join(testFileDir, 'bad', f));
 
 /** `# expect: RULE LINE:COL` lines at the top of a file (or in FILE.expect for JSON, which has no comments). */
 function expectations(file: string): string[] {
@@ -85,9 +88,17 @@ describe('config fixtures: any command in the folder reports the config\'s probl
   });
 });
 
+describe('test-file fixtures: braid validate checks workflow test files against the definitions', () => {
+  const run = runCli(['validate', '--format', 'json', 'bad'], { cwd: testFileDir });
+  const report = JSON.parse(run.stdout) as { diagnostics: Diagnostic[] };
+  it.each(testFiles.map((f) => [relative(testFileDir, f), f]))('%s yields its rule at its position', (name, file) => {
+    expect(report.diagnostics.filter((d) => d.file === name).map(describeDiagnostic)).toEqual(expectations(file));
+  });
+});
+
 describe('rule coverage', () => {
   it('every rule name in SPEC is exercised by a fixture', () => {
-    const seen = new Set([...definitionFiles(invalidDir), ...definitionFiles(compileDir), ...definitionFiles(configDir)].flatMap((f) => expectations(f).map((e) => e.split(' ')[0])));
+    const seen = new Set([...definitionFiles(invalidDir), ...definitionFiles(compileDir), ...definitionFiles(configDir), ...testFiles].flatMap((f) => expectations(f).map((e) => e.split(' ')[0])));
     expect(RULES.filter((r) => !seen.has(r))).toEqual([]);
   });
 });

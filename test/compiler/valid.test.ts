@@ -26,7 +26,8 @@ describe.each([
   ['examples in definitions/', examplesDir],
 ])('%s', (_, dir) => {
   const result = validate(readSources([dir]).map((s) => ({ ...s, path: relative(repoRoot, s.path) })));
-  const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f));
+  // workflow test files live beside the examples but are not definitions
+  const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f) && !/\.test\.(ya?ml|json)$/.test(f));
 
   it('validate cleanly: no errors, no warnings', () => {
     expect(result.diagnostics).toEqual([]);

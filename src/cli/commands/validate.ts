@@ -1,13 +1,14 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { countBySeverity } from '../../compiler/diagnostics.js';
-import { listDefinitionFiles, readSources } from '../../compiler/load.js';
+import { isTestFile, listDefinitionFiles, readSources } from '../../compiler/load.js';
+import { checkTestFiles } from '../../testing/suite.js';
 import { validate } from '../../compiler/validate.js';
 import { formatDiagnostics, OUTPUT_FORMATS } from '../../compiler/format/index.js';
 import { oneOf, parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, UsageError, type Io } from '../io.js';
-import { definitionSet, project } from '../project.js';
+import { definitionSet, project, testFiles } from '../project.js';
 import { version } from '../version.js';
 
 export const usage = 'braid validate [PATH...] [--format text|json|github|sarif]';
@@ -49,7 +50,8 @@ export function run(argv: string[], io: Io): number {
         given.add(f);
         if (!config) found.add(f);
       }
-    } else if (!config || configured.includes(p)) given.add(p);
+    } else if (isTestFile(p)) continue;
+    else if (!config || configured.includes(p)) given.add(p);
     // with a config, a file it does not name is no definition (a pre-commit hook passes every changed YAML)
     else outside.push(displayPath(io, p));
   }
@@ -62,8 +64,11 @@ export function run(argv: string[], io: Io): number {
     limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
     found: new Set([...found].map((f) => displayPath(io, f))),
   });
-  const diagnostics = result.diagnostics.filter((d) => shown.has(d.file));
-  const report = { ...result, diagnostics, files: shown.size, ...countBySeverity(diagnostics) };
+  // workflow test files are checked too: their schema, and what they name against the definitions
+  const tests = positionals.length === 0 ? testFiles(io, []) : testFiles(io, positionals).filter((f) => isTestFile(f));
+  const checkedTests = checkTestFiles(tests, new Map(result.definitions.map((d) => [d.name, d.normalized])), (p) => displayPath(io, p));
+  const diagnostics = [...result.diagnostics.filter((d) => shown.has(d.file)), ...checkedTests.diagnostics];
+  const report = { ...result, diagnostics, files: shown.size + tests.length, ...countBySeverity(diagnostics) };
   const color = format === 'text' && io.isTTY && !process.env.NO_COLOR;
   if (outside.length > 0 && format === 'text') io.stderr(`braid: skipped ${outside.length} file(s) that are not among the configured definitions: ${outside.join(', ')}\n`);
   io.stdout(formatDiagnostics(report, format, { sources: format === 'text' ? readSourceTexts(report, io) : undefined, color, toolVersion: version }));

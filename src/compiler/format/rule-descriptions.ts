@@ -28,7 +28,11 @@ export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   'input-limit': 'The file is too large or too deeply nested.',
   'inputs-schema': 'The inputs block is not a valid JSON Schema.',
   'invalid-inputs': 'Start inputs do not match the inputs schema, or for_each keys are invalid or repeated.',
-  'template-in-cel': 'A ${{ }} template inside a field that is raw CEL (where, expr): write the expression directly.',
+  'template-in-cel': 'A ${{ }} template inside a field that is raw CEL (where, expr, when): write the expression directly.',
   config: 'The project config file (braid.config.yaml or .json) does not match its schema.',
+  'test-schema': 'A workflow test file (*.test.yaml) does not match its schema, or names a workflow that is not defined.',
+  'test-unknown-task': 'A test mocks or expects a task (or a wait term) that the workflow does not have.',
+  'test-unknown-signal': 'A test emits a signal key that no task of the workflow waits on.',
+  'test-mock-kind': 'A test mocks kind:NAME, a kind that no task of the workflow (or of the workflows it starts) runs.',
   'cel-cost': 'CEL that may run too long: nested comprehensions over unbounded lists (a warning), or a compile over its budget (an error).',
 };

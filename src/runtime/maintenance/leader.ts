@@ -157,10 +157,13 @@ export class LeaderService {
     if (this.leading && !was) this.o.log.info(`${this.o.id} is the leader`);
   }
 
-  /** One round of every service, now, whether this process leads or not (tests and `maintenance()` call it). */
-  async runOnce(): Promise<MaintenanceCounts> {
+  /**
+   * One round of every service (or of those named), now, whether this process leads or not (tests and
+   * `maintenance()` call it).
+   */
+  async runOnce(only?: readonly MaintenanceService['name'][]): Promise<MaintenanceCounts> {
     const counts = {} as MaintenanceCounts;
-    for (const service of this.services) counts[service.name] = await service.runOnce(this.o);
+    for (const service of this.services) if (!only || only.includes(service.name)) counts[service.name] = await service.runOnce(this.o);
     return counts;
   }
 

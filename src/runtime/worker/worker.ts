@@ -89,8 +89,18 @@ export class Worker {
     this.wakeAll();
   }
 
-  /** Every queue may have work: fetch where there is room (a poll, or new handlers). */
-  private wakeAll(): void {
+  /**
+   * What this worker holds: attempts running or claimed and waiting for a slot, fetches in flight, completions
+   * not committed, ends being recorded. Zero when it has nothing in hand (a test's clock may then move on).
+   */
+  inHand(): number {
+    let queued = 0;
+    for (const q of this.perQueue.values()) queued += q.buffer.length + q.fetching;
+    return this.running.size + queued + this.completer.uncommitted + this.inflight.size;
+  }
+
+  /** Every queue may have work: fetch where there is room (a poll, new handlers, or a caller who knows). */
+  wakeAll(): void {
     for (const [queue, q] of this.perQueue) this.wake(queue, q);
   }
 

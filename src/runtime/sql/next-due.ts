@@ -1,0 +1,23 @@
+import type { Queryable } from '../db/types.js';
+
+/**
+ * When maintenance next has something to do at a later time: the nearest unfired timer, deadline of a running
+ * workflow, or scheduled or retrying task. Null when nothing is waiting on the clock. (A test's virtual clock
+ * jumps there when nothing else can run.)
+ */
+export async function nextDue(q: Queryable, s: string): Promise<Date | null> {
+  const { rows } = await q.query<{ at: Date | null }>(
+    `SELECT least(
+       (SELECT min(fire_at) FROM ${s}.timers WHERE fired_at IS NULL),
+       (SELECT min(deadline_at) FROM ${s}.workflows WHERE state = 'running' AND deadline_at IS NOT NULL AND end_reason IS NULL AND NOT cancel_requested),
+       (SELECT min(scheduled_at) FROM ${s}.tasks WHERE lane IN ('scheduled', 'retryable'))
+     ) AS at`,
+  );
+  return rows[0]?.at ? new Date(rows[0].at) : null;
+}
+
+/** Whether any task is available to run (claimable now). */
+export async function anyAvailable(q: Queryable, s: string): Promise<boolean> {
+  const { rows } = await q.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'available') AS any`);
+  return rows[0].any;
+}

@@ -1,0 +1,97 @@
+/**
+ * Expectations against what a run did, as pure functions: each mismatch is one failure naming the path, what
+ * was expected and what was there. Maps match as subsets (the keys given must match); arrays match whole.
+ */
+import type { Expect, TaskExpect } from './test-file.js';
+import { templateOf } from './mocks.js';
+
+/** What a run looks like at one moment, in the terms expectations use. */
+export interface Observed {
+  state: string;
+  reason: string | null;
+  output: unknown;
+  /** Every task by name (expansions as `ship[p1]`). */
+  tasks: Record<string, ObservedTask>;
+  time: string;
+}
+
+export interface ObservedTask {
+  state: string;
+  attempts: number;
+  args: unknown;
+  output: unknown;
+  /** Each wait term's value when the wait resolved, else at its last evaluation. */
+  wait: Record<string, boolean>;
+}
+
+export interface Mismatch {
+  path: string;
+  expected: unknown;
+  actual: unknown;
+}
+
+/** Whether `actual` has everything `expected` says. */
+export function matches(expected: unknown, actual: unknown): boolean {
+  if (isMap(expected)) return isMap(actual) && Object.entries(expected).every(([k, v]) => k in actual && matches(v, actual[k]));
+  if (Array.isArray(expected)) return Array.isArray(actual) && expected.length === actual.length && expected.every((v, i) => equal(v, actual[i]));
+  return equal(expected, actual);
+}
+
+function equal(a: unknown, b: unknown): boolean {
+  if (isMap(a) || Array.isArray(a)) return JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
+  return a === b;
+}
+
+function sorted(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sorted);
+  if (isMap(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
+  return v;
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Every way the observed run differs from an expectation. */
+export function compare(expect: Expect, observed: Observed): Mismatch[] {
+  const out: Mismatch[] = [];
+  if (expect.state !== undefined && expect.state !== observed.state) out.push({ path: 'state', expected: expect.state, actual: observed.state });
+  if ('reason' in expect && (expect.reason ?? null) !== observed.reason) out.push({ path: 'reason', expected: expect.reason ?? null, actual: observed.reason });
+  if ('output' in expect && !matches(expect.output, observed.output)) out.push({ path: 'output', expected: expect.output, actual: observed.output });
+  if (expect.time !== undefined && new Date(expect.time).getTime() !== new Date(observed.time).getTime()) out.push({ path: 'time', expected: expect.time, actual: observed.time });
+  for (const [name, want] of Object.entries(expect.tasks ?? {})) out.push(...compareTask(name, want, observed.tasks));
+  return out;
+}
+
+/** A task by name, or every expansion of a for_each task named without a key. */
+function tasksNamed(name: string, tasks: Record<string, ObservedTask>): [string, ObservedTask][] {
+  if (tasks[name]) return [[name, tasks[name]]];
+  return Object.entries(tasks).filter(([n]) => n !== name && templateOf(n) === name);
+}
+
+function compareTask(name: string, want: TaskExpect, tasks: Record<string, ObservedTask>): Mismatch[] {
+  const found = tasksNamed(name, tasks);
+  const spec = typeof want === 'string' ? { state: want } : want;
+  if (found.length === 0) return [{ path: `tasks.${name}`, expected: spec.state ?? 'a task', actual: 'no such task in the run' }];
+  const out: Mismatch[] = [];
+  for (const [n, t] of found) {
+    if (spec.state !== undefined && spec.state !== t.state) out.push({ path: `tasks.${n}.state`, expected: spec.state, actual: t.state });
+    if (spec.attempts !== undefined && spec.attempts !== t.attempts) out.push({ path: `tasks.${n}.attempts`, expected: spec.attempts, actual: t.attempts });
+    if ('args' in spec && !matches(spec.args, t.args)) out.push({ path: `tasks.${n}.args`, expected: spec.args, actual: t.args });
+    if ('output' in spec && !matches(spec.output, t.output)) out.push({ path: `tasks.${n}.output`, expected: spec.output, actual: t.output });
+    for (const [term, value] of Object.entries(spec.wait ?? {})) {
+      const actual = t.wait[term] ?? false;
+      if (actual !== value) out.push({ path: `tasks.${n}.wait.${term}`, expected: value, actual });
+    }
+  }
+  return out;
+}
+
+/** The final expectation a run would pass, as `--update` writes it: state, reason, output, every task's state, time. */
+export function snapshotOf(observed: Observed): Expect {
+  return {
+    state: observed.state,
+    ...(observed.reason !== null ? { reason: observed.reason } : {}),
+    ...(observed.output !== null && observed.output !== undefined ? { output: observed.output } : {}),
+    tasks: Object.fromEntries(Object.entries(observed.tasks).map(([n, t]) => [n, t.state])),
+    time: observed.time,
+  };
+}

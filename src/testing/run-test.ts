@@ -1,0 +1,200 @@
+/**
+ * Runs one workflow test on the real runtime: start, then its steps, then on to the end with time skipping,
+ * checking each expectation against what the run did. The clock moves only when nothing can run at the
+ * current virtual time: then it jumps to the next timer, deadline, scheduled task or sleeping mock.
+ */
+import { anyAvailable } from '../runtime/sql/next-due.js';
+import { recordEnded } from '../runtime/sql/reset.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { TaskRecord } from '../runtime/sql/workflows.js';
+import { currentDefinition } from '../runtime/sql/definitions.js';
+import { compare, type Mismatch, type Observed, type ObservedTask } from './expect.js';
+import type { TestSession } from './session.js';
+import type { TestCase, TestFile } from './test-file.js';
+import type { VirtualClock } from './virtual-clock.js';
+
+export interface Failure {
+  /** Which expectation: a step's (its index), or the final one. */
+  step: number | 'final' | 'run';
+  line: number;
+  /** The virtual time when it was checked. */
+  time: string;
+  mismatches: Mismatch[];
+  /** A failure that is not a mismatch (the run itself broke). */
+  message?: string;
+}
+
+export interface TestResult {
+  file: string;
+  workflow: string;
+  name: string;
+  index: number;
+  line: number;
+  passed: boolean;
+  failures: Failure[];
+  ms: number;
+  /** What the run ended as (for --update and --coverage). */
+  observed?: Observed;
+  /** Every workflow of the run (children too) with its tasks, for coverage. */
+  runs?: { name: string; tasks: TaskRecord[] }[];
+}
+
+/** How long the run may take in real time to settle at one virtual time before it is stopped as stuck. */
+const REAL_TIME_LIMIT_MS = 60_000;
+
+export async function runTest(session: TestSession, file: TestFile, test: TestCase): Promise<TestResult> {
+  const started = Date.now();
+  const result: TestResult = { file: file.path, workflow: file.workflow, name: test.name, index: test.index, line: test.line, passed: false, failures: [], ms: 0 };
+  const { rt, clock } = await session.runtime(file.workflow, test.mocks, file.now);
+  const end = file.now.getTime() + file.maxTimeMs;
+  const driver = new Driver(rt, clock, session);
+  try {
+    for (const w of test.workflows) {
+      const def = await currentDefinition(session.db, '"braid"', w.name);
+      if (!def) throw new Error(`workflows: no workflow named "${w.name}" is defined (for ${w.id})`);
+      await recordEnded(session.db, '"braid"', { id: w.id, name: w.name, hash: def.hash, state: w.state, output: w.output, at: clock.now() });
+    }
+    await rt.startWorker();
+    const id = await rt.start(file.workflow, test.inputs);
+    await driver.settle();
+    for (const [i, step] of test.steps.entries()) {
+      switch (step.kind) {
+        case 'advance':
+          await driver.advanceTo(clock.now().getTime() + step.ms);
+          break;
+        case 'signal':
+          await rt.workflow(id).signals.emit(step.key, step.payload, { idempotencyKey: step.idempotency_key, source: step.source });
+          await driver.settle();
+          break;
+        case 'cancel':
+          await rt.workflow(id).cancel();
+          await driver.settle();
+          break;
+        case 'retry':
+          await rt.workflow(id).retry({ mode: step.mode });
+          await driver.settle();
+          break;
+        case 'expect': {
+          const mismatches = compare(step.expect, await observe(rt, id, clock));
+          if (mismatches.length > 0) result.failures.push({ step: i, line: step.line, time: clock.now().toISOString(), mismatches });
+          break;
+        }
+      }
+    }
+    // then on to the end: time skips to whatever comes next, until the workflow is final or max_time passed
+    await driver.runToEnd(id, end);
+    const observed = await observe(rt, id, clock);
+    result.observed = observed;
+    result.runs = await runsOf(rt);
+    if (test.expect) {
+      const mismatches = compare(test.expect, observed);
+      if (mismatches.length > 0) result.failures.push({ step: 'final', line: test.expectLine ?? test.line, time: observed.time, mismatches });
+    }
+  } catch (error) {
+    result.failures.push({ step: 'run', line: test.line, time: clock.now().toISOString(), mismatches: [], message: (error as Error).message ?? String(error) });
+  } finally {
+    await rt.stop(0);
+  }
+  result.passed = result.failures.length === 0;
+  result.ms = Date.now() - started;
+  return result;
+}
+
+/** Moves a test's run along: lets the worker drain, runs maintenance, moves the clock. */
+export class Driver {
+  constructor(
+    private readonly rt: Runtime,
+    private readonly clock: VirtualClock,
+    private readonly session: TestSession,
+  ) {}
+
+  /** The earliest of the runtime's next due time and the first sleeping mock's wake-up. */
+  nextTime(due: Date | null): number | null {
+    const times = [due, this.clock.nextWake()].filter((d): d is Date => d !== null).map((d) => d.getTime());
+    return times.length === 0 ? null : Math.max(Math.min(...times), this.clock.now().getTime());
+  }
+
+  /** Runs on, the clock jumping to whatever comes next, until the workflow is final or the clock would pass `end`. */
+  async runToEnd(id: string, end: number): Promise<void> {
+    await this.settle();
+    while ((await this.rt.workflow(id).load()).state === 'running') {
+      const next = this.nextTime(await this.rt.nextDue());
+      if (next === null || next > end) break;
+      await this.advanceTo(next);
+    }
+  }
+
+  /** Moves the clock to `target`, stopping at everything due on the way, in order. */
+  async advanceTo(target: number): Promise<void> {
+    await this.settle();
+    for (;;) {
+      const next = this.nextTime(await this.rt.nextDue());
+      if (next === null || next > target) break;
+      // a due time that maintenance cannot act on at once must not hold the clock still
+      this.clock.set(new Date(next === this.clock.now().getTime() ? next + 1 : next));
+      await this.settle();
+    }
+    this.clock.set(new Date(target));
+    await this.settle();
+  }
+
+  /** Runs everything runnable at the current virtual time: handlers, completions, maintenance, until all is quiet. */
+  async settle(): Promise<void> {
+    let idleRounds = 0;
+    const started = Date.now();
+    for (;;) {
+      if (Date.now() - started > REAL_TIME_LIMIT_MS) throw new Error(`the run did not settle within ${REAL_TIME_LIMIT_MS / 1000} s of real time`);
+      await new Promise((r) => setImmediate(r));
+      if (this.rt.workInHand() > this.clock.sleeping) {
+        await new Promise((r) => setTimeout(r, 1));
+        continue;
+      }
+      // what moves a run along; nothing crashes in a test, so there is nothing to rescue or sweep
+      const counts = await this.rt.maintenance({ only: ['timers', 'timed_out', 'effects', 'promoted'] });
+      const changed = Object.values(counts).some((n) => n > 0);
+      const available = await anyAvailable(this.session.db, '"braid"');
+      if (!changed && !available && this.rt.workInHand() <= this.clock.sleeping) return;
+      if (available) {
+        this.rt.pollWorker();
+        // an available task nothing takes (a kind without a handler) would hold the run forever
+        if (++idleRounds > 2000) throw new Error('a task is available, but no handler of this test runs it');
+        await new Promise((r) => setTimeout(r, 1));
+      } else idleRounds = 0;
+    }
+  }
+}
+
+/** The run in the terms expectations use. */
+export async function observe(rt: Runtime, id: string, clock: VirtualClock): Promise<Observed> {
+  const w = await rt.workflow(id).load();
+  const tasks = await rt.workflow(id).tasks();
+  return {
+    state: w.state,
+    reason: w.end_reason ?? null,
+    output: w.output ?? null,
+    tasks: Object.fromEntries(tasks.map((t) => [t.name, observeTask(t)])),
+    time: clock.now().toISOString(),
+  };
+}
+
+function observeTask(t: TaskRecord): ObservedTask {
+  const terms = t.wait?.evidence?.terms ?? t.wait?.last_evaluation?.terms ?? [];
+  return {
+    state: t.state,
+    attempts: t.attempt,
+    args: t.args,
+    output: t.output,
+    wait: Object.fromEntries(terms.map((term) => [term.name, term.value === true])),
+  };
+}
+
+async function runsOf(rt: Runtime): Promise<{ name: string; tasks: TaskRecord[] }[]> {
+  const out: { name: string; tasks: TaskRecord[] }[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await rt.listWorkflows({ limit: 500, cursor });
+    for (const w of page.workflows) out.push({ name: w.name, tasks: await rt.workflow(w.id).tasks() });
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  return out;
+}

@@ -1,0 +1,227 @@
+/**
+ * A workflow test file (`*.test.yaml`, SPEC "Workflow tests"): parsed with positions like a definition, checked
+ * against schema/test.schema.json (rule `test-schema`), and read into the typed model the runner uses. Never
+ * throws on bad input: every problem is a diagnostic at its file:line:col.
+ */
+import type { ErrorObject } from 'ajv';
+import { didYouMean, type Diagnostic } from '../compiler/diagnostics.js';
+import { parseDuration } from '../compiler/duration.js';
+import { parseSource, type RawSource } from '../compiler/parse.js';
+import { testSchemaValidator } from '../compiler/schemas.js';
+import { locate, type Path, type Reporter, type SourceFile } from '../compiler/source.js';
+
+export const DEFAULT_NOW = '2026-01-01T00:00:00Z';
+export const DEFAULT_MAX_TIME_MS = 30 * 86_400_000;
+
+export interface Mock {
+  output?: unknown;
+  error?: string;
+  fail?: number;
+  delay_ms?: number;
+  handler?: 'real';
+}
+
+export type TaskExpect = string | { state?: string; attempts?: number; args?: unknown; output?: unknown; wait?: Record<string, boolean> };
+
+export interface Expect {
+  state?: string;
+  reason?: string | null;
+  output?: unknown;
+  tasks?: Record<string, TaskExpect>;
+  time?: string;
+}
+
+export type Step =
+  | { kind: 'advance'; ms: number; line: number }
+  | { kind: 'signal'; key: string; payload: unknown; idempotency_key?: string; source?: unknown; line: number }
+  | { kind: 'expect'; expect: Expect; line: number }
+  | { kind: 'cancel'; line: number }
+  | { kind: 'retry'; mode: 'all' | 'failed_only' | 'failed_and_downstream'; line: number };
+
+export interface KnownOutcome {
+  id: string;
+  name: string;
+  state: 'completed' | 'failed' | 'cancelled';
+  output: unknown;
+}
+
+export interface TestCase {
+  name: string;
+  index: number;
+  inputs: unknown;
+  /** The file's mocks with the test's own over them. */
+  mocks: Record<string, Mock>;
+  workflows: KnownOutcome[];
+  steps: Step[];
+  expect?: Expect;
+  /** Where the test and its final expect are (1-based lines), for reports and annotations. */
+  line: number;
+  expectLine?: number;
+}
+
+export interface TestFile {
+  path: string;
+  workflow: string;
+  now: Date;
+  maxTimeMs: number;
+  tests: TestCase[];
+  source: SourceFile;
+}
+
+export interface LoadedTestFile {
+  /** The model, when the file has no error (warnings allowed). */
+  file?: TestFile;
+  /** The plain value as parsed (for the checks against definitions), when it matched the schema. */
+  value?: RawTestFile;
+  reporter: Reporter;
+  diagnostics: Diagnostic[];
+}
+
+/** The file as written, once it matched the schema. */
+export interface RawTestFile {
+  workflow: string;
+  now?: string;
+  max_time?: string;
+  mocks?: Record<string, RawMock>;
+  tests: {
+    name: string;
+    inputs?: unknown;
+    mocks?: Record<string, RawMock>;
+    workflows?: KnownOutcome[];
+    steps?: Record<string, unknown>[];
+    expect?: Expect;
+  }[];
+}
+
+interface RawMock {
+  output?: unknown;
+  error?: string;
+  fail?: number;
+  delay?: string;
+  handler?: 'real';
+}
+
+/** Parses and schema-checks one test file. */
+export function loadTestFile(raw: RawSource): LoadedTestFile {
+  const { file, reporter, value } = parseSource(raw);
+  const done = (extra: Partial<LoadedTestFile> = {}): LoadedTestFile => ({ reporter, diagnostics: reporter.diagnostics, ...extra });
+  if (reporter.errorCount > 0) return done();
+  if (value === null || value === undefined) {
+    reporter.report('test-schema', 'the test file is empty: it needs "workflow" and "tests"', { path: [] });
+    return done();
+  }
+  const validate = testSchemaValidator();
+  if (!validate(value)) {
+    const said = new Set<string>();
+    for (const e of relevant(validate.errors ?? [])) {
+      const { message, path, hint, at } = describe(e);
+      // each branch of a step's oneOf finds the same unknown key: it is said once
+      const key = `${message}\u0000${JSON.stringify(path)}`;
+      if (said.has(key)) continue;
+      said.add(key);
+      reporter.report('test-schema', message, { path, at }, hint);
+    }
+    return done();
+  }
+  const rawFile = value as RawTestFile;
+  return done({ value: rawFile, file: toModel(rawFile, file) });
+}
+
+/** A duration the schema has already checked. */
+const durationMs = (text: string): number => parseDuration(text) ?? 0;
+
+function line(file: SourceFile, path: Path): number {
+  const [start] = locate(file, path, 'key');
+  return file.lineCounter.linePos(start).line;
+}
+
+function toMock(m: RawMock): Mock {
+  const out: Mock = {};
+  if ('output' in m) out.output = m.output;
+  if (m.error !== undefined) out.error = m.error;
+  if (m.fail !== undefined) out.fail = m.fail;
+  if (m.delay !== undefined) out.delay_ms = durationMs(m.delay);
+  if (m.handler !== undefined) out.handler = m.handler;
+  return out;
+}
+
+const mocksOf = (m: Record<string, RawMock> | undefined) => Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, toMock(v)]));
+
+function toModel(raw: RawTestFile, file: SourceFile): TestFile {
+  const shared = mocksOf(raw.mocks);
+  return {
+    path: file.path,
+    workflow: raw.workflow,
+    now: new Date(raw.now ?? DEFAULT_NOW),
+    maxTimeMs: raw.max_time === undefined ? DEFAULT_MAX_TIME_MS : durationMs(raw.max_time),
+    source: file,
+    tests: raw.tests.map((t, index) => ({
+      name: t.name,
+      index,
+      inputs: t.inputs ?? {},
+      mocks: { ...shared, ...mocksOf(t.mocks) },
+      workflows: (t.workflows ?? []).map((w) => ({ ...w, output: w.output ?? null })),
+      steps: (t.steps ?? []).map((s, i) => toStep(s, line(file, ['tests', index, 'steps', i]))),
+      ...(t.expect !== undefined ? { expect: t.expect, expectLine: line(file, ['tests', index, 'expect']) } : {}),
+      line: line(file, ['tests', index]),
+    })),
+  };
+}
+
+function toStep(s: Record<string, unknown>, at: number): Step {
+  if ('advance' in s) return { kind: 'advance', ms: durationMs(s.advance as string), line: at };
+  if ('signal' in s) {
+    const sig = s.signal as { key: string; payload?: unknown; idempotency_key?: string; source?: unknown };
+    return { kind: 'signal', key: sig.key, payload: sig.payload ?? null, idempotency_key: sig.idempotency_key, source: sig.source, line: at };
+  }
+  if ('expect' in s) return { kind: 'expect', expect: s.expect as Expect, line: at };
+  if ('cancel' in s) return { kind: 'cancel', line: at };
+  const retry = s.retry as true | { mode?: string };
+  const mode = (retry === true ? 'all' : (retry.mode ?? 'all')).replaceAll('-', '_') as 'all' | 'failed_only' | 'failed_and_downstream';
+  return { kind: 'retry', mode, line: at };
+}
+
+/** One error per place: a oneOf reports the branch that fits best, not every branch. */
+function relevant(errors: ErrorObject[]): ErrorObject[] {
+  const oneOf = new Set(errors.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath));
+  const inside = (e: ErrorObject) => [...oneOf].some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`));
+  const kept = errors.filter((e) => e.keyword !== 'if' && e.propertyName === undefined && (!inside(e) || e.keyword === 'oneOf' || e.keyword === 'additionalProperties'));
+  // a step with one unknown key says that, rather than "must match exactly one schema"
+  return kept.filter((e) => !(e.keyword === 'oneOf' && kept.some((o) => o !== e && o.keyword === 'additionalProperties' && o.instancePath === e.instancePath && isStepPath(e.instancePath))));
+}
+
+const isStepPath = (p: string) => /^\/tests\/\d+\/steps\/\d+$/.test(p);
+
+const STEP_KEYS = ['advance', 'signal', 'expect', 'cancel', 'retry'];
+
+function describe(e: ErrorObject): { message: string; path: Path; hint?: string; at?: 'key' | 'value' } {
+  const path: Path = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  const where = path.length > 0 ? path.join('.') : 'the test file';
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const key = String(e.params.additionalProperty);
+      const known = isStepPath(e.instancePath) ? STEP_KEYS : Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      const guess = didYouMean(key, known);
+      return { message: `${where}: unknown key "${key}"`, path: [...path, key], at: 'key', hint: guess ? `did you mean "${guess}"?` : known.length ? `allowed keys: ${known.join(', ')}` : undefined };
+    }
+    case 'required':
+      return { message: `${where}: missing required key "${String(e.params.missingProperty)}"`, path, at: path.length > 0 ? 'key' : 'value' };
+    case 'oneOf':
+      return isStepPath(e.instancePath)
+        ? { message: `${where}: a step is one of advance, signal, expect, cancel, retry`, path }
+        : { message: `${where}: a task's expectation is a state, or { state, attempts, args, output, wait }`, path };
+    case 'enum':
+      return { message: `${where}: must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`, path };
+    case 'not':
+      return { message: `${where}: a mock is one of { output }, { error }, { fail, output }, { delay, output } or { handler: real }`, path };
+    case 'pattern':
+      if (/duration|advance|max_time|delay/.test(String(path.at(-1)))) return { message: `${where}: not a duration`, path, hint: 'durations look like 250ms, 30s, 15m, 2h, 7d, 1h30m or ISO 8601 PT30M' };
+      return { message: `${where}: must match ${String(e.params.pattern)}`, path };
+    default:
+      return { message: `${where}: ${e.message ?? 'invalid'}`, path };
+  }
+}

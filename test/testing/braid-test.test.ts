@@ -1,0 +1,99 @@
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot, runCli } from '../helpers/cli.js';
+import { backend } from '../helpers/runtime.js';
+
+const fixture = join(repoRoot, 'test/fixtures/testing');
+const golden = join(repoRoot, 'test/testing/golden');
+const run = (args: string[], cwd = fixture) => runCli(['test', '--handlers', 'handlers.mjs', ...args], { cwd, env: { DATABASE_URL: '' }, timeoutMs: 120_000 });
+/** Real times vary between runs; virtual times do not. */
+const steady = (text: string) => text.replace(/\(\d+ ms\)/g, '(X ms)').replace(/\d+\.\d s\)/g, 'X s)').replace(/time="\d+\.\d+"/g, 'time="X"');
+
+// braid test runs on an embedded database of its own whatever the backend, so one of the two passes runs it
+describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 180_000 }, () => {
+  it('passing tests: every mock form, signals at virtual times, timers, backoff, the workflow timeout, a child group with a quorum, a wait by id; exit 0', () => {
+    const r = run(['definitions']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^9 passed, 0 failed \(9 test\(s\) in 3 file\(s\), [\d.]+ s\)$/m);
+    for (const name of ['verified on day one gets the trial', 'nobody verifies, three days pass', 'the backoff runs in virtual time', 'discarded after three attempts', 'a slow handler takes its time', 'handler real runs', 'two of three are enough', 'the quorum fails', 'a workflow that ended elsewhere']) {
+      expect(r.stdout).toMatch(new RegExp(`^PASS  definitions/\\S+ › .*${name}`, 'm'));
+    }
+  });
+
+  it('failing tests: a diff per failed expectation with its step and virtual time, exit 1; text, junit and github (golden)', async () => {
+    const text = run(['failing']);
+    expect(text.code).toBe(1);
+    await expect(steady(text.stdout)).toMatchFileSnapshot(join(golden, 'failing.txt'));
+    const junit = run(['failing', '--format', 'junit']);
+    expect(junit.code).toBe(1);
+    expect(junit.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="braid test" tests="3" failures="2"/);
+    await expect(steady(junit.stdout)).toMatchFileSnapshot(join(golden, 'failing.junit.xml'));
+    const github = run(['failing', '--format', 'github']);
+    expect(github.code).toBe(1);
+    expect(github.stdout).toMatch(/^::error file=failing\/signup.test.yaml,line=14,title=braid test%3A expects the trial/m);
+    await expect(github.stdout).toMatchFileSnapshot(join(golden, 'failing.github.txt'));
+  });
+
+  it('json output, and --filter', () => {
+    const r = run(['failing', '--format', 'json', '--filter', 'too much']);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report).toMatchObject({ passed: 0, failed: 1, files: 1 });
+    expect(report.tests).toHaveLength(1);
+    expect(report.tests[0]).toMatchObject({
+      file: 'failing/signup.test.yaml',
+      name: 'expects too much in the middle of the run',
+      passed: false,
+      failures: [{ step: 1, line: 22, time: '2026-01-01T01:00:00.000Z', mismatches: [{ path: 'tasks.verify.state', expected: 'completed', actual: 'pending' }] }],
+    });
+  });
+
+  it('--update rewrites the final expect from the run, keeping comments; then it passes (a step expectation still fails)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-update-'));
+    cpSync(fixture, dir, { recursive: true });
+    const updated = run(['failing', '--update'], dir);
+    expect(updated.stderr).toContain('braid: updated failing/signup.test.yaml');
+    expect(updated.code).toBe(1);
+    const text = readFileSync(join(dir, 'failing/signup.test.yaml'), 'utf8');
+    expect(text).toContain('# the final expect is wrong: --update rewrites it');
+    expect(text).toContain('reason: timeout');
+    expect(text).toContain('trial: skipped');
+    const again = run(['failing', '--format', 'json'], dir);
+    const report = JSON.parse(again.stdout);
+    expect(report.tests.map((t: { passed: boolean }) => t.passed)).toEqual([true, true, false]);
+  });
+
+  it('--coverage: per workflow, the tasks never run and the wait terms never true', () => {
+    const r = run(['definitions', '--coverage', '--filter', 'verified on day one']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('coverage:\n  signup (1 test(s))\n    tasks run: 5 of 6; never run: reminder\n    skipped in some test: reminder\n');
+    expect(r.stdout).toContain('    wait verify: verified true in some test, three_days never true\n');
+    expect(r.stdout).toContain('    wait approve: approved true in some test\n');
+  });
+
+  it('a diagnostic for each test-file rule (also from braid validate), and no test runs', () => {
+    const r = run(['bad', '--format', 'json']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('bad/schema.test.yaml:6:9: error: tests.0.steps.0: unknown key "wait" [test-schema]');
+    expect(r.stderr).toContain('bad/unknown_task.test.yaml:6:7: error: signup has no task "welcom" [test-unknown-task]');
+    expect(r.stderr).toContain('bad/unknown_signal.test.yaml:6:24: error: no task of signup waits on signal "email_verifed" [test-unknown-signal]');
+    expect(r.stderr).toContain('bad/mock_kind.test.yaml:6:7: error: no task of signup runs kind "send_mail" [test-mock-kind]');
+    expect(r.stderr.match(/\[test-schema\]/g)).toHaveLength(1);
+    const validate = runCli(['validate', '--format', 'json', 'bad'], { cwd: fixture });
+    expect(validate.code).toBe(1);
+    expect(JSON.parse(validate.stdout).diagnostics.map((d: { rule: string }) => d.rule).sort()).toEqual(['test-mock-kind', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
+  });
+
+  it('usage errors exit 2', () => {
+    expect(run(['definitions', '--format', 'xml']).code).toBe(2);
+    expect(run(['no-such-folder']).code).toBe(2);
+    const empty = mkdtempSync(join(tmpdir(), 'braid-empty-'));
+    const none = runCli(['test'], { cwd: empty });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('no test files');
+  });
+});
