@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { benchCompiler } from './compiler.js';
 import { benchRuntime } from './runtime.js';
 import { benchWaits } from './waits.js';
+import { benchTesting } from './testing.js';
 
 // the bench runs compiled (dist/bench), as graphile-worker does: find the repository above it
 let repoRoot = dirname(fileURLToPath(import.meta.url));
@@ -17,3 +18,4 @@ const only = process.env.BENCH_ONLY;
 if (only === undefined || only === 'compiler') benchCompiler(repoRoot);
 if (only === undefined || only === 'runtime') await benchRuntime();
 if (only === undefined || only === 'waits') await benchWaits();
+if (only === undefined || only === 'testing') benchTesting(repoRoot);

@@ -48,7 +48,14 @@ describe.runIf(backend === 'pglite')('the package, installed into a fresh applic
     const dir = application('module');
     const init = braid(dir, 'init');
     expect(init.code).toBe(0);
-    expect(braid(dir, 'validate')).toMatchObject({ code: 0, stdout: '1 file checked: 0 errors, 0 warnings\n' });
+    expect(braid(dir, 'validate')).toMatchObject({ code: 0, stdout: '2 files checked: 0 errors, 0 warnings\n' });
+    // the scaffolded test runs on the project's own handlers (src/handlers.ts) in virtual time
+    const tested = braid(dir, 'test');
+    expect(tested.stderr).toBe('');
+    expect(tested).toMatchObject({ code: 0 });
+    expect(tested.stdout).toMatch(/^2 passed, 0 failed /m);
+    const library = sh(process.execPath, ['--input-type=module', '-e', "const t = await import('braid/testing'); console.log(typeof t.testWorkflow)"], dir);
+    expect(library.stdout).toBe('function\n');
     // what the pre-commit hook runs (.pre-commit-hooks.yaml): the changed files, other YAML and JSON among them
     const hook = sh('npx', ['--no-install', 'braid', 'validate', 'definitions/hello.yaml', 'package.json'], dir);
     expect(hook).toMatchObject({ code: 0, stdout: '1 file checked: 0 errors, 0 warnings\n' });

@@ -110,7 +110,7 @@ export async function testWorkflow(options: TestWorkflowOptions): Promise<Workfl
   const driver = new Driver(rt, clock, session);
   try {
     await rt.startWorker();
-    const id = await rt.start(options.workflow, options.inputs ?? {});
+    const id = await rt.start(options.workflow, options.inputs ?? {}, { id: 'test-1' });
     await driver.settle();
     return handle(id, rt, clock, driver, now.getTime() + maxTimeMs);
   } catch (error) {

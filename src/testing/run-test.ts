@@ -3,7 +3,7 @@
  * checking each expectation against what the run did. The clock moves only when nothing can run at the
  * current virtual time: then it jumps to the next timer, deadline, scheduled task or sleeping mock.
  */
-import { anyAvailable } from '../runtime/sql/next-due.js';
+import { anyAvailable, maintenanceDue } from '../runtime/sql/next-due.js';
 import { recordEnded } from '../runtime/sql/reset.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskRecord } from '../runtime/sql/workflows.js';
@@ -55,7 +55,8 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
       await recordEnded(session.db, '"braid"', { id: w.id, name: w.name, hash: def.hash, state: w.state, output: w.output, at: clock.now() });
     }
     await rt.startWorker();
-    const id = await rt.start(file.workflow, test.inputs);
+    // a fixed id: the run's jittered backoffs and children's ids, and so its virtual times, repeat
+    const id = await rt.start(file.workflow, test.inputs, { id: `test-${test.index + 1}` });
     await driver.settle();
     for (const [i, step] of test.steps.entries()) {
       switch (step.kind) {
@@ -149,10 +150,13 @@ export class Driver {
         await new Promise((r) => setTimeout(r, 1));
         continue;
       }
-      // what moves a run along; nothing crashes in a test, so there is nothing to rescue or sweep
-      const counts = await this.rt.maintenance({ only: ['timers', 'timed_out', 'effects', 'promoted'] });
-      const changed = Object.values(counts).some((n) => n > 0);
       const available = await anyAvailable(this.session.db, '"braid"');
+      // what moves a run along (nothing crashes in a test, so there is nothing to rescue or sweep), when due
+      let changed = false;
+      if (await maintenanceDue(this.session.db, '"braid"', this.clock.now())) {
+        const counts = await this.rt.maintenance({ only: ['timers', 'timed_out', 'effects', 'promoted'] });
+        changed = Object.values(counts).some((n) => n > 0);
+      }
       if (!changed && !available && this.rt.workInHand() <= this.clock.sleeping) return;
       if (available) {
         this.rt.pollWorker();

@@ -95,7 +95,8 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     expect(init.code).toBe(0);
     expect(init.stdout).toContain('kept    src/handlers.ts (it exists)');
     expect(init.stdout).toContain('created definitions/hello.yaml');
-    expect(init.stdout).toMatch(/next:\n {2}npx braid validate .*\n {2}npx braid dev .*\n {2}npx braid start hello .*\n$/);
+    expect(init.stdout).toContain('created definitions/hello.test.yaml');
+    expect(init.stdout).toMatch(/next:\n {2}npx braid validate .*\n {2}npx braid test .*\n {2}npx braid dev .*\n {2}npx braid start hello .*\n$/);
     expect(readFileSync(join(dir, 'src/handlers.ts'), 'utf8')).toBe('// mine\n');
     expect(readFileSync(join(dir, '.gitignore'), 'utf8')).toBe('node_modules/\n.braid/\n');
     expect(runCli(['init'], { cwd: dir }).stdout).not.toContain('created');

@@ -97,3 +97,15 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     expect(none.stderr).toContain('no test files');
   });
 });
+
+describe.runIf(backend === 'pglite')("the examples' own workflow tests (definitions/*.test.yaml)", { timeout: 180_000 }, () => {
+  it('pass on the example handlers, covering every branch of the examples', () => {
+    const r = runCli(['test', '--handlers', 'examples/handlers.ts', '--coverage'], { env: { DATABASE_URL: '' }, timeoutMs: 170_000 });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^\d+ passed, 0 failed /m);
+    // every task of every example ran in some test, and every wait term was true in one
+    expect(r.stdout).not.toContain('never run');
+    expect(r.stdout).not.toContain('never true');
+  });
+});

@@ -7,7 +7,7 @@ import { run as writeTypes } from './types.js';
 export const usage = 'braid init';
 
 export const help = `Scaffold braid into the current folder, overwriting nothing: braid.config.yaml, an example
-workflow in definitions/ (with a wait), a typed handlers module in src/, and .braid/ in .gitignore.
+workflow in definitions/ (with a wait) and its test, a typed handlers module in src/, and .braid/ in .gitignore.
 
 Usage: ${usage}
 `;
@@ -51,6 +51,31 @@ output:                             # the workflow's result, once it completes
   farewell: "\${{ tasks.goodbye.output.text }}"
 `;
 
+const TEST = `# yaml-language-server: $schema=../node_modules/braid/schema/test.schema.json
+# Tests of hello, run by \`npx braid test\`: each runs the workflow on an embedded database with a virtual
+# clock, so the 30-second timeout passes at once. Tasks without a mock run src/handlers.ts.
+workflow: hello
+tests:
+  - name: an answer ends the wait
+    inputs: { who: ada }
+    steps:
+      - advance: 10s
+      - signal: { key: answer, payload: { text: hi! } }
+    expect:
+      state: completed
+      output: { greeting: hello ada, farewell: 'ada said: {"text":"hi!"}' }
+      tasks: { goodbye: { wait: { answered: true, timed_out: false } } }
+      time: 2026-01-01T00:00:10Z
+  - name: no answer, so goodbye after 30 seconds
+    inputs: { who: bob }
+    mocks:
+      greet: { output: { text: hi bob } }           # a mock instead of the handler
+    expect:
+      state: completed
+      output: { greeting: hi bob, farewell: goodbye bob, no answer }
+      time: 2026-01-01T00:00:30Z
+`;
+
 const HANDLERS = `/**
  * The handlers of this project's workflows: one function per task kind. A handler gets the task's args and a
  * context (ctx.signal aborts it on timeout, cancel or shutdown; ctx.signals reads the signals its wait saw)
@@ -73,6 +98,7 @@ export default defineHandlers<KindArgs>({
 const FILES: [string, string][] = [
   ['braid.config.yaml', CONFIG],
   ['definitions/hello.yaml', WORKFLOW],
+  ['definitions/hello.test.yaml', TEST],
   ['src/handlers.ts', HANDLERS],
 ];
 
@@ -104,6 +130,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   io.stdout(`
 next:
   npx braid validate                                      # check the definitions (CI runs this too)
+  npx braid test                                          # run definitions/hello.test.yaml (virtual time)
   npx braid dev                                           # register, run the handlers, UI at http://127.0.0.1:4780
   npx braid start hello --inputs '{"who":"ada"}' --wait   # in another terminal
 `);

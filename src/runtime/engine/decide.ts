@@ -92,6 +92,17 @@ export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () =>
   return Math.round(policy.jitter ? capped * (0.5 + random() * 0.5) : capped);
 }
 
+/**
+ * The jitter of one attempt's backoff, in [0, 1): a hash of the workflow, task and attempt rather than a
+ * random draw, so retries still spread across tasks while the same attempt always waits the same (a
+ * workflow test's virtual times repeat from run to run).
+ */
+export function attemptJitter(ref: { workflowId: string; name: string; attempt: number }): () => number {
+  let h = 0x811c9dc5;
+  for (const ch of `${ref.workflowId}\u0000${ref.name}\u0000${ref.attempt}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0;
+  return () => h / 2 ** 32;
+}
+
 /** After an attempt fails: try again later, or give up for good. */
 export function afterFailure(task: { attempt: number; max_attempts: number; cancel_requested: boolean }): 'retryable' | 'discarded' | 'cancelled' {
   if (task.cancel_requested) return 'cancelled';

@@ -1,4 +1,4 @@
-import { afterFailure, dueState, retryDelayMs } from './decide.js';
+import { afterFailure, attemptJitter, dueState, retryDelayMs } from './decide.js';
 import type { Queryable } from '../db/types.js';
 import { storableText } from './storable.js';
 import { lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
@@ -19,7 +19,7 @@ function storableError(e: TaskError): TaskError {
  * the attempt; a release (shutdown) makes it available again at once. Final outcomes cascade to dependents.
  * Returns false when the attempt was no longer running (a no-op).
  */
-export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: AttemptRef, outcome: AttemptOutcome, random: () => number = Math.random): Promise<boolean> {
+export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: AttemptRef, outcome: AttemptOutcome, random: () => number = attemptJitter(ref)): Promise<boolean> {
   const { s, now } = ctx;
   await lockWorkflows(q, s, [ref.workflowId]);
   const task = await lockTask(q, s, ref.workflowId, ref.name);

@@ -21,3 +21,18 @@ export async function anyAvailable(q: Queryable, s: string): Promise<boolean> {
   const { rows } = await q.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'available') AS any`);
   return rows[0].any;
 }
+
+/**
+ * Whether maintenance has anything to do at `now`: a timer, deadline or scheduled task due, or an effect to
+ * apply. One look, where a round of the services is several statements.
+ */
+export async function maintenanceDue(q: Queryable, s: string, now: Date): Promise<boolean> {
+  const { rows } = await q.query<{ due: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${s}.effects)
+         OR EXISTS (SELECT 1 FROM ${s}.timers WHERE fired_at IS NULL AND fire_at <= $1)
+         OR EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane IN ('scheduled', 'retryable') AND scheduled_at <= $1)
+         OR EXISTS (SELECT 1 FROM ${s}.workflows WHERE state = 'running' AND deadline_at <= $1 AND end_reason IS NULL AND NOT cancel_requested) AS due`,
+    [now],
+  );
+  return rows[0].due;
+}
