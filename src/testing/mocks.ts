@@ -29,6 +29,22 @@ export function findMock(mocks: Record<string, Mock>, root: string, workflow: st
   return own ?? mocks[`kind:${kind}`];
 }
 
+/**
+ * The tasks of a workflow tree that would run on nothing: no mock of their own or of their kind, and no
+ * project handler for the kind. A test with any fails at once, naming them, rather than retrying in vain.
+ */
+export function unhandled(tree: readonly NormalizedDefinition[], root: string, mocks: Record<string, Mock>, project: Handlers | undefined): string[] {
+  return tree.flatMap((d) =>
+    d.tasks
+      .filter((t) => t.kind !== START_KIND)
+      .filter((t) => {
+        const mock = findMock(mocks, root, d.name, t.name, t.kind);
+        return !project?.[t.kind] && (!mock || mock.handler === 'real');
+      })
+      .map((t) => `${d.name === root ? '' : `${d.name}.`}${t.name} (kind "${t.kind}")`),
+  );
+}
+
 export class MockFailure extends Error {
   constructor(message: string) {
     super(message);

@@ -9,6 +9,8 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { TaskRecord } from '../runtime/sql/workflows.js';
 import { currentDefinition } from '../runtime/sql/definitions.js';
 import { compare, type Mismatch, type Observed, type ObservedTask } from './expect.js';
+import { workflowTree } from './checks.js';
+import { unhandled } from './mocks.js';
 import type { TestSession } from './session.js';
 import type { TestCase, TestFile } from './test-file.js';
 import type { VirtualClock } from './virtual-clock.js';
@@ -49,6 +51,8 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
   const end = file.now.getTime() + file.maxTimeMs;
   const driver = new Driver(rt, clock, session);
   try {
+    const missing = unhandled(workflowTree(file.workflow, session.definitions), file.workflow, test.mocks, session.handlers);
+    if (missing.length > 0) throw new Error(`no mock and no handler for ${missing.join(', ')}: mock it (by task or "kind:NAME"), or give the project's handlers (--handlers)`);
     for (const w of test.workflows) {
       const def = await currentDefinition(session.db, '"braid"', w.name);
       if (!def) throw new Error(`workflows: no workflow named "${w.name}" is defined (for ${w.id})`);

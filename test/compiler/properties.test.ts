@@ -138,7 +138,8 @@ describe('property: the compiler never crashes, whatever it is given', () => {
           }
         }
       }),
-      { numRuns: 300 },
+      // found by this property in CI: a wait term named like a CEL keyword crashed the CEL pass
+      { numRuns: 300, examples: [[{ name: 'a', tasks: { a: { kind: [], wait: { expr: '', terms: { if: { expr: '' } } } } } }, []]] },
     );
     // the generator makes valid definitions often enough for compile to be exercised too
     expect(compiled).toBeGreaterThan(30);

@@ -88,6 +88,12 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     expect(JSON.parse(validate.stdout).diagnostics.map((d: { rule: string }) => d.rule).sort()).toEqual(['test-mock-kind', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
   });
 
+  it('a task with no mock and no handler fails its test at once, naming it', () => {
+    const r = runCli(['test', 'definitions', '--filter', 'day one'], { cwd: fixture, env: { DATABASE_URL: '' }, timeoutMs: 120_000 });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('no mock and no handler for verify (kind "record"), trial (kind "activate"), finish (kind "record"), approve (kind "record")');
+  });
+
   it('usage errors exit 2', () => {
     expect(run(['definitions', '--format', 'xml']).code).toBe(2);
     expect(run(['no-such-folder']).code).toBe(2);

@@ -72,7 +72,7 @@ tests:
       greet: { output: { text: hi bob } }           # a mock instead of the handler
     expect:
       state: completed
-      output: { greeting: hi bob, farewell: goodbye bob, no answer }
+      output: { greeting: hi bob, farewell: "goodbye bob, no answer" }
       time: 2026-01-01T00:00:30Z
 `;
 

@@ -7,7 +7,7 @@ import { nestedCostWarning } from './nested-cost.js';
 import { checkEnvironment, type CelContext } from './environments.js';
 import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
-import { inputsType, type CelType } from './types.js';
+import { inputsType, isCelIdentifier, type CelType } from './types.js';
 
 type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids';
 
@@ -88,7 +88,8 @@ class CelPass {
   private waitExpr(task: TaskDef, wait: WaitDef): void {
     const path = taskPath(task, 'wait', 'expr');
     const names = wait.terms.map((t) => t.name);
-    const env = checkEnvironment('expr', this.inputs, Object.fromEntries(names.map((n) => [n, 'bool'])));
+    // a term named like a CEL keyword ("if") is an invalid-name already, and could not be declared
+    const env = checkEnvironment('expr', this.inputs, Object.fromEntries(names.filter(isCelIdentifier).map((n) => [n, 'bool'])));
     let ast;
     try {
       ast = (env.parse(wait.expr!) as unknown as { ast: Parameters<typeof walk>[0] }).ast;
