@@ -54,9 +54,9 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
     const missing = unhandled(workflowTree(file.workflow, session.definitions), file.workflow, test.mocks, session.handlers);
     if (missing.length > 0) throw new Error(`no mock and no handler for ${missing.join(', ')}: mock it (by task or "kind:NAME"), or give the project's handlers (--handlers)`);
     for (const w of test.workflows) {
-      const def = await currentDefinition(session.db, '"braid"', w.name);
+      const def = await currentDefinition(session.db, session.s, w.name);
       if (!def) throw new Error(`workflows: no workflow named "${w.name}" is defined (for ${w.id})`);
-      await recordEnded(session.db, '"braid"', { id: w.id, name: w.name, hash: def.hash, state: w.state, output: w.output, at: clock.now() });
+      await recordEnded(session.db, session.s, { id: w.id, name: w.name, hash: def.hash, state: w.state, output: w.output, at: clock.now() });
     }
     await rt.startWorker();
     // a fixed id: the run's jittered backoffs and children's ids, and so its virtual times, repeat
@@ -154,10 +154,10 @@ export class Driver {
         await new Promise((r) => setTimeout(r, 1));
         continue;
       }
-      const available = await anyAvailable(this.session.db, '"braid"');
+      const available = await anyAvailable(this.session.db, this.session.s);
       // what moves a run along (nothing crashes in a test, so there is nothing to rescue or sweep), when due
       let changed = false;
-      if (await maintenanceDue(this.session.db, '"braid"', this.clock.now())) {
+      if (await maintenanceDue(this.session.db, this.session.s, this.clock.now())) {
         const counts = await this.rt.maintenance({ only: ['timers', 'timed_out', 'effects', 'promoted'] });
         changed = Object.values(counts).some((n) => n > 0);
       }

@@ -31,6 +31,9 @@ export interface SessionOptions {
 }
 
 export class TestSession {
+  /** The schema the session's runtimes use (the default one), quoted for statements. */
+  readonly s = '"braid"';
+
   private constructor(
     readonly db: PgliteDatabase,
     readonly definitions: ReadonlyMap<string, NormalizedDefinition>,
@@ -56,7 +59,7 @@ export class TestSession {
    * (the runner runs maintenance when it chooses), nothing ever taken for dead or deleted by retention.
    */
   async runtime(workflow: string, mocks: Record<string, Mock>, now: Date, project: Handlers | undefined = this.handlers): Promise<{ rt: Runtime; clock: VirtualClock }> {
-    await resetRuns(this.db, '"braid"');
+    await resetRuns(this.db, this.s);
     const clock = new VirtualClock(now);
     const tree = workflowTree(workflow, this.definitions);
     const names = new Map<string, string>();
