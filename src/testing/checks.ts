@@ -8,6 +8,7 @@ import { START_KIND, type NormalizedDefinition } from '../compiler/normalize.js'
 import type { Path, Reporter } from '../compiler/source.js';
 import { declaredKeys } from '../runtime/waits/wait-eval.js';
 import type { Expect, RawTestFile } from './test-file.js';
+import { templateOf } from './mocks.js';
 
 /** The workflow under test and every workflow it starts (through start tasks, transitively). */
 export function workflowTree(name: string, definitions: ReadonlyMap<string, NormalizedDefinition>): NormalizedDefinition[] {
@@ -70,7 +71,7 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
   const expectation = (e: Expect | undefined, at: Path) => {
     for (const [name, value] of Object.entries(e?.tasks ?? {})) {
       const path = [...at, 'tasks', name];
-      const base = name.replace(/\[.*\]$/, '');
+      const base = templateOf(name);
       const task = def.tasks.find((t) => t.name === base);
       if (!task) {
         const guess = didYouMean(base, tasks);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import examples from '../../examples/handlers.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { repoRoot } from '../helpers/cli.js';
-import { backend, run, testRuntime, until } from '../helpers/runtime.js';
+import { backend, run, testRuntime, until, manualClock } from '../helpers/runtime.js';
 
 const states = (tasks: Record<string, { state: string }>) => Object.fromEntries(Object.entries(tasks).map(([k, v]) => [k, v.state]));
 
@@ -217,12 +217,6 @@ tasks:
 });
 
 describe(`the user_onboarding example from definitions/ (${backend})`, () => {
-  /** A clock the test moves by hand. */
-  function manualClock() {
-    let offset = 0;
-    return { now: () => new Date(Date.now() + offset), advance: (ms: number) => (offset += ms) };
-  }
-
   it('a verified user gets the trial; nobody verifying for three days gets the reminder; the join runs either way', async () => {
     const clock = manualClock();
     const rt = await testRuntime({ handlers: examples, clock: clock.now, workerDeadAfterMs: 30 * 86_400_000, leader: false, retention: { closedMs: null, cancelledMs: null } });

@@ -1,13 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, testRuntime, until, manualClock } from '../helpers/runtime.js';
 
 /** A clock the test moves by hand: timers are tested without real waiting. */
-function manualClock() {
-  let offset = 0;
-  return { now: () => new Date(Date.now() + offset), advance: (ms: number) => (offset += ms) };
-}
 
 /** Handlers that record each run (task name -> runs) and return their args. */
 function recording(kinds: string[]) {

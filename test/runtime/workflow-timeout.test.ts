@@ -2,13 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { validate } from '../../src/compiler/validate.js';
 import { compile } from '../../src/compiler/instantiate.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, testRuntime, until, manualClock } from '../helpers/runtime.js';
 
-/** A clock the test moves by hand. */
-function manualClock() {
-  let offset = 0;
-  return { now: () => new Date(Date.now() + offset), advance: (ms: number) => (offset += ms) };
-}
 
 const verify = `name: verify
 timeout: 3d

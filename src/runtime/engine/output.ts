@@ -1,5 +1,5 @@
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
-import { baseContext } from '../../compiler/cel/context.js';
+import { baseContext, type ContextWorkflow } from '../../compiler/cel/context.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 
 export interface TaskResult {
@@ -23,6 +23,26 @@ export function tasksContext(tasks: readonly TaskResult[], expanded: readonly st
     else ((out[t.template] ??= []) as unknown[]).push({ key: t.key ?? String(t.idx), index: BigInt(t.idx), state: t.state, output: t.output });
   }
   return out;
+}
+
+/** Direct deps of a task template that expand with for_each: deps["x"] is then a list, empty when nothing expanded. */
+export function expandedDeps(def: NormalizedDefinition | undefined, template: string): string[] {
+  const task = def?.tasks.find((t) => t.name === template);
+  if (!def || !task) return [];
+  return task.deps.filter((d) => def.tasks.find((t) => t.name === d)?.for_each !== undefined);
+}
+
+/**
+ * What CEL that runs for one task at run time reads (a `when`, deferred args, a start task's children):
+ * `inputs` and `workflow`, and `deps` as { state, output } of its direct deps (a list for a for_each dep).
+ */
+export function depsScope(
+  def: NormalizedDefinition | undefined,
+  w: ContextWorkflow,
+  task: { template: string; deps: readonly string[] },
+  depRows: readonly TaskResult[],
+): Record<string, unknown> {
+  return { ...baseContext(def, w), deps: tasksContext(depRows.filter((r) => task.deps.includes(r.name)), expandedDeps(def, task.template)) };
 }
 
 /** The workflow's output, evaluated once when it completes; a failing template is reported, not thrown. */

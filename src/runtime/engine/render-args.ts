@@ -3,14 +3,12 @@
  * from its deps as they ended: in the context the compiler checked them in (inputs, workflow, deps, and item
  * and index for an expansion). A template that fails is the attempt's error.
  */
-import { baseContext } from '../../compiler/cel/context.js';
 import { renderDeferred } from '../../compiler/cel/deferred.js';
 import { TemplateError } from '../../compiler/cel/evaluate.js';
 import type { RuntimeContext } from '../context.js';
 import type { DeferredRow } from '../sql/fetch.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
-import { expandedDeps } from '../waits/gather.js';
-import { tasksContext } from './output.js';
+import { depsScope } from './output.js';
 
 export async function renderTaskArgs(
   o: RuntimeContext,
@@ -21,8 +19,7 @@ export async function renderTaskArgs(
   if (!w) throw new Error(`workflow ${task.workflow_id} is gone`);
   const def = await o.definitions.find(o.db, w.name, w.definition_hash);
   const context: Record<string, unknown> = {
-    ...baseContext(def, w),
-    deps: tasksContext(await loadDepRows(o.db, o.s, w.id, task.deps), expandedDeps(def, task.template)),
+    ...depsScope(def, w, task, await loadDepRows(o.db, o.s, w.id, task.deps)),
     ...(deferred.index !== null ? { item: deferred.item, index: BigInt(deferred.index) } : {}),
   };
   try {

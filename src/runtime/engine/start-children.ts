@@ -6,17 +6,15 @@
  */
 import { createHash } from 'node:crypto';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
-import { baseContext } from '../../compiler/cel/context.js';
 import { clockNow, type RuntimeContext } from '../context.js';
 import { toCelValue } from '../../compiler/cel/types.js';
 import { compile, CompileError, DEFAULT_COMPILE_LIMITS, type CompileLimits } from '../../compiler/instantiate.js';
 import type { NormalizedStart } from '../../compiler/normalize.js';
 import type { TaskContext } from '../worker/handlers.js';
-import { tasksContext } from './output.js';
+import { depsScope } from './output.js';
 import { recordChildStarts } from '../sql/effects.js';
 import { currentDefinition } from '../sql/definitions.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
-import { expandedDeps } from '../waits/gather.js';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
@@ -42,10 +40,7 @@ export async function runStartTask(
   const w = await loadWaitWorkflow(o.db, o.s, task.workflow_id);
   if (!w) throw new Error(`workflow ${task.workflow_id} is gone`);
   const def = await o.definitions.find(o.db, w.name, w.definition_hash);
-  const base = {
-    ...baseContext(def, w),
-    deps: tasksContext(await loadDepRows(o.db, o.s, w.id, task.deps), expandedDeps(def, task.template)),
-  };
+  const base = depsScope(def, w, task, await loadDepRows(o.db, o.s, w.id, task.deps));
   let items: unknown[] = [undefined];
   if (spec.for_each !== undefined) {
     const list = renderTemplates(spec.for_each, base);

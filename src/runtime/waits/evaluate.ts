@@ -9,7 +9,8 @@ import { dueState } from '../engine/decide.js';
 import { deleteFinalized, settle } from '../engine/settle.js';
 import { endPending, markCancelled, notifyQueues, type AdvanceContext, type Finalized, type SettleResult } from '../sql/advance.js';
 import { recordConditions, undecidedConditions } from '../sql/conditions.js';
-import { conditionContext, evaluateCondition } from '../engine/conditions.js';
+import { evaluateCondition } from '../engine/conditions.js';
+import { depsScope } from '../engine/output.js';
 import {
   applyWaitUpdates,
   forgetWaiters,
@@ -24,7 +25,7 @@ import {
   type WaitUpdate,
   type WaitWorkflow,
 } from '../sql/waits.js';
-import { expandedDeps, finalizedAt, gatherInputs, type Emitted, type Gathered } from './gather.js';
+import { finalizedAt, gatherInputs, type Emitted, type Gathered } from './gather.js';
 import { declaredTimers, evaluateWait, timerFireAt, type AwaitedWorkflow, type SignalTermProgress, type TermValue, type WaitOutcome } from './wait-eval.js';
 
 /** What evaluation keeps between runs (tasks.wait_progress). */
@@ -142,7 +143,7 @@ async function decideConditions(q: Queryable, ctx: AdvanceContext, workflowId: s
   const decisions: { name: string; met: boolean; state: string; queue: string }[] = [];
   const errors = new Map<string, string>();
   for (const t of tasks) {
-    const outcome = evaluateCondition(t.condition, conditionContext(def, w, t, depRows, expandedDeps(def, t.template)));
+    const outcome = evaluateCondition(t.condition, depsScope(def, w, t, depRows));
     if ('error' in outcome) errors.set(t.name, outcome.error);
     else decisions.push({ name: t.name, met: outcome.run, queue: t.queue, state: !outcome.run ? 'skipped' : t.has_wait ? 'pending' : dueState(new Date(t.scheduled_at), ctx.now) });
   }

@@ -7,7 +7,7 @@ import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import { baseContext, waitWorkflow } from '../../compiler/cel/context.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
-import { tasksContext } from '../engine/output.js';
+import { expandedDeps, tasksContext } from '../engine/output.js';
 import type { AdvanceContext } from '../sql/advance.js';
 import { loadAwaited, loadDepRows, loadTimers, registerWaiters, signalsAfter, waitProgress, type DepRow, type WaitingTask, type WaitWorkflow } from '../sql/waits.js';
 import {
@@ -241,13 +241,6 @@ function workflowsCel(input: WorkflowsTermInput): Record<string, unknown> {
     states: Object.fromEntries(input.awaited.map((a) => [a.id, a.state ?? 'unknown'])),
     outputs: Object.fromEntries(input.awaited.filter((a) => a.state === 'completed').map((a) => [a.id, a.output])),
   };
-}
-
-/** Direct deps of a task template that expand with for_each: deps["x"] is then a list, empty when nothing expanded. */
-export function expandedDeps(def: NormalizedDefinition | undefined, template: string): string[] {
-  const task = def?.tasks.find((t) => t.name === template);
-  if (!def || !task) return [];
-  return task.deps.filter((d) => def.tasks.find((t) => t.name === d)?.for_each !== undefined);
 }
 
 /** When a direct dep finalized: the dep itself, or the last of its expansions. */
