@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   workflow_not_registered: { http: 404, exit: 'failed' },
   task_not_found: { http: 404, exit: 'failed' },
   definition_not_found: { http: 404, exit: 'failed' },
+  definition_ambiguous: { http: 400, exit: 'failed' },
   route_not_found: { http: 404, exit: 'failed' },
   // it conflicts with what is stored
   signal_payload_mismatch: { http: 409, exit: 'failed' },
@@ -27,6 +28,7 @@ export const ERROR_CODES = {
   workflow_finished: { http: 409, exit: 'failed' },
   workflow_not_final: { http: 409, exit: 'failed' },
   workflow_conflict: { http: 409, exit: 'failed' },
+  workflow_not_movable: { http: 409, exit: 'failed' },
   // the HTTP exchange itself
   unauthorized: { http: 401, exit: 'failed' },
   forbidden: { http: 403, exit: 'failed' },

@@ -6,7 +6,7 @@ import { DatabaseDamagedError, DatabaseLockedError } from '../src/runtime/db/pgl
 import { DiagnosticsError } from '../src/runtime/waits/diagnostics.js';
 import { TaskNotFoundError } from '../src/runtime/errors.js';
 import { ExtensionError } from '../src/runtime/engine/extend.js';
-import { InvalidCursorError, UnknownWorkflowError, WorkflowConflictError, WorkflowIdInvalidError, WorkflowNotFoundError } from '../src/runtime/errors.js';
+import { DefinitionNotFoundError, InvalidCursorError, UnknownWorkflowError, WorkflowConflictError, WorkflowIdInvalidError, WorkflowNotFoundError, WorkflowNotMovableError } from '../src/runtime/errors.js';
 import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError, WorkflowFinishedError } from '../src/runtime/waits/signals.js';
 import { WorkflowNotFinalError } from '../src/runtime/engine/retry.js';
 import { UnstorableValueError } from '../src/runtime/engine/storable.js';
@@ -32,6 +32,9 @@ describe('one error vocabulary', () => {
       [new WorkflowIdInvalidError('-x'), 400],
       [new WorkflowConflictError('w', { name: 'a' }, 'b'), 409],
       [new HttpError(415, 'x'), 415],
+      [new DefinitionNotFoundError('n', 'abc'), 404],
+      [new DefinitionNotFoundError('n', 'ab', ['ab1', 'ab2']), 400],
+      [new WorkflowNotMovableError('w', 'abc', 'why'), 409],
     ];
     for (const [error, status] of errors) {
       expect(isCoded(error), error.name).toBe(true);

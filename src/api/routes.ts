@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidCursorError } from '../runtime/errors.js';
+import { diffDefinitions } from '../deploy/diff.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { WorkflowRecord } from '../runtime/sql/workflows.js';
 import { listEvents, workflowEvents, type StreamContext } from './events.js';
@@ -29,7 +30,11 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
   try {
     if (resource === 'events' && parts.length === 2 && method === 'GET') return await listEvents(req, res, c, listFilter(url));
     if (resource === 'dev' && parts.length === 2 && method === 'GET') return send(res, 200, c.dev?.() ?? { definitions: null, handlers: null });
-    if (resource === 'definitions') return await definitions(c, res, method, parts, url);
+    if (resource === 'definitions') return await definitions(c, req, res, method, parts, url);
+    if (resource === 'deploy' && id === 'baseline' && parts.length === 3 && method === 'GET') {
+      const names = url.searchParams.get('names');
+      return send(res, 200, { versions: await rt.deployBaseline(names === null ? undefined : names.split(',').filter(Boolean)) });
+    }
     if (resource === 'workflows' && parts.length === 2) {
       if (method === 'GET') {
         const page = await rt.listWorkflows(listFilter(url));
@@ -59,7 +64,8 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
         const mode = b.mode ?? 'all';
         if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream') throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
         if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
-        return send(res, 200, await wf.retry({ mode, resetHistory: b.reset_history === true }));
+        if (b.on_current !== undefined && typeof b.on_current !== 'boolean') throw new HttpError(400, '"on_current" is a boolean');
+        return send(res, 200, await wf.retry({ mode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true }));
       }
       if (action === 'signals' && parts.length === 4) {
         if (method === 'POST') {
@@ -94,9 +100,27 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
   }
 }
 
-/** GET /api/definitions, GET /api/definitions/:name[?hash=]: versions, validation state, and one version's definition. */
-async function definitions(c: RouteContext, res: ServerResponse, method: string, parts: string[], url: URL): Promise<void> {
+/**
+ * GET /api/definitions, GET /api/definitions/:name[?hash=]: versions, validation state, and one version's
+ * definition (a hash or a unique prefix); GET .../:name/versions with drain states; GET .../:name/diff?from=&to=
+ * the classified changes between two versions; POST .../:name/upgrade moves running workflows.
+ */
+async function definitions(c: RouteContext, req: IncomingMessage, res: ServerResponse, method: string, parts: string[], url: URL): Promise<void> {
+  if (method === 'POST' && parts.length === 4 && parts[3] === 'upgrade') {
+    const b = await readJson(req);
+    for (const k of ['from', 'to'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a version hash`);
+    if (b.ids !== undefined && (!Array.isArray(b.ids) || !b.ids.every((x: unknown) => typeof x === 'string') || b.ids.length > 10_000)) throw new HttpError(400, '"ids" is a list of workflow ids');
+    if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
+    return send(res, 200, await c.rt.upgrade(parts[2], { from: b.from as string | undefined, to: b.to as string | undefined, ids: b.ids as string[] | undefined, dryRun: b.dry_run === true }));
+  }
   if (method !== 'GET') throw new HttpError(404, `no route ${method} ${url.pathname}`);
+  if (parts.length === 4 && parts[3] === 'diff') {
+    const from = url.searchParams.get('from') ?? undefined;
+    const to = url.searchParams.get('to') ?? undefined;
+    if (from === undefined) throw new HttpError(400, '"from" is the version to compare');
+    const [a, b] = [await c.rt.version(parts[2], from), await c.rt.version(parts[2], to)];
+    return send(res, 200, { name: parts[2], from: a.hash, to: b.hash, changes: diffDefinitions(a.normalized, b.normalized) });
+  }
   const reload = c.dev?.().definitions ?? null;
   if (parts.length === 2) {
     const versions = await c.rt.definitionVersions();
@@ -119,8 +143,9 @@ async function definitions(c: RouteContext, res: ServerResponse, method: string,
   }
   if (parts.length === 4 && parts[3] === 'versions') return send(res, 200, await c.rt.versions(parts[2]));
   if (parts.length === 3) {
-    const def = await c.rt.definition(parts[2], url.searchParams.get('hash') ?? undefined);
-    if (!def) throw new HttpError(404, `no registered definition ${parts[2]}${url.searchParams.get('hash') ? ` version ${url.searchParams.get('hash')}` : ''}`, 'definition_not_found');
+    const hash = url.searchParams.get('hash') || undefined;
+    const def = hash ? await c.rt.version(parts[2], hash) : await c.rt.definition(parts[2]);
+    if (!def) throw new HttpError(404, `no registered definition ${parts[2]}`, 'definition_not_found');
     return send(res, 200, def);
   }
   throw new HttpError(404, `no route ${method} ${url.pathname}`);

@@ -12,8 +12,10 @@ import { createRuntime, type Runtime, type RuntimeOptions, type WorkflowStatus }
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 import type { DefinitionVersion } from '../runtime/sql/definitions.js';
 import { ping } from '../runtime/sql/migrations.js';
+import type { DrainState } from '../runtime/in-flight.js';
+import type { BaselineVersion } from '../deploy/baseline.js';
 
-export type WorkflowVersion = DefinitionVersion & { running: number };
+export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
 export interface ListFilter {
   state?: WorkflowRecord['state'];
   name?: string;
@@ -25,6 +27,8 @@ import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
 import type { RetryMode } from '../runtime/engine/decide.js';
 import type { RetryResult } from '../runtime/engine/retry.js';
+import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
+import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, SubjectError, type Io } from './io.js';
 import { braidDir, databaseUrl, schemaName } from './project.js';
@@ -66,10 +70,16 @@ export interface Backend {
   status(id: string): Promise<WorkflowStatus>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
   signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult>;
-  retry(id: string, options: { mode: RetryMode; resetHistory: boolean }): Promise<RetryResult>;
+  retry(id: string, options: { mode: RetryMode; resetHistory: boolean; onCurrent?: boolean }): Promise<RetryResult>;
+  /** Moves running workflows of a name to another version (braid upgrade). */
+  upgrade(name: string, request: UpgradeRequest): Promise<UpgradeReport>;
+  /** One registered version by hash or unique prefix (the current one without). */
+  version(name: string, hash?: string): Promise<StoredDefinition>;
   diagnose(id: string, task: string, options: { signalScanLimit?: number }): Promise<WaitDiagnostics>;
   waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
   versions(name: string): Promise<WorkflowVersion[]>;
+  /** The versions a deploy compares with: current ones and those with running workflows (of the names given, or all). */
+  deployBaseline(names?: readonly string[]): Promise<BaselineVersion[]>;
   list(filter: ListFilter): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }>;
   /** Whether some process is running handlers (a `--wait` without one would wait forever). */
   readonly remote: boolean;
@@ -105,6 +115,8 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
     diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
     retry: (id, options) => rethrow(io, () => rt.workflow(id).retry(options)),
+    upgrade: (name, request) => rethrow(io, async () => jsonClone(await rt.upgrade(name, request))),
+    version: (name, hash) => rethrow(io, () => rt.version(name, hash)),
     waitFinal: (id, timeoutMs) =>
       rethrow(io, async () => {
         const handle = rt.workflow(id);
@@ -117,6 +129,7 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
         return jsonClone(w);
       }),
     versions: async (name) => jsonClone(await rt.versions(name)),
+    deployBaseline: (names) => rt.deployBaseline(names),
     list: (filter) => rethrow(io, async () => jsonClone(await rt.listWorkflows(filter))),
     close: async () => {
       await rt.stop(0);
@@ -181,7 +194,10 @@ function remoteBackend(io: Io, holder: number): Backend {
         ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
         ...(options.anyKey ? { any_key: true } : {}),
       }),
-    retry: (id, options) => call('POST', `/api/workflows/${encodeURIComponent(id)}/retry`, { mode: options.mode, reset_history: options.resetHistory }),
+    retry: (id, options) => call('POST', `/api/workflows/${encodeURIComponent(id)}/retry`, { mode: options.mode, reset_history: options.resetHistory, on_current: options.onCurrent === true }),
+    upgrade: (name, request) =>
+      call('POST', `/api/definitions/${encodeURIComponent(name)}/upgrade`, { from: request.from, to: request.to, ids: request.ids, dry_run: request.dryRun === true }),
+    version: (name, hash) => call('GET', `/api/definitions/${encodeURIComponent(name)}${hash ? `?hash=${encodeURIComponent(hash)}` : ''}`),
     diagnose: (id, task, options) =>
       call(
         'GET',
@@ -195,6 +211,7 @@ function remoteBackend(io: Io, holder: number): Backend {
       }
     },
     versions: (name) => call('GET', `/api/definitions/${encodeURIComponent(name)}/versions`),
+    deployBaseline: async (names) => (await call<{ versions: BaselineVersion[] }>('GET', `/api/deploy/baseline${names ? `?names=${names.map(encodeURIComponent).join(',')}` : ''}`)).versions,
     list: (filter) => {
       const q = new URLSearchParams(Object.entries(filter).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
       return call('GET', `/api/workflows?${q}`);

@@ -14,6 +14,8 @@ import * as devCommand from './commands/dev.js';
 import * as uiCommand from './commands/ui.js';
 import * as initCommand from './commands/init.js';
 import * as registerCommand from './commands/register.js';
+import * as planCommand from './commands/plan.js';
+import * as upgradeCommand from './commands/upgrade.js';
 import * as versionsCommand from './commands/versions.js';
 import * as typesCommand from './commands/types.js';
 import * as listCommand from './commands/list.js';
@@ -32,6 +34,7 @@ const COMMANDS: Record<string, Command> = {
   init: initCommand,
   validate: validateCommand,
   test: testCommand,
+  plan: planCommand,
   register: registerCommand,
   types: typesCommand,
   compile: compileCommand,
@@ -46,6 +49,7 @@ const COMMANDS: Record<string, Command> = {
   signal: signalCommand,
   diagnose: diagnoseCommand,
   retry: retryCommand,
+  upgrade: upgradeCommand,
   dev: devCommand,
   ui: uiCommand,
   demo: demoCommand,

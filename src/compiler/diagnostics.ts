@@ -33,6 +33,11 @@ export const RULES = [
   'test-unknown-task',
   'test-unknown-signal',
   'test-mock-kind',
+  'renamed-from',
+  'deploy-missing-handler',
+  'deploy-signal-key',
+  'deploy-args-shape',
+  'deploy-inputs',
 ] as const;
 
 export type Rule = (typeof RULES)[number];
@@ -54,7 +59,7 @@ export interface Diagnostic {
 }
 
 /** Rules that validation reports as warnings (cel-cost is an error when a compile goes over the budget). */
-const WARNINGS: ReadonlySet<Rule> = new Set<Rule>(['file-name', 'unused-term', 'cel-cost']);
+const WARNINGS: ReadonlySet<Rule> = new Set<Rule>(['file-name', 'unused-term', 'cel-cost', 'deploy-signal-key', 'deploy-args-shape']);
 
 export function severityOf(rule: Rule): Severity {
   return WARNINGS.has(rule) ? 'warning' : 'error';

@@ -53,6 +53,8 @@ export interface TaskDef extends TaskDefaults {
   metadata?: Record<string, unknown>;
   /** Raw CEL: the task runs only when it is true (evaluated once every dep is final). */
   when?: string;
+  /** The task's name in earlier versions, so running workflows follow the rename (plan, upgrade). */
+  renamed_from?: string;
 }
 
 export interface StartDef {
@@ -165,6 +167,7 @@ function readTask(name: string, index: number, v: Record<string, unknown>): Task
       : undefined,
     metadata: obj(v.metadata),
     when: str(v.when),
+    renamed_from: str(v.renamed_from),
   };
 }
 

@@ -67,6 +67,8 @@ export interface NormalizedTask {
   start?: NormalizedStart;
   wait?: NormalizedWait;
   metadata: Record<string, unknown>;
+  /** The task's name in earlier versions, when it says (absent otherwise, so other definitions keep their hash). */
+  renamed_from?: string;
 }
 
 export interface NormalizedStart {
@@ -155,6 +157,7 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
   if (task.description !== undefined) out.description = task.description;
   if ((task.ignore_skipped_deps ?? d.ignore_skipped_deps) === true) out.ignore_skipped_deps = true;
   if (task.when !== undefined) out.when = task.when;
+  if (task.renamed_from !== undefined) out.renamed_from = task.renamed_from;
   if (task.delay !== undefined) out.delay_ms = ms(task.delay);
   if (task.scheduled_at !== undefined) out.scheduled_at = task.scheduled_at;
   if (task.for_each !== undefined) out.for_each = task.for_each;

@@ -4,15 +4,31 @@ import { inputsType } from './cel/types.js';
 import { START_KIND } from './normalize.js';
 import type { WorkflowDefinition } from './validate.js';
 
+/** An older version that workflows still run on: its kinds' args stay in KindArgs until they end. */
+export interface LegacyVersion {
+  name: string;
+  hash: string;
+  running: number;
+  normalized: WorkflowDefinition['normalized'];
+}
+
 /**
  * TypeScript declarations of what the definitions promise handlers and callers (`braid types`): each
  * workflow's start inputs, from its inputs schema, and the args each task kind receives, from the args as
- * written (a template's type is its CEL type; tasks sharing a kind give a union).
+ * written (a template's type is its CEL type; tasks sharing a kind give a union), over the definitions and
+ * the older versions with running workflows (`legacy`).
  */
-export function typeDeclarations(definitions: readonly WorkflowDefinition[]): string {
+export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 'name' | 'normalized'>[], legacy: readonly LegacyVersion[] = []): string {
   const inputs = [...definitions].sort((a, b) => (a.name < b.name ? -1 : 1)).map((d) => `  ${key(d.name)}: ${schemaType(d.normalized.inputs, 2)};`);
   const kinds = new Map<string, Set<string>>();
-  for (const d of definitions) {
+  const current = new Set(definitions.flatMap((d) => d.normalized.tasks.map((t) => t.kind)));
+  const onlyLegacy = new Map<string, string[]>();
+  for (const v of legacy) {
+    for (const kind of new Set(v.normalized.tasks.map((t) => t.kind))) {
+      if (kind !== START_KIND && !current.has(kind)) onlyLegacy.set(kind, [...(onlyLegacy.get(kind) ?? []), `${v.name} ${v.hash.slice(0, 12)} (${v.running} running)`]);
+    }
+  }
+  for (const d of [...definitions, ...legacy]) {
     const env = new Map<string, ReturnType<typeof checkEnvironment>>();
     const envFor = (context: 'template' | 'template_item') => {
       let e = env.get(context);
@@ -26,7 +42,13 @@ export function typeDeclarations(definitions: readonly WorkflowDefinition[]): st
       kinds.set(t.kind, (kinds.get(t.kind) ?? new Set()).add(type));
     }
   }
-  const args = [...kinds].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, types]) => `  ${key(kind)}: ${[...types].join(' | ')};`);
+  const args = [...kinds]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .flatMap(([kind, types]) => [
+      // a kind only older versions use stays typed while workflows run on them: its handler must stay
+      ...(onlyLegacy.has(kind) ? [`  /** Only workflows running on older versions use this kind: ${onlyLegacy.get(kind)!.join(', ')}. */`] : []),
+      `  ${key(kind)}: ${[...types].join(' | ')};`,
+    ]);
   return [
     '// Written by `braid types` from the definitions: do not edit; run it again after changing them.',
     '',

@@ -52,3 +52,26 @@ export class WorkflowConflictError extends Error {
     this.name = 'WorkflowConflictError';
   }
 }
+
+/** A version (a hash, or a prefix of one) that the workflow's name does not have, or a prefix that fits several. */
+export class DefinitionNotFoundError extends Error {
+  readonly code: 'definition_not_found' | 'definition_ambiguous';
+  constructor(name: string, hash: string, matches: readonly string[] = []) {
+    super(
+      matches.length > 1
+        ? `version ${hash} of ${name} is ambiguous: ${matches.map((h) => h.slice(0, 12)).join(', ')} (give more of the hash)`
+        : `${name} has no registered version ${hash} (braid versions ${name} lists them)`,
+    );
+    this.code = matches.length > 1 ? 'definition_ambiguous' : 'definition_not_found';
+    this.name = 'DefinitionNotFoundError';
+  }
+}
+
+/** A finished workflow that cannot move to the current version, so a retry on it cannot happen. */
+export class WorkflowNotMovableError extends Error {
+  readonly code = 'workflow_not_movable' as const;
+  constructor(id: string, to: string, reason: string) {
+    super(`workflow ${id} cannot move to version ${to.slice(0, 12)}: ${reason}`);
+    this.name = 'WorkflowNotMovableError';
+  }
+}

@@ -2,8 +2,6 @@ import type pg from 'pg';
 import { compile, type CompileLimits, type CompileOptions } from '../compiler/instantiate.js';
 import { createPostgres } from './db/postgres.js';
 import type { Plan } from '../compiler/plan.js';
-import { readSources } from '../compiler/load.js';
-import { validate, type ValidationResult } from '../compiler/validate.js';
 import { inTransaction, type Database, type TxOption } from './db/types.js';
 import { DefinitionCache } from './engine/definition-cache.js';
 import type { Handlers } from './worker/handlers.js';
@@ -13,7 +11,7 @@ import type { MaintenanceCounts } from './maintenance/service.js';
 import { rateLimitedWarnings, silentLogger, type Logger } from './log.js';
 import { migrate } from './migrate.js';
 import { type AdvanceContext } from './sql/advance.js';
-import { currentDefinition, currentDefinitions, currentHashes, definitionByHash, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion, type DefinitionVersion, type StoredDefinition } from './sql/definitions.js';
+import { currentDefinition, currentDefinitions, definitionByHash, listDefinitionVersions, type DefinitionVersion, type StoredDefinition } from './sql/definitions.js';
 import { insertPlan } from './engine/insert.js';
 import type { InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
@@ -23,6 +21,12 @@ import { listWorkflows, lockWorkflowId, startedAs, type TaskRecord, type Workflo
 import { Worker } from './worker/worker.js';
 import { workerId } from './worker/outcome.js';
 import { assertStorable } from './engine/storable.js';
+import type { BaselineVersion } from '../deploy/baseline.js';
+import { inFlightVersions } from './in-flight.js';
+import { resolveVersion, upgradeWorkflows, type UpgradeReport, type UpgradeRequest } from './upgrades.js';
+import { definitionVersions, registerDefinitions, type RegisterOptions, type RegisterResult, type VersionState } from './registry.js';
+export type { RegisterOptions, RegisterResult, VersionState };
+import type { UpgradeRecord } from './sql/upgrade.js';
 
 import { UnknownWorkflowError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
@@ -85,31 +89,11 @@ export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
   group?: string;
 }
 
-export interface RegisterResult {
-  validation: ValidationResult;
-  /** Names whose current version changed. */
-  registered: { name: string; hash: string }[];
-  /** Names that had a registered version before this call. */
-  registeredBefore: string[];
-  /**
-   * One line per workflow checked: `new` (its current version changes to `hash`), `unchanged`, or `error` (it
-   * does not validate). With `dryRun`, or `allOrNothing` and an error anywhere, nothing was written.
-   */
-  results: { name: string; file: string; status: 'new' | 'unchanged' | 'error'; hash?: string }[];
-  /** Whether the versions were written. */
-  applied: boolean;
-}
-
-export interface RegisterOptions {
-  /** Report what would change, write nothing. */
-  dryRun?: boolean;
-  /** Register nothing when any definition has an error (the deploy step); otherwise valid ones register. */
-  allOrNothing?: boolean;
-}
-
 export interface WorkflowStatus {
   workflow: WorkflowRecord;
   tasks: (TaskRecord & { pending_reason: string | null; skip_reason: string | null })[];
+  /** Its moves between versions (braid upgrade, retry --on-current), oldest first. */
+  upgrades: UpgradeRecord[];
 }
 
 /**
@@ -161,35 +145,33 @@ export class Runtime {
    * unchanged file registers nothing. Invalid files are reported in `validation` and leave their last good
    * version current (with `allOrNothing`, nothing registers while any is invalid).
    */
-  async registerDefinitions(from: string | readonly string[], options: RegisterOptions = {}): Promise<RegisterResult> {
-    const known = await registeredNames(this.db, this.s);
-    const current = await currentHashes(this.db, this.s);
-    const validation = validate(readSources(typeof from === 'string' ? [from] : from), { knownWorkflows: known });
-    const valid = new Map(validation.definitions.map((d) => [d.file, d]));
-    const results: RegisterResult['results'] = validation.checked.map((c) => {
-      const def = valid.get(c.file);
-      if (!def) return { name: c.name ?? '', file: c.file, status: 'error' };
-      return current.get(def.name) === def.hash ? { name: def.name, file: c.file, status: 'unchanged', hash: def.hash } : { name: def.name, file: c.file, status: 'new', hash: def.hash };
-    });
-    const applied = !options.dryRun && !(options.allOrNothing && validation.errors > 0);
-    const registered: { name: string; hash: string }[] = [];
-    if (applied) {
-      await this.db.transaction(async (tx) => {
-        for (const def of validation.definitions) {
-          const r = await registerVersion(tx, this.s, { name: def.name, hash: def.hash, normalized: def.normalized, file: def.file });
-          this.definitions.remember(def.name, def.hash, def.normalized);
-          if (r.madeCurrent) registered.push({ name: def.name, hash: def.hash });
-        }
-      });
-    }
-    return { validation, registered, registeredBefore: known, results, applied };
+  registerDefinitions(from: string | readonly string[], options: RegisterOptions = {}): Promise<RegisterResult> {
+    return registerDefinitions(this.ctx, from, options);
   }
 
-  /** A workflow's registered versions, newest first, with which is current and how many workflows run on each. */
-  async versions(name: string): Promise<(DefinitionVersion & { running: number })[]> {
-    const versions = (await listDefinitionVersions(this.db, this.s)).filter((v) => v.name === name);
-    const running = await runningPerVersion(this.db, this.s, name);
-    return versions.map((v) => ({ ...v, running: running.get(v.hash) ?? 0 }));
+  /**
+   * A workflow's registered versions, newest first, with which is current, how many workflows run on each, and
+   * its drain state: current, draining (workflows still run on it) or drained.
+   */
+  versions(name: string): Promise<VersionState[]> {
+    return definitionVersions(this.ctx, name);
+  }
+
+  /**
+   * What a deploy compares with (braid plan, register): every current version and every version with running
+   * workflows, of the names given or of all, each with the kinds and signal keys its running workflows need.
+   */
+  deployBaseline(names?: readonly string[]): Promise<BaselineVersion[]> {
+    return inFlightVersions(this.db, this.s, names);
+  }
+
+  /**
+   * Moves running workflows of `name` to another version on purpose (default: every one on an older version,
+   * to the current one), each in its own transaction under its lock, or not at all with the reason: every task
+   * that has started must exist in the target (by name or renamed_from) with the same kind.
+   */
+  upgrade(name: string, request: UpgradeRequest = {}): Promise<UpgradeReport> {
+    return upgradeWorkflows(this.ctx, name, request, this.options.limits);
   }
 
   /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */
@@ -260,6 +242,11 @@ export class Runtime {
   /** One registered version (the current one without `hash`). */
   definition(name: string, hash?: string): Promise<StoredDefinition | undefined> {
     return hash ? definitionByHash(this.db, this.s, name, hash) : currentDefinition(this.db, this.s, name);
+  }
+
+  /** One registered version by hash or a unique prefix of it (the current one without): an error names what is wrong. */
+  version(name: string, hash?: string): Promise<StoredDefinition> {
+    return resolveVersion(this.db, this.s, name, hash);
   }
 
   /** A handle on one workflow: reads and operations. */

@@ -6,11 +6,14 @@ import { registeredNames } from './sql/definitions.js';
 import { advanceAt, clockNow } from './context.js';
 import { cancelWorkflow } from './engine/cancel.js';
 import { loadTasks, loadTasksByName } from './task-records.js';
-import { liveKinds, loadWorkflow, workflowState, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
+import { liveKinds, loadWorkflow, workflowState, workflowVersionRef, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
 import { pendingReason, skipReason } from './status.js';
 import { waitDiagnostics, type WaitDiagnostics } from './waits/diagnostics.js';
 import { TaskNotFoundError } from './errors.js';
 import { retryWorkflow, type RetryResult } from './engine/retry.js';
+import { upgradeWorkflow, type UpgradeOutcome } from './engine/upgrade.js';
+import { resolveVersion, retryOnCurrent } from './upgrades.js';
+import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
 import { extendWorkflow, type ExtensionSpec } from './engine/extend.js';
 import type { RetryMode } from './engine/decide.js';
 import { emitSignal, listTaskSignals, listWorkflowSignals, type EmitOptions, type EmitResult, type ListOptions, type TaskScopedOptions } from './waits/signals.js';
@@ -89,12 +92,29 @@ export class WorkflowHandle {
    * resetHistory clears the retried tasks' attempts and errors (max_attempts stays). Returns the new attempt and
    * the tasks that run again (none, and the same attempt, when the mode selects nothing).
    */
-  async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean } = {}): Promise<RetryResult> {
-    const result = await inTransaction(this.rt.db, options, async (tx) =>
-      retryWorkflow(tx, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx)), this.id, { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false }),
-    );
+  async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean; onCurrent?: boolean } = {}): Promise<RetryResult> {
+    const result = await inTransaction(this.rt.db, options, async (tx) => {
+      const ctx = advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx));
+      const how = { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false };
+      const retried = options.onCurrent ? await retryOnCurrent(tx, ctx, this.id, how) : await retryWorkflow(tx, ctx, this.id, how);
+      return retried && { ...retried, ...(await versionAndCurrent(tx, ctx.s, this.id)) };
+    });
     if (!result) throw new WorkflowNotFoundError(this.id);
     return result;
+  }
+
+  /**
+   * Moves this running workflow to another version (default: its name's current one) in one transaction (or
+   * the caller's) under its lock, or leaves it as it is and says why (`skipped`, with the reason).
+   */
+  async upgrade(options: TxOption & { to?: string; dryRun?: boolean } = {}): Promise<UpgradeOutcome> {
+    return inTransaction(this.rt.db, options, async (tx) => {
+      const ctx = advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx));
+      const w = await workflowVersionRef(tx, ctx.s, this.id);
+      if (!w) throw new WorkflowNotFoundError(this.id);
+      const target = await resolveVersion(tx, ctx.s, w.name, options.to);
+      return upgradeWorkflow(tx, ctx, this.id, target, { dryRun: options.dryRun });
+    });
   }
 
   /**
@@ -128,7 +148,8 @@ export class WorkflowHandle {
     const tasks = await this.tasks();
     const kinds = await liveKinds(this.q, s, workerDeadAfterMs, await clockNow(this.rt.ctx));
     const byName = new Map(tasks.map((t) => [t.name, t]));
-    return { workflow, tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds), skip_reason: skipReason(t, byName) })) };
+    const upgrades = await upgradeHistory(this.q, s, this.id);
+    return { workflow, tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds), skip_reason: skipReason(t, byName) })), upgrades };
   }
 
   /** Resolves when the workflow is final (checks on every finalize notification, and polls as a fallback). */

@@ -10,6 +10,8 @@ const configDir = join(repoRoot, 'test/fixtures/config');
 // the `braid test` fixture project: its bad/ folder holds a test file per test-file rule
 const testFileDir = join(repoRoot, 'test/fixtures/testing');
 const testFiles = readdirSync(join(testFileDir, 'bad')).map((f) => join(testFileDir, 'bad', f));
+// the deploy rules' fixtures (test/deploy/fixtures.test.ts): the versions to deploy carry the expectations
+const deployFiles = readdirSync(join(repoRoot, 'test/fixtures/deploy')).map((c) => join(repoRoot, 'test/fixtures/deploy', c, 'after.yaml'));
 
 /** `# expect: RULE LINE:COL` lines at the top of a file (or in FILE.expect for JSON, which has no comments). */
 function expectations(file: string): string[] {
@@ -98,7 +100,7 @@ describe('test-file fixtures: braid validate checks workflow test files against 
 
 describe('rule coverage', () => {
   it('every rule name in SPEC is exercised by a fixture', () => {
-    const seen = new Set([...definitionFiles(invalidDir), ...definitionFiles(compileDir), ...definitionFiles(configDir), ...testFiles].flatMap((f) => expectations(f).map((e) => e.split(' ')[0])));
+    const seen = new Set([...definitionFiles(invalidDir), ...definitionFiles(compileDir), ...definitionFiles(configDir), ...testFiles, ...deployFiles].flatMap((f) => expectations(f).map((e) => e.split(' ')[0])));
     expect(RULES.filter((r) => !seen.has(r))).toEqual([]);
   });
 });

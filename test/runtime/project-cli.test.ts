@@ -119,7 +119,11 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
   it('start --timeout takes a duration; a kind no worker handles is said at the worker\'s start and while waiting', async () => {
     const dir = app({ 'braid.config.yaml': `${database(uniqueSchema())}handlers: handlers.mjs\n`, 'definitions/child.yaml': CHILD, 'handlers.mjs': 'export default { other: async () => ({}) };\n' });
     expect(runCli(['start', 'child', '--wait', '--timeout', '60'], { cwd: dir, env })).toMatchObject({ code: 2, stderr: 'braid: --timeout must be a duration such as 30s, 5m or 1h, not "60"\n' });
-    expect(runCli(['register'], { cwd: dir, env }).code).toBe(0);
+    // the deploy check knows the handlers module lacks the kind: register refuses, --force registers anyway
+    const refused = runCli(['register'], { cwd: dir, env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('error: kind "work" has no handler in handlers.mjs: task "t" uses it [deploy-missing-handler]');
+    expect(runCli(['register', '--force'], { cwd: dir, env }).code).toBe(0);
     let log = '';
     const worker = spawn(process.execPath, [braidBin, 'worker'], { cwd: dir, env: { ...process.env, ...env } });
     worker.stdout.on('data', (d: Buffer) => (log += d.toString()));

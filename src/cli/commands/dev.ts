@@ -80,7 +80,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     });
     const first = await definitions.start();
     if (!fixedQueues) await runtime.addQueues(queuesAt(first.queues));
-    warnMissingKinds(log, await runtime.currentDefinitions(), handlers);
+    warnMissingKinds(log, await runtime.deployBaseline(), handlers);
     await runtime.startWorker();
     const watcher = definitions;
     if (handlersModule) {

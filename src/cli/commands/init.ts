@@ -120,7 +120,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   else {
     let typed = false;
     try {
-      typed = writeTypes(['--out', 'src/braid-types.d.ts'], { ...io, stdout: () => undefined }) === EXIT.ok;
+      typed = (await writeTypes(['--out', 'src/braid-types.d.ts', '--offline'], { ...io, stdout: () => undefined })) === EXIT.ok;
     } catch {
       // the example is ours and valid; a definitions folder of the user's own may not be
     }

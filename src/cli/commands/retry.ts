@@ -2,7 +2,7 @@ import { oneOf, parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--json] [--database URL]';
+export const usage = 'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--on-current] [--json] [--database URL]';
 
 export const help = `Start a new attempt of a finalized workflow. Says the new attempt and the tasks that run again (--json: as JSON).
 
@@ -12,21 +12,28 @@ Usage: ${usage}
   --mode failed-only              cancelled and discarded tasks, and the tasks downstream of them that did not complete (a skipped task is no failure)
   --mode failed-and-downstream    those, and every task downstream of them (completed ones too)
   --reset-history                 clear the retried tasks' attempts and errors (max_attempts stays)
+  --on-current                    first move the workflow to its name's current version (the tasks that run
+                                  again take the fixed definition), then retry: the repair for a definition bug
   --json                          { "attempt": N, "retried": [...] }
   --database URL                  Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME                   the schema of braid's tables (default: braid)
 
 Signals stay, stamped with the attempt they were emitted in; waits of the new attempt need new signals.
+Without --on-current a workflow retries on the version it started with (and says so when that is not the
+current one).
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['mode', 'database', 'schema'], usage, ['reset-history', 'json']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['mode', 'database', 'schema'], usage, ['reset-history', 'json', 'on-current']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   if (positionals.length !== 1) throw new UsageError(`retry takes one workflow ID (usage: ${usage})`);
   const mode = oneOf(values.mode, ['all', 'failed-only', 'failed-and-downstream'] as const, '--mode', 'all').replaceAll('-', '_') as 'all' | 'failed_only' | 'failed_and_downstream';
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    const result = await backend.retry(positionals[0], { mode, resetHistory: flags.has('reset-history') });
+    const result = await backend.retry(positionals[0], { mode, resetHistory: flags.has('reset-history'), onCurrent: flags.has('on-current') });
+    if (result.version && result.current && result.version !== result.current) {
+      io.stderr(`braid: workflow ${positionals[0]} runs version ${result.version.slice(0, 12)}; current is ${result.current.slice(0, 12)}; --on-current to retry on it\n`);
+    }
     if (flags.has('json')) io.stdout(JSON.stringify(result) + '\n');
     else if (result.retried.length === 0) io.stdout(`nothing to retry in workflow ${positionals[0]} (mode ${mode.replaceAll('_', '-')}): it stays on attempt ${result.attempt}\n`);
     else io.stdout(`workflow ${positionals[0]} runs again as attempt ${result.attempt}: ${result.retried.join(', ')}\n`);

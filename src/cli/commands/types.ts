@@ -2,14 +2,16 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { formatText } from '../../compiler/format/text.js';
 import { readSources } from '../../compiler/load.js';
-import { typeDeclarations } from '../../compiler/type-declarations.js';
+import { typeDeclarations, type LegacyVersion } from '../../compiler/type-declarations.js';
+import { openBackend } from '../backend.js';
+import { hasDatabase } from '../deploy-check.js';
 import { validate } from '../../compiler/validate.js';
 import { parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, SubjectError, type Io } from '../io.js';
 import { definitionSet, handlersModule, project } from '../project.js';
 
-export const usage = 'braid types [--out FILE] [--definitions DIR]';
+export const usage = 'braid types [--out FILE] [--definitions DIR] [--offline] [--database URL]';
 
 export const help = `Write TypeScript declarations from the definitions: each workflow's start inputs (Inputs) and the
 args each task kind receives (KindArgs). \`defineHandlers<KindArgs>({...})\` then checks each handler's args,
@@ -20,16 +22,24 @@ Usage: ${usage}
   --out FILE          where to write (default: braid-types.d.ts beside the config's handlers module, else in
                       the project folder); - prints them
   --definitions DIR   the definitions (default: the config's definitions, else definitions/)
+  --offline           the definitions alone, even where a database is configured
+  --database URL      Postgres (default: DATABASE_URL, else the config's database, else .braid/)
+  --schema NAME       the schema of braid's tables (default: braid)
+
+Where a database is configured (or .braid/ holds one), the kinds of older versions that workflows still run
+on are typed too (marked in a comment), so the handler a running workflow needs keeps type-checking until
+it drains. A database that cannot be reached is said on stderr, and the definitions alone are typed.
 `;
 
-export function run(argv: string[], io: Io): number {
-  const { values, help: wantsHelp } = parse(argv, ['out', 'definitions'], usage);
+export async function run(argv: string[], io: Io): Promise<number> {
+  const { values, flags, help: wantsHelp } = parse(argv, ['out', 'definitions', 'database', 'schema'], usage, ['offline']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   const set = definitionSet(io, values.definitions);
   const sources = readSources(set.files).map((s) => ({ ...s, path: displayPath(io, s.path) }));
   const result = validate(sources);
   if (result.errors > 0) throw new SubjectError(formatText(result.diagnostics.filter((d) => d.severity === 'error'), { sources: readSourceTexts(result, io) }).trimEnd());
-  const text = typeDeclarations(result.definitions);
+  const legacy = flags.has('offline') || !hasDatabase(io, values.database) ? [] : await legacyVersions(io, values.database, values.schema, result.definitions);
+  const text = typeDeclarations(result.definitions, legacy);
   if (values.out === '-') return io.stdout(text), EXIT.ok;
   const handlers = handlersModule(io, undefined);
   const out = values.out !== undefined ? resolve(io.cwd, values.out) : handlers ? join(dirname(handlers), 'braid-types.d.ts') : join(project(io).root, 'braid-types.d.ts');
@@ -37,4 +47,21 @@ export function run(argv: string[], io: Io): number {
   writeFileSync(out, text);
   io.stdout(`wrote ${displayPath(io, out)}: ${result.definitions.length} workflow(s)\n`);
   return EXIT.ok;
+}
+
+/** Older versions with running workflows (not among the definitions), or none when the database cannot be reached. */
+async function legacyVersions(io: Io, url: string | undefined, schema: string | undefined, definitions: readonly { hash: string }[]): Promise<LegacyVersion[]> {
+  const hashes = new Set(definitions.map((d) => d.hash));
+  try {
+    const backend = await openBackend(io, { url, schema });
+    try {
+      const versions = await backend.deployBaseline();
+      return versions.filter((v) => (v.running ?? 0) > 0 && !hashes.has(v.hash)).map((v) => ({ name: v.name, hash: v.hash, running: v.running ?? 0, normalized: v.normalized }));
+    } finally {
+      await backend.close();
+    }
+  } catch (error) {
+    io.stderr(`braid: could not read the running versions (${(error as Error).message.split('\n')[0]}): typing the definitions alone\n`);
+    return [];
+  }
 }

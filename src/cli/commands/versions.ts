@@ -1,33 +1,48 @@
+import { diffDefinitions } from '../../deploy/diff.js';
+import { changeText } from '../../deploy/format.js';
+import { drainLabel } from '../../runtime/in-flight.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, SubjectError, UsageError, type Io } from '../io.js';
 
-export const usage = 'braid versions NAME [--json] [--database URL]';
+export const usage = 'braid versions NAME [--diff HASH1 HASH2] [--json] [--database URL]';
 
-export const help = `List a workflow's registered versions, newest first: hash, when registered, which is current,
-and how many running workflows use each.
+export const help = `List a workflow's registered versions, newest first: hash, when registered, its drain state
+(current; draining (N running): workflows still run on it; drained: none does), and its file. With --diff,
+the classified changes from one version to another instead.
 
 Usage: ${usage}
 
-  --json            [{ "hash", "registered_at", "current", "running", "file" }]
+  --diff H1 H2      the changes from version H1 to version H2 (hashes, or unique prefixes)
+  --json            [{ "hash", "registered_at", "current", "running", "state", "file" }]; with --diff,
+                    { "from", "to", "changes": [...] }
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage, ['json']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema', 'diff'], usage, ['json']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
-  if (positionals.length !== 1) throw new UsageError(`versions takes one workflow NAME (usage: ${usage})`);
+  const diff = values.diff !== undefined ? [values.diff, positionals[1]] : undefined;
+  if (positionals.length !== (diff ? 2 : 1) || (diff && diff[1] === undefined)) throw new UsageError(`versions takes one workflow NAME${diff ? ' and --diff two versions' : ''} (usage: ${usage})`);
+  const name = positionals[0];
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    const versions = await backend.versions(positionals[0]);
-    if (versions.length === 0) throw new SubjectError(`workflow ${positionals[0]} is not registered; run braid register`);
+    if (diff) {
+      const [from, to] = [await backend.version(name, diff[0]), await backend.version(name, diff[1])];
+      const changes = diffDefinitions(from.normalized, to.normalized);
+      if (flags.has('json')) io.stdout(JSON.stringify({ name, from: from.hash, to: to.hash, changes }, null, 2) + '\n');
+      else io.stdout([`${name}: ${from.hash.slice(0, 12)} -> ${to.hash.slice(0, 12)}`, ...(changes.length > 0 ? changes.map((c) => `  ${changeText(c)}`) : ['  no change braid classifies'])].join('\n') + '\n');
+      return EXIT.ok;
+    }
+    const versions = await backend.versions(name);
+    if (versions.length === 0) throw new SubjectError(`workflow ${name} is not registered; run braid register`);
     if (flags.has('json')) {
-      io.stdout(JSON.stringify(versions.map(({ hash, registered_at, current, running, file }) => ({ hash, registered_at, current, running, file })), null, 2) + '\n');
+      io.stdout(JSON.stringify(versions.map(({ hash, registered_at, current, running, state, file }) => ({ hash, registered_at, current, running, state, file })), null, 2) + '\n');
     } else {
-      for (const v of versions) {
-        io.stdout(`${v.hash.slice(0, 12)}  ${new Date(v.registered_at).toISOString()}  ${v.current ? 'current' : '       '}  ${v.running} running${v.file ? `  ${v.file}` : ''}\n`);
-      }
+      const labels = versions.map((v) => drainLabel(v));
+      const width = Math.max(...labels.map((l) => l.length));
+      versions.forEach((v, i) => io.stdout(`${v.hash.slice(0, 12)}  ${new Date(v.registered_at).toISOString()}  ${labels[i].padEnd(width)}${v.current && v.running > 0 ? `  ${v.running} running` : ''}${v.file ? `  ${v.file}` : ''}\n`));
     }
     return EXIT.ok;
   } finally {

@@ -1,5 +1,6 @@
 import { startApiServer } from '../../api/server.js';
-import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import { START_KIND, type NormalizedDefinition } from '../../compiler/normalize.js';
+import type { BaselineVersion } from '../../deploy/baseline.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
 import { consoleLogger, type Logger } from '../../runtime/log.js';
 import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
@@ -60,9 +61,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
   try {
     const reader = createRuntime({ database: db, schema });
     await reader.migrate();
-    const definitions = await reader.currentDefinitions();
-    warnMissingKinds(log, definitions, handlers);
-    rt = createRuntime({ database: db, schema, handlers, queues: queues ?? queuesOf(definitions), prefetch: values.prefetch === undefined ? project(io).config?.worker.prefetch : prefetch, logger: log, ...recovery });
+    // the kinds and queues of the current versions, and of every older version that workflows still run on
+    const versions = await reader.deployBaseline();
+    warnMissingKinds(log, versions, handlers);
+    rt = createRuntime({ database: db, schema, handlers, queues: queues ?? queuesOf(versions.filter((v) => v.current || (v.running ?? 0) > 0)), prefetch: values.prefetch === undefined ? project(io).config?.worker.prefetch : prefetch, logger: log, ...recovery });
     await rt.startWorker();
     if (!databaseUrl(io, values.database)) {
       const server = await startApiServer(rt, { token: projectToken(io), log });
@@ -70,7 +72,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       unpublish = publishApi(io, server);
     }
     log.info(`worker ${rt.id} running ${Object.keys(handlers).length} kind(s): ${Object.keys(handlers).sort().join(', ')}`);
-    if (definitions.length === 0) log.warn('no workflow is registered yet: run `braid register` to deploy the definitions');
+    if (!versions.some((v) => v.current)) log.warn('no workflow is registered yet: run `braid register` to deploy the definitions');
     const signal = await waitForStopSignal();
     log.info(`${signal}: stopping (running handlers get ${stopMs / 1000} s)`);
     await rt.stop(stopMs);
@@ -93,16 +95,25 @@ export function queuesOf(definitions: readonly { normalized: NormalizedDefinitio
   return Object.fromEntries([...names].sort().map((q) => [q, DEFAULT_CONCURRENCY]));
 }
 
-/** Kinds the registered definitions use that this handlers module lacks: their tasks would wait, so say so now. */
-export function warnMissingKinds(log: Logger, definitions: readonly { name: string; normalized: NormalizedDefinition }[], handlers: Handlers): void {
-  const missing = new Map<string, Set<string>>();
-  for (const d of definitions) {
-    for (const t of d.normalized.tasks) {
-      if (t.kind === 'braid.start' || t.kind in handlers) continue;
-      missing.set(t.kind, (missing.get(t.kind) ?? new Set()).add(d.name));
-    }
+/**
+ * Kinds that this handlers module lacks: those the current versions use, and those that running workflows on
+ * older versions still need. Their tasks would wait, so say so now.
+ */
+export function warnMissingKinds(log: Logger, versions: readonly BaselineVersion[], handlers: Handlers): void {
+  const missing = new Map<string, { names: Set<string>; running: string[] }>();
+  const entry = (kind: string) => {
+    let e = missing.get(kind);
+    if (!e) missing.set(kind, (e = { names: new Set(), running: [] }));
+    return e;
+  };
+  for (const v of versions) {
+    const lacks = (kind: string) => kind !== START_KIND && !(kind in handlers);
+    if (v.current) for (const t of v.normalized.tasks) if (lacks(t.kind)) entry(t.kind).names.add(v.name);
+    if (v.current) continue;
+    for (const [kind, n] of Object.entries(v.kinds ?? {})) if (lacks(kind)) entry(kind).running.push(`${n} running ${v.name} on ${v.hash.slice(0, 12)}`);
   }
-  for (const [kind, names] of [...missing].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    log.warn(`no handler for kind "${kind}" (used by ${[...names].sort().join(', ')}): its tasks wait for a worker that has one`);
+  for (const [kind, { names, running }] of [...missing].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const who = [...(names.size > 0 ? [`used by ${[...names].sort().join(', ')}`] : []), ...(running.length > 0 ? [`needed by ${running.join(', ')}`] : [])].join('; ');
+    log.warn(`no handler for kind "${kind}" (${who}): its tasks wait for a worker that has one`);
   }
 }

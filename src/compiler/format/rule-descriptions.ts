@@ -34,5 +34,10 @@ export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   'test-unknown-task': 'A test mocks or expects a task (or a wait term) that the workflow does not have.',
   'test-unknown-signal': 'A test emits a signal key that no task of the workflow waits on.',
   'test-mock-kind': 'A test mocks kind:NAME, a kind that no task of the workflow (or of the workflows it starts) runs.',
+  'renamed-from': 'renamed_from names a task that still exists, the task itself, or the same old name as another task.',
+  'deploy-missing-handler': 'A kind that running workflows (on some version) or the version to deploy still need has no handler in the handlers module.',
+  'deploy-signal-key': 'Running workflows on an older version wait on a signal key the new version no longer declares: senders must keep sending it.',
+  'deploy-args-shape': "A kind's args differ in shape between versions with running workflows: its handler receives both.",
+  'deploy-inputs': 'The new inputs schema rejects inputs the current version accepted (a new required input without a default, a narrowed type).',
   'cel-cost': 'CEL that may run too long: nested comprehensions over unbounded lists (a warning), or a compile over its budget (an error).',
 };

@@ -68,6 +68,25 @@ export function checkTasks(def: Definition, reporter: Reporter): void {
       if (timer.at !== undefined) checkTimestamp(timer.at, taskPath(task, 'wait', 'timers', timer.name, 'at'), reporter);
     }
   }
+  checkRenames(def, reporter);
+}
+
+/**
+ * renamed_from maps an old task name onto this one for running workflows: the old name must be gone from this
+ * version (else which task would the old rows become?), and each old name maps to one task.
+ */
+function checkRenames(def: Definition, reporter: Reporter): void {
+  const names = new Set(def.tasks.map((t) => t.name));
+  const claimed = new Map<string, string>();
+  for (const task of def.tasks) {
+    const old = task.renamed_from;
+    if (old === undefined) continue;
+    const at = { path: taskPath(task, 'renamed_from') };
+    if (old === task.name) reporter.report('renamed-from', `task "${task.name}": renamed_from names the task itself`, at, 'remove renamed_from: the name did not change');
+    else if (names.has(old)) reporter.report('renamed-from', `task "${task.name}": renamed_from "${old}", but task "${old}" still exists in this version`, at, `remove renamed_from, or rename task "${old}" too`);
+    else if (claimed.has(old)) reporter.report('renamed-from', `task "${task.name}": task "${claimed.get(old)}" is renamed from "${old}" already`, at, 'an old name becomes one task');
+    else claimed.set(old, task.name);
+  }
 }
 
 function checkTimestamp(value: string, path: (string | number)[], reporter: Reporter): void {

@@ -13,7 +13,8 @@ import type { Queryable } from '../db/types.js';
 import { endPending, lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
 import { advanceWorkflow, cancelPending } from '../waits/evaluate.js';
 import { insertTaskRows } from '../sql/insert.js';
-import { addDependents, countAdded, existingTasks, extendTarget } from '../sql/extend.js';
+import { addDependents, countAdded, existingTasks } from '../sql/extend.js';
+import { workflowVersionRef } from '../sql/workflows.js';
 import { isHeld, taskRows } from './insert.js';
 import { activateWaits } from '../waits/evaluate.js';
 
@@ -90,7 +91,7 @@ export function compileExtension(
  */
 export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflowId: string, tasks: readonly PlanTask[]): Promise<string[]> {
   const { s, now } = ctx;
-  const w = await extendTarget(q, s, workflowId);
+  const w = await workflowVersionRef(q, s, workflowId);
   if (!w) throw new ExtensionError(`no workflow with id "${workflowId}"`);
   if (w.state !== 'running') throw new ExtensionError(`workflow ${workflowId} is ${w.state}: only a running workflow can be extended`);
   const existing = await existingTasks(q, s, workflowId);
@@ -152,7 +153,7 @@ export async function extendWorkflow(
 
 /** Compiles an extension against a workflow as it is now (no lock needed: applyExtension checks again under it). */
 export async function compileFor(q: Queryable, ctx: AdvanceContext, workflowId: string, spec: ExtensionSpec, knownWorkflows: readonly string[]): Promise<PlanTask[]> {
-  const w = await extendTarget(q, ctx.s, workflowId);
+  const w = await workflowVersionRef(q, ctx.s, workflowId);
   if (!w) throw new ExtensionError(`no workflow with id "${workflowId}"`);
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
   const existing = await existingTasks(q, ctx.s, workflowId);

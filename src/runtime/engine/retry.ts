@@ -9,6 +9,9 @@ export interface RetryResult {
   attempt: number;
   /** The tasks that run again. */
   retried: string[];
+  /** The version the retry runs on, and the current version of its name (null when none is registered). */
+  version?: string;
+  current?: string | null;
 }
 
 export class WorkflowNotFinalError extends Error {
@@ -20,18 +23,24 @@ export class WorkflowNotFinalError extends Error {
 }
 
 /**
- * Starts a new attempt of a finalized workflow (caller's transaction): the selected tasks go back to pending
+ * Starts a new attempt of a finalized workflow (caller's transaction, its lock taken here or already held): the selected tasks go back to pending
  * with their outputs, wait progress, evidence and timers cleared (reset_history also clears attempts and
  * errors, keeping max_attempts); signals stay, stamped with the attempt they belong to. Waits registered by
  * others on this workflow keep what they decided; undecided ones see it running again.
  */
-export async function retryWorkflow(q: Queryable, ctx: AdvanceContext, id: string, options: { mode: RetryMode; resetHistory: boolean }): Promise<RetryResult | undefined> {
+export async function retryWorkflow(
+  q: Queryable,
+  ctx: AdvanceContext,
+  id: string,
+  options: { mode: RetryMode; resetHistory: boolean; selection?: ReadonlySet<string> },
+): Promise<RetryResult | undefined> {
   const { s, now } = ctx;
   const w = (await lockWorkflows(q, s, [id])).get(id);
   if (!w) return undefined;
   if (w.state === 'running') throw new WorkflowNotFinalError(id, w.state);
   const tasks = await retryCandidates(q, s, id);
-  const selected = retrySelection(tasks, options.mode);
+  // a retry on another version (retry --on-current) chose its tasks before the move renamed and added some
+  const selected = options.selection ?? retrySelection(tasks, options.mode);
   if (selected.size === 0) return { attempt: w.attempt, retried: [] };
   const attempt = w.attempt + 1;
   const rows = tasks

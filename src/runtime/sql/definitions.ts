@@ -84,3 +84,9 @@ export async function listDefinitionVersions(q: Queryable, s: string): Promise<D
   );
   return rows;
 }
+
+/** A name's versions whose hash starts with `prefix` (at most a few: a prefix names one version or is ambiguous). */
+export async function definitionsByPrefix(q: Queryable, s: string, name: string, prefix: string): Promise<StoredDefinition[]> {
+  const { rows } = await q.query<StoredDefinition>(`SELECT name, hash, normalized FROM ${s}.definitions WHERE name = $1 AND starts_with(hash, $2) ORDER BY id LIMIT 5`, [name, prefix]);
+  return rows;
+}

@@ -2,21 +2,6 @@ import type { Queryable } from '../db/types.js';
 
 /** The statements of extending a running workflow (extend.ts decides and orders them). */
 
-export interface ExtendTarget {
-  id: string;
-  name: string;
-  state: string;
-  inputs: unknown;
-  definition_hash: string;
-  created_at: Date;
-}
-
-/** The workflow an extension is for. */
-export async function extendTarget(q: Queryable, s: string, workflowId: string): Promise<ExtendTarget | undefined> {
-  const { rows } = await q.query<ExtendTarget>(`SELECT id, name, state, inputs, definition_hash, created_at FROM ${s}.workflows WHERE id = $1`, [workflowId]);
-  return rows[0];
-}
-
 /** Every task of the workflow: its name, template and state. */
 export async function existingTasks(q: Queryable, s: string, workflowId: string): Promise<{ name: string; template: string; state: string }[]> {
   const { rows } = await q.query<{ name: string; template: string; state: string }>(`SELECT name, template, state FROM ${s}.tasks WHERE workflow_id = $1`, [workflowId]);

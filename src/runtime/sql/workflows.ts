@@ -136,3 +136,18 @@ export async function listWorkflows(q: Queryable, s: string, f: WorkflowListFilt
   );
   return rows;
 }
+
+/** What changing a workflow's tasks (an extension, a move to another version) starts from: its version, state and inputs. */
+export interface WorkflowVersionRef {
+  id: string;
+  name: string;
+  state: string;
+  inputs: unknown;
+  definition_hash: string;
+  created_at: Date;
+}
+
+export async function workflowVersionRef(q: Queryable, s: string, workflowId: string): Promise<WorkflowVersionRef | undefined> {
+  const { rows } = await q.query<WorkflowVersionRef>(`SELECT id, name, state, inputs, definition_hash, created_at FROM ${s}.workflows WHERE id = $1`, [workflowId]);
+  return rows[0];
+}

@@ -1,0 +1,65 @@
+import type { UpgradeOutcome, UpgradeReport } from '../../runtime/upgrades.js';
+import { oneOf, parse } from '../args.js';
+import { openBackend } from '../backend.js';
+import { EXIT, UsageError, type Io } from '../io.js';
+
+export const usage = 'braid upgrade NAME [--from HASH] [--to HASH] [--id ID...] [--dry-run] [--format text|json] [--database URL]';
+
+export const help = `Move running workflows to another version of their definition, on purpose: by default every
+running workflow of NAME on an older version, to the current version. Each moves in its own transaction under
+its lock, or not at all, with the reason. Safe while workers run.
+
+A workflow moves when every task that has started exists in the target version (by name, or by its
+renamed_from) with the same kind. Tasks not started take the target's definition (args, deps, wait, when,
+retry); new tasks are inserted; removed tasks not started are deleted; active waits are evaluated again
+under the new terms with the signals already received; for_each expansions are kept by key.
+
+Usage: ${usage}
+
+  --from HASH       only workflows on this version (a hash, or a unique prefix as braid versions shows it)
+  --to HASH         the version to move to (default: the current one)
+  --id ID           only this workflow (repeat for more)
+  --dry-run         say what would move and what would not, change nothing
+  --format FORMAT   text (default): a line per workflow; json: { "name", "to", "results": [...] }
+  --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
+  --schema NAME     the schema of braid's tables (default: braid)
+
+Exit status: 0 every workflow moved (or would, or none was behind), 1 some could not move (they are left as
+they were) or NAME is unknown, 2 usage, 3 internal or connection error.
+`;
+
+export async function run(argv: string[], io: Io): Promise<number> {
+  const { values, flags, lists, help: wantsHelp, positionals } = parse(argv, ['from', 'to', 'format', 'database', 'schema'], usage, ['dry-run'], ['id']);
+  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (positionals.length !== 1) throw new UsageError(`upgrade takes one workflow NAME (usage: ${usage})`);
+  const format = oneOf(values.format, ['text', 'json'] as const, '--format', 'text');
+  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  try {
+    const report = await backend.upgrade(positionals[0], { from: values.from, to: values.to, ids: lists.id.length > 0 ? lists.id : undefined, dryRun: flags.has('dry-run') });
+    io.stdout(format === 'json' ? JSON.stringify({ ...report, dry_run: flags.has('dry-run') }, null, 2) + '\n' : upgradeText(report, flags.has('dry-run')));
+    return report.results.some((r) => r.status === 'skipped') ? EXIT.failed : EXIT.ok;
+  } finally {
+    await backend.close();
+  }
+}
+
+function upgradeText(report: UpgradeReport, dryRun: boolean): string {
+  const lines = [`${report.name} -> ${report.to.slice(0, 12)}${dryRun ? ' (dry run: nothing changes)' : ''}`];
+  for (const r of report.results) lines.push(`  ${r.id}  ${r.from ? r.from.slice(0, 12) : '?'}  ${outcomeText(r)}`);
+  if (report.results.length === 0) lines.push('  no running workflow is on another version');
+  const count = (status: UpgradeOutcome['status']) => report.results.filter((r) => r.status === status).length;
+  const moved = dryRun ? `${count('would_move')} would move` : `${count('moved')} moved`;
+  lines.push(`${moved}, ${count('skipped')} cannot move${count('current') > 0 ? `, ${count('current')} already on it` : ''}`);
+  return lines.join('\n') + '\n';
+}
+
+function outcomeText(r: UpgradeOutcome): string {
+  if (r.status === 'skipped') return `cannot move: ${r.reason}`;
+  if (r.status === 'current') return 'already on this version';
+  const changes = [
+    ...Object.entries(r.renamed ?? {}).map(([a, b]) => `${a} -> ${b}`),
+    ...(r.inserted ?? []).map((n) => `+${n}`),
+    ...(r.deleted ?? []).map((n) => `-${n}`),
+  ];
+  return `${r.status === 'moved' ? 'moved' : 'would move'}${changes.length > 0 ? ` (${changes.join(', ')})` : ''}`;
+}

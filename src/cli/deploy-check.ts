@@ -1,0 +1,32 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { loadHandlers } from '../runtime/worker/load-handlers.js';
+import type { HandlerSet } from '../deploy/findings.js';
+import { displayPath } from './definitions.js';
+import { SubjectError, type Io } from './io.js';
+import { braidDir, databaseUrl, handlersModule } from './project.js';
+
+/**
+ * The handlers module a deploy ships (--handlers, else the config's), loaded the way `braid worker` loads it,
+ * as the set of kinds it handles; undefined when none is configured (deploy-missing-handler is then not checked).
+ */
+export async function handlerSet(io: Io, flag: string | undefined): Promise<HandlerSet | undefined> {
+  const path = handlersModule(io, flag);
+  if (path === undefined) return undefined;
+  try {
+    const handlers = await loadHandlers(path);
+    return { file: displayPath(io, path), kinds: new Set(Object.keys(handlers)) };
+  } catch (error) {
+    throw new SubjectError(`braid: cannot load the handlers module ${displayPath(io, path)}: ${(error as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Whether a database is there to compare with: a URL (flag, DATABASE_URL, config), or the project's embedded one. */
+export function hasDatabase(io: Io, flag: string | undefined): boolean {
+  return databaseUrl(io, flag) !== undefined || existsSync(join(braidDir(io), 'db'));
+}
+
+/** The paths given on the command line, resolved from the working folder. */
+export function givenPaths(io: Io, positionals: readonly string[]): string[] {
+  return positionals.map((p) => resolve(io.cwd, p));
+}

@@ -1,0 +1,148 @@
+import { LineCounter } from 'yaml';
+import type { Diagnostic, Rule } from '../compiler/diagnostics.js';
+import { START_KIND, type NormalizedDefinition } from '../compiler/normalize.js';
+import { nodeAt, Reporter, type Path, type SourceFile } from '../compiler/source.js';
+import type { WorkflowDefinition } from '../compiler/validate.js';
+import { declaredKeys } from '../runtime/waits/wait-eval.js';
+import { argsKeys, argsShape } from './args-shape.js';
+import { inFlight, type BaselineVersion } from './baseline.js';
+import { inputsNarrowings } from './inputs-compat.js';
+import { taskCorrespondence } from './task-map.js';
+
+/** The kinds the handlers module to deploy has, and its path for messages. */
+export interface HandlerSet {
+  file: string;
+  kinds: ReadonlySet<string>;
+}
+
+/**
+ * What deploying `next` (the definitions' version of one workflow, absent when the definitions no longer
+ * have it) would do to the workflows in flight, as diagnostics at the task concerned: kinds left without a
+ * handler, signal keys old runs wait on that the new version dropped, a kind's args in two shapes, inputs the
+ * current version accepted that the new one refuses. `versions` are the name's current version and every
+ * version with running workflows.
+ */
+export function deployFindings(name: string, next: WorkflowDefinition | undefined, versions: readonly BaselineVersion[], handlers: HandlerSet | undefined): Diagnostic[] {
+  const reporter = new Reporter(next?.source ?? emptySource(handlers?.file ?? 'braid.config.yaml'));
+  const inUse = versions.filter((v) => v.running !== 0);
+  const older = inUse.filter((v) => v.hash !== next?.hash);
+  const report = (rule: Rule, message: string, path: Path, hint: string) => {
+    const resolved = next ? existingPath(next.source, path) : [];
+    reporter.report(rule, message, { path: resolved }, hint);
+  };
+  if (handlers) missingHandlers(name, next, inUse, handlers, report);
+  if (next) {
+    signalKeys(next, older, report);
+    argsShapes(next, older, report);
+    const current = versions.find((v) => v.current);
+    if (current && current.hash !== next.hash) {
+      for (const n of inputsNarrowings(current.normalized.inputs, next.normalized.inputs)) {
+        report('deploy-inputs', `${n.message} (the current version ${current.hash.slice(0, 12)} accepts such starts)`, n.path, 'keep the schema as wide as before (a default, the old type), or make sure every caller of braid start sends what it needs first');
+      }
+    }
+  }
+  return reporter.diagnostics;
+}
+
+type Report = (rule: Rule, message: string, path: Path, hint: string) => void;
+
+/** The kinds each older version may still need: what its running tasks need, or (unknown) every kind it uses. */
+function neededKinds(v: BaselineVersion): Map<string, number | undefined> {
+  if (v.kinds) return new Map(Object.entries(v.kinds));
+  return new Map(v.normalized.tasks.map((t) => [t.kind, undefined]));
+}
+
+function missingHandlers(name: string, next: WorkflowDefinition | undefined, inUse: readonly BaselineVersion[], handlers: HandlerSet, report: Report): void {
+  const byKind = new Map<string, { versions: string[]; task?: string }>();
+  const need = (kind: string) => {
+    let entry = byKind.get(kind);
+    if (!entry) byKind.set(kind, (entry = { versions: [] }));
+    return entry;
+  };
+  for (const t of next?.normalized.tasks ?? []) if (t.kind !== START_KIND && !handlers.kinds.has(t.kind)) need(t.kind).task ??= t.name;
+  for (const v of inUse) {
+    for (const [kind, count] of neededKinds(v)) if (kind !== START_KIND && !handlers.kinds.has(kind)) need(kind).versions.push(inFlight(v, count, 'need it'));
+  }
+  for (const [kind, { versions, task }] of byKind) {
+    const who = [...(task !== undefined ? [`task "${task}" uses it`] : []), ...versions].join('; ');
+    const path = task !== undefined ? ['tasks', task, 'kind'] : taskOfKind(next, inUse, kind);
+    const hint =
+      versions.length > 0
+        ? `keep a handler for ${kind} until they end (braid versions ${name} shows the drain), or move them: braid upgrade ${name}`
+        : `add a handler for ${kind} to ${handlers.file}`;
+    report('deploy-missing-handler', `kind "${kind}" has no handler in ${handlers.file}: ${who}`, path, hint);
+  }
+}
+
+/** The task of the new version that an older version's task of `kind` became, or the tasks block. */
+function taskOfKind(next: WorkflowDefinition | undefined, older: readonly BaselineVersion[], kind: string): Path {
+  if (!next) return [];
+  for (const v of older) {
+    const map = taskCorrespondence(v.normalized, next.normalized);
+    const old = v.normalized.tasks.find((t) => t.kind === kind && map.has(t.name));
+    if (old) return ['tasks', map.get(old.name)!.name, 'kind'];
+  }
+  return ['tasks'];
+}
+
+function signalKeys(next: WorkflowDefinition, older: readonly BaselineVersion[], report: Report): void {
+  const declared = new Set(next.normalized.tasks.flatMap((t) => (t.wait ? declaredKeys(t.wait) : [])));
+  for (const v of older) {
+    const waited = v.keys ? new Map(Object.entries(v.keys)) : new Map(v.normalized.tasks.flatMap((t) => (t.wait ? declaredKeys(t.wait) : [])).map((k) => [k, undefined]));
+    for (const [key, count] of waited) {
+      if (declared.has(key)) continue;
+      report(
+        'deploy-signal-key',
+        `${inFlight(v, count, `wait on signal key "${key}"`)}, which this version no longer declares: senders must keep sending "${key}" to them while they run`,
+        termOfKey(next, v.normalized, key),
+        `or move them to this version with braid upgrade ${next.name}: after the move they wait on this version's keys`,
+      );
+    }
+  }
+}
+
+/** Where a key went: the new version's term of the same task and name, else the task's wait, else the tasks block. */
+function termOfKey(next: WorkflowDefinition, prev: NormalizedDefinition, key: string): Path {
+  const map = taskCorrespondence(prev, next.normalized);
+  for (const t of prev.tasks) {
+    const term = t.wait?.terms.find((x) => x.kind === 'signal' && x.signal === key);
+    const now = map.get(t.name);
+    if (!term || !now) continue;
+    const same = now.wait?.terms.find((x) => x.name === term.name);
+    if (same) return ['tasks', now.name, 'wait', 'terms', same.name, same.kind === 'signal' ? 'signal' : same.kind];
+    return ['tasks', now.name, now.wait ? 'wait' : 'kind'];
+  }
+  return ['tasks'];
+}
+
+function argsShapes(next: WorkflowDefinition, older: readonly BaselineVersion[], report: Report): void {
+  const shapes = new Map<string, { task: string; shape: string; args: unknown }[]>();
+  for (const t of next.normalized.tasks) if (t.kind !== START_KIND) shapes.set(t.kind, [...(shapes.get(t.kind) ?? []), { task: t.name, shape: argsShape(t.args), args: t.args }]);
+  const reported = new Set<string>();
+  for (const v of older) {
+    for (const t of v.normalized.tasks) {
+      const mine = shapes.get(t.kind);
+      if (!mine || (v.kinds && !(t.kind in v.kinds))) continue;
+      const shape = argsShape(t.args);
+      if (mine.some((m) => m.shape === shape) || reported.has(`${t.kind} ${shape}`)) continue;
+      reported.add(`${t.kind} ${shape}`);
+      report(
+        'deploy-args-shape',
+        `kind "${t.kind}" gets args ${argsKeys(mine[0].args)} here and ${argsKeys(t.args)} from task "${t.name}" of ${v.hash.slice(0, 12)} (${v.running === null ? 'may still run' : `${v.running} running`}): its handler receives both shapes`,
+        ['tasks', mine[0].task, 'args'],
+        'let the handler accept both until the old runs end, or move them: braid upgrade',
+      );
+    }
+  }
+}
+
+/** The deepest prefix of a path that exists in the file (a task's args may be left out: point at the task). */
+function existingPath(source: SourceFile, path: Path): Path {
+  if (!source.doc) return [];
+  for (let n = path.length; n > 0; n--) if (nodeAt(source.doc, path.slice(0, n)) !== undefined) return path.slice(0, n);
+  return [];
+}
+
+function emptySource(path: string): SourceFile {
+  return { path, text: '', lineCounter: new LineCounter() };
+}

@@ -1,0 +1,168 @@
+/**
+ * Moving a workflow to another version of its definition, in the caller's transaction under the workflow's
+ * lock: decided by move.ts, applied here. Started tasks keep their run (renamed by `renamed_from`, relinked to
+ * the target's edges); tasks not started take the target's definition, and their waits start over with the
+ * signals already received (a wait's start time is kept, so its timers keep their anchor); new tasks are
+ * inserted with their deps counted from what has ended; removed tasks not started are deleted.
+ */
+import { canonicalJson } from '../../compiler/canonical-json.js';
+import { compile, CompileError } from '../../compiler/instantiate.js';
+import type { CompileLimits } from '../../compiler/instantiate.js';
+import type { PlanTask } from '../../compiler/plan.js';
+import type { Queryable } from '../db/types.js';
+import type { StoredDefinition } from '../sql/definitions.js';
+import { deleteTaskRows, endPending, lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
+import { insertTaskRows } from '../sql/insert.js';
+import { notifyTimer } from '../sql/waits.js';
+import { workflowVersionRef } from '../sql/workflows.js';
+import { forgetWaitState, moveTaskRows, redefineTasks, relinkTasks, renameTasks, setWorkflowVersion, type MoveTaskRow, type RedefinedRow } from '../sql/upgrade.js';
+import { activateWaits, advanceWorkflow, cancelPending } from '../waits/evaluate.js';
+import { depsOutcome, dueState, isFinal, type FinalState } from './decide.js';
+import { isHeld, taskRows } from './insert.js';
+import { planMove, type MovePlan } from './move.js';
+import { closeTasks } from './settle.js';
+
+export interface UpgradeOptions {
+  /** Decide and report, write nothing (and take no row lock). */
+  dryRun?: boolean;
+  /** A finalized workflow about to be retried: these tasks (current names) run again, so they take the target's definition. */
+  rerun?: ReadonlySet<string>;
+  limits?: Partial<CompileLimits>;
+}
+
+/** What happened to one workflow: moved (or, dry, would move), skipped with the reason, or already there. */
+export interface UpgradeOutcome {
+  id: string;
+  from: string | null;
+  to: string;
+  status: 'moved' | 'would_move' | 'skipped' | 'current';
+  reason?: string;
+  /** The task names that changed, when it moved: renamed (old -> new), inserted, deleted. */
+  renamed?: Record<string, string>;
+  inserted?: string[];
+  deleted?: string[];
+}
+
+/**
+ * Moves one workflow to `target`: a running one (a finalized one only with `rerun`, for a retry that follows).
+ * Returns the outcome; on `moved`, the tasks a retry must also run again (`inserted`) are named.
+ */
+export async function upgradeWorkflow(q: Queryable, ctx: AdvanceContext, id: string, target: StoredDefinition, options: UpgradeOptions = {}): Promise<UpgradeOutcome> {
+  const { s } = ctx;
+  const skip = (from: string | null, reason: string): UpgradeOutcome => ({ id, from, to: target.hash, status: 'skipped', reason });
+  if (!options.dryRun && !(await lockWorkflows(q, s, [id])).has(id)) return skip(null, 'no such workflow');
+  const w = await workflowVersionRef(q, s, id);
+  if (!w) return skip(null, 'no such workflow');
+  if (w.name !== target.name) return skip(w.definition_hash, `it is a ${w.name} workflow, not ${target.name}`);
+  if (w.definition_hash === target.hash) return { id, from: w.definition_hash, to: target.hash, status: 'current' };
+  const finalized = w.state !== 'running';
+  if (finalized && !options.rerun) return skip(w.definition_hash, `it is ${w.state}: only running workflows move (retry --on-current moves a finished one and runs it again)`);
+  let tasks: PlanTask[];
+  let plan;
+  try {
+    plan = compile(target.normalized, w.inputs, { id, now: w.created_at, limits: options.limits });
+    tasks = plan.tasks;
+  } catch (error) {
+    if (error instanceof CompileError) return skip(w.definition_hash, `its inputs do not fit version ${target.hash.slice(0, 12)}: ${error.diagnostics.map((d) => d.message).join('; ')}`);
+    throw error;
+  }
+  const rows = await moveTaskRows(q, s, id, !options.dryRun);
+  const from = await ctx.definitions.find(q, w.name, w.definition_hash);
+  const decision = planMove(rows, tasks, target.normalized, from, options.rerun);
+  if (!decision.ok) return skip(w.definition_hash, decision.reason);
+  const move = decision.plan;
+  const outcome: UpgradeOutcome = {
+    id,
+    from: w.definition_hash,
+    to: target.hash,
+    status: options.dryRun ? 'would_move' : 'moved',
+    renamed: Object.fromEntries(move.renames.map((r) => [r.from, r.to])),
+    inserted: move.inserted,
+    deleted: move.deleted,
+  };
+  if (options.dryRun) return outcome;
+  await applyMove(q, ctx, { id, from: w.definition_hash, finalized }, rows, tasks, move, target, plan.workflow);
+  return outcome;
+}
+
+async function applyMove(
+  q: Queryable,
+  ctx: AdvanceContext,
+  w: { id: string; from: string; finalized: boolean },
+  rows: readonly MoveTaskRow[],
+  tasks: readonly PlanTask[],
+  move: MovePlan,
+  target: StoredDefinition,
+  workflow: { inputs: unknown; output: unknown; timeout_ms?: number; created_at: string },
+): Promise<void> {
+  const { s, now } = ctx;
+  const renamed = new Map(move.renames.map((r) => [r.from, r.to]));
+  const rowOf = new Map(rows.map((r) => [renamed.get(r.name) ?? r.name, r]));
+  await deleteTaskRows(q, s, w.id, move.deleted);
+  await forgetWaitState(q, s, w.id, move.deleted);
+  await renameTasks(q, s, w.id, move.renames);
+  const kept = new Set(move.kept);
+  // the state each dep will be in: kept rows keep theirs, the rest are not final yet
+  const depState = (name: string) => (kept.has(name) ? rowOf.get(name)!.state : 'pending');
+  const failing = new Map<string, string>();
+  const skipping = new Map<string, string>();
+  const activate: string[] = [];
+  const keepHold = new Set<string>();
+  const all = taskRows(tasks, new Date(workflow.created_at), now, (t) => {
+    if (kept.has(t.name)) return {};
+    const final = t.deps.flatMap((d) => (isFinal(depState(d)) ? [{ name: d, state: depState(d) as FinalState }] : []));
+    const left = t.deps.length - final.length;
+    if (w.finalized) return { deps_left: left, state: rowOf.get(t.name)?.state ?? 'pending' };
+    const decided = depsOutcome(t, final);
+    if (decided.outcome !== 'satisfied') {
+      (decided.outcome === 'failed' ? failing : skipping).set(t.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
+      return { deps_left: left, state: 'pending' };
+    }
+    const row = rowOf.get(t.name);
+    // a wait that resolved (or a condition decided) and did not change is not asked again
+    if (left === 0 && row && row.state !== 'pending' && isHeld(t) && sameHold(row, t)) {
+      keepHold.add(t.name);
+      return { deps_left: 0, state: dueState(new Date(t.scheduled_at ?? workflow.created_at), now) };
+    }
+    if (left === 0 && isHeld(t)) activate.push(t.name);
+    return { deps_left: left };
+  });
+  const byName = new Map(all.map((r) => [r.name, r]));
+  await relinkTasks(q, s, w.id, move.kept.map((n) => ({ name: n, deps: byName.get(n)!.deps, dependents: byName.get(n)!.dependents, dependents_wait: byName.get(n)!.dependents_wait })));
+  const redefined: RedefinedRow[] = move.redefined.map((n) => {
+    const r = byName.get(n)!;
+    const old = rowOf.get(n)!;
+    const anchor = r.wait !== null && r.deps_left === 0 && old.wait_started_at ? new Date(old.wait_started_at).toISOString() : null;
+    return { ...r, keep_hold: keepHold.has(n), wait_started_at: keepHold.has(n) ? (old.wait_started_at && new Date(old.wait_started_at).toISOString()) : anchor };
+  });
+  await redefineTasks(q, s, w.id, redefined);
+  await forgetWaitState(q, s, w.id, move.redefined.filter((n) => !keepHold.has(n)));
+  await insertTaskRows(q, s, w.id, move.inserted.map((n) => byName.get(n)!), now);
+  const deadline = await setWorkflowVersion(q, s, {
+    id: w.id,
+    from: w.from,
+    to: target.hash,
+    output: workflow.output,
+    inputs: workflow.inputs,
+    timeoutMs: workflow.timeout_ms ?? null,
+    added: move.inserted.length,
+    removed: move.deleted.length,
+    open: !w.finalized,
+    at: now,
+  });
+  if (w.finalized) return;
+  if (deadline) await notifyTimer(q, ctx.schema, new Date(deadline));
+  await cancelPending(q, ctx, w.id, failing);
+  const skipped = await endPending(q, s, w.id, now, 'skipped', 'dependency', skipping);
+  if (skipped.length > 0) await notifyQueues(q, ctx.schema, (await advanceWorkflow(q, ctx, w.id, skipped)).queues);
+  await activateWaits(q, ctx, w.id, activate.filter((n) => !failing.has(n) && !skipping.has(n)));
+  const changed = new Set([...move.redefined, ...move.inserted]);
+  await notifyQueues(q, ctx.schema, all.filter((r) => changed.has(r.name) && r.state === 'available' && !failing.has(r.name) && !skipping.has(r.name)).map((r) => r.queue));
+  // a move that left nothing open (every task it removed was the last to do) ends the workflow
+  await closeTasks(q, ctx, w.id, 0, 0);
+}
+
+/** Whether a task not started holds for the same reasons in both versions: its wait and condition unchanged. */
+function sameHold(row: MoveTaskRow, t: PlanTask): boolean {
+  return canonicalJson(row.wait) === canonicalJson(t.wait) && (row.condition ?? null) === t.when;
+}

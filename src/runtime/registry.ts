@@ -1,0 +1,65 @@
+import { readSources } from '../compiler/load.js';
+import { validate, type ValidationResult } from '../compiler/validate.js';
+import type { RuntimeContext } from './context.js';
+import { drainState, type DrainState } from './in-flight.js';
+import { currentHashes, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion, type DefinitionVersion } from './sql/definitions.js';
+
+/** Registering definition versions (the deploy step) and reading them back with their drain state. */
+
+export interface RegisterResult {
+  validation: ValidationResult;
+  /** Names whose current version changed. */
+  registered: { name: string; hash: string }[];
+  /** Names that had a registered version before this call. */
+  registeredBefore: string[];
+  /**
+   * One line per workflow checked: `new` (its current version changes to `hash`), `unchanged`, or `error` (it
+   * does not validate). With `dryRun`, or `allOrNothing` and an error anywhere, nothing was written.
+   */
+  results: { name: string; file: string; status: 'new' | 'unchanged' | 'error'; hash?: string }[];
+  /** Whether the versions were written. */
+  applied: boolean;
+}
+
+export interface RegisterOptions {
+  /** Report what would change, write nothing. */
+  dryRun?: boolean;
+  /** Register nothing when any definition has an error (the deploy step); otherwise valid ones register. */
+  allOrNothing?: boolean;
+}
+
+/** A registered version with how many workflows run on it and its drain state. */
+export type VersionState = DefinitionVersion & { running: number; state: DrainState };
+
+export async function registerDefinitions(ctx: RuntimeContext, from: string | readonly string[], options: RegisterOptions = {}): Promise<RegisterResult> {
+  const known = await registeredNames(ctx.db, ctx.s);
+  const current = await currentHashes(ctx.db, ctx.s);
+  const validation = validate(readSources(typeof from === 'string' ? [from] : from), { knownWorkflows: known });
+  const valid = new Map(validation.definitions.map((d) => [d.file, d]));
+  const results: RegisterResult['results'] = validation.checked.map((c) => {
+    const def = valid.get(c.file);
+    if (!def) return { name: c.name ?? '', file: c.file, status: 'error' };
+    return current.get(def.name) === def.hash ? { name: def.name, file: c.file, status: 'unchanged', hash: def.hash } : { name: def.name, file: c.file, status: 'new', hash: def.hash };
+  });
+  const applied = !options.dryRun && !(options.allOrNothing && validation.errors > 0);
+  const registered: { name: string; hash: string }[] = [];
+  if (applied) {
+    await ctx.db.transaction(async (tx) => {
+      for (const def of validation.definitions) {
+        const r = await registerVersion(tx, ctx.s, { name: def.name, hash: def.hash, normalized: def.normalized, file: def.file });
+        ctx.definitions.remember(def.name, def.hash, def.normalized);
+        if (r.madeCurrent) registered.push({ name: def.name, hash: def.hash });
+      }
+    });
+  }
+  return { validation, registered, registeredBefore: known, results, applied };
+}
+
+export async function definitionVersions(ctx: RuntimeContext, name: string): Promise<VersionState[]> {
+  const versions = (await listDefinitionVersions(ctx.db, ctx.s)).filter((v) => v.name === name);
+  const running = await runningPerVersion(ctx.db, ctx.s, name);
+  return versions.map((v) => {
+    const n = running.get(v.hash) ?? 0;
+    return { ...v, running: n, state: drainState({ current: v.current, running: n }) };
+  });
+}
