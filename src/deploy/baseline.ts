@@ -25,7 +25,8 @@ export interface BaselineVersion {
 export type Against = { kind: 'db' } | { kind: 'git'; ref: string };
 
 /** What the workflows in flight on a version do, for messages: `3 running on 2826bc91b013 need it` (or "may", when unknown). */
-export function inFlight(v: Pick<BaselineVersion, 'hash' | 'running'>, count: number | undefined, does: string): string {
+export function inFlight(v: Pick<BaselineVersion, 'hash' | 'running'>, count: number | undefined, does: readonly [one: string, many: string]): string {
   const short = v.hash.slice(0, 12);
-  return v.running === null ? `workflows started on ${short} may still run and ${does}` : `${count ?? v.running} running on ${short} ${does}`;
+  const n = count ?? v.running;
+  return n === null ? `workflows started on ${short} may still run and ${does[1]}` : `${n} running on ${short} ${n === 1 ? does[0] : does[1]}`;
 }

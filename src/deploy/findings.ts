@@ -28,7 +28,8 @@ export function deployFindings(name: string, next: WorkflowDefinition | undefine
   const older = inUse.filter((v) => v.hash !== next?.hash);
   const report = (rule: Rule, message: string, path: Path, hint: string) => {
     const resolved = next ? existingPath(next.source, path) : [];
-    reporter.report(rule, message, { path: resolved }, hint);
+    // a path that ends at a mapping (the tasks block, a task without args) points at its key, not its body
+    reporter.report(rule, message, { path: resolved, at: resolved.length < path.length || resolved.length === 1 ? 'key' : 'value' }, hint);
   };
   if (handlers) missingHandlers(name, next, inUse, handlers, report);
   if (next) {
@@ -61,28 +62,31 @@ function missingHandlers(name: string, next: WorkflowDefinition | undefined, inU
   };
   for (const t of next?.normalized.tasks ?? []) if (t.kind !== START_KIND && !handlers.kinds.has(t.kind)) need(t.kind).task ??= t.name;
   for (const v of inUse) {
-    for (const [kind, count] of neededKinds(v)) if (kind !== START_KIND && !handlers.kinds.has(kind)) need(kind).versions.push(inFlight(v, count, 'need it'));
+    for (const [kind, count] of neededKinds(v)) if (kind !== START_KIND && !handlers.kinds.has(kind)) need(kind).versions.push(inFlight(v, count, ['needs it', 'need it']));
   }
   for (const [kind, { versions, task }] of byKind) {
+    const where = task !== undefined ? { path: ['tasks', task, 'kind'] } : taskOfKind(next, inUse, kind);
+    const gone = where.removed && where.removed.length > 0 ? ` (task${where.removed.length > 1 ? 's' : ''} ${where.removed.map((n) => `"${n}"`).join(', ')}, which used it, ${where.removed.length > 1 ? 'are' : 'is'} gone from this version)` : '';
     const who = [...(task !== undefined ? [`task "${task}" uses it`] : []), ...versions].join('; ');
-    const path = task !== undefined ? ['tasks', task, 'kind'] : taskOfKind(next, inUse, kind);
     const hint =
       versions.length > 0
         ? `keep a handler for ${kind} until they end (braid versions ${name} shows the drain), or move them: braid upgrade ${name}`
         : `add a handler for ${kind} to ${handlers.file}`;
-    report('deploy-missing-handler', `kind "${kind}" has no handler in ${handlers.file}: ${who}`, path, hint);
+    report('deploy-missing-handler', `kind "${kind}" has no handler in ${handlers.file}: ${who}${gone}`, where.path, hint);
   }
 }
 
-/** The task of the new version that an older version's task of `kind` became, or the tasks block. */
-function taskOfKind(next: WorkflowDefinition | undefined, older: readonly BaselineVersion[], kind: string): Path {
-  if (!next) return [];
+/** The task of the new version that an older version's task of `kind` became, or the tasks block (naming the tasks removed). */
+function taskOfKind(next: WorkflowDefinition | undefined, older: readonly BaselineVersion[], kind: string): { path: Path; removed?: string[] } {
+  if (!next) return { path: [] };
+  const removed = new Set<string>();
   for (const v of older) {
     const map = taskCorrespondence(v.normalized, next.normalized);
     const old = v.normalized.tasks.find((t) => t.kind === kind && map.has(t.name));
-    if (old) return ['tasks', map.get(old.name)!.name, 'kind'];
+    if (old) return { path: ['tasks', map.get(old.name)!.name, 'kind'] };
+    for (const t of v.normalized.tasks) if (t.kind === kind) removed.add(t.name);
   }
-  return ['tasks'];
+  return { path: ['tasks'], removed: [...removed] };
 }
 
 function signalKeys(next: WorkflowDefinition, older: readonly BaselineVersion[], report: Report): void {
@@ -93,7 +97,7 @@ function signalKeys(next: WorkflowDefinition, older: readonly BaselineVersion[],
       if (declared.has(key)) continue;
       report(
         'deploy-signal-key',
-        `${inFlight(v, count, `wait on signal key "${key}"`)}, which this version no longer declares: senders must keep sending "${key}" to them while they run`,
+        `${inFlight(v, count, [`waits on signal key "${key}"`, `wait on signal key "${key}"`])}, which this version no longer declares: senders must keep sending "${key}" to them while they run`,
         termOfKey(next, v.normalized, key),
         `or move them to this version with braid upgrade ${next.name}: after the move they wait on this version's keys`,
       );

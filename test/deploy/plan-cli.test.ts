@@ -1,0 +1,159 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { backend, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
+
+/** A fresh project folder with the given files. */
+export function project(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'braid-deploy-'));
+  for (const [path, text] of Object.entries(files)) write(dir, path, text);
+  return dir;
+}
+
+export function write(dir: string, path: string, text: string): void {
+  mkdirSync(join(dir, path, '..'), { recursive: true });
+  writeFileSync(join(dir, path), text);
+}
+
+/** On Postgres each project's database is a schema of its own, named in its config; on PGlite, its .braid/. */
+export function databaseConfig(): { config: string; env: NodeJS.ProcessEnv } {
+  return backend === 'postgres'
+    ? { config: `database: \${BRAID_TEST_PG}\nschema: ${uniqueSchema()}\n`, env: { BRAID_TEST_PG: postgresUrl, DATABASE_URL: '' } }
+    : { config: '', env: { DATABASE_URL: '' } };
+}
+
+export const V1 = `name: flow
+description: v1
+inputs:
+  type: object
+  required: [id]
+  properties:
+    id: { type: string }
+    amount: { type: number }
+timeout: 7d
+tasks:
+  check:
+    kind: check
+    args: { id: "\${{ inputs.id }}" }
+  review:
+    kind: review
+    deps: [check]
+    when: 'deps["check"].output.ok == true'
+    wait:
+      expr: approved || sla
+      terms:
+        approved: { signal: refund_review, where: payload.ok == true }
+        sla: { timer: { after_wait_started: 1h } }
+  settle:
+    kind: settle_refund
+    deps: [review]
+    args: { id: "\${{ inputs.id }}" }
+  audit: { kind: audit, deps: [check], queue: slow }
+  legacy: { kind: legacy, deps: [check] }
+output: { done: true }
+`;
+
+// every class of change at once: inputs narrowed, timeout, output, args shapes, a rename, a kind, deps, the
+// wait's expr, key, where, count and timer, the condition, a task timeout and queue, a task added and one removed
+export const V2 = `name: flow
+description: v2
+inputs:
+  type: object
+  required: [id, currency]
+  properties:
+    id: { type: string }
+    amount: { type: integer }
+    currency: { type: string }
+timeout: 14d
+tasks:
+  check:
+    kind: check
+    args: { id: "\${{ inputs.id }}", strict: true }
+  approve:
+    kind: review
+    renamed_from: review
+    deps: [check]
+    when: 'deps["check"].output.ok'
+    wait:
+      expr: approved && sla
+      terms:
+        approved: { signal: review_done, where: payload.ok, count: 2 }
+        sla: { timer: { after_wait_started: 2h } }
+  settle:
+    kind: settle_payment
+    deps: [approve, audit]
+    args: { id: "\${{ inputs.id }}", amount: 1 }
+    timeout: 5m
+  audit: { kind: audit, deps: [check], queue: fast }
+  notify: { kind: notify, deps: [settle] }
+output: { done: false }
+`;
+
+const HANDLERS = 'export default Object.fromEntries(["check", "review", "settle_payment", "audit", "notify"].map((k) => [k, async () => ({})]));\n';
+const golden = (name: string) => join(__dirname, 'golden', name);
+
+describe(`braid plan: what a deploy changes, compared with what runs (${backend})`, () => {
+  it('against the database: every class of change, per version, with the findings (text and json golden), exit 1 on an error finding', async () => {
+    const db = databaseConfig();
+    const dir = project({ 'braid.config.yaml': `definitions: definitions\nhandlers: handlers.mjs\n${db.config}`, 'definitions/flow.yaml': V1, 'handlers.mjs': HANDLERS });
+    const env = db.env;
+    expect(runCli(['register', '--force'], { cwd: dir, env }).code).toBe(0);
+    expect(runCli(['start', 'flow', '--inputs', '{"id":"r1"}', '--id', 'r1'], { cwd: dir, env }).code).toBe(0);
+    expect(runCli(['plan'], { cwd: dir, env })).toMatchObject({ code: 1 });
+    write(dir, 'definitions/flow.yaml', V2);
+    const text = runCli(['plan'], { cwd: dir, env });
+    expect(text.code).toBe(1);
+    await expect(text.stdout).toMatchFileSnapshot(golden('plan.txt'));
+    expect(text.stderr).toBe('');
+    const json = runCli(['plan', '--format', 'json'], { cwd: dir, env });
+    expect(json.code).toBe(1);
+    await expect(json.stdout).toMatchFileSnapshot(golden('plan.json'));
+    const report = JSON.parse(json.stdout);
+    expect(new Set(report.workflows[0].versions[0].changes.map((c: { change: string }) => c.change)).size).toBeGreaterThanOrEqual(12);
+    expect([...new Set(report.diagnostics.map((d: { rule: string }) => d.rule))].sort()).toEqual(['deploy-args-shape', 'deploy-inputs', 'deploy-missing-handler', 'deploy-signal-key']);
+    // the versions and their diff, as the database has them
+    expect(runCli(['register', '--force'], { cwd: dir, env }).stdout).toMatch(/^flow new [0-9a-f]{12}\n {2}[0-9a-f]{12}: 1 running, keep handlers for legacy, settle_refund\n$/);
+    const versions = JSON.parse(runCli(['versions', 'flow', '--json'], { cwd: dir, env }).stdout);
+    expect(versions.map((v: { state: string; running: number }) => [v.state, v.running])).toEqual([['current', 0], ['draining', 1]]);
+    const diff = runCli(['versions', 'flow', '--diff', versions[1].hash.slice(0, 12), versions[0].hash.slice(0, 8)], { cwd: dir, env });
+    expect(diff.code).toBe(0);
+    expect(diff.stdout.split('\n').slice(1).join('\n')).toBe(text.stdout.split('\n').filter((l) => /^ {4}(task|workflow)/.test(l)).map((l) => l.slice(2)).join('\n') + '\n');
+    expect(runCli(['versions', 'flow', '--diff', 'zz', versions[0].hash], { cwd: dir, env })).toMatchObject({ code: 1, stderr: 'flow has no registered version zz (braid versions flow lists them)\n' });
+    // the same definitions again: nothing new, the older version still drains
+    expect(runCli(['plan'], { cwd: dir, env }).stdout).toMatch(/^flow: unchanged [0-9a-f]{12}\n {2}[0-9a-f]{12} \(draining, 1 running\): 19 changes to the current version\n/);
+  }, 120_000);
+
+  it('against a git ref (no database): a pull-request check in github and sarif formats', async () => {
+    const dir = project({ 'braid.config.yaml': 'definitions: definitions\nhandlers: handlers.mjs\n', 'definitions/flow.yaml': V1, 'handlers.mjs': HANDLERS });
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+    git('init', '-q', '-b', 'main');
+    git('add', '.');
+    git('commit', '-qm', 'v1');
+    write(dir, 'definitions/flow.yaml', V2);
+    const env = { DATABASE_URL: '' };
+    // no database here: plan says how to compare
+    expect(runCli(['plan'], { cwd: dir, env })).toMatchObject({ code: 2, stderr: 'braid: no database to compare with: pass --against GIT_REF (a pull-request check), or --database URL\n' });
+    const text = runCli(['plan', '--against', 'main'], { cwd: dir, env });
+    expect(text.code).toBe(1);
+    await expect(text.stdout).toMatchFileSnapshot(golden('plan-git.txt'));
+    const github = runCli(['plan', '--against', 'main', '--format', 'github'], { cwd: dir, env });
+    expect(github.code).toBe(1);
+    await expect(github.stdout).toMatchFileSnapshot(golden('plan.github.txt'));
+    const sarif = runCli(['plan', '--against', 'main', '--format', 'sarif'], { cwd: dir, env });
+    expect(sarif.code).toBe(1);
+    const log = JSON.parse(sarif.stdout);
+    await expect(JSON.stringify(log.runs[0].results, null, 2) + '\n').toMatchFileSnapshot(golden('plan.sarif.json'));
+    expect(log.runs[0].tool.driver.rules.map((r: { id: string }) => r.id)).toContain('deploy-missing-handler');
+    // the committed version against itself, with a handler for each kind: nothing changes, nothing blocks
+    git('stash', '-q');
+    write(dir, 'handlers.mjs', HANDLERS.replace('"notify"', '"notify", "settle_refund", "legacy"'));
+    expect(runCli(['plan', '--against', 'HEAD'], { cwd: dir, env })).toMatchObject({ code: 0, stdout: 'flow: unchanged b6999cc40ce1\n1 workflow: 0 new versions, 1 unchanged; 0 errors, 0 warnings\n' });
+    expect(runCli(['plan', '--against', 'no-such-branch'], { cwd: dir, env })).toMatchObject({ code: 2, stderr: 'braid: --against no-such-branch: no such git ref\n' });
+    expect(runCli(['plan', '--against', '--help'], { cwd: dir, env }).code).toBe(2);
+    const outside = project({ 'definitions/flow.yaml': V1 });
+    expect(runCli(['plan', '--against', 'main'], { cwd: outside, env })).toMatchObject({ code: 2, stderr: expect.stringMatching(/is not inside a git repository/) });
+  }, 60_000);
+});
