@@ -1,31 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { backend, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
+import { databaseConfig, project, write } from '../helpers/project.js';
+import { backend } from '../helpers/runtime.js';
 
-/** A fresh project folder with the given files. */
-export function project(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'braid-deploy-'));
-  for (const [path, text] of Object.entries(files)) write(dir, path, text);
-  return dir;
-}
-
-export function write(dir: string, path: string, text: string): void {
-  mkdirSync(join(dir, path, '..'), { recursive: true });
-  writeFileSync(join(dir, path), text);
-}
-
-/** On Postgres each project's database is a schema of its own, named in its config; on PGlite, its .braid/. */
-export function databaseConfig(): { config: string; env: NodeJS.ProcessEnv } {
-  return backend === 'postgres'
-    ? { config: `database: \${BRAID_TEST_PG}\nschema: ${uniqueSchema()}\n`, env: { BRAID_TEST_PG: postgresUrl, DATABASE_URL: '' } }
-    : { config: '', env: { DATABASE_URL: '' } };
-}
-
-export const V1 = `name: flow
+const V1 = `name: flow
 description: v1
 inputs:
   type: object
@@ -58,7 +38,7 @@ output: { done: true }
 
 // every class of change at once: inputs narrowed, timeout, output, args shapes, a rename, a kind, deps, the
 // wait's expr, key, where, count and timer, the condition, a task timeout and queue, a task added and one removed
-export const V2 = `name: flow
+const V2 = `name: flow
 description: v2
 inputs:
   type: object
