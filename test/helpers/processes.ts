@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import type { Database } from '../../src/runtime/db/types.js';
 import { repoRoot } from './cli.js';
-import { postgresUrl } from './runtime.js';
+import { postgresUrl, until } from './runtime.js';
 
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -38,3 +38,30 @@ export async function invocationTable(db: Database): Promise<string> {
   await db.query(`CREATE TABLE ${table} (workflow_id text, task text, attempt int, pid int, deps_ok boolean, at timestamptz DEFAULT clock_timestamp())`);
   return table;
 }
+
+/**
+ * What every fault must leave intact: each workflow completed, no attempt ran twice (one invocation per
+ * task attempt), and no task ran before all its deps had completed.
+ */
+export async function expectIntact(db: Database, schema: string, table: string, ids: string[]): Promise<void> {
+  const { rows: states } = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM "${schema}".workflows WHERE id = ANY($1::text[]) GROUP BY state`, [ids]);
+  expect(states).toEqual([{ state: 'completed', n: ids.length }]);
+  const { rows: doubled } = await db.query(`SELECT workflow_id, task, attempt, count(*)::int AS n FROM ${table} GROUP BY 1, 2, 3 HAVING count(*) > 1`);
+  expect(doubled).toEqual([]);
+  const { rows: early } = await db.query(`SELECT workflow_id, task, attempt FROM ${table} WHERE NOT deps_ok`);
+  expect(early).toEqual([]);
+  const { rows: missing } = await db.query(
+    `SELECT t.workflow_id, t.name FROM "${schema}".tasks t WHERE t.workflow_id = ANY($1::text[])
+        AND NOT EXISTS (SELECT 1 FROM ${table} i WHERE i.workflow_id = t.workflow_id AND i.task = t.name AND i.attempt = t.attempt)`,
+    [ids],
+  );
+  expect(missing).toEqual([]);
+}
+
+export async function allFinal(db: Database, schema: string, ids: string[], timeoutMs: number): Promise<void> {
+  await until(async () => {
+    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflows WHERE id = ANY($1::text[]) AND state = 'running'`, [ids]);
+    return rows[0].n === 0;
+  }, timeoutMs, 200);
+}
+

@@ -1,8 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
-import type { Database } from '../../src/runtime/db/types.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import { alive, exited, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
+import { alive, allFinal, exited, expectIntact, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -33,32 +32,6 @@ async function startMixed(rt: Runtime, chains: number, fans: number, width: numb
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * What every fault must leave intact: each workflow completed, no attempt ran twice (one invocation per
- * task attempt), and no task ran before all its deps had completed.
- */
-async function expectIntact(db: Database, schema: string, table: string, ids: string[]): Promise<void> {
-  const { rows: states } = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM "${schema}".workflows WHERE id = ANY($1::text[]) GROUP BY state`, [ids]);
-  expect(states).toEqual([{ state: 'completed', n: ids.length }]);
-  const { rows: doubled } = await db.query(`SELECT workflow_id, task, attempt, count(*)::int AS n FROM ${table} GROUP BY 1, 2, 3 HAVING count(*) > 1`);
-  expect(doubled).toEqual([]);
-  const { rows: early } = await db.query(`SELECT workflow_id, task, attempt FROM ${table} WHERE NOT deps_ok`);
-  expect(early).toEqual([]);
-  const { rows: missing } = await db.query(
-    `SELECT t.workflow_id, t.name FROM "${schema}".tasks t WHERE t.workflow_id = ANY($1::text[])
-        AND NOT EXISTS (SELECT 1 FROM ${table} i WHERE i.workflow_id = t.workflow_id AND i.task = t.name AND i.attempt = t.attempt)`,
-    [ids],
-  );
-  expect(missing).toEqual([]);
-}
-
-async function allFinal(db: Database, schema: string, ids: string[], timeoutMs: number): Promise<void> {
-  await until(async () => {
-    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflows WHERE id = ANY($1::text[]) AND state = 'running'`, [ids]);
-    return rows[0].n === 0;
-  }, timeoutMs, 200);
-}
 
 describe.runIf(backend === 'postgres')('faults: outages and kills against one Postgres', () => {
   it('a 5 s database outage in front of three workers: every workflow finishes, no worker restarts, nothing doubles', async () => {
