@@ -136,7 +136,7 @@ async function definitions(c: RouteContext, req: IncomingMessage, res: ServerRes
         file,
         valid: failing === undefined,
         diagnostics: reload ? reload.diagnostics.filter((d) => d.file === (failing?.file ?? file)) : [],
-        versions: vs.map(({ hash, file: f, registered_at, current: isCurrent }) => ({ hash, file: f, registered_at, current: isCurrent })),
+        versions: vs.map(({ hash, file: f, registered_at, current: isCurrent, running, state }) => ({ hash, file: f, registered_at, current: isCurrent, running, state })),
       };
     });
     return send(res, 200, { definitions: list, reload });

@@ -55,11 +55,12 @@ export async function registerDefinitions(ctx: RuntimeContext, from: string | re
   return { validation, registered, registeredBefore: known, results, applied };
 }
 
-export async function definitionVersions(ctx: RuntimeContext, name: string): Promise<VersionState[]> {
-  const versions = (await listDefinitionVersions(ctx.db, ctx.s)).filter((v) => v.name === name);
+/** Registered versions (of one name, or of all), newest first within each name, with their running counts and drain states. */
+export async function definitionVersions(ctx: RuntimeContext, name?: string): Promise<VersionState[]> {
+  const versions = (await listDefinitionVersions(ctx.db, ctx.s)).filter((v) => name === undefined || v.name === name);
   const running = await runningPerVersion(ctx.db, ctx.s, name);
   return versions.map((v) => {
-    const n = running.get(v.hash) ?? 0;
+    const n = running.get(`${v.name}:${v.hash}`) ?? 0;
     return { ...v, running: n, state: drainState({ current: v.current, running: n }) };
   });
 }

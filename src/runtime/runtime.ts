@@ -11,7 +11,7 @@ import type { MaintenanceCounts } from './maintenance/service.js';
 import { rateLimitedWarnings, silentLogger, type Logger } from './log.js';
 import { migrate } from './migrate.js';
 import { type AdvanceContext } from './sql/advance.js';
-import { currentDefinition, currentDefinitions, definitionByHash, listDefinitionVersions, type DefinitionVersion, type StoredDefinition } from './sql/definitions.js';
+import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
 import { insertPlan } from './engine/insert.js';
 import type { InsertExtras } from './sql/insert.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
@@ -235,8 +235,8 @@ export class Runtime {
   }
 
   /** Every registered definition version, newest first within each name, with which one is current. */
-  definitionVersions(): Promise<DefinitionVersion[]> {
-    return listDefinitionVersions(this.db, this.s);
+  definitionVersions(): Promise<VersionState[]> {
+    return definitionVersions(this.ctx);
   }
 
   /** One registered version (the current one without `hash`). */

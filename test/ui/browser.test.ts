@@ -6,7 +6,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, runCli } from '../helpers/cli.js';
 import { startDev, tempProject, type DevProcess } from '../helpers/dev-process.js';
-import { backend, postgresUrl } from '../helpers/runtime.js';
+import { backend, postgresUrl, until } from '../helpers/runtime.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(repoRoot, 'test', 'artifacts');
@@ -239,6 +239,31 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     console.log(`2,002-task DAG drawn in ${drawnMs} ms`);
     expect(drawnMs).toBeLessThan(20_000);
   }, 120_000);
+
+  it('a new version: the old one shows draining with its running count and its changes; a moved workflow shows its upgrade', async () => {
+    const id = cli(['start', 'review_flow']);
+    const before = (await dev.api('GET', '/api/definitions')).body.definitions.find((d: { name: string }) => d.name === 'review_flow').current_hash as string;
+    const file = join(dev.cwd, 'definitions', 'review_flow.yaml');
+    writeFileSync(file, REVIEW.replace('count: 2, label: Two approvals', 'count: 3, label: Three approvals'));
+    try {
+      await until(async () => (await dev.api('GET', '/api/definitions')).body.definitions.find((d: { name: string }) => d.name === 'review_flow').current_hash !== before, 15_000);
+      await page.goto(`${dev.url}/definitions?name=review_flow`);
+      const old = page.locator(`article[data-definition="review_flow"] li[data-version="${before}"]`);
+      await old.waitFor();
+      expect(await old.getAttribute('data-state')).toBe('draining');
+      expect(await old.locator('.drain').textContent()).toMatch(/^draining \(\d+ running\)$/);
+      await old.locator('.diff-link').click();
+      await page.locator('[data-testid="changes"]').waitFor();
+      expect(await page.locator('[data-testid="changes"] li[data-change="wait_changed"]').first().textContent()).toContain('count 2 -> 3');
+      await page.screenshot({ path: join(ARTIFACTS, 'definitions-drain.png') });
+      expect(cli(['upgrade', 'review_flow', '--id', id])).toContain(`${id}  ${before.slice(0, 12)}  moved`);
+      await page.goto(`${dev.url}/workflows/${id}`);
+      await page.locator('[data-testid="upgrade"]').waitFor();
+      expect(await page.locator('[data-testid="upgrade"]').textContent()).toMatch(new RegExp(`^${before.slice(0, 12)} → [0-9a-f]{12} `));
+    } finally {
+      writeFileSync(file, REVIEW);
+    }
+  });
 
   it('logged no console errors', () => {
     expect(consoleErrors).toEqual([]);

@@ -53,13 +53,13 @@ export async function currentHashes(q: Queryable, s: string): Promise<Map<string
   return new Map(rows.map((r) => [r.name, r.hash]));
 }
 
-/** How many running workflows each version of a name has. */
-export async function runningPerVersion(q: Queryable, s: string, name: string): Promise<Map<string, number>> {
-  const { rows } = await q.query<{ hash: string; n: number }>(
-    `SELECT definition_hash AS hash, count(*)::int AS n FROM ${s}.workflows WHERE name = $1 AND state = 'running' GROUP BY 1`,
-    [name],
+/** How many running workflows each version has (of one name, or of all), keyed `name:hash`. */
+export async function runningPerVersion(q: Queryable, s: string, name?: string): Promise<Map<string, number>> {
+  const { rows } = await q.query<{ name: string; hash: string; n: number }>(
+    `SELECT name, definition_hash AS hash, count(*)::int AS n FROM ${s}.workflows WHERE ($1::text IS NULL OR name = $1) AND state = 'running' GROUP BY 1, 2`,
+    [name ?? null],
   );
-  return new Map(rows.map((r) => [r.hash, r.n]));
+  return new Map(rows.map((r) => [`${r.name}:${r.hash}`, r.n]));
 }
 
 export async function registeredNames(q: Queryable, s: string): Promise<string[]> {

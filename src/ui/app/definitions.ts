@@ -8,7 +8,13 @@ interface DefinitionEntry {
   file: string | null;
   valid: boolean;
   diagnostics: { severity: string; message: string; file: string; line: number; column: number; rule: string; hint?: string }[];
-  versions: { hash: string; file: string | null; registered_at: string; current: boolean }[];
+  versions: { hash: string; file: string | null; registered_at: string; current: boolean; running: number; state: 'current' | 'draining' | 'drained' }[];
+}
+
+interface VersionDiff {
+  from: string;
+  to: string;
+  changes: { change: string; task?: string; detail: string }[];
 }
 
 interface StoredDefinition {
@@ -17,7 +23,11 @@ interface StoredDefinition {
   normalized: { tasks: { name: string; kind: string; deps: string[]; for_each?: unknown; wait?: unknown; start?: { workflow: string } }[] };
 }
 
-/** Every template, its versions, the diagnostics of its current file, and a graph preview of a version. */
+/**
+ * Every template, its versions (each with its drain state: current, draining with the workflows still running
+ * on it, drained), the diagnostics of its current file, and a graph preview of a version, or the classified
+ * changes from an older version to the current one (?diff=HASH).
+ */
 export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live {
   const list = h('div', { class: 'definitions', 'data-testid': 'definitions' });
   const preview = h('section', { class: 'preview' });
@@ -31,7 +41,9 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
     if (definitions.length === 0) list.append(h('p', { class: 'empty' }, 'No definitions registered yet.'));
     for (const d of definitions) list.append(card(d));
     const name = params.get('name') ?? definitions[0]?.name;
-    if (name) await showGraph(name, params.get('hash') ?? undefined);
+    const diff = params.get('diff');
+    if (name && diff) await showDiff(name, diff);
+    else if (name) await showGraph(name, params.get('hash') ?? undefined);
   }
 
   function card(d: DefinitionEntry): HTMLElement {
@@ -45,7 +57,15 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
         'ol',
         { class: 'versions' },
         d.versions.map((v) =>
-          h('li', {}, h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}&hash=${v.hash}`, 'data-link': true, class: 'mono' }, v.hash.slice(0, 12)), ` ${time(v.registered_at)}`, v.current ? h('strong', {}, ' current') : null),
+          h(
+            'li',
+            { 'data-version': v.hash, 'data-state': v.state },
+            h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}&hash=${v.hash}`, 'data-link': true, class: 'mono' }, v.hash.slice(0, 12)),
+            ` ${time(v.registered_at)} `,
+            h('span', { class: `drain drain-${v.state}` }, v.state === 'draining' ? `draining (${v.running} running)` : v.state),
+            v.current && v.running > 0 ? ` ${v.running} running` : null,
+            !v.current ? [' ', h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}&diff=${v.hash}`, 'data-link': true, class: 'diff-link' }, 'changes to current')] : null,
+          ),
         ),
       ),
     );
@@ -63,6 +83,21 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
     }));
     const edges = def.normalized.tasks.flatMap((t) => t.deps.map((d) => ({ from: d, to: t.name })));
     dag.render(def.hash, nodes, edges);
+  }
+
+  async function showDiff(name: string, from: string): Promise<void> {
+    const diff = await get<VersionDiff>(`/api/definitions/${encodeURIComponent(name)}/diff?from=${encodeURIComponent(from)}`);
+    clear(preview);
+    preview.append(
+      h('h2', {}, `${name} `, h('span', { class: 'mono muted' }, `${diff.from.slice(0, 12)} → ${diff.to.slice(0, 12)}`)),
+      diff.changes.length === 0
+        ? h('p', { class: 'empty' }, 'No change braid classifies.')
+        : h(
+            'ul',
+            { class: 'changes', 'data-testid': 'changes' },
+            diff.changes.map((c) => h('li', { 'data-change': c.change }, h('strong', {}, c.task !== undefined ? `task ${c.task}` : 'workflow'), `: ${c.detail} `, h('span', { class: 'muted mono' }, c.change))),
+          ),
+    );
   }
 
   void load();

@@ -67,6 +67,8 @@ export type Workflow = Json<WorkflowRecord>;
 export interface WorkflowStatus {
   workflow: Workflow;
   tasks: Task[];
+  /** Its moves between versions (braid upgrade, retry --on-current), oldest first. */
+  upgrades?: { from: string; to: string; at: string }[];
 }
 
 export type WorkflowSummary = Json<WireWorkflowSummary>;

@@ -63,6 +63,10 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
         h('dd', { class: 'mono' }, w.id),
         h('dt', {}, 'Version'),
         h('dd', {}, h('a', { href: `/definitions?name=${encodeURIComponent(w.name)}&hash=${w.definition_hash}`, 'data-link': true, class: 'mono' }, w.definition_hash.slice(0, 12))),
+        ...(s.upgrades ?? []).flatMap((u) => [
+          h('dt', {}, 'Upgraded'),
+          h('dd', { 'data-testid': 'upgrade' }, h('span', { class: 'mono' }, `${u.from.slice(0, 12)} → ${u.to.slice(0, 12)}`), ` ${time(u.at)}`),
+        ]),
         h('dt', {}, 'Created'),
         h('dd', {}, time(w.created_at)),
         h('dt', {}, 'Duration'),
