@@ -10,14 +10,20 @@ import { braidDir, databaseUrl, handlersModule } from './project.js';
  * The handlers module a deploy ships (--handlers, else the config's), loaded the way `braid worker` loads it,
  * as the set of kinds it handles; undefined when none is configured (deploy-missing-handler is then not checked).
  */
-export async function handlerSet(io: Io, flag: string | undefined): Promise<HandlerSet | undefined> {
+export async function handlerSet(io: Io, flag: string | undefined, options: { force?: boolean } = {}): Promise<HandlerSet | undefined> {
   const path = handlersModule(io, flag);
   if (path === undefined) return undefined;
   try {
     const handlers = await loadHandlers(path);
     return { file: displayPath(io, path), kinds: new Set(Object.keys(handlers)) };
   } catch (error) {
-    throw new SubjectError(`braid: cannot load the handlers module ${displayPath(io, path)}: ${(error as Error).message.split('\n')[0]}`);
+    const problem = `cannot load the handlers module ${displayPath(io, path)}: ${(error as Error).message.split('\n')[0]}`;
+    // a deploy job that cannot import the application's handlers may still deploy, on purpose
+    if (options.force) {
+      io.stderr(`braid: ${problem}: missing handlers are not checked (--force)\n`);
+      return undefined;
+    }
+    throw new SubjectError(`braid: ${problem} (pass --handlers MODULE, or --force to go on without checking handlers)`);
   }
 }
 

@@ -332,6 +332,21 @@ describe(`HTTP API (${backend})`, () => {
     await rt.workflow(body.id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
     expect(await codes('POST', `/api/workflows/${body.id}/signals`, { key: 'k' })).toEqual([409, 'workflow_finished']);
     expect(await codes('POST', `/api/workflows/${body.id}/signals`, { key: '' })).toEqual([400, 'signal_invalid']);
+    // the deploy routes: versions by prefix, diffs, moves; wrong types are one 400 each
+    expect(await codes('GET', '/api/definitions/quick?hash=zz')).toEqual([404, 'definition_not_found']);
+    expect(await codes('GET', '/api/definitions/quick/diff')).toEqual([400, 'bad_request']);
+    expect(await codes('GET', '/api/definitions/quick/diff?from=ffff')).toEqual([404, 'definition_not_found']);
+    expect(await codes('POST', '/api/definitions/nope/upgrade', {})).toEqual([404, 'workflow_not_registered']);
+    expect(await codes('POST', '/api/definitions/quick/upgrade', { ids: 'x' })).toEqual([400, 'bad_request']);
+    expect(await codes('POST', '/api/definitions/quick/upgrade', { ids: [1] })).toEqual([400, 'bad_request']);
+    expect(await codes('POST', '/api/definitions/quick/upgrade', { dry_run: 'yes' })).toEqual([400, 'bad_request']);
+    expect(await codes('POST', '/api/definitions/quick/upgrade', { to: 12 })).toEqual([400, 'bad_request']);
+    expect(await codes('POST', `/api/workflows/${body.id}/retry`, { on_current: 'yes' })).toEqual([400, 'bad_request']);
+    const current = (await api('GET', '/api/definitions/quick')).body.hash as string;
+    const diff = await api('GET', `/api/definitions/quick/diff?from=${current.slice(0, 12)}`);
+    expect(diff).toMatchObject({ status: 200, body: { name: 'quick', from: current, to: current, changes: [] } });
+    expect(await api('POST', '/api/definitions/quick/upgrade', { dry_run: true })).toMatchObject({ status: 200, body: { name: 'quick', to: current, results: [] } });
+    expect((await api('GET', '/api/deploy/baseline?names=quick')).body.versions.map((v: { name: string; current: boolean }) => [v.name, v.current])).toEqual([['quick', true]]);
   });
 
   it('never reads definitions from a folder the client names', async () => {

@@ -136,4 +136,40 @@ describe(`braid plan: what a deploy changes, compared with what runs (${backend}
     const outside = project({ 'definitions/flow.yaml': V1 });
     expect(runCli(['plan', '--against', 'main'], { cwd: outside, env })).toMatchObject({ code: 2, stderr: expect.stringMatching(/is not inside a git repository/) });
   }, 60_000);
+
+  it('bad input: one line each, with its exit code, never a stack', () => {
+    const db = databaseConfig();
+    const dir = project({ 'braid.config.yaml': `definitions: definitions\nhandlers: handlers.mjs\n${db.config}`, 'definitions/flow.yaml': V1, 'handlers.mjs': 'throw new Error("no network here");\n' });
+    const cli = (...args: string[]) => runCli(args, { cwd: dir, env: db.env });
+    const oneLine = (r: { stderr: string; stdout: string }) => {
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(r.stderr + r.stdout).not.toMatch(/\n\s+at /);
+    };
+    for (const [args, code] of [
+      [['plan', '--format', 'xml'], 2],
+      [['plan', 'no/such/file.yaml'], 2],
+      [['upgrade'], 2],
+      [['upgrade', 'a', 'b'], 2],
+      [['upgrade', 'flow', '--format', 'xml'], 2],
+      [['versions', 'flow', '--diff', 'abc'], 2],
+      [['retry', 'x', '--on-current', '--mode', 'sideways'], 2],
+    ] as const) {
+      const r = cli(...args);
+      expect(r.code, args.join(' ')).toBe(code);
+      oneLine(r);
+    }
+    // a handlers module that cannot load: plan and register say so; register --force goes on without the check
+    const refused = 'braid: cannot load the handlers module handlers.mjs: no network here (pass --handlers MODULE, or --force to go on without checking handlers)\n';
+    expect(cli('register')).toMatchObject({ code: 1, stdout: '', stderr: refused });
+    const forced = cli('register', '--force');
+    expect(forced.code).toBe(0);
+    expect(forced.stderr).toBe('braid: cannot load the handlers module handlers.mjs: no network here: missing handlers are not checked (--force)\n');
+    expect(cli('plan')).toMatchObject({ code: 1, stderr: refused });
+    // unknown names, versions and workflows are the subject's failure (exit 1)
+    expect(cli('upgrade', 'nope')).toMatchObject({ code: 1, stderr: 'workflow nope is not registered; run braid register\n' });
+    expect(cli('upgrade', 'flow', '--to', 'not-a-hash')).toMatchObject({ code: 1, stderr: 'flow has no registered version not-a-hash (braid versions flow lists them)\n' });
+    const missing = cli('upgrade', 'flow', '--id', 'nobody', '--id', 'nobody');
+    expect(missing).toMatchObject({ code: 1, stdout: expect.stringContaining('  nobody  ?  cannot move: no such workflow\n') });
+    expect(cli('retry', 'nobody', '--on-current')).toMatchObject({ code: 1, stderr: 'no workflow with id "nobody"\n' });
+  }, 60_000);
 });

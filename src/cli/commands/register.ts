@@ -41,7 +41,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const format = oneOf(values.format, ['text', 'json'] as const, '--format', 'text');
   const from = positionals.length > 0 ? positionals.map((p) => resolve(io.cwd, p)) : definitionSet(io, values.definitions).files;
   if (from.length === 0) throw new UsageError(`no definitions to register in ${definitionSet(io, values.definitions).label} (pass PATH, or set "definitions" in braid.config.yaml)`);
-  const handlers = await handlerSet(io, values.handlers);
+  const handlers = await handlerSet(io, values.handlers, { force: flags.has('force') });
   const db = await openDatabase(io, { url: values.database });
   try {
     const rt = createRuntime({ database: db, schema: schemaName(io, values.schema) });

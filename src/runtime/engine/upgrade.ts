@@ -8,7 +8,7 @@
 import { canonicalJson } from '../../compiler/canonical-json.js';
 import { compile, CompileError } from '../../compiler/instantiate.js';
 import type { CompileLimits } from '../../compiler/instantiate.js';
-import type { PlanTask } from '../../compiler/plan.js';
+import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { deleteTaskRows, endPending, lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
@@ -57,18 +57,17 @@ export async function upgradeWorkflow(q: Queryable, ctx: AdvanceContext, id: str
   if (w.definition_hash === target.hash) return { id, from: w.definition_hash, to: target.hash, status: 'current' };
   const finalized = w.state !== 'running';
   if (finalized && !options.rerun) return skip(w.definition_hash, `it is ${w.state}: only running workflows move (retry --on-current moves a finished one and runs it again)`);
-  let tasks: PlanTask[];
-  let plan;
+  if (!finalized && w.ending) return skip(w.definition_hash, 'it is being cancelled (or timed out): its open tasks are ending');
+  let plan: Plan;
   try {
     plan = compile(target.normalized, w.inputs, { id, now: w.created_at, limits: options.limits });
-    tasks = plan.tasks;
   } catch (error) {
     if (error instanceof CompileError) return skip(w.definition_hash, `its inputs do not fit version ${target.hash.slice(0, 12)}: ${error.diagnostics.map((d) => d.message).join('; ')}`);
     throw error;
   }
   const rows = await moveTaskRows(q, s, id, !options.dryRun);
   const from = await ctx.definitions.find(q, w.name, w.definition_hash);
-  const decision = planMove(rows, tasks, target.normalized, from, options.rerun);
+  const decision = planMove(rows, plan.tasks, target.normalized, from, options.rerun);
   if (!decision.ok) return skip(w.definition_hash, decision.reason);
   const move = decision.plan;
   const outcome: UpgradeOutcome = {
@@ -81,7 +80,7 @@ export async function upgradeWorkflow(q: Queryable, ctx: AdvanceContext, id: str
     deleted: move.deleted,
   };
   if (options.dryRun) return outcome;
-  await applyMove(q, ctx, { id, from: w.definition_hash, finalized }, rows, tasks, move, target, plan.workflow);
+  await applyMove(q, ctx, { id, from: w.definition_hash, finalized }, rows, plan.tasks, move, target, plan.workflow);
   return outcome;
 }
 

@@ -7,7 +7,7 @@ import type { Queryable } from '../db/types.js';
  * on the tiny tables of a test it is five times faster than TRUNCATE on the embedded database.
  */
 export async function resetRuns(q: Queryable, s: string): Promise<void> {
-  for (const table of ['workflow_waiters', 'effects', 'timers', 'signals', 'tasks', 'workflows', 'claims', 'workers', 'leader', 'change_listeners']) {
+  for (const table of ['workflow_waiters', 'effects', 'timers', 'signals', 'tasks', 'workflow_upgrades', 'workflows', 'claims', 'workers', 'leader', 'change_listeners']) {
     await q.query(`DELETE FROM ${s}.${table}`);
   }
 }

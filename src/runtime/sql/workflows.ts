@@ -145,9 +145,14 @@ export interface WorkflowVersionRef {
   inputs: unknown;
   definition_hash: string;
   created_at: Date;
+  /** Being cancelled, or past its deadline: its open tasks are ending. */
+  ending: boolean;
 }
 
 export async function workflowVersionRef(q: Queryable, s: string, workflowId: string): Promise<WorkflowVersionRef | undefined> {
-  const { rows } = await q.query<WorkflowVersionRef>(`SELECT id, name, state, inputs, definition_hash, created_at FROM ${s}.workflows WHERE id = $1`, [workflowId]);
+  const { rows } = await q.query<WorkflowVersionRef>(
+    `SELECT id, name, state, inputs, definition_hash, created_at, (cancel_requested OR end_reason IS NOT NULL) AS ending FROM ${s}.workflows WHERE id = $1`,
+    [workflowId],
+  );
   return rows[0];
 }
