@@ -1,19 +1,14 @@
 import { formatGithub } from '../compiler/format/github.js';
+import type { FormatOptions, OutputFormat } from '../compiler/format/index.js';
 import { formatSarif } from '../compiler/format/sarif.js';
 import { formatText } from '../compiler/format/text.js';
 import type { Change } from './diff.js';
 import type { ComparedVersion, DeployPlan, WorkflowPlan } from './plan.js';
 
-export type PlanFormat = 'text' | 'json' | 'github' | 'sarif';
-
-export interface PlanFormatOptions {
-  sources?: ReadonlyMap<string, string>;
-  color?: boolean;
-  toolVersion?: string;
-}
+export type PlanFormat = OutputFormat;
 
 /** A deploy plan in one of `braid plan`'s formats: text and json carry the changes, github and sarif the findings. */
-export function formatPlan(plan: DeployPlan, format: PlanFormat, options: PlanFormatOptions = {}): string {
+export function formatPlan(plan: DeployPlan, format: PlanFormat, options: FormatOptions = {}): string {
   switch (format) {
     case 'json':
       return JSON.stringify(planJson(plan), null, 2) + '\n';
@@ -42,7 +37,7 @@ function planJson(plan: DeployPlan): unknown {
   };
 }
 
-function planText(plan: DeployPlan, options: PlanFormatOptions): string {
+function planText(plan: DeployPlan, options: FormatOptions): string {
   const lines: string[] = [];
   for (const w of plan.workflows) lines.push(...workflowText(plan, w));
   const findings = formatText(plan.diagnostics, { sources: options.sources ?? new Map(), color: options.color });

@@ -104,6 +104,11 @@ describe(`braid plan: what a deploy changes, compared with what runs (${backend}
     expect(runCli(['versions', 'flow', '--diff', 'zz', versions[0].hash], { cwd: dir, env })).toMatchObject({ code: 1, stderr: 'flow has no registered version zz (braid versions flow lists them)\n' });
     // the same definitions again: nothing new, the older version still drains
     expect(runCli(['plan'], { cwd: dir, env }).stdout).toMatch(/^flow: unchanged [0-9a-f]{12}\n {2}[0-9a-f]{12} \(draining, 1 running\): 19 changes to the current version\n/);
+    // the kinds only the draining version uses stay typed, marked, so their handlers keep type-checking
+    const types = runCli(['types', '--out', '-'], { cwd: dir, env });
+    expect(types.stdout).toContain(`  /** Only workflows running on older versions use this kind: flow ${versions[1].hash.slice(0, 12)} (1 running). */\n  settle_refund: {\n    id: string;\n  };\n`);
+    expect(types.stdout).toContain('  settle_payment: {\n');
+    expect(runCli(['types', '--out', '-', '--offline'], { cwd: dir, env }).stdout).not.toContain('settle_refund');
   }, 120_000);
 
   it('against a git ref (no database): a pull-request check in github and sarif formats', async () => {
