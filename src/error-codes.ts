@@ -29,6 +29,8 @@ export const ERROR_CODES = {
   workflow_not_final: { http: 409, exit: 'failed' },
   workflow_conflict: { http: 409, exit: 'failed' },
   workflow_not_movable: { http: 409, exit: 'failed' },
+  // it is held by another transaction past the lock timeout: try again (HTTP answers carry Retry-After)
+  workflow_busy: { http: 503, exit: 'failed' },
   // the HTTP exchange itself
   unauthorized: { http: 401, exit: 'failed' },
   forbidden: { http: 403, exit: 'failed' },

@@ -90,7 +90,8 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       // a body left unread (too large) would be taken for the next request on this connection: close it
       if (error instanceof HttpError) return send(res, error.status, { error: error.message, code: error.code }, error.status === 413 ? { connection: 'close' } : {});
       if (error instanceof CompileError) return send(res, httpStatus(error.code), { error: 'inputs do not fit', code: error.code, diagnostics: error.diagnostics });
-      if (isCallerError(error)) return send(res, httpStatus(error.code), { error: error.message, code: error.code, name: error.name });
+      // a busy workflow is worth another try: say when
+      if (isCallerError(error)) return send(res, httpStatus(error.code), { error: error.message, code: error.code, name: error.name }, error.code === 'workflow_busy' ? { 'retry-after': '1' } : {});
       throw error;
     }
   }

@@ -31,7 +31,7 @@ import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, SubjectError, type Io } from './io.js';
-import { braidDir, databaseUrl, schemaName } from './project.js';
+import { braidDir, databaseUrl, project, schemaName } from './project.js';
 
 export { braidDir, databaseUrl };
 
@@ -96,7 +96,7 @@ export async function openBackend(io: Io, choice: DatabaseChoice, options: Parti
     if (holder !== undefined) return remoteBackend(io, holder);
   }
   const db = await openDatabase(io, choice);
-  const rt = createRuntime({ database: db, schema: schemaName(io, choice.schema), ...options });
+  const rt = createRuntime({ database: db, schema: schemaName(io, choice.schema), lockTimeoutMs: project(io).config?.lockTimeoutMs, ...options });
   try {
     await rt.migrate();
   } catch (error) {

@@ -123,6 +123,6 @@ const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
  * A message as one line of plain text: control characters (a name with ESC could clear the terminal, one with
  * a newline could forge a diagnostic line) and bidirectional overrides are written as escapes.
  */
-export function printable(text: string): string {
-  return text.replace(UNPRINTABLE, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+export function printable(text: string, options: { keepTabs?: boolean } = {}): string {
+  return text.replace(UNPRINTABLE, (c) => (options.keepTabs && c === '\t' ? c : (NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)));
 }

@@ -15,3 +15,12 @@ export function parseDuration(text: string): number | undefined {
   const [, w, d, h, m, s] = iso.map((x) => (x === undefined ? 0 : Number(x)));
   return Math.round(((((w * 7 + d) * 24 + h) * 60 + m) * 60 + s) * 1000);
 }
+
+/** The longest duration braid takes: a hundred years. Past it, a time computed from it can leave the date range. */
+export const MAX_DURATION_MS = 100 * 365.25 * 86_400_000;
+
+/** Why a well-formed duration cannot be used (too long), or undefined when it can. */
+export function durationRangeProblem(text: string): string | undefined {
+  const ms = parseDuration(text);
+  return ms !== undefined && ms > MAX_DURATION_MS ? `duration ${JSON.stringify(text)} is longer than 100 years` : undefined;
+}

@@ -59,6 +59,11 @@ function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, in
   const source = 'source' in definition ? definition.source : undefined;
   const hash = 'hash' in definition ? definition.hash : undefined;
   const problems = new Problems(source ?? { path: `<${normalized.name}>` });
+  // a definition with more tasks than a plan may have is refused before any of them is worked on
+  if (normalized.tasks.length > limits.planTasks) {
+    problems.at(['tasks'], `the definition has ${normalized.tasks.length.toLocaleString('en-US')} tasks, over the plan limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks)`, 'for-each');
+    problems.throwIfAny();
+  }
   const now = resolveNow(options.now);
   const checkedInputs = checkInputs(normalized, inputs, problems);
   problems.throwIfAny();

@@ -3,6 +3,7 @@ import { checkDefinitionCel } from './cel/pass.js';
 import { buildDefinition, type Definition } from './model.js';
 import { definitionHash, normalizeDefinition, type NormalizedDefinition } from './normalize.js';
 import { DEFAULT_LIMITS, parseSource, type Limits, type RawSource } from './parse.js';
+import { DEFAULT_COMPILE_LIMITS } from './instantiate.js';
 import { checkDeps } from './rules/deps.js';
 import { checkInputsSchema } from './rules/inputs-schema.js';
 import { checkFileName, checkTasks } from './rules/tasks.js';
@@ -24,7 +25,8 @@ export interface WorkflowDefinition {
 }
 
 export interface ValidateOptions {
-  limits?: Partial<Limits>;
+  /** File limits, and the most tasks a plan may have (a definition with more cannot start: refused here, early). */
+  limits?: Partial<Limits> & { planTasks?: number };
   /** Workflow names registered elsewhere that `start` may name (the folder's own are always known). */
   knownWorkflows?: readonly string[];
   /**
@@ -47,7 +49,7 @@ export interface ValidationResult {
 
 /** Validates a set of files together (cross-file rules included) and reports every problem of every file. */
 export function validate(sources: readonly RawSource[], options: ValidateOptions = {}): ValidationResult {
-  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const limits = { ...DEFAULT_LIMITS, planTasks: DEFAULT_COMPILE_LIMITS.planTasks, ...options.limits };
   const checked: { reporter: Reporter; definition?: Definition }[] = sources.map((raw) => checkFile(raw, limits, options.found?.has(raw.path) ?? false));
   const withDefinitions = checked.filter((c): c is FileDefinition => c.definition !== undefined);
   checkWorkflowSet(withDefinitions, options.knownWorkflows);
@@ -63,9 +65,15 @@ export function validate(sources: readonly RawSource[], options: ValidateOptions
 }
 
 /** Passes 1-4 for one file: parse, schema, semantics, CEL. */
-function checkFile(raw: RawSource, limits: Limits, found: boolean): { reporter: Reporter; definition?: Definition } {
+function checkFile(raw: RawSource, limits: Limits & { planTasks: number }, found: boolean): { reporter: Reporter; definition?: Definition } {
   const { reporter, value } = parseSource(raw, limits);
   if (reporter.diagnostics.length > 0) return { reporter };
+  // counted before the passes that grow with it: a definition that can never start is said at once
+  const count = staticTaskCount(value);
+  if (count > limits.planTasks) {
+    reporter.report('for-each', `the definition has ${count.toLocaleString('en-US')} tasks (for_each lists included), over the plan limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks): it could never start`, { path: ['tasks'], at: 'key' });
+    return { reporter };
+  }
   if (found && isOtherDocument(value)) {
     reporter.report('schema', 'not a workflow definition (it has neither "name" nor "tasks"): skipped', { path: [] }, 'keep other YAML and JSON out of the definitions, or list them under "ignore" in braid.config.yaml');
     reporter.diagnostics[reporter.diagnostics.length - 1].severity = 'warning';
@@ -81,6 +89,18 @@ function checkFile(raw: RawSource, limits: Limits, found: boolean): { reporter: 
   checkInputsSchema(definition, reporter);
   checkDefinitionCel(definition, reporter);
   return { reporter, definition };
+}
+
+/** The tasks a definition declares, a for_each over a literal list counting as its items (a template's items are known only at start). */
+function staticTaskCount(value: unknown): number {
+  const tasks = typeof value === 'object' && value !== null ? (value as { tasks?: unknown }).tasks : undefined;
+  if (typeof tasks !== 'object' || tasks === null || Array.isArray(tasks)) return 0;
+  let n = 0;
+  for (const t of Object.values(tasks)) {
+    const forEach = typeof t === 'object' && t !== null ? (t as { for_each?: unknown }).for_each : undefined;
+    n += Array.isArray(forEach) ? forEach.length : 1;
+  }
+  return n;
 }
 
 /** A mapping with content but neither `name` nor `tasks`: some other tool's file (an empty file or a list stays an error). */

@@ -26,6 +26,8 @@ export interface ProjectConfig {
   queues?: Record<string, number>;
   worker: { heartbeatMs?: number; deadAfterMs?: number; leaderLeaseMs?: number; prefetch?: number; shutdownTimeoutMs?: number };
   limits: { forEachItems?: number; planTasks?: number; celCost?: number };
+  /** How long a write waits for a workflow another transaction holds (limits.lock_timeout). */
+  lockTimeoutMs?: number;
 }
 
 /** The config file for a folder: in it or in the nearest folder above that has one. */
@@ -79,6 +81,7 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
         shutdownTimeoutMs: ms(raw.worker?.shutdown_timeout),
       },
       limits: { forEachItems: raw.limits?.for_each_items, planTasks: raw.limits?.plan_tasks, celCost: raw.limits?.cel_cost },
+      lockTimeoutMs: ms(raw.limits?.lock_timeout),
     },
   };
 }
@@ -92,7 +95,7 @@ interface RawConfig {
   schema?: string;
   queues?: Record<string, number>;
   worker?: { heartbeat?: string; dead_after?: string; leader_lease?: string; prefetch?: number; shutdown_timeout?: string };
-  limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number };
+  limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string };
 }
 
 /** `${VAR}` references read from the environment; unset variables are empty. */
@@ -113,7 +116,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 const KNOWN: Record<string, string[]> = {
   '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'worker', 'limits'],
   '/worker': ['heartbeat', 'dead_after', 'leader_lease', 'prefetch', 'shutdown_timeout'],
-  '/limits': ['for_each_items', 'plan_tasks', 'cel_cost'],
+  '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout'],
 };
 
 function describe(e: ErrorObject): { message: string; path: Path; hint?: string; at?: 'key' | 'value' } {

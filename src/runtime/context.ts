@@ -1,4 +1,6 @@
-import type { Database, Queryable } from './db/types.js';
+import { inTransaction, type Database, type Queryable, type TxOption } from './db/types.js';
+import { WorkflowBusyError } from './errors.js';
+import { isLockTimeout, setLockTimeout } from './sql/session.js';
 import type { DefinitionCache } from './engine/definition-cache.js';
 import type { Logger } from './log.js';
 import type { AdvanceContext } from './sql/advance.js';
@@ -17,6 +19,8 @@ export interface RuntimeContext {
   /** The runtime's only source of time: the database's clock unless a test gives one. */
   clock?: Clock;
   log: Logger;
+  /** How long a write of the API waits for its workflow's lock before it fails as busy. */
+  lockTimeoutMs: number;
 }
 
 /** The clock's reading (through `tx` when given: everything in one transaction sees one time). */
@@ -32,4 +36,21 @@ export function advanceAt(ctx: RuntimeContext, now: Date): AdvanceContext {
 /** Runs fn in a transaction, with what advancing needs at the clock's reading through that transaction. */
 export function advancing<T>(ctx: RuntimeContext, fn: (tx: Queryable, advance: AdvanceContext) => Promise<T>): Promise<T> {
   return ctx.db.transaction(async (tx) => fn(tx, advanceAt(ctx, await clockNow(ctx, tx))));
+}
+
+/**
+ * A write of the API on one workflow (emit, cancel, retry, extend, upgrade, a start by business key): in a
+ * transaction of braid's own, whose lock waits are bounded by lock_timeout, or in the caller's (whose settings
+ * stand). A lock wait past the bound is a WorkflowBusyError, and the connection is free again.
+ */
+export async function workflowWrite<T>(ctx: RuntimeContext, options: TxOption | undefined, workflowId: string, fn: (tx: Queryable, advance: AdvanceContext) => Promise<T>): Promise<T> {
+  try {
+    return await inTransaction(ctx.db, options, async (tx) => {
+      if (!options?.tx) await setLockTimeout(tx, ctx.lockTimeoutMs);
+      return fn(tx, advanceAt(ctx, await clockNow(ctx, tx)));
+    });
+  } catch (error) {
+    if (isLockTimeout(error)) throw new WorkflowBusyError(workflowId, ctx.lockTimeoutMs);
+    throw error;
+  }
 }

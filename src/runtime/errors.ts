@@ -75,3 +75,15 @@ export class WorkflowNotMovableError extends Error {
     this.name = 'WorkflowNotMovableError';
   }
 }
+
+/** A write that could not lock its workflow in time: another transaction holds it. Retryable. */
+export class WorkflowBusyError extends Error {
+  readonly code = 'workflow_busy' as const;
+  constructor(
+    id: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`workflow ${id} is busy (workflow_busy): another transaction held it for ${(timeoutMs / 1000).toLocaleString('en-US')} s, the lock timeout; try again`);
+    this.name = 'WorkflowBusyError';
+  }
+}

@@ -31,10 +31,10 @@ export interface RegisterOptions {
 /** A registered version with how many workflows run on it and its drain state. */
 export type VersionState = DefinitionVersion & { running: number; state: DrainState };
 
-export async function registerDefinitions(ctx: RuntimeContext, from: string | readonly string[], options: RegisterOptions = {}): Promise<RegisterResult> {
+export async function registerDefinitions(ctx: RuntimeContext, from: string | readonly string[], options: RegisterOptions = {}, planTasks?: number): Promise<RegisterResult> {
   const known = await registeredNames(ctx.db, ctx.s);
   const current = await currentHashes(ctx.db, ctx.s);
-  const validation = validate(readSources(typeof from === 'string' ? [from] : from), { knownWorkflows: known });
+  const validation = validate(readSources(typeof from === 'string' ? [from] : from), { knownWorkflows: known, ...(planTasks !== undefined ? { limits: { planTasks } } : {}) });
   const valid = new Map(validation.definitions.map((d) => [d.file, d]));
   const results: RegisterResult['results'] = validation.checked.map((c) => {
     const def = valid.get(c.file);

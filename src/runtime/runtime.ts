@@ -32,7 +32,7 @@ import { UnknownWorkflowError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
-import { advanceAt, clockNow, type RuntimeContext } from './context.js';
+import { advanceAt, clockNow, workflowWrite, type RuntimeContext } from './context.js';
 import { WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
 
 /** A caller-chosen workflow id: what URLs, logs and shells carry without quoting. */
@@ -78,6 +78,11 @@ export interface RuntimeOptions {
   /** Run the leader's maintenance in this process (default true when it runs a worker). */
   leader?: boolean;
   /**
+   * How long a write of the API (emit, cancel, retry, extend, upgrade, a start by business key) waits for its
+   * workflow's lock, held by another transaction, before it fails with WorkflowBusyError (default 5 s).
+   */
+  lockTimeoutMs?: number;
+  /**
    * What one start may grow to (defaults: 10,000 for_each items per task, 100,000 tasks per plan, 1,000,000
    * CEL comprehension steps): a start over them fails with a for-each or cel-cost diagnostic.
    */
@@ -105,6 +110,7 @@ export const DEFAULT_HEARTBEAT_MS = 2000;
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_DEAD_AFTER_MS = 7000;
 export const DEFAULT_LEADER_LEASE_MS = 5000;
+export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
 
 /** The braid runtime: inserts plans, runs handlers, advances workflows, and reads their state. */
 export class Runtime {
@@ -129,7 +135,7 @@ export class Runtime {
     this.definitions = new DefinitionCache(this.s);
     this.log = rateLimitedWarnings(options.logger ?? silentLogger);
     this.clock = options.clock;
-    this.ctx = { db: this.db, schema: this.schema, s: this.s, definitions: this.definitions, clock: this.clock, log: this.log };
+    this.ctx = { db: this.db, schema: this.schema, s: this.s, definitions: this.definitions, clock: this.clock, log: this.log, lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS };
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */
@@ -146,7 +152,7 @@ export class Runtime {
    * version current (with `allOrNothing`, nothing registers while any is invalid).
    */
   registerDefinitions(from: string | readonly string[], options: RegisterOptions = {}): Promise<RegisterResult> {
-    return registerDefinitions(this.ctx, from, options);
+    return registerDefinitions(this.ctx, from, options, this.options.limits?.planTasks);
   }
 
   /**
@@ -193,10 +199,9 @@ export class Runtime {
   async startWorkflow(name: string, inputs: unknown = {}, options: StartOptions = {}): Promise<{ id: string; existing: boolean }> {
     if (options.id !== undefined && (typeof options.id !== 'string' || !WORKFLOW_ID.test(options.id))) throw new WorkflowIdInvalidError(options.id);
     assertStorable(inputs, 'the inputs');
-    return inTransaction(this.db, options, async (tx) => {
+    return workflowWrite(this.ctx, options, options.id ?? name, async (tx, { now }) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw new UnknownWorkflowError(name);
-      const now = await clockNow(this.ctx, tx);
       const plan = compile(def.normalized, inputs, { id: options.id, now, limits: this.options.limits });
       if (options.id !== undefined) {
         await lockWorkflowId(tx, this.schema, options.id);

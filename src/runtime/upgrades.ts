@@ -1,10 +1,10 @@
 import type { CompileLimits } from '../compiler/instantiate.js';
-import { advancing, type RuntimeContext } from './context.js';
+import { workflowWrite, type RuntimeContext } from './context.js';
 import type { Queryable } from './db/types.js';
 import { retrySelection, type RetryMode } from './engine/decide.js';
 import { retryWorkflow, type RetryResult } from './engine/retry.js';
 import { upgradeWorkflow, type UpgradeOutcome } from './engine/upgrade.js';
-import { DefinitionNotFoundError, UnknownWorkflowError, WorkflowNotMovableError } from './errors.js';
+import { DefinitionNotFoundError, UnknownWorkflowError, WorkflowBusyError, WorkflowNotMovableError } from './errors.js';
 import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
 import { currentDefinition, definitionsByPrefix, type StoredDefinition } from './sql/definitions.js';
 import { retryCandidates } from './sql/retry.js';
@@ -55,7 +55,12 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
   const target = await resolveVersion(ctx.db, ctx.s, name, request.to);
   const from = request.from === undefined ? undefined : (await resolveVersion(ctx.db, ctx.s, name, request.from)).hash;
   const results: UpgradeOutcome[] = [];
-  const move = (id: string) => advancing(ctx, (tx, a) => upgradeWorkflow(tx, a, id, target, { dryRun: request.dryRun, limits }));
+  // a workflow another transaction holds past the lock timeout is left for a later run, said as its reason
+  const move = (id: string) =>
+    workflowWrite(ctx, undefined, id, (tx, a) => upgradeWorkflow(tx, a, id, target, { dryRun: request.dryRun, limits })).catch((error: unknown) => {
+      if (error instanceof WorkflowBusyError) return { id, from: null, to: target.hash, status: 'skipped' as const, reason: error.message };
+      throw error;
+    });
   if (request.ids !== undefined) {
     for (const id of [...new Set(request.ids)]) {
       const w = from === undefined ? undefined : await workflowVersionRef(ctx.db, ctx.s, id);

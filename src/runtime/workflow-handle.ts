@@ -1,9 +1,9 @@
-import { inTransaction, txQueryable, type Queryable, type TxOption } from './db/types.js';
+import { txQueryable, type Queryable, type TxOption } from './db/types.js';
 import { channels } from './sql/channels.js';
 import { lockWorkflows, notifyQueues } from './sql/advance.js';
 import { deleteTasks } from './waits/evaluate.js';
 import { registeredNames } from './sql/definitions.js';
-import { advanceAt, clockNow } from './context.js';
+import { advanceAt, clockNow, workflowWrite } from './context.js';
 import { cancelWorkflow } from './engine/cancel.js';
 import { loadTasks, loadTasksByName } from './task-records.js';
 import { liveKinds, loadWorkflow, workflowState, workflowVersionRef, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
@@ -69,7 +69,7 @@ export class WorkflowHandle {
 
   /** Cancels every task not yet final; running handlers are asked to stop. */
   async cancel(options: TxOption = {}): Promise<{ cancelled: string[]; stopping: string[] }> {
-    const result = await inTransaction(this.rt.db, options, async (tx) => cancelWorkflow(tx, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx)), this.id));
+    const result = await workflowWrite(this.rt.ctx, options, this.id, (tx, ctx) => cancelWorkflow(tx, ctx, this.id));
     if (!result.found) throw new WorkflowNotFoundError(this.id);
     return { cancelled: result.cancelled, stopping: result.stopping };
   }
@@ -79,8 +79,7 @@ export class WorkflowHandle {
    * Retention's per-task mode does this to finalized tasks; use it by hand only to unstick a workflow.
    */
   async deleteTasks(names: readonly string[], options: TxOption = {}): Promise<void> {
-    await inTransaction(this.rt.db, options, async (tx) => {
-      const ctx = advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx));
+    await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       await lockWorkflows(tx, ctx.s, [this.id]);
       const result = await deleteTasks(tx, ctx, this.id, names);
       await notifyQueues(tx, this.rt.schema, result.queues);
@@ -93,8 +92,7 @@ export class WorkflowHandle {
    * the tasks that run again (none, and the same attempt, when the mode selects nothing).
    */
   async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean; onCurrent?: boolean } = {}): Promise<RetryResult> {
-    const result = await inTransaction(this.rt.db, options, async (tx) => {
-      const ctx = advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx));
+    const result = await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       const how = { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false };
       const retried = options.onCurrent ? await retryOnCurrent(tx, ctx, this.id, how) : await retryWorkflow(tx, ctx, this.id, how);
       return retried && { ...retried, ...(await versionAndCurrent(tx, ctx.s, this.id)) };
@@ -108,8 +106,7 @@ export class WorkflowHandle {
    * the caller's) under its lock, or leaves it as it is and says why (`skipped`, with the reason).
    */
   async upgrade(options: TxOption & { to?: string; dryRun?: boolean } = {}): Promise<UpgradeOutcome> {
-    return inTransaction(this.rt.db, options, async (tx) => {
-      const ctx = advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx));
+    return workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       const w = await workflowVersionRef(tx, ctx.s, this.id);
       if (!w) throw new WorkflowNotFoundError(this.id);
       const target = await resolveVersion(tx, ctx.s, w.name, options.to);
@@ -124,9 +121,7 @@ export class WorkflowHandle {
    */
   async extend(spec: ExtensionSpec, options: TxOption = {}): Promise<string[]> {
     const known = await registeredNames(this.rt.db, this.rt.ctx.s);
-    return inTransaction(this.rt.db, options, async (tx) =>
-      extendWorkflow(tx, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx)), this.id, spec, known),
-    );
+    return workflowWrite(this.rt.ctx, options, this.id, (tx, ctx) => extendWorkflow(tx, ctx, this.id, spec, known));
   }
 
   /** Emit and read this workflow's signals. */
@@ -189,9 +184,7 @@ export class WorkflowSignals {
    * SignalAttemptMismatch when `attempt` is not the workflow's current attempt.
    */
   async emit(key: string, payload: unknown, options: EmitOptions & TxOption = {}): Promise<EmitResult> {
-    const result = await inTransaction(this.rt.db, options, async (tx) =>
-      emitSignal(tx, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx, tx)), this.workflowId, key, payload, options),
-    );
+    const result = await workflowWrite(this.rt.ctx, options, this.workflowId, (tx, ctx) => emitSignal(tx, ctx, this.workflowId, key, payload, options));
     if (!result) throw new WorkflowNotFoundError(this.workflowId);
     return result;
   }

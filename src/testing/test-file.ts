@@ -5,7 +5,7 @@
  */
 import type { ErrorObject } from 'ajv';
 import { didYouMean, type Diagnostic } from '../compiler/diagnostics.js';
-import { parseDuration } from '../compiler/duration.js';
+import { durationRangeProblem, parseDuration } from '../compiler/duration.js';
 import { parseSource, type RawSource } from '../compiler/parse.js';
 import { testSchemaValidator } from '../compiler/schemas.js';
 import { locate, type Path, type Reporter, type SourceFile } from '../compiler/source.js';
@@ -124,7 +124,31 @@ export function loadTestFile(raw: RawSource): LoadedTestFile {
     return done();
   }
   const rawFile = value as RawTestFile;
+  checkBounds(rawFile, reporter);
+  if (reporter.errorCount > 0) return done();
   return done({ value: rawFile, file: toModel(rawFile, file) });
+}
+
+/** The most steps one test may take: a file of 200,000 steps would run for minutes before saying anything. */
+export const MAX_STEPS = 10_000;
+
+/** What the schema cannot say: durations that would leave the date range, and tests too long to run. */
+function checkBounds(raw: RawTestFile, reporter: Reporter): void {
+  const duration = (text: string | undefined, path: Path) => {
+    const problem = text === undefined ? undefined : durationRangeProblem(text);
+    if (problem) reporter.report('test-schema', problem, { path }, 'durations go up to 100 years');
+  };
+  const mocks = (m: Record<string, RawMock> | undefined, path: Path) => {
+    for (const [name, mock] of Object.entries(m ?? {})) duration(mock.delay, [...path, name, 'delay']);
+  };
+  duration(raw.max_time, ['max_time']);
+  mocks(raw.mocks, ['mocks']);
+  raw.tests.forEach((t, i) => {
+    mocks(t.mocks, ['tests', i, 'mocks']);
+    const steps = t.steps ?? [];
+    if (steps.length > MAX_STEPS) reporter.report('test-schema', `test "${t.name}" has ${steps.length.toLocaleString('en-US')} steps: at most ${MAX_STEPS.toLocaleString('en-US')}`, { path: ['tests', i, 'steps'], at: 'key' }, 'split it into several tests');
+    steps.forEach((step, j) => duration(typeof step.advance === 'string' ? step.advance : undefined, ['tests', i, 'steps', j, 'advance']));
+  });
 }
 
 /** A duration the schema has already checked. */

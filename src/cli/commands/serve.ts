@@ -51,7 +51,7 @@ export const recoveryHelp = `  --heartbeat DURATION      how often this worker r
  * --heartbeat, --dead-after and --leader-lease as runtime options (durations such as 500ms, 2s, 1m), over the
  * config file's `worker` timings; and its `limits`.
  */
-export function recoveryOptions(io: Io, values: Record<string, string | undefined>): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'leaderLeaseMs' | 'limits'> {
+export function recoveryOptions(io: Io, values: Record<string, string | undefined>): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'leaderLeaseMs' | 'limits' | 'lockTimeoutMs'> {
   const read = (flag: (typeof RECOVERY_OPTIONS)[number], min: number): number | undefined => {
     const text = values[flag];
     if (text === undefined) return undefined;
@@ -67,7 +67,7 @@ export function recoveryOptions(io: Io, values: Record<string, string | undefine
     throw new UsageError('--dead-after must be longer than --heartbeat (a live worker would be taken for dead)');
   }
   const limits = config?.limits;
-  return { heartbeatIntervalMs, workerDeadAfterMs, leaderLeaseMs, limits: limits && Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) };
+  return { heartbeatIntervalMs, workerDeadAfterMs, leaderLeaseMs, lockTimeoutMs: config?.lockTimeoutMs, limits: limits && Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) };
 }
 
 /** --shutdown-timeout SECS, else the config's `worker.shutdown_timeout`, else 10 s: in milliseconds. */

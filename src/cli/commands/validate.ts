@@ -61,7 +61,7 @@ export function run(argv: string[], io: Io): number {
   const sources = readSources([...checked, ...context], { maxBytes: limits.maxBytes }).map((s) => ({ ...s, path: displayPath(io, s.path) }));
   const shown = new Set([...checked].map((f) => displayPath(io, f)));
   const result = validate(sources, {
-    limits: Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
+    limits: Object.fromEntries(Object.entries({ ...limits, planTasks: config?.limits.planTasks }).filter(([, v]) => v !== undefined)),
     found: new Set([...found].map((f) => displayPath(io, f))),
   });
   // workflow test files are checked too: their schema, and what they name against the definitions

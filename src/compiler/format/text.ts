@@ -1,4 +1,4 @@
-import type { Diagnostic } from '../diagnostics.js';
+import { printable, type Diagnostic } from '../diagnostics.js';
 
 export interface TextOptions {
   /** Source texts by file path, for snippets. */
@@ -23,12 +23,15 @@ function formatOne(d: Diagnostic, text: string | undefined, paint: Paint): strin
     // a long line is shown as a window of it around the column, marked with … where it is cut
     const from = line.length > MAX_SHOWN && d.column > MAX_SHOWN - 40 ? Math.min(d.column - 1 - 40, line.length - MAX_SHOWN) : 0;
     const to = Math.min(line.length, from + MAX_SHOWN);
-    const shown = (from > 0 ? '…' : '') + line.slice(from, to) + (to < line.length ? '…' : '');
+    // the line as text: a control byte in the file (an escape sequence, a carriage return) is shown escaped,
+    // never sent to the terminal, and the caret still lines up under what is shown
+    const visible = (part: string) => printable(part, { keepTabs: true });
+    const shown = (from > 0 ? '…' : '') + visible(line.slice(from, to)) + (to < line.length ? '…' : '');
     const width = String(d.line).length;
     const gutter = ' '.repeat(width);
     const end = d.end_line === d.line ? d.end_column : to + 1;
-    const length = Math.max(1, Math.min(end, to + 1) - d.column);
-    const pad = (from > 0 ? ' ' : '') + line.slice(from, d.column - 1).replace(/[^\t]/g, ' ');
+    const length = Math.max(1, visible(line.slice(d.column - 1, Math.min(end, to + 1) - 1)).length);
+    const pad = (from > 0 ? ' ' : '') + visible(line.slice(from, d.column - 1)).replace(/[^\t]/g, ' ');
     out += `  ${paint.dim(`${d.line} |`)} ${shown}\n`;
     out += `  ${paint.dim(`${gutter} |`)} ${pad}${paint.red('^'.repeat(length))}\n`;
   }

@@ -1,9 +1,9 @@
 import { basename, extname } from 'node:path';
-import { taskPath, type Definition } from '../model.js';
+import { taskPath, termPath, type Definition, type TimerDef } from '../model.js';
 import { isCelReserved } from '../cel/types.js';
 import { hasTemplate } from '../cel/templates.js';
 import type { Reporter } from '../source.js';
-import { parseDuration } from '../duration.js';
+import { durationRangeProblem, parseDuration } from '../duration.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -69,6 +69,34 @@ export function checkTasks(def: Definition, reporter: Reporter): void {
     }
   }
   checkRenames(def, reporter);
+  checkDurationRanges(def, reporter);
+}
+
+/** Durations the schema found well formed, but too long to add to a time (a timer 10^8 days out has no date). */
+function checkDurationRanges(def: Definition, reporter: Reporter): void {
+  const check = (text: string | undefined, path: (string | number)[]) => {
+    const problem = text === undefined ? undefined : durationRangeProblem(text);
+    if (problem) reporter.report('invalid-duration', problem, { path }, 'durations go up to 100 years');
+  };
+  const retry = (r: Definition['defaults']['retry'], path: (string | number)[]) => {
+    check(r?.initial, [...path, 'retry', 'initial']);
+    check(r?.max, [...path, 'retry', 'max']);
+  };
+  const timer = (t: TimerDef, path: (string | number)[]) => {
+    check(t.after_workflow_created, [...path, 'after_workflow_created']);
+    check(t.after_wait_started, [...path, 'after_wait_started']);
+    check(t.after_task_finalized?.after, [...path, 'after_task_finalized', 'after']);
+  };
+  check(def.timeout, ['timeout']);
+  check(def.defaults.timeout, ['defaults', 'timeout']);
+  retry(def.defaults.retry, ['defaults']);
+  for (const task of def.tasks) {
+    check(task.timeout, taskPath(task, 'timeout'));
+    check(task.delay, taskPath(task, 'delay'));
+    retry(task.retry, taskPath(task));
+    for (const term of task.wait?.terms ?? []) if (term.timer) timer(term.timer, termPath(task, term, 'timer'));
+    for (const t of task.wait?.timers ?? []) timer(t, taskPath(task, 'wait', 'timers', t.name));
+  }
 }
 
 /**

@@ -1,0 +1,50 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from './helpers/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'braid-bounds-'));
+
+describe('inputs are bounded everywhere: a clear error in bounded time, never a crash', () => {
+  it('--inputs, --payload and --source from a device or a file over 10 MB are refused before anything is read whole', () => {
+    const big = join(dir, 'big.json');
+    writeFileSync(big, `{"x":"${'a'.repeat(11 * 1024 * 1024)}"}`);
+    for (const args of [
+      ['start', 'any', '--inputs', '@/dev/zero'],
+      ['compile', 'any', '--inputs', '@/dev/zero'],
+      ['signal', 'id', 'key', '--payload', '@/dev/zero'],
+      ['signal', 'id', 'key', '--payload', '{}', '--source', '@/dev/zero'],
+    ]) {
+      const r = runCli(args, { cwd: dir, env: { DATABASE_URL: '' } });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^braid: cannot read (inputs|payload|source) file \/dev\/zero: not a regular file \(a character device\): only files are read\n$/);
+    }
+    const r = runCli(['start', 'any', '--inputs', `@${big}`], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(r).toMatchObject({ code: 2, stderr: `braid: inputs file ${big} is over 10 MB\n` });
+  });
+
+  it('a definition with more tasks than a plan may have is refused by validate and compile, at once', () => {
+    const n = 120_000;
+    let yaml = 'name: big\ntasks:\n';
+    for (let i = 0; i < n; i++) yaml += `  t${i}: { kind: k }\n`;
+    const file = join(dir, 'big.yaml');
+    writeFileSync(file, yaml);
+    const started = performance.now();
+    const v = runCli(['validate', file], { cwd: dir });
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain('error: the definition has 120,000 tasks (for_each lists included), over the plan limit of 100,000 (limit plan_tasks): it could never start [for-each]');
+    const c = runCli(['compile', file], { cwd: dir });
+    expect(c.code).toBe(1);
+    console.info(`a 120,000-task definition: validate and compile refused it in ${Math.round(performance.now() - started)} ms`);
+  });
+
+  it('control bytes in a definition reach the terminal escaped, in the message and in the snippet', () => {
+    const file = join(dir, 'ctrl.yaml');
+    writeFileSync(file, 'name: ctrl\ntasks:\n  t: { kind: k, deps: ["\\e[2Jx"] }\n');
+    const r = runCli(['validate', file], { cwd: dir });
+    expect(r.code).toBe(1);
+    expect(r.stdout).not.toContain('\u001b');
+    expect(r.stdout).toContain('\\u001b[2Jx');
+  });
+});
