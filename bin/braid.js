@@ -5,3 +5,5 @@ process.stdout.on('error', (error) => {
 });
 const { main } = await import('../dist/src/cli/main.js');
 process.exitCode = await main(process.argv.slice(2));
+// the command is done: a connection left hanging (a network that went silent) must not keep the process alive
+setTimeout(() => process.exit(), 100).unref();

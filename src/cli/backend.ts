@@ -51,7 +51,7 @@ export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Data
   const url = databaseUrl(io, choice.url);
   try {
     if (url) {
-      const db = createPostgres({ connectionString: url });
+      const db = createPostgres({ connectionString: url, statementTimeoutMs: project(io).config?.statementTimeoutMs });
       await ping(db);
       return db;
     }

@@ -28,6 +28,8 @@ export interface ProjectConfig {
   limits: { forEachItems?: number; planTasks?: number; celCost?: number };
   /** How long a write waits for a workflow another transaction holds (limits.lock_timeout). */
   lockTimeoutMs?: number;
+  /** The client-side deadline of each braid statement (limits.statement_timeout). */
+  statementTimeoutMs?: number;
 }
 
 /** The config file for a folder: in it or in the nearest folder above that has one. */
@@ -82,6 +84,7 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
       },
       limits: { forEachItems: raw.limits?.for_each_items, planTasks: raw.limits?.plan_tasks, celCost: raw.limits?.cel_cost },
       lockTimeoutMs: ms(raw.limits?.lock_timeout),
+      statementTimeoutMs: ms(raw.limits?.statement_timeout),
     },
   };
 }
@@ -95,7 +98,7 @@ interface RawConfig {
   schema?: string;
   queues?: Record<string, number>;
   worker?: { heartbeat?: string; dead_after?: string; leader_lease?: string; prefetch?: number; shutdown_timeout?: string };
-  limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string };
+  limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string; statement_timeout?: string };
 }
 
 /** `${VAR}` references read from the environment; unset variables are empty. */
@@ -116,7 +119,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 const KNOWN: Record<string, string[]> = {
   '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'worker', 'limits'],
   '/worker': ['heartbeat', 'dead_after', 'leader_lease', 'prefetch', 'shutdown_timeout'],
-  '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout'],
+  '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout', 'statement_timeout'],
 };
 
 function describe(e: ErrorObject): { message: string; path: Path; hint?: string; at?: 'key' | 'value' } {

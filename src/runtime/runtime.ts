@@ -87,6 +87,11 @@ export interface RuntimeOptions {
    * CEL comprehension steps): a start over them fails with a for-each or cel-cost diagnostic.
    */
   limits?: Partial<CompileLimits>;
+  /**
+   * The client-side deadline of each braid statement when braid makes the Postgres adapter (from a URL or a
+   * pool; default 20 s): a statement past it fails and its connection is closed (createPostgres takes it too).
+   */
+  statementTimeoutMs?: number;
 }
 
 export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
@@ -111,6 +116,8 @@ export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_DEAD_AFTER_MS = 7000;
 export const DEFAULT_LEADER_LEASE_MS = 5000;
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+/** How long stopping may go on past the handlers' deadline, recording what ended. */
+export const STOP_GRACE_MS = 750;
 
 /** The braid runtime: inserts plans, runs handlers, advances workflows, and reads their state. */
 export class Runtime {
@@ -129,7 +136,8 @@ export class Runtime {
     // a pool is told from an adapter by shape, not class: the application's pg may be another copy than braid's
     const adapter = typeof given === 'object' && 'kind' in given && typeof (given as Database).transaction === 'function';
     this.ownsDatabase = !adapter;
-    this.db = typeof given === 'string' ? createPostgres({ connectionString: given }) : adapter ? (given as Database) : createPostgres({ pool: given as pg.Pool });
+    const bounds = { statementTimeoutMs: options.statementTimeoutMs };
+    this.db = typeof given === 'string' ? createPostgres({ connectionString: given, ...bounds }) : adapter ? (given as Database) : createPostgres({ pool: given as pg.Pool, ...bounds });
     this.schema = options.schema ?? 'braid';
     this.s = quoteIdent(this.schema);
     this.definitions = new DefinitionCache(this.s);
@@ -343,9 +351,9 @@ export class Runtime {
   }
 
   /** Graceful stop: running handlers get `deadlineMs` to finish, then are aborted and their tasks released. */
-  async stop(deadlineMs?: number): Promise<void> {
-    await this.worker?.stop(deadlineMs);
-    await this.leader?.stop();
+  async stop(deadlineMs = 10_000): Promise<void> {
+    // side by side, each bounded: whatever the database does, stopping ends about a second after the deadline
+    await Promise.all([this.worker?.stop(deadlineMs), this.leader?.stop(deadlineMs + STOP_GRACE_MS)]);
     this.worker = undefined;
     this.leader = undefined;
     this.maintainer = undefined;

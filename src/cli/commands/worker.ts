@@ -4,6 +4,7 @@ import type { BaselineVersion } from '../../deploy/baseline.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
 import { consoleLogger, type Logger } from '../../runtime/log.js';
 import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
+import { within } from '../../runtime/within.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
@@ -81,9 +82,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
   } catch (error) {
     throw commandFailure(error);
   } finally {
-    await api?.close();
+    // a database (or a client) that hangs cannot hold a worker asked to stop: a quarter of a second at most for these
+    const closing = Date.now() + 250;
+    await within(closing, api?.close() ?? Promise.resolve());
     unpublish();
-    await db.close();
+    await within(closing, db.close());
     undoSurvive();
   }
 }

@@ -24,14 +24,36 @@ export type PostgresOptions = (
 ) & {
   /** Name shown in pg_stat_activity. */
   applicationName?: string;
+  /**
+   * The client-side deadline of every braid statement (default 20 s): a network that hangs without failing (a
+   * hung server or pooler, a partition without RST) fails the statement there, and its connection is closed.
+   */
+  statementTimeoutMs?: number;
+  /** How long opening a connection may take (default 10 s). */
+  connectTimeoutMs?: number;
 };
 
-/** A pg client (a pool's, in a transaction the caller opened) as braid's Queryable. */
-export function clientQueryable(client: pg.ClientBase): Queryable {
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 20_000;
+/** How often the notification connection proves it is alive, and how long it may take to. */
+const LISTENER_PING_MS = 10_000;
+const LISTENER_PING_DEADLINE_MS = 5_000;
+
+/** A statement without parameters, with a client-side deadline (pg reads `query_timeout` per query; its types do not say so). */
+function bounded(text: string, ms: number): pg.QueryConfig {
+  return { text, query_timeout: ms } as pg.QueryConfig;
+}
+
+/** A statement that ran past its client-side deadline (pg's "Query read timeout"): its connection is not reused. */
+function isDeadline(error: unknown): boolean {
+  return error instanceof Error && error.message === 'Query read timeout';
+}
+
+/** A pg client (a pool's, in a transaction the caller opened) as braid's Queryable; deadlineMs bounds its statements. */
+export function clientQueryable(client: pg.ClientBase, deadlineMs = 0): Queryable {
   return {
     [QUERYABLE]: true,
     async query(sql, params, options) {
-      const r = await client.query({ ...prepared(sql, params, options?.prepare), types });
+      const r = await client.query({ ...prepared(sql, params, options?.prepare, options?.deadlineMs ?? deadlineMs), types });
       return { rows: r.rows, rowCount: r.rowCount ?? 0 };
     },
     async exec(sql) {
@@ -42,15 +64,16 @@ export function clientQueryable(client: pg.ClientBase): Queryable {
 
 const statementNames = new Map<string, string>();
 
-/** A named statement for a prepared query: pg prepares it once per connection and reuses the plan. */
-function prepared(sql: string, params: readonly unknown[] | undefined, prepare: boolean | undefined): pg.QueryConfig {
-  if (!prepare) return { text: sql, values: params as unknown[], types };
+/** A statement's config: named when prepared (pg prepares it once per connection), with its deadline (0: none). */
+function prepared(sql: string, params: readonly unknown[] | undefined, prepare: boolean | undefined, deadlineMs: number): pg.QueryConfig {
+  const bound = (deadlineMs > 0 ? { query_timeout: deadlineMs } : {}) as Partial<pg.QueryConfig>;
+  if (!prepare) return { text: sql, values: params as unknown[], types, ...bound };
   let name = statementNames.get(sql);
   if (!name) {
     name = `braid_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
     statementNames.set(sql, name);
   }
-  return { name, text: sql, values: params as unknown[], types };
+  return { name, text: sql, values: params as unknown[], types, ...bound };
 }
 
 setClientAdopter((client: PgClientLike) => clientQueryable(client as unknown as pg.ClientBase));
@@ -61,8 +84,11 @@ setClientAdopter((client: PgClientLike) => clientQueryable(client as unknown as 
  */
 export function createPostgres(options: PostgresOptions): Database {
   const own = !('pool' in options);
+  const deadlineMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  // TCP keepalive and a connect timeout on every connection braid opens: a dead peer is noticed, not waited on
+  const bounds = { keepAlive: true, keepAliveInitialDelayMillis: 10_000, connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000 };
   // the hot pool and the listener connect as the pool does: its connection string or settings
-  const connection: pg.ClientConfig = own ? { connectionString: options.connectionString } : { ...(options.pool.options as pg.ClientConfig) };
+  const connection: pg.ClientConfig = own ? { connectionString: options.connectionString, ...bounds } : { ...bounds, ...(options.pool.options as pg.ClientConfig) };
   const max = own ? (options.max ?? 10) : (options.pool.options.max ?? 10);
   const pool = own ? new pg.Pool({ ...connection, max, application_name: options.applicationName ?? 'braid' }) : options.pool;
   // braid's hot statements (claims, completions) run on connections of their own that always use a generic
@@ -75,7 +101,8 @@ export function createPostgres(options: PostgresOptions): Database {
     ...connection,
     max: Math.min(4, max),
     application_name: `${options.applicationName ?? 'braid'}:hot`,
-    options: '-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1',
+    // braid's statements only: a transaction of its own left idle (its client gone quiet) is ended by the server
+    options: `-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1 -c idle_in_transaction_session_timeout=${Math.max(60_000, deadlineMs * 3)}`,
   });
   // an idle client dropping (server restart) must not kill the process; the next query reconnects
   if (own) pool.on('error', () => undefined);
@@ -103,12 +130,22 @@ export function createPostgres(options: PostgresOptions): Database {
     client.on('end', lost);
     try {
       await client.connect();
-      for (const channel of listeners.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      for (const channel of listeners.keys()) await client.query(bounded(`LISTEN ${pg.escapeIdentifier(channel)}`, LISTENER_PING_DEADLINE_MS));
     } catch (error) {
       client.end().catch(() => undefined);
       throw error;
     }
     listenClient = client;
+    // a connection that hangs raises nothing: the listener proves it is alive now and then, or is replaced
+    const ping = setInterval(() => {
+      if (listenClient !== client) return clearInterval(ping);
+      client.query(bounded('SELECT 1', LISTENER_PING_DEADLINE_MS)).catch(() => {
+        clearInterval(ping);
+        (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+        lost();
+      });
+    }, LISTENER_PING_MS);
+    ping.unref();
     return client;
   };
   const ensureListener = async (): Promise<pg.Client> => {
@@ -134,8 +171,9 @@ export function createPostgres(options: PostgresOptions): Database {
     reconnectTimer.unref();
   };
 
+  // a statement past its deadline releases its connection with the error: the pool closes it
   const query: Queryable['query'] = async (sql, params, options) => {
-    const r = await (options?.prepare ? hot : pool).query(prepared(sql, params, options?.prepare));
+    const r = await (options?.prepare ? hot : pool).query(prepared(sql, params, options?.prepare, options?.deadlineMs ?? deadlineMs));
     return { rows: r.rows, rowCount: r.rowCount ?? 0 };
   };
 
@@ -151,14 +189,16 @@ export function createPostgres(options: PostgresOptions): Database {
       let broken = false;
       const markBroken = () => (broken = true);
       client.on('error', markBroken);
-      const tx = clientQueryable(client);
+      const tx = clientQueryable(client, deadlineMs);
       try {
-        await client.query('BEGIN');
+        await client.query(bounded('BEGIN', deadlineMs));
         const result = await fn(tx);
-        await client.query('COMMIT');
+        await client.query(bounded('COMMIT', deadlineMs));
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(markBroken);
+        // a connection whose statement hung is not asked for anything more: it is closed, which rolls back
+        if (isDeadline(error)) markBroken();
+        else await client.query(bounded('ROLLBACK', deadlineMs)).catch(markBroken);
         throw error;
       } finally {
         client.off('error', markBroken);

@@ -9,7 +9,7 @@ export function isTransientError(error: unknown): boolean {
     // no SQLSTATE: a socket error, a connect timeout, a connection that ended under a query
     if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
     const message = error instanceof Error ? error.message : '';
-    return /connection (terminated|error)|terminated unexpectedly|timeout exceeded when trying to connect|not queryable|ECONN|socket hang up/i.test(message) && !/after calling end|pool is ended|was closed/i.test(message);
+    return /connection (terminated|error)|terminated unexpectedly|timeout exceeded when trying to connect|query read timeout|not queryable|ECONN|socket hang up/i.test(message) && !/after calling end|pool is ended|was closed/i.test(message);
   }
   return (
     code.startsWith('08') || // connection exception

@@ -5,6 +5,11 @@ export interface QueryOptions {
    * generic plan), so neither its parse nor its plan is rebuilt every call.
    */
   prepare?: boolean;
+  /**
+   * This statement's client-side deadline in ms, instead of the database's default (0: none, for a handler's
+   * own SQL): past it the statement fails and its connection is closed, never reused.
+   */
+  deadlineMs?: number;
 }
 
 export interface Queryable {
@@ -66,4 +71,13 @@ export function txQueryable(tx: Queryable | PgClientLike): Queryable {
 
 export async function inTransaction<T>(db: Database, options: TxOption | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   return options?.tx ? fn(txQueryable(options.tx)) : db.transaction(fn);
+}
+
+/** The same queryable with no client-side deadline on its statements, unless one is asked for: a handler's own SQL. */
+export function unbounded(q: Queryable): Queryable {
+  return {
+    [QUERYABLE]: true,
+    query: (sql, params, options) => q.query(sql, params, { ...options, deadlineMs: options?.deadlineMs ?? 0 }),
+    exec: (sql) => q.exec(sql),
+  };
 }

@@ -1,3 +1,4 @@
+import { within } from '../within.js';
 import { channels } from '../sql/channels.js';
 import { electLeader, resignLeader } from '../sql/leader.js';
 import type { RetentionPolicy } from '../sql/maintenance.js';
@@ -167,13 +168,20 @@ export class LeaderService {
     return counts;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops the passes and gives up the lease (so another leader need not wait it out), waiting at most `graceMs`
+   * for a pass in flight and the resignation: a database that hangs leaves the lease to expire instead.
+   */
+  async stop(graceMs = 1500): Promise<void> {
     clearInterval(this.interval);
     clearTimeout(this.wake);
-    await this.unlisten?.().catch(() => undefined);
-    for (const service of this.services) await service.settled?.();
-    while (this.busy) await new Promise((r) => setTimeout(r, 10));
-    if (this.leading) await resignLeader(this.o.db, this.o.s, this.o.id).catch(() => undefined);
+    const settled = async () => {
+      await this.unlisten?.().catch(() => undefined);
+      for (const service of this.services) await service.settled?.();
+      while (this.busy) await new Promise((r) => setTimeout(r, 10));
+      if (this.leading) await resignLeader(this.o.db, this.o.s, this.o.id).catch(() => undefined);
+    };
+    await within(Date.now() + graceMs, settled());
     this.leading = false;
   }
 }

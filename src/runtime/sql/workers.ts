@@ -29,9 +29,9 @@ export interface AbandonedAttempt {
  * them). Returns those still running for it: the others ended (their end committed after all, or were
  * rescued), and the worker stops listing them.
  */
-export async function heartbeatWorker(q: Queryable, s: string, id: string, now: Date, abandoned: readonly AbandonedAttempt[] = []): Promise<AbandonedAttempt[]> {
+export async function heartbeatWorker(q: Queryable, s: string, id: string, now: Date, abandoned: readonly AbandonedAttempt[] = [], deadlineMs?: number): Promise<AbandonedAttempt[]> {
   if (abandoned.length === 0) {
-    await q.query(`UPDATE ${s}.workers SET heartbeat_at = $2, abandoned = NULL WHERE id = $1`, [id, now]);
+    await q.query(`UPDATE ${s}.workers SET heartbeat_at = $2, abandoned = NULL WHERE id = $1`, [id, now], { deadlineMs });
     return [];
   }
   const { rows } = await q.query<{ abandoned: AbandonedAttempt[] | null }>(
@@ -41,6 +41,7 @@ export async function heartbeatWorker(q: Queryable, s: string, id: string, now: 
         WHERE EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = a.workflow_id AND t.name = a.name AND t.worker_id = $1 AND t.attempt = a.attempt))
      UPDATE ${s}.workers SET heartbeat_at = $2, abandoned = (SELECT list FROM still) WHERE id = $1 RETURNING abandoned`,
     [id, now, JSON.stringify(abandoned)],
+    { deadlineMs },
   );
   return rows[0]?.abandoned ?? [];
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/types.js';
+import { unbounded, type Queryable } from '../db/types.js';
 import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type TaskContext } from './handlers.js';
 import { completeAttempt } from '../engine/completion.js';
 import { attemptRunning, type AttemptRef } from '../sql/attempts.js';
@@ -20,8 +20,8 @@ export type AttemptEnv = RuntimeContext;
 
 /** Aborts a handler still running when the worker's shutdown deadline passes: its task is released to run again. */
 export class ShutdownAbort extends Error {
-  constructor() {
-    super('aborted: the worker shut down before the handler finished');
+  constructor(message = 'aborted: the worker shut down before the handler finished') {
+    super(message);
     this.name = 'ShutdownAbort';
   }
 }
@@ -199,7 +199,8 @@ export class AttemptTransaction {
           throw error;
         }
         try {
-          resolveResult(await fn(tx));
+          // the handler's own SQL runs as long as it needs: braid's statement deadline is for braid's statements
+          resolveResult(await fn(unbounded(tx)));
         } catch (error) {
           rejectResult(error);
           throw error;

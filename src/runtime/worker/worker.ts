@@ -7,7 +7,8 @@ import { completeBatch } from '../engine/completion.js';
 import { releaseTasks } from '../engine/end-attempt.js';
 import { fetchTasks, type FetchedTask } from '../sql/fetch.js';
 import { advanceAt, advancing, clockNow } from '../context.js';
-import { cancelRequested, heartbeatWorker, registerWorker, stopWorker } from '../sql/workers.js';
+import { cancelRequested, registerWorker, stopWorker } from '../sql/workers.js';
+import { Heartbeat } from './heartbeat.js';
 import { isTransientError } from '../db/transient.js';
 import { backoffMs } from '../backoff.js';
 import { errorMessage } from './describe-error.js';
@@ -17,6 +18,7 @@ import { Completer } from './completer.js';
 import { Executor, type ExecutorOptions } from './executor.js';
 import { EndRecorder } from './ends.js';
 import { newQueueState, type QueueState } from './queue-state.js';
+import { within } from '../within.js';
 
 export interface WorkerOptions extends ExecutorOptions {
   handlers: Handlers;
@@ -33,7 +35,6 @@ export interface WorkerOptions extends ExecutorOptions {
    */
   abandonAfterMs: number;
 }
-
 
 /**
  * Runs handlers for its queues: claims available tasks in batches sized to free slots, runs each attempt,
@@ -71,6 +72,17 @@ export class Worker {
       },
     });
     this.executor = new Executor(o, this.ends, this.completer);
+    this.beat = new Heartbeat({ ...o, claims: this.claims, ends: this.ends, onLost: () => this.fence(), onBack: () => this.wakeAll() });
+  }
+
+  private readonly beat: Heartbeat;
+
+  /** The database is lost (Heartbeat): what this worker claimed is dropped and its handlers aborted, all rescued elsewhere. */
+  private fence(): { aborted: number; dropped: number } {
+    const dropped = [...this.perQueue.values()].reduce((n, q) => n + q.buffer.splice(0).length, 0);
+    const aborted = this.running.size;
+    for (const r of this.running.values()) r.abort(new ShutdownAbort('aborted: this worker lost the database for longer than dead-after, so the task runs again elsewhere'));
+    return { aborted, dropped };
   }
 
   private handlers: Handlers;
@@ -150,9 +162,9 @@ export class Worker {
       setInterval(() => {
         this.wakeAll();
       }, this.o.pollIntervalMs),
-      setInterval(() => void this.heartbeat(), this.o.heartbeatIntervalMs),
     );
     for (const t of this.timers) t.unref();
+    this.beat.start();
     for (const queue of this.perQueue.keys()) this.pump(queue);
   }
 
@@ -183,25 +195,6 @@ export class Worker {
       .catch((error: unknown) => this.o.log.warn(`checking held attempts for cancels failed: ${errorMessage(error)}`));
   }
 
-  private async heartbeat(): Promise<void> {
-    try {
-      const listed = [...this.ends.abandoned.values()];
-      const still = await heartbeatWorker(this.o.db, this.o.s, this.o.id, await clockNow(this.o), listed.map((a) => a.ref));
-      // those no longer running for this worker ended (committed after all, or rescued): stop listing them
-      const running = new Set(still.map((a) => `${a.workflow_id}\u0000${a.name}\u0000${a.attempt}`));
-      for (const a of listed) {
-        if (running.has(`${a.ref.workflow_id}\u0000${a.ref.name}\u0000${a.ref.attempt}`)) continue;
-        this.ends.abandoned.delete(a.task);
-        if (!a.active) this.claims.unstick(a.task);
-      }
-    } catch (error) {
-      this.o.log.warn(`heartbeat failed: ${errorMessage(error)}`);
-      return;
-    }
-    await this.claims.releaseUncertain((fn) => advancing(this.o, fn));
-    await this.claims.forgetSettled();
-  }
-
   /**
    * Starts prefetched attempts in free slots, then claims work for a queue while it has room and work seems to
    * be there. A fetch reserves the room it asks for, so a second fetch can fill slots freed meanwhile without
@@ -209,7 +202,7 @@ export class Worker {
    */
   private pump(queue: string): void {
     const q = this.perQueue.get(queue)!;
-    if (this.stopping) return;
+    if (this.stopping || this.beat.lost) return;
     const concurrency = this.o.queues[queue];
     while (q.active < concurrency && q.buffer.length > 0) this.run(q.buffer.shift()!);
     if (q.fetching >= MAX_FETCHES_IN_FLIGHT || !q.more || this.kinds.length === 0) return;
@@ -258,7 +251,7 @@ export class Worker {
     this.fetchFailures++;
     const delay = backoffMs(this.fetchFailures, FETCH_BACKOFF);
     this.fetchPausedUntil = Date.now() + delay;
-    this.o.log.warn(`fetching tasks failed, backing off: ${errorMessage(error)}`);
+    if (!this.beat.lost) this.o.log.warn(`fetching tasks failed, backing off: ${errorMessage(error)}`);
     if (this.fetchRetry || this.stopping) return;
     this.fetchRetry = setTimeout(() => {
       this.fetchRetry = undefined;
@@ -353,27 +346,32 @@ export class Worker {
 
   /**
    * Graceful stop: no new work; running handlers get until the deadline to finish, then are aborted and
-   * their tasks released to run again elsewhere.
+   * their tasks released to run again elsewhere. Whatever the database does, it returns a bounded while
+   * (STOP_GRACE_MS) after that deadline: what could not be recorded by then is rescued by the leader.
    */
   async stop(deadlineMs = 10_000): Promise<void> {
     if (!this.started || this.stopping) return;
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
+    this.beat.stop();
     clearTimeout(this.fetchRetry);
     const until = Date.now() + deadlineMs;
-    // ends that keep failing (the database is down) are given up a little after the handlers' deadline
-    this.ends.deadline = until + STOP_ENDS_GRACE_MS;
-    await this.releaseClaims([...this.perQueue.values()].flatMap((q) => q.buffer.splice(0)));
+    const hard = until + STOP_GRACE_MS;
+    this.ends.deadline = hard;
+    await within(hard, this.releaseClaims([...this.perQueue.values()].flatMap((q) => q.buffer.splice(0))));
     while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     for (const r of this.running.values()) r.abort(new ShutdownAbort());
     // aborted attempts still record their end (released to run again)
-    while (this.running.size > 0) await new Promise((r) => setTimeout(r, 5));
-    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
-    await this.completer.drain();
-    for (const u of this.unlisten) await u().catch(() => undefined);
-    await this.claims.forgetSettled();
-    try {
+    const settled = async () => {
+      while (this.running.size > 0) await new Promise((r) => setTimeout(r, 5));
+      while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      await this.completer.drain();
+      for (const u of this.unlisten) await u().catch(() => undefined);
+      await this.claims.forgetSettled();
       await stopWorker(this.o.db, this.o.s, this.o.id, await clockNow(this.o));
+    };
+    try {
+      await within(hard, settled());
     } catch (error) {
       this.o.log.warn(`could not record the worker's stop: ${(error as Error).message}`);
     }
@@ -385,7 +383,6 @@ export class Worker {
   }
 }
 
-
 function kindsOf(handlers: Handlers): string[] {
   return [...Object.keys(handlers), START_KIND].sort();
 }
@@ -395,5 +392,6 @@ const MAX_FETCHES_IN_FLIGHT = 2;
 const MAX_UNCOMMITTED = 1000;
 /** Fetches wait 100 ms after a failure, doubling to 5 s. */
 const FETCH_BACKOFF = { initialMs: 100, maxMs: 5000 };
-const STOP_ENDS_GRACE_MS = 5000;
+/** How long stopping may go on past the handlers' deadline, recording what ended (runtime.ts STOP_GRACE_MS). */
+const STOP_GRACE_MS = 750;
 

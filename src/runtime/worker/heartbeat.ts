@@ -1,0 +1,97 @@
+import type { RuntimeContext } from '../context.js';
+import { advancing, clockNow } from '../context.js';
+import { heartbeatWorker } from '../sql/workers.js';
+import { isTransientError } from '../db/transient.js';
+import type { ClaimLedger } from './claims.js';
+import { errorMessage } from './describe-error.js';
+import type { EndRecorder } from './ends.js';
+
+export interface HeartbeatOptions extends RuntimeContext {
+  id: string;
+  heartbeatIntervalMs: number;
+  /** A worker silent this long is taken for dead by the others: its attempts are rescued. */
+  abandonAfterMs: number;
+  claims: ClaimLedger;
+  ends: EndRecorder;
+  /** No heartbeat has committed for dead-after: stop fetching, abort the running handlers (how many of each). */
+  onLost: () => { aborted: number; dropped: number };
+  /** A heartbeat committed again after a loss: go back to work. */
+  onBack: () => void;
+}
+
+/**
+ * The worker's heartbeat, and what it tells the worker about the database. Each beat records that the worker
+ * lives (and the attempts whose end it could not record); one that cannot commit within dead-after means the
+ * others take this worker for dead and run its attempts again, so it must stop too: it says so once, and once
+ * more when a beat commits again. Each beat has a deadline shorter than dead-after, so a network that hangs is
+ * noticed as surely as one that refuses, and beats never pile up.
+ */
+export class Heartbeat {
+  private timer?: NodeJS.Timeout;
+  private beating = false;
+  private lastCommit = Date.now();
+  /** The database has been out of reach for longer than dead-after. */
+  lost = false;
+
+  constructor(private readonly o: HeartbeatOptions) {}
+
+  start(): void {
+    this.lastCommit = Date.now();
+    this.timer = setInterval(() => void this.tick(), this.o.heartbeatIntervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private async tick(): Promise<void> {
+    const silent = Date.now() - this.lastCommit;
+    if (!this.lost && silent > this.o.abandonAfterMs) {
+      this.lost = true;
+      const { aborted, dropped } = this.o.onLost();
+      this.o.log.warn(
+        `no heartbeat has committed for ${seconds(silent)} (dead after ${seconds(this.o.abandonAfterMs)}): stopping work until the database answers; ` +
+          `${aborted} running handler(s) aborted and ${dropped} claimed task(s) dropped, to run again elsewhere`,
+      );
+    }
+    if (this.beating) return;
+    this.beating = true;
+    try {
+      await this.beat();
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  private async beat(): Promise<void> {
+    const { ends, claims } = this.o;
+    try {
+      const listed = [...ends.abandoned.values()];
+      const deadlineMs = Math.max(500, Math.min(2 * this.o.heartbeatIntervalMs, this.o.abandonAfterMs / 2));
+      const still = await heartbeatWorker(this.o.db, this.o.s, this.o.id, await clockNow(this.o), listed.map((a) => a.ref), deadlineMs);
+      // those no longer running for this worker ended (committed after all, or rescued): stop listing them
+      const running = new Set(still.map((a) => `${a.workflow_id}\u0000${a.name}\u0000${a.attempt}`));
+      for (const a of listed) {
+        if (running.has(`${a.ref.workflow_id}\u0000${a.ref.name}\u0000${a.ref.attempt}`)) continue;
+        ends.abandoned.delete(a.task);
+        if (!a.active) claims.unstick(a.task);
+      }
+    } catch (error) {
+      // an unreachable database is said once, when it costs this worker its work (above); anything else, now
+      if (!isTransientError(error)) this.o.log.warn(`heartbeat failed: ${errorMessage(error)}`);
+      return;
+    }
+    const silent = Date.now() - this.lastCommit;
+    this.lastCommit = Date.now();
+    if (this.lost) {
+      this.lost = false;
+      this.o.log.info(`the database answers again after ${seconds(silent)}: fetching resumes`);
+      this.o.onBack();
+    }
+    await claims.releaseUncertain((fn) => advancing(this.o, fn));
+    await claims.forgetSettled();
+  }
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

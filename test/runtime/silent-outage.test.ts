@@ -1,0 +1,73 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { braidBin, repoRoot } from '../helpers/cli.js';
+import { allFinal, exited, expectIntact, invocationTable } from '../helpers/processes.js';
+import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
+import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
+
+const CHAIN = 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n';
+const HANDLERS = join(repoRoot, 'test/fixtures/faults/handlers.mjs');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const proxies: TcpProxy[] = [];
+const workers: ChildProcess[] = [];
+afterAll(async () => {
+  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+  for (const p of proxies) await p.close();
+});
+
+/** `braid worker` as a user runs it, through the proxy, its log collected. */
+function cliWorker(url: string, schema: string, table: string): { child: ChildProcess; log: () => string } {
+  let out = '';
+  const child = spawn(process.execPath, [braidBin, 'worker', '--handlers', HANDLERS, '--database', url, '--schema', schema, '--shutdown-timeout', '2'], {
+    cwd: repoRoot,
+    env: { ...process.env, DATABASE_URL: '', NO_COLOR: '1', BRAID_DIRECT_URL: postgresUrl, BRAID_TABLE: table },
+  });
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  workers.push(child);
+  return { child, log: () => out };
+}
+
+describe.runIf(backend === 'postgres')('a network that goes silent (sockets open, nothing carried), through the real CLI', () => {
+  it('3 workers: each says the outage once and its recovery once; every workflow finishes after the network returns, nothing lost or doubled; SIGTERM in a silent outage exits in time', async () => {
+    const rt = await testRuntime({ definitions: { chain: CHAIN } });
+    const table = await invocationTable(rt.db);
+    const proxy = proxyFor(postgresUrl);
+    proxies.push(proxy);
+    await proxy.start();
+    const procs = Array.from({ length: 3 }, () => cliWorker(proxy.url(postgresUrl), rt.schema, table));
+    await until(() => procs.every((p) => / running \d+ kind\(s\)/.test(p.log())), 60_000);
+    const ids: string[] = [];
+    for (let i = 0; i < 80; i++) ids.push(await rt.start('chain'));
+    await until(async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n >= 40, 60_000);
+    proxy.blackhole();
+    await sleep(20_000);
+    proxy.restore();
+    const back = Date.now();
+    await allFinal(rt.db, rt.schema, ids, 60_000);
+    const finishedIn = Date.now() - back;
+    console.info(`silent outage of 20 s: every workflow final ${finishedIn} ms after the network came back`);
+    // dead-after (7 s) and a rescue pass after it
+    expect(finishedIn).toBeLessThan(7000 + 10_000);
+    await expectIntact(rt.db, rt.schema, table, ids);
+    for (const p of procs) {
+      expect(p.child.exitCode).toBeNull();
+      const lines = p.log().split('\n');
+      expect(lines.filter((l) => l.includes('no heartbeat has committed for'))).toHaveLength(1);
+      expect(lines.filter((l) => l.includes('the database answers again after'))).toHaveLength(1);
+      expect(p.log()).not.toMatch(/Error:|at .*\.[jt]s:\d+/);
+    }
+    // SIGTERM while the network is silent: each exits within its shutdown timeout (2 s) and 2 s more
+    proxy.blackhole();
+    await sleep(1000);
+    const stopped = Date.now();
+    for (const p of procs) p.child.kill('SIGTERM');
+    await Promise.all(procs.map((p) => exited(p.child)));
+    const stopMs = Date.now() - stopped;
+    console.info(`SIGTERM during a silent outage: all 3 workers exited in ${stopMs} ms (shutdown timeout 2 s)`);
+    expect(stopMs).toBeLessThan(2000 + 2000);
+    proxy.restore();
+  }, 180_000);
+});
