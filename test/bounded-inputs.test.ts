@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -47,4 +47,17 @@ describe('inputs are bounded everywhere: a clear error in bounded time, never a 
     expect(r.stdout).not.toContain('\u001b');
     expect(r.stdout).toContain('\\u001b[2Jx');
   });
+
+  it('a workflow test that runs past --timeout fails, naming where it was; the others still run', () => {
+    const project = mkdtempSync(join(tmpdir(), 'braid-slowtest-'));
+    const write = (f: string, text: string) => (mkdirSync(join(project, f, '..'), { recursive: true }), writeFileSync(join(project, f), text));
+    write('definitions/slow.yaml', 'name: slow\ntasks:\n  t: { kind: slow }\n  u: { kind: quick, deps: [t] }\n');
+    write('definitions/slow.test.yaml', 'workflow: slow\ntests:\n  - name: waits on a real handler\n    steps:\n      - advance: 1h\n  - name: mocked\n    mocks: { t: { output: {} }, u: { output: {} } }\n    expect: { state: completed }\n');
+    write('handlers.mjs', 'export default { slow: () => new Promise((r) => setTimeout(() => r({}), 3000)), quick: async () => ({}) };\n');
+    const r = runCli(['test', '--handlers', 'handlers.mjs', '--timeout', '700ms'], { cwd: project, env: { DATABASE_URL: '' } });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('the test ran past its timeout of 0.7 s (--timeout) at its start');
+    expect(r.stdout).toMatch(/1 passed, 1 failed/);
+    expect(runCli(['test', '--timeout', 'soon'], { cwd: project, env: { DATABASE_URL: '' } })).toMatchObject({ code: 2, stderr: 'braid: --timeout must be a duration such as 30s or 5m, not "soon"\n' });
+  }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { hostname, networkInterfaces } from 'node:os';
 import { HttpError } from './http.js';
 
 const SESSION_COOKIE = 'braid_session';
@@ -24,10 +25,16 @@ export class Guard {
     this.session = createHmac('sha256', token).update('braid ui session').digest('hex');
   }
 
-  /** Called once the port is known. */
-  listening(port: number): void {
+  /**
+   * Called once the port is known. The Host names answered: those given, else the loopback names, and when
+   * listening beyond loopback also this machine's own names and addresses (never any Host at all: a page that
+   * rebinds its DNS name to this machine would otherwise be answered).
+   */
+  listening(port: number): string[] {
+    const loopback = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
     if (this.options.allowedHosts && this.options.allowedHosts.length > 0) this.allowedHosts = new Set(this.options.allowedHosts.map((h) => h.toLowerCase()));
-    else if (isLoopback(this.options.host)) this.allowedHosts = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+    else this.allowedHosts = new Set(isLoopback(this.options.host) ? loopback : [...loopback, ...machineNames(port)]);
+    return [...this.allowedHosts];
   }
 
   checkHost(req: IncomingMessage): void {
@@ -55,6 +62,15 @@ export class Guard {
   sessionCookie(): string {
     return `${SESSION_COOKIE}=${this.session}; HttpOnly; SameSite=Strict; Path=/`;
   }
+}
+
+/** This machine's host name and the addresses of its interfaces, as Host header values with the port. */
+function machineNames(port: number): string[] {
+  const names = new Set([`${hostname().toLowerCase()}:${port}`]);
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) names.add(a.family === 'IPv6' ? `[${a.address.toLowerCase()}]:${port}` : `${a.address}:${port}`);
+  }
+  return [...names];
 }
 
 function same(given: string, wanted: string): boolean {

@@ -17,6 +17,8 @@ import type { Logger } from '../runtime/log.js';
 export interface ApiServer {
   url: string;
   token: string;
+  /** The Host header values it answers. */
+  hosts: string[];
   /** Tells the UI's streams that the dev state (reloads) changed. */
   devChanged(): void;
   close(): Promise<void>;
@@ -28,7 +30,7 @@ export interface ApiServerOptions {
   host?: string;
   /** Default: a random one. */
   token?: string;
-  /** Host header values accepted (default: this server's loopback names when bound to loopback; else any). */
+  /** Host header values accepted (default: the loopback names, and beyond loopback this machine's own names and addresses). */
   allowedHosts?: readonly string[];
   definitionsDir?: string;
   dev?: () => DevState;
@@ -66,7 +68,9 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       const unavailable = isTransientError(error);
       options.log?.warn(`API ${req.method ?? ''} ${(req.url ?? '').slice(0, 200)}: ${unavailable ? 'database unavailable' : 'internal error'}: ${errorMessage(error)}`);
       const code = unavailable ? 'database_unavailable' : 'internal';
-      if (!res.headersSent) send(res, httpStatus(code), { error: unavailable ? 'the database is unavailable; try again' : 'internal error', code });
+      // the cause of an unavailable database (a full disk, too many connections) is the caller's to know too
+      const cause = errorMessage(error).split('\n')[0].slice(0, 200);
+      if (!res.headersSent) send(res, httpStatus(code), { error: unavailable ? `the database is unavailable (${cause}); try again` : 'internal error', code });
       else res.end();
     });
   });
@@ -100,11 +104,12 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
     server.listen(options.port ?? 0, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  guard.listening(port);
+  const hosts = guard.listening(port);
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   return {
     url: `http://${shownHost}:${port}`,
     token,
+    hosts,
     devChanged: () => feed.devChanged(),
     close: async () => {
       await feed.stop();

@@ -49,9 +49,11 @@ export interface DatabaseChoice {
 /** Opens the database this process will hold: Postgres when a URL is given (or configured), else the project's embedded one. */
 export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Database> {
   const url = databaseUrl(io, choice.url);
+  // read before connecting: a config with problems is the command's failure, not the connection's
+  const statementTimeoutMs = project(io).config?.statementTimeoutMs;
   try {
     if (url) {
-      const db = createPostgres({ connectionString: url, statementTimeoutMs: project(io).config?.statementTimeoutMs });
+      const db = createPostgres({ connectionString: url, statementTimeoutMs });
       await ping(db);
       return db;
     }

@@ -24,7 +24,7 @@ export interface ProjectConfig {
   database?: string;
   schema?: string;
   queues?: Record<string, number>;
-  worker: { heartbeatMs?: number; deadAfterMs?: number; leaderLeaseMs?: number; prefetch?: number; shutdownTimeoutMs?: number };
+  worker: { heartbeatMs?: number; deadAfterMs?: number; stallLimitMs?: number; leaderLeaseMs?: number; prefetch?: number; shutdownTimeoutMs?: number };
   limits: { forEachItems?: number; planTasks?: number; celCost?: number };
   /** How long a write waits for a workflow another transaction holds (limits.lock_timeout). */
   lockTimeoutMs?: number;
@@ -78,6 +78,7 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
       worker: {
         heartbeatMs: ms(raw.worker?.heartbeat),
         deadAfterMs: ms(raw.worker?.dead_after),
+        stallLimitMs: ms(raw.worker?.stall_limit),
         leaderLeaseMs: ms(raw.worker?.leader_lease),
         prefetch: raw.worker?.prefetch,
         shutdownTimeoutMs: ms(raw.worker?.shutdown_timeout),
@@ -97,7 +98,7 @@ interface RawConfig {
   database?: string;
   schema?: string;
   queues?: Record<string, number>;
-  worker?: { heartbeat?: string; dead_after?: string; leader_lease?: string; prefetch?: number; shutdown_timeout?: string };
+  worker?: { heartbeat?: string; dead_after?: string; stall_limit?: string; leader_lease?: string; prefetch?: number; shutdown_timeout?: string };
   limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string; statement_timeout?: string };
 }
 
@@ -118,7 +119,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 
 const KNOWN: Record<string, string[]> = {
   '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'worker', 'limits'],
-  '/worker': ['heartbeat', 'dead_after', 'leader_lease', 'prefetch', 'shutdown_timeout'],
+  '/worker': ['heartbeat', 'dead_after', 'stall_limit', 'leader_lease', 'prefetch', 'shutdown_timeout'],
   '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout', 'statement_timeout'],
 };
 

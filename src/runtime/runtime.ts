@@ -69,6 +69,12 @@ export interface RuntimeOptions {
    * live worker has failed to record the end of for this long is rescued the same way.
    */
   workerDeadAfterMs?: number;
+  /**
+   * How long a handler may block a worker's event loop (synchronous work) while a thread of the worker keeps
+   * it alive (default 5 min; Postgres only): past it the worker is taken for hung and its attempts run again
+   * elsewhere.
+   */
+  workerStallLimitMs?: number;
   /** The longest a dead leader goes unreplaced (default 5 s): its lease, renewed five times per lease. */
   leaderLeaseMs?: number;
   /** Retention of finalized workflows (null keeps them; defaults 24 h each), and the opt-in per-task mode (taskMs). */
@@ -114,6 +120,7 @@ export const DEFAULT_HEARTBEAT_MS = 2000;
 /** A queue's concurrency when nothing says otherwise. */
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_DEAD_AFTER_MS = 7000;
+export const DEFAULT_STALL_LIMIT_MS = 5 * 60_000;
 export const DEFAULT_LEADER_LEASE_MS = 5000;
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
 /** How long stopping may go on past the handlers' deadline, recording what ended. */
@@ -291,6 +298,7 @@ export class Runtime {
       pollIntervalMs: o.pollIntervalMs ?? 1000,
       heartbeatIntervalMs: o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS,
       abandonAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
+      stallLimitMs: o.workerStallLimitMs ?? DEFAULT_STALL_LIMIT_MS,
       maxOutputBytes: o.maxOutputBytes ?? 1024 * 1024,
       limits: o.limits,
     });

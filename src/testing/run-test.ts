@@ -41,15 +41,21 @@ export interface TestResult {
   runs?: { name: string; tasks: TaskRecord[] }[];
 }
 
-/** How long the run may take in real time to settle at one virtual time before it is stopped as stuck. */
-const REAL_TIME_LIMIT_MS = 60_000;
+/** How long one test may take in real time by default (`braid test --timeout`). */
+export const DEFAULT_TEST_TIMEOUT_MS = 60_000;
 
-export async function runTest(session: TestSession, file: TestFile, test: TestCase): Promise<TestResult> {
+/** A test that ran past its real-time bound: it fails naming where it was. */
+class TestTimeout extends Error {}
+
+export async function runTest(session: TestSession, file: TestFile, test: TestCase, options: { timeoutMs?: number } = {}): Promise<TestResult> {
   const started = Date.now();
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS;
   const result: TestResult = { file: file.path, workflow: file.workflow, name: test.name, index: test.index, line: test.line, passed: false, failures: [], ms: 0 };
   const { rt, clock } = await session.runtime(file.workflow, test.mocks, file.now);
   const end = file.now.getTime() + file.maxTimeMs;
-  const driver = new Driver(rt, clock, session);
+  const driver = new Driver(rt, clock, session, started + timeoutMs);
+  // where the run is, for a timeout's message: its start, the step playing, or the run to the end after them
+  let at: { step: number | 'run'; line: number; where: string } = { step: 'run', line: test.line, where: 'at its start' };
   try {
     const missing = unhandled(workflowTree(file.workflow, session.definitions), file.workflow, test.mocks, session.handlers);
     if (missing.length > 0) throw new Error(`no mock and no handler for ${missing.join(', ')}: mock it (by task or "kind:NAME"), or give the project's handlers (--handlers)`);
@@ -63,6 +69,7 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
     const id = await rt.start(file.workflow, test.inputs, { id: `test-${test.index + 1}` });
     await driver.settle();
     for (const [i, step] of test.steps.entries()) {
+      at = { step: i, line: step.line, where: `at step ${i + 1} (line ${step.line})` };
       switch (step.kind) {
         case 'advance':
           await driver.advanceTo(clock.now().getTime() + step.ms);
@@ -87,6 +94,7 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
       }
     }
     // then on to the end: time skips to whatever comes next, until the workflow is final or max_time passed
+    at = { step: 'run', line: test.line, where: 'running on after its steps' };
     await driver.runToEnd(id, end);
     const observed = await observe(rt, id, clock);
     result.observed = observed;
@@ -96,7 +104,11 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
       if (mismatches.length > 0) result.failures.push({ step: 'final', line: test.expectLine ?? test.line, time: observed.time, mismatches });
     }
   } catch (error) {
-    result.failures.push({ step: 'run', line: test.line, time: clock.now().toISOString(), mismatches: [], message: (error as Error).message ?? String(error) });
+    const message =
+      error instanceof TestTimeout
+        ? `the test ran past its timeout of ${timeoutMs / 1000} s (--timeout) ${at.where}`
+        : ((error as Error).message ?? String(error));
+    result.failures.push({ step: at.step, line: at.line, time: clock.now().toISOString(), mismatches: [], message });
   } finally {
     await rt.stop(0);
   }
@@ -111,6 +123,8 @@ export class Driver {
     private readonly rt: Runtime,
     private readonly clock: VirtualClock,
     private readonly session: TestSession,
+    /** Date.now() past which the test stops (its --timeout); a library test has none but each settle's bound. */
+    private readonly deadline = Infinity,
   ) {}
 
   /** The earliest of the runtime's next due time and the first sleeping mock's wake-up. */
@@ -123,6 +137,7 @@ export class Driver {
   async runToEnd(id: string, end: number): Promise<void> {
     await this.settle();
     while ((await this.rt.workflow(id).load()).state === 'running') {
+      if (Date.now() > this.deadline) throw new TestTimeout();
       const next = this.nextTime(await this.rt.nextDue());
       if (next === null || next > end) break;
       await this.advanceTo(next);
@@ -146,9 +161,10 @@ export class Driver {
   /** Runs everything runnable at the current virtual time: handlers, completions, maintenance, until all is quiet. */
   async settle(): Promise<void> {
     let idleRounds = 0;
-    const started = Date.now();
+    const stuckAt = Date.now() + DEFAULT_TEST_TIMEOUT_MS;
     for (;;) {
-      if (Date.now() - started > REAL_TIME_LIMIT_MS) throw new Error(`the run did not settle within ${REAL_TIME_LIMIT_MS / 1000} s of real time`);
+      if (Date.now() > this.deadline) throw new TestTimeout();
+      if (Date.now() > stuckAt) throw new Error(`the run did not settle within ${DEFAULT_TEST_TIMEOUT_MS / 1000} s of real time`);
       await new Promise((r) => setImmediate(r));
       if (this.rt.workInHand() > this.clock.sleeping) {
         await new Promise((r) => setTimeout(r, 1));

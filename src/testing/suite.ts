@@ -44,6 +44,8 @@ export async function runSuite(options: {
   definitions: string | readonly string[];
   handlers?: Handlers;
   filter?: string;
+  /** Each test's real-time bound (default 60 s). */
+  timeoutMs?: number;
   onResult?: (r: TestResult) => void;
 }): Promise<{ results: TestResult[]; definitions: ReadonlyMap<string, NormalizedDefinition> }> {
   const session = await TestSession.open({ definitions: options.definitions, handlers: options.handlers });
@@ -52,7 +54,7 @@ export async function runSuite(options: {
     for (const { file } of options.files) {
       for (const test of file.tests) {
         if (options.filter !== undefined && !testTitle(file, test.name).includes(options.filter)) continue;
-        const r = await runTest(session, file, test);
+        const r = await runTest(session, file, test, { timeoutMs: options.timeoutMs });
         results.push(r);
         options.onResult?.(r);
       }

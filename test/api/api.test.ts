@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../../src/api/server.js';
@@ -41,8 +42,8 @@ async function api<T = any>(method: string, path: string, body?: unknown, header
 }
 
 /** A raw request, for headers fetch will not let a caller set (Host, Origin, Sec-Fetch-Site). */
-function raw(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
-  const url = new URL(server.url);
+function raw(method: string, path: string, headers: Record<string, string>, body?: string, base = server.url): Promise<{ status: number; body: string }> {
+  const url = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
       let text = '';
@@ -252,6 +253,20 @@ describe(`HTTP API (${backend})`, () => {
     expect((await raw('GET', '/api/workflows', { host, cookie: pair })).status).toBe(200);
     expect((await raw('GET', '/api/workflows', { host, cookie: 'braid_session=forged' })).status).toBe(401);
     expect((await raw('POST', '/api/session', { host, 'content-type': 'application/json' }, '{}')).status).toBe(401);
+  });
+
+  it('listening beyond loopback, it still answers only its own Host names (this machine\'s), not any', async () => {
+    const wide = await startApiServer(rt, { token: TOKEN, host: '0.0.0.0' });
+    try {
+      const port = new URL(wide.url).port;
+      const get = (host: string) => raw('GET', '/api/workflows', { host, authorization: `Bearer ${TOKEN}` }, undefined, wide.url);
+      expect((await get(`127.0.0.1:${port}`)).status).toBe(200);
+      expect((await get(`${hostname()}:${port}`)).status).toBe(200);
+      expect((await get(`rebound.example:${port}`)).status).toBe(403);
+      expect(wide.hosts).toContain(`${hostname().toLowerCase()}:${port}`);
+    } finally {
+      await wide.close();
+    }
   });
 
   it('bad input gets one clear error and a 4xx', async () => {

@@ -77,7 +77,7 @@ describe(`CLI against a running worker (${backend})`, () => {
     if (backend === 'postgres') {
       const migrated = runCli(['migrate', ...db], { cwd: dir, env });
       expect(migrated.code).toBe(0);
-      expect(migrated.stdout).toBe('applied 001_core\napplied 002_finalize_sweep\napplied 003_running_has_worker\napplied 004_waits\napplied 005_cross_workflow\napplied 006_evaluate_effects\napplied 007_change_notifications\napplied 008_change_listeners\napplied 009_hot_completions\napplied 010_abandoned_attempts\napplied 011_workflow_timeout\napplied 012_conditions_and_deferred_args\napplied 013_deploys\n');
+      expect(migrated.stdout).toBe('applied 001_core\napplied 002_finalize_sweep\napplied 003_running_has_worker\napplied 004_waits\napplied 005_cross_workflow\napplied 006_evaluate_effects\napplied 007_change_notifications\napplied 008_change_listeners\napplied 009_hot_completions\napplied 010_abandoned_attempts\napplied 011_workflow_timeout\napplied 012_conditions_and_deferred_args\napplied 013_deploys\napplied 014_leader_epochs\n');
       expect(runCli(['migrate', ...db], { cwd: dir, env }).stdout).toBe('up to date\n');
     }
     const worker = startWorker(dir, db, { ...env, NAP_MS: '10' });

@@ -41,17 +41,18 @@ export async function listenOn<T>(port: number, start: () => Promise<T>): Promis
   }
 }
 
-export const RECOVERY_OPTIONS = ['heartbeat', 'dead-after', 'leader-lease'] as const;
+export const RECOVERY_OPTIONS = ['heartbeat', 'dead-after', 'stall-limit', 'leader-lease'] as const;
 
 export const recoveryHelp = `  --heartbeat DURATION      how often this worker records that it is alive (default: 2s)
   --dead-after DURATION     a worker silent this long is dead: its tasks run again elsewhere (default: 7s)
+  --stall-limit DURATION    how long a handler may block the event loop before the worker counts as hung (default: 5m)
   --leader-lease DURATION   the longest a dead leader goes unreplaced; timers are at most this late (default: 5s)`;
 
 /**
- * --heartbeat, --dead-after and --leader-lease as runtime options (durations such as 500ms, 2s, 1m), over the
+ * --heartbeat, --dead-after, --stall-limit and --leader-lease as runtime options (durations such as 500ms, 2s, 1m), over the
  * config file's `worker` timings; and its `limits`.
  */
-export function recoveryOptions(io: Io, values: Record<string, string | undefined>): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'leaderLeaseMs' | 'limits' | 'lockTimeoutMs'> {
+export function recoveryOptions(io: Io, values: Record<string, string | undefined>): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'workerStallLimitMs' | 'leaderLeaseMs' | 'limits' | 'lockTimeoutMs'> {
   const read = (flag: (typeof RECOVERY_OPTIONS)[number], min: number): number | undefined => {
     const text = values[flag];
     if (text === undefined) return undefined;
@@ -63,11 +64,12 @@ export function recoveryOptions(io: Io, values: Record<string, string | undefine
   const heartbeatIntervalMs = read('heartbeat', 100) ?? config?.worker.heartbeatMs;
   const workerDeadAfterMs = read('dead-after', 500) ?? config?.worker.deadAfterMs;
   const leaderLeaseMs = read('leader-lease', 500) ?? config?.worker.leaderLeaseMs;
+  const workerStallLimitMs = read('stall-limit', 1000) ?? config?.worker.stallLimitMs;
   if ((workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS) <= (heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS)) {
     throw new UsageError('--dead-after must be longer than --heartbeat (a live worker would be taken for dead)');
   }
   const limits = config?.limits;
-  return { heartbeatIntervalMs, workerDeadAfterMs, leaderLeaseMs, lockTimeoutMs: config?.lockTimeoutMs, limits: limits && Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) };
+  return { heartbeatIntervalMs, workerDeadAfterMs, workerStallLimitMs, leaderLeaseMs, lockTimeoutMs: config?.lockTimeoutMs, limits: limits && Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) };
 }
 
 /** --shutdown-timeout SECS, else the config's `worker.shutdown_timeout`, else 10 s: in milliseconds. */

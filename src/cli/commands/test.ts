@@ -4,6 +4,7 @@ import { formatDiagnostics } from '../../compiler/format/index.js';
 import { countBySeverity } from '../../compiler/diagnostics.js';
 import { readSources } from '../../compiler/load.js';
 import { validate } from '../../compiler/validate.js';
+import { parseDuration } from '../../compiler/duration.js';
 import { coverageOf } from '../../testing/coverage.js';
 import { counts, formatReport, TEST_FORMATS } from '../../testing/report.js';
 import { checkTestFiles, runSuite } from '../../testing/suite.js';
@@ -15,7 +16,7 @@ import { definitionSet, handlersModule, testFiles } from '../project.js';
 import { version } from '../version.js';
 import { loadHandlersArg } from './serve.js';
 
-export const usage = 'braid test [PATH...] [--filter TEXT] [--format text|json|junit|github] [--update] [--coverage]';
+export const usage = 'braid test [PATH...] [--filter TEXT] [--format text|json|junit|github] [--update] [--coverage] [--timeout DURATION]';
 
 export const help = `Run workflow tests (*.test.yaml): each test starts its workflow on an in-process embedded database
 with a virtual clock, plays its steps (signals, advance, expect, cancel, retry), then runs on to the end, the
@@ -30,14 +31,19 @@ Usage: ${usage}
   --coverage         per workflow: the tasks never run, and each wait's terms never true in any test
   --definitions DIR  the definitions (default: the configured ones, else definitions/)
   --handlers MODULE  the project's handlers, for tasks without a mock (default: the config's "handlers")
+  --timeout DURATION how long one test may take in real time (default 60s): past it the test fails, naming
+                     the step it had reached
 
 Exit status: 0 all tests passed, 1 a test failed (or a test file has errors), 2 usage, 3 internal error.
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals, flags } = parse(argv, ['filter', 'format', 'definitions', 'handlers'], usage, ['update', 'coverage']);
+  const { values, help: wantsHelp, positionals, flags } = parse(argv, ['filter', 'format', 'definitions', 'handlers', 'timeout'], usage, ['update', 'coverage']);
   if (wantsHelp) return io.stdout(help), EXIT.ok;
   const format = oneOf(values.format, TEST_FORMATS, '--format', 'text');
+  const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout);
+  if (timeoutMs !== undefined && (timeoutMs < 1 || timeoutMs > 86_400_000)) throw new UsageError(`--timeout must be a duration up to a day, such as 30s or 5m, not "${values.timeout}"`);
+  if (values.timeout !== undefined && timeoutMs === undefined) throw new UsageError(`--timeout must be a duration such as 30s or 5m, not "${values.timeout}"`);
   for (const p of positionals) if (!existsSync(resolve(io.cwd, p))) throw new UsageError(`no such file or folder: ${p}`);
   const started = Date.now();
   const files = testFiles(io, positionals);
@@ -60,7 +66,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
 
   const module = handlersModule(io, values.handlers);
   const handlers = module === undefined ? undefined : await loadHandlersArg(module);
-  const { results, definitions } = await runSuite({ files: checked.files, definitions: defs.files, handlers, filter: values.filter });
+  const { results, definitions } = await runSuite({ files: checked.files, definitions: defs.files, handlers, filter: values.filter, timeoutMs });
   if (results.length === 0) throw new UsageError(`no test matches --filter ${JSON.stringify(values.filter)}`);
 
   if (flags.has('update')) {

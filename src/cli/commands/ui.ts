@@ -14,8 +14,9 @@ Usage: ${usage}
 
   --port N                  the port (default: 4781; 0 picks a free one)
   --host ADDR               the address to listen on (default: 127.0.0.1)
-  --allowed-host NAMES      Host header values to answer (default: the loopback names when bound to
-                            loopback; set it to the public name when serving behind a proxy)
+  --allowed-host NAMES      Host header values to answer (default: the loopback names, and beyond loopback
+                            this machine's own names and addresses; set it to the public name when serving
+                            behind a proxy)
   --database URL            Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME             the schema of braid's tables (default: braid)
 
@@ -47,6 +48,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
     );
     if (!databaseUrl(io, values.database)) unpublish = publishApi(io, api);
     io.stdout(`${api.url}/\n`);
+    // listening beyond loopback: say which names it answers, since a proxy's or a DNS name needs --allowed-host
+    if (values.host !== undefined && !['127.0.0.1', 'localhost', '::1'].includes(values.host) && values['allowed-host'] === undefined) {
+      io.stderr(`braid: listening on ${values.host}: answering the Host names ${api.hosts.join(', ')} only (--allowed-host NAME[:PORT],... for others)\n`);
+    }
     await waitForStopSignal();
     return EXIT.ok;
   } catch (error) {

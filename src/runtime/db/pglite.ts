@@ -168,7 +168,7 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
     const r = await db.query(sql, params as unknown[]);
     return { rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length };
   };
-  return {
+  const database: PgliteDatabase = {
     [QUERYABLE]: true,
     kind: 'pglite',
     query,
@@ -190,6 +190,8 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
       );
     },
     dump: () => db.dumpDataDir('none') as Promise<Blob>,
+    dedicated: () => database,
+    connectionSettings: () => undefined,
     async listen(channel, onNotify) {
       const unlisten = await db.listen(channel, onNotify);
       return async () => unlisten();
@@ -203,5 +205,6 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
       }
     },
   };
+  return database;
 }
 

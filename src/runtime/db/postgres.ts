@@ -101,14 +101,46 @@ export function createPostgres(options: PostgresOptions): Database {
     ...connection,
     max: Math.min(4, max),
     application_name: `${options.applicationName ?? 'braid'}:hot`,
-    // braid's statements only: a transaction of its own left idle (its client gone quiet) is ended by the server
-    options: `-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1 -c idle_in_transaction_session_timeout=${Math.max(60_000, deadlineMs * 3)}`,
+    // braid's statements only: a transaction of its own left idle (its client gone quiet) is ended by the server,
+    // and a statement outliving its client-side deadline (its client gone) is cancelled there too
+    options:
+      `-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1 -c idle_in_transaction_session_timeout=${Math.max(60_000, deadlineMs * 3)}` +
+      (deadlineMs > 0 ? ` -c statement_timeout=${deadlineMs + 1000}` : ''),
   });
   // an idle client dropping (server restart) must not kill the process; the next query reconnects
   if (own) pool.on('error', () => undefined);
   hot.on('error', () => undefined);
   const listeners = new Map<string, Set<(payload: string) => void>>();
   const resumers = new Set<() => void>();
+  // the dedicated connection: one client, connected on first use, dropped when it fails (the next use reconnects)
+  let dedicatedClient: Promise<pg.Client> | undefined;
+  const dropDedicated = (client: Promise<pg.Client>) => {
+    if (dedicatedClient !== client) return;
+    dedicatedClient = undefined;
+    void client.then((c) => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()).catch(() => undefined);
+  };
+  const dedicated: Queryable = {
+    [QUERYABLE]: true,
+    async query(sql, params, queryOptions) {
+      const current = (dedicatedClient ??= (async () => {
+        const c = new pg.Client({ ...connection, application_name: `${options.applicationName ?? 'braid'}:dedicated` });
+        c.on('error', () => dropDedicated(current));
+        await c.connect();
+        return c;
+      })());
+      try {
+        const client = await current;
+        const r = await client.query({ ...prepared(sql, params, false, queryOptions?.deadlineMs ?? deadlineMs), types });
+        return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+      } catch (error) {
+        dropDedicated(current);
+        throw error;
+      }
+    },
+    async exec(sql) {
+      await dedicated.query(sql);
+    },
+  };
   let listenClient: pg.Client | undefined;
   let connecting: Promise<pg.Client> | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
@@ -219,10 +251,19 @@ export function createPostgres(options: PostgresOptions): Database {
         if (onResume) resumers.delete(onResume);
       };
     },
+    dedicated: () => dedicated,
+    connectionSettings() {
+      try {
+        return structuredClone({ ...connection, application_name: `${options.applicationName ?? 'braid'}:liveness` }) as Record<string, unknown>;
+      } catch {
+        return undefined;
+      }
+    },
     async close() {
       closed = true;
       clearTimeout(reconnectTimer);
       await listenClient?.end().catch(() => undefined);
+      await dedicatedClient?.then((c) => c.end()).catch(() => undefined);
       await Promise.all([own ? pool.end() : undefined, hot.end()]);
     },
   };

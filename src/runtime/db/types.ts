@@ -31,6 +31,17 @@ export interface Database extends Queryable {
    * was down were missed.
    */
   listen(channel: string, onNotify: (payload: string) => void, onResume?: () => void): Promise<() => Promise<void>>;
+  /**
+   * A connection of its own, outside the pools, for a statement that must not wait behind other work (the
+   * leader lease): made when first used, replaced when it fails. The embedded database has one session: itself.
+   */
+  dedicated(): Queryable;
+  /**
+   * How another thread connects to this database (cloneable settings), for the worker's liveness thread;
+   * undefined where it cannot: the embedded database (one session, in this thread), or an application's pool
+   * whose settings hold functions.
+   */
+  connectionSettings(): Record<string, unknown> | undefined;
   close(): Promise<void>;
 }
 

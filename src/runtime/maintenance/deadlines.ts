@@ -1,13 +1,14 @@
-import { advancing, clockNow } from '../context.js';
+import { clockNow } from '../context.js';
 import { cancelWorkflow } from '../engine/cancel.js';
 import { nextDeadline, pastDeadline } from '../sql/cancel.js';
-import type { MaintenanceContext, MaintenanceService } from './service.js';
+import { forEachWorkflow } from './batches.js';
+import { stillLeading, type MaintenanceContext, type MaintenanceService } from './service.js';
 
-const BATCH = 200;
+const BATCH = 2000;
 
 /**
  * Workflow timeouts: a running workflow whose deadline passed has its open tasks cancelled and its running
- * handlers asked to stop, one workflow per transaction, and ends failed with reason timeout. Like timers,
+ * handlers asked to stop, many workflows per transaction (batches.ts), and ends failed with reason timeout. Like timers,
  * `onNext` learns the nearest deadline so the leader wakes for it.
  */
 export class DeadlineService implements MaintenanceService {
@@ -23,11 +24,8 @@ export class DeadlineService implements MaintenanceService {
     // a timed-out workflow leaves the query (end_reason is set), so each batch is new ones
     for (;;) {
       const ids = await pastDeadline(ctx.db, ctx.s, await clockNow(ctx), BATCH);
-      for (const id of ids) {
-        const r = await advancing(ctx, (tx, advance) => cancelWorkflow(tx, advance, id, 'timeout'));
-        if (r.found) timedOut++;
-      }
-      if (ids.length < BATCH) break;
+      timedOut += await forEachWorkflow(ctx, ids, 'timing out', async (tx, advance, id) => (await cancelWorkflow(tx, advance, id, 'timeout')).found);
+      if (ids.length < BATCH || !stillLeading(ctx)) break;
     }
     const next = await nextDeadline(ctx.db, ctx.s);
     if (next) this.onNext(next.getTime(), (await clockNow(ctx)).getTime());

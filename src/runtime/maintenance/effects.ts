@@ -1,20 +1,19 @@
 /**
- * Applies effects that cross workflows (SPEC "Scale"): each is a row keyed by the workflow it acts on and
- * is applied in a transaction of its own. A child start inserts the child; a cancel cancels it; a
+ * Applies effects that cross workflows (SPEC "Scale"): each is a row keyed by the workflow it acts on, applied
+ * under that workflow's lock. A child start inserts the child; a cancel cancels it; a
  * finalization others wait on fans out into one `evaluate` effect per waiting workflow, which re-evaluates
  * exactly the tasks registered on the finalized workflow.
  */
 import { compile } from '../../compiler/instantiate.js';
 import type { Queryable } from '../db/types.js';
-import { advanceAt, clockNow, type RuntimeContext } from '../context.js';
 import type { AdvanceContext } from '../sql/advance.js';
-import { lockWorkflows } from '../sql/advance.js';
 import { insertPlan } from '../engine/insert.js';
 import { cancelWorkflow } from '../engine/cancel.js';
-import { childStartable, deleteEffect, fanOutFinalized, lockEffect, oldestEffects, type EffectRow } from '../sql/effects.js';
+import { childStartable, deleteEffect, fanOutFinalized, lockEffect, oldestEffects, underSavepoint, type EffectRow } from '../sql/effects.js';
 import { evaluateWaits } from '../waits/evaluate.js';
 import { CoalescedPass } from '../coalesced.js';
 import type { MaintenanceContext, MaintenanceService } from './service.js';
+import { inBatches } from './batches.js';
 
 const UNLIMITED = { forEachItems: Infinity, planTasks: Infinity, celCost: Infinity };
 
@@ -33,51 +32,64 @@ interface StartPayload {
   requested_at: string;
 }
 
+/** Rounds of one pass: effects that make more (fan-outs) are applied in the same pass, up to this many rounds. */
+const MAX_ROUNDS = 100;
+
 /**
- * Applies pending effects, oldest first, in bounded batches, until none is left that this process can take
- * (effects that others hold are theirs); those an effect creates (a fan-out) are applied in the same call.
+ * Applies pending effects, oldest first, until none is left that this process can take (effects that others
+ * hold are theirs); those an effect creates (a fan-out) are applied in the same call. The effects of many
+ * workflows share a transaction (batches.ts: each workflow locked first), each under a savepoint of its own,
+ * so one that cannot apply is kept, reported and tried again next pass without holding the others back.
  * Returns how many were applied.
  */
 export async function applyEffects(
-  rt: RuntimeContext,
+  rt: MaintenanceContext,
   onError: (effect: { workflow_id: string; id: string; kind: string }, error: Error) => void,
-  limit = 200,
+  limit = 1000,
 ): Promise<number> {
-  const { db, s } = rt;
   let applied = 0;
   const failed = new Set<string>();
-  for (;;) {
-    const rows = await oldestEffects(db, s, limit + failed.size);
-    let round = 0;
-    for (const e of rows) {
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const byWorkflow = new Map<string, EffectRow[]>();
+    for (const e of await oldestEffects(rt.db, rt.s, limit + failed.size)) {
       if (failed.has(e.id)) continue;
-      try {
-        if (await applyEffect(rt, e)) round++;
-      } catch (error) {
-        // one effect that cannot apply (it is kept, and tried again next time) never holds the others back
-        failed.add(e.id);
-        onError(e, error as Error);
-      }
+      const list = byWorkflow.get(e.workflow_id);
+      if (list) list.push(e);
+      else byWorkflow.set(e.workflow_id, [e]);
     }
-    applied += round;
-    if (round === 0) return applied;
+    if (byWorkflow.size === 0) return applied;
+    const n = await inBatches(rt, [...byWorkflow.keys()], 'applying effects', async (tx, ctx, ids) => {
+      let done = 0;
+      for (const id of ids) {
+        for (const e of byWorkflow.get(id)!) {
+          const ok = await underSavepoint(
+            tx,
+            () => applyEffect(tx, ctx, e),
+            (error) => {
+              failed.add(e.id);
+              onError(e, error);
+            },
+          );
+          if (ok) done++;
+        }
+      }
+      return done;
+    });
+    applied += n;
+    if (n === 0) return applied;
   }
+  return applied;
 }
 
-async function applyEffect(rt: RuntimeContext, e: EffectRow): Promise<boolean> {
-  const { s } = rt;
-  return rt.db.transaction(async (tx) => {
-    if (!(await lockEffect(tx, s, e.workflow_id, e.id))) return false;
-    const ctx = advanceAt(rt, await clockNow(rt, tx));
-    if (e.kind === 'finalized') await fanOutFinalized(tx, s, ctx.schema, e.workflow_id, ctx.now);
-    else if (e.kind === 'evaluate') {
-      await lockWorkflows(tx, s, [e.workflow_id]);
-      await evaluateWaits(tx, ctx, e.workflow_id, { names: (e.payload as EvaluatePayload).tasks });
-    } else if (e.kind === 'cancel') await cancelWorkflow(tx, ctx, e.workflow_id);
-    else await startChild(tx, ctx, s, e.workflow_id, e.payload as StartPayload);
-    await deleteEffect(tx, s, e.workflow_id, e.id);
-    return true;
-  });
+async function applyEffect(tx: Queryable, ctx: AdvanceContext, e: EffectRow): Promise<boolean> {
+  const { s } = ctx;
+  if (!(await lockEffect(tx, s, e.workflow_id, e.id))) return false;
+  if (e.kind === 'finalized') await fanOutFinalized(tx, s, ctx.schema, e.workflow_id, ctx.now);
+  else if (e.kind === 'evaluate') await evaluateWaits(tx, ctx, e.workflow_id, { names: (e.payload as EvaluatePayload).tasks });
+  else if (e.kind === 'cancel') await cancelWorkflow(tx, ctx, e.workflow_id);
+  else await startChild(tx, ctx, s, e.workflow_id, e.payload as StartPayload);
+  await deleteEffect(tx, s, e.workflow_id, e.id);
+  return true;
 }
 
 /** Inserts a child workflow, unless it exists already or its parent is being cancelled. */
@@ -93,21 +105,17 @@ async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: str
 /** Effects as a maintenance service: passes never overlap; one effect that fails is kept and tried again later. */
 export class EffectService implements MaintenanceService {
   readonly name = 'effects';
-  private pass?: CoalescedPass;
+  private readonly pass = new CoalescedPass<number, MaintenanceContext>((ctx) =>
+    applyEffects(ctx, (e, error) => ctx.log.warn(`leader: ${e.kind} effect ${e.id} on workflow ${e.workflow_id} failed (kept, tried again later): ${error.message}`)),
+  );
 
   constructor(readonly intervalMs: number) {}
 
   runOnce(ctx: MaintenanceContext): Promise<number> {
-    this.pass ??= new CoalescedPass(() =>
-      applyEffects(
-        ctx,
-        (e, error) => ctx.log.warn(`leader: ${e.kind} effect ${e.id} on workflow ${e.workflow_id} failed (kept, tried again later): ${error.message}`),
-      ),
-    );
-    return this.pass.run();
+    return this.pass.run(ctx);
   }
 
   async settled(): Promise<void> {
-    await this.pass?.settled();
+    await this.pass.settled();
   }
 }

@@ -9,7 +9,7 @@ import { EffectService } from './effects.js';
 import { PromoterService } from './promoter.js';
 import { RescuerService } from './rescuer.js';
 import { RetentionService } from './retention.js';
-import type { MaintenanceCounts, MaintenanceService } from './service.js';
+import { LeaseLost, type MaintenanceContext, type MaintenanceCounts, type MaintenanceService } from './service.js';
 import { SweeperService } from './sweeper.js';
 import { TimerService } from './timers.js';
 
@@ -34,10 +34,19 @@ export interface LeaderOptions extends RuntimeContext {
  * One elected leader runs maintenance for everyone. Every process runs this service; only the lease holder
  * runs the maintenance services (maintenance/*.ts), each on its interval, and another process takes over when
  * the holder stops renewing. Timers and effects are also run at once when a NOTIFY says there is work.
+ *
+ * The lease is renewed on a schedule and a connection of its own, whatever the passes are doing; a holder that
+ * could not renew stops leading before its lease lapses, so two never lead at once. Each pass writes in bounded
+ * batches, each fenced by the lease's epoch (service.ts leaderWrite), and stops between them once it no longer
+ * leads.
  */
 export class LeaderService {
   private leading = false;
+  /** The epoch this process leads in: the fencing token of its writes. */
+  private epoch = 0;
   private interval?: NodeJS.Timeout;
+  private renewal?: NodeJS.Timeout;
+  private electing = false;
   private busy = false;
   private unlisten?: () => Promise<void>;
   /** The pending wake-up for the nearest timer, and when (this process's clock). */
@@ -84,10 +93,18 @@ export class LeaderService {
     return (this.o.leaseMs * 4) / 5;
   }
 
+  /** The context of this leader's passes: fenced by its lease, stopping once it no longer leads. */
+  private get fenced(): MaintenanceContext {
+    const epoch = this.epoch;
+    return { ...this.o, fence: { holder: this.o.id, epoch, leading: () => this.leading && this.epoch === epoch } };
+  }
+
   async start(): Promise<void> {
     const tick = () => void this.tick();
-    this.interval = setInterval(tick, Math.min(this.electionIntervalMs, ...this.services.map((x) => x.intervalMs)));
+    this.interval = setInterval(tick, Math.min(...this.services.map((x) => x.intervalMs)));
     this.interval.unref();
+    this.renewal = setInterval(() => void this.elect(), this.electionIntervalMs);
+    this.renewal.unref();
     const ch = channels(this.o.schema);
     const unlistenTimers = await this.o.db.listen(ch.timer, (payload) => {
       const at = Number(payload);
@@ -97,13 +114,19 @@ export class LeaderService {
         .catch(() => undefined);
     });
     const unlistenEffects = await this.o.db.listen(ch.effect, () => {
-      if (this.leading) void this.effects.runOnce(this.o).catch((error: Error) => this.o.log.warn(`leader: effects: ${error.message}`));
+      if (this.leading) void this.effects.runOnce(this.fenced).catch((error: Error) => this.passFailed('effects', error));
     });
     this.unlisten = async () => {
       await unlistenTimers();
       await unlistenEffects();
     };
+    await this.elect();
     tick();
+  }
+
+  /** A pass failed: said, unless it stopped because the lease moved on (the renewal says that once). */
+  private passFailed(what: string, error: unknown): void {
+    if (!(error instanceof LeaseLost)) this.o.log.warn(`leader: ${what}: ${errorMessage(error)}`);
   }
 
   /** Fires timers at `atMs` (database time) if that is sooner than the next planned wake-up. */
@@ -116,8 +139,9 @@ export class LeaderService {
     this.wake = setTimeout(() => {
       this.wakeAt = Infinity;
       if (!this.leading) return;
-      void this.timers.runOnce(this.o).catch((error: Error) => this.o.log.warn(`leader: timers: ${error.message}`));
-      void this.deadlines.runOnce(this.o).catch((error: Error) => this.o.log.warn(`leader: timeouts: ${error.message}`));
+      const ctx = this.fenced;
+      void this.timers.runOnce(ctx).catch((error: Error) => this.passFailed('timers', error));
+      void this.deadlines.runOnce(ctx).catch((error: Error) => this.passFailed('timeouts', error));
     }, delay);
     this.wake.unref();
   }
@@ -126,14 +150,15 @@ export class LeaderService {
     if (this.busy) return;
     this.busy = true;
     try {
-      await this.elect();
       if (!this.leading) return;
+      const ctx = this.fenced;
       for (const service of this.services) {
+        if (!ctx.fence!.leading()) return;
         // (a tenth early: a timer tick that fires a little before the interval must not skip a whole one)
         if (Date.now() - (this.lastRun.get(service) ?? 0) < service.intervalMs * 0.9) continue;
         this.lastRun.set(service, Date.now());
         // one service failing (the database is down) holds no other back
-        await service.runOnce(this.o).catch((error: unknown) => this.o.log.warn(`leader: ${service.name}: ${errorMessage(error)}`));
+        await service.runOnce(ctx).catch((error: unknown) => this.passFailed(service.name, error));
       }
     } catch (error) {
       this.o.log.warn(`leader: ${errorMessage(error)}`);
@@ -142,20 +167,34 @@ export class LeaderService {
     }
   }
 
-  /** Renews the lease (or tries to take it) once per election interval. */
+  /**
+   * Renews the lease (or tries to take it) once per election interval, on the database's dedicated connection
+   * and with a deadline, so neither a long pass nor a busy pool delays it.
+   */
   private async elect(): Promise<void> {
     // a leader that could not renew stops leading before its lease lapses, so two never lead at once
     if (this.leading && Date.now() >= this.leaseUntil) {
       this.leading = false;
       this.o.log.warn(`${this.o.id} lost the leader lease (it could not be renewed in time)`);
     }
-    if (Date.now() - this.lastElection < this.electionIntervalMs * 0.9) return;
+    if (this.electing || Date.now() - this.lastElection < this.electionIntervalMs * 0.9) return;
+    this.electing = true;
     this.lastElection = Date.now();
     const asked = Date.now();
-    const was = this.leading;
-    this.leading = await electLeader(this.o.db, this.o.s, this.o.id, this.leaseTtlMs, await clockNow(this.o));
-    if (this.leading) this.leaseUntil = asked + this.leaseTtlMs;
-    if (this.leading && !was) this.o.log.info(`${this.o.id} is the leader`);
+    try {
+      const was = this.leading;
+      const epoch = await electLeader(this.o.db.dedicated(), this.o.s, this.o.id, this.leaseTtlMs, await clockNow(this.o), { deadlineMs: this.leaseTtlMs / 2 });
+      this.leading = epoch !== null && asked + this.leaseTtlMs > Date.now();
+      if (this.leading) {
+        this.epoch = epoch!;
+        this.leaseUntil = asked + this.leaseTtlMs;
+      }
+      if (this.leading && !was) this.o.log.info(`${this.o.id} is the leader (epoch ${epoch})`);
+    } catch (error) {
+      this.o.log.warn(`leader: renewing the lease failed: ${errorMessage(error)}`);
+    } finally {
+      this.electing = false;
+    }
   }
 
   /**
@@ -174,12 +213,13 @@ export class LeaderService {
    */
   async stop(graceMs = 1500): Promise<void> {
     clearInterval(this.interval);
+    clearInterval(this.renewal);
     clearTimeout(this.wake);
     const settled = async () => {
       await this.unlisten?.().catch(() => undefined);
       for (const service of this.services) await service.settled?.();
       while (this.busy) await new Promise((r) => setTimeout(r, 10));
-      if (this.leading) await resignLeader(this.o.db, this.o.s, this.o.id).catch(() => undefined);
+      if (this.leading) await resignLeader(this.o.db.dedicated(), this.o.s, this.o.id, { deadlineMs: graceMs }).catch(() => undefined);
     };
     await within(Date.now() + graceMs, settled());
     this.leading = false;

@@ -1,6 +1,6 @@
 import { clockNow } from '../context.js';
 import { promoteDue } from '../sql/maintenance.js';
-import type { MaintenanceContext, MaintenanceService } from './service.js';
+import { leaderWrite, stillLeading, type MaintenanceContext, type MaintenanceService } from './service.js';
 
 const BATCH = 1000;
 
@@ -13,7 +13,7 @@ export class PromoterService implements MaintenanceService {
   async runOnce(ctx: MaintenanceContext): Promise<number> {
     const now = await clockNow(ctx);
     let promoted = 0;
-    for (let n = BATCH; n === BATCH; promoted += n) n = await promoteDue(ctx.db, ctx.s, ctx.schema, now, BATCH);
+    for (let n = BATCH; n === BATCH && stillLeading(ctx); promoted += n) n = await leaderWrite(ctx, (tx) => promoteDue(tx, ctx.s, ctx.schema, now, BATCH));
     return promoted;
   }
 }

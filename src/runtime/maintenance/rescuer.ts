@@ -1,8 +1,8 @@
-import { advancing, clockNow } from '../context.js';
+import { clockNow } from '../context.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { forgetLostClaims, lostAttempts } from '../sql/claims.js';
 import { errorMessage } from '../worker/describe-error.js';
-import type { MaintenanceContext, MaintenanceService } from './service.js';
+import { LeaseLost, leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
 /**
  * Rescues attempts whose worker died (silent for `deadAfterMs`) or listed them as unrecordable: each ends as
@@ -25,14 +25,15 @@ export class RescuerService implements MaintenanceService {
       const message = a.why === 'dead' ? `worker ${a.worker_id} stopped heartbeating while running this attempt` : `worker ${a.worker_id} could not record the end of this attempt`;
       try {
         const ref = { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id };
-        if (await advancing(ctx, (tx, advance) => endAttempt(tx, advance, ref, { type: 'error', error: { message, kind: 'lost' } }))) rescued++;
+        if (await leaderWrite(ctx, (tx, advance) => endAttempt(tx, advance, ref, { type: 'error', error: { message, kind: 'lost' } }))) rescued++;
       } catch (error) {
+        if (error instanceof LeaseLost) throw error;
         // one attempt that cannot be rescued holds no other back
         ctx.log.warn(`leader: rescuing ${a.workflow_id}/${a.name} failed: ${errorMessage(error)}`);
       }
     }
     if (rescued > 0) ctx.log.info(`rescued ${rescued} attempt(s) from dead workers`);
-    await forgetLostClaims(db, s, deadBefore);
+    await leaderWrite(ctx, (tx) => forgetLostClaims(tx, s, deadBefore));
     return rescued;
   }
 }

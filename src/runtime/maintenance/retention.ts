@@ -1,8 +1,8 @@
-import { advancing, clockNow } from '../context.js';
+import { clockNow } from '../context.js';
 import { lockWorkflows, notifyQueues } from '../sql/advance.js';
 import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, workflowsWithExpiredTasks, type RetentionPolicy } from '../sql/maintenance.js';
 import { deleteTasks } from '../waits/evaluate.js';
-import type { MaintenanceContext, MaintenanceService } from './service.js';
+import { leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
 /** Workers silent for a day are forgotten (their rows only say what ran where). */
 const FORGET_WORKERS_AFTER_MS = 24 * 3_600_000;
@@ -21,9 +21,9 @@ export class RetentionService implements MaintenanceService {
 
   async runOnce(ctx: MaintenanceContext): Promise<number> {
     const now = await clockNow(ctx);
-    let deleted = await deleteExpiredWorkflows(ctx.db, ctx.s, this.policy, now);
+    let deleted = await leaderWrite(ctx, (tx) => deleteExpiredWorkflows(tx, ctx.s, this.policy, now));
     if (this.policy.taskMs !== null) deleted += await this.deleteExpiredTasks(ctx, new Date(now.getTime() - this.policy.taskMs));
-    await forgetDeadWorkers(ctx.db, ctx.s, new Date(now.getTime() - FORGET_WORKERS_AFTER_MS));
+    await leaderWrite(ctx, (tx) => forgetDeadWorkers(tx, ctx.s, new Date(now.getTime() - FORGET_WORKERS_AFTER_MS)));
     return deleted;
   }
 
@@ -32,7 +32,7 @@ export class RetentionService implements MaintenanceService {
     const { db, s } = ctx;
     let deleted = 0;
     for (const id of await workflowsWithExpiredTasks(db, s, cutoff)) {
-      deleted += await advancing(ctx, async (tx, advance) => {
+      deleted += await leaderWrite(ctx, async (tx, advance) => {
         const locked = await lockWorkflows(tx, s, [id]);
         if (locked.get(id)?.state !== 'running') return 0;
         const names = await expiredTasks(tx, s, id, cutoff);

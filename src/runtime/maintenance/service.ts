@@ -1,7 +1,48 @@
-import type { RuntimeContext } from '../context.js';
+import { advancing, type RuntimeContext } from '../context.js';
+import type { Queryable } from '../db/types.js';
+import type { AdvanceContext } from '../sql/advance.js';
+import { holdsLease } from '../sql/leader.js';
 
-/** What every maintenance service works with: the runtime's context. */
-export type MaintenanceContext = RuntimeContext;
+/** The lease a leader's passes run under: its holder and epoch (the fencing token), and whether it still leads. */
+export interface LeaseFence {
+  holder: string;
+  epoch: number;
+  leading(): boolean;
+}
+
+/**
+ * What every maintenance service works with: the runtime's context, and the lease when the elected leader
+ * runs the pass (a pass run by hand, `maintenance()` and tests, has none and is not fenced).
+ */
+export interface MaintenanceContext extends RuntimeContext {
+  fence?: LeaseFence;
+}
+
+/** A leader's write found the lease moved on (another holder, a later epoch): the pass stops, nothing was written. */
+export class LeaseLost extends Error {
+  constructor(epoch: number) {
+    super(`the leader lease of epoch ${epoch} has moved on`);
+    this.name = 'LeaseLost';
+  }
+}
+
+/**
+ * A write of a maintenance pass, in a transaction fenced by the lease: its first statement checks that this
+ * process still holds the lease in its epoch and share-locks the lease until the transaction ends, so no other
+ * process can take the lease while it writes, and a write of an old epoch is refused (LeaseLost).
+ */
+export function leaderWrite<T>(ctx: MaintenanceContext, fn: (tx: Queryable, advance: AdvanceContext) => Promise<T>): Promise<T> {
+  return advancing(ctx, async (tx, advance) => {
+    const fence = ctx.fence;
+    if (fence && !(await holdsLease(tx, ctx.s, fence.holder, fence.epoch))) throw new LeaseLost(fence.epoch);
+    return fn(tx, advance);
+  });
+}
+
+/** Whether a pass should go on to its next batch: a pass by hand always, the leader's while it leads. */
+export function stillLeading(ctx: MaintenanceContext): boolean {
+  return ctx.fence?.leading() ?? true;
+}
 
 /** What a round of maintenance did, by service. */
 export type MaintenanceCounts = Record<MaintenanceService['name'], number>;

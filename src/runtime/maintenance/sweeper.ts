@@ -1,11 +1,10 @@
-import { advancing } from '../context.js';
 import { finalizePending } from '../engine/completion.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { unfinalized } from '../sql/complete.js';
 import { unevaluatedWaits } from '../sql/waits.js';
 import { strandedConditions } from '../sql/conditions.js';
 import { activateWaits } from '../waits/evaluate.js';
-import type { MaintenanceContext, MaintenanceService } from './service.js';
+import { leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
 /**
  * Finishes what a crash between a completion and what follows it left: workflows with every task closed but
@@ -20,11 +19,11 @@ export class SweeperService implements MaintenanceService {
   async runOnce(ctx: MaintenanceContext): Promise<number> {
     const { db, s } = ctx;
     const stranded = await unfinalized(db, s);
-    if (stranded.length > 0) await advancing(ctx, (tx, advance) => finalizePending(tx, advance, stranded));
+    if (stranded.length > 0) await leaderWrite(ctx, (tx, advance) => finalizePending(tx, advance, stranded));
     const unevaluated = [...(await unevaluatedWaits(db, s)), ...(await strandedConditions(db, s))];
     const workflows = new Set(unevaluated.map((u) => u.workflow_id));
     for (const id of workflows) {
-      await advancing(ctx, async (tx, advance) => {
+      await leaderWrite(ctx, async (tx, advance) => {
         await lockWorkflows(tx, s, [id]);
         await activateWaits(tx, advance, id, unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name));
       });

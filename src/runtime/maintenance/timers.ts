@@ -1,18 +1,22 @@
 import { CoalescedPass } from '../coalesced.js';
-import { advancing, clockNow } from '../context.js';
-import { lockWorkflows } from '../sql/advance.js';
-import { fireTimers, nextTimer, workflowsWithDueTimers } from '../sql/waits.js';
-import { evaluateWaits } from '../waits/evaluate.js';
-import type { MaintenanceContext, MaintenanceService } from './service.js';
+import { clockNow } from '../context.js';
+import { fireTimersMany, nextTimer, workflowsWithDueTimers } from '../sql/waits.js';
+import { evaluateWaitsBatch } from '../waits/evaluate.js';
+import { inBatches } from './batches.js';
+import { stillLeading, type MaintenanceContext, type MaintenanceService } from './service.js';
+
+/** Due workflows read at a time. */
+const DUE = 2000;
 
 /**
- * Fires due wait timers, one workflow per transaction: under the workflow's lock each timer is marked fired
- * once and the tasks waiting on it are evaluated. Passes never overlap. After a pass, `onNext` learns when
- * the nearest timer is due (database time), so the leader wakes for it rather than wait for its interval.
+ * Fires due wait timers, many workflows per transaction (batches.ts): under the workflows' locks their timers
+ * are marked fired once, in one statement, and the tasks waiting on them are evaluated together
+ * (evaluateWaitsBatch). Passes never overlap. After a pass,
+ * `onNext` learns when the nearest timer is due (database time), so the leader wakes for it rather than wait.
  */
 export class TimerService implements MaintenanceService {
   readonly name = 'timers';
-  private pass?: CoalescedPass;
+  private readonly pass = new CoalescedPass<number, MaintenanceContext>((ctx) => this.fire(ctx));
 
   constructor(
     readonly intervalMs: number,
@@ -20,11 +24,11 @@ export class TimerService implements MaintenanceService {
   ) {}
 
   runOnce(ctx: MaintenanceContext): Promise<number> {
-    return (this.pass ??= new CoalescedPass(() => this.fire(ctx))).run();
+    return this.pass.run(ctx);
   }
 
   async settled(): Promise<void> {
-    await this.pass?.settled();
+    await this.pass.settled();
   }
 
   /** Returns how many workflows had timers fired. */
@@ -32,18 +36,9 @@ export class TimerService implements MaintenanceService {
     const { db, s } = ctx;
     let fired = 0;
     for (;;) {
-      const ids = await workflowsWithDueTimers(db, s, await clockNow(ctx));
-      for (const id of ids) {
-        const any = await advancing(ctx, async (tx, advance) => {
-          await lockWorkflows(tx, s, [id]);
-          const tasks = await fireTimers(tx, s, id, advance.now);
-          if (tasks.length === 0) return false;
-          await evaluateWaits(tx, advance, id, { names: tasks });
-          return true;
-        });
-        if (any) fired++;
-      }
-      if (ids.length < 500) break;
+      const ids = await workflowsWithDueTimers(db, s, await clockNow(ctx), DUE);
+      fired += await inBatches(ctx, ids, 'firing timers', async (tx, advance, batch) => evaluateWaitsBatch(tx, advance, await fireTimersMany(tx, s, batch, advance.now)));
+      if (ids.length < DUE || !stillLeading(ctx)) break;
     }
     const next = await nextTimer(db, s);
     if (next) this.onNext(new Date(next).getTime(), (await clockNow(ctx)).getTime());

@@ -22,6 +22,23 @@ export async function lockEffect(q: Queryable, s: string, workflowId: string, id
   return rows.length > 0;
 }
 
+/**
+ * Runs fn under a savepoint of tx: when it throws, what it did is undone and the error is the caller's to
+ * report, while the transaction goes on (false). An error that breaks the transaction itself still throws.
+ */
+export async function underSavepoint(tx: Queryable, fn: () => Promise<boolean>, onError: (error: Error) => void): Promise<boolean> {
+  await tx.query('SAVEPOINT braid_effect');
+  try {
+    const done = await fn();
+    await tx.query('RELEASE SAVEPOINT braid_effect');
+    return done;
+  } catch (error) {
+    await tx.query('ROLLBACK TO SAVEPOINT braid_effect');
+    onError(error as Error);
+    return false;
+  }
+}
+
 export async function deleteEffect(q: Queryable, s: string, workflowId: string, id: string): Promise<void> {
   await q.query(`DELETE FROM ${s}.effects WHERE workflow_id = $1 AND id = $2`, [workflowId, id]);
 }

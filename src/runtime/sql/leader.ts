@@ -1,23 +1,56 @@
-import type { Queryable } from '../db/types.js';
+import type { Queryable, QueryOptions } from '../db/types.js';
 
 /**
- * Takes or renews the leader lease: it succeeds for the holder, or for anyone once the lease expired.
- * Returns whether `holder` leads now.
+ * Takes or renews the leader lease: it succeeds for the holder, or for anyone once the lease expired. A
+ * takeover starts a new epoch (the fencing token of the leader's writes) and a row of the lease history; a
+ * renewal moves its epoch's expiry. Returns the epoch `holder` leads in, or null when it does not lead.
  */
-export async function electLeader(q: Queryable, s: string, holder: string, ttlMs: number, now: Date): Promise<boolean> {
-  const { rowCount } = await q.query(
-    `INSERT INTO ${s}.leader AS l (name, holder, elected_at, expires_at) VALUES ('leader', $1, $2, $3)
-     ON CONFLICT (name) DO UPDATE
-       SET holder = EXCLUDED.holder,
-           elected_at = CASE WHEN l.holder = EXCLUDED.holder THEN l.elected_at ELSE EXCLUDED.elected_at END,
-           expires_at = EXCLUDED.expires_at
-     WHERE l.holder = EXCLUDED.holder OR l.expires_at < $2`,
+export async function electLeader(q: Queryable, s: string, holder: string, ttlMs: number, now: Date, options: QueryOptions = {}): Promise<number | null> {
+  const { rows } = await q.query<{ epoch: string }>(
+    `WITH lease AS (
+       INSERT INTO ${s}.leader AS l (name, holder, elected_at, expires_at, epoch) VALUES ('leader', $1, $2, $3, 1)
+       ON CONFLICT (name) DO UPDATE
+         SET holder = EXCLUDED.holder,
+             elected_at = CASE WHEN l.holder = EXCLUDED.holder THEN l.elected_at ELSE EXCLUDED.elected_at END,
+             expires_at = EXCLUDED.expires_at,
+             epoch = CASE WHEN l.holder = EXCLUDED.holder THEN l.epoch ELSE l.epoch + 1 END
+       WHERE l.holder = EXCLUDED.holder OR l.expires_at < $2
+       RETURNING epoch, holder, elected_at, expires_at
+     ), history AS (
+       INSERT INTO ${s}.leader_history (epoch, holder, elected_at, expires_at) SELECT epoch, holder, elected_at, expires_at FROM lease
+       ON CONFLICT (epoch) DO UPDATE SET expires_at = EXCLUDED.expires_at
+     )
+     SELECT epoch::text FROM lease`,
     [holder, now, new Date(now.getTime() + ttlMs)],
+    options,
   );
-  return rowCount > 0;
+  return rows[0] ? Number(rows[0].epoch) : null;
 }
 
 /** Gives the lease up at shutdown, so another process takes over at once instead of after expiry. */
-export async function resignLeader(q: Queryable, s: string, holder: string): Promise<void> {
-  await q.query(`DELETE FROM ${s}.leader WHERE name = 'leader' AND holder = $1`, [holder]);
+export async function resignLeader(q: Queryable, s: string, holder: string, options: QueryOptions = {}): Promise<void> {
+  await q.query(`DELETE FROM ${s}.leader WHERE name = 'leader' AND holder = $1`, [holder], options);
+}
+
+/**
+ * Fences a leader's transaction: true while no other process has taken the lease since `epoch` began (a lease
+ * that lapsed untaken is still this holder's to write under), and then the lease row is share-locked until the
+ * transaction ends, so no takeover (nor renewal) commits while this leader writes.
+ */
+export async function holdsLease(q: Queryable, s: string, holder: string, epoch: number): Promise<boolean> {
+  const { rows } = await q.query(`SELECT 1 FROM ${s}.leader WHERE name = 'leader' AND holder = $1 AND epoch = $2 FOR SHARE`, [holder, epoch]);
+  return rows.length > 0;
+}
+
+export interface LeaseEpoch {
+  epoch: number;
+  holder: string;
+  elected_at: Date;
+  expires_at: Date;
+}
+
+/** Every epoch of the lease, oldest first. */
+export async function leaseHistory(q: Queryable, s: string): Promise<LeaseEpoch[]> {
+  const { rows } = await q.query<LeaseEpoch & { epoch: string }>(`SELECT epoch::text, holder, elected_at, expires_at FROM ${s}.leader_history ORDER BY epoch`);
+  return rows.map((r) => ({ ...r, epoch: Number(r.epoch) }));
 }

@@ -162,20 +162,25 @@ export interface WaitUpdate {
 
 /** Stores each evaluation; tasks that resolved move on, and their queues' workers are notified on commit. */
 export async function applyWaitUpdates(q: Queryable, ctx: { s: string; schema: string }, workflowId: string, updates: readonly WaitUpdate[]): Promise<void> {
+  await applyWaitUpdatesMany(q, ctx, updates.map((u) => ({ ...u, workflow_id: workflowId })));
+}
+
+/** applyWaitUpdates for the tasks of many workflows, in one statement. */
+export async function applyWaitUpdatesMany(q: Queryable, ctx: { s: string; schema: string }, updates: readonly (WaitUpdate & { workflow_id: string })[]): Promise<void> {
   if (updates.length === 0) return;
   await q.query(
     `WITH u AS (
        UPDATE ${ctx.s}.tasks t SET wait_progress = u.progress, wait_evidence = coalesce(u.evidence, t.wait_evidence), state = coalesce(u.state, t.state)
-         FROM jsonb_to_recordset($2::jsonb) AS u(name text, progress jsonb, state text, evidence jsonb)
-        WHERE t.workflow_id = $1 AND t.name = u.name AND t.state = 'pending'
+         FROM jsonb_to_recordset($1::jsonb) AS u(workflow_id text, name text, progress jsonb, state text, evidence jsonb)
+        WHERE t.workflow_id = u.workflow_id AND t.name = u.name AND t.state = 'pending'
         RETURNING t.state, t.queue)
-     SELECT pg_notify($3, queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'available') x`,
-    [workflowId, JSON.stringify(updates.map((u) => ({ name: u.name, progress: u.progress, state: u.state ?? null, evidence: u.evidence ?? null }))), channels(ctx.schema).available],
+     SELECT pg_notify($2, queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'available') x`,
+    [JSON.stringify(updates.map((u) => ({ workflow_id: u.workflow_id, name: u.name, progress: u.progress, state: u.state ?? null, evidence: u.evidence ?? null }))), channels(ctx.schema).available],
     { prepare: true },
   );
 }
 
-/** Workflows with timers due, oldest first (the leader fires them one workflow per transaction). */
+/** Workflows with timers due, oldest first (the leader fires them in batches of workflows). */
 export async function workflowsWithDueTimers(q: Queryable, s: string, now: Date, limit = 500): Promise<string[]> {
   const { rows } = await q.query<{ workflow_id: string }>(
     `SELECT workflow_id FROM (SELECT workflow_id, fire_at FROM ${s}.timers WHERE fired_at IS NULL AND fire_at <= $1 ORDER BY fire_at LIMIT $2) d
@@ -183,15 +188,6 @@ export async function workflowsWithDueTimers(q: Queryable, s: string, now: Date,
     [now, limit],
   );
   return rows.map((r) => r.workflow_id);
-}
-
-/** Marks one workflow's due timers fired; returns the tasks to evaluate. */
-export async function fireTimers(q: Queryable, s: string, workflowId: string, now: Date): Promise<string[]> {
-  const { rows } = await q.query<{ task: string }>(
-    `UPDATE ${s}.timers SET fired_at = $2 WHERE workflow_id = $1 AND fired_at IS NULL AND fire_at <= $2 RETURNING task`,
-    [workflowId, now],
-  );
-  return [...new Set(rows.map((r) => r.task))];
 }
 
 /** The earliest timer not fired yet (the leader sleeps until then, or its poll interval). */
@@ -246,4 +242,46 @@ export async function loadAwaited(q: Queryable, s: string, ids: readonly string[
     [ids],
   );
   return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** A batch's workflows (a timer storm): the same rows as loadWaitWorkflow, for many workflows at once. */
+export async function loadWaitWorkflows(q: Queryable, s: string, ids: readonly string[]): Promise<WaitWorkflow[]> {
+  const { rows } = await q.query<WaitWorkflow>(`SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at FROM ${s}.workflows WHERE id = ANY($1::text[])`, [ids]);
+  return rows;
+}
+
+/** Active waits of many workflows, by workflow and task name. */
+export async function loadWaitingTasksMany(q: Queryable, s: string, targets: readonly { workflow_id: string; name: string }[]): Promise<(WaitingTask & { workflow_id: string })[]> {
+  const { rows } = await q.query<WaitingTask & { workflow_id: string }>(
+    `SELECT t.workflow_id, t.name, t.template, t.deps, t.wait, t.wait_started_at, t.wait_progress, t.scheduled_at, t.queue
+       FROM jsonb_to_recordset($1::jsonb) AS x(workflow_id text, name text)
+       JOIN ${s}.tasks t ON t.workflow_id = x.workflow_id AND t.name = x.name
+      WHERE t.lane = 'pending' AND t.wait_started_at IS NOT NULL
+      ORDER BY t.workflow_id, t.id`,
+    [JSON.stringify(targets)],
+  );
+  return rows;
+}
+
+/** The timers of many workflows. */
+export async function loadTimersMany(q: Queryable, s: string, ids: readonly string[]): Promise<(TimerRow & { workflow_id: string })[]> {
+  const { rows } = await q.query<TimerRow & { workflow_id: string }>(`SELECT workflow_id, task, name, fire_at, fired_at FROM ${s}.timers WHERE workflow_id = ANY($1::text[])`, [ids]);
+  return rows;
+}
+
+/** Each workflow's last signal id ('0' for none): the evidence boundary of a wait resolved now. */
+export async function maxSignalIds(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, string>> {
+  const { rows } = await q.query<{ workflow_id: string; id: string }>(`SELECT workflow_id, max(id)::text AS id FROM ${s}.signals WHERE workflow_id = ANY($1::text[]) GROUP BY 1`, [ids]);
+  return new Map(rows.map((r) => [r.workflow_id, r.id]));
+}
+
+/** Marks the due timers of many workflows fired; returns, per workflow, the tasks to evaluate. */
+export async function fireTimersMany(q: Queryable, s: string, ids: readonly string[], now: Date): Promise<Map<string, string[]>> {
+  const { rows } = await q.query<{ workflow_id: string; task: string }>(
+    `UPDATE ${s}.timers SET fired_at = $2 WHERE workflow_id = ANY($1::text[]) AND fired_at IS NULL AND fire_at <= $2 RETURNING workflow_id, task`,
+    [ids, now],
+  );
+  const out = new Map<string, string[]>();
+  for (const r of rows) if (!out.get(r.workflow_id)?.includes(r.task)) out.set(r.workflow_id, [...(out.get(r.workflow_id) ?? []), r.task]);
+  return out;
 }

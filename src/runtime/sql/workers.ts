@@ -46,6 +46,11 @@ export async function heartbeatWorker(q: Queryable, s: string, id: string, now: 
   return rows[0]?.abandoned ?? [];
 }
 
+/** The liveness thread's heartbeat (its own pg client, the database's clock): a stopped worker is not revived. */
+export function livenessBeat(s: string): string {
+  return `UPDATE ${s}.workers SET heartbeat_at = now() WHERE id = $1 AND stopped_at IS NULL`;
+}
+
 export async function stopWorker(q: Queryable, s: string, id: string, now: Date): Promise<void> {
   await q.query(`UPDATE ${s}.workers SET stopped_at = $2, heartbeat_at = $2 WHERE id = $1`, [id, now]);
 }

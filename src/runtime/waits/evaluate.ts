@@ -13,13 +13,18 @@ import { evaluateCondition } from '../engine/conditions.js';
 import { depsScope } from '../engine/output.js';
 import {
   applyWaitUpdates,
+  applyWaitUpdatesMany,
   forgetWaiters,
   insertTimers,
   loadDepRows,
+  loadTimersMany,
   loadWaitingTasks,
+  loadWaitingTasksMany,
   loadWaitWorkflow,
+  loadWaitWorkflows,
   markWaitsStarted,
   maxSignalId,
+  maxSignalIds,
   notifyTimer,
   type WaitingTask,
   type WaitUpdate,
@@ -172,15 +177,28 @@ export async function evaluateWaits(
 
 async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow, tasks: WaitingTask[], emitted?: Emitted): Promise<WaitPass> {
   const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, emitted, register: true });
-  const pass = empty();
-  const updates: WaitUpdate[] = [];
-  const failures = new Map<string, string>();
+  const outcomes = tasks.map((t) => evaluateWait(t.wait, gathered.get(t.name)!.inputs));
   // the emitted row is the workflow's newest: ids are assigned under the lock its emitter holds
-  let boundary = emitted?.row.id;
+  const boundary = emitted?.row.id ?? (outcomes.some((o) => o.result) ? await maxSignalId(q, ctx.s, w.id) : '0');
+  const judged = judge(ctx, tasks, gathered, outcomes, boundary);
+  await applyWaitUpdates(q, ctx, w.id, judged.updates);
+  return settleJudged(q, ctx, w.id, tasks, judged);
+}
+
+interface Judged {
+  updates: WaitUpdate[];
+  resolved: string[];
+  /** Tasks a failed workflows term (on_failure: cancel) fails, with why. */
+  failures: Map<string, string>;
+}
+
+/** What each evaluation means for its task: the progress to store, and whether it resolved or failed. Pure. */
+function judge(ctx: AdvanceContext, tasks: readonly WaitingTask[], gathered: ReadonlyMap<string, Gathered>, outcomes: readonly WaitOutcome[], boundary: string): Judged {
+  const judged: Judged = { updates: [], resolved: [], failures: new Map() };
   const at = ctx.now.toISOString();
-  for (const t of tasks) {
+  tasks.forEach((t, i) => {
     const g = gathered.get(t.name)!;
-    const outcome = evaluateWait(t.wait, g.inputs);
+    const outcome = outcomes[i];
     const workflowTerms = Object.fromEntries(
       Object.entries(g.inputs.workflowTerms ?? {}).map(([name, input]) => {
         const decided = outcomeOf(outcome, name);
@@ -193,22 +211,52 @@ async function evaluateLoaded(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow
       last: { at, result: outcome.result, ...(outcome.error ? { error: outcome.error } : {}), terms: outcome.terms, ...(g.truncated ? { truncated: true } : {}) },
     };
     if (!outcome.result) {
-      updates.push({ name: t.name, progress });
+      judged.updates.push({ name: t.name, progress });
       // a failed workflows term with on_failure: cancel fails the task, as a failed dep would
       const failedTerm = outcome.terms.find((term) => term.kind === 'workflows' && term.outcome === 'failed' && term.on_failure === 'cancel');
-      if (failedTerm) failures.set(t.name, `waited-on workflows failed: term "${failedTerm.name}" (${failedTerm.completed} of ${failedTerm.required} needed completed)`);
-      continue;
+      if (failedTerm) judged.failures.set(t.name, `waited-on workflows failed: term "${failedTerm.name}" (${failedTerm.completed} of ${failedTerm.required} needed completed)`);
+      return;
     }
-    boundary ??= await maxSignalId(q, ctx.s, w.id);
-    const state = dueState(new Date(t.scheduled_at), ctx.now);
-    updates.push({ name: t.name, progress, state, evidence: evidenceOf(t, g, outcome, ctx.now, boundary) });
-    pass.resolved.push(t.name);
-  }
-  await applyWaitUpdates(q, ctx, w.id, updates);
-  pass.cancelled = await cancelPending(q, ctx, w.id, failures);
+    judged.updates.push({ name: t.name, progress, state: dueState(new Date(t.scheduled_at), ctx.now), evidence: evidenceOf(t, g, outcome, ctx.now, boundary) });
+    judged.resolved.push(t.name);
+  });
+  return judged;
+}
+
+/** After the updates are stored: failed terms cancel their tasks, and decided workflows terms stop listening. */
+async function settleJudged(q: Queryable, ctx: AdvanceContext, workflowId: string, tasks: readonly WaitingTask[], judged: Judged): Promise<WaitPass> {
+  const pass: WaitPass = { resolved: judged.resolved, cancelled: await cancelPending(q, ctx, workflowId, judged.failures) };
   const done = [...pass.resolved, ...pass.cancelled].filter((name) => tasks.find((t) => t.name === name)?.wait.terms.some((term) => term.kind === 'workflows'));
-  if (done.length > 0) await forgetWaiters(q, ctx.s, w.id, done);
+  if (done.length > 0) await forgetWaiters(q, ctx.s, workflowId, done);
   return pass;
+}
+
+/**
+ * evaluateWaits for many workflows at once (their locks held, a timer storm's batch): what every one of them
+ * reads in common (the workflows, their waiting tasks, timers and last signal ids) is read once for all, and
+ * the evaluations are stored in one statement; only what a wait reads beyond that (signals, deps, awaited
+ * workflows) is read per workflow. Returns how many workflows had a wait evaluated.
+ */
+export async function evaluateWaitsBatch(q: Queryable, ctx: AdvanceContext, targets: ReadonlyMap<string, readonly string[]>): Promise<number> {
+  const ids = [...targets.keys()];
+  if (ids.length === 0) return 0;
+  const [workflows, tasks, timers, boundaries] = [
+    await loadWaitWorkflows(q, ctx.s, ids),
+    await loadWaitingTasksMany(q, ctx.s, [...targets].flatMap(([workflow_id, names]) => names.map((name) => ({ workflow_id, name })))),
+    await loadTimersMany(q, ctx.s, ids),
+    await maxSignalIds(q, ctx.s, ids),
+  ];
+  const judgedByWorkflow: { w: WaitWorkflow; mine: WaitingTask[]; judged: Judged }[] = [];
+  for (const w of workflows) {
+    const mine = tasks.filter((t) => t.workflow_id === w.id);
+    if (w.state !== 'running' || mine.length === 0) continue;
+    const gathered = await gatherInputs(q, ctx, w, mine, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, register: true, timers: timers.filter((t) => t.workflow_id === w.id) });
+    const outcomes = mine.map((t) => evaluateWait(t.wait, gathered.get(t.name)!.inputs));
+    judgedByWorkflow.push({ w, mine, judged: judge(ctx, mine, gathered, outcomes, boundaries.get(w.id) ?? '0') });
+  }
+  await applyWaitUpdatesMany(q, ctx, judgedByWorkflow.flatMap(({ w, judged }) => judged.updates.map((u) => ({ ...u, workflow_id: w.id }))));
+  for (const { w, mine, judged } of judgedByWorkflow) if (judged.failures.size > 0 || mine.some((t) => t.wait.terms.some((term) => term.kind === 'workflows'))) await settleJudged(q, ctx, w.id, mine, judged);
+  return judgedByWorkflow.length;
 }
 
 /** A workflows term's outcome once decided (satisfied or failed); undefined while it is not. */

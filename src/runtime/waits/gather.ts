@@ -9,7 +9,7 @@ import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
 import { expandedDeps, tasksContext } from '../engine/output.js';
 import type { AdvanceContext } from '../sql/advance.js';
-import { loadAwaited, loadDepRows, loadTimers, registerWaiters, signalsAfter, waitProgress, type DepRow, type WaitingTask, type WaitWorkflow } from '../sql/waits.js';
+import { loadAwaited, loadDepRows, loadTimers, registerWaiters, signalsAfter, waitProgress, type DepRow, type TimerRow, type WaitingTask, type WaitWorkflow } from '../sql/waits.js';
 import {
   declaredKeys,
   declaredTimers,
@@ -52,7 +52,7 @@ export async function gatherInputs(
   ctx: AdvanceContext,
   w: WaitWorkflow,
   tasks: readonly GatherTask[],
-  options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted; register?: boolean },
+  options: { fromScratch: boolean; scanLimit: number; emitted?: Emitted; register?: boolean; timers?: readonly TimerRow[] },
 ): Promise<Map<string, Gathered>> {
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
   const { inputs: celInputs } = baseContext(def, w);
@@ -60,7 +60,8 @@ export async function gatherInputs(
   let { scanned, truncated } = scan;
   const signalTerms = scan.progress;
   const timed = tasks.filter((t) => declaredTimers(t.wait).length > 0).map((t) => t.name);
-  const timerRows = timed.length > 0 ? await loadTimers(q, ctx.s, w.id, timed) : [];
+  // a batch read every workflow's timers already
+  const timerRows = timed.length === 0 ? [] : (options.timers ?? (await loadTimers(q, ctx.s, w.id, timed)));
   const generic = tasks.filter((t) => t.wait.terms.some((term) => term.kind === 'expr'));
   const awaiting = tasks.filter((t) => t.wait.terms.some((term) => term.kind === 'workflows'));
   const readingDeps = [...new Set([...generic, ...awaiting])];

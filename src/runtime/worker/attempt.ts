@@ -18,10 +18,21 @@ import type { SignalPage } from '../sql/signals.js';
 /** What an attempt needs of its worker to serve the handler's context. */
 export type AttemptEnv = RuntimeContext;
 
+/**
+ * Aborts a handler whose worker lost the database for longer than dead-after: the others take the worker for
+ * dead and run the task again, so this attempt counts as lost (an error, kind lost), never as given back.
+ */
+export class FencedAbort extends Error {
+  constructor() {
+    super('aborted: this worker lost the database for longer than dead-after, so the task runs again elsewhere');
+    this.name = 'FencedAbort';
+  }
+}
+
 /** Aborts a handler still running when the worker's shutdown deadline passes: its task is released to run again. */
 export class ShutdownAbort extends Error {
-  constructor(message = 'aborted: the worker shut down before the handler finished') {
-    super(message);
+  constructor() {
+    super('aborted: the worker shut down before the handler finished');
     this.name = 'ShutdownAbort';
   }
 }
@@ -42,6 +53,10 @@ export class Attempt {
   private reason?: unknown;
   private reject?: (reason: unknown) => void;
   private timer?: NodeJS.Timeout;
+  /** The handler's own promise while it has not settled (it may outlive the attempt: a timeout, a shutdown). */
+  private pending?: Promise<unknown>;
+  /** When the handler was called (ms). */
+  startedAt = 0;
 
   constructor(
     readonly task: FetchedTask,
@@ -64,23 +79,37 @@ export class Attempt {
       this.reason = reason;
       this.controller?.abort(reason);
     }
-    if (reason instanceof TaskTimeout || reason instanceof ShutdownAbort) this.reject?.(reason);
+    if (reason instanceof TaskTimeout || reason instanceof ShutdownAbort || reason instanceof FencedAbort) this.reject?.(reason);
   }
 
   /** The handler's output; rejects with what it threw, or at the timeout or shutdown. */
   run(handler: Handler, ctx: TaskContext): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.reject = reject;
+      this.startedAt = Date.now();
       const ms = this.task.timeout_ms;
       if (ms !== null) this.timer = setTimeout(() => this.abort(new TaskTimeout(ms)), ms);
       try {
         const result = handler(this.task.args, ctx) as { then?: unknown } | undefined;
-        if (result !== null && typeof result === 'object' && typeof result.then === 'function') (result as PromiseLike<unknown>).then(resolve, reject);
-        else resolve(result);
+        if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+          const running = Promise.resolve(result as PromiseLike<unknown>);
+          this.pending = running;
+          running.then(resolve, reject).finally(() => (this.pending = undefined));
+        } else resolve(result);
       } catch (error) {
         reject(error);
       }
     });
+  }
+
+  /**
+   * The handler's promise when it still runs though its attempt ended (a timeout, a shutdown, a lost
+   * database), with why the attempt ended; undefined otherwise.
+   */
+  get outlived(): { running: Promise<unknown>; why: Error } | undefined {
+    const why = this.reason;
+    if (!this.pending || !(why instanceof TaskTimeout || why instanceof ShutdownAbort || why instanceof FencedAbort)) return undefined;
+    return { running: this.pending, why };
   }
 
   dispose(): void {

@@ -34,6 +34,9 @@ export interface ExecutorOptions extends RuntimeContext {
  * own transaction, or with the tasks it added), or its failure, cancel, snooze or release.
  */
 export class Executor {
+  /** Handlers still running after their attempts ended. */
+  private outliving = 0;
+
   constructor(
     private readonly o: ExecutorOptions,
     private readonly ends: EndRecorder,
@@ -67,9 +70,35 @@ export class Executor {
     } catch (error) {
       if (attempt.tx) await attempt.tx.rollback();
       outcome = outcomeOf(error);
+      // (what the handler threw may be hostile to look at: the attempt knows why it ended)
+      this.watchAbandoned(attempt);
     }
     if (outcome) committed = await this.fail(task, ref, outcome);
     return committed;
+  }
+
+  /**
+   * A handler that does not stop on ctx.signal runs on after its attempt ended (its slot is free, and a retry
+   * may already run the task again): said once, with how long it has run, and once more when it settles, since
+   * its result is dropped.
+   */
+  private watchAbandoned(attempt: Attempt): void {
+    const outlived = attempt.outlived;
+    if (!outlived) return;
+    const { running, why } = outlived;
+    const { task } = attempt;
+    const began = Date.now();
+    const what = `the handler of ${task.workflow_id}/${task.name} (kind ${task.kind}, attempt ${task.attempt})`;
+    this.outliving++;
+    this.o.log.warn(
+      `${what} is still running ${seconds(began - attempt.startedAt)} after it was called, though its attempt ended (${why.message}): it does not stop on ctx.signal; ` +
+        `its result will be dropped (${this.outliving} handler(s) of this worker outlive their attempts)`,
+    );
+    const settled = (how: string) => () => {
+      this.outliving--;
+      this.o.log.info(`${what} ${how} ${seconds(Date.now() - began)} after its attempt ended: its result was dropped (${this.outliving} still outlive theirs)`);
+    };
+    void running.then(settled('settled'), settled('failed'));
   }
 
   /** Commits an attempt's completion: in the handler's own transaction, with its extensions, or in a batch. */
@@ -154,3 +183,5 @@ export class Executor {
     return runStartTask(this.o, task, ctx);
   }
 }
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

@@ -5,6 +5,7 @@ import { isTransientError } from '../db/transient.js';
 import type { ClaimLedger } from './claims.js';
 import { errorMessage } from './describe-error.js';
 import type { EndRecorder } from './ends.js';
+import { Liveness } from './liveness.js';
 
 export interface HeartbeatOptions extends RuntimeContext {
   id: string;
@@ -17,6 +18,10 @@ export interface HeartbeatOptions extends RuntimeContext {
   onLost: () => { aborted: number; dropped: number };
   /** A heartbeat committed again after a loss: go back to work. */
   onBack: () => void;
+  /** How long the main thread may be blocked while a thread of its own keeps the worker alive. */
+  stallLimitMs: number;
+  /** What runs now (for the report of a blocked event loop). */
+  running: () => string[];
 }
 
 /**
@@ -33,20 +38,29 @@ export class Heartbeat {
   /** The database has been out of reach for longer than dead-after. */
   lost = false;
 
-  constructor(private readonly o: HeartbeatOptions) {}
+  private readonly liveness: Liveness;
+
+  constructor(private readonly o: HeartbeatOptions) {
+    // a virtual clock (tests) has no real time for a thread to keep
+    const settings = o.clock ? undefined : o.db.connectionSettings();
+    this.liveness = new Liveness({ ...o, settings, workerId: o.id });
+  }
 
   start(): void {
     this.lastCommit = Date.now();
     this.timer = setInterval(() => void this.tick(), this.o.heartbeatIntervalMs);
     this.timer.unref();
+    this.liveness.start();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     clearInterval(this.timer);
+    await this.liveness.stop();
   }
 
   private async tick(): Promise<void> {
-    const silent = Date.now() - this.lastCommit;
+    // the liveness thread's beats count: a main thread that was blocked is not a worker the others took for dead
+    const silent = Date.now() - Math.max(this.lastCommit, this.liveness.lastThreadBeat);
     if (!this.lost && silent > this.o.abandonAfterMs) {
       this.lost = true;
       const { aborted, dropped } = this.o.onLost();

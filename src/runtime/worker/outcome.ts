@@ -3,7 +3,7 @@ import type { AttemptOutcome } from '../sql/attempts.js';
 import { atPointer, findUnstorable } from '../engine/storable.js';
 import { describeError, errorMessage, OutputError } from './describe-error.js';
 import { TaskCancelled, TaskSnoozed } from './handlers.js';
-import { ShutdownAbort } from './attempt.js';
+import { FencedAbort, ShutdownAbort } from './attempt.js';
 
 /** A handler's return value as stored JSON; anything that is not JSON (or too large) is the attempt's error. */
 export function toJsonOutput(value: unknown, maxBytes: number): unknown {
@@ -32,6 +32,8 @@ export function outcomeOf(thrown: unknown): AttemptOutcome {
   try {
     if (thrown instanceof TaskSnoozed) return { type: 'snooze', ms: thrown.ms };
     if (thrown instanceof ShutdownAbort) return { type: 'release', error: { message: thrown.message, kind: 'shutdown' } };
+    // the others rescue a worker they take for dead: its attempt is lost, and the next one is a new attempt
+    if (thrown instanceof FencedAbort) return { type: 'error', error: { message: thrown.message, kind: 'lost' } };
     if (thrown instanceof TaskCancelled) return { type: 'cancel', error: { message: describeError(thrown).message, kind: 'cancel' } };
   } catch {
     // a proxy whose prototype cannot be read: described below like any other thrown value

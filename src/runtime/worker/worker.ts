@@ -12,7 +12,7 @@ import { Heartbeat } from './heartbeat.js';
 import { isTransientError } from '../db/transient.js';
 import { backoffMs } from '../backoff.js';
 import { errorMessage } from './describe-error.js';
-import { Attempt, attemptRef, ShutdownAbort } from './attempt.js';
+import { Attempt, attemptRef, FencedAbort, ShutdownAbort } from './attempt.js';
 import { ClaimLedger } from './claims.js';
 import { Completer } from './completer.js';
 import { Executor, type ExecutorOptions } from './executor.js';
@@ -34,6 +34,8 @@ export interface WorkerOptions extends ExecutorOptions {
    * to rescue, while this worker keeps trying; whichever commits first wins, the other is a no-op.
    */
   abandonAfterMs: number;
+  /** How long a handler may block the event loop while the worker is kept alive (then it is taken for hung). */
+  stallLimitMs: number;
 }
 
 /**
@@ -72,7 +74,7 @@ export class Worker {
       },
     });
     this.executor = new Executor(o, this.ends, this.completer);
-    this.beat = new Heartbeat({ ...o, claims: this.claims, ends: this.ends, onLost: () => this.fence(), onBack: () => this.wakeAll() });
+    this.beat = new Heartbeat({ ...o, claims: this.claims, ends: this.ends, onLost: () => this.fence(), onBack: () => this.wakeAll(), running: () => [...this.running.values()].map((r) => `${r.task.kind} of ${r.task.workflow_id}`) });
   }
 
   private readonly beat: Heartbeat;
@@ -81,7 +83,7 @@ export class Worker {
   private fence(): { aborted: number; dropped: number } {
     const dropped = [...this.perQueue.values()].reduce((n, q) => n + q.buffer.splice(0).length, 0);
     const aborted = this.running.size;
-    for (const r of this.running.values()) r.abort(new ShutdownAbort('aborted: this worker lost the database for longer than dead-after, so the task runs again elsewhere'));
+    for (const r of this.running.values()) r.abort(new FencedAbort());
     return { aborted, dropped };
   }
 
@@ -353,7 +355,7 @@ export class Worker {
     if (!this.started || this.stopping) return;
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
-    this.beat.stop();
+    void this.beat.stop();
     clearTimeout(this.fetchRetry);
     const until = Date.now() + deadlineMs;
     const hard = until + STOP_GRACE_MS;

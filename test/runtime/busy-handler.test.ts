@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { braidBin, repoRoot } from '../helpers/cli.js';
+import { allFinal, invocationTable } from '../helpers/processes.js';
+import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
+
+const HANDLERS = join(repoRoot, 'test/fixtures/faults/handlers.mjs');
+const definition = (ms: number, on: number[]) => `name: busy\ntasks:\n  crunch: { kind: block, args: { ms: ${ms}, on: [${on.join(', ')}] }, max_attempts: 3 }\n`;
+
+const workers: ChildProcess[] = [];
+afterAll(() => {
+  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
+});
+
+/** `braid worker` as a user runs it, with a short dead-after, its log collected. */
+function cliWorker(schema: string, table: string, extra: string[]): { child: ChildProcess; log: () => string } {
+  let out = '';
+  const args = [braidBin, 'worker', '--handlers', HANDLERS, '--database', postgresUrl, '--schema', schema, '--heartbeat', '500ms', '--dead-after', '2s', '--shutdown-timeout', '1', ...extra];
+  const child = spawn(process.execPath, args, { cwd: repoRoot, env: { ...process.env, DATABASE_URL: '', NO_COLOR: '1', BRAID_DIRECT_URL: postgresUrl, BRAID_TABLE: table } });
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  workers.push(child);
+  return { child, log: () => out };
+}
+
+async function invocations(rt: Awaited<ReturnType<typeof testRuntime>>, table: string): Promise<{ attempt: number; pid: number }[]> {
+  return (await rt.db.query<{ attempt: number; pid: number }>(`SELECT attempt, pid FROM ${table} ORDER BY attempt`)).rows;
+}
+
+describe.runIf(backend === 'postgres')('a handler that blocks its worker’s event loop, through the real CLI with 2 workers', () => {
+  it('longer than dead-after: the liveness thread keeps the worker alive, the task runs once, and the stall is reported', async () => {
+    const rt = await testRuntime({ definitions: { busy: definition(5000, [1]) } });
+    const table = await invocationTable(rt.db);
+    const procs = [cliWorker(rt.schema, table, []), cliWorker(rt.schema, table, [])];
+    await until(() => procs.every((p) => / running \d+ kind\(s\)/.test(p.log())), 60_000);
+    const id = await rt.start('busy');
+    await allFinal(rt.db, rt.schema, [id], 60_000);
+    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed' });
+    const runs = await invocations(rt, table);
+    expect(runs.map((r) => r.attempt)).toEqual([1]);
+    const busy = procs.find((p) => p.child.pid === runs[0].pid)!;
+    expect(busy.log()).toMatch(/the event loop was blocked for [5-9]\.\d s \(running: block of [0-9A-Z]+\).*the liveness thread kept this worker alive/);
+    for (const p of procs) expect(p.log()).not.toMatch(/no heartbeat has committed|Error:|at .*\.[jt]s:\d+/);
+  }, 120_000);
+
+  it('past the stall limit: the worker is taken for hung, says so, and the task runs again elsewhere; the first result is dropped', async () => {
+    const rt = await testRuntime({ definitions: { busy: definition(7000, [1]) } });
+    const table = await invocationTable(rt.db);
+    const procs = [cliWorker(rt.schema, table, ['--stall-limit', '2s']), cliWorker(rt.schema, table, ['--stall-limit', '2s'])];
+    await until(() => procs.every((p) => / running \d+ kind\(s\)/.test(p.log())), 60_000);
+    const id = await rt.start('busy');
+    await until(async () => (await invocations(rt, table)).length === 2, 60_000);
+    await allFinal(rt.db, rt.schema, [id], 60_000);
+    const runs = await invocations(rt, table);
+    expect(runs.map((r) => r.attempt)).toEqual([1, 2]);
+    expect(runs[1].pid).not.toBe(runs[0].pid);
+    const hung = procs.find((p) => p.child.pid === runs[0].pid)!;
+    await until(() => /no heartbeat has committed for/.test(hung.log()), 30_000);
+    expect(hung.log()).toMatch(/the event loop has been blocked for \d+\.\d s, past the stall limit \(2\.0 s\)/);
+    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed' });
+    expect((await rt.workflow(id).task('crunch')).output).toEqual({ pid: runs[1].pid });
+  }, 120_000);
+});

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import type { Queryable } from '../../src/runtime/db/types.js';
+import { leaseHistory } from '../../src/runtime/sql/leader.js';
+import { allFinal, exited, expectIntact, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
+
+const STORM = 'name: storm\ninputs: { type: object, properties: { at: { type: string } } }\ntasks:\n  t:\n    kind: work\n    wait: { terms: { due: { timer: { at: "${{ inputs.at }}" } } } }\n';
+const N = 10_000;
+
+/** Copies one workflow's rows of a table `n` times, as workflows storm-1 .. storm-n (generated columns left to the table). */
+async function copyRows(tx: Queryable, schema: string, table: string, id: string, n: number): Promise<void> {
+  const { rows } = await tx.query<{ column_name: string }>(
+    `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND is_generated = 'NEVER' ORDER BY ordinal_position`,
+    [schema, table],
+  );
+  const key = table === 'workflows' ? 'id' : 'workflow_id';
+  const columns = rows.map((r) => r.column_name).filter((c) => !(table === 'tasks' && c === 'id'));
+  const values = columns.map((c) => (c === key ? `'storm-' || g` : `"${c}"`));
+  await tx.query(
+    `INSERT INTO "${schema}"."${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${values.join(', ')} FROM "${schema}"."${table}", generate_series(1, $2) AS g WHERE ${key} = $1`,
+    [id, n],
+  );
+}
+
+describe.runIf(backend === 'postgres')('a timer storm: many timers due in the same second', () => {
+  it(`${N.toLocaleString('en-US')} timers due in one second all fire within 5 s, none twice, with the leader SIGKILLed in the middle; never two leaders`, async () => {
+    const rt = await testRuntime({ definitions: { storm: STORM } });
+    const table = await invocationTable(rt.db);
+    const spawn = () => runtimeProcess({ schema: rt.schema, table, concurrency: 5, leaderLeaseMs: 1000 });
+    let procs: RuntimeProcess[] = [spawn(), spawn(), spawn()];
+    await until(() => procs.every((p) => p.output().includes('ready')), 60_000);
+    // one workflow started as users start it, waiting on its timer; then copied row for row (a storm of
+    // starts would take a minute here), and every timer made due at the same instant
+    const { rows } = await rt.db.query<{ now: Date }>('SELECT now() AS now');
+    const at = new Date(new Date(rows[0].now).getTime() + 15_000);
+    const first = await rt.start('storm', { at: new Date(at.getTime() + 3_600_000).toISOString() });
+    await until(async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".timers WHERE workflow_id = $1`, [first])).rows[0].n === 1);
+    const started = Date.now();
+    await rt.db.transaction(async (tx) => {
+      for (const table of ['workflows', 'tasks', 'timers']) await copyRows(tx, rt.schema, table, first, N - 1);
+      await tx.query(`UPDATE "${rt.schema}".timers SET fire_at = $1`, [at]);
+    });
+    console.info(`timer storm: ${N} waiting workflows in ${Date.now() - started} ms, their timers due at ${at.toISOString()}`);
+    expect(Date.now()).toBeLessThan(at.getTime() - 2000);
+    // the leader dies a second into the storm
+    await new Promise((r) => setTimeout(r, at.getTime() + 1000 - Date.now()));
+    const { rows: lease } = await rt.db.query<{ holder: string }>(`SELECT holder FROM "${rt.schema}".leader`);
+    const leaderPid = Number(lease[0].holder.split(':')[1]);
+    const leader = procs.find((p) => p.child.pid === leaderPid)!;
+    leader.child.kill('SIGKILL');
+    await exited(leader.child);
+    procs = procs.filter((p) => p !== leader);
+    await until(async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".timers WHERE fired_at IS NULL`)).rows[0].n === 0, 60_000, 200);
+    const { rows: fired } = await rt.db.query<{ n: number; last: Date; p50: number }>(
+      `SELECT count(*)::int AS n, max(fired_at) AS last, percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM fired_at - fire_at) * 1000)::int AS p50 FROM "${rt.schema}".timers`,
+    );
+    const lastMs = new Date(fired[0].last).getTime() - at.getTime();
+    console.info(`timer storm: ${fired[0].n} timers fired, the last ${lastMs} ms after they were due (lateness p50 ${fired[0].p50} ms), the leader killed 1 s in`);
+    expect(fired[0].n).toBe(N);
+    expect(lastMs).toBeLessThan(5000);
+    // every workflow completed, each attempt ran once (the killed leader's running attempts ran again, as attempt 2)
+    const { rows: all } = await rt.db.query<{ id: string }>(`SELECT id FROM "${rt.schema}".workflows`);
+    await allFinal(rt.db, rt.schema, all.map((w) => w.id), 120_000);
+    await expectIntact(rt.db, rt.schema, table, all.map((w) => w.id));
+    // the lease history: each epoch was taken only after the one before it had expired
+    const epochs = await leaseHistory(rt.db, `"${rt.schema}"`);
+    expect(epochs.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < epochs.length; i++) {
+      expect(epochs[i].epoch).toBe(epochs[i - 1].epoch + 1);
+      expect(new Date(epochs[i].elected_at).getTime()).toBeGreaterThanOrEqual(new Date(epochs[i - 1].expires_at).getTime());
+    }
+    for (const p of procs) p.child.kill('SIGTERM');
+    await Promise.all(procs.map((p) => exited(p.child)));
+  }, 240_000);
+});
