@@ -1,7 +1,9 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { terminalSafe } from '../src/cli/terminal-safe.js';
 import { runCli } from './helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'braid-bounds-'));
@@ -46,6 +48,29 @@ describe('inputs are bounded everywhere: a clear error in bounded time, never a 
     expect(r.code).toBe(1);
     expect(r.stdout).not.toContain('\u001b');
     expect(r.stdout).toContain('\\u001b[2Jx');
+  });
+
+  it('control bytes that come with data (a name, a path) are printed escaped in every line, errors included', () => {
+    const r = runCli(['start', 'a\x1b[2Jb\x1b]0;title\x07'], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(r.stderr).toContain('a\\u001b[2Jb\\u001b]0;title\\u0007');
+    expect(r.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f]/);
+    const v = runCli(['validate', join(dir, 'no\rpe\x1b[8m.yaml')], { cwd: dir });
+    expect(v).toMatchObject({ code: 2, stderr: `braid: no such file or folder: ${join(dir, 'no\\rpe\\u001b[8m.yaml')}\n` });
+  });
+
+  it('terminal-safe text: only line breaks, tabs and braid’s own colours and progress line survive', () => {
+    const own = fc.constantFrom('\x1b[0m', '\x1b[1m', '\x1b[2m', '\x1b[31m', '\x1b[33m', '\x1b[36m', '\r\x1b[K');
+    const piece = fc.oneof(fc.string({ unit: 'binary' }), own, fc.constantFrom('\x1b[2J', '\x1b]0;x\x07', '\x1b[8m', '\r', '\x9b', '\u202e'));
+    fc.assert(
+      fc.property(fc.array(piece), (pieces) => {
+        const safe = terminalSafe(pieces.join(''));
+        const rest = safe.replace(/\x1b\[(?:0|1|2|31|33|36)m|\r\x1b\[K/g, '');
+        expect(rest).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+        // nothing printable is lost: text without control bytes is unchanged
+        const clean = pieces.join('').replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, '');
+        expect(terminalSafe(clean)).toBe(clean);
+      }),
+    );
   });
 
   it('a workflow test that runs past --timeout fails, naming where it was; the others still run', () => {

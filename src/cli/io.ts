@@ -1,3 +1,5 @@
+import { terminalSafe } from './terminal-safe.js';
+
 /** Exit codes shared by every command (SPEC "The CLI"). */
 export const EXIT = { ok: 0, failed: 1, usage: 2, internal: 3 } as const;
 
@@ -22,9 +24,10 @@ export interface Io {
   isTTY: boolean;
 }
 
+/** The process's own streams; what is written is terminal-safe (control bytes from data escaped). */
 export const processIo: Io = {
-  stdout: (s) => void process.stdout.write(s),
-  stderr: (s) => void process.stderr.write(s),
+  stdout: (s) => void process.stdout.write(terminalSafe(s)),
+  stderr: (s) => void process.stderr.write(terminalSafe(s)),
   cwd: process.cwd(),
   isTTY: Boolean(process.stdout.isTTY),
 };
