@@ -56,8 +56,8 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
   const from = request.from === undefined ? undefined : (await resolveVersion(ctx.db, ctx.s, name, request.from)).hash;
   const results: UpgradeOutcome[] = [];
   // a workflow another transaction holds past the lock timeout is left for a later run, said as its reason
-  const move = (id: string) =>
-    workflowWrite(ctx, undefined, id, (tx, a) => upgradeWorkflow(tx, a, id, target, { dryRun: request.dryRun, limits })).catch((error: unknown) => {
+  const move = (id: string, scanned = false) =>
+    workflowWrite(ctx, undefined, id, (tx, a) => upgradeWorkflow(tx, a, id, target, { dryRun: request.dryRun, limits, scanned })).catch((error: unknown) => {
       if (error instanceof WorkflowBusyError) return { id, from: null, to: target.hash, status: 'skipped' as const, reason: error.message };
       throw error;
     });
@@ -71,7 +71,8 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
   }
   for (let after = ''; ; ) {
     const page = await upgradeCandidates(ctx.db, ctx.s, { name, to: target.hash, from, after, limit: PAGE });
-    for (const c of page) results.push(await move(c.id));
+    // each was running when listed; one that ends before its turn (workers keep working) is finished, not refused
+    for (const c of page) results.push(await move(c.id, true));
     if (page.length < PAGE) break;
     after = page[page.length - 1].id;
   }

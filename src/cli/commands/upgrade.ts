@@ -49,13 +49,15 @@ function upgradeText(report: UpgradeReport, dryRun: boolean): string {
   if (report.results.length === 0) lines.push('  no running workflow is on another version');
   const count = (status: UpgradeOutcome['status']) => report.results.filter((r) => r.status === status).length;
   const moved = dryRun ? `${count('would_move')} would move` : `${count('moved')} moved`;
-  lines.push(`${moved}, ${count('skipped')} cannot move${count('current') > 0 ? `, ${count('current')} already on it` : ''}`);
+  const also = [count('current') > 0 ? `, ${count('current')} already on it` : '', count('finished') > 0 ? `, ${count('finished')} finished before their turn` : ''];
+  lines.push(`${moved}, ${count('skipped')} cannot move${also.join('')}`);
   return lines.join('\n') + '\n';
 }
 
 function outcomeText(r: UpgradeOutcome): string {
   if (r.status === 'skipped') return `cannot move: ${r.reason}`;
   if (r.status === 'current') return 'already on this version';
+  if (r.status === 'finished') return `not moved: ${r.reason}`;
   const changes = [
     ...Object.entries(r.renamed ?? {}).map(([a, b]) => `${a} -> ${b}`),
     ...(r.inserted ?? []).map((n) => `+${n}`),

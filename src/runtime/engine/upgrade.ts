@@ -28,14 +28,19 @@ export interface UpgradeOptions {
   /** A finalized workflow about to be retried: these tasks (current names) run again, so they take the target's definition. */
   rerun?: ReadonlySet<string>;
   limits?: Partial<CompileLimits>;
+  /** Found by a scan of running workflows (not named by the caller): one that has finished since is `finished`, not refused. */
+  scanned?: boolean;
 }
 
-/** What happened to one workflow: moved (or, dry, would move), skipped with the reason, or already there. */
+/**
+ * What happened to one workflow: moved (or, dry, would move), skipped with the reason, already there, or (found
+ * running by a scan) finished before its turn came.
+ */
 export interface UpgradeOutcome {
   id: string;
   from: string | null;
   to: string;
-  status: 'moved' | 'would_move' | 'skipped' | 'current';
+  status: 'moved' | 'would_move' | 'skipped' | 'current' | 'finished';
   reason?: string;
   /** The task names that changed, when it moved: renamed (old -> new), inserted, deleted. */
   renamed?: Record<string, string>;
@@ -56,6 +61,7 @@ export async function upgradeWorkflow(q: Queryable, ctx: AdvanceContext, id: str
   if (w.name !== target.name) return skip(w.definition_hash, `it is a ${w.name} workflow, not ${target.name}`);
   if (w.definition_hash === target.hash) return { id, from: w.definition_hash, to: target.hash, status: 'current' };
   const finalized = w.state !== 'running';
+  if (finalized && !options.rerun && options.scanned) return { id, from: w.definition_hash, to: target.hash, status: 'finished', reason: `it ended ${w.state} before its turn` };
   if (finalized && !options.rerun) return skip(w.definition_hash, `it is ${w.state}: only running workflows move (retry --on-current moves a finished one and runs it again)`);
   if (!finalized && w.ending) return skip(w.definition_hash, 'it is being cancelled (or timed out): its open tasks are ending');
   let plan: Plan;
