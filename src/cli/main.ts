@@ -1,58 +1,36 @@
-import * as compileCommand from './commands/compile.js';
-import * as demoCommand from './commands/demo.js';
-import * as graphCommand from './commands/graph.js';
-import * as validateCommand from './commands/validate.js';
-import * as migrateCommand from './commands/migrate.js';
-import * as startCommand from './commands/start.js';
-import * as workerCommand from './commands/worker.js';
-import * as statusCommand from './commands/status.js';
-import * as cancelCommand from './commands/cancel.js';
-import * as signalCommand from './commands/signal.js';
-import * as diagnoseCommand from './commands/diagnose.js';
-import * as retryCommand from './commands/retry.js';
-import * as devCommand from './commands/dev.js';
-import * as uiCommand from './commands/ui.js';
-import * as initCommand from './commands/init.js';
-import * as registerCommand from './commands/register.js';
-import * as planCommand from './commands/plan.js';
-import * as upgradeCommand from './commands/upgrade.js';
-import * as versionsCommand from './commands/versions.js';
-import * as typesCommand from './commands/types.js';
-import * as listCommand from './commands/list.js';
-import * as testCommand from './commands/test.js';
 import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
+import { USAGE } from './usage.js';
 import { version } from './version.js';
 import { ERROR_CODES, isCoded } from '../error-codes.js';
 
 interface Command {
-  usage: string;
-  help: string;
   run(argv: string[], io: Io): number | Promise<number>;
 }
 
-const COMMANDS: Record<string, Command> = {
-  init: initCommand,
-  validate: validateCommand,
-  test: testCommand,
-  plan: planCommand,
-  register: registerCommand,
-  types: typesCommand,
-  compile: compileCommand,
-  graph: graphCommand,
-  migrate: migrateCommand,
-  start: startCommand,
-  worker: workerCommand,
-  status: statusCommand,
-  list: listCommand,
-  versions: versionsCommand,
-  cancel: cancelCommand,
-  signal: signalCommand,
-  diagnose: diagnoseCommand,
-  retry: retryCommand,
-  upgrade: upgradeCommand,
-  dev: devCommand,
-  ui: uiCommand,
-  demo: demoCommand,
+/** Each command's module, loaded only when it runs: `braid --version` or `--help` loads no database or compiler. */
+const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
+  init: () => import('./commands/init.js'),
+  validate: () => import('./commands/validate.js'),
+  test: () => import('./commands/test.js'),
+  plan: () => import('./commands/plan.js'),
+  register: () => import('./commands/register.js'),
+  types: () => import('./commands/types.js'),
+  compile: () => import('./commands/compile.js'),
+  graph: () => import('./commands/graph.js'),
+  migrate: () => import('./commands/migrate.js'),
+  start: () => import('./commands/start.js'),
+  worker: () => import('./commands/worker.js'),
+  status: () => import('./commands/status.js'),
+  list: () => import('./commands/list.js'),
+  versions: () => import('./commands/versions.js'),
+  cancel: () => import('./commands/cancel.js'),
+  signal: () => import('./commands/signal.js'),
+  diagnose: () => import('./commands/diagnose.js'),
+  retry: () => import('./commands/retry.js'),
+  upgrade: () => import('./commands/upgrade.js'),
+  dev: () => import('./commands/dev.js'),
+  ui: () => import('./commands/ui.js'),
+  demo: () => import('./commands/demo.js'),
 };
 
 const HELP = `braid ${version}: declarative workflows for TypeScript teams, run on Postgres.
@@ -60,8 +38,8 @@ const HELP = `braid ${version}: declarative workflows for TypeScript teams, run 
 Usage: braid <command> [options]
 
 Commands:
-${Object.values(COMMANDS)
-  .map((c) => `  ${c.usage}`)
+${Object.values(USAGE)
+  .map((usage) => `  ${usage}`)
   .join('\n')}
 
 Run \`braid <command> --help\` for a command's options.
@@ -80,9 +58,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.stdout(`${version}\n`);
       return EXIT.ok;
     }
-    const command = COMMANDS[name];
-    if (!command) throw new UsageError(`unknown command "${name}" (commands: ${Object.keys(COMMANDS).join(', ')})`);
-    return await command.run(rest, io);
+    const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name as keyof typeof COMMANDS] : undefined;
+    if (!load) throw new UsageError(`unknown command "${name}" (commands: ${Object.keys(COMMANDS).join(', ')})`);
+    return await (await load()).run(rest, io);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`braid: ${error.message}\n`);

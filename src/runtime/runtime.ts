@@ -120,6 +120,8 @@ export const DEFAULT_HEARTBEAT_MS = 2000;
 /** A queue's concurrency when nothing says otherwise. */
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_DEAD_AFTER_MS = 7000;
+/** The schema braid's tables live in when none is given. */
+export const DEFAULT_SCHEMA = 'braid';
 export const DEFAULT_STALL_LIMIT_MS = 5 * 60_000;
 export const DEFAULT_LEADER_LEASE_MS = 5000;
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
@@ -145,7 +147,7 @@ export class Runtime {
     this.ownsDatabase = !adapter;
     const bounds = { statementTimeoutMs: options.statementTimeoutMs };
     this.db = typeof given === 'string' ? createPostgres({ connectionString: given, ...bounds }) : adapter ? (given as Database) : createPostgres({ pool: given as pg.Pool, ...bounds });
-    this.schema = options.schema ?? 'braid';
+    this.schema = options.schema ?? DEFAULT_SCHEMA;
     this.s = quoteIdent(this.schema);
     this.definitions = new DefinitionCache(this.s);
     this.log = rateLimitedWarnings(options.logger ?? silentLogger);

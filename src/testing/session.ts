@@ -4,14 +4,9 @@
  * (A fresh PGlite clone per test was measured at about a second each on this machine; emptying the tables
  * gives the same fresh start in milliseconds.)
  */
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { NormalizedDefinition } from '../compiler/normalize.js';
-import { loadMigrations } from '../runtime/migrate.js';
-import { packageRoot } from '../paths.js';
-import { createPglite, type PgliteDatabase } from '../runtime/db/pglite.js';
+import type { PgliteDatabase } from '../runtime/db/pglite.js';
+import { migratedDatabase } from '../runtime/embedded-image.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import { resetRuns } from '../runtime/sql/reset.js';
 import type { Handlers } from '../runtime/worker/handlers.js';
@@ -94,43 +89,6 @@ export class TestSession {
   async close(): Promise<void> {
     await this.db.close();
   }
-}
-
-/**
- * An embedded database with braid's schema: migrating takes seconds, so the migrated image is kept in the
- * system's temporary folder, named by a digest of the migrations and the engine's version, and loaded from
- * there next time (a second or so). A missing, stale or unreadable image is simply made again.
- */
-async function migratedDatabase(): Promise<PgliteDatabase> {
-  const migrations = loadMigrations();
-  const digest = createHash('sha256').update(`${engineVersion()}\u0000${migrations.map((m) => `${m.name}\u0000${m.sql}`).join('\u0000')}`).digest('hex').slice(0, 16);
-  const image = join(tmpdir(), `braid-test-${digest}.tar`);
-  if (existsSync(image)) {
-    try {
-      const db = await createPglite({ loadDataDir: new Blob([readFileSync(image)]) });
-      const applied = await createRuntime({ database: db, leader: false }).migrate();
-      if (applied.length === 0) return db;
-      await db.close();
-    } catch {
-      // made again below
-    }
-  }
-  const db = await createPglite();
-  await createRuntime({ database: db, leader: false }).migrate();
-  try {
-    const tmp = `${image}.${process.pid}`;
-    writeFileSync(tmp, Buffer.from(await (await db.dump()).arrayBuffer()));
-    renameSync(tmp, image);
-  } catch {
-    // a read-only temporary folder only costs the next run its migration
-  }
-  return db;
-}
-
-/** braid's own version and the engine's it depends on: an image is only reused by the release that made it. */
-function engineVersion(): string {
-  const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string; dependencies?: Record<string, string> };
-  return `${pkg.version}\u0000${pkg.dependencies?.['@electric-sql/pglite'] ?? ''}`;
 }
 
 /** The definitions under test do not validate: nothing can run. */

@@ -3,6 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { braidBin, runCli } from '../helpers/cli.js';
 import { allFinal, exited, expectIntact, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
 import { backend, definitionsDir, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
+import { heavyFile } from '../helpers/heavy.js';
+
+heavyFile();
 
 // v1: a chain, and a gate and a hold after it that wait for signals; v2 gives b new args, adds d after c, and
 // drops the gate and the hold

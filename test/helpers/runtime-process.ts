@@ -22,7 +22,7 @@ interface Config {
 }
 
 const config = JSON.parse(process.env.BRAID_PROC ?? '{}') as Config;
-const db = createPostgres({ connectionString: config.url, max: 8 });
+const db = createPostgres({ connectionString: config.url, max: 8, idleTimeoutMs: 1000 });
 const record = async (workflowId: string, task: string, attempt: number, depsOk: boolean) =>
   db.query(`INSERT INTO ${config.table} (workflow_id, task, attempt, pid, deps_ok) VALUES ($1, $2, $3, $4, $5)`, [workflowId, task, attempt, process.pid, depsOk]);
 

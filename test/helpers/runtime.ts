@@ -2,28 +2,34 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import { createPglite } from '../../src/runtime/db/pglite.js';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Database } from '../../src/runtime/db/types.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime/runtime.js';
+import { migratedDatabase } from '../../src/runtime/embedded-image.js';
 
 /** Which database the runtime suites run on: CI runs them once per backend. */
 export const backend: 'postgres' | 'pglite' = process.env.BRAID_TEST_BACKEND === 'postgres' || (process.env.BRAID_TEST_BACKEND !== 'pglite' && process.env.DATABASE_URL) ? 'postgres' : 'pglite';
 
 export const postgresUrl = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';
 
+/** Test files run side by side against one server: idle connections are given back soon, not after pg's 10 s. */
+const IDLE_MS = 1000;
+
 let shared: Promise<Database> | undefined;
 const runtimes: Runtime[] = [];
 const schemas: string[] = [];
 
-/** One database per test file; each test gets a schema of its own, so tests never see each other's rows. */
+/**
+ * One database per test file; each test gets a schema of its own, so tests never see each other's rows. An
+ * embedded one starts from the migrated image braid test keeps (a fraction of a second, not an initdb).
+ */
 export function testDatabase(): Promise<Database> {
-  shared ??= backend === 'postgres' ? Promise.resolve(createPostgres({ connectionString: postgresUrl, max: 20 })) : createPglite();
+  shared ??= backend === 'postgres' ? Promise.resolve(createPostgres({ connectionString: postgresUrl, max: 10, idleTimeoutMs: IDLE_MS })) : migratedDatabase();
   return shared;
 }
 
 export function newDatabase(): Database {
-  return createPostgres({ connectionString: postgresUrl, max: 10 });
+  return createPostgres({ connectionString: postgresUrl, max: 10, idleTimeoutMs: IDLE_MS });
 }
 
 afterAll(async () => {

@@ -4,6 +4,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { braidBin, repoRoot } from '../helpers/cli.js';
 import { allFinal, invocationTable } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
+import { heavyFile } from '../helpers/heavy.js';
+
+heavyFile();
 
 const HANDLERS = join(repoRoot, 'test/fixtures/faults/handlers.mjs');
 const definition = (ms: number, on: number[]) => `name: busy\ntasks:\n  crunch: { kind: block, args: { ms: ${ms}, on: [${on.join(', ')}] }, max_attempts: 3 }\n`;

@@ -4,6 +4,9 @@ import type { Runtime } from '../../src/runtime/runtime.js';
 import { alive, allFinal, exited, expectIntact, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { heavyFile } from '../helpers/heavy.js';
+
+heavyFile();
 
 const SHAPES = {
   chain: 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n',

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { exited, invocationTable, runtimeProcess } from '../helpers/processes.js';
 import { backend, newDatabase, testRuntime, until } from '../helpers/runtime.js';
+import { heavyFile } from '../helpers/heavy.js';
+
+heavyFile();
 
 const SHAPES = {
   chain: 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n',

@@ -5,6 +5,9 @@ import { braidBin, repoRoot } from '../helpers/cli.js';
 import { allFinal, exited, expectIntact, invocationTable } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { heavyFile } from '../helpers/heavy.js';
+
+heavyFile();
 
 const CHAIN = 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n';
 const HANDLERS = join(repoRoot, 'test/fixtures/faults/handlers.mjs');

@@ -3,6 +3,9 @@ import type { Queryable } from '../../src/runtime/db/types.js';
 import { leaseHistory } from '../../src/runtime/sql/leader.js';
 import { allFinal, exited, expectIntact, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { heavyFile } from '../helpers/heavy.js';
+
+heavyFile();
 
 const STORM = 'name: storm\ninputs: { type: object, properties: { at: { type: string } } }\ntasks:\n  t:\n    kind: work\n    wait: { terms: { due: { timer: { at: "${{ inputs.at }}" } } } }\n';
 const N = 10_000;

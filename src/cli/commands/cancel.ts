@@ -1,8 +1,9 @@
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid cancel ID [--json] [--database URL]';
+export const usage = USAGE.cancel;
 
 export const help = `Cancel a workflow: tasks not yet final are cancelled; running handlers are asked to stop
 (they may still finish). Says which tasks were cancelled and which are asked to stop (--json: as JSON).

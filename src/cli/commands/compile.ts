@@ -5,8 +5,9 @@ import { readSourceTexts, resolveDefinition } from '../definitions.js';
 import { readInputs } from '../inputs.js';
 import { definitionSet } from '../project.js';
 import { EXIT, SubjectError, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid compile FILE|NAME [--definitions DIR] [--inputs JSON|@file] [--id ID] [--now ISO]';
+export const usage = USAGE.compile;
 
 export const help = `Compile a definition and its inputs into the insertion plan (JSON on stdout).
 The same definition, inputs, id and now always give byte-identical output.

@@ -10,8 +10,9 @@ import { parse } from '../args.js';
 import { braidDir, databaseUrl, openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid demo [--definitions DIR] [--handlers MODULE] [--script FILE] [--database URL]';
+export const usage = USAGE.demo;
 
 export const help = `Braid's main job on the example definitions: migrate the database (the embedded one in .braid/
 unless DATABASE_URL is set), register the definitions, start each example workflow with the first example

@@ -12,8 +12,9 @@ import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
 import { braidDir, definitionSet, handlersModule as handlersModuleOf, project, schemaName } from '../project.js';
 import { warnMissingKinds } from './worker.js';
 import { listenOn, loadHandlersArg, parsePort, queuesOption, recoveryHelp, recoveryOptions, RECOVERY_OPTIONS, shutdownMs, surviveUnhandledRejections, waitForStopSignal } from './serve.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid dev [--definitions DIR] [--handlers MODULE] [--port N] [--host ADDR] [--queues NAME=N,...] [--database URL]';
+export const usage = USAGE.dev;
 
 export const help = `One process for development: migrates, registers the definitions, runs a worker, serves the API
 and the web UI, and watches the definitions folder and the handlers module. A saved definition is
@@ -54,7 +55,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const recovery = recoveryOptions(io, values);
   const handlersModule = handlersModuleOf(io, values.handlers);
   const handlers: Handlers = handlersModule ? await loadHandlersArg(handlersModule) : {};
-  const db = await openDatabase(io, { url: values.database });
+  const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const schema = schemaName(io, values.schema);
   const log = consoleLogger((line) => io.stdout(line + '\n'));
   const undoSurvive = surviveUnhandledRejections(log);

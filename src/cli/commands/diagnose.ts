@@ -2,8 +2,9 @@ import type { WaitDiagnostics } from '../../runtime/waits/diagnostics.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid diagnose ID TASK [--json] [--signal-scan-limit N] [--database URL]';
+export const usage = USAGE.diagnose;
 
 export const help = `Evaluate a task's wait now, without changing anything: its phase, the expression's value, each
 term's value and errors, the inputs read, and whether the signal scan stopped at its limit.

@@ -3,8 +3,9 @@ import { oneOf, parse } from '../args.js';
 import { resolveDefinition } from '../definitions.js';
 import { definitionSet } from '../project.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid graph FILE|NAME [--format mermaid|dot] [--definitions DIR]';
+export const usage = USAGE.graph;
 
 export const help = `Print a definition's task graph.
 

@@ -3,8 +3,9 @@ import { dirname, join } from 'node:path';
 import { parse } from '../args.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 import { run as writeTypes } from './types.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid init';
+export const usage = USAGE.init;
 
 export const help = `Scaffold braid into the current folder, overwriting nothing: braid.config.yaml, an example
 workflow in definitions/ (with a wait) and its test, a typed handlers module in src/, and .braid/ in .gitignore.

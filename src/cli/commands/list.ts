@@ -3,8 +3,9 @@ import { isFinal } from '../../runtime/engine/decide.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid list [--state S] [--name N] [--limit N] [--json] [--database URL]';
+export const usage = USAGE.list;
 
 export const help = `List recent workflows, newest first.
 

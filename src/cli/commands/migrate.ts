@@ -5,8 +5,9 @@ import { parse } from '../args.js';
 import { braidDir, databaseUrl, openDatabase } from '../backend.js';
 import { schemaName } from '../project.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid migrate [--database URL] [--schema NAME]';
+export const usage = USAGE.migrate;
 
 export const help = `Apply braid's database migrations (each once, in order; safe when processes start together).
 
@@ -25,7 +26,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     io.stdout(`the embedded database is held by process ${holder}, which migrated it on start\n`);
     return EXIT.ok;
   }
-  const db = await openDatabase(io, { url: values.database });
+  const db = await openDatabase(io, { url: values.database, schema: values.schema, fromImage: false });
   try {
     const applied = await migrate(db, schemaName(io, values.schema) ?? 'braid');
     io.stdout(applied.length > 0 ? applied.map((m) => `applied ${m}\n`).join('') : 'up to date\n');

@@ -12,8 +12,9 @@ import { definitionsAtRef } from '../git-baseline.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 import { definitionSet } from '../project.js';
 import { version } from '../version.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid plan [PATH...] [--against db|GIT_REF] [--handlers MODULE] [--format text|json|github|sarif]';
+export const usage = USAGE.plan;
 
 export const help = `What \`braid register\` would deploy, compared with what runs: for each workflow, the classified
 changes from its current version and from every older version that still has running workflows, and what

@@ -10,8 +10,9 @@ import { displayPath, readSourceTexts } from '../definitions.js';
 import { handlerSet } from '../deploy-check.js';
 import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
 import { definitionSet, schemaName } from '../project.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid register [PATH...] [--dry-run] [--force] [--handlers MODULE] [--format text|json] [--database URL]';
+export const usage = USAGE.register;
 
 export const help = `The deploy step: validate the definitions and register each changed one as a new version (its
 content hash). All of them validate, or none is registered. Running workflows keep the version they started
@@ -42,7 +43,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const from = positionals.length > 0 ? positionals.map((p) => resolve(io.cwd, p)) : definitionSet(io, values.definitions).files;
   if (from.length === 0) throw new UsageError(`no definitions to register in ${definitionSet(io, values.definitions).label} (pass PATH, or set "definitions" in braid.config.yaml)`);
   const handlers = await handlerSet(io, values.handlers, { force: flags.has('force') });
-  const db = await openDatabase(io, { url: values.database });
+  const db = await openDatabase(io, { url: values.database, schema: values.schema });
   try {
     const rt = createRuntime({ database: db, schema: schemaName(io, values.schema) });
     let checked, baseline: BaselineVersion[];

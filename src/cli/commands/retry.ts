@@ -1,8 +1,9 @@
 import { oneOf, parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--on-current] [--json] [--database URL]';
+export const usage = USAGE.retry;
 
 export const help = `Start a new attempt of a finalized workflow. Says the new attempt and the tasks that run again (--json: as JSON).
 

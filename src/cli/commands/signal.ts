@@ -2,8 +2,9 @@ import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { readJson } from '../inputs.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--any-key] [--json] [--database URL]';
+export const usage = USAGE.signal;
 
 export const help = `Emit a signal to a workflow: the row is stored and the waits that declare KEY are evaluated in the
 same transaction. Says what it stored (or, with --json, prints the signal row). A replayed idempotency key with the same payload prints the

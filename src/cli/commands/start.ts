@@ -5,8 +5,9 @@ import { parse } from '../args.js';
 import { databaseUrl, openBackend, type Backend } from '../backend.js';
 import { readInputs } from '../inputs.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--database URL]';
+export const usage = USAGE.start;
 
 export const help = `Start a workflow from the current registered version of NAME (register versions with
 \`braid register\`; \`braid dev\` registers on every save). Prints the workflow id alone on one line; with

@@ -2,8 +2,9 @@ import type { WorkflowStatus } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid status ID [--json] [--database URL]';
+export const usage = USAGE.status;
 
 export const help = `Show a workflow and its tasks: states, attempts, errors, and what each pending task waits for.
 

@@ -15,8 +15,9 @@ import { EXIT, UsageError, type Io } from '../io.js';
 import { definitionSet, handlersModule, testFiles } from '../project.js';
 import { version } from '../version.js';
 import { loadHandlersArg } from './serve.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid test [PATH...] [--filter TEXT] [--format text|json|junit|github] [--update] [--coverage] [--timeout DURATION]';
+export const usage = USAGE.test;
 
 export const help = `Run workflow tests (*.test.yaml): each test starts its workflow on an in-process embedded database
 with a virtual clock, plays its steps (signals, advance, expect, cancel, retry), then runs on to the end, the

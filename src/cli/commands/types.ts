@@ -10,8 +10,9 @@ import { parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, SubjectError, type Io } from '../io.js';
 import { definitionSet, handlersModule, project } from '../project.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid types [--out FILE] [--definitions DIR] [--offline] [--database URL]';
+export const usage = USAGE.types;
 
 export const help = `Write TypeScript declarations from the definitions: each workflow's start inputs (Inputs) and the
 args each task kind receives (KindArgs). \`defineHandlers<KindArgs>({...})\` then checks each handler's args,

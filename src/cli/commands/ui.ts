@@ -5,8 +5,9 @@ import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
 import { listenOn, parsePort, waitForStopSignal } from './serve.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid ui [--port N] [--host ADDR] [--allowed-host NAME[:PORT],...] [--database URL]';
+export const usage = USAGE.ui;
 
 export const help = `Serve the web UI and its API alone (no worker), for operators. Prints its address.
 
@@ -31,7 +32,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const port = parsePort(values.port, 4781);
   const envToken = process.env.BRAID_UI_TOKEN;
   if (envToken !== undefined && envToken.length < 16) throw new UsageError('BRAID_UI_TOKEN must be at least 16 characters');
-  const db = await openDatabase(io, { url: values.database });
+  const db = await openDatabase(io, { url: values.database, schema: values.schema });
   let api: ApiServer | undefined;
   let unpublish = () => undefined as void;
   try {

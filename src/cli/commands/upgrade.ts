@@ -2,8 +2,9 @@ import type { UpgradeOutcome, UpgradeReport } from '../../runtime/upgrades.js';
 import { oneOf, parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid upgrade NAME [--from HASH] [--to HASH] [--id ID...] [--dry-run] [--format text|json] [--database URL]';
+export const usage = USAGE.upgrade;
 
 export const help = `Move running workflows to another version of their definition, on purpose: by default every
 running workflow of NAME on an older version, to the current version. Each moves in its own transaction under

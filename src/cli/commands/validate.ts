@@ -10,8 +10,9 @@ import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, UsageError, type Io } from '../io.js';
 import { definitionSet, project, testFiles } from '../project.js';
 import { version } from '../version.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid validate [PATH...] [--format text|json|github|sarif]';
+export const usage = USAGE.validate;
 
 export const help = `Validate workflow definitions: every problem of every file in one run, offline.
 

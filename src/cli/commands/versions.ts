@@ -4,8 +4,9 @@ import { drainLabel } from '../../runtime/in-flight.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, SubjectError, UsageError, type Io } from '../io.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid versions NAME [--diff HASH1 HASH2] [--json] [--database URL]';
+export const usage = USAGE.versions;
 
 export const help = `List a workflow's registered versions, newest first: hash, when registered, its drain state
 (current; draining (N running): workflows still run on it; drained: none does), and its file. With --diff,

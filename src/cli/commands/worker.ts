@@ -20,8 +20,9 @@ import {
   surviveUnhandledRejections,
   waitForStopSignal,
 } from './serve.js';
+import { USAGE } from '../usage.js';
 
-export const usage = 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL]';
+export const usage = USAGE.worker;
 
 export const help = `Run handlers until SIGINT or SIGTERM (then stop gracefully), for the registered definitions
 (\`braid register\` deploys them; a worker registers nothing). With the embedded database, this process holds
@@ -52,7 +53,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const stopMs = shutdownMs(io, values['shutdown-timeout']);
   const recovery = recoveryOptions(io, values);
   const handlers = await loadHandlersArg(handlersPath);
-  const db = await openDatabase(io, { url: values.database });
+  const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const log = consoleLogger((line) => io.stdout(line + '\n'));
   const undoSurvive = surviveUnhandledRejections(log);
   const schema = schemaName(io, values.schema);

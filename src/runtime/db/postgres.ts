@@ -31,6 +31,8 @@ export type PostgresOptions = (
   statementTimeoutMs?: number;
   /** How long opening a connection may take (default 10 s). */
   connectTimeoutMs?: number;
+  /** How long an idle connection of braid's own pools stays open (default 10 s). */
+  idleTimeoutMs?: number;
 };
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 20_000;
@@ -86,7 +88,12 @@ export function createPostgres(options: PostgresOptions): Database {
   const own = !('pool' in options);
   const deadlineMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   // TCP keepalive and a connect timeout on every connection braid opens: a dead peer is noticed, not waited on
-  const bounds = { keepAlive: true, keepAliveInitialDelayMillis: 10_000, connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000 };
+  const bounds = {
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMillis: options.idleTimeoutMs }),
+  };
   // the hot pool and the listener connect as the pool does: its connection string or settings
   const connection: pg.ClientConfig = own ? { connectionString: options.connectionString, ...bounds } : { ...bounds, ...(options.pool.options as pg.ClientConfig) };
   const max = own ? (options.max ?? 10) : (options.pool.options.max ?? 10);
