@@ -36,7 +36,7 @@ export function generateLargeTemplate(tasks = 10_000): string {
       }
     }
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 function best(runs: number, fn: () => void): number {
@@ -63,17 +63,23 @@ export function benchCompiler(repoRoot: string): void {
     plan = compile(def, { id: 'x', limit: 1 }, { id: 'bench', now: '2026-01-01T00:00:00Z' });
   });
   console.log(`compiler: 10,000-task template (${(text.length / 1024).toFixed(0)} KiB, ${plan!.tasks.length} tasks in the plan)`);
-  console.log(`  yaml.parse alone          ${parseMs.toFixed(0).padStart(6)} ms   (${parseNoUniqueMs.toFixed(0)} ms with uniqueKeys: false, whose quadratic check braid replaces)`);
+  console.log(
+    `  yaml.parse alone          ${parseMs.toFixed(0).padStart(6)} ms   (${parseNoUniqueMs.toFixed(0)} ms with uniqueKeys: false, whose quadratic check braid replaces)`,
+  );
   console.log(`  validate                  ${validateMs.toFixed(0).padStart(6)} ms`);
   console.log(`  validate + compile        ${totalMs.toFixed(0).padStart(6)} ms   (goal < 1000 ms)`);
-  console.log(`  ratio compile / yaml.parse ${(totalMs / parseMs).toFixed(2)}x   (${(totalMs / parseNoUniqueMs).toFixed(2)}x of the parse without its unique-key check)`);
+  console.log(
+    `  ratio compile / yaml.parse ${(totalMs / parseMs).toFixed(2)}x   (${(totalMs / parseNoUniqueMs).toFixed(2)}x of the parse without its unique-key check)`,
+  );
 
   const dir = mkdtempSync(join(tmpdir(), 'braid-bench-'));
   const examples = readdirSync(join(repoRoot, 'definitions')).filter((f) => f.endsWith('.yaml'));
   for (let i = 0; i < 200; i++) {
     const file = examples[i % examples.length];
     const name = `${file.replace(/\.yaml$/, '')}_${i}`;
-    const source = readFileSync(join(repoRoot, 'definitions', file), 'utf8').replace(/^name: .*$/m, `name: ${name}`).replace(/workflow: research_topic/g, `workflow: research_topic_${i - (i % examples.length) + examples.indexOf('research_topic.yaml')}`);
+    const source = readFileSync(join(repoRoot, 'definitions', file), 'utf8')
+      .replace(/^name: .*$/m, `name: ${name}`)
+      .replace(/workflow: research_topic/g, `workflow: research_topic_${i - (i % examples.length) + examples.indexOf('research_topic.yaml')}`);
     writeFileSync(join(dir, `${name}.yaml`), source);
   }
   const wallMs = best(3, () => {

@@ -42,12 +42,27 @@ const PREFETCH = 500;
 async function freshBraid(handlers: Handlers = {}, prefetch = 0): Promise<{ rt: Runtime; close: () => Promise<void> }> {
   const db = createPostgres({ connectionString: url, max: 20 });
   await db.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-  const rt = createRuntime({ database: db, schema: SCHEMA, handlers, queues: { default: CONCURRENCY }, prefetch, pollIntervalMs: 1000, limits: { forEachItems: N } });
+  const rt = createRuntime({
+    database: db,
+    schema: SCHEMA,
+    handlers,
+    queues: { default: CONCURRENCY },
+    prefetch,
+    pollIntervalMs: 1000,
+    limits: { forEachItems: N },
+  });
   await rt.migrate();
   const dir = mkdtempSync(join(tmpdir(), 'braid-bench-defs-'));
   for (const [name, yaml] of Object.entries(DEFS)) writeFileSync(join(dir, `${name}.yaml`), yaml);
   await rt.registerDefinitions(dir);
-  return { rt, close: async () => (await rt.stop(5000), await db.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`), await db.close()) };
+  return {
+    rt,
+    close: async () => {
+      await rt.stop(5000);
+      await db.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+      await db.close();
+    },
+  };
 }
 
 async function openWorkflows(rt: Runtime): Promise<number> {
@@ -203,14 +218,28 @@ export async function benchRuntime(): Promise<void> {
   row('gDefault', 'graphile-worker 0.17.3, default', gDefault, 'jobs/s');
   row('gBatched', 'graphile-worker 0.17.3, batched preset', gBatched, 'jobs/s');
   row('one', `braid, one workflow of ${N} tasks, default`, one, 'tasks/s', `${(one / gDefault).toFixed(2)}x graphile default`);
-  row('oneBatched', `braid, one workflow of ${N} tasks, prefetch ${PREFETCH}`, oneBatched, 'tasks/s', `${(oneBatched / gBatched).toFixed(2)}x graphile batched (goal >= 1.0)`);
+  row(
+    'oneBatched',
+    `braid, one workflow of ${N} tasks, prefetch ${PREFETCH}`,
+    oneBatched,
+    'tasks/s',
+    `${(oneBatched / gBatched).toFixed(2)}x graphile batched (goal >= 1.0)`,
+  );
   row('many', `braid, ${N} one-task workflows, default`, many, 'tasks/s', `${(many / gDefault).toFixed(2)}x graphile default`);
-  row('manyBatched', `braid, ${N} one-task workflows, prefetch ${PREFETCH}`, manyBatched, 'tasks/s', `${(manyBatched / gBatched).toFixed(2)}x graphile batched (goal >= 0.5)`);
+  row(
+    'manyBatched',
+    `braid, ${N} one-task workflows, prefetch ${PREFETCH}`,
+    manyBatched,
+    'tasks/s',
+    `${(manyBatched / gBatched).toFixed(2)}x graphile batched (goal >= 0.5)`,
+  );
   const fan = await braidFanOut();
   console.log(`  braid, fan-out 1 -> 1000 -> 1      ${fan.toFixed(0).padStart(7)} ms wall`);
   const hops = await braidChainHops();
   const g = await graphileLatency();
-  console.log(`  braid, chain of 200: hop (dep done -> dependent starts) p50 ${pct(hops, 50).toFixed(2)} ms, p95 ${pct(hops, 95).toFixed(2)} ms (goal p50 <= 2 ms)`);
+  console.log(
+    `  braid, chain of 200: hop (dep done -> dependent starts) p50 ${pct(hops, 50).toFixed(2)} ms, p95 ${pct(hops, 95).toFixed(2)} ms (goal p50 <= 2 ms)`,
+  );
   console.log(`  graphile-worker add -> start latency                 p50 ${pct(g, 50).toFixed(2)} ms, p95 ${pct(g, 95).toFixed(2)} ms`);
   console.log(`  ratio hop p50 / graphile p50: ${(pct(hops, 50) / pct(g, 50)).toFixed(2)}x`);
 }

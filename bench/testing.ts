@@ -42,10 +42,18 @@ export function benchTesting(repoRoot: string): void {
     // the first run may migrate and cache the embedded database's image; the measured one finds it
     spawnSync(process.execPath, [bin, 'test', '--filter', 'nobody verifies 0'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: '' } });
     const started = performance.now();
-    const run = spawnSync(process.execPath, [bin, 'test', '--format', 'json'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: '' }, maxBuffer: 64 * 1024 * 1024 });
+    const run = spawnSync(process.execPath, [bin, 'test', '--format', 'json'], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, DATABASE_URL: '' },
+      maxBuffer: 64 * 1024 * 1024,
+    });
     const wall = performance.now() - started;
     const report = JSON.parse(run.stdout) as { passed: number; failed: number; tests: { ms: number }[] };
-    const warm = report.tests.slice(1).map((t) => t.ms).sort((a, b) => a - b);
+    const warm = report.tests
+      .slice(1)
+      .map((t) => t.ms)
+      .sort((a, b) => a - b);
     const median = warm[Math.floor(warm.length / 2)];
     const p95 = warm[Math.floor(warm.length * 0.95)];
     console.log('\nbraid test: 50 tests of a workflow whose timer waits three days (time skipping), one run of braid test');

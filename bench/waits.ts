@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { compile } from '../src/compiler/instantiate.js';
 import { validate } from '../src/compiler/validate.js';
 import { createPostgres } from '../src/runtime/db/postgres.js';
-import type { Handlers } from '../src/runtime/worker/handlers.js';
 import { createRuntime, type Runtime } from '../src/runtime/runtime.js';
+import type { Handlers } from '../src/runtime/worker/handlers.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';
 const SCHEMA = 'braid_bench_waits';
@@ -14,7 +14,8 @@ const SAMPLES = 200;
 const DEFS = {
   approve: 'name: approve\ntasks:\n  go:\n    kind: go\n    wait: { terms: { ok: { signal: approve } } }\n',
   tally: 'name: tally\ntasks:\n  go:\n    kind: go\n    wait: { terms: { votes: { signal: vote, where: "payload.yes == true", count: 100000 } } }\n',
-  timer: 'name: timer\ninputs: { type: object, properties: { ms: { type: integer } } }\ntasks:\n  go:\n    kind: go\n    wait: { terms: { t: { timer: { after_wait_started: 1s } } } }\n',
+  timer:
+    'name: timer\ninputs: { type: object, properties: { ms: { type: integer } } }\ntasks:\n  go:\n    kind: go\n    wait: { terms: { t: { timer: { after_wait_started: 1s } } } }\n',
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -32,7 +33,13 @@ async function fresh(handlers: Handlers): Promise<{ rt: Runtime; close: () => Pr
   const dir = mkdtempSync(join(tmpdir(), 'braid-bench-waits-'));
   for (const [name, yaml] of Object.entries(DEFS)) writeFileSync(join(dir, `${name}.yaml`), yaml);
   await rt.registerDefinitions(dir);
-  return { rt, close: async () => (await rt.stop(5000), await db.close()) };
+  return {
+    rt,
+    close: async () => {
+      await rt.stop(5000);
+      await db.close();
+    },
+  };
 }
 
 /** Emit -> handler start: the wait resolves in the emitting transaction, the worker is woken on commit. */
@@ -60,7 +67,8 @@ async function emitCost(others: number): Promise<number[]> {
   base.workflow.definition.hash = def.hash;
   for (let i = 0; i < others; i += 500) {
     await rt.db.transaction(async (tx) => {
-      for (let j = i; j < Math.min(others, i + 500); j++) await rt.insert({ ...base, workflow: { ...base.workflow, id: `other${String(j).padStart(6, '0')}` } }, { tx });
+      for (let j = i; j < Math.min(others, i + 500); j++)
+        await rt.insert({ ...base, workflow: { ...base.workflow, id: `other${String(j).padStart(6, '0')}` } }, { tx });
     });
   }
   await rt.db.query(`ANALYZE ${SCHEMA}.tasks`);
@@ -108,7 +116,9 @@ export async function benchWaits(): Promise<void> {
   const alone = await emitCost(0);
   const crowded = await emitCost(10_000);
   console.log(`  emit, no other workflow waiting        p50 ${pct(alone, 50).toFixed(2)} ms, p95 ${pct(alone, 95).toFixed(2)} ms`);
-  console.log(`  emit, 10,000 other workflows waiting   p50 ${pct(crowded, 50).toFixed(2)} ms, p95 ${pct(crowded, 95).toFixed(2)} ms (ratio ${(pct(crowded, 50) / pct(alone, 50)).toFixed(2)}x: flat is ~1)`);
+  console.log(
+    `  emit, 10,000 other workflows waiting   p50 ${pct(crowded, 50).toFixed(2)} ms, p95 ${pct(crowded, 95).toFixed(2)} ms (ratio ${(pct(crowded, 50) / pct(alone, 50)).toFixed(2)}x: flat is ~1)`,
+  );
   const late = await timerLateness();
   console.log(`  timer lateness (poll interval 1000 ms) p50 ${pct(late, 50).toFixed(0)} ms, p99 ${pct(late, 99).toFixed(0)} ms (goal p99 <= 1100 ms)`);
 }

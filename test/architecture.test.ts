@@ -82,7 +82,9 @@ describe('the source tree', () => {
   it('keeps sql/ a leaf: its modules import nothing at run time from outside sql/ and db/', () => {
     const outward = [...importGraph()]
       .filter(([from]) => from.startsWith(sqlDir))
-      .flatMap(([from, targets]) => targets.filter((t) => !t.startsWith(sqlDir) && !t.startsWith(dbDir)).map((t) => `${relative(repoRoot, from)} -> ${relative(repoRoot, t)}`));
+      .flatMap(([from, targets]) =>
+        targets.filter((t) => !t.startsWith(sqlDir) && !t.startsWith(dbDir)).map((t) => `${relative(repoRoot, from)} -> ${relative(repoRoot, t)}`),
+      );
     expect(outward).toEqual([]);
   });
 

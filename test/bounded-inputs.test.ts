@@ -20,7 +20,9 @@ describe('inputs are bounded everywhere: a clear error in bounded time, never a 
     ]) {
       const r = runCli(args, { cwd: dir, env: { DATABASE_URL: '' } });
       expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stderr).toMatch(/^braid: cannot read (inputs|payload|source) file \/dev\/zero: not a regular file \(a character device\): only files are read\n$/);
+      expect(r.stderr).toMatch(
+        /^braid: cannot read (inputs|payload|source) file \/dev\/zero: not a regular file \(a character device\): only files are read\n$/,
+      );
     }
     const r = runCli(['start', 'any', '--inputs', `@${big}`], { cwd: dir, env: { DATABASE_URL: '' } });
     expect(r).toMatchObject({ code: 2, stderr: `braid: inputs file ${big} is over 10 MB\n` });
@@ -35,7 +37,9 @@ describe('inputs are bounded everywhere: a clear error in bounded time, never a 
     const started = performance.now();
     const v = runCli(['validate', file], { cwd: dir });
     expect(v.code).toBe(1);
-    expect(v.stdout).toContain('error: the definition has 120,000 tasks (for_each lists included), over the plan limit of 100,000 (limit plan_tasks): it could never start [for-each]');
+    expect(v.stdout).toContain(
+      'error: the definition has 120,000 tasks (for_each lists included), over the plan limit of 100,000 (limit plan_tasks): it could never start [for-each]',
+    );
     const c = runCli(['compile', file], { cwd: dir });
     expect(c.code).toBe(1);
     console.info(`a 120,000-task definition: validate and compile refused it in ${Math.round(performance.now() - started)} ms`);
@@ -77,12 +81,18 @@ describe('inputs are bounded everywhere: a clear error in bounded time, never a 
     const project = mkdtempSync(join(tmpdir(), 'braid-slowtest-'));
     const write = (f: string, text: string) => (mkdirSync(join(project, f, '..'), { recursive: true }), writeFileSync(join(project, f), text));
     write('definitions/slow.yaml', 'name: slow\ntasks:\n  t: { kind: slow }\n  u: { kind: quick, deps: [t] }\n');
-    write('definitions/slow.test.yaml', 'workflow: slow\ntests:\n  - name: waits on a real handler\n    steps:\n      - advance: 1h\n  - name: mocked\n    mocks: { t: { output: {} }, u: { output: {} } }\n    expect: { state: completed }\n');
+    write(
+      'definitions/slow.test.yaml',
+      'workflow: slow\ntests:\n  - name: waits on a real handler\n    steps:\n      - advance: 1h\n  - name: mocked\n    mocks: { t: { output: {} }, u: { output: {} } }\n    expect: { state: completed }\n',
+    );
     write('handlers.mjs', 'export default { slow: () => new Promise((r) => setTimeout(() => r({}), 3000)), quick: async () => ({}) };\n');
     const r = runCli(['test', '--handlers', 'handlers.mjs', '--timeout', '700ms'], { cwd: project, env: { DATABASE_URL: '' } });
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('the test ran past its timeout of 0.7 s (--timeout) at its start');
     expect(r.stdout).toMatch(/1 passed, 1 failed/);
-    expect(runCli(['test', '--timeout', 'soon'], { cwd: project, env: { DATABASE_URL: '' } })).toMatchObject({ code: 2, stderr: 'braid: --timeout must be a duration such as 30s or 5m, not "soon"\n' });
+    expect(runCli(['test', '--timeout', 'soon'], { cwd: project, env: { DATABASE_URL: '' } })).toMatchObject({
+      code: 2,
+      stderr: 'braid: --timeout must be a duration such as 30s or 5m, not "soon"\n',
+    });
   }, 60_000);
 });

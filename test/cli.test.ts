@@ -7,16 +7,20 @@ import { repoRoot, runCli } from './helpers/cli.js';
 const NO_STACK = /\n\s+at .+:\d+:\d+/;
 
 describe('braid CLI: help and usage', () => {
-  it.each(['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose', 'retry'])('%s --help prints its usage and exits 0', (command) => {
-    const run = runCli([command, '--help']);
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`Usage: braid ${command}`);
-  });
+  it.each(['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose', 'retry'])(
+    '%s --help prints its usage and exits 0',
+    (command) => {
+      const run = runCli([command, '--help']);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(`Usage: braid ${command}`);
+    },
+  );
 
   it('braid --help lists every command; no command is a usage error', () => {
     const help = runCli(['--help']);
     expect(help.code).toBe(0);
-    for (const c of ['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose', 'retry']) expect(help.stdout).toContain(`braid ${c}`);
+    for (const c of ['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose', 'retry'])
+      expect(help.stdout).toContain(`braid ${c}`);
     expect(runCli([]).code).toBe(2);
     expect(runCli(['--version']).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
@@ -76,7 +80,16 @@ describe('braid compile', () => {
   it('takes a file path and @inputs', () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-inputs-'));
     writeFileSync(join(dir, 'inputs.json'), '{"customer_id":"c1","month":"2026-01"}');
-    const run = runCli(['compile', 'definitions/monthly_billing.yaml', '--inputs', `@${join(dir, 'inputs.json')}`, '--id', 'x', '--now', '2026-01-01T00:00:00Z']);
+    const run = runCli([
+      'compile',
+      'definitions/monthly_billing.yaml',
+      '--inputs',
+      `@${join(dir, 'inputs.json')}`,
+      '--id',
+      'x',
+      '--now',
+      '2026-01-01T00:00:00Z',
+    ]);
     expect(run.code).toBe(0);
     const plan = JSON.parse(run.stdout);
     expect(plan.workflow.inputs).toEqual({ customer_id: 'c1', month: '2026-01', currency: 'EUR' });
@@ -132,12 +145,16 @@ describe('the README', () => {
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     expect(first.stdout).toContain('7 valid, 0 error(s); 7 new version(s) registered');
-    expect(first.stdout).toMatch(/monthly_billing \w+: completed\n {2}output: \{"invoice":\{.*"receipt_url":"https:\/\/files\.example\.com\/receipts\/cus_42\.pdf"\}/);
+    expect(first.stdout).toMatch(
+      /monthly_billing \w+: completed\n {2}output: \{"invoice":\{.*"receipt_url":"https:\/\/files\.example\.com\/receipts\/cus_42\.pdf"\}/,
+    );
     expect(first.stdout).toMatch(/research_topic \w+: completed\n {2}output: \{"topic":"battery recycling"/);
     // waits: the fraud gate passes on the score, the manual review and the two approvals are emitted by the demo
     expect(first.stdout).toMatch(/signal manual_review \{"approved":true,"reviewer":"dana"\} -> \w+ \(resolves decide_shipment\)/);
     expect(first.stdout).toMatch(/order_fulfilment \w+: completed\n {2}output: \{"order_id":"ord_1001","tracking":"msg_\w+_notify"\}/);
-    expect(first.stdout).toMatch(/expense_approval \w+: completed\n {2}output: \{"decision":\{"decision":"approved","expense_id":"exp_7"\},"expense_id":"exp_7"\}/);
+    expect(first.stdout).toMatch(
+      /expense_approval \w+: completed\n {2}output: \{"decision":\{"decision":"approved","expense_id":"exp_7"\},"expense_id":"exp_7"\}/,
+    );
     // child workflows and cross-workflow waits: the research brief starts a group and waits on a quorum of it
     expect(first.stdout).toMatch(/research_brief \w+: completed\n {2}output: \{"brief":\{"brief_id":42,"sections":3\},"brief_id":42\}/);
     expect(first.stdout).toMatch(/editorial_review \w+: completed\n {2}output: \{"url":"https:\/\/news\.example\.com\/packets\/1"\}/);

@@ -1,15 +1,29 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, httpStatus, isCallerError, isCoded } from '../src/error-codes.js';
 import { HttpError } from '../src/api/http.js';
 import { CompileError } from '../src/compiler/instantiate.js';
+import { type ERROR_CODES, httpStatus, isCallerError, isCoded } from '../src/error-codes.js';
 import { DatabaseDamagedError, DatabaseLockedError } from '../src/runtime/db/pglite.js';
-import { DiagnosticsError } from '../src/runtime/waits/diagnostics.js';
-import { TaskNotFoundError } from '../src/runtime/errors.js';
 import { ExtensionError } from '../src/runtime/engine/extend.js';
-import { DefinitionNotFoundError, InvalidCursorError, UnknownWorkflowError, WorkflowConflictError, WorkflowIdInvalidError, WorkflowNotFoundError, WorkflowNotMovableError } from '../src/runtime/errors.js';
-import { InvalidSignalError, SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError, WorkflowFinishedError } from '../src/runtime/waits/signals.js';
 import { WorkflowNotFinalError } from '../src/runtime/engine/retry.js';
 import { UnstorableValueError } from '../src/runtime/engine/storable.js';
+import {
+  DefinitionNotFoundError,
+  InvalidCursorError,
+  TaskNotFoundError,
+  UnknownWorkflowError,
+  WorkflowConflictError,
+  WorkflowIdInvalidError,
+  WorkflowNotFoundError,
+  WorkflowNotMovableError,
+} from '../src/runtime/errors.js';
+import { DiagnosticsError } from '../src/runtime/waits/diagnostics.js';
+import {
+  InvalidSignalError,
+  SignalAttemptMismatchError,
+  SignalPayloadMismatchError,
+  UndeclaredSignalKeyError,
+  WorkflowFinishedError,
+} from '../src/runtime/waits/signals.js';
 
 describe('one error vocabulary', () => {
   it('every error a caller can get carries a code of the table, which gives its status and exit class', () => {

@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,12 @@ afterAll(() => {
 let tarball: string;
 
 function sh(cmd: string, args: string[], cwd: string, timeout = 120_000) {
-  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', timeout, env: { ...process.env, DATABASE_URL: '', NO_COLOR: '1', npm_config_update_notifier: 'false' } });
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    timeout,
+    env: { ...process.env, DATABASE_URL: '', NO_COLOR: '1', npm_config_update_notifier: 'false' },
+  });
   if (r.error) throw r.error;
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
@@ -64,13 +69,20 @@ describe.runIf(backend === 'pglite')('the package, installed into a fresh applic
     expect(registered.code).toBe(0);
     expect(registered.stdout).toMatch(/^hello new [0-9a-f]{12}\n$/);
     let log = '';
-    const worker = spawn(process.execPath, [join(dir, 'node_modules', 'braid', 'bin', 'braid.js'), 'worker'], { cwd: dir, env: { ...process.env, DATABASE_URL: '' } });
+    const worker = spawn(process.execPath, [join(dir, 'node_modules', 'braid', 'bin', 'braid.js'), 'worker'], {
+      cwd: dir,
+      env: { ...process.env, DATABASE_URL: '' },
+    });
     children.push(worker);
     worker.stdout.on('data', (d: Buffer) => (log += d.toString()));
     worker.stderr.on('data', (d: Buffer) => (log += d.toString()));
     await until(() => log.includes('running 2 kind(s): goodbye, greet'), 60_000);
     let out = '';
-    const start = spawn(process.execPath, [join(dir, 'node_modules', 'braid', 'bin', 'braid.js'), 'start', 'hello', '--inputs', '{"who":"ada"}', '--wait', '--timeout', '60s'], { cwd: dir, env: { ...process.env, DATABASE_URL: '' } });
+    const start = spawn(
+      process.execPath,
+      [join(dir, 'node_modules', 'braid', 'bin', 'braid.js'), 'start', 'hello', '--inputs', '{"who":"ada"}', '--wait', '--timeout', '60s'],
+      { cwd: dir, env: { ...process.env, DATABASE_URL: '' } },
+    );
     children.push(start);
     start.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => start.on('exit', (code) => resolve(code)));
@@ -87,7 +99,10 @@ describe.runIf(backend === 'pglite')('the package, installed into a fresh applic
   for (const type of ['module', 'commonjs'] as const) {
     it(`the library from a TypeScript file of a ${type === 'module' ? 'ESM' : 'CommonJS'} package; handler stack traces point at the source`, () => {
       const dir = application(type);
-      writeFileSync(join(dir, 'flow.yaml'), 'name: flow\ninputs: { type: object, properties: { n: { type: integer } } }\ntasks:\n  twice: { kind: twice, args: { n: "${{ inputs.n }}" } }\n  fail: { kind: fail, deps: [twice], max_attempts: 1 }\n');
+      writeFileSync(
+        join(dir, 'flow.yaml'),
+        'name: flow\ninputs: { type: object, properties: { n: { type: integer } } }\ntasks:\n  twice: { kind: twice, args: { n: "${{ inputs.n }}" } }\n  fail: { kind: fail, deps: [twice], max_attempts: 1 }\n',
+      );
       writeFileSync(
         join(dir, 'main.ts'),
         `import { createPglite, createRuntime, defineHandlers } from 'braid';

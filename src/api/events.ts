@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ReloadState } from '../dev/definitions-watcher.js';
 import type { HandlersState } from '../dev/handlers-watcher.js';
+import { CoalescedPass } from '../runtime/coalesced.js';
 import { WorkflowNotFoundError } from '../runtime/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ChangeFeed, FeedChange } from './feed.js';
 import { SseStream } from './http.js';
-import { CoalescedPass } from '../runtime/coalesced.js';
 
 /** What `braid dev` reports about its reloads (absent for `braid ui` and `braid worker`). */
 export interface DevState {
@@ -33,7 +33,12 @@ async function snapshotStream(
   req: IncomingMessage,
   res: ServerResponse,
   c: StreamContext,
-  options: { read: () => Promise<unknown>; relevant: (change: FeedChange) => boolean; changedSince: (id: number) => boolean; onGone?: (error: unknown) => boolean },
+  options: {
+    read: () => Promise<unknown>;
+    relevant: (change: FeedChange) => boolean;
+    changedSince: (id: number) => boolean;
+    onGone?: (error: unknown) => boolean;
+  },
 ): Promise<void> {
   // registered as a listener before the first read, so no change after that read goes unnotified
   const release = await c.feed.acquire();

@@ -107,7 +107,8 @@ export class ChangeFeed {
     this.anyChangedAt = at;
     if (payload === '*') {
       this.allChangedAt = at;
-      return this.emit({ kind: 'all' });
+      this.emit({ kind: 'all' });
+      return;
     }
     const ids = new Set(payload.split(' ').filter(Boolean));
     for (const id of ids) {

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { InvalidCursorError } from '../runtime/errors.js';
 import { diffDefinitions } from '../deploy/diff.js';
+import { InvalidCursorError } from '../runtime/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { WorkflowRecord } from '../runtime/sql/workflows.js';
-import { listEvents, workflowEvents, type StreamContext } from './events.js';
+import { listEvents, type StreamContext, workflowEvents } from './events.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 
 export interface RouteContext extends StreamContext {
@@ -18,7 +18,12 @@ function listFilter(url: URL): Parameters<Runtime['listWorkflows']>[0] {
   if (state !== undefined && !STATES.has(state)) throw new HttpError(400, '"state" is running, completed, failed or cancelled');
   const name = url.searchParams.get('name') || undefined;
   if (name !== undefined && name.length > 200) throw new HttpError(400, '"name" is too long');
-  return { state: state as WorkflowRecord['state'] | undefined, name, cursor: url.searchParams.get('cursor') ?? undefined, limit: integerParam(url, 'limit', 500) };
+  return {
+    state: state as WorkflowRecord['state'] | undefined,
+    name,
+    cursor: url.searchParams.get('cursor') ?? undefined,
+    limit: integerParam(url, 'limit', 500),
+  };
 }
 
 /** The JSON API under /api (snake_case); answers 404 for a path it does not know. */
@@ -62,7 +67,8 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
       if (action === 'retry' && parts.length === 4 && method === 'POST') {
         const b = await readJson(req);
         const mode = b.mode ?? 'all';
-        if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream') throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
+        if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream')
+          throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
         if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
         if (b.on_current !== undefined && typeof b.on_current !== 'boolean') throw new HttpError(400, '"on_current" is a boolean');
         return send(res, 200, await wf.retry({ mode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true }));
@@ -74,17 +80,39 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
           if (b.attempt !== undefined && typeof b.attempt !== 'number') throw new HttpError(400, '"attempt" is a number');
           if (b.idempotency_key !== undefined && typeof b.idempotency_key !== 'string') throw new HttpError(400, '"idempotency_key" is a string');
           if (b.any_key !== undefined && typeof b.any_key !== 'boolean') throw new HttpError(400, '"any_key" is a boolean');
-          const result = await wf.signals.emit(b.key, b.payload ?? null, { idempotencyKey: b.idempotency_key as string | undefined, source: b.source, attempt: b.attempt as number | undefined, anyKey: b.any_key === true });
+          const result = await wf.signals.emit(b.key, b.payload ?? null, {
+            idempotencyKey: b.idempotency_key as string | undefined,
+            source: b.source,
+            attempt: b.attempt as number | undefined,
+            anyKey: b.any_key === true,
+          });
           return send(res, result.replayed ? 200 : 201, result);
         }
         if (method === 'GET') {
-          return send(res, 200, await wf.signals.list({ attempt: integerParam(url, 'attempt'), key: url.searchParams.get('key') ?? undefined, cursorId: cursorParam(url, 'cursor_id'), limit: integerParam(url, 'limit', 1000) }));
+          return send(
+            res,
+            200,
+            await wf.signals.list({
+              attempt: integerParam(url, 'attempt'),
+              key: url.searchParams.get('key') ?? undefined,
+              cursorId: cursorParam(url, 'cursor_id'),
+              limit: integerParam(url, 'limit', 1000),
+            }),
+          );
         }
       }
       if (action === 'tasks' && task && parts.length === 6 && method === 'GET') {
         if (sub === 'diagnostics') return send(res, 200, await wf.waitDiagnostics(task, { signalScanLimit: integerParam(url, 'signal_scan_limit') }));
         if (sub === 'signals') {
-          return send(res, 200, await wf.signals.listForTask(task, { key: url.searchParams.get('key') ?? undefined, cursorId: cursorParam(url, 'cursor_id'), limit: integerParam(url, 'limit', 1000) }));
+          return send(
+            res,
+            200,
+            await wf.signals.listForTask(task, {
+              key: url.searchParams.get('key') ?? undefined,
+              cursorId: cursorParam(url, 'cursor_id'),
+              limit: integerParam(url, 'limit', 1000),
+            }),
+          );
         }
       }
       if (action === 'wait' && parts.length === 4 && method === 'GET') {
@@ -109,9 +137,19 @@ async function definitions(c: RouteContext, req: IncomingMessage, res: ServerRes
   if (method === 'POST' && parts.length === 4 && parts[3] === 'upgrade') {
     const b = await readJson(req);
     for (const k of ['from', 'to'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a version hash`);
-    if (b.ids !== undefined && (!Array.isArray(b.ids) || !b.ids.every((x: unknown) => typeof x === 'string') || b.ids.length > 10_000)) throw new HttpError(400, '"ids" is a list of workflow ids');
+    if (b.ids !== undefined && (!Array.isArray(b.ids) || !b.ids.every((x: unknown) => typeof x === 'string') || b.ids.length > 10_000))
+      throw new HttpError(400, '"ids" is a list of workflow ids');
     if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
-    return send(res, 200, await c.rt.upgrade(parts[2], { from: b.from as string | undefined, to: b.to as string | undefined, ids: b.ids as string[] | undefined, dryRun: b.dry_run === true }));
+    return send(
+      res,
+      200,
+      await c.rt.upgrade(parts[2], {
+        from: b.from as string | undefined,
+        to: b.to as string | undefined,
+        ids: b.ids as string[] | undefined,
+        dryRun: b.dry_run === true,
+      }),
+    );
   }
   if (method !== 'GET') throw new HttpError(404, `no route ${method} ${url.pathname}`);
   if (parts.length === 4 && parts[3] === 'diff') {
@@ -136,7 +174,14 @@ async function definitions(c: RouteContext, req: IncomingMessage, res: ServerRes
         file,
         valid: failing === undefined,
         diagnostics: reload ? reload.diagnostics.filter((d) => d.file === (failing?.file ?? file)) : [],
-        versions: vs.map(({ hash, file: f, registered_at, current: isCurrent, running, state }) => ({ hash, file: f, registered_at, current: isCurrent, running, state })),
+        versions: vs.map(({ hash, file: f, registered_at, current: isCurrent, running, state }) => ({
+          hash,
+          file: f,
+          registered_at,
+          current: isCurrent,
+          running,
+          state,
+        })),
       };
     });
     return send(res, 200, { definitions: list, reload });

@@ -54,7 +54,8 @@ export class Guard {
     const site = req.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'same-origin' && site !== 'none') throw new HttpError(403, 'cross-origin requests may not change anything');
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`) throw new HttpError(403, 'cross-origin requests may not change anything');
+    if (origin !== undefined && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`)
+      throw new HttpError(403, 'cross-origin requests may not change anything');
     if (req.headers['content-type']?.split(';')[0].trim() !== 'application/json') throw new HttpError(415, 'send JSON (content-type: application/json)');
   }
 

@@ -2,17 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CompileError } from '../compiler/instantiate.js';
-import type { Runtime } from '../runtime/runtime.js';
 import { httpStatus, isCallerError } from '../error-codes.js';
+import { isTransientError } from '../runtime/db/transient.js';
+import type { Logger } from '../runtime/log.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { errorMessage } from '../runtime/worker/describe-error.js';
 import { serveUi } from '../ui/assets.js';
 import type { DevState } from './events.js';
 import { ChangeFeed } from './feed.js';
 import { HttpError, send } from './http.js';
 import { route } from './routes.js';
 import { Guard } from './security.js';
-import { isTransientError } from '../runtime/db/transient.js';
-import { errorMessage } from '../runtime/worker/describe-error.js';
-import type { Logger } from '../runtime/log.js';
 
 export interface ApiServer {
   url: string;
@@ -66,7 +66,9 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
     handle(req, res).catch((error: unknown) => {
       // the client gets no raw database or stack text: the operator's log has it
       const unavailable = isTransientError(error);
-      options.log?.warn(`API ${req.method ?? ''} ${(req.url ?? '').slice(0, 200)}: ${unavailable ? 'database unavailable' : 'internal error'}: ${errorMessage(error)}`);
+      options.log?.warn(
+        `API ${req.method ?? ''} ${(req.url ?? '').slice(0, 200)}: ${unavailable ? 'database unavailable' : 'internal error'}: ${errorMessage(error)}`,
+      );
       const code = unavailable ? 'database_unavailable' : 'internal';
       // the cause of an unavailable database (a full disk, too many connections) is the caller's to know too
       const cause = errorMessage(error).split('\n')[0].slice(0, 200);
@@ -92,10 +94,18 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       await route(context, req, res, url);
     } catch (error) {
       // a body left unread (too large) would be taken for the next request on this connection: close it
-      if (error instanceof HttpError) return send(res, error.status, { error: error.message, code: error.code }, error.status === 413 ? { connection: 'close' } : {});
-      if (error instanceof CompileError) return send(res, httpStatus(error.code), { error: 'inputs do not fit', code: error.code, diagnostics: error.diagnostics });
+      if (error instanceof HttpError)
+        return send(res, error.status, { error: error.message, code: error.code }, error.status === 413 ? { connection: 'close' } : {});
+      if (error instanceof CompileError)
+        return send(res, httpStatus(error.code), { error: 'inputs do not fit', code: error.code, diagnostics: error.diagnostics });
       // a busy workflow is worth another try: say when
-      if (isCallerError(error)) return send(res, httpStatus(error.code), { error: error.message, code: error.code, name: error.name }, error.code === 'workflow_busy' ? { 'retry-after': '1' } : {});
+      if (isCallerError(error))
+        return send(
+          res,
+          httpStatus(error.code),
+          { error: error.message, code: error.code, name: error.name },
+          error.code === 'workflow_busy' ? { 'retry-after': '1' } : {},
+        );
       throw error;
     }
   }

@@ -1,20 +1,20 @@
-import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
-import { isShared, privateDir, writePrivateFile } from '../private-files.js';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { ApiClient } from '../api/client.js';
-import { CompileError } from '../compiler/instantiate.js';
 import { formatText } from '../compiler/format/text.js';
+import { CompileError } from '../compiler/instantiate.js';
+import type { BaselineVersion } from '../deploy/baseline.js';
+import { isShared, privateDir, writePrivateFile } from '../private-files.js';
 import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder, type PgliteDatabase } from '../runtime/db/pglite.js';
-import { cachedImage, keepImage } from '../runtime/embedded-image.js';
 import { createPostgres } from '../runtime/db/postgres.js';
 import type { Database } from '../runtime/db/types.js';
+import { cachedImage, keepImage } from '../runtime/embedded-image.js';
+import type { DrainState } from '../runtime/in-flight.js';
 import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions, type WorkflowStatus } from '../runtime/runtime.js';
-import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 import type { DefinitionVersion } from '../runtime/sql/definitions.js';
 import { ping } from '../runtime/sql/migrations.js';
-import type { DrainState } from '../runtime/in-flight.js';
-import type { BaselineVersion } from '../deploy/baseline.js';
+import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 
 export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
 export interface ListFilter {
@@ -23,15 +23,16 @@ export interface ListFilter {
   limit?: number;
   cursor?: string;
 }
-import { ERROR_CODES, isCallerError, type ErrorCode } from '../error-codes.js';
-import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
-import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
+
+import { ERROR_CODES, type ErrorCode, isCallerError } from '../error-codes.js';
 import type { RetryMode } from '../runtime/engine/decide.js';
 import type { RetryResult } from '../runtime/engine/retry.js';
-import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
+import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
+import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
+import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import { readSourceTexts } from './definitions.js';
-import { ConnectionError, SubjectError, type Io } from './io.js';
+import { ConnectionError, type Io, SubjectError } from './io.js';
 import { braidDir, databaseUrl, project, schemaName } from './project.js';
 
 export { braidDir, databaseUrl };
@@ -201,7 +202,11 @@ function remoteBackend(io: Io, holder: number): Backend {
     remote: true,
     // the holding process registers its own definitions folder before it starts one
     start: async (name, inputs, options = {}) => {
-      const r = await call<{ id: string; existing?: boolean }>('POST', '/api/workflows', { name, inputs, ...(options.id !== undefined ? { id: options.id } : {}) });
+      const r = await call<{ id: string; existing?: boolean }>('POST', '/api/workflows', {
+        name,
+        inputs,
+        ...(options.id !== undefined ? { id: options.id } : {}),
+      });
       return { id: r.id, existing: r.existing === true };
     },
     status: (id) => call<WorkflowStatus>('GET', `/api/workflows/${encodeURIComponent(id)}`),
@@ -215,9 +220,19 @@ function remoteBackend(io: Io, holder: number): Backend {
         ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
         ...(options.anyKey ? { any_key: true } : {}),
       }),
-    retry: (id, options) => call('POST', `/api/workflows/${encodeURIComponent(id)}/retry`, { mode: options.mode, reset_history: options.resetHistory, on_current: options.onCurrent === true }),
+    retry: (id, options) =>
+      call('POST', `/api/workflows/${encodeURIComponent(id)}/retry`, {
+        mode: options.mode,
+        reset_history: options.resetHistory,
+        on_current: options.onCurrent === true,
+      }),
     upgrade: (name, request) =>
-      call('POST', `/api/definitions/${encodeURIComponent(name)}/upgrade`, { from: request.from, to: request.to, ids: request.ids, dry_run: request.dryRun === true }),
+      call('POST', `/api/definitions/${encodeURIComponent(name)}/upgrade`, {
+        from: request.from,
+        to: request.to,
+        ids: request.ids,
+        dry_run: request.dryRun === true,
+      }),
     version: (name, hash) => call('GET', `/api/definitions/${encodeURIComponent(name)}${hash ? `?hash=${encodeURIComponent(hash)}` : ''}`),
     diagnose: (id, task, options) =>
       call(
@@ -227,14 +242,22 @@ function remoteBackend(io: Io, holder: number): Backend {
     async waitFinal(id, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const { workflow } = await call<{ workflow: WorkflowRecord }>('GET', `/api/workflows/${encodeURIComponent(id)}/wait?timeout_ms=${Math.min(60_000, Math.max(0, deadline - Date.now()))}`);
+        const { workflow } = await call<{ workflow: WorkflowRecord }>(
+          'GET',
+          `/api/workflows/${encodeURIComponent(id)}/wait?timeout_ms=${Math.min(60_000, Math.max(0, deadline - Date.now()))}`,
+        );
         if (workflow.state !== 'running' || Date.now() >= deadline) return workflow;
       }
     },
     versions: (name) => call('GET', `/api/definitions/${encodeURIComponent(name)}/versions`),
-    deployBaseline: async (names) => (await call<{ versions: BaselineVersion[] }>('GET', `/api/deploy/baseline${names ? `?names=${names.map(encodeURIComponent).join(',')}` : ''}`)).versions,
+    deployBaseline: async (names) =>
+      (await call<{ versions: BaselineVersion[] }>('GET', `/api/deploy/baseline${names ? `?names=${names.map(encodeURIComponent).join(',')}` : ''}`)).versions,
     list: (filter) => {
-      const q = new URLSearchParams(Object.entries(filter).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+      const q = new URLSearchParams(
+        Object.entries(filter)
+          .filter(([, v]) => v !== undefined)
+          .map(([k, v]) => [k, String(v)]),
+      );
       return call('GET', `/api/workflows?${q}`);
     },
     close: async () => undefined,
@@ -253,7 +276,9 @@ export function projectToken(io: Io): string {
     if (/^[0-9a-f]{48}$/.test(token)) {
       if (isShared(file)) {
         chmodSync(file, 0o600);
-        io.stderr(`braid: ${join('.braid', 'token')} could be read by other users: it is now owner-only (0600); replace the token if others may have read it (delete the file)\n`);
+        io.stderr(
+          `braid: ${join('.braid', 'token')} could be read by other users: it is now owner-only (0600); replace the token if others may have read it (delete the file)\n`,
+        );
       }
       return token;
     }
@@ -261,7 +286,7 @@ export function projectToken(io: Io): string {
     /* made below */
   }
   const token = randomBytes(24).toString('hex');
-  writePrivateFile(file, token + '\n');
+  writePrivateFile(file, `${token}\n`);
   return token;
 }
 

@@ -1,9 +1,9 @@
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
+import { formatDiagnostics } from '../compiler/format/index.js';
 import { isDefinitionFile, readSnippetText, readSource } from '../compiler/load.js';
 import { validate, type WorkflowDefinition } from '../compiler/validate.js';
-import { formatDiagnostics } from '../compiler/format/index.js';
-import { SubjectError, UsageError, type Io } from './io.js';
+import { type Io, SubjectError, UsageError } from './io.js';
 
 /** Paths as the user sees them: relative to the working directory when inside it. */
 export function displayPath(io: Io, path: string): string {
@@ -42,7 +42,12 @@ export function resolveDefinition(io: Io, target: string, set: { files: string[]
   if (definition) return definition;
   const mine = result.diagnostics.filter((d) => (wanted ? d.file === wanted : result.checked.some((c) => c.file === d.file && c.name === target)));
   if (mine.length > 0) {
-    const report = { diagnostics: mine, files: 1, errors: mine.filter((d) => d.severity === 'error').length, warnings: mine.filter((d) => d.severity === 'warning').length };
+    const report = {
+      diagnostics: mine,
+      files: 1,
+      errors: mine.filter((d) => d.severity === 'error').length,
+      warnings: mine.filter((d) => d.severity === 'warning').length,
+    };
     throw new SubjectError(formatDiagnostics(report, 'text', { sources: readSourceTexts(report, io) }).trimEnd());
   }
   if (isFile) throw new SubjectError(`${wanted}: not a valid definition`);

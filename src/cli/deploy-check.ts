@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { loadHandlers } from '../runtime/worker/load-handlers.js';
 import type { HandlerSet } from '../deploy/findings.js';
+import { loadHandlers } from '../runtime/worker/load-handlers.js';
 import { displayPath } from './definitions.js';
-import { SubjectError, type Io } from './io.js';
+import { type Io, SubjectError } from './io.js';
 import { braidDir, databaseUrl, handlersModule } from './project.js';
 
 /**

@@ -5,7 +5,7 @@ import { DEFAULT_LIMITS, type RawSource } from '../compiler/parse.js';
 import { validate } from '../compiler/validate.js';
 import { globToRegExp, matchesAny } from '../config/globs.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
-import { UsageError, type Io } from './io.js';
+import { type Io, UsageError } from './io.js';
 import { project } from './project.js';
 
 /** How long one git call may take: a repository on a hung network mount must not hang the plan. */
@@ -23,7 +23,7 @@ function git(cwd: string, args: string[], maxBuffer = 64 * 1024 * 1024): { ok: b
  */
 function selector(io: Io, top: string, given: readonly string[], definitionsFlag: string | undefined): (path: string) => boolean {
   const rel = (abs: string) => relative(top, abs).split(sep).join('/');
-  const under = (prefixes: string[]) => (p: string) => prefixes.some((x) => x === '' || p === x || p.startsWith(x + '/'));
+  const under = (prefixes: string[]) => (p: string) => prefixes.some((x) => x === '' || p === x || p.startsWith(`${x}/`));
   const hidden = (p: string) => p.split('/').some((seg) => seg.startsWith('.') || seg === 'node_modules');
   if (given.length > 0) {
     const inside = under(given.map((g) => rel(resolve(io.cwd, g))));
@@ -32,7 +32,7 @@ function selector(io: Io, top: string, given: readonly string[], definitionsFlag
   const { config } = project(io);
   const ignore = (config?.ignore ?? []).map(globToRegExp);
   const root = rel(config?.root ?? io.cwd);
-  const fromRoot = (p: string) => (root === '' ? p : p.startsWith(root + '/') ? p.slice(root.length + 1) : undefined);
+  const fromRoot = (p: string) => (root === '' ? p : p.startsWith(`${root}/`) ? p.slice(root.length + 1) : undefined);
   if (definitionsFlag !== undefined || config?.definitions === undefined) {
     const folder = under([rel(definitionsFlag !== undefined ? resolve(io.cwd, definitionsFlag) : resolve(config?.root ?? io.cwd, 'definitions'))]);
     return (p) => folder(p) && !hidden(p) && isDefinitionFile(p) && !(config && matchesAny(fromRoot(p) ?? '', ignore));
@@ -56,7 +56,10 @@ export function definitionsAtRef(io: Io, ref: string, given: readonly string[], 
   const listed = git(root, ['ls-tree', '-r', '-z', '--name-only', ref]);
   if (!listed.ok) throw new UsageError(`--against ${ref}: git ls-tree failed: ${listed.stderr}`);
   const wanted = selector(io, root, given, definitionsFlag);
-  const paths = listed.stdout.toString('utf8').split('\0').filter((p) => p !== '' && wanted(p));
+  const paths = listed.stdout
+    .toString('utf8')
+    .split('\0')
+    .filter((p) => p !== '' && wanted(p));
   const sources: RawSource[] = paths.map((p) => {
     const label = `${ref}:${p}`;
     const blob = git(root, ['cat-file', 'blob', `${ref}:${p}`], DEFAULT_LIMITS.maxBytes + 1);

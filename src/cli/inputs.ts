@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { readSource } from '../compiler/load.js';
 import { DEFAULT_LIMITS } from '../compiler/parse.js';
-import { UsageError, type Io } from './io.js';
+import { type Io, UsageError } from './io.js';
 
 /** `--inputs '{"a":1}'` or `--inputs @file.json`: a JSON value, or one clear usage error. */
 export function readInputs(io: Io, value: string | undefined): unknown {

@@ -1,7 +1,7 @@
-import { ConnectionError, EXIT, SubjectError, UsageError, processIo, type Io } from './io.js';
+import { ERROR_CODES, isCoded } from '../error-codes.js';
+import { ConnectionError, EXIT, type Io, processIo, SubjectError, UsageError } from './io.js';
 import { USAGE } from './usage.js';
 import { version } from './version.js';
-import { ERROR_CODES, isCoded } from '../error-codes.js';
 
 interface Command {
   run(argv: string[], io: Io): number | Promise<number>;

@@ -5,7 +5,7 @@ import { isDefinitionFile, isTestFile, listDefinitionFiles, readSnippetText } fr
 import { expandEnv, findConfigFile, loadConfig, type ProjectConfig } from '../config/config.js';
 import { findFiles, globToRegExp, matchesAny } from '../config/globs.js';
 import { displayPath } from './definitions.js';
-import { SubjectError, type Io } from './io.js';
+import { type Io, SubjectError } from './io.js';
 
 /** The project a command runs in: the folder of its config file (found from the working folder upwards), else the working folder. */
 export interface Project {
@@ -81,7 +81,8 @@ export function definitionSet(io: Io, flag: string | undefined): DefinitionSet {
     return { files, folder: exists ? folder : undefined, label: displayPath(io, folder) };
   }
   const globs = typeof config.definitions === 'string' ? [config.definitions] : config.definitions;
-  const single = typeof config.definitions === 'string' && isFolder(resolve(config.root, config.definitions)) ? resolve(config.root, config.definitions) : undefined;
+  const single =
+    typeof config.definitions === 'string' && isFolder(resolve(config.root, config.definitions)) ? resolve(config.root, config.definitions) : undefined;
   const files = findFiles(config.root, globs, config.ignore).filter((f) => isDefinitionFile(f));
   return { files, folder: single, label: `${displayPath(io, config.file)} definitions (${globs.join(', ')})` };
 }

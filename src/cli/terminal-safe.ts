@@ -21,4 +21,10 @@ export function terminalSafe(text: string): string {
   return out + plain(text.slice(last));
 }
 
-const plain = (text: string) => (text === '' ? text : text.split('\n').map((line) => printable(line, { keepTabs: true })).join('\n'));
+const plain = (text: string) =>
+  text === ''
+    ? text
+    : text
+        .split('\n')
+        .map((line) => printable(line, { keepTabs: true }))
+        .join('\n');

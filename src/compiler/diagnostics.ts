@@ -85,7 +85,7 @@ export function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
 
 /** JSON pointer (RFC 6901) of a path inside the definition. */
 export function pointer(path: readonly (string | number)[]): string {
-  return path.map((p) => '/' + String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('');
+  return path.map((p) => `/${String(p).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 }
 
 /** Closest candidate by edit distance, for "did you mean" hints; undefined when nothing is close. */

@@ -22,7 +22,7 @@ function mermaid(def: NormalizedDefinition): string {
     out.push(task.wait ? `  ${task.name}{{"${text}"}}` : task.start ? `  ${task.name}[["${text}"]]` : `  ${task.name}["${text}"]`);
   }
   for (const task of def.tasks) for (const dep of task.deps) out.push(`  ${dep} --> ${task.name}`);
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 function dot(def: NormalizedDefinition): string {
@@ -34,5 +34,5 @@ function dot(def: NormalizedDefinition): string {
   }
   for (const task of def.tasks) for (const dep of task.deps) out.push(`  ${q(dep)} -> ${q(task.name)};`);
   out.push('}');
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }

@@ -1,12 +1,19 @@
 import type { ValidateFunction } from 'ajv';
-import { pointer, printable, type Diagnostic, type Rule } from './diagnostics.js';
 import { baseContext } from './cel/context.js';
-import { renderTemplates, TemplateError } from './cel/evaluate.js';
 import { DEFAULT_CEL_COST, withCelBudget } from './cel/cost.js';
-import { hasTemplate } from './cel/templates.js';
 import { deferredPaths, isDeferredString } from './cel/deferred.js';
+import { renderTemplates, TemplateError } from './cel/evaluate.js';
 import { scalarOffsets } from './cel/scalar-offsets.js';
-import { definitionHash as definitionHashOf, START_KIND, type NormalizedDefinition, type NormalizedTask, type NormalizedTimer, type NormalizedWait } from './normalize.js';
+import { hasTemplate } from './cel/templates.js';
+import { type Diagnostic, pointer, printable, type Rule } from './diagnostics.js';
+import {
+  definitionHash as definitionHashOf,
+  type NormalizedDefinition,
+  type NormalizedTask,
+  type NormalizedTimer,
+  type NormalizedWait,
+  START_KIND,
+} from './normalize.js';
 import type { Plan, PlanTask, PlanWait } from './plan.js';
 import { isTimestamp } from './rules/tasks.js';
 import { makeUserSchemaAjv } from './schemas.js';
@@ -61,7 +68,11 @@ function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, in
   const problems = new Problems(source ?? { path: `<${normalized.name}>` });
   // a definition with more tasks than a plan may have is refused before any of them is worked on
   if (normalized.tasks.length > limits.planTasks) {
-    problems.at(['tasks'], `the definition has ${normalized.tasks.length.toLocaleString('en-US')} tasks, over the plan limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks)`, 'for-each');
+    problems.at(
+      ['tasks'],
+      `the definition has ${normalized.tasks.length.toLocaleString('en-US')} tasks, over the plan limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks)`,
+      'for-each',
+    );
     problems.throwIfAny();
   }
   const now = resolveNow(options.now);
@@ -80,7 +91,11 @@ function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, in
     }
     // checked before any expansion is made: a list too long fails fast, whatever its size
     if (tasks.length + items.length > limits.planTasks) {
-      problems.at(['tasks', task.name, ...(task.for_each !== undefined ? ['for_each'] : [])], `the plan would have over ${limits.planTasks.toLocaleString('en-US')} tasks (limit plan_tasks) at task "${task.name}"`, 'for-each');
+      problems.at(
+        ['tasks', task.name, ...(task.for_each !== undefined ? ['for_each'] : [])],
+        `the plan would have over ${limits.planTasks.toLocaleString('en-US')} tasks (limit plan_tasks) at task "${task.name}"`,
+        'for-each',
+      );
       break;
     }
     const names: string[] = [];
@@ -161,7 +176,11 @@ function expand(task: NormalizedTask, context: Record<string, unknown>, problems
     return undefined;
   }
   if (value.length > limits.forEachItems) {
-    problems.at(['tasks', task.name, 'for_each'], `for_each of task "${task.name}" yielded ${value.length.toLocaleString('en-US')} items, over the limit of ${limits.forEachItems.toLocaleString('en-US')} (limit for_each_items)`, 'for-each');
+    problems.at(
+      ['tasks', task.name, 'for_each'],
+      `for_each of task "${task.name}" yielded ${value.length.toLocaleString('en-US')} items, over the limit of ${limits.forEachItems.toLocaleString('en-US')} (limit for_each_items)`,
+      'for-each',
+    );
     return undefined;
   }
   return value.map((v) => ({ value: v }));
@@ -302,7 +321,17 @@ class Problems {
   at(path: (string | number)[], message: string, rule: Rule = 'invalid-inputs', span?: [number, number]): void {
     const file = this.file;
     if (!('text' in file) || !file.doc) {
-      this.diagnostics.push({ rule, severity: 'error', message: printable(message), file: file.path, line: 1, column: 1, end_line: 1, end_column: 1, path: pointer(path) });
+      this.diagnostics.push({
+        rule,
+        severity: 'error',
+        message: printable(message),
+        file: file.path,
+        line: 1,
+        column: 1,
+        end_line: 1,
+        end_column: 1,
+        path: pointer(path),
+      });
       return;
     }
     let [start, end] = locate(file, path, 'value');
@@ -313,7 +342,17 @@ class Problems {
   }
 
   inputs(message: string, instancePath: string): void {
-    this.diagnostics.push({ rule: 'invalid-inputs', severity: 'error', message: printable(message), file: '<inputs>', line: 1, column: 1, end_line: 1, end_column: 1, path: instancePath });
+    this.diagnostics.push({
+      rule: 'invalid-inputs',
+      severity: 'error',
+      message: printable(message),
+      file: '<inputs>',
+      line: 1,
+      column: 1,
+      end_line: 1,
+      end_column: 1,
+      path: instancePath,
+    });
   }
 
   throwIfAny(): void {

@@ -1,7 +1,7 @@
-import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, type Dirent, fstatSync, openSync, readdirSync, readSync, realpathSync, type Stats, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { DEFAULT_LIMITS, type RawSource } from './parse.js';
-import { validate, type ValidateOptions, type ValidationResult } from './validate.js';
+import { type ValidateOptions, type ValidationResult, validate } from './validate.js';
 
 export const DEFINITION_EXTENSIONS = ['.yaml', '.yml', '.json'];
 
@@ -33,7 +33,7 @@ export function listDefinitionFiles(dir: string): string[] {
     }
     if (seen.has(real)) return;
     seen.add(real);
-    let entries;
+    let entries: Dirent[];
     try {
       entries = readdirSync(d, { withFileTypes: true });
     } catch {

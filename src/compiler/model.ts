@@ -162,9 +162,7 @@ function readTask(name: string, index: number, v: Record<string, unknown>): Task
     scheduled_at: str(v.scheduled_at),
     for_each: listOrTemplate(v.for_each),
     key: str(v.key),
-    start: start
-      ? { workflow: str(start.workflow), inputs: obj(start.inputs), for_each: listOrTemplate(start.for_each), group: str(start.group) }
-      : undefined,
+    start: start ? { workflow: str(start.workflow), inputs: obj(start.inputs), for_each: listOrTemplate(start.for_each), group: str(start.group) } : undefined,
     metadata: obj(v.metadata),
     when: str(v.when),
     renamed_from: str(v.renamed_from),

@@ -188,9 +188,11 @@ function normalizeDefaults(d: Definition['defaults']): NormalizedDefaults {
   if (d.retry !== undefined) {
     const retry = normalizeRetry(d.retry);
     const base = BUILTIN_DEFAULTS.retry;
-    if (retry.backoff !== base.backoff || retry.initial_ms !== base.initial_ms || retry.max_ms !== base.max_ms || retry.jitter !== base.jitter) out.retry = retry;
+    if (retry.backoff !== base.backoff || retry.initial_ms !== base.initial_ms || retry.max_ms !== base.max_ms || retry.jitter !== base.jitter)
+      out.retry = retry;
   }
-  for (const flag of ['ignore_cancelled_deps', 'ignore_discarded_deps', 'ignore_deleted_deps', 'ignore_skipped_deps'] as const) if (d[flag] === true) out[flag] = true;
+  for (const flag of ['ignore_cancelled_deps', 'ignore_discarded_deps', 'ignore_deleted_deps', 'ignore_skipped_deps'] as const)
+    if (d[flag] === true) out[flag] = true;
   return out;
 }
 

@@ -1,4 +1,4 @@
-import { LineCounter, isMap, isScalar, parseDocument, visit, type Document } from 'yaml';
+import { type Document, isMap, isScalar, LineCounter, parseDocument, visit } from 'yaml';
 import { Reporter, type SourceFile } from './source.js';
 
 export interface Limits {
@@ -83,11 +83,10 @@ export function parseSource(raw: RawSource, limits: Limits = DEFAULT_LIMITS): Pa
     value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
   } catch (error) {
     if (error instanceof ReferenceError || error instanceof RangeError) {
-      reporter.report(
-        'yaml-alias-limit',
-        `aliases expand to more than ${limits.maxAliasCount} nodes: an alias bomb is refused`,
-        { path: [], span: firstAliasSpan(file.text) },
-      );
+      reporter.report('yaml-alias-limit', `aliases expand to more than ${limits.maxAliasCount} nodes: an alias bomb is refused`, {
+        path: [],
+        span: firstAliasSpan(file.text),
+      });
       return { file, reporter };
     }
     throw error;

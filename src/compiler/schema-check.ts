@@ -104,7 +104,11 @@ function describe(error: ErrorObject, path: (string | number)[]): Described {
       }
       return { rule: 'schema', message: `${where}: must not be empty` };
     case 'uniqueItems':
-      return { rule: 'schema', message: `${where}: duplicate item ${JSON.stringify((error.data as unknown[])[error.params.i as number])}`, target: [...path, error.params.i as number] };
+      return {
+        rule: 'schema',
+        message: `${where}: duplicate item ${JSON.stringify((error.data as unknown[])[error.params.i as number])}`,
+        target: [...path, error.params.i as number],
+      };
     default:
       return { rule: 'schema', message: `${where}: ${error.message ?? 'invalid'}` };
   }
@@ -132,7 +136,7 @@ export function describePath(path: readonly (string | number)[]): string {
   if (path.length === 0) return 'definition';
   if (path[0] === 'tasks' && path.length >= 2) {
     const rest = path.slice(2);
-    return `task "${path[1]}"` + (rest.length > 0 ? `: ${joinPath(rest)}` : '');
+    return `task "${path[1]}"${rest.length > 0 ? `: ${joinPath(rest)}` : ''}`;
   }
   return joinPath(path);
 }

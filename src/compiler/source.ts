@@ -1,5 +1,5 @@
-import { LineCounter, isAlias, isMap, isPair, isScalar, isSeq, type Document, type Node } from 'yaml';
-import { pointer, printable, severityOf, type Diagnostic, type Rule } from './diagnostics.js';
+import { type Document, isAlias, isMap, isPair, isScalar, isSeq, type LineCounter, type Node } from 'yaml';
+import { type Diagnostic, pointer, printable, type Rule, severityOf } from './diagnostics.js';
 
 export type Path = readonly (string | number)[];
 
@@ -13,9 +13,7 @@ export interface SourceFile {
 }
 
 /** Where a diagnostic points: a node by path (its key or its value), or explicit offsets in the text. */
-export type Target =
-  | { path: Path; at?: 'key' | 'value' }
-  | { path: Path; span: readonly [number, number] };
+export type Target = { path: Path; at?: 'key' | 'value' } | { path: Path; span: readonly [number, number] };
 
 /** Collects diagnostics for one file; every pass reports into it and carries on. */
 export class Reporter {
@@ -38,15 +36,7 @@ export class Reporter {
   }
 }
 
-export function makeDiagnostic(
-  file: SourceFile,
-  rule: Rule,
-  message: string,
-  start: number,
-  end: number,
-  path: string,
-  hint?: string,
-): Diagnostic {
+export function makeDiagnostic(file: SourceFile, rule: Rule, message: string, start: number, end: number, path: string, hint?: string): Diagnostic {
   const s = file.lineCounter.linePos(Math.min(start, file.text.length));
   const e = file.lineCounter.linePos(Math.min(Math.max(end, start), file.text.length));
   // a file never read (too large, not a file) has no lines: its diagnostics are at 1:1, never 0:0
@@ -98,7 +88,7 @@ function deref(doc: Document.Parsed, node: unknown): unknown {
  */
 export function locate(file: SourceFile, path: Path, at: 'key' | 'value'): [number, number] {
   const doc = file.doc;
-  if (!doc || !doc.contents) return [0, 0];
+  if (!doc?.contents) return [0, 0];
   for (let depth = path.length; depth >= 0; depth--) {
     const prefix = path.slice(0, depth);
     if (at === 'key' && depth === path.length && depth > 0) {

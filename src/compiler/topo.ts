@@ -16,7 +16,7 @@ export function topologicalOrder(tasks: PlanTask[]): PlanTask[] {
     }
   });
   const heap = new MinHeap();
-  waiting.forEach((n, i) => n === 0 && heap.push(i));
+  for (const [i, n] of waiting.entries()) if (n === 0) heap.push(i);
   const out: PlanTask[] = [];
   while (heap.size > 0) {
     const i = heap.pop();

@@ -25,7 +25,8 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   const onlyLegacy = new Map<string, string[]>();
   for (const v of legacy) {
     for (const kind of new Set(v.normalized.tasks.map((t) => t.kind))) {
-      if (kind !== START_KIND && !current.has(kind)) onlyLegacy.set(kind, [...(onlyLegacy.get(kind) ?? []), `${v.name} ${v.hash.slice(0, 12)} (${v.running} running)`]);
+      if (kind !== START_KIND && !current.has(kind))
+        onlyLegacy.set(kind, [...(onlyLegacy.get(kind) ?? []), `${v.name} ${v.hash.slice(0, 12)} (${v.running} running)`]);
     }
   }
   for (const d of [...definitions, ...legacy]) {
@@ -112,7 +113,19 @@ function celToTs(type: string): string {
   return 'unknown';
 }
 
-type Schema = { type?: unknown; properties?: Record<string, Schema>; required?: unknown; items?: Schema; enum?: unknown[]; const?: unknown; anyOf?: Schema[]; oneOf?: Schema[] } | boolean | undefined;
+type Schema =
+  | {
+      type?: unknown;
+      properties?: Record<string, Schema>;
+      required?: unknown;
+      items?: Schema;
+      enum?: unknown[];
+      const?: unknown;
+      anyOf?: Schema[];
+      oneOf?: Schema[];
+    }
+  | boolean
+  | undefined;
 
 /** A JSON Schema (as far as it says) as a TypeScript type. */
 function schemaType(schema: Schema, depth: number): string {

@@ -1,9 +1,9 @@
-import { countBySeverity, sortDiagnostics, type Diagnostic } from './diagnostics.js';
 import { checkDefinitionCel } from './cel/pass.js';
-import { buildDefinition, type Definition } from './model.js';
-import { definitionHash, normalizeDefinition, type NormalizedDefinition } from './normalize.js';
-import { DEFAULT_LIMITS, parseSource, type Limits, type RawSource } from './parse.js';
+import { countBySeverity, type Diagnostic, sortDiagnostics } from './diagnostics.js';
 import { DEFAULT_COMPILE_LIMITS } from './instantiate.js';
+import { buildDefinition, type Definition } from './model.js';
+import { definitionHash, type NormalizedDefinition, normalizeDefinition } from './normalize.js';
+import { DEFAULT_LIMITS, type Limits, parseSource, type RawSource } from './parse.js';
 import { checkDeps } from './rules/deps.js';
 import { checkInputsSchema } from './rules/inputs-schema.js';
 import { checkFileName, checkTasks } from './rules/tasks.js';
@@ -60,7 +60,11 @@ export function validate(sources: readonly RawSource[], options: ValidateOptions
     const normalized = normalizeDefinition(definition);
     definitions.push({ name: normalized.name, hash: definitionHash(normalized), file: reporter.file.path, normalized, definition, source: reporter.file });
   }
-  const summary = checked.map(({ reporter, definition }) => ({ file: reporter.file.path, name: definition?.name, valid: reporter.errorCount === 0 && definition !== undefined }));
+  const summary = checked.map(({ reporter, definition }) => ({
+    file: reporter.file.path,
+    name: definition?.name,
+    valid: reporter.errorCount === 0 && definition !== undefined,
+  }));
   return { diagnostics, files: sources.length, ...countBySeverity(diagnostics), definitions, checked: summary };
 }
 
@@ -71,11 +75,20 @@ function checkFile(raw: RawSource, limits: Limits & { planTasks: number }, found
   // counted before the passes that grow with it: a definition that can never start is said at once
   const count = staticTaskCount(value);
   if (count > limits.planTasks) {
-    reporter.report('for-each', `the definition has ${count.toLocaleString('en-US')} tasks (for_each lists included), over the plan limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks): it could never start`, { path: ['tasks'], at: 'key' });
+    reporter.report(
+      'for-each',
+      `the definition has ${count.toLocaleString('en-US')} tasks (for_each lists included), over the plan limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks): it could never start`,
+      { path: ['tasks'], at: 'key' },
+    );
     return { reporter };
   }
   if (found && isOtherDocument(value)) {
-    reporter.report('schema', 'not a workflow definition (it has neither "name" nor "tasks"): skipped', { path: [] }, 'keep other YAML and JSON out of the definitions, or list them under "ignore" in braid.config.yaml');
+    reporter.report(
+      'schema',
+      'not a workflow definition (it has neither "name" nor "tasks"): skipped',
+      { path: [] },
+      'keep other YAML and JSON out of the definitions, or list them under "ignore" in braid.config.yaml',
+    );
     reporter.diagnostics[reporter.diagnostics.length - 1].severity = 'warning';
     return { reporter };
   }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ErrorObject } from 'ajv';
-import { didYouMean, sortDiagnostics, type Diagnostic } from '../compiler/diagnostics.js';
+import { type Diagnostic, didYouMean, sortDiagnostics } from '../compiler/diagnostics.js';
 import { parseDuration } from '../compiler/duration.js';
 import { readSource } from '../compiler/load.js';
 import { parseSource } from '../compiler/parse.js';
@@ -124,19 +124,30 @@ const KNOWN: Record<string, string[]> = {
 };
 
 function describe(e: ErrorObject): { message: string; path: Path; hint?: string; at?: 'key' | 'value' } {
-  const path: Path = e.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const path: Path = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   const where = path.length > 0 ? path.join('.') : 'the config';
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = String(e.params.additionalProperty);
       const known = KNOWN[e.instancePath] ?? [];
       const guess = didYouMean(key, known);
-      return { message: `${where}: unknown key "${key}"`, path: [...path, key], at: 'key', hint: guess ? `did you mean "${guess}"?` : known.length ? `allowed keys: ${known.join(', ')}` : undefined };
+      return {
+        message: `${where}: unknown key "${key}"`,
+        path: [...path, key],
+        at: 'key',
+        hint: guess ? `did you mean "${guess}"?` : known.length ? `allowed keys: ${known.join(', ')}` : undefined,
+      };
     }
     case 'oneOf':
       return { message: `${where}: a folder, or a list of globs`, path };
     case 'pattern':
-      return { message: `${where}: ${path[0] === 'worker' ? 'not a duration (250ms, 30s, 15m, 2h, 7d or ISO 8601)' : `must match ${String(e.params.pattern)}`}`, path };
+      return {
+        message: `${where}: ${path[0] === 'worker' ? 'not a duration (250ms, 30s, 15m, 2h, 7d or ISO 8601)' : `must match ${String(e.params.pattern)}`}`,
+        path,
+      };
     case 'propertyNames':
       return { message: `${where}: invalid name "${String(e.params.propertyName)}"`, path: [...path, String(e.params.propertyName)], at: 'key' };
     default:

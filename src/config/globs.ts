@@ -1,4 +1,4 @@
-import { readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
+import { type Dirent, readdirSync, realpathSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 
 /**
@@ -21,15 +21,19 @@ export function globToRegExp(glob: string): RegExp {
       const close = g.indexOf('}', i);
       if (close < 0) re += '\\{';
       else {
-        re += `(?:${g.slice(i + 1, close).split(',').map(escape).join('|')})`;
+        re += `(?:${g
+          .slice(i + 1, close)
+          .split(',')
+          .map(escape)
+          .join('|')})`;
         i = close;
       }
-    } else re += escape(c);
+    } else re += escapeGlob(c);
   }
   return new RegExp(`^${re}(?:/.*)?$`);
 }
 
-function escape(s: string): string {
+function escapeGlob(s: string): string {
   return s.replace(/[.+^${}()|[\]\\]/g, '\\$&');
 }
 

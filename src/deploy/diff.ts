@@ -23,7 +23,19 @@ export type ChangeKind =
   | 'description_changed';
 
 /** What part of a wait changed. */
-export type WaitAspect = 'wait_added' | 'wait_removed' | 'term_added' | 'term_removed' | 'signal_key' | 'where' | 'count' | 'timer' | 'expr' | 'workflows' | 'declared' | 'label';
+export type WaitAspect =
+  | 'wait_added'
+  | 'wait_removed'
+  | 'term_added'
+  | 'term_removed'
+  | 'signal_key'
+  | 'where'
+  | 'count'
+  | 'timer'
+  | 'expr'
+  | 'workflows'
+  | 'declared'
+  | 'label';
 
 export interface Change {
   change: ChangeKind;
@@ -48,11 +60,16 @@ export function diffDefinitions(from: NormalizedDefinition, to: NormalizedDefini
   if (!same(from.description, to.description)) out.push({ change: 'description_changed', detail: 'the description changed', path: ['description'] });
   if (!same(from.inputs, to.inputs)) {
     const narrowed = inputsNarrowings(from.inputs, to.inputs);
-    const detail = narrowed.length > 0 ? `the inputs schema narrowed: ${narrowed.map((n) => n.message).join('; ')}` : 'the inputs schema changed (it accepts every input it accepted before)';
+    const detail =
+      narrowed.length > 0
+        ? `the inputs schema narrowed: ${narrowed.map((n) => n.message).join('; ')}`
+        : 'the inputs schema changed (it accepts every input it accepted before)';
     out.push({ change: 'inputs_changed', detail, path: ['inputs'] });
   }
-  if (!same(from.defaults, to.defaults)) out.push({ change: 'defaults_changed', detail: `defaults: ${show(from.defaults)} -> ${show(to.defaults)}`, path: ['defaults'] });
-  if (from.timeout_ms !== to.timeout_ms) out.push({ change: 'timeout_changed', detail: `workflow timeout: ${ms(from.timeout_ms)} -> ${ms(to.timeout_ms)}`, path: ['timeout'] });
+  if (!same(from.defaults, to.defaults))
+    out.push({ change: 'defaults_changed', detail: `defaults: ${show(from.defaults)} -> ${show(to.defaults)}`, path: ['defaults'] });
+  if (from.timeout_ms !== to.timeout_ms)
+    out.push({ change: 'timeout_changed', detail: `workflow timeout: ${ms(from.timeout_ms)} -> ${ms(to.timeout_ms)}`, path: ['timeout'] });
   if (!same(from.output, to.output)) out.push({ change: 'output_changed', detail: 'the output template changed', path: ['output'] });
   const correspondence = taskCorrespondence(from, to);
   const oldName = new Map([...correspondence].map(([old, t]) => [t.name, old]));
@@ -65,7 +82,8 @@ export function diffDefinitions(from: NormalizedDefinition, to: NormalizedDefini
     }
     out.push(...diffTask(prev, t, correspondence));
   }
-  for (const t of from.tasks) if (!correspondence.has(t.name)) out.push({ change: 'task_removed', task: t.name, detail: `task removed (kind ${t.kind})`, path: ['tasks'] });
+  for (const t of from.tasks)
+    if (!correspondence.has(t.name)) out.push({ change: 'task_removed', task: t.name, detail: `task removed (kind ${t.kind})`, path: ['tasks'] });
   return out;
 }
 
@@ -73,7 +91,23 @@ function ms(v: number | undefined | null): string {
   return v === undefined || v === null ? 'none' : `${v}ms`;
 }
 
-const SETTINGS = ['queue', 'priority', 'max_attempts', 'retry', 'ignore_cancelled_deps', 'ignore_discarded_deps', 'ignore_deleted_deps', 'ignore_skipped_deps', 'for_each', 'key', 'start', 'delay_ms', 'scheduled_at', 'metadata', 'description'] as const;
+const SETTINGS = [
+  'queue',
+  'priority',
+  'max_attempts',
+  'retry',
+  'ignore_cancelled_deps',
+  'ignore_discarded_deps',
+  'ignore_deleted_deps',
+  'ignore_skipped_deps',
+  'for_each',
+  'key',
+  'start',
+  'delay_ms',
+  'scheduled_at',
+  'metadata',
+  'description',
+] as const;
 
 function diffTask(prev: NormalizedTask, next: NormalizedTask, correspondence: ReadonlyMap<string, NormalizedTask>): Change[] {
   const out: Change[] = [];
@@ -93,19 +127,32 @@ function diffTask(prev: NormalizedTask, next: NormalizedTask, correspondence: Re
     // the keys say it when they differ; the shapes when only a value's type does
     const [a, b] = argsKeys(prev.args) !== argsKeys(next.args) ? [argsKeys(prev.args), argsKeys(next.args)] : [argsShape(prev.args), argsShape(next.args)];
     out.push({ change: 'args_shape_changed', task, detail: `args ${a} -> ${b}`, path: at('args') });
-  }
-  else if (!same(prev.args, next.args)) out.push({ change: 'args_changed', task, detail: 'args values changed (same shape)', path: at('args') });
+  } else if (!same(prev.args, next.args)) out.push({ change: 'args_changed', task, detail: 'args values changed (same shape)', path: at('args') });
   out.push(...diffWait(task, prev.wait, next.wait));
   if (prev.when !== next.when) out.push({ change: 'when_changed', task, detail: `when: ${show(prev.when)} -> ${show(next.when)}`, path: at('when') });
-  if (prev.timeout_ms !== next.timeout_ms) out.push({ change: 'timeout_changed', task, detail: `timeout: ${ms(prev.timeout_ms)} -> ${ms(next.timeout_ms)}`, path: at('timeout') });
+  if (prev.timeout_ms !== next.timeout_ms)
+    out.push({ change: 'timeout_changed', task, detail: `timeout: ${ms(prev.timeout_ms)} -> ${ms(next.timeout_ms)}`, path: at('timeout') });
   const settings = SETTINGS.filter((k) => !same(prev[k], next[k]));
-  if (settings.length > 0) out.push({ change: 'settings_changed', task, detail: settings.map((k) => `${k}: ${show(prev[k])} -> ${show(next[k])}`).join('; '), path: at(settings[0] === 'delay_ms' ? 'delay' : settings[0]) });
+  if (settings.length > 0)
+    out.push({
+      change: 'settings_changed',
+      task,
+      detail: settings.map((k) => `${k}: ${show(prev[k])} -> ${show(next[k])}`).join('; '),
+      path: at(settings[0] === 'delay_ms' ? 'delay' : settings[0]),
+    });
   return out;
 }
 
 function diffWait(task: string, prev: NormalizedWait | undefined, next: NormalizedWait | undefined): Change[] {
   const at = (...rest: (string | number)[]) => ['tasks', task, 'wait', ...rest];
-  const change = (aspect: WaitAspect, detail: string, path: (string | number)[], term?: string): Change => ({ change: 'wait_changed', task, aspect, ...(term ? { term } : {}), detail, path });
+  const change = (aspect: WaitAspect, detail: string, path: (string | number)[], term?: string): Change => ({
+    change: 'wait_changed',
+    task,
+    aspect,
+    ...(term ? { term } : {}),
+    detail,
+    path,
+  });
   if (!prev && !next) return [];
   if (!prev) return [change('wait_added', `a wait was added (${next!.expr})`, at())];
   if (!next) return [change('wait_removed', 'the wait was removed', ['tasks', task])];
@@ -117,8 +164,10 @@ function diffWait(task: string, prev: NormalizedWait | undefined, next: Normaliz
     if (!old) out.push(change('term_added', `term "${t.name}" added (${termSummary(t)})`, at('terms', t.name), t.name));
     else out.push(...diffTerm(old, t).map((d) => change(d.aspect, `term "${t.name}": ${d.detail}`, at('terms', t.name, ...d.at), t.name)));
   }
-  for (const t of prev.terms) if (!next.terms.some((x) => x.name === t.name)) out.push(change('term_removed', `term "${t.name}" removed (${termSummary(t)})`, at('terms'), t.name));
-  if (!same([...prev.signals].sort(), [...next.signals].sort()) || !same(prev.timers, next.timers)) out.push(change('declared', 'the declared signals or timers changed', at()));
+  for (const t of prev.terms)
+    if (!next.terms.some((x) => x.name === t.name)) out.push(change('term_removed', `term "${t.name}" removed (${termSummary(t)})`, at('terms'), t.name));
+  if (!same([...prev.signals].sort(), [...next.signals].sort()) || !same(prev.timers, next.timers))
+    out.push(change('declared', 'the declared signals or timers changed', at()));
   return out;
 }
 
@@ -136,7 +185,14 @@ function termSummary(t: NormalizedTerm): string {
 }
 
 function diffTerm(prev: NormalizedTerm, next: NormalizedTerm): { aspect: WaitAspect; detail: string; at: string[] }[] {
-  if (prev.kind !== next.kind) return [{ aspect: next.kind === 'signal' ? 'signal_key' : next.kind === 'timer' ? 'timer' : next.kind === 'expr' ? 'expr' : 'workflows', detail: `${termSummary(prev)} -> ${termSummary(next)}`, at: [] }];
+  if (prev.kind !== next.kind)
+    return [
+      {
+        aspect: next.kind === 'signal' ? 'signal_key' : next.kind === 'timer' ? 'timer' : next.kind === 'expr' ? 'expr' : 'workflows',
+        detail: `${termSummary(prev)} -> ${termSummary(next)}`,
+        at: [],
+      },
+    ];
   const out: { aspect: WaitAspect; detail: string; at: string[] }[] = [];
   if (prev.kind === 'signal' && next.kind === 'signal') {
     if (prev.signal !== next.signal) out.push({ aspect: 'signal_key', detail: `signal key ${prev.signal} -> ${next.signal}`, at: ['signal'] });
@@ -147,7 +203,8 @@ function diffTerm(prev: NormalizedTerm, next: NormalizedTerm): { aspect: WaitAsp
   } else if (prev.kind === 'expr' && next.kind === 'expr') {
     if (prev.expr !== next.expr) out.push({ aspect: 'expr', detail: `expr: ${prev.expr} -> ${next.expr}`, at: ['expr'] });
   } else if (prev.kind === 'workflows' && next.kind === 'workflows') {
-    if (!same(prev.workflows, next.workflows)) out.push({ aspect: 'workflows', detail: `workflows ${canonicalJson(prev.workflows)} -> ${canonicalJson(next.workflows)}`, at: ['workflows'] });
+    if (!same(prev.workflows, next.workflows))
+      out.push({ aspect: 'workflows', detail: `workflows ${canonicalJson(prev.workflows)} -> ${canonicalJson(next.workflows)}`, at: ['workflows'] });
   }
   if (prev.label !== next.label) out.push({ aspect: 'label', detail: `label ${show(prev.label)} -> ${show(next.label)}`, at: ['label'] });
   return out;

@@ -1,11 +1,11 @@
 import { LineCounter } from 'yaml';
 import type { Diagnostic, Rule } from '../compiler/diagnostics.js';
-import { START_KIND, type NormalizedDefinition } from '../compiler/normalize.js';
-import { nodeAt, Reporter, type Path, type SourceFile } from '../compiler/source.js';
+import { type NormalizedDefinition, START_KIND } from '../compiler/normalize.js';
+import { nodeAt, type Path, Reporter, type SourceFile } from '../compiler/source.js';
 import type { WorkflowDefinition } from '../compiler/validate.js';
 import { declaredKeys } from '../runtime/waits/wait-eval.js';
 import { argsKeys, argsShape } from './args-shape.js';
-import { inFlight, type BaselineVersion } from './baseline.js';
+import { type BaselineVersion, inFlight } from './baseline.js';
 import { inputsNarrowings } from './inputs-compat.js';
 import { taskCorrespondence } from './task-map.js';
 
@@ -22,7 +22,12 @@ export interface HandlerSet {
  * current version accepted that the new one refuses. `versions` are the name's current version and every
  * version with running workflows.
  */
-export function deployFindings(name: string, next: WorkflowDefinition | undefined, versions: readonly BaselineVersion[], handlers: HandlerSet | undefined): Diagnostic[] {
+export function deployFindings(
+  name: string,
+  next: WorkflowDefinition | undefined,
+  versions: readonly BaselineVersion[],
+  handlers: HandlerSet | undefined,
+): Diagnostic[] {
   const reporter = new Reporter(next?.source ?? emptySource(handlers?.file ?? 'braid.config.yaml'));
   const inUse = versions.filter((v) => v.running !== 0);
   const older = inUse.filter((v) => v.hash !== next?.hash);
@@ -38,7 +43,12 @@ export function deployFindings(name: string, next: WorkflowDefinition | undefine
     const current = versions.find((v) => v.current);
     if (current && current.hash !== next.hash) {
       for (const n of inputsNarrowings(current.normalized.inputs, next.normalized.inputs)) {
-        report('deploy-inputs', `${n.message} (the current version ${current.hash.slice(0, 12)} accepts such starts)`, n.path, 'keep the schema as wide as before (a default, the old type), or make sure every caller of braid start sends what it needs first');
+        report(
+          'deploy-inputs',
+          `${n.message} (the current version ${current.hash.slice(0, 12)} accepts such starts)`,
+          n.path,
+          'keep the schema as wide as before (a default, the old type), or make sure every caller of braid start sends what it needs first',
+        );
       }
     }
   }
@@ -62,11 +72,15 @@ function missingHandlers(name: string, next: WorkflowDefinition | undefined, inU
   };
   for (const t of next?.normalized.tasks ?? []) if (t.kind !== START_KIND && !handlers.kinds.has(t.kind)) need(t.kind).task ??= t.name;
   for (const v of inUse) {
-    for (const [kind, count] of neededKinds(v)) if (kind !== START_KIND && !handlers.kinds.has(kind)) need(kind).versions.push(inFlight(v, count, ['needs it', 'need it']));
+    for (const [kind, count] of neededKinds(v))
+      if (kind !== START_KIND && !handlers.kinds.has(kind)) need(kind).versions.push(inFlight(v, count, ['needs it', 'need it']));
   }
   for (const [kind, { versions, task }] of byKind) {
     const where = task !== undefined ? { path: ['tasks', task, 'kind'] } : taskOfKind(next, inUse, kind);
-    const gone = where.removed && where.removed.length > 0 ? ` (task${where.removed.length > 1 ? 's' : ''} ${where.removed.map((n) => `"${n}"`).join(', ')}, which used it, ${where.removed.length > 1 ? 'are' : 'is'} gone from this version)` : '';
+    const gone =
+      where.removed && where.removed.length > 0
+        ? ` (task${where.removed.length > 1 ? 's' : ''} ${where.removed.map((n) => `"${n}"`).join(', ')}, which used it, ${where.removed.length > 1 ? 'are' : 'is'} gone from this version)`
+        : '';
     const who = [...(task !== undefined ? [`task "${task}" uses it`] : []), ...versions].join('; ');
     const hint =
       versions.length > 0
@@ -92,7 +106,9 @@ function taskOfKind(next: WorkflowDefinition | undefined, older: readonly Baseli
 function signalKeys(next: WorkflowDefinition, older: readonly BaselineVersion[], report: Report): void {
   const declared = new Set(next.normalized.tasks.flatMap((t) => (t.wait ? declaredKeys(t.wait) : [])));
   for (const v of older) {
-    const waited = v.keys ? new Map(Object.entries(v.keys)) : new Map(v.normalized.tasks.flatMap((t) => (t.wait ? declaredKeys(t.wait) : [])).map((k) => [k, undefined]));
+    const waited = v.keys
+      ? new Map(Object.entries(v.keys))
+      : new Map(v.normalized.tasks.flatMap((t) => (t.wait ? declaredKeys(t.wait) : [])).map((k) => [k, undefined]));
     for (const [key, count] of waited) {
       if (declared.has(key)) continue;
       report(
@@ -121,7 +137,8 @@ function termOfKey(next: WorkflowDefinition, prev: NormalizedDefinition, key: st
 
 function argsShapes(next: WorkflowDefinition, older: readonly BaselineVersion[], report: Report): void {
   const shapes = new Map<string, { task: string; shape: string; args: unknown }[]>();
-  for (const t of next.normalized.tasks) if (t.kind !== START_KIND) shapes.set(t.kind, [...(shapes.get(t.kind) ?? []), { task: t.name, shape: argsShape(t.args), args: t.args }]);
+  for (const t of next.normalized.tasks)
+    if (t.kind !== START_KIND) shapes.set(t.kind, [...(shapes.get(t.kind) ?? []), { task: t.name, shape: argsShape(t.args), args: t.args }]);
   const reported = new Set<string>();
   for (const v of older) {
     for (const t of v.normalized.tasks) {

@@ -11,7 +11,7 @@ export type PlanFormat = OutputFormat;
 export function formatPlan(plan: DeployPlan, format: PlanFormat, options: FormatOptions = {}): string {
   switch (format) {
     case 'json':
-      return JSON.stringify(planJson(plan), null, 2) + '\n';
+      return `${JSON.stringify(planJson(plan), null, 2)}\n`;
     case 'github':
       return formatGithub(plan.diagnostics);
     case 'sarif':
@@ -41,7 +41,7 @@ function planText(plan: DeployPlan, options: FormatOptions): string {
   const lines: string[] = [];
   for (const w of plan.workflows) lines.push(...workflowText(plan, w));
   const findings = formatText(plan.diagnostics, { sources: options.sources ?? new Map(), color: options.color });
-  return lines.map((l) => l + '\n').join('') + findings + summary(plan) + '\n';
+  return `${lines.map((l) => `${l}\n`).join('') + findings + summary(plan)}\n`;
 }
 
 function workflowText(plan: DeployPlan, w: WorkflowPlan): string[] {
@@ -52,7 +52,12 @@ function workflowText(plan: DeployPlan, w: WorkflowPlan): string[] {
     case 'absent':
       return [`${label}: not in the definitions; its versions stay registered`, ...w.versions.map((v) => `  ${versionLabel(plan, v)}`)];
     case 'unchanged':
-      return [`${label}: unchanged ${w.hash!.slice(0, 12)}`, ...w.versions.filter((v) => v.running !== 0).map((v) => `  ${versionLabel(plan, v)}: ${v.changes.length} change${v.changes.length === 1 ? '' : 's'} to the current version`)];
+      return [
+        `${label}: unchanged ${w.hash!.slice(0, 12)}`,
+        ...w.versions
+          .filter((v) => v.running !== 0)
+          .map((v) => `  ${versionLabel(plan, v)}: ${v.changes.length} change${v.changes.length === 1 ? '' : 's'} to the current version`),
+      ];
     case 'new': {
       const out = [`${label}: new version ${w.hash!.slice(0, 12)}${w.file ? ` (${w.file})` : ''}`];
       if (w.versions.length === 0) out.push('  a new workflow');

@@ -49,7 +49,10 @@ function compare(prev: Schema, next: Schema, path: (string | number)[], at: stri
   if (nextTypes !== undefined) {
     const lost = prevTypes === undefined ? [] : [...prevTypes].filter((t) => !accepts(nextTypes, t));
     // inputs are always an object: a first inputs schema saying so narrows nothing
-    if (prevTypes === undefined && path.length === 1 && nextTypes.size === 1 && nextTypes.has('object')) return compareRest(prev, next, path, at, out, say);
+    if (prevTypes === undefined && path.length === 1 && nextTypes.size === 1 && nextTypes.has('object')) {
+      compareRest(prev, next, path, at, out, say);
+      return;
+    }
     if (prevTypes === undefined) say('type', `${at} must now be ${[...nextTypes].join(' or ')} (any type was accepted)`);
     else if (lost.length > 0) say('type', `${at} no longer accepts ${lost.join(' or ')} (type ${[...prevTypes].join(' | ')} -> ${[...nextTypes].join(' | ')})`);
   }
@@ -65,18 +68,23 @@ function compareRest(prev: Schema, next: Schema, path: (string | number)[], at: 
     if (dropped === undefined) say('enum', `${at} must now be one of ${next.enum.map((v) => JSON.stringify(v)).join(', ')}`);
     else if (dropped.length > 0) say('enum', `${at} no longer accepts ${dropped.map((v) => JSON.stringify(v)).join(', ')}`);
   }
-  if (next.const !== undefined && (prev.const === undefined || canonicalJson(prev.const) !== canonicalJson(next.const))) say('const', `${at} must now be ${JSON.stringify(next.const)}`);
+  if (next.const !== undefined && (prev.const === undefined || canonicalJson(prev.const) !== canonicalJson(next.const)))
+    say('const', `${at} must now be ${JSON.stringify(next.const)}`);
   for (const key of LOWER_BOUNDS) {
-    if (typeof next[key] === 'number' && (typeof prev[key] !== 'number' || (next[key] as number) > (prev[key] as number))) say(key, `${at}: ${key} raised to ${next[key]}${typeof prev[key] === 'number' ? ` (was ${prev[key]})` : ''}`);
+    if (typeof next[key] === 'number' && (typeof prev[key] !== 'number' || (next[key] as number) > (prev[key] as number)))
+      say(key, `${at}: ${key} raised to ${next[key]}${typeof prev[key] === 'number' ? ` (was ${prev[key]})` : ''}`);
   }
   for (const key of UPPER_BOUNDS) {
-    if (typeof next[key] === 'number' && (typeof prev[key] !== 'number' || (next[key] as number) < (prev[key] as number))) say(key, `${at}: ${key} lowered to ${next[key]}${typeof prev[key] === 'number' ? ` (was ${prev[key]})` : ''}`);
+    if (typeof next[key] === 'number' && (typeof prev[key] !== 'number' || (next[key] as number) < (prev[key] as number)))
+      say(key, `${at}: ${key} lowered to ${next[key]}${typeof prev[key] === 'number' ? ` (was ${prev[key]})` : ''}`);
   }
   for (const key of ['pattern', 'format'] as const) {
-    if (typeof next[key] === 'string' && next[key] !== prev[key]) say(key, `${at} must now match ${key} ${JSON.stringify(next[key])}${typeof prev[key] === 'string' ? ` (was ${JSON.stringify(prev[key])})` : ''}`);
+    if (typeof next[key] === 'string' && next[key] !== prev[key])
+      say(key, `${at} must now match ${key} ${JSON.stringify(next[key])}${typeof prev[key] === 'string' ? ` (was ${JSON.stringify(prev[key])})` : ''}`);
   }
   for (const key of ['anyOf', 'oneOf', 'allOf', '$ref', 'not', 'if'] as const) {
-    if (next[key] !== undefined && canonicalJson(next[key]) !== canonicalJson(prev[key] ?? null)) say(key, `${at}: ${key} changed, which braid cannot compare: check by hand that earlier inputs still pass`);
+    if (next[key] !== undefined && canonicalJson(next[key]) !== canonicalJson(prev[key] ?? null))
+      say(key, `${at}: ${key} changed, which braid cannot compare: check by hand that earlier inputs still pass`);
   }
   compareObject(prev, next, path, at, out, say);
   if (isSchema(next.items)) compare(isSchema(prev.items) ? prev.items : {}, next.items, [...path, 'items'], `${at}[]`, out);
@@ -94,7 +102,8 @@ function compareObject(prev: Schema, next: Schema, path: (string | number)[], at
       out.push({ path: [...path, 'required', i], at, message: `${at}.${key} is now required and has no default: a start without it is refused` });
     });
   }
-  if (next.additionalProperties === false && prev.additionalProperties !== false) say('additionalProperties', `${at} refuses undeclared fields now (additionalProperties: false)`);
+  if (next.additionalProperties === false && prev.additionalProperties !== false)
+    say('additionalProperties', `${at} refuses undeclared fields now (additionalProperties: false)`);
   for (const [key, property] of Object.entries(nextProps)) {
     // a field the old schema did not declare was accepted as anything, but no caller had a reason to send it
     if (!isSchema(property) || !isSchema(prevProps[key])) continue;

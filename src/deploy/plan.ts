@@ -1,7 +1,7 @@
-import { countBySeverity, sortDiagnostics, type Diagnostic } from '../compiler/diagnostics.js';
+import { countBySeverity, type Diagnostic, sortDiagnostics } from '../compiler/diagnostics.js';
 import type { ValidationResult, WorkflowDefinition } from '../compiler/validate.js';
 import type { Against, BaselineVersion } from './baseline.js';
-import { diffDefinitions, type Change } from './diff.js';
+import { type Change, diffDefinitions } from './diff.js';
 import { deployFindings, type HandlerSet } from './findings.js';
 
 /** One version the new one is compared with, and what changes from it. */
@@ -71,7 +71,13 @@ export function planDeploy(input: DeployPlanInput): DeployPlan {
     seen.add(def.name);
     const versions = ordered(byName.get(def.name) ?? []);
     const current = versions.find((v) => v.current);
-    workflows.push({ name: def.name, file: c.file, status: current?.hash === def.hash ? 'unchanged' : 'new', hash: def.hash, versions: versions.filter((v) => v.hash !== def.hash).map((v) => compared(v, def)) });
+    workflows.push({
+      name: def.name,
+      file: c.file,
+      status: current?.hash === def.hash ? 'unchanged' : 'new',
+      hash: def.hash,
+      versions: versions.filter((v) => v.hash !== def.hash).map((v) => compared(v, def)),
+    });
     diagnostics.push(...deployFindings(def.name, def, versions, handlers));
   }
   if (input.includeAbsent) {
@@ -79,7 +85,13 @@ export function planDeploy(input: DeployPlanInput): DeployPlan {
       if (seen.has(name)) continue;
       const inFlight = versions.filter((v) => v.running !== 0);
       if (inFlight.length === 0) continue;
-      workflows.push({ name, file: null, status: 'absent', hash: null, versions: ordered(inFlight).map((v) => ({ hash: v.hash, current: v.current, running: v.running, changes: [] })) });
+      workflows.push({
+        name,
+        file: null,
+        status: 'absent',
+        hash: null,
+        versions: ordered(inFlight).map((v) => ({ hash: v.hash, current: v.current, running: v.running, changes: [] })),
+      });
       diagnostics.push(...deployFindings(name, undefined, versions, handlers));
     }
   }

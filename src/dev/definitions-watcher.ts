@@ -1,9 +1,9 @@
-import { watch, type FSWatcher } from 'chokidar';
-import { DebouncedPass } from './debounced.js';
+import { type FSWatcher, watch } from 'chokidar';
 import type { Diagnostic } from '../compiler/diagnostics.js';
 import { formatText } from '../compiler/format/text.js';
 import { isDefinitionFile, readSnippetText } from '../compiler/load.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { DebouncedPass } from './debounced.js';
 
 /** What the last reload of the definitions folder found: the UI's banner and the terminal's report. */
 export interface ReloadState {
@@ -130,16 +130,23 @@ export class DefinitionsWatcher {
         const text = readSnippetText(d.file);
         if (text !== undefined) sources.set(show(d.file), text);
       }
-      lines.push(formatText(state.diagnostics.map((d) => ({ ...d, file: show(d.file) })), { sources }).trimEnd());
+      lines.push(
+        formatText(
+          state.diagnostics.map((d) => ({ ...d, file: show(d.file) })),
+          { sources },
+        ).trimEnd(),
+      );
     }
     for (const r of state.registered) lines.push(`registered ${r.name} version ${r.hash.slice(0, 12)}`);
     for (const f of state.failing) {
       const kept = f.name !== null && registered.has(f.name);
-      lines.push(`${show(f.file)}: has errors; ${kept ? `the last good version of ${f.name} stays current` : 'nothing from it is registered until it is valid'}`);
+      lines.push(
+        `${show(f.file)}: has errors; ${kept ? `the last good version of ${f.name} stays current` : 'nothing from it is registered until it is valid'}`,
+      );
     }
     if (state.ok && previous && !previous.ok) lines.push('definitions: all valid again');
     if (lines.length === 0 && previous) lines.push('definitions: no change');
-    return lines.length > 0 ? lines.join('\n') + '\n' : '';
+    return lines.length > 0 ? `${lines.join('\n')}\n` : '';
   }
 
   async stop(): Promise<void> {

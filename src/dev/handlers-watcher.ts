@@ -1,8 +1,8 @@
-import { watch, type FSWatcher } from 'chokidar';
-import { DebouncedPass } from './debounced.js';
 import { dirname, extname, sep } from 'node:path';
-import { loadHandlers } from '../runtime/worker/load-handlers.js';
+import { type FSWatcher, watch } from 'chokidar';
 import type { Runtime } from '../runtime/runtime.js';
+import { loadHandlers } from '../runtime/worker/load-handlers.js';
+import { DebouncedPass } from './debounced.js';
 
 const CODE = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs', '.json']);
 
@@ -38,7 +38,8 @@ export class HandlersWatcher {
   async start(): Promise<void> {
     this.watcher = watch(dirname(this.module), {
       ignoreInitial: true,
-      ignored: (path, stats) => path.includes(`${sep}node_modules`) || /(^|[\\/])\.[^\\/]/.test(path) || ((stats?.isFile() ?? false) && !CODE.has(extname(path))),
+      ignored: (path, stats) =>
+        path.includes(`${sep}node_modules`) || /(^|[\\/])\.[^\\/]/.test(path) || ((stats?.isFile() ?? false) && !CODE.has(extname(path))),
     });
     this.watcher.on('all', (_event, path) => {
       if (CODE.has(extname(path))) this.passes.schedule();

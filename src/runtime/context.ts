@@ -1,10 +1,10 @@
-import { inTransaction, type Database, type Queryable, type TxOption } from './db/types.js';
-import { WorkflowBusyError } from './errors.js';
-import { isLockTimeout, setLockTimeout } from './sql/session.js';
+import { type Database, inTransaction, type Queryable, type TxOption } from './db/types.js';
 import type { DefinitionCache } from './engine/definition-cache.js';
+import { WorkflowBusyError } from './errors.js';
 import type { Logger } from './log.js';
 import type { AdvanceContext } from './sql/advance.js';
-import { currentTime, type Clock } from './sql/time.js';
+import { isLockTimeout, setLockTimeout } from './sql/session.js';
+import { type Clock, currentTime } from './sql/time.js';
 
 /**
  * What every part of the runtime works with, built once by the Runtime and handed to its worker, its leader,
@@ -43,7 +43,12 @@ export function advancing<T>(ctx: RuntimeContext, fn: (tx: Queryable, advance: A
  * transaction of braid's own, whose lock waits are bounded by lock_timeout, or in the caller's (whose settings
  * stand). A lock wait past the bound is a WorkflowBusyError, and the connection is free again.
  */
-export async function workflowWrite<T>(ctx: RuntimeContext, options: TxOption | undefined, workflowId: string, fn: (tx: Queryable, advance: AdvanceContext) => Promise<T>): Promise<T> {
+export async function workflowWrite<T>(
+  ctx: RuntimeContext,
+  options: TxOption | undefined,
+  workflowId: string,
+  fn: (tx: Queryable, advance: AdvanceContext) => Promise<T>,
+): Promise<T> {
   try {
     return await inTransaction(ctx.db, options, async (tx) => {
       if (!options?.tx) await setLockTimeout(tx, ctx.lockTimeoutMs);

@@ -15,7 +15,10 @@ import { createRuntime } from './runtime.js';
  */
 function imagePath(): string {
   const migrations = loadMigrations();
-  const digest = createHash('sha256').update(`${engineVersion()}\u0000${migrations.map((m) => `${m.name}\u0000${m.sql}`).join('\u0000')}`).digest('hex').slice(0, 16);
+  const digest = createHash('sha256')
+    .update(`${engineVersion()}\u0000${migrations.map((m) => `${m.name}\u0000${m.sql}`).join('\u0000')}`)
+    .digest('hex')
+    .slice(0, 16);
   return join(tmpdir(), `braid-embedded-${digest}.tar`);
 }
 

@@ -83,7 +83,9 @@ export class WorkflowBusyError extends Error {
     id: string,
     readonly timeoutMs: number,
   ) {
-    super(`workflow ${id} is busy (workflow_busy): another transaction held it for ${(timeoutMs / 1000).toLocaleString('en-US')} s, the lock timeout; try again`);
+    super(
+      `workflow ${id} is busy (workflow_busy): another transaction held it for ${(timeoutMs / 1000).toLocaleString('en-US')} s, the lock timeout; try again`,
+    );
     this.name = 'WorkflowBusyError';
   }
 }

@@ -1,6 +1,6 @@
 import type { BaselineVersion } from '../deploy/baseline.js';
 import type { Queryable } from './db/types.js';
-import { kindsInUse, keysInUse, versionsInUse, type VersionNeed } from './sql/deploy.js';
+import { keysInUse, kindsInUse, type VersionNeed, versionsInUse } from './sql/deploy.js';
 
 /** A registered version's place in a deploy: new starts use it, workflows still run on it, or nothing does. */
 export type DrainState = 'current' | 'draining' | 'drained';
@@ -21,6 +21,15 @@ export function drainLabel(v: { current: boolean; running: number }): string {
  */
 export async function inFlightVersions(q: Queryable, s: string, names?: readonly string[]): Promise<BaselineVersion[]> {
   const [versions, kinds, keys] = await Promise.all([versionsInUse(q, s, names), kindsInUse(q, s, names), keysInUse(q, s, names)]);
-  const needs = (rows: VersionNeed[], name: string, hash: string) => Object.fromEntries(rows.filter((r) => r.name === name && r.hash === hash).map((r) => [r.item, r.n]));
-  return versions.map((v) => ({ name: v.name, hash: v.hash, current: v.current, running: v.running, normalized: v.normalized, kinds: needs(kinds, v.name, v.hash), keys: needs(keys, v.name, v.hash) }));
+  const needs = (rows: VersionNeed[], name: string, hash: string) =>
+    Object.fromEntries(rows.filter((r) => r.name === name && r.hash === hash).map((r) => [r.item, r.n]));
+  return versions.map((v) => ({
+    name: v.name,
+    hash: v.hash,
+    current: v.current,
+    running: v.running,
+    normalized: v.normalized,
+    kinds: needs(kinds, v.name, v.hash),
+    keys: needs(keys, v.name, v.hash),
+  }));
 }

@@ -8,7 +8,8 @@ export function encodeCursor(row: { cursor_at: string; id: string }): string {
 export function decodeCursor(cursor: string): { created_at: string; id: string } {
   try {
     const [created_at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof created_at === 'string' && typeof id === 'string' && /^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?([+-]\d\d(:?\d\d)?|Z)?$/.test(created_at)) return { created_at, id };
+    if (typeof created_at === 'string' && typeof id === 'string' && /^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?([+-]\d\d(:?\d\d)?|Z)?$/.test(created_at))
+      return { created_at, id };
   } catch {
     /* falls through */
   }

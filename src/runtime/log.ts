@@ -9,7 +9,7 @@ export interface Logger {
 
 export const silentLogger: Logger = { info: () => undefined, warn: () => undefined, taskDone: () => undefined };
 
-export function consoleLogger(write: (line: string) => void = (l) => process.stdout.write(l + '\n')): Logger {
+export function consoleLogger(write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Logger {
   const stamp = () => new Date().toISOString().slice(11, 23);
   return {
     info: (m) => write(`${stamp()} ${m}`),

@@ -1,8 +1,8 @@
 import { readSources } from '../compiler/load.js';
-import { validate, type ValidationResult } from '../compiler/validate.js';
+import { type ValidationResult, validate } from '../compiler/validate.js';
 import type { RuntimeContext } from './context.js';
-import { drainState, type DrainState } from './in-flight.js';
-import { currentHashes, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion, type DefinitionVersion } from './sql/definitions.js';
+import { type DrainState, drainState } from './in-flight.js';
+import { currentHashes, type DefinitionVersion, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion } from './sql/definitions.js';
 
 /** Registering definition versions (the deploy step) and reading them back with their drain state. */
 
@@ -31,15 +31,25 @@ export interface RegisterOptions {
 /** A registered version with how many workflows run on it and its drain state. */
 export type VersionState = DefinitionVersion & { running: number; state: DrainState };
 
-export async function registerDefinitions(ctx: RuntimeContext, from: string | readonly string[], options: RegisterOptions = {}, planTasks?: number): Promise<RegisterResult> {
+export async function registerDefinitions(
+  ctx: RuntimeContext,
+  from: string | readonly string[],
+  options: RegisterOptions = {},
+  planTasks?: number,
+): Promise<RegisterResult> {
   const known = await registeredNames(ctx.db, ctx.s);
   const current = await currentHashes(ctx.db, ctx.s);
-  const validation = validate(readSources(typeof from === 'string' ? [from] : from), { knownWorkflows: known, ...(planTasks !== undefined ? { limits: { planTasks } } : {}) });
+  const validation = validate(readSources(typeof from === 'string' ? [from] : from), {
+    knownWorkflows: known,
+    ...(planTasks !== undefined ? { limits: { planTasks } } : {}),
+  });
   const valid = new Map(validation.definitions.map((d) => [d.file, d]));
   const results: RegisterResult['results'] = validation.checked.map((c) => {
     const def = valid.get(c.file);
     if (!def) return { name: c.name ?? '', file: c.file, status: 'error' };
-    return current.get(def.name) === def.hash ? { name: def.name, file: c.file, status: 'unchanged', hash: def.hash } : { name: def.name, file: c.file, status: 'new', hash: def.hash };
+    return current.get(def.name) === def.hash
+      ? { name: def.name, file: c.file, status: 'unchanged', hash: def.hash }
+      : { name: def.name, file: c.file, status: 'new', hash: def.hash };
   });
   const applied = !options.dryRun && !(options.allOrNothing && validation.errors > 0);
   const registered: { name: string; hash: string }[] = [];

@@ -1,104 +1,51 @@
 import type pg from 'pg';
-import { compile, type CompileLimits, type CompileOptions } from '../compiler/instantiate.js';
-import { createPostgres } from './db/postgres.js';
+import { type CompileOptions, compile } from '../compiler/instantiate.js';
 import type { Plan } from '../compiler/plan.js';
-import { inTransaction, type Database, type TxOption } from './db/types.js';
-import { DefinitionCache } from './engine/definition-cache.js';
-import type { Handlers } from './worker/handlers.js';
-import { LeaderService } from './maintenance/leader.js';
-import { nextDue } from './sql/next-due.js';
-import type { MaintenanceCounts } from './maintenance/service.js';
-import { rateLimitedWarnings, silentLogger, type Logger } from './log.js';
-import { migrate } from './migrate.js';
-import { type AdvanceContext } from './sql/advance.js';
-import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
-import { insertPlan } from './engine/insert.js';
-import type { InsertExtras } from './sql/insert.js';
-import type { RetentionPolicy } from './sql/maintenance.js';
-import { quoteIdent } from './sql/schema.js';
-import { type Clock } from './sql/time.js';
-import { listWorkflows, lockWorkflowId, startedAs, type TaskRecord, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
-import { Worker } from './worker/worker.js';
-import { workerId } from './worker/outcome.js';
-import { assertStorable } from './engine/storable.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
+import { createPostgres } from './db/postgres.js';
+import { type Database, inTransaction, type TxOption } from './db/types.js';
+import { DefinitionCache } from './engine/definition-cache.js';
+import { insertPlan } from './engine/insert.js';
+import { assertStorable } from './engine/storable.js';
 import { inFlightVersions } from './in-flight.js';
-import { resolveVersion, upgradeWorkflows, type UpgradeReport, type UpgradeRequest } from './upgrades.js';
-import { definitionVersions, registerDefinitions, type RegisterOptions, type RegisterResult, type VersionState } from './registry.js';
-export type { RegisterOptions, RegisterResult, VersionState };
-import type { UpgradeRecord } from './sql/upgrade.js';
+import { type Logger, rateLimitedWarnings, silentLogger } from './log.js';
+import { LeaderService } from './maintenance/leader.js';
+import type { MaintenanceCounts } from './maintenance/service.js';
+import { migrate } from './migrate.js';
+import { definitionVersions, type RegisterOptions, type RegisterResult, registerDefinitions, type VersionState } from './registry.js';
+import type { AdvanceContext } from './sql/advance.js';
+import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
+import type { InsertExtras } from './sql/insert.js';
+import { nextDue } from './sql/next-due.js';
+import { quoteIdent } from './sql/schema.js';
+import type { Clock } from './sql/time.js';
+import {
+  listWorkflows,
+  lockWorkflowId,
+  startedAs,
+  type TaskRecord,
+  type WorkflowListFilter,
+  type WorkflowRecord,
+  type WorkflowSummary,
+} from './sql/workflows.js';
+import { resolveVersion, type UpgradeReport, type UpgradeRequest, upgradeWorkflows } from './upgrades.js';
+import type { Handlers } from './worker/handlers.js';
+import { workerId } from './worker/outcome.js';
+import { Worker } from './worker/worker.js';
 
-import { UnknownWorkflowError } from './errors.js';
+export type { RegisterOptions, RegisterResult, VersionState };
+
+import { advanceAt, clockNow, type RuntimeContext, workflowWrite } from './context.js';
+import { UnknownWorkflowError, WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
+import type { RuntimeOptions } from './runtime-options.js';
+import type { UpgradeRecord } from './sql/upgrade.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
-import { advanceAt, clockNow, workflowWrite, type RuntimeContext } from './context.js';
-import { WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
+export type { RuntimeOptions } from './runtime-options.js';
 
 /** A caller-chosen workflow id: what URLs, logs and shells carry without quoting. */
 export const WORKFLOW_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
-
-export interface RuntimeOptions {
-  /**
-   * The database: an adapter (createPostgres, createPglite), the application's own `pg.Pool` (braid runs its
-   * queries and transactions there and never ends it), or a Postgres connection string. The runtime closes
-   * what it opened itself (`close()`).
-   */
-  database: Database | pg.Pool | string;
-  /** The Postgres schema of braid's tables (default `braid`). */
-  schema?: string;
-  /** Handlers by kind; a runtime without handlers only inserts and reads. */
-  handlers?: Handlers;
-  /** Queue name -> concurrency (default { default: 10 }). */
-  queues?: Record<string, number>;
-  /**
-   * Tasks per queue claimed ahead of free slots and held in this process until a slot frees (default 0).
-   * Raises throughput for short handlers; a prefetched task waits for this process even when another is idle.
-   */
-  prefetch?: number;
-  /** Replaces the database clock (tests). */
-  clock?: () => Date;
-  logger?: Logger;
-  pollIntervalMs?: number;
-  /** How often the leader looks for due wait timers (default 1 s); a nearer new timer wakes it sooner. */
-  timerIntervalMs?: number;
-  /** How often a worker records that it is alive (default 2 s). */
-  heartbeatIntervalMs?: number;
-  /**
-   * A worker silent this long is dead and its running attempts run again elsewhere (default 7 s); an attempt a
-   * live worker has failed to record the end of for this long is rescued the same way.
-   */
-  workerDeadAfterMs?: number;
-  /**
-   * How long a handler may block a worker's event loop (synchronous work) while a thread of the worker keeps
-   * it alive (default 5 min; Postgres only): past it the worker is taken for hung and its attempts run again
-   * elsewhere.
-   */
-  workerStallLimitMs?: number;
-  /** The longest a dead leader goes unreplaced (default 5 s): its lease, renewed five times per lease. */
-  leaderLeaseMs?: number;
-  /** Retention of finalized workflows (null keeps them; defaults 24 h each), and the opt-in per-task mode (taskMs). */
-  retention?: Partial<RetentionPolicy>;
-  retentionIntervalMs?: number;
-  maxOutputBytes?: number;
-  /** Run the leader's maintenance in this process (default true when it runs a worker). */
-  leader?: boolean;
-  /**
-   * How long a write of the API (emit, cancel, retry, extend, upgrade, a start by business key) waits for its
-   * workflow's lock, held by another transaction, before it fails with WorkflowBusyError (default 5 s).
-   */
-  lockTimeoutMs?: number;
-  /**
-   * What one start may grow to (defaults: 10,000 for_each items per task, 100,000 tasks per plan, 1,000,000
-   * CEL comprehension steps): a start over them fails with a for-each or cel-cost diagnostic.
-   */
-  limits?: Partial<CompileLimits>;
-  /**
-   * The client-side deadline of each braid statement when braid makes the Postgres adapter (from a URL or a
-   * pool; default 20 s): a statement past it fails and its connection is closed (createPostgres takes it too).
-   */
-  statementTimeoutMs?: number;
-}
 
 export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
   parentId?: string;
@@ -146,13 +93,26 @@ export class Runtime {
     const adapter = typeof given === 'object' && 'kind' in given && typeof (given as Database).transaction === 'function';
     this.ownsDatabase = !adapter;
     const bounds = { statementTimeoutMs: options.statementTimeoutMs };
-    this.db = typeof given === 'string' ? createPostgres({ connectionString: given, ...bounds }) : adapter ? (given as Database) : createPostgres({ pool: given as pg.Pool, ...bounds });
+    this.db =
+      typeof given === 'string'
+        ? createPostgres({ connectionString: given, ...bounds })
+        : adapter
+          ? (given as Database)
+          : createPostgres({ pool: given as pg.Pool, ...bounds });
     this.schema = options.schema ?? DEFAULT_SCHEMA;
     this.s = quoteIdent(this.schema);
     this.definitions = new DefinitionCache(this.s);
     this.log = rateLimitedWarnings(options.logger ?? silentLogger);
     this.clock = options.clock;
-    this.ctx = { db: this.db, schema: this.schema, s: this.s, definitions: this.definitions, clock: this.clock, log: this.log, lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS };
+    this.ctx = {
+      db: this.db,
+      schema: this.schema,
+      s: this.s,
+      definitions: this.definitions,
+      clock: this.clock,
+      log: this.log,
+      lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+    };
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */
@@ -239,7 +199,9 @@ export class Runtime {
    * Workflows newest first, filtered by state and name, `limit` per page (at most 500); pass the page's
    * `next_cursor` back as `cursor` for the next one.
    */
-  async listWorkflows(filter: { state?: WorkflowRecord['state']; name?: string; cursor?: string; limit?: number } = {}): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
+  async listWorkflows(
+    filter: { state?: WorkflowRecord['state']; name?: string; cursor?: string; limit?: number } = {},
+  ): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
     const f: WorkflowListFilter = { state: filter.state, name: filter.name, after: filter.cursor ? decodeCursor(filter.cursor) : undefined, limit: limit + 1 };
     const rows = await listWorkflows(this.db, this.s, f);

@@ -1,11 +1,11 @@
 import type { CompileLimits } from '../compiler/instantiate.js';
-import { workflowWrite, type RuntimeContext } from './context.js';
+import { type RuntimeContext, workflowWrite } from './context.js';
 import type { Queryable } from './db/types.js';
-import { retrySelection, type RetryMode } from './engine/decide.js';
-import { retryWorkflow, type RetryResult } from './engine/retry.js';
-import { upgradeWorkflow, type UpgradeOutcome } from './engine/upgrade.js';
+import { type RetryMode, retrySelection } from './engine/decide.js';
+import { type RetryResult, retryWorkflow } from './engine/retry.js';
+import { type UpgradeOutcome, upgradeWorkflow } from './engine/upgrade.js';
 import { DefinitionNotFoundError, UnknownWorkflowError, WorkflowBusyError, WorkflowNotMovableError } from './errors.js';
-import { lockWorkflows, type AdvanceContext } from './sql/advance.js';
+import { type AdvanceContext, lockWorkflows } from './sql/advance.js';
 import { currentDefinition, definitionsByPrefix, type StoredDefinition } from './sql/definitions.js';
 import { retryCandidates } from './sql/retry.js';
 import { upgradeCandidates } from './sql/upgrade.js';
@@ -43,7 +43,12 @@ export async function resolveVersion(q: Queryable, s: string, name: string, hash
     return current;
   }
   const found = /^[0-9a-f]{1,64}$/.test(hash) ? await definitionsByPrefix(q, s, name, hash) : [];
-  if (found.length !== 1) throw new DefinitionNotFoundError(name, hash, found.map((d) => d.hash));
+  if (found.length !== 1)
+    throw new DefinitionNotFoundError(
+      name,
+      hash,
+      found.map((d) => d.hash),
+    );
   return found[0];
 }
 
@@ -64,7 +69,14 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
   if (request.ids !== undefined) {
     for (const id of [...new Set(request.ids)]) {
       const w = from === undefined ? undefined : await workflowVersionRef(ctx.db, ctx.s, id);
-      if (w && w.definition_hash !== from) results.push({ id, from: w.definition_hash, to: target.hash, status: 'skipped', reason: `it runs version ${w.definition_hash.slice(0, 12)}, not --from ${from!.slice(0, 12)}` });
+      if (w && w.definition_hash !== from)
+        results.push({
+          id,
+          from: w.definition_hash,
+          to: target.hash,
+          status: 'skipped',
+          reason: `it runs version ${w.definition_hash.slice(0, 12)}, not --from ${from!.slice(0, 12)}`,
+        });
       else results.push(await move(id));
     }
     return { name, to: target.hash, results };
@@ -84,7 +96,12 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
  * again take the current definition (with what the move renamed, and the tasks it added), then the retry runs
  * them. A workflow already on the current version is retried as it is.
  */
-export async function retryOnCurrent(q: Queryable, ctx: AdvanceContext, id: string, options: { mode: RetryMode; resetHistory: boolean }): Promise<RetryResult | undefined> {
+export async function retryOnCurrent(
+  q: Queryable,
+  ctx: AdvanceContext,
+  id: string,
+  options: { mode: RetryMode; resetHistory: boolean },
+): Promise<RetryResult | undefined> {
   if (!(await lockWorkflows(q, ctx.s, [id])).has(id)) return undefined;
   const w = await workflowVersionRef(q, ctx.s, id);
   if (!w) return undefined;

@@ -11,8 +11,14 @@ export function within<T>(deadline: number, work: Promise<T>): Promise<T | undef
     const timer = setTimeout(() => resolve(undefined), left);
     timer.unref();
     work.then(
-      (value) => (clearTimeout(timer), resolve(value)),
-      (error: unknown) => (clearTimeout(timer), reject(error)),
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
     );
   });
 }

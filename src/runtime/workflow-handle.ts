@@ -1,27 +1,33 @@
-import { txQueryable, type Queryable, type TxOption } from './db/types.js';
-import { channels } from './sql/channels.js';
-import { lockWorkflows, notifyQueues } from './sql/advance.js';
-import { deleteTasks } from './waits/evaluate.js';
-import { registeredNames } from './sql/definitions.js';
 import { advanceAt, clockNow, workflowWrite } from './context.js';
+import { type Queryable, type TxOption, txQueryable } from './db/types.js';
 import { cancelWorkflow } from './engine/cancel.js';
-import { loadTasks, loadTasksByName } from './task-records.js';
-import { liveKinds, loadWorkflow, workflowState, workflowVersionRef, type TaskRecord, type WorkflowRecord } from './sql/workflows.js';
-import { pendingReason, skipReason } from './status.js';
-import { waitDiagnostics, type WaitDiagnostics } from './waits/diagnostics.js';
-import { TaskNotFoundError } from './errors.js';
-import { retryWorkflow, type RetryResult } from './engine/retry.js';
-import { upgradeWorkflow, type UpgradeOutcome } from './engine/upgrade.js';
-import { resolveVersion, retryOnCurrent } from './upgrades.js';
-import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
-import { extendWorkflow, type ExtensionSpec } from './engine/extend.js';
 import type { RetryMode } from './engine/decide.js';
-import { emitSignal, listTaskSignals, listWorkflowSignals, type EmitOptions, type EmitResult, type ListOptions, type TaskScopedOptions } from './waits/signals.js';
-import type { SignalPage } from './sql/signals.js';
-import type { SignalRow } from './waits/wait-eval.js';
-
+import { type ExtensionSpec, extendWorkflow } from './engine/extend.js';
+import { type RetryResult, retryWorkflow } from './engine/retry.js';
+import { type UpgradeOutcome, upgradeWorkflow } from './engine/upgrade.js';
+import { TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
 import type { Runtime, WorkflowStatus } from './runtime.js';
-import { WorkflowNotFoundError } from './errors.js';
+import { lockWorkflows, notifyQueues } from './sql/advance.js';
+import { channels } from './sql/channels.js';
+import { registeredNames } from './sql/definitions.js';
+import type { SignalPage } from './sql/signals.js';
+import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
+import { liveKinds, loadWorkflow, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
+import { pendingReason, skipReason } from './status.js';
+import { loadTasks, loadTasksByName } from './task-records.js';
+import { resolveVersion, retryOnCurrent } from './upgrades.js';
+import { type WaitDiagnostics, waitDiagnostics } from './waits/diagnostics.js';
+import { deleteTasks } from './waits/evaluate.js';
+import {
+  type EmitOptions,
+  type EmitResult,
+  emitSignal,
+  type ListOptions,
+  listTaskSignals,
+  listWorkflowSignals,
+  type TaskScopedOptions,
+} from './waits/signals.js';
+import type { SignalRow } from './waits/wait-eval.js';
 
 export class WorkflowHandle {
   constructor(
@@ -34,7 +40,7 @@ export class WorkflowHandle {
   }
 
   async load(options: TxOption = {}): Promise<WorkflowRecord> {
-    const w = await loadWorkflow((options.tx ? txQueryable(options.tx) : this.q), this.rt.ctx.s, this.id);
+    const w = await loadWorkflow(options.tx ? txQueryable(options.tx) : this.q, this.rt.ctx.s, this.id);
     if (!w) throw new WorkflowNotFoundError(this.id);
     return w;
   }
@@ -45,7 +51,7 @@ export class WorkflowHandle {
   }
 
   async task(name: string, options: TxOption = {}): Promise<TaskRecord> {
-    const [t] = await loadTasksByName((options.tx ? txQueryable(options.tx) : this.q), this.rt.ctx.s, this.id, [name]);
+    const [t] = await loadTasksByName(options.tx ? txQueryable(options.tx) : this.q, this.rt.ctx.s, this.id, [name]);
     if (!t) throw new TaskNotFoundError(this.id, name);
     return t;
   }
@@ -56,7 +62,7 @@ export class WorkflowHandle {
 
   /** A task's direct deps, or with `recursive` every task upstream of it. */
   async deps(name: string, options: TxOption & { recursive?: boolean } = {}): Promise<Record<string, TaskRecord>> {
-    const q = (options.tx ? txQueryable(options.tx) : this.q);
+    const q = options.tx ? txQueryable(options.tx) : this.q;
     const found = new Map<string, TaskRecord>();
     let frontier = (await this.task(name, options)).deps;
     while (frontier.length > 0) {
@@ -191,7 +197,7 @@ export class WorkflowSignals {
 
   /** Every signal of the workflow in id order, paged by cursor (audit views). */
   async list(options: ListOptions & TxOption = {}): Promise<SignalPage> {
-    const q = (options.tx ? txQueryable(options.tx) : this.rt.db);
+    const q = options.tx ? txQueryable(options.tx) : this.rt.db;
     if (!(await loadWorkflow(q, this.rt.ctx.s, this.workflowId))) throw new WorkflowNotFoundError(this.workflowId);
     return listWorkflowSignals(q, this.rt.ctx.s, this.workflowId, options);
   }
@@ -207,10 +213,14 @@ export class WorkflowSignals {
     return this.taskPage(task, options);
   }
 
-  private async taskPage(task: string, options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean }): Promise<SignalPage> {
-    const q = (options.tx ? txQueryable(options.tx) : this.rt.db);
+  private async taskPage(
+    task: string,
+    options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean },
+  ): Promise<SignalPage> {
+    const q = options.tx ? txQueryable(options.tx) : this.rt.db;
     const page = await listTaskSignals(q, this.rt.ctx.s, this.workflowId, task, options);
-    if (!page) throw (await loadWorkflow(q, this.rt.ctx.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
+    if (!page)
+      throw (await loadWorkflow(q, this.rt.ctx.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
     return page;
   }
 }

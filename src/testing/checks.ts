@@ -4,11 +4,11 @@
  * `kind:NAME` it mocks is a kind the workflow runs (`test-mock-kind`). Pure: definitions in, diagnostics out.
  */
 import { didYouMean } from '../compiler/diagnostics.js';
-import { START_KIND, type NormalizedDefinition } from '../compiler/normalize.js';
+import { type NormalizedDefinition, START_KIND } from '../compiler/normalize.js';
 import type { Path, Reporter } from '../compiler/source.js';
 import { declaredKeys } from '../runtime/waits/wait-eval.js';
-import type { Expect, RawTestFile } from './test-file.js';
 import { templateOf } from './mocks.js';
+import type { Expect, RawTestFile } from './test-file.js';
 
 /** The workflow under test and every workflow it starts (through start tasks, transitively). */
 export function workflowTree(name: string, definitions: ReadonlyMap<string, NormalizedDefinition>): NormalizedDefinition[] {
@@ -32,7 +32,12 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
   const def = definitions.get(raw.workflow);
   if (!def) {
     const guess = didYouMean(raw.workflow, definitions.keys());
-    reporter.report('test-schema', `no workflow named "${raw.workflow}" is defined`, { path: ['workflow'] }, guess ? `did you mean "${guess}"?` : `defined: ${[...definitions.keys()].sort().join(', ') || 'none'}`);
+    reporter.report(
+      'test-schema',
+      `no workflow named "${raw.workflow}" is defined`,
+      { path: ['workflow'] },
+      guess ? `did you mean "${guess}"?` : `defined: ${[...definitions.keys()].sort().join(', ') || 'none'}`,
+    );
     return;
   }
   const tree = workflowTree(raw.workflow, definitions);
@@ -47,23 +52,43 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
         const kind = key.slice(5);
         if (kinds.includes(kind)) continue;
         const guess = didYouMean(kind, kinds);
-        reporter.report('test-mock-kind', `no task of ${raw.workflow} runs kind "${kind}"`, { path, at: 'key' }, guess ? `did you mean "kind:${guess}"?` : `kinds: ${kinds.join(', ') || 'none'}`);
+        reporter.report(
+          'test-mock-kind',
+          `no task of ${raw.workflow} runs kind "${kind}"`,
+          { path, at: 'key' },
+          guess ? `did you mean "kind:${guess}"?` : `kinds: ${kinds.join(', ') || 'none'}`,
+        );
         continue;
       }
       const [owner, task] = key.includes('.') ? key.split('.') : [raw.workflow, key];
       const ownerDef = tree.find((d) => d.name === owner);
       if (!ownerDef || (key.includes('.') && owner === raw.workflow)) {
         const starts = tree.filter((d) => d.name !== raw.workflow).map((d) => d.name);
-        reporter.report('test-unknown-task', `"${owner}" is not a workflow that ${raw.workflow} starts`, { path, at: 'key' }, starts.length ? `it starts: ${starts.join(', ')}` : `a task of ${raw.workflow} is mocked by its name alone`);
+        reporter.report(
+          'test-unknown-task',
+          `"${owner}" is not a workflow that ${raw.workflow} starts`,
+          { path, at: 'key' },
+          starts.length ? `it starts: ${starts.join(', ')}` : `a task of ${raw.workflow} is mocked by its name alone`,
+        );
         continue;
       }
       const found = ownerDef.tasks.find((t) => t.name === task);
       if (!found) {
         const names = ownerDef.tasks.map((t) => t.name);
         const guess = didYouMean(task, names);
-        reporter.report('test-unknown-task', `${ownerDef.name} has no task "${task}"`, { path, at: 'key' }, guess ? `did you mean "${key.includes('.') ? `${owner}.` : ''}${guess}"?` : `its tasks: ${names.join(', ')}`);
+        reporter.report(
+          'test-unknown-task',
+          `${ownerDef.name} has no task "${task}"`,
+          { path, at: 'key' },
+          guess ? `did you mean "${key.includes('.') ? `${owner}.` : ''}${guess}"?` : `its tasks: ${names.join(', ')}`,
+        );
       } else if (found.kind === START_KIND) {
-        reporter.report('test-unknown-task', `task "${task}" starts ${found.start!.workflow} workflows, which run for real: mock their tasks instead`, { path, at: 'key' }, `e.g. "${found.start!.workflow}.TASK"`);
+        reporter.report(
+          'test-unknown-task',
+          `task "${task}" starts ${found.start!.workflow} workflows, which run for real: mock their tasks instead`,
+          { path, at: 'key' },
+          `e.g. "${found.start!.workflow}.TASK"`,
+        );
       }
     }
   };
@@ -75,16 +100,27 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
       const task = def.tasks.find((t) => t.name === base);
       if (!task) {
         const guess = didYouMean(base, tasks);
-        reporter.report('test-unknown-task', `${raw.workflow} has no task "${base}"`, { path, at: 'key' }, guess ? `did you mean "${guess}"?` : `its tasks: ${tasks.join(', ')}`);
+        reporter.report(
+          'test-unknown-task',
+          `${raw.workflow} has no task "${base}"`,
+          { path, at: 'key' },
+          guess ? `did you mean "${guess}"?` : `its tasks: ${tasks.join(', ')}`,
+        );
         continue;
       }
-      if (name !== base && task.for_each === undefined) reporter.report('test-unknown-task', `task "${base}" has no for_each: it has no expansion ${name}`, { path, at: 'key' });
+      if (name !== base && task.for_each === undefined)
+        reporter.report('test-unknown-task', `task "${base}" has no for_each: it has no expansion ${name}`, { path, at: 'key' });
       if (typeof value !== 'object') continue;
       const terms = task.wait?.terms.map((t) => t.name) ?? [];
       for (const term of Object.keys(value.wait ?? {})) {
         if (terms.includes(term)) continue;
         const guess = didYouMean(term, terms);
-        reporter.report('test-unknown-task', `task "${base}" has no wait term "${term}"`, { path: [...path, 'wait', term], at: 'key' }, guess ? `did you mean "${guess}"?` : terms.length ? `its terms: ${terms.join(', ')}` : 'the task has no wait');
+        reporter.report(
+          'test-unknown-task',
+          `task "${base}" has no wait term "${term}"`,
+          { path: [...path, 'wait', term], at: 'key' },
+          guess ? `did you mean "${guess}"?` : terms.length ? `its terms: ${terms.join(', ')}` : 'the task has no wait',
+        );
       }
     }
   };
@@ -99,7 +135,12 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
         const key = (step.signal as { key: string }).key;
         if (keys.includes(key)) return;
         const guess = didYouMean(key, keys);
-        reporter.report('test-unknown-signal', `no task of ${raw.workflow} waits on signal "${key}"`, { path: ['tests', i, 'steps', j, 'signal', 'key'] }, guess ? `did you mean "${guess}"?` : keys.length ? `it waits on: ${keys.join(', ')}` : `${raw.workflow} waits on no signal`);
+        reporter.report(
+          'test-unknown-signal',
+          `no task of ${raw.workflow} waits on signal "${key}"`,
+          { path: ['tests', i, 'steps', j, 'signal', 'key'] },
+          guess ? `did you mean "${guess}"?` : keys.length ? `it waits on: ${keys.join(', ')}` : `${raw.workflow} waits on no signal`,
+        );
       }
     });
   });

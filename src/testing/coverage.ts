@@ -28,7 +28,8 @@ export function coverageOf(results: readonly TestResult[], definitions: Readonly
         const task = templateOf(t.name);
         if (t.attempt > 0 || t.state === 'completed') c.ran.add(task);
         if (t.state === 'skipped') c.skipped.add(task);
-        for (const term of t.wait?.evidence?.terms ?? t.wait?.last_evaluation?.terms ?? []) if (term.value === true) c.trueTerms.add(`${task}\u0000${term.name}`);
+        for (const term of t.wait?.evidence?.terms ?? t.wait?.last_evaluation?.terms ?? [])
+          if (term.value === true) c.trueTerms.add(`${task}\u0000${term.name}`);
       }
     }
   }
@@ -45,7 +46,9 @@ export function coverageOf(results: readonly TestResult[], definitions: Readonly
         ran: tasks.filter((t) => c.ran.has(t)),
         skipped: tasks.filter((t) => c.skipped.has(t)),
         neverRan: tasks.filter((t) => !c.ran.has(t)),
-        waits: def.tasks.filter((t) => t.wait).map((t) => ({ task: t.name, terms: t.wait!.terms.map((term) => ({ name: term.name, everTrue: c.trueTerms.has(`${t.name}\u0000${term.name}`) })) })),
+        waits: def.tasks
+          .filter((t) => t.wait)
+          .map((t) => ({ task: t.name, terms: t.wait!.terms.map((term) => ({ name: term.name, everTrue: c.trueTerms.has(`${t.name}\u0000${term.name}`) })) })),
       },
     ];
   });

@@ -2,8 +2,9 @@
  * Expectations against what a run did, as pure functions: each mismatch is one failure naming the path, what
  * was expected and what was there. Maps match as subsets (the keys given must match); arrays match whole.
  */
-import type { Expect, TaskExpect } from './test-file.js';
+
 import { templateOf } from './mocks.js';
+import type { Expect, TaskExpect } from './test-file.js';
 
 /** What a run looks like at one moment, in the terms expectations use. */
 export interface Observed {
@@ -44,7 +45,12 @@ function equal(a: unknown, b: unknown): boolean {
 
 function sorted(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sorted);
-  if (isMap(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
+  if (isMap(v))
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sorted(v[k])]),
+    );
   return v;
 }
 
@@ -56,7 +62,8 @@ export function compare(expect: Expect, observed: Observed): Mismatch[] {
   if (expect.state !== undefined && expect.state !== observed.state) out.push({ path: 'state', expected: expect.state, actual: observed.state });
   if ('reason' in expect && (expect.reason ?? null) !== observed.reason) out.push({ path: 'reason', expected: expect.reason ?? null, actual: observed.reason });
   if ('output' in expect && !matches(expect.output, observed.output)) out.push({ path: 'output', expected: expect.output, actual: observed.output });
-  if (expect.time !== undefined && new Date(expect.time).getTime() !== new Date(observed.time).getTime()) out.push({ path: 'time', expected: expect.time, actual: observed.time });
+  if (expect.time !== undefined && new Date(expect.time).getTime() !== new Date(observed.time).getTime())
+    out.push({ path: 'time', expected: expect.time, actual: observed.time });
   for (const [name, want] of Object.entries(expect.tasks ?? {})) out.push(...compareTask(name, want, observed.tasks));
   return out;
 }

@@ -9,8 +9,8 @@
  *   await t.expect({ state: 'completed', tasks: { send_reminder: 'skipped' } });
  */
 import { parseDuration } from '../compiler/duration.js';
-import type { TaskRecord, WorkflowRecord } from '../runtime/sql/workflows.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { TaskRecord, WorkflowRecord } from '../runtime/sql/workflows.js';
 import type { Handlers } from '../runtime/worker/handlers.js';
 import { compare, type Mismatch } from './expect.js';
 import { Driver, observe } from './run-test.js';
@@ -18,8 +18,8 @@ import { TestSession } from './session.js';
 import { DEFAULT_MAX_TIME_MS, DEFAULT_NOW, type Expect, type Mock } from './test-file.js';
 import type { VirtualClock } from './virtual-clock.js';
 
-export type { Expect, Mock } from './test-file.js';
 export type { Mismatch } from './expect.js';
+export type { Expect, Mock } from './test-file.js';
 
 /** A mock as a test file writes it (`delay` a duration). */
 export interface MockSpec {
@@ -48,7 +48,9 @@ export interface TestWorkflowOptions {
 /** An expectation did not hold: the message lists each mismatch. */
 export class WorkflowExpectationError extends Error {
   constructor(readonly mismatches: Mismatch[]) {
-    super(`the workflow does not match:\n${mismatches.map((m) => `  ${m.path}: expected ${JSON.stringify(m.expected)}, got ${JSON.stringify(m.actual)}`).join('\n')}`);
+    super(
+      `the workflow does not match:\n${mismatches.map((m) => `  ${m.path}: expected ${JSON.stringify(m.expected)}, got ${JSON.stringify(m.actual)}`).join('\n')}`,
+    );
     this.name = 'WorkflowExpectationError';
   }
 }

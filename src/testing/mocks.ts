@@ -3,7 +3,7 @@
  * name, `WORKFLOW.TASK` for a child's task, or `kind:NAME`) and plays it, or runs the project's own handler
  * for the kind; with neither, the attempt fails naming the kind.
  */
-import { START_KIND, type NormalizedDefinition } from '../compiler/normalize.js';
+import { type NormalizedDefinition, START_KIND } from '../compiler/normalize.js';
 import type { Handler, Handlers, TaskContext } from '../runtime/worker/handlers.js';
 import type { Mock } from './test-file.js';
 import type { VirtualClock } from './virtual-clock.js';
@@ -70,7 +70,9 @@ function dispatch(setup: MockSetup, kind: string): Handler {
     if (!mock || mock.handler === 'real') {
       if (real) return real(args, ctx);
       throw new MockFailure(
-        mock ? `task "${task}" of ${workflow} is mocked with handler: real, but the project has no handler for kind "${kind}"` : `no mock for task "${task}" of ${workflow} and no handler for its kind "${kind}"`,
+        mock
+          ? `task "${task}" of ${workflow} is mocked with handler: real, but the project has no handler for kind "${kind}"`
+          : `no mock for task "${task}" of ${workflow} and no handler for its kind "${kind}"`,
       );
     }
     return play(mock, ctx, setup, workflow, task);

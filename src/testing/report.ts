@@ -78,13 +78,22 @@ export function formatJson(report: TestReport): string {
   )}\n`;
 }
 
-const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+const xml = (s: string) =>
+  s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
 
 export function formatJunit(report: TestReport): string {
   const byFile = new Map<string, TestResult[]>();
   for (const r of report.results) byFile.set(r.file, [...(byFile.get(r.file) ?? []), r]);
   const { failed } = counts(report.results);
-  const out = ['<?xml version="1.0" encoding="UTF-8"?>', `<testsuites name="braid test" tests="${report.results.length}" failures="${failed}" time="${(report.ms / 1000).toFixed(3)}">`];
+  const out = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="braid test" tests="${report.results.length}" failures="${failed}" time="${(report.ms / 1000).toFixed(3)}">`,
+  ];
   for (const [file, results] of byFile) {
     const ms = results.reduce((n, r) => n + r.ms, 0);
     out.push(`  <testsuite name="${xml(file)}" tests="${results.length}" failures="${counts(results).failed}" time="${(ms / 1000).toFixed(3)}">`);
@@ -114,7 +123,9 @@ export function formatGithub(report: TestReport): string {
   for (const r of report.results) {
     for (const f of r.failures) {
       const [, ...body] = describeFailure(r, f);
-      out.push(`::error file=${ghProperty(r.file)},line=${f.line},title=${ghProperty(`braid test: ${r.name}`)}::${ghEscape([where(f), ...body.map((l) => l.trim())].join('\n'))}`);
+      out.push(
+        `::error file=${ghProperty(r.file)},line=${f.line},title=${ghProperty(`braid test: ${r.name}`)}::${ghEscape([where(f), ...body.map((l) => l.trim())].join('\n'))}`,
+      );
     }
   }
   const { passed, failed } = counts(report.results);

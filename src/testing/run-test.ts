@@ -3,13 +3,14 @@
  * checking each expectation against what the run did. The clock moves only when nothing can run at the
  * current virtual time: then it jumps to the next timer, deadline, scheduled task or sleeping mock.
  */
+
+import type { Runtime } from '../runtime/runtime.js';
+import { currentDefinition } from '../runtime/sql/definitions.js';
 import { anyAvailable, maintenanceDue } from '../runtime/sql/next-due.js';
 import { recordEnded } from '../runtime/sql/reset.js';
-import type { Runtime } from '../runtime/runtime.js';
 import type { TaskRecord } from '../runtime/sql/workflows.js';
-import { currentDefinition } from '../runtime/sql/definitions.js';
-import { compare, type Mismatch, type Observed, type ObservedTask } from './expect.js';
 import { workflowTree } from './checks.js';
+import { compare, type Mismatch, type Observed, type ObservedTask } from './expect.js';
 import { unhandled } from './mocks.js';
 import type { TestSession } from './session.js';
 import type { TestCase, TestFile } from './test-file.js';
@@ -50,7 +51,16 @@ class TestTimeout extends Error {}
 export async function runTest(session: TestSession, file: TestFile, test: TestCase, options: { timeoutMs?: number } = {}): Promise<TestResult> {
   const started = Date.now();
   const timeoutMs = options.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS;
-  const result: TestResult = { file: file.path, workflow: file.workflow, name: test.name, index: test.index, line: test.line, passed: false, failures: [], ms: 0 };
+  const result: TestResult = {
+    file: file.path,
+    workflow: file.workflow,
+    name: test.name,
+    index: test.index,
+    line: test.line,
+    passed: false,
+    failures: [],
+    ms: 0,
+  };
   const { rt, clock } = await session.runtime(file.workflow, test.mocks, file.now);
   const end = file.now.getTime() + file.maxTimeMs;
   const driver = new Driver(rt, clock, session, started + timeoutMs);
@@ -58,7 +68,8 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
   let at: { step: number | 'run'; line: number; where: string } = { step: 'run', line: test.line, where: 'at its start' };
   try {
     const missing = unhandled(workflowTree(file.workflow, session.definitions), file.workflow, test.mocks, session.handlers);
-    if (missing.length > 0) throw new Error(`no mock and no handler for ${missing.join(', ')}: mock it (by task or "kind:NAME"), or give the project's handlers (--handlers)`);
+    if (missing.length > 0)
+      throw new Error(`no mock and no handler for ${missing.join(', ')}: mock it (by task or "kind:NAME"), or give the project's handlers (--handlers)`);
     for (const w of test.workflows) {
       const def = await currentDefinition(session.db, session.s, w.name);
       if (!def) throw new Error(`workflows: no workflow named "${w.name}" is defined (for ${w.id})`);

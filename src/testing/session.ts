@@ -40,7 +40,10 @@ export class TestSession {
     try {
       const rt = createRuntime({ database: db, leader: false });
       const { validation } = await rt.registerDefinitions(options.definitions);
-      if (validation.errors > 0) throw new SessionError(validation.diagnostics.filter((d) => d.severity === 'error').map((d) => `${d.file}:${d.line}:${d.column}: ${d.message} [${d.rule}]`));
+      if (validation.errors > 0)
+        throw new SessionError(
+          validation.diagnostics.filter((d) => d.severity === 'error').map((d) => `${d.file}:${d.line}:${d.column}: ${d.message} [${d.rule}]`),
+        );
       const defs = validation.definitions;
       return new TestSession(db, new Map(defs.map((d) => [d.name, d.normalized])), options.handlers);
     } catch (error) {
@@ -53,7 +56,12 @@ export class TestSession {
    * A runtime for one test, on emptied run tables: the virtual clock, mocks as handlers, no leader of its own
    * (the runner runs maintenance when it chooses), nothing ever taken for dead or deleted by retention.
    */
-  async runtime(workflow: string, mocks: Record<string, Mock>, now: Date, project: Handlers | undefined = this.handlers): Promise<{ rt: Runtime; clock: VirtualClock }> {
+  async runtime(
+    workflow: string,
+    mocks: Record<string, Mock>,
+    now: Date,
+    project: Handlers | undefined = this.handlers,
+  ): Promise<{ rt: Runtime; clock: VirtualClock }> {
     await resetRuns(this.db, this.s);
     const clock = new VirtualClock(now);
     const tree = workflowTree(workflow, this.definitions);

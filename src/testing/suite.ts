@@ -3,8 +3,8 @@
  * against the definitions (diagnostics, no database), then each test run in one session.
  */
 import type { Diagnostic } from '../compiler/diagnostics.js';
-import type { NormalizedDefinition } from '../compiler/normalize.js';
 import { readSource } from '../compiler/load.js';
+import type { NormalizedDefinition } from '../compiler/normalize.js';
 import type { Handlers } from '../runtime/worker/handlers.js';
 import { checkTestFile } from './checks.js';
 import { runTest, type TestResult } from './run-test.js';
@@ -20,7 +20,11 @@ export interface CheckedFiles {
 }
 
 /** Reads, schema-checks and checks each test file against the definitions. `display` names files in messages. */
-export function checkTestFiles(paths: readonly string[], definitions: ReadonlyMap<string, NormalizedDefinition>, display: (path: string) => string = (p) => p): CheckedFiles {
+export function checkTestFiles(
+  paths: readonly string[],
+  definitions: ReadonlyMap<string, NormalizedDefinition>,
+  display: (path: string) => string = (p) => p,
+): CheckedFiles {
   const out: CheckedFiles = { files: [], diagnostics: [], read: paths.length };
   for (const path of paths) {
     const source = { ...readSource(path), path: display(path) };

@@ -4,7 +4,7 @@
  * throws on bad input: every problem is a diagnostic at its file:line:col.
  */
 import type { ErrorObject } from 'ajv';
-import { didYouMean, type Diagnostic } from '../compiler/diagnostics.js';
+import { type Diagnostic, didYouMean } from '../compiler/diagnostics.js';
 import { durationRangeProblem, parseDuration } from '../compiler/duration.js';
 import { parseSource, type RawSource } from '../compiler/parse.js';
 import { testSchemaValidator } from '../compiler/schemas.js';
@@ -146,8 +146,14 @@ function checkBounds(raw: RawTestFile, reporter: Reporter): void {
   raw.tests.forEach((t, i) => {
     mocks(t.mocks, ['tests', i, 'mocks']);
     const steps = t.steps ?? [];
-    if (steps.length > MAX_STEPS) reporter.report('test-schema', `test "${t.name}" has ${steps.length.toLocaleString('en-US')} steps: at most ${MAX_STEPS.toLocaleString('en-US')}`, { path: ['tests', i, 'steps'], at: 'key' }, 'split it into several tests');
-    steps.forEach((step, j) => duration(typeof step.advance === 'string' ? step.advance : undefined, ['tests', i, 'steps', j, 'advance']));
+    if (steps.length > MAX_STEPS)
+      reporter.report(
+        'test-schema',
+        `test "${t.name}" has ${steps.length.toLocaleString('en-US')} steps: at most ${MAX_STEPS.toLocaleString('en-US')}`,
+        { path: ['tests', i, 'steps'], at: 'key' },
+        'split it into several tests',
+      );
+    for (const [j, step] of steps.entries()) duration(typeof step.advance === 'string' ? step.advance : undefined, ['tests', i, 'steps', j, 'advance']);
   });
 }
 
@@ -209,9 +215,17 @@ function toStep(s: Record<string, unknown>, at: number): Step {
 function relevant(errors: ErrorObject[]): ErrorObject[] {
   const oneOf = new Set(errors.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath));
   const inside = (e: ErrorObject) => [...oneOf].some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`));
-  const kept = errors.filter((e) => e.keyword !== 'if' && e.propertyName === undefined && (!inside(e) || e.keyword === 'oneOf' || e.keyword === 'additionalProperties'));
+  const kept = errors.filter(
+    (e) => e.keyword !== 'if' && e.propertyName === undefined && (!inside(e) || e.keyword === 'oneOf' || e.keyword === 'additionalProperties'),
+  );
   // a step with one unknown key says that, rather than "must match exactly one schema"
-  return kept.filter((e) => !(e.keyword === 'oneOf' && kept.some((o) => o !== e && o.keyword === 'additionalProperties' && o.instancePath === e.instancePath && isStepPath(e.instancePath))));
+  return kept.filter(
+    (e) =>
+      !(
+        e.keyword === 'oneOf' &&
+        kept.some((o) => o !== e && o.keyword === 'additionalProperties' && o.instancePath === e.instancePath && isStepPath(e.instancePath))
+      ),
+  );
 }
 
 const isStepPath = (p: string) => /^\/tests\/\d+\/steps\/\d+$/.test(p);
@@ -230,7 +244,12 @@ function describe(e: ErrorObject): { message: string; path: Path; hint?: string;
       const key = String(e.params.additionalProperty);
       const known = isStepPath(e.instancePath) ? STEP_KEYS : Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
       const guess = didYouMean(key, known);
-      return { message: `${where}: unknown key "${key}"`, path: [...path, key], at: 'key', hint: guess ? `did you mean "${guess}"?` : known.length ? `allowed keys: ${known.join(', ')}` : undefined };
+      return {
+        message: `${where}: unknown key "${key}"`,
+        path: [...path, key],
+        at: 'key',
+        hint: guess ? `did you mean "${guess}"?` : known.length ? `allowed keys: ${known.join(', ')}` : undefined,
+      };
     }
     case 'required':
       return { message: `${where}: missing required key "${String(e.params.missingProperty)}"`, path, at: path.length > 0 ? 'key' : 'value' };
@@ -243,7 +262,8 @@ function describe(e: ErrorObject): { message: string; path: Path; hint?: string;
     case 'not':
       return { message: `${where}: a mock is one of { output }, { error }, { fail, output }, { delay, output } or { handler: real }`, path };
     case 'pattern':
-      if (/duration|advance|max_time|delay/.test(String(path.at(-1)))) return { message: `${where}: not a duration`, path, hint: 'durations look like 250ms, 30s, 15m, 2h, 7d, 1h30m or ISO 8601 PT30M' };
+      if (/duration|advance|max_time|delay/.test(String(path.at(-1))))
+        return { message: `${where}: not a duration`, path, hint: 'durations look like 250ms, 30s, 15m, 2h, 7d, 1h30m or ISO 8601 PT30M' };
       return { message: `${where}: must match ${String(e.params.pattern)}`, path };
     default:
       return { message: `${where}: ${e.message ?? 'invalid'}`, path };

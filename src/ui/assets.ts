@@ -20,7 +20,8 @@ const HEADERS = {
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
-  'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
 };
 
 /**
@@ -44,6 +45,10 @@ export function serveUi(path: string, res: ServerResponse): void {
   const inside = file.startsWith(uiDir + sep);
   const target = inside && extname(file) !== '' && existsSync(file) ? file : index;
   const immutable = target !== index && /\/assets\//.test(path);
-  res.writeHead(200, { 'content-type': TYPES[extname(target)] ?? 'application/octet-stream', 'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache', ...HEADERS });
+  res.writeHead(200, {
+    'content-type': TYPES[extname(target)] ?? 'application/octet-stream',
+    'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+    ...HEADERS,
+  });
   res.end(readFileSync(target));
 }

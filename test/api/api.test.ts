@@ -1,7 +1,7 @@
-import { hostname } from 'node:os';
 import { request } from 'node:http';
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApiServer, type ApiServer } from '../../src/api/server.js';
+import { type ApiServer, startApiServer } from '../../src/api/server.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { normalise } from '../helpers/golden.js';
 import { backend, definitionsDir, testRuntime, until } from '../helpers/runtime.js';
@@ -31,7 +31,12 @@ output: { n: "\${{ inputs.n }}" }
 let rt: Runtime;
 let server: ApiServer;
 
-async function api<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T; headers: Headers }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function api<T = any>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: T; headers: Headers }> {
   const res = await fetch(`${server.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
@@ -58,7 +63,7 @@ function raw(method: string, path: string, headers: Record<string, string>, body
 interface SseEvent {
   id?: string;
   event: string;
-  data: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  data: any;
 }
 
 /** An EventSource in a few lines: collects events and comments as they arrive. */
@@ -66,25 +71,33 @@ function subscribe(path: string, lastEventId?: string): { events: SseEvent[]; co
   const url = new URL(server.url);
   const events: SseEvent[] = [];
   const comments: string[] = [];
-  const req = request({ host: url.hostname, port: url.port, path, headers: { authorization: `Bearer ${TOKEN}`, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) } }, (res) => {
-    let buffer = '';
-    res.on('data', (d: Buffer) => {
-      buffer += d.toString();
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const e: Partial<SseEvent> = {};
-        for (const line of block.split('\n')) {
-          if (line.startsWith(':')) comments.push(line.slice(1).trim());
-          else if (line.startsWith('id: ')) e.id = line.slice(4);
-          else if (line.startsWith('event: ')) e.event = line.slice(7);
-          else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+  const req = request(
+    {
+      host: url.hostname,
+      port: url.port,
+      path,
+      headers: { authorization: `Bearer ${TOKEN}`, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+    },
+    (res) => {
+      let buffer = '';
+      res.on('data', (d: Buffer) => {
+        buffer += d.toString();
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const e: Partial<SseEvent> = {};
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) comments.push(line.slice(1).trim());
+            else if (line.startsWith('id: ')) e.id = line.slice(4);
+            else if (line.startsWith('event: ')) e.event = line.slice(7);
+            else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+          }
+          if (e.event) events.push(e as SseEvent);
         }
-        if (e.event) events.push(e as SseEvent);
-      }
-    });
-  });
+      });
+    },
+  );
   req.on('error', () => undefined);
   req.end();
   return { events, comments, close: () => req.destroy() };
@@ -95,7 +108,12 @@ const snapshots = (s: { events: SseEvent[] }) => s.events.filter((e) => e.event 
 beforeAll(async () => {
   rt = await testRuntime({
     definitions: DEFS,
-    handlers: { work: async (args: { n?: number }) => ({ done: true, n: args?.n ?? null }), boom: async () => { throw new Error('boom'); } },
+    handlers: {
+      work: async (args: { n?: number }) => ({ done: true, n: args?.n ?? null }),
+      boom: async () => {
+        throw new Error('boom');
+      },
+    },
   });
   await rt.startWorker();
   server = await startApiServer(rt, { token: TOKEN, heartbeatMs: 100, pollMs: 60_000, minIntervalMs: 10, listenLingerMs: 300 });
@@ -127,7 +145,9 @@ describe(`HTTP API (${backend})`, () => {
     await expect(normalise((await api('GET', '/api/definitions/quick')).body)).toMatchFileSnapshot('golden/definition.json');
     await expect(normalise((await api('POST', `/api/workflows/${id}/cancel`, {})).body, ids)).toMatchFileSnapshot('golden/cancel.json');
     await rt.workflow(id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
-    await expect(normalise((await api('POST', `/api/workflows/${id}/retry`, { mode: 'all', reset_history: true })).body, ids)).toMatchFileSnapshot('golden/retry.json');
+    await expect(normalise((await api('POST', `/api/workflows/${id}/retry`, { mode: 'all', reset_history: true })).body, ids)).toMatchFileSnapshot(
+      'golden/retry.json',
+    );
     expect((await api('GET', '/api/dev')).body).toEqual({ definitions: null, handlers: null });
   });
 
@@ -141,7 +161,10 @@ describe(`HTTP API (${backend})`, () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page: { body: { workflows: { id: string; name: string }[]; next_cursor: string | null } } = await api('GET', `/api/workflows?name=quick&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: { body: { workflows: { id: string; name: string }[]; next_cursor: string | null } } = await api(
+        'GET',
+        `/api/workflows?name=quick&limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       seen.push(...page.body.workflows.map((w) => w.id));
       cursor = page.body.next_cursor;
       pages++;
@@ -157,7 +180,7 @@ describe(`HTTP API (${backend})`, () => {
     expect((await api('GET', '/api/workflows?limit=-1')).status).toBe(400);
   });
 
-  it('pages a task\'s signals by cursor, up to the evidence of its resolved wait', async () => {
+  it("pages a task's signals by cursor, up to the evidence of its resolved wait", async () => {
     const id = await waitingWorkflow(1);
     // in one transaction: the wait resolves at the second, and the workflow is still running for the others
     await rt.db.transaction(async (tx) => {
@@ -210,7 +233,8 @@ describe(`HTTP API (${backend})`, () => {
   });
 
   it('streams the workflow list with its filters; writers notify only while a stream is open', async () => {
-    const listeners = async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".change_listeners WHERE expires_at > now()`)).rows[0].n;
+    const listeners = async () =>
+      (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".change_listeners WHERE expires_at > now()`)).rows[0].n;
     await until(async () => (await listeners()) === 0);
     const s = subscribe('/api/events?name=quick&limit=3');
     await until(() => snapshots(s).length === 1);
@@ -235,7 +259,13 @@ describe(`HTTP API (${backend})`, () => {
     expect((await raw('GET', '/api/workflows', { host, authorization: 'Bearer wrong' })).status).toBe(401);
     expect((await raw('GET', '/api/workflows', { host: `evil.example:${new URL(server.url).port}`, authorization: `Bearer ${TOKEN}` })).status).toBe(403);
     expect((await raw('GET', '/', { host: 'evil.example' })).status).toBe(403);
-    const post = (headers: Record<string, string>) => raw('POST', '/api/workflows', { host, authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers }, JSON.stringify({ name: 'quick' }));
+    const post = (headers: Record<string, string>) =>
+      raw(
+        'POST',
+        '/api/workflows',
+        { host, authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
+        JSON.stringify({ name: 'quick' }),
+      );
     expect((await post({ origin: 'http://evil.example' })).status).toBe(403);
     expect((await post({ 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await post({ 'content-type': 'text/plain' })).status).toBe(415);
@@ -243,7 +273,11 @@ describe(`HTTP API (${backend})`, () => {
     expect((await raw('POST', '/api/workflows', { host, 'content-type': 'application/json', origin: 'http://evil.example' }, '{}')).status).toBe(403);
 
     // the page trades the token for a session cookie that then authorises reads and changes
-    const session = await fetch(`${server.url}/api/session`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
+    const session = await fetch(`${server.url}/api/session`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(session.status).toBe(204);
     const cookie = session.headers.get('set-cookie')!;
     expect(cookie).toMatch(/HttpOnly/);
@@ -255,7 +289,7 @@ describe(`HTTP API (${backend})`, () => {
     expect((await raw('POST', '/api/session', { host, 'content-type': 'application/json' }, '{}')).status).toBe(401);
   });
 
-  it('listening beyond loopback, it still answers only its own Host names (this machine\'s), not any', async () => {
+  it("listening beyond loopback, it still answers only its own Host names (this machine's), not any", async () => {
     const wide = await startApiServer(rt, { token: TOKEN, host: '0.0.0.0' });
     try {
       const port = new URL(wide.url).port;
@@ -302,7 +336,10 @@ describe(`HTTP API (${backend})`, () => {
   it('a caller-chosen id: 201 when started, 200 with existing when found, 409 on a conflict, 400 when malformed', async () => {
     const first = await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 'inv-7' });
     expect(first).toMatchObject({ status: 201, body: { id: 'inv-7' } });
-    expect(await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 'inv-7' })).toMatchObject({ status: 200, body: { id: 'inv-7', existing: true } });
+    expect(await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 'inv-7' })).toMatchObject({
+      status: 200,
+      body: { id: 'inv-7', existing: true },
+    });
     const conflict = await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 8 }, id: 'inv-7' });
     expect(conflict).toMatchObject({ status: 409, body: { code: 'workflow_conflict' } });
     expect((await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 'in v' })).body).toMatchObject({ code: 'workflow_id_invalid' });
@@ -314,7 +351,10 @@ describe(`HTTP API (${backend})`, () => {
     expect(nul).toMatchObject({ status: 400, body: { error: 'the inputs hold U+0000 at /note, which Postgres cannot store', name: 'UnstorableValue' } });
     const id = await waitingWorkflow(3);
     const payload = await api('POST', `/api/workflows/${id}/signals`, '{"key":"approve","payload":{"by":"\\ud800x"}}');
-    expect(payload).toMatchObject({ status: 400, body: { error: "the signal's payload holds an unpaired surrogate U+D800 at /by, which Postgres cannot store" } });
+    expect(payload).toMatchObject({
+      status: 400,
+      body: { error: "the signal's payload holds an unpaired surrogate U+D800 at /by, which Postgres cannot store" },
+    });
     const source = await api('POST', `/api/workflows/${id}/signals`, '{"key":"approve","source":"\\u0000"}');
     expect(source.body.error).toBe("the signal's source holds U+0000, which Postgres cannot store");
     expect((await api('POST', `/api/workflows/${id}/signals`, '{"key":"approve","idempotency_key":"a\\u0000"}')).status).toBe(400);
@@ -326,7 +366,10 @@ describe(`HTTP API (${backend})`, () => {
     const { body } = await api('POST', '/api/workflows', { name: 'quick' });
     await rt.workflow(body.id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
     const late = await api('POST', `/api/workflows/${body.id}/signals`, { key: 'approve', payload: {} });
-    expect(late).toMatchObject({ status: 409, body: { error: `workflow ${body.id} is completed: it takes no more signals (retry it first to run it again)`, name: 'WorkflowFinished' } });
+    expect(late).toMatchObject({
+      status: 409,
+      body: { error: `workflow ${body.id} is completed: it takes no more signals (retry it first to run it again)`, name: 'WorkflowFinished' },
+    });
     expect((await rt.workflow(body.id).signals.list()).signals).toEqual([]);
   });
 
@@ -360,8 +403,13 @@ describe(`HTTP API (${backend})`, () => {
     const current = (await api('GET', '/api/definitions/quick')).body.hash as string;
     const diff = await api('GET', `/api/definitions/quick/diff?from=${current.slice(0, 12)}`);
     expect(diff).toMatchObject({ status: 200, body: { name: 'quick', from: current, to: current, changes: [] } });
-    expect(await api('POST', '/api/definitions/quick/upgrade', { dry_run: true })).toMatchObject({ status: 200, body: { name: 'quick', to: current, results: [] } });
-    expect((await api('GET', '/api/deploy/baseline?names=quick')).body.versions.map((v: { name: string; current: boolean }) => [v.name, v.current])).toEqual([['quick', true]]);
+    expect(await api('POST', '/api/definitions/quick/upgrade', { dry_run: true })).toMatchObject({
+      status: 200,
+      body: { name: 'quick', to: current, results: [] },
+    });
+    expect((await api('GET', '/api/deploy/baseline?names=quick')).body.versions.map((v: { name: string; current: boolean }) => [v.name, v.current])).toEqual([
+      ['quick', true],
+    ]);
   });
 
   it('never reads definitions from a folder the client names', async () => {
@@ -371,7 +419,7 @@ describe(`HTTP API (${backend})`, () => {
     expect(await rt.definition('sneaky')).toBeUndefined();
   });
 
-  it('an internal error is a 500 that echoes no database text; the operator\'s log has it', async () => {
+  it("an internal error is a 500 that echoes no database text; the operator's log has it", async () => {
     const broken = await testRuntime({ definitions: { quick: DEFS.quick } });
     const warnings: string[] = [];
     const log = { info: () => undefined, taskDone: () => undefined, warn: (m: string) => void warnings.push(m) };
@@ -379,7 +427,11 @@ describe(`HTTP API (${backend})`, () => {
     try {
       await broken.db.query(`DROP TABLE "${broken.schema}".signals CASCADE`);
       const id = await broken.start('quick');
-      const res = await fetch(`${other.url}/api/workflows/${id}/signals`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: '{"key":"k","any_key":true}' });
+      const res = await fetch(`${other.url}/api/workflows/${id}/signals`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: '{"key":"k","any_key":true}',
+      });
       expect(res.status).toBe(500);
       expect(await res.json()).toEqual({ error: 'internal error', code: 'internal' });
       expect(warnings.join('\n')).toMatch(/internal error: .*signals.* does not exist/);

@@ -22,19 +22,32 @@ function validateOne(path: string) {
 
 function aliasBomb(): string {
   const lines = ['name: bomb', 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
-  for (let i = 1; i < 9; i++) lines.push(`a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(',')}]`);
+  for (let i = 1; i < 9; i++)
+    lines.push(
+      `a${i}: &a${i} [${Array(9)
+        .fill(`*a${i - 1}`)
+        .join(',')}]`,
+    );
   lines.push('tasks: { t: { kind: x, args: { boom: *a8 } } }');
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 const cases: [string, () => string, string][] = [
   ['an empty file', () => file('empty.yaml', ''), 'schema'],
   ['binary garbage', () => file('garbage.yaml', Buffer.concat([Buffer.from([0x00, 0xff, 0xfe]), randomBytes(4096)])), 'yaml-syntax'],
   ['non-UTF-8 text (Latin-1)', () => file('latin1.yaml', Buffer.from('name: caf\xe9\ntasks: {}\n', 'latin1')), 'yaml-syntax'],
-  ['a 50 MB file', () => file('huge.yaml', 'name: huge\ntasks:\n' + '  # padding padding padding padding padding padding padding padding\n'.repeat(50 * 1024 * 1024 / 68)), 'input-limit'],
-  ['10,000-deep flow nesting', () => file('deep_flow.yaml', 'name: deep\ntasks: { t: { kind: x, args: { a: ' + '['.repeat(10_000) + ']'.repeat(10_000) + ' } } }\n'), 'input-limit'],
-  ['10,000-deep block sequences', () => file('deep_block.yaml', 'name: deep\nx:\n' + '- '.repeat(10_000) + 'leaf\n'), 'input-limit'],
-  ['10,000-deep JSON objects', () => file('deep.json', '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000)), 'input-limit'],
+  [
+    'a 50 MB file',
+    () => file('huge.yaml', `name: huge\ntasks:\n${'  # padding padding padding padding padding padding padding padding\n'.repeat((50 * 1024 * 1024) / 68)}`),
+    'input-limit',
+  ],
+  [
+    '10,000-deep flow nesting',
+    () => file('deep_flow.yaml', `name: deep\ntasks: { t: { kind: x, args: { a: ${'['.repeat(10_000)}${']'.repeat(10_000)} } } }\n`),
+    'input-limit',
+  ],
+  ['10,000-deep block sequences', () => file('deep_block.yaml', `name: deep\nx:\n${'- '.repeat(10_000)}leaf\n`), 'input-limit'],
+  ['10,000-deep JSON objects', () => file('deep.json', `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`), 'input-limit'],
   ['a YAML alias bomb', () => file('bomb.yaml', aliasBomb()), 'yaml-alias-limit'],
   ['a malformed JSON definition', () => file('broken.json', '{"name": "broken", "tasks": {"a": {"kind": "x"}'), 'yaml-syntax'],
   ['a definition that is a list', () => file('list.yaml', '- name: x\n- tasks: {}\n'), 'schema'],

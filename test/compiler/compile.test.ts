@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compile, CompileError, validate, type WorkflowDefinition } from '../../src/index.js';
+import { type CompileError, compile, validate, type WorkflowDefinition } from '../../src/index.js';
 
 const NOW = '2026-05-01T12:00:00Z';
 
@@ -138,7 +138,11 @@ tasks:
       ignore_cancelled_deps: true,
       wait: { expr: 'go', terms: [{ name: 'go', kind: 'timer', timer: { anchor: 'at', at: '2026-05-31T22:00:00.000Z' } }] },
     });
-    expect(plan.tasks[1]).toMatchObject({ priority: 1, ignore_cancelled_deps: false, retry: { backoff: 'linear', initial_ms: 2000, max_ms: 3_600_000, jitter: true } });
+    expect(plan.tasks[1]).toMatchObject({
+      priority: 1,
+      ignore_cancelled_deps: false,
+      retry: { backoff: 'linear', initial_ms: 2000, max_ms: 3_600_000, jitter: true },
+    });
   });
 
   it('a ULID id by default, sortable by time', () => {

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compile, CompileError, RULES, validate, type Diagnostic } from '../../src/index.js';
+import { CompileError, compile, type Diagnostic, RULES, validate } from '../../src/index.js';
 import { repoRoot, runCli } from '../helpers/cli.js';
 
 const invalidDir = join(repoRoot, 'test/fixtures/invalid');
@@ -80,7 +80,7 @@ describe('compile-time fixtures (inputs that do not fit)', () => {
   });
 });
 
-describe('config fixtures: any command in the folder reports the config\'s problems, with positions', () => {
+describe("config fixtures: any command in the folder reports the config's problems, with positions", () => {
   const files = definitionFiles(configDir);
   it.each(files.map((f) => [relative(configDir, f), f]))('%s', (_, file) => {
     const run = runCli(['validate'], { cwd: dirname(file) });
@@ -100,7 +100,11 @@ describe('test-file fixtures: braid validate checks workflow test files against 
 
 describe('rule coverage', () => {
   it('every rule name in SPEC is exercised by a fixture', () => {
-    const seen = new Set([...definitionFiles(invalidDir), ...definitionFiles(compileDir), ...definitionFiles(configDir), ...testFiles, ...deployFiles].flatMap((f) => expectations(f).map((e) => e.split(' ')[0])));
+    const seen = new Set(
+      [...definitionFiles(invalidDir), ...definitionFiles(compileDir), ...definitionFiles(configDir), ...testFiles, ...deployFiles].flatMap((f) =>
+        expectations(f).map((e) => e.split(' ')[0]),
+      ),
+    );
     expect(RULES.filter((r) => !seen.has(r))).toEqual([]);
   });
 });

@@ -23,7 +23,9 @@ describe('files that are not what they seem: a per-file diagnostic, bounded read
     const run = json(['/dev/zero'], folder());
     expect(run.code).toBe(1);
     expect(run.ms).toBeLessThan(10_000);
-    expect(run.report.diagnostics).toEqual([expect.objectContaining({ rule: 'input-limit', line: 1, column: 1, message: 'not a regular file (a character device): only files are read' })]);
+    expect(run.report.diagnostics).toEqual([
+      expect.objectContaining({ rule: 'input-limit', line: 1, column: 1, message: 'not a regular file (a character device): only files are read' }),
+    ]);
     const sarif = JSON.parse(runCli(['validate', '--format', 'sarif', '/dev/zero']).stdout);
     expect(sarif.runs[0].results[0].locations[0].physicalLocation.region).toMatchObject({ startLine: 1, startColumn: 1 });
   });
@@ -42,7 +44,16 @@ describe('files that are not what they seem: a per-file diagnostic, bounded read
     const dir = folder();
     writeFileSync(join(dir, 'big.yaml'), Buffer.alloc(64 * 1024, 0x20));
     const run = json(['--max-bytes', '1000', 'big.yaml'], dir);
-    expect(run.report.diagnostics).toEqual([expect.objectContaining({ rule: 'input-limit', line: 1, column: 1, end_line: 1, end_column: 1, message: 'file is 65536 bytes, over the 1000 bytes limit' })]);
+    expect(run.report.diagnostics).toEqual([
+      expect.objectContaining({
+        rule: 'input-limit',
+        line: 1,
+        column: 1,
+        end_line: 1,
+        end_column: 1,
+        message: 'file is 65536 bytes, over the 1000 bytes limit',
+      }),
+    ]);
   });
 
   it('unreadable files (a link loop, a broken link) are per-file diagnostics; the run goes on', () => {

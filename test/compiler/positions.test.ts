@@ -1,9 +1,9 @@
-import { parseDocument, isScalar, visit, type Scalar } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { isScalar, parseDocument, type Scalar, visit } from 'yaml';
+import { canonicalJson } from '../../src/compiler/canonical-json.js';
 import { scalarOffsets } from '../../src/compiler/cel/scalar-offsets.js';
 import { scanTemplates } from '../../src/compiler/cel/templates.js';
 import { parseDuration } from '../../src/compiler/duration.js';
-import { canonicalJson } from '../../src/compiler/canonical-json.js';
 
 function scalars(src: string): Scalar[] {
   const out: Scalar[] = [];
@@ -43,7 +43,8 @@ describe('scalar offsets: every value character maps to its source character', (
     expect(distinct.size).toBe(value.length);
     for (let i = 0; i < value.length; i++) {
       const c = value[i];
-      if (/[A-Za-z0-9&]/.test(c) && !/\\u/.test(src.slice(offsets[i] - 1, offsets[i] + 1))) expect(src[offsets[i]], `char ${i} of ${JSON.stringify(value)}`).toBe(c);
+      if (/[A-Za-z0-9&]/.test(c) && !/\\u/.test(src.slice(offsets[i] - 1, offsets[i] + 1)))
+        expect(src[offsets[i]], `char ${i} of ${JSON.stringify(value)}`).toBe(c);
     }
   });
 });
@@ -77,6 +78,6 @@ describe('durations', () => {
 
 describe('canonical JSON (RFC 8785)', () => {
   it('sorts keys by code unit, drops whitespace, serialises numbers as ECMAScript does', () => {
-    expect(canonicalJson({ b: 1, a: [true, null, 'x'], 'é': 1e21, A: 0.1, '\u20ac': -0 })).toBe('{"A":0.1,"a":[true,null,"x"],"b":1,"é":1e+21,"€":0}');
+    expect(canonicalJson({ b: 1, a: [true, null, 'x'], é: 1e21, A: 0.1, '\u20ac': -0 })).toBe('{"A":0.1,"a":[true,null,"x"],"b":1,"é":1e+21,"€":0}');
   });
 });

@@ -2,10 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { compile, CompileError, validate, type Diagnostic } from '../../src/index.js';
+import { stringify } from 'yaml';
 import { formatDiagnostics } from '../../src/compiler/format/index.js';
+import { CompileError, compile, type Diagnostic, validate } from '../../src/index.js';
 import { runCli } from '../helpers/cli.js';
 
 /** Every diagnostic keeps the contract, whatever the input. */
@@ -25,9 +25,34 @@ const anyText = fc.string({ unit: 'binary', maxLength: 80 });
 const celish = fc
   .array(
     fc.oneof(
-      fc.constantFrom('inputs', 'inputs.n', 'deps', 'deps["a"].output', 'item', 'index', 'workflow.id', 'payload', 'payload.x', 'signals["k"]', 'timers["t"]', 'tasks.a.output'),
+      fc.constantFrom(
+        'inputs',
+        'inputs.n',
+        'deps',
+        'deps["a"].output',
+        'item',
+        'index',
+        'workflow.id',
+        'payload',
+        'payload.x',
+        'signals["k"]',
+        'timers["t"]',
+        'tasks.a.output',
+      ),
       fc.constantFrom('==', '!=', '<', '+', '-', '*', '/', '%', '&&', '||', '!', '?', ':', '.', ',', '(', ')', '[', ']', '{', '}', 'in'),
-      fc.constantFrom('.map(x, x)', '.filter(x, x > 1)', '.all(x, true)', '.exists(x, false)', '.size()', 'size(', 'int(', 'string(', 'dyn(', 'timestamp("2026-01-01T00:00:00Z")', 'duration("1h")'),
+      fc.constantFrom(
+        '.map(x, x)',
+        '.filter(x, x > 1)',
+        '.all(x, true)',
+        '.exists(x, false)',
+        '.size()',
+        'size(',
+        'int(',
+        'string(',
+        'dyn(',
+        'timestamp("2026-01-01T00:00:00Z")',
+        'duration("1h")',
+      ),
       fc.constantFrom('1', '1.5', '-3', '"s"', "'t'", 'true', 'null', '[1, 2]', '{"k": 1}', 'b"x"', '1u', '0x1F'),
       anyText,
     ),
@@ -48,13 +73,29 @@ const definitionLike = fc.record(
         {
           kind: fc.oneof(name, fc.jsonValue()),
           deps: fc.oneof(fc.array(name, { maxLength: 3 }), fc.jsonValue()),
-          args: fc.dictionary(name, fc.oneof(celish.map((c) => `\${{ ${c} }}`), fc.jsonValue(), anyText), { maxKeys: 3 }),
+          args: fc.dictionary(
+            name,
+            fc.oneof(
+              celish.map((c) => `\${{ ${c} }}`),
+              fc.jsonValue(),
+              anyText,
+            ),
+            { maxKeys: 3 },
+          ),
           for_each: celish.map((c) => `\${{ ${c} }}`),
           when: celish,
           wait: fc.record(
             {
               expr: celish,
-              terms: fc.dictionary(name, fc.oneof(fc.record({ signal: name, where: celish }), fc.record({ expr: celish }), fc.record({ timer: fc.record({ after_wait_started: fc.constantFrom('1s', '2h', 'P1D', 'soon', '') }) })), { maxKeys: 3 }),
+              terms: fc.dictionary(
+                name,
+                fc.oneof(
+                  fc.record({ signal: name, where: celish }),
+                  fc.record({ expr: celish }),
+                  fc.record({ timer: fc.record({ after_wait_started: fc.constantFrom('1s', '2h', 'P1D', 'soon', '') }) }),
+                ),
+                { maxKeys: 3 },
+              ),
             },
             { requiredKeys: [] },
           ),
@@ -65,7 +106,11 @@ const definitionLike = fc.record(
       ),
       { minKeys: 1, maxKeys: 5 },
     ),
-    output: fc.dictionary(name, celish.map((c) => `\${{ ${c} }}`), { maxKeys: 2 }),
+    output: fc.dictionary(
+      name,
+      celish.map((c) => `\${{ ${c} }}`),
+      { maxKeys: 2 },
+    ),
   },
   { requiredKeys: ['name', 'tasks'] },
 );
@@ -74,7 +119,17 @@ const definitionLike = fc.record(
 const validish = fc.integer({ min: 1, max: 5 }).chain((count) => {
   const names = Array.from({ length: count }, (_, i) => `t${i}`);
   const template = fc.oneof(
-    fc.constantFrom('${{ inputs.s }}', '${{ inputs.n }}', '${{ inputs.n.size() }}', 'plain', '${{ inputs.n.map(x, x) }}', '${{ [1, 2][5] }}', 'a ${{ inputs.s }} b', '${{ inputs.n.filter(x, x == 1.0) }}', '$${{ literal }}'),
+    fc.constantFrom(
+      '${{ inputs.s }}',
+      '${{ inputs.n }}',
+      '${{ inputs.n.size() }}',
+      'plain',
+      '${{ inputs.n.map(x, x) }}',
+      '${{ [1, 2][5] }}',
+      'a ${{ inputs.s }} b',
+      '${{ inputs.n.filter(x, x == 1.0) }}',
+      '$${{ literal }}',
+    ),
     celish.map((c) => `\${{ ${c} }}`),
   );
   const task = (i: number) =>
@@ -97,14 +152,20 @@ const validish = fc.integer({ min: 1, max: 5 }).chain((count) => {
 describe('property: the compiler never crashes, whatever it is given', () => {
   it('arbitrary bytes and text: validate returns diagnostics, never throws', () => {
     fc.assert(
-      fc.property(fc.oneof(anyText.map((t) => ({ text: t })), fc.uint8Array({ maxLength: 300 }).map((b) => ({ bytes: b }))), (input) => {
-        const content = 'text' in input ? input.text : input.bytes;
-        for (const path of ['x.yaml', 'x.json']) {
-          const result = validate([{ path, content }]);
-          expectWellFormed(result.diagnostics);
-          expect(() => formatDiagnostics(result, 'sarif', { toolVersion: '0' })).not.toThrow();
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          anyText.map((t) => ({ text: t })),
+          fc.uint8Array({ maxLength: 300 }).map((b) => ({ bytes: b })),
+        ),
+        (input) => {
+          const content = 'text' in input ? input.text : input.bytes;
+          for (const path of ['x.yaml', 'x.json']) {
+            const result = validate([{ path, content }]);
+            expectWellFormed(result.diagnostics);
+            expect(() => formatDiagnostics(result, 'sarif', { toolVersion: '0' })).not.toThrow();
+          }
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -122,22 +183,26 @@ describe('property: the compiler never crashes, whatever it is given', () => {
   it('definition-shaped values with arbitrary CEL: validate never throws, and what validates compiles or fails with diagnostics for any inputs', () => {
     let compiled = 0;
     fc.assert(
-      fc.property(fc.oneof(definitionLike, validish), fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.record({ n: fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 5 }), s: anyText })), (definition, inputs) => {
-        const yaml = stringify(definition);
-        const result = validate([{ path: 'd.yaml', content: yaml }]);
-        expectWellFormed(result.diagnostics);
-        for (const def of result.definitions) {
-          for (const given of [inputs, { n: [1, 'a', null], s: '\u0000' }, {}]) {
-            compiled++;
-            try {
-              compile(def, given, { id: 'wf', now: '2026-01-01T00:00:00Z' });
-            } catch (error) {
-              expect(error).toBeInstanceOf(CompileError);
-              expectWellFormed((error as CompileError).diagnostics);
+      fc.property(
+        fc.oneof(definitionLike, validish),
+        fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.record({ n: fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 5 }), s: anyText })),
+        (definition, inputs) => {
+          const yaml = stringify(definition);
+          const result = validate([{ path: 'd.yaml', content: yaml }]);
+          expectWellFormed(result.diagnostics);
+          for (const def of result.definitions) {
+            for (const given of [inputs, { n: [1, 'a', null], s: '\u0000' }, {}]) {
+              compiled++;
+              try {
+                compile(def, given, { id: 'wf', now: '2026-01-01T00:00:00Z' });
+              } catch (error) {
+                expect(error).toBeInstanceOf(CompileError);
+                expectWellFormed((error as CompileError).diagnostics);
+              }
             }
           }
-        }
-      }),
+        },
+      ),
       // found by this property in CI: a wait term named like a CEL keyword crashed the CEL pass
       { numRuns: 300, examples: [[{ name: 'a', tasks: { a: { kind: [], wait: { expr: '', terms: { if: { expr: '' } } } } } }, []]] },
     );
@@ -151,15 +216,23 @@ describe('property: the CLI exits 0 or 1 on any file and any inputs, never with 
     const dir = mkdtempSync(join(tmpdir(), 'braid-prop-'));
     let n = 0;
     fc.assert(
-      fc.property(fc.oneof(definitionLike.map((d) => stringify(d)), validish.map((d) => stringify(d)), anyText), fc.jsonValue({ maxDepth: 3 }), (text, inputs) => {
-        const file = join(dir, `p${n++}.yaml`);
-        writeFileSync(file, text);
-        const validated = runCli(['validate', file], { cwd: dir });
-        expect([0, 1]).toContain(validated.code);
-        const compiled = runCli(['compile', file, `--inputs=${JSON.stringify(inputs)}`, '--id', 'wf', '--now', '2026-01-01T00:00:00Z'], { cwd: dir });
-        expect([0, 1]).toContain(compiled.code);
-        for (const run of [validated, compiled]) expect(run.stdout + run.stderr).not.toMatch(/internal error|\n\s+at .+:\d+:\d+/);
-      }),
+      fc.property(
+        fc.oneof(
+          definitionLike.map((d) => stringify(d)),
+          validish.map((d) => stringify(d)),
+          anyText,
+        ),
+        fc.jsonValue({ maxDepth: 3 }),
+        (text, inputs) => {
+          const file = join(dir, `p${n++}.yaml`);
+          writeFileSync(file, text);
+          const validated = runCli(['validate', file], { cwd: dir });
+          expect([0, 1]).toContain(validated.code);
+          const compiled = runCli(['compile', file, `--inputs=${JSON.stringify(inputs)}`, '--id', 'wf', '--now', '2026-01-01T00:00:00Z'], { cwd: dir });
+          expect([0, 1]).toContain(compiled.code);
+          for (const run of [validated, compiled]) expect(run.stdout + run.stderr).not.toMatch(/internal error|\n\s+at .+:\d+:\d+/);
+        },
+      ),
       { numRuns: 12 },
     );
   }, 120_000);

@@ -1,10 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { compile, loadDefinitions, readSources, validate, type WorkflowDefinition } from '../../src/index.js';
+import { parse as parseYaml } from 'yaml';
 import { planSchemaValidator } from '../../src/compiler/schemas.js';
+import { compile, loadDefinitions, readSources, validate, type WorkflowDefinition } from '../../src/index.js';
 import { repoRoot } from '../helpers/cli.js';
 
 const validDir = join(repoRoot, 'test/fixtures/valid');
@@ -61,7 +61,10 @@ describe.each([
 describe('plans of the examples (snapshots: they diff when the compiler changes)', () => {
   const result = loadDefinitions(examplesDir);
   it.each(result.definitions.map((d) => [d.name, d]))('%s', async (name, def) => {
-    const plan = compile(def as WorkflowDefinition, exampleInputs(def as WorkflowDefinition), { id: `01EXAMPLE${String(name).toUpperCase()}`.slice(0, 26), now: NOW });
-    await expect(JSON.stringify(plan, null, 2) + '\n').toMatchFileSnapshot(join(repoRoot, 'test/compiler/plans', `${name}.plan.json`));
+    const plan = compile(def as WorkflowDefinition, exampleInputs(def as WorkflowDefinition), {
+      id: `01EXAMPLE${String(name).toUpperCase()}`.slice(0, 26),
+      now: NOW,
+    });
+    await expect(`${JSON.stringify(plan, null, 2)}\n`).toMatchFileSnapshot(join(repoRoot, 'test/compiler/plans', `${name}.plan.json`));
   });
 });

@@ -13,12 +13,19 @@ const gitEnv = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', 
 
 describe('the GitHub Action with plan: true', () => {
   it('compares a pull request with its base branch (fetched when the checkout is shallow) and annotates what blocks the deploy', () => {
-    const action = parse(readFileSync(join(repoRoot, 'action.yml'), 'utf8')) as { inputs: Record<string, { default: string }>; runs: { steps: { name: string; if?: string; run: string }[] } };
+    const action = parse(readFileSync(join(repoRoot, 'action.yml'), 'utf8')) as {
+      inputs: Record<string, { default: string }>;
+      runs: { steps: { name: string; if?: string; run: string }[] };
+    };
     expect(action.inputs.plan.default).toBe('false');
     const step = action.runs.steps.find((s) => s.name === 'braid plan')!;
     expect(step.if).toBe("inputs.plan == 'true'");
     // the base branch, and a pull request's clone of it that changes a kind
-    const origin = project({ 'braid.config.yaml': 'definitions: definitions\nhandlers: handlers.mjs\n', 'definitions/refund.yaml': V1, 'handlers.mjs': 'export default { settle_payment: async () => ({}) };\n' });
+    const origin = project({
+      'braid.config.yaml': 'definitions: definitions\nhandlers: handlers.mjs\n',
+      'definitions/refund.yaml': V1,
+      'handlers.mjs': 'export default { settle_payment: async () => ({}) };\n',
+    });
     const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv });
     git(origin, 'init', '-q', '-b', 'main');
     git(origin, 'add', '.');
@@ -37,11 +44,17 @@ describe('the GitHub Action with plan: true', () => {
       encoding: 'utf8',
     });
     expect(run.status).toBe(1);
-    expect(run.stdout).toMatch(/^::error file=definitions\/refund\.yaml,line=3,col=19,endLine=3,endColumn=33,title=braid deploy-missing-handler::kind "settle_refund" has no handler in handlers\.mjs: workflows started on [0-9a-f]{12} may still run and need it/m);
+    expect(run.stdout).toMatch(
+      /^::error file=definitions\/refund\.yaml,line=3,col=19,endLine=3,endColumn=33,title=braid deploy-missing-handler::kind "settle_refund" has no handler in handlers\.mjs: workflows started on [0-9a-f]{12} may still run and need it/m,
+    );
     expect(git(clone, 'rev-parse', '--verify', 'refs/remotes/origin/main').toString().trim()).toMatch(/^[0-9a-f]{40}$/);
     // an explicit ref, and the handler kept: nothing blocks
     write(clone, 'handlers.mjs', 'export default { settle_payment: async () => ({}), settle_refund: async () => ({}) };\n');
-    const ok = spawnSync('bash', ['-e', '-c', step.run], { cwd: clone, env: { ...gitEnv, PATH: `${bin}:${process.env.PATH}`, BRAID_PATHS: '', BRAID_AGAINST: 'origin/main', DATABASE_URL: '' }, encoding: 'utf8' });
+    const ok = spawnSync('bash', ['-e', '-c', step.run], {
+      cwd: clone,
+      env: { ...gitEnv, PATH: `${bin}:${process.env.PATH}`, BRAID_PATHS: '', BRAID_AGAINST: 'origin/main', DATABASE_URL: '' },
+      encoding: 'utf8',
+    });
     expect(ok).toMatchObject({ status: 0, stdout: '' });
   }, 60_000);
 });

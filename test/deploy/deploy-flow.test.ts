@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { braidBin, runCli } from '../helpers/cli.js';
-import { backend, until } from '../helpers/runtime.js';
 import { databaseConfig, project, write } from '../helpers/project.js';
+import { backend, until } from '../helpers/runtime.js';
 
 const V1 = `name: refund
 tasks:
@@ -33,7 +33,11 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
   it('plan refuses without the old handler, warns with it; register; upgrade moves the runs; the new key resolves them; the old version drains; a when: typo is repaired with retry --on-current', async () => {
     const db = databaseConfig();
     const env = db.env;
-    const dir = project({ 'braid.config.yaml': `definitions: definitions\nhandlers: handlers.mjs\n${db.config}`, 'definitions/refund.yaml': V1, 'handlers.mjs': handlers('record_review', 'settle_refund') });
+    const dir = project({
+      'braid.config.yaml': `definitions: definitions\nhandlers: handlers.mjs\n${db.config}`,
+      'definitions/refund.yaml': V1,
+      'handlers.mjs': handlers('record_review', 'settle_refund'),
+    });
     const cli = (...args: string[]) => runCli(args, { cwd: dir, env });
     expect(cli('register').code).toBe(0);
     for (const id of ['r1', 'r2', 'r3']) expect(cli('start', 'refund', '--id', id)).toMatchObject({ code: 0, stdout: `${id}\n` });
@@ -44,7 +48,9 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
     write(dir, 'handlers.mjs', handlers('record_review', 'settle_payment'));
     const refused = cli('plan');
     expect(refused.code).toBe(1);
-    expect(refused.stdout).toContain(`error: kind "settle_refund" has no handler in handlers.mjs: 3 running on ${v1.slice(0, 12)} need it [deploy-missing-handler]`);
+    expect(refused.stdout).toContain(
+      `error: kind "settle_refund" has no handler in handlers.mjs: 3 running on ${v1.slice(0, 12)} need it [deploy-missing-handler]`,
+    );
     const register = cli('register');
     expect(register.code).toBe(1);
     expect(register.stderr).toContain('nothing was registered (--force registers anyway)');
@@ -87,7 +93,11 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
       // the repair flow: a typo in a when: discards the runs
       await worker.stop();
       write(dir, 'definitions/scoring.yaml', SCORING);
-      write(dir, 'handlers.mjs', handlers('record_review', 'settle_payment', 'score', 'decide').replace('async () => ({ ran: k })', 'async () => ({ ran: k, risk: 0.1 })'));
+      write(
+        dir,
+        'handlers.mjs',
+        handlers('record_review', 'settle_payment', 'score', 'decide').replace('async () => ({ ran: k })', 'async () => ({ ran: k, risk: 0.1 })'),
+      );
       expect(cli('register').code).toBe(0);
       worker = startWorker(dir, env);
       await worker.ready;
@@ -100,7 +110,10 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
       await worker.ready;
       // a plain retry runs the pinned version, and says so
       const plain = cli('retry', 's2', '--mode', 'failed-only');
-      expect(plain).toMatchObject({ code: 0, stderr: expect.stringMatching(/^braid: workflow s2 runs version [0-9a-f]{12}; current is [0-9a-f]{12}; --on-current to retry on it\n$/) });
+      expect(plain).toMatchObject({
+        code: 0,
+        stderr: expect.stringMatching(/^braid: workflow s2 runs version [0-9a-f]{12}; current is [0-9a-f]{12}; --on-current to retry on it\n$/),
+      });
       await until(() => JSON.parse(cli('status', 's2', '--json').stdout).workflow.state === 'failed', 60_000, 200);
       for (const id of ['s1', 's2']) expect(cli('retry', id, '--on-current', '--mode', 'failed-only')).toMatchObject({ code: 0, stderr: '' });
       await until(() => ['s1', 's2'].every((id) => JSON.parse(cli('status', id, '--json').stdout).workflow.state === 'completed'), 60_000, 200);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { compile } from '../../src/compiler/instantiate.js';
 import { validate } from '../../src/compiler/validate.js';
+import { argsShape } from '../../src/deploy/args-shape.js';
 import { diffDefinitions } from '../../src/deploy/diff.js';
 import { inputsNarrowings } from '../../src/deploy/inputs-compat.js';
-import { argsShape } from '../../src/deploy/args-shape.js';
 import { planMove } from '../../src/runtime/engine/move.js';
 
 const def = (yaml: string) => {
@@ -35,9 +35,12 @@ output: { done: true }
 describe('diffDefinitions: every class of change between two versions', () => {
   it('classifies renames, kinds, deps, args, waits, conditions, timeouts, settings, inputs, output, added and removed tasks', () => {
     const v2 = V1.replace('timeout: 7d', 'timeout: 14d')
-      .replace("properties: { id: { type: string } } }", "required: [id], properties: { id: { type: string } } }")
-      .replace('  settle: { kind: settle_refund, deps: [review], args: { id: "${{ inputs.id }}" } }', '  pay: { kind: settle_payment, renamed_from: settle, deps: [review, audit], args: { id: "${{ inputs.id }}", amount: 1 } }')
-      .replace("when: 'deps[\"check\"].output.ok == true'", "when: 'deps[\"check\"].output.ok'")
+      .replace('properties: { id: { type: string } } }', 'required: [id], properties: { id: { type: string } } }')
+      .replace(
+        '  settle: { kind: settle_refund, deps: [review], args: { id: "${{ inputs.id }}" } }',
+        '  pay: { kind: settle_payment, renamed_from: settle, deps: [review, audit], args: { id: "${{ inputs.id }}", amount: 1 } }',
+      )
+      .replace('when: \'deps["check"].output.ok == true\'', 'when: \'deps["check"].output.ok\'')
       .replace('signal: approval, where: payload.ok == true, count: 1', 'signal: approved, where: payload.ok, count: 2')
       .replace('after_wait_started: 1h', 'after_wait_started: 2h')
       .replace('expr: approved || sla', 'expr: approved && sla')
@@ -84,8 +87,18 @@ describe('diffDefinitions: every class of change between two versions', () => {
   it('a wait added, removed, and terms added and removed', () => {
     const a = 'name: w\ntasks:\n  t: { kind: k }\n  u: { kind: k, wait: { terms: { a: { signal: x } } } }\n';
     const b = 'name: w\ntasks:\n  t: { kind: k, wait: { terms: { a: { signal: x } } } }\n  u: { kind: k, wait: { expr: b, terms: { b: { signal: y } } } }\n';
-    expect(diffDefinitions(def(a).normalized, def(b).normalized).map((c) => `${c.task} ${c.aspect}`)).toEqual(['t wait_added', 'u expr', 'u term_added', 'u term_removed']);
-    expect(diffDefinitions(def(b).normalized, def(a).normalized).map((c) => `${c.task} ${c.aspect}`)).toEqual(['t wait_removed', 'u expr', 'u term_added', 'u term_removed']);
+    expect(diffDefinitions(def(a).normalized, def(b).normalized).map((c) => `${c.task} ${c.aspect}`)).toEqual([
+      't wait_added',
+      'u expr',
+      'u term_added',
+      'u term_removed',
+    ]);
+    expect(diffDefinitions(def(b).normalized, def(a).normalized).map((c) => `${c.task} ${c.aspect}`)).toEqual([
+      't wait_removed',
+      'u expr',
+      'u term_added',
+      'u term_removed',
+    ]);
   });
 });
 
@@ -98,7 +111,9 @@ describe('inputsNarrowings: what the new inputs schema refuses that the old acce
       'inputs.b is now required and has no default: a start without it is refused',
     ]);
     expect(said(obj({ n: { type: 'number' } }), obj({ n: { type: 'integer' } }))).toEqual(['inputs.n no longer accepts number (type number -> integer)']);
-    expect(said(obj({ n: { type: ['string', 'null'] } }), obj({ n: { type: 'string' } }))).toEqual(['inputs.n no longer accepts null (type string | null -> string)']);
+    expect(said(obj({ n: { type: ['string', 'null'] } }), obj({ n: { type: 'string' } }))).toEqual([
+      'inputs.n no longer accepts null (type string | null -> string)',
+    ]);
     expect(said(obj({ c: { enum: ['a', 'b'] } }), obj({ c: { enum: ['a'] } }))).toEqual(['inputs.c no longer accepts "b"']);
     expect(said(obj({ s: { type: 'string', maxLength: 10 } }), obj({ s: { type: 'string', maxLength: 5, pattern: '^a' } }))).toEqual([
       'inputs.s: maxLength lowered to 5 (was 10)',
@@ -125,14 +140,17 @@ describe('inputsNarrowings: what the new inputs schema refuses that the old acce
 
 describe('argsShape', () => {
   it('is the structure a handler receives: keys, literal types, one template as any, text with templates as string', () => {
-    expect(argsShape({ b: 1, a: '${{ inputs.x }}', c: 'x ${{ inputs.y }}', d: [true, null] })).toBe('{"a": any, "b": number, "c": string, "d": [boolean | null]}');
+    expect(argsShape({ b: 1, a: '${{ inputs.x }}', c: 'x ${{ inputs.y }}', d: [true, null] })).toBe(
+      '{"a": any, "b": number, "c": string, "d": [boolean | null]}',
+    );
     expect(argsShape({ a: 'x' })).toBe(argsShape({ a: 'y' }));
     expect(argsShape({ a: 'x' })).not.toBe(argsShape({ a: 'x', b: 'y' }));
   });
 });
 
 describe('planMove: what moving a workflow to another version does to each task', () => {
-  const V = 'name: w\ninputs: { type: object, properties: { items: { type: array, default: [a, b] } } }\ntasks:\n  a: { kind: k }\n  b: { kind: k, deps: [a] }\n  c: { kind: k, deps: [b] }\n  ship: { kind: s, deps: [a], for_each: "${{ inputs.items }}", key: "${{ item }}" }\n';
+  const V =
+    'name: w\ninputs: { type: object, properties: { items: { type: array, default: [a, b] } } }\ntasks:\n  a: { kind: k }\n  b: { kind: k, deps: [a] }\n  c: { kind: k, deps: [b] }\n  ship: { kind: s, deps: [a], for_each: "${{ inputs.items }}", key: "${{ item }}" }\n';
   const rows = (states: Record<string, string>) =>
     Object.entries(states).map(([name, state]) => ({ name, template: name.replace(/\[.*$/, ''), kind: name.startsWith('ship') ? 's' : 'k', state }));
   const move = (target: string, states: Record<string, string>, rerun?: Set<string>) => {
@@ -141,20 +159,34 @@ describe('planMove: what moving a workflow to another version does to each task'
   };
 
   it('keeps started tasks, redefines the rest, inserts new ones, deletes removed ones not started, follows renames and keys', () => {
-    const target = V.replace('  c: { kind: k, deps: [b] }\n', '  d: { kind: k, deps: [b] }\n').replace('  b: { kind: k, deps: [a] }', '  bb: { kind: k, deps: [a], renamed_from: b }').replace('deps: [b]', 'deps: [bb]');
+    const target = V.replace('  c: { kind: k, deps: [b] }\n', '  d: { kind: k, deps: [b] }\n')
+      .replace('  b: { kind: k, deps: [a] }', '  bb: { kind: k, deps: [a], renamed_from: b }')
+      .replace('deps: [b]', 'deps: [bb]');
     const decision = move(target, { a: 'completed', b: 'retryable', c: 'pending', 'ship[a]': 'running', 'ship[b]': 'available' });
-    expect(decision).toEqual({ ok: true, plan: { renames: [{ from: 'b', to: 'bb' }], kept: ['a', 'bb', 'ship[a]'], redefined: ['ship[b]'], inserted: ['d'], deleted: ['c'] } });
+    expect(decision).toEqual({
+      ok: true,
+      plan: { renames: [{ from: 'b', to: 'bb' }], kept: ['a', 'bb', 'ship[a]'], redefined: ['ship[b]'], inserted: ['d'], deleted: ['c'] },
+    });
   });
 
   it('refuses a started task the target lacks, a started task whose kind changed, and a running task that would be renamed', () => {
     const noA = V.replace('  a: { kind: k }\n', '  z: { kind: k }\n').replaceAll('deps: [a]', 'deps: [z]');
-    expect(move(noA, { a: 'completed', b: 'pending', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({ ok: false, reason: expect.stringContaining('task "a" is completed, and the version to move to has no task "a"') });
+    expect(move(noA, { a: 'completed', b: 'pending', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('task "a" is completed, and the version to move to has no task "a"'),
+    });
     const kind = V.replace('  b: { kind: k, deps: [a] }', '  b: { kind: other, deps: [a] }');
-    expect(move(kind, { a: 'completed', b: 'running', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({ ok: false, reason: 'task "b" is running with kind k, and the version to move to runs it as kind other' });
+    expect(move(kind, { a: 'completed', b: 'running', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({
+      ok: false,
+      reason: 'task "b" is running with kind k, and the version to move to runs it as kind other',
+    });
     // a kind change of a task not started is what a move is for
     expect(move(kind, { a: 'completed', b: 'pending', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({ ok: true });
     const renamed = V.replace('  b: { kind: k, deps: [a] }', '  bb: { kind: k, deps: [a], renamed_from: b }').replace('deps: [b]', 'deps: [bb]');
-    expect(move(renamed, { a: 'completed', b: 'running', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({ ok: false, reason: expect.stringContaining('task "b" is running: it takes its new name "bb" once its attempt ends') });
+    expect(move(renamed, { a: 'completed', b: 'running', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('task "b" is running: it takes its new name "bb" once its attempt ends'),
+    });
   });
 
   it('for a retry, the tasks it runs again count as not started: they take the fixed definition', () => {

@@ -10,6 +10,7 @@ import { repoRoot } from '../helpers/cli.js';
  * deploy), whose `# expect: RULE LINE:COL` lines are the findings and `# handlers: a, b` the kinds the
  * handlers module has. The running version's needs are unknown (as with a git ref): every kind and key it uses.
  */
+// biome-ignore lint/suspicious/noExportsInTest: the deploy tests share this file's fixture folder
 export const deployDir = join(repoRoot, 'test/fixtures/deploy');
 
 describe('deploy fixtures: each deploy rule at its position', () => {
@@ -18,7 +19,10 @@ describe('deploy fixtures: each deploy rule at its position', () => {
     const read = (f: string) => ({ path: relative(repoRoot, join(deployDir, name, f)), content: readFileSync(join(deployDir, name, f), 'utf8') });
     const before = validate([read('before.yaml')]).definitions[0];
     const after = read('after.yaml');
-    const handlers = /^# handlers: (.*)$/m.exec(after.content)?.[1].split(',').map((k) => k.trim());
+    const handlers = /^# handlers: (.*)$/m
+      .exec(after.content)?.[1]
+      .split(',')
+      .map((k) => k.trim());
     const plan = planDeploy({
       validation: validate([after]),
       baseline: [{ name: before.name, hash: before.hash, current: true, running: null, normalized: before.normalized }],

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { RULES } from '../../src/compiler/diagnostics.js';
-import { compile, CompileError } from '../../src/compiler/instantiate.js';
+import { CompileError, compile } from '../../src/compiler/instantiate.js';
+import type { Plan } from '../../src/compiler/plan.js';
 import { validate, type WorkflowDefinition } from '../../src/compiler/validate.js';
 import { diffDefinitions } from '../../src/deploy/diff.js';
 import { inputsNarrowings } from '../../src/deploy/inputs-compat.js';
@@ -10,7 +11,17 @@ import { planMove } from '../../src/runtime/engine/move.js';
 
 const name = fc.constantFrom('a', 'b', 'c', 'd', 'settle', 'review');
 const kind = fc.constantFrom('k1', 'k2', 'k3');
-const objectSchema = fc.record({ type: fc.constantFrom('object'), required: fc.subarray(['x', 'y', 'z']), properties: fc.dictionary(fc.constantFrom('x', 'y', 'z'), fc.record({ type: fc.constantFrom('string', 'number', 'integer', 'array'), default: fc.option(fc.constant(1), { nil: undefined }) }, { requiredKeys: ['type'] })) });
+const objectSchema = fc.record({
+  type: fc.constantFrom('object'),
+  required: fc.subarray(['x', 'y', 'z']),
+  properties: fc.dictionary(
+    fc.constantFrom('x', 'y', 'z'),
+    fc.record(
+      { type: fc.constantFrom('string', 'number', 'integer', 'array'), default: fc.option(fc.constant(1), { nil: undefined }) },
+      { requiredKeys: ['type'] },
+    ),
+  ),
+});
 const schema = fc.oneof(fc.jsonValue(), objectSchema);
 
 /** A version of one workflow: a few tasks, deps on earlier ones, waits on keys, renames, inputs. */
@@ -21,7 +32,13 @@ const version = fc.record({
       name,
       kind,
       renamed_from: fc.oneof({ arbitrary: fc.constant(undefined), weight: 4 }, { arbitrary: name, weight: 1 }),
-      args: fc.option(fc.dictionary(fc.constantFrom('id', 'n'), fc.constantFrom<unknown>(1, 'x', true, null, [1, 'y'], { a: 1 }, '${{ workflow.id }}', 'id ${{ workflow.id }}')), { nil: undefined }),
+      args: fc.option(
+        fc.dictionary(
+          fc.constantFrom('id', 'n'),
+          fc.constantFrom<unknown>(1, 'x', true, null, [1, 'y'], { a: 1 }, '${{ workflow.id }}', 'id ${{ workflow.id }}'),
+        ),
+        { nil: undefined },
+      ),
       signal: fc.option(fc.constantFrom('go', 'stop', 'review'), { nil: undefined }),
       dep: fc.boolean(),
     }),
@@ -67,44 +84,52 @@ describe('deploy properties (fast-check)', () => {
     let moves = 0;
     fc.assert(
       // rows are mostly not started, so many pairs can move at all
-      fc.property(version, version, fc.array(fc.oneof({ arbitrary: fc.constantFrom('pending', 'available', 'scheduled'), weight: 3 }, { arbitrary: fc.constantFrom(...STATES), weight: 1 }), { minLength: 5, maxLength: 5 }), (x, y, states) => {
-        const from = definition(x);
-        const to = definition(y);
-        if (!from || !to) return;
-        pairs++;
-        expect(diffDefinitions(from.normalized, from.normalized)).toEqual([]);
-        const changes = diffDefinitions(from.normalized, to.normalized);
-        if (from.hash !== to.hash) expect(changes.length).toBeGreaterThan(0);
-        const plan = planDeploy({
-          validation: validate([{ path: 'w.json', content: to.source.text }]),
-          baseline: [{ name: 'w', hash: from.hash, current: true, running: 2, normalized: from.normalized, kinds: { k1: 1 }, keys: { go: 2 } }],
-          handlers: { file: 'h.mjs', kinds: new Set(['k2']) },
-          against: { kind: 'db' },
-          includeAbsent: true,
-        });
-        for (const d of plan.diagnostics) {
-          expect(RULES).toContain(d.rule);
-          expect(d.line).toBeGreaterThanOrEqual(1);
-          expect(d.column).toBeGreaterThanOrEqual(1);
-        }
-        let tasks;
-        try {
-          tasks = compile(to, {}, { id: 'w1', now: '2026-01-01T00:00:00Z' }).tasks;
-        } catch (error) {
-          if (error instanceof CompileError) return;
-          throw error;
-        }
-        const rows = from.normalized.tasks.map((t, i) => ({ name: t.name, template: t.name, kind: t.kind, state: states[i % states.length] }));
-        const decision = planMove(rows, tasks, to.normalized, from.normalized);
-        if (decision.ok) {
-          moves++;
-          const { kept, redefined, inserted, deleted, renames } = decision.plan;
-          // every target task is accounted for once, and every row either becomes one or goes
-          expect([...kept, ...redefined, ...inserted].sort()).toEqual(tasks.map((t) => t.name).sort());
-          expect(kept.length + redefined.length + deleted.length).toBe(rows.length);
-          for (const r of renames) expect(rows.some((row) => row.name === r.from)).toBe(true);
-        } else expect(decision.reason.length).toBeGreaterThan(0);
-      }),
+      fc.property(
+        version,
+        version,
+        fc.array(
+          fc.oneof({ arbitrary: fc.constantFrom('pending', 'available', 'scheduled'), weight: 3 }, { arbitrary: fc.constantFrom(...STATES), weight: 1 }),
+          { minLength: 5, maxLength: 5 },
+        ),
+        (x, y, states) => {
+          const from = definition(x);
+          const to = definition(y);
+          if (!from || !to) return;
+          pairs++;
+          expect(diffDefinitions(from.normalized, from.normalized)).toEqual([]);
+          const changes = diffDefinitions(from.normalized, to.normalized);
+          if (from.hash !== to.hash) expect(changes.length).toBeGreaterThan(0);
+          const plan = planDeploy({
+            validation: validate([{ path: 'w.json', content: to.source.text }]),
+            baseline: [{ name: 'w', hash: from.hash, current: true, running: 2, normalized: from.normalized, kinds: { k1: 1 }, keys: { go: 2 } }],
+            handlers: { file: 'h.mjs', kinds: new Set(['k2']) },
+            against: { kind: 'db' },
+            includeAbsent: true,
+          });
+          for (const d of plan.diagnostics) {
+            expect(RULES).toContain(d.rule);
+            expect(d.line).toBeGreaterThanOrEqual(1);
+            expect(d.column).toBeGreaterThanOrEqual(1);
+          }
+          let tasks: Plan['tasks'];
+          try {
+            tasks = compile(to, {}, { id: 'w1', now: '2026-01-01T00:00:00Z' }).tasks;
+          } catch (error) {
+            if (error instanceof CompileError) return;
+            throw error;
+          }
+          const rows = from.normalized.tasks.map((t, i) => ({ name: t.name, template: t.name, kind: t.kind, state: states[i % states.length] }));
+          const decision = planMove(rows, tasks, to.normalized, from.normalized);
+          if (decision.ok) {
+            moves++;
+            const { kept, redefined, inserted, deleted, renames } = decision.plan;
+            // every target task is accounted for once, and every row either becomes one or goes
+            expect([...kept, ...redefined, ...inserted].sort()).toEqual(tasks.map((t) => t.name).sort());
+            expect(kept.length + redefined.length + deleted.length).toBe(rows.length);
+            for (const r of renames) expect(rows.some((row) => row.name === r.from)).toBe(true);
+          } else expect(decision.reason.length).toBeGreaterThan(0);
+        },
+      ),
       { numRuns: 300 },
     );
     // the generator makes valid versions often enough for the property to mean something

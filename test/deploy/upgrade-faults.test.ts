@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { braidBin, runCli } from '../helpers/cli.js';
-import { allFinal, exited, expectIntact, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
-import { backend, definitionsDir, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { heavyFile } from '../helpers/heavy.js';
+import { allFinal, exited, expectIntact, invocationTable, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
+import { backend, definitionsDir, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 
 heavyFile();
 
@@ -71,7 +71,13 @@ describe.runIf(backend === 'postgres')('braid upgrade under running workers and 
     const report = JSON.parse(last.stdout) as { results: { id: string; status: string; reason?: string }[] };
     // (the workers keep running: a workflow that ends before the upgrade reaches it is finished, not refused)
     expect(report.results.filter((r) => r.status !== 'moved' && r.status !== 'finished')).toEqual([
-      { id: stuck, from: v1, to: final, status: 'skipped', reason: 'task "gate" is completed, and the version to move to has no task "gate" (renamed_from: says what it became)' },
+      {
+        id: stuck,
+        from: v1,
+        to: final,
+        status: 'skipped',
+        reason: 'task "gate" is completed, and the version to move to has no task "gate" (renamed_from: says what it became)',
+      },
     ]);
     await rt.workflow(stuck).signals.emit('fin', {});
     await allFinal(rt.db, rt.schema, ids, 120_000);
@@ -91,7 +97,7 @@ describe.runIf(backend === 'postgres')('braid upgrade under running workers and 
         const chain = r.moves.map((m) => m.split('>'));
         expect(chain[0][0]).toBe(v1);
         expect(chain.at(-1)![1]).toBe(r.hash);
-        chain.slice(1).forEach((m, i) => expect(m[0]).toBe(chain[i][1]));
+        for (const [i, m] of chain.slice(1).entries()) expect(m[0]).toBe(chain[i][1]);
       }
     }
     expect((await rt.workflow(stuck).tasks()).map(({ name, kind, args, deps, dependents }) => ({ name, kind, args, deps, dependents }))).toEqual(before);

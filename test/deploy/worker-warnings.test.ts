@@ -19,7 +19,10 @@ describe("the worker's start-up check covers every version that runs", () => {
       `no handler for kind "settle_refund" (needed by 3 running refund on ${old.hash.slice(0, 12)}): its tasks wait for a worker that has one`,
     ]);
     warnings.length = 0;
-    warnMissingKinds({ info: () => undefined, warn: (m) => warnings.push(m), taskDone: () => undefined }, [current, old], { settle_payment: async () => ({}), settle_refund: async () => ({}) });
+    warnMissingKinds({ info: () => undefined, warn: (m) => warnings.push(m), taskDone: () => undefined }, [current, old], {
+      settle_payment: async () => ({}),
+      settle_refund: async () => ({}),
+    });
     expect(warnings).toEqual([]);
     expect(queuesOf([current, old])).toEqual({ default: 10, payments: 10 });
   });

@@ -1,7 +1,7 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startDev, tempProject, type DevProcess } from '../helpers/dev-process.js';
+import { type DevProcess, startDev, tempProject } from '../helpers/dev-process.js';
 import { backend, until } from '../helpers/runtime.js';
 
 const GREET = (text: string) => `name: greet
@@ -50,7 +50,10 @@ async function currentHash(dev: DevProcess, name: string): Promise<string> {
 
 describe(`braid dev hot reload (${backend})`, () => {
   it('a saved definition is a new version within a second: new starts use it, running workflows keep theirs', async () => {
-    const dir = tempProject({ 'greet.yaml': GREET('first'), 'held.yaml': HELD }, { 'handlers.mjs': handlers('v1'), 'greeting.mjs': "export const greeting = 'hi';\n" });
+    const dir = tempProject(
+      { 'greet.yaml': GREET('first'), 'held.yaml': HELD },
+      { 'handlers.mjs': handlers('v1'), 'greeting.mjs': "export const greeting = 'hi';\n" },
+    );
     const dev = await startDev(dir, ['--handlers', 'handlers.mjs']);
     try {
       const first = await currentHash(dev, 'greet');
@@ -94,7 +97,10 @@ describe(`braid dev hot reload (${backend})`, () => {
   });
 
   it('a broken save keeps the last good version, says so in the terminal and the API, and clears when fixed; renaming and deleting files is handled', async () => {
-    const dir = tempProject({ 'greet.yaml': GREET('good'), 'other.yaml': 'name: other\ntasks:\n  t: { kind: hello }\n' }, { 'handlers.mjs': handlers('v1'), 'greeting.mjs': "export const greeting = 'hi';\n" });
+    const dir = tempProject(
+      { 'greet.yaml': GREET('good'), 'other.yaml': 'name: other\ntasks:\n  t: { kind: hello }\n' },
+      { 'handlers.mjs': handlers('v1'), 'greeting.mjs': "export const greeting = 'hi';\n" },
+    );
     const dev = await startDev(dir, ['--handlers', 'handlers.mjs']);
     try {
       const good = await currentHash(dev, 'greet');

@@ -1,6 +1,6 @@
+import { isDeepStrictEqual } from 'node:util';
 import { tests } from '@bufbuild/cel-spec/testdata/conformance.js';
 import { evaluateRaw } from '../../src/compiler/cel/evaluate.js';
-import { isDeepStrictEqual } from 'node:util';
 
 /** The parts of the CEL conformance suite that braid's templates and waits rely on. */
 export const SUITES = ['logic', 'comparisons', 'macros', 'string', 'fields', 'lists', 'plumbing'] as const;

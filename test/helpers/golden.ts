@@ -17,5 +17,5 @@ export function normalise(value: unknown, ids: Record<string, string> = {}): str
     if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
     return v;
   };
-  return JSON.stringify(walk(value), null, 2) + '\n';
+  return `${JSON.stringify(walk(value), null, 2)}\n`;
 }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import type { Database } from '../../src/runtime/db/types.js';
@@ -28,7 +28,8 @@ export function runtimeProcess(config: Record<string, unknown>): RuntimeProcess 
   return { child, output: () => out };
 }
 
-export const exited = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on('exit', () => resolve())));
+export const exited = (child: ChildProcess) =>
+  new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on('exit', () => resolve())));
 
 export const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
 
@@ -44,7 +45,10 @@ export async function invocationTable(db: Database): Promise<string> {
  * task attempt), and no task ran before all its deps had completed.
  */
 export async function expectIntact(db: Database, schema: string, table: string, ids: string[]): Promise<void> {
-  const { rows: states } = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM "${schema}".workflows WHERE id = ANY($1::text[]) GROUP BY state`, [ids]);
+  const { rows: states } = await db.query<{ state: string; n: number }>(
+    `SELECT state, count(*)::int AS n FROM "${schema}".workflows WHERE id = ANY($1::text[]) GROUP BY state`,
+    [ids],
+  );
   expect(states).toEqual([{ state: 'completed', n: ids.length }]);
   const { rows: doubled } = await db.query(`SELECT workflow_id, task, attempt, count(*)::int AS n FROM ${table} GROUP BY 1, 2, 3 HAVING count(*) > 1`);
   expect(doubled).toEqual([]);
@@ -59,9 +63,14 @@ export async function expectIntact(db: Database, schema: string, table: string, 
 }
 
 export async function allFinal(db: Database, schema: string, ids: string[], timeoutMs: number): Promise<void> {
-  await until(async () => {
-    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflows WHERE id = ANY($1::text[]) AND state = 'running'`, [ids]);
-    return rows[0].n === 0;
-  }, timeoutMs, 200);
+  await until(
+    async () => {
+      const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".workflows WHERE id = ANY($1::text[]) AND state = 'running'`, [
+        ids,
+      ]);
+      return rows[0].n === 0;
+    },
+    timeoutMs,
+    200,
+  );
 }
-

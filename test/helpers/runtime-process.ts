@@ -24,7 +24,13 @@ interface Config {
 const config = JSON.parse(process.env.BRAID_PROC ?? '{}') as Config;
 const db = createPostgres({ connectionString: config.url, max: 8, idleTimeoutMs: 1000 });
 const record = async (workflowId: string, task: string, attempt: number, depsOk: boolean) =>
-  db.query(`INSERT INTO ${config.table} (workflow_id, task, attempt, pid, deps_ok) VALUES ($1, $2, $3, $4, $5)`, [workflowId, task, attempt, process.pid, depsOk]);
+  db.query(`INSERT INTO ${config.table} (workflow_id, task, attempt, pid, deps_ok) VALUES ($1, $2, $3, $4, $5)`, [
+    workflowId,
+    task,
+    attempt,
+    process.pid,
+    depsOk,
+  ]);
 
 const sleepMs = () => config.sleepMs ?? (config.sleepMinMs ?? 0) + Math.random() * ((config.sleepMaxMs ?? 5) - (config.sleepMinMs ?? 0));
 const timings = config.defaultTimings
@@ -42,7 +48,12 @@ const rt = createRuntime({
     work: async (_args, ctx) => {
       // whether every dep had completed when this attempt started: out-of-order runs are caught without clocks
       const deps = ctx.deps && Object.keys(ctx.deps).length > 0 ? await ctx.loadDeps() : {};
-      await record(ctx.workflowId, ctx.taskName, ctx.attempt, Object.values(deps).every((d) => d.state === 'completed'));
+      await record(
+        ctx.workflowId,
+        ctx.taskName,
+        ctx.attempt,
+        Object.values(deps).every((d) => d.state === 'completed'),
+      );
       await new Promise((r) => setTimeout(r, sleepMs()));
       return { pid: process.pid };
     },

@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Database } from '../../src/runtime/db/types.js';
-import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime/runtime.js';
 import { migratedDatabase } from '../../src/runtime/embedded-image.js';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime/runtime.js';
 
 /** Which database the runtime suites run on: CI runs them once per backend. */
-export const backend: 'postgres' | 'pglite' = process.env.BRAID_TEST_BACKEND === 'postgres' || (process.env.BRAID_TEST_BACKEND !== 'pglite' && process.env.DATABASE_URL) ? 'postgres' : 'pglite';
+export const backend: 'postgres' | 'pglite' =
+  process.env.BRAID_TEST_BACKEND === 'postgres' || (process.env.BRAID_TEST_BACKEND !== 'pglite' && process.env.DATABASE_URL) ? 'postgres' : 'pglite';
 
 export const postgresUrl = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';
 
@@ -62,7 +63,14 @@ export interface TestRuntimeOptions extends Omit<RuntimeOptions, 'database'> {
 
 /** A migrated runtime in a fresh schema, with definitions registered; stopped after the file. */
 export async function testRuntime(options: TestRuntimeOptions = {}): Promise<Runtime> {
-  const rt = createRuntime({ pollIntervalMs: 50, heartbeatIntervalMs: 200, leaderLeaseMs: 1000, schema: options.schema ?? uniqueSchema(), ...options, database: options.database ?? (await testDatabase()) });
+  const rt = createRuntime({
+    pollIntervalMs: 50,
+    heartbeatIntervalMs: 200,
+    leaderLeaseMs: 1000,
+    schema: options.schema ?? uniqueSchema(),
+    ...options,
+    database: options.database ?? (await testDatabase()),
+  });
   runtimes.push(rt);
   await rt.migrate();
   if (options.definitions) {

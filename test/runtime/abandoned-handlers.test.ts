@@ -6,7 +6,7 @@ describe(`a handler that ignores its abort (${backend})`, () => {
   it('is said once when its attempt times out and it runs on, and once more when it settles and its result is dropped', async () => {
     const lines: string[] = [];
     const logger: Logger = { info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), taskDone: () => undefined };
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     let calls = 0;
     const rt = await testRuntime({
       logger,
@@ -33,7 +33,13 @@ describe(`a handler that ignores its abort (${backend})`, () => {
     ]);
     release();
     await until(() => lines.some((l) => l.includes('settled')));
-    expect(lines.filter((l) => l.includes('settled'))).toEqual([expect.stringMatching(new RegExp(`^info the handler of ${id}/t \\(kind deaf, attempt 1\\) settled \\d+\\.\\d s after its attempt ended: its result was dropped \\(0 still outlive theirs\\)$`))]);
+    expect(lines.filter((l) => l.includes('settled'))).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^info the handler of ${id}/t \\(kind deaf, attempt 1\\) settled \\d+\\.\\d s after its attempt ended: its result was dropped \\(0 still outlive theirs\\)$`,
+        ),
+      ),
+    ]);
     expect(calls).toBe(1);
     expect((await rt.workflow(id).task('t')).output).toBeNull();
   });

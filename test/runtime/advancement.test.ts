@@ -104,7 +104,13 @@ output:
       },
     });
     await rt.startWorker();
-    const { workflow, tasks } = await run(rt, 'keyed', { parcels: [{ id: 'p1', w: 2 }, { id: 'p2', w: 3 }], none: [] });
+    const { workflow, tasks } = await run(rt, 'keyed', {
+      parcels: [
+        { id: 'p1', w: 2 },
+        { id: 'p2', w: 3 },
+      ],
+      none: [],
+    });
     expect(workflow).toMatchObject({ state: 'completed', output: { keys: ['p1', 'p2'], skipped: 0, total: 5 } });
     expect(Object.keys(tasks).sort()).toEqual(['notify', 'ship[p1]', 'ship[p2]']);
   });

@@ -9,7 +9,7 @@ afterAll(async () => {
 });
 
 describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool, its transactions', () => {
-  it('runs on the application\'s pool, starts, signals and cancels in the application\'s own transaction, and leaves its pg alone', async () => {
+  it("runs on the application's pool, starts, signals and cancels in the application's own transaction, and leaves its pg alone", async () => {
     const pool = new pg.Pool({ connectionString: postgresUrl, max: 4 });
     pools.push(pool);
     const schema = uniqueSchema();

@@ -47,7 +47,11 @@ describe(`args and metadata from deps (${backend})`, () => {
     const def = validate([{ path: 'onboarding.yaml', content: onboarding }]).definitions[0];
     const plan = compile(def, { user: 'ada' }, { id: 'w1', now: '2026-01-01T00:00:00Z' });
     const welcome = plan.tasks.find((t) => t.name === 'welcome')!;
-    expect(welcome.args).toEqual({ account: '${{ deps["create_account"].output.account_id }}', greeting: 'hello ${{ inputs.user }} (${{ deps["create_account"].state }})', literal: 'ada' });
+    expect(welcome.args).toEqual({
+      account: '${{ deps["create_account"].output.account_id }}',
+      greeting: 'hello ${{ inputs.user }} (${{ deps["create_account"].state }})',
+      literal: 'ada',
+    });
     expect(welcome.deferred).toEqual({ paths: ['/args/account', '/args/greeting', '/metadata/account'] });
     expect(plan.tasks.find((t) => t.name === 'ship[1]')!.deferred).toEqual({ paths: ['/args/label'], item: 'b' });
     expect(plan.tasks.find((t) => t.name === 'create_account')!.deferred).toBeNull();

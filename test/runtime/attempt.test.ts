@@ -1,22 +1,45 @@
 import { describe, expect, it } from 'vitest';
-import { Attempt, ShutdownAbort } from '../../src/runtime/worker/attempt.js';
-import { TaskCancelled, TaskTimeout, type TaskContext } from '../../src/runtime/worker/handlers.js';
 import type { FetchedTask } from '../../src/runtime/sql/fetch.js';
+import { Attempt, ShutdownAbort } from '../../src/runtime/worker/attempt.js';
+import { TaskCancelled, type TaskContext, TaskTimeout } from '../../src/runtime/worker/handlers.js';
 
 function task(timeout_ms: number | null = null): FetchedTask {
   return {
-    workflow_id: 'w1', name: 't', template: 't', kind: 'k', queue: 'default', attempt: 1, max_attempts: 3, args: { a: 1 },
-    deps: [], dependents: [], dependents_wait: false, timeout_ms, start: null, dep_outputs: null, deferred: null, tid: '(0,1)',
+    workflow_id: 'w1',
+    name: 't',
+    template: 't',
+    kind: 'k',
+    queue: 'default',
+    attempt: 1,
+    max_attempts: 3,
+    args: { a: 1 },
+    deps: [],
+    dependents: [],
+    dependents_wait: false,
+    timeout_ms,
+    start: null,
+    dep_outputs: null,
+    deferred: null,
+    tid: '(0,1)',
   };
 }
 
-const ctxOf = (a: Attempt) => ({ get signal() { return a.signal; } }) as unknown as TaskContext;
+const ctxOf = (a: Attempt) =>
+  ({
+    get signal() {
+      return a.signal;
+    },
+  }) as unknown as TaskContext;
 
 describe('an attempt', () => {
   it('passes args and settles with the output of sync and async handlers, or what they threw', async () => {
     expect(await new Attempt(task(), 'w').run((args) => args, ctxOf(new Attempt(task(), 'w')))).toEqual({ a: 1 });
     expect(await new Attempt(task(), 'w').run(async () => 7, {} as TaskContext)).toBe(7);
-    await expect(new Attempt(task(), 'w').run(() => { throw 'boom'; }, {} as TaskContext)).rejects.toBe('boom');
+    await expect(
+      new Attempt(task(), 'w').run(() => {
+        throw 'boom';
+      }, {} as TaskContext),
+    ).rejects.toBe('boom');
   });
 
   it('a signal first read after an abort is already aborted with its reason', async () => {

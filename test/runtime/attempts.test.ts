@@ -107,7 +107,7 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
     const rt = await testRuntime({
       handlers: {
         throws_string: async () => {
-          throw 'plain string'; // eslint-disable-line no-throw-literal
+          throw 'plain string';
         },
         throws_object: async () => Promise.reject({ code: 42 }),
         bigint: async () => ({ n: 10n }),

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import examples from '../../examples/handlers.js';
-import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { childWorkflowId } from '../../src/runtime/engine/start-children.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { repoRoot } from '../helpers/cli.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
@@ -55,7 +55,10 @@ function handlers(log: string[]): Handlers {
 }
 
 async function children(rt: Awaited<ReturnType<typeof testRuntime>>, parent: string): Promise<{ id: string; state: string; group_name: string | null }[]> {
-  const { rows } = await rt.db.query<{ id: string; state: string; group_name: string | null }>(`SELECT id, state, group_name FROM "${rt.schema}".workflows WHERE parent_id = $1 ORDER BY id`, [parent]);
+  const { rows } = await rt.db.query<{ id: string; state: string; group_name: string | null }>(
+    `SELECT id, state, group_name FROM "${rt.schema}".workflows WHERE parent_id = $1 ORDER BY id`,
+    [parent],
+  );
   return rows;
 }
 
@@ -85,7 +88,12 @@ describe(`child workflows started by start tasks (${backend})`, () => {
   it('on_failure: continue leaves the decision to expr, which falls back to the deadline timer', async () => {
     let offset = 0;
     const log: string[] = [];
-    const rt = await testRuntime({ handlers: handlers(log), definitions: { topic, brief }, clock: () => new Date(Date.now() + offset), workerDeadAfterMs: 86_400_000 });
+    const rt = await testRuntime({
+      handlers: handlers(log),
+      definitions: { topic, brief },
+      clock: () => new Date(Date.now() + offset),
+      workerDeadAfterMs: 86_400_000,
+    });
     await rt.startWorker();
     const parent = await rt.start('brief', { fail: [true, false, true] });
     await until(async () => (await children(rt, parent)).length === 3);
@@ -167,9 +175,18 @@ tasks:
     const rt = await testRuntime({ handlers: handlers([]), definitions: { topic, brief } });
     const parent = await rt.start('brief', { fail: [false, false, false] });
     const s = `"${rt.schema}"`;
-    const payload = { parent_id: parent, parent_task: 'fan', group: 'topics', name: 'topic', definition_hash: (await rt.db.query<{ hash: string }>(`SELECT hash FROM ${s}.definition_current WHERE name = 'topic'`)).rows[0].hash, inputs: { topic: 'x' }, requested_at: new Date().toISOString() };
+    const payload = {
+      parent_id: parent,
+      parent_task: 'fan',
+      group: 'topics',
+      name: 'topic',
+      definition_hash: (await rt.db.query<{ hash: string }>(`SELECT hash FROM ${s}.definition_current WHERE name = 'topic'`)).rows[0].hash,
+      inputs: { topic: 'x' },
+      requested_at: new Date().toISOString(),
+    };
     const child = childWorkflowId(parent, 'fan', 1, 0);
-    for (let i = 0; i < 2; i++) await rt.db.query(`INSERT INTO ${s}.effects (workflow_id, kind, payload, created_at) VALUES ($1, 'start', $2, now())`, [child, JSON.stringify(payload)]);
+    for (let i = 0; i < 2; i++)
+      await rt.db.query(`INSERT INTO ${s}.effects (workflow_id, kind, payload, created_at) VALUES ($1, 'start', $2, now())`, [child, JSON.stringify(payload)]);
     expect((await rt.maintenance()).effects).toBe(2);
     expect((await children(rt, parent)).map((c) => c.id)).toEqual([child]);
   });
@@ -178,14 +195,26 @@ tasks:
 describe(`effects (${backend})`, () => {
   it('an effect that cannot apply is kept and logged, and does not hold the others back', async () => {
     const warnings: string[] = [];
-    const rt = await testRuntime({ handlers: handlers([]), definitions: { topic, brief }, logger: { info: () => undefined, warn: (m) => warnings.push(m), taskDone: () => undefined } });
+    const rt = await testRuntime({
+      handlers: handlers([]),
+      definitions: { topic, brief },
+      logger: { info: () => undefined, warn: (m) => warnings.push(m), taskDone: () => undefined },
+    });
     const parent = await rt.start('brief', { fail: [false, false, false] });
     const s = `"${rt.schema}"`;
     const hash = (await rt.db.query<{ hash: string }>(`SELECT hash FROM ${s}.definition_current WHERE name = 'topic'`)).rows[0].hash;
     const effect = (id: string, definitionHash: string) =>
       rt.db.query(`INSERT INTO ${s}.effects (workflow_id, kind, payload, created_at) VALUES ($1, 'start', $2, now())`, [
         id,
-        JSON.stringify({ parent_id: parent, parent_task: 'fan', group: 'topics', name: 'topic', definition_hash: definitionHash, inputs: { topic: 'x' }, requested_at: new Date().toISOString() }),
+        JSON.stringify({
+          parent_id: parent,
+          parent_task: 'fan',
+          group: 'topics',
+          name: 'topic',
+          definition_hash: definitionHash,
+          inputs: { topic: 'x' },
+          requested_at: new Date().toISOString(),
+        }),
       ]);
     await effect('poison', 'no-such-version');
     await effect('fine', hash);
@@ -205,8 +234,14 @@ describe(`the research example from definitions/ (${backend})`, () => {
     const research = await rt.start('research_brief', { brief_id: 7, question: 'q?' });
     const topicId = await rt.start('research_topic', { topic: 'sorting', brief_id: 7 });
     const editorial = await rt.start('editorial_review', { research_ids: [topicId] });
-    expect(await rt.workflow(research).waitUntilFinal({ timeoutMs: 30_000, pollMs: 20 })).toMatchObject({ state: 'completed', output: { brief_id: 7, brief: { brief_id: 7, sections: 3 } } });
-    expect(await rt.workflow(editorial).waitUntilFinal({ timeoutMs: 30_000, pollMs: 20 })).toMatchObject({ state: 'completed', output: { url: 'https://news.example.com/packets/1' } });
+    expect(await rt.workflow(research).waitUntilFinal({ timeoutMs: 30_000, pollMs: 20 })).toMatchObject({
+      state: 'completed',
+      output: { brief_id: 7, brief: { brief_id: 7, sections: 3 } },
+    });
+    expect(await rt.workflow(editorial).waitUntilFinal({ timeoutMs: 30_000, pollMs: 20 })).toMatchObject({
+      state: 'completed',
+      output: { url: 'https://news.example.com/packets/1' },
+    });
     expect(await children(rt, research)).toHaveLength(3);
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { completeTasks } from '../../src/runtime/sql/complete.js';
-import { fetchTasks } from '../../src/runtime/sql/fetch.js';
 import { loadMigrations } from '../../src/runtime/migrate.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import { completeTasks } from '../../src/runtime/sql/complete.js';
+import { fetchTasks } from '../../src/runtime/sql/fetch.js';
 import { backend, definitionsDir, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 // Running tasks are found through their workers' claims (no index lists them), so that completing a task
@@ -14,7 +14,11 @@ describe(`claims and heap-only completions (${backend})`, () => {
   };
 
   const claims = async (rt: Runtime) =>
-    (await rt.db.query<{ worker_id: string; workflow_ids: string[]; names: string[] }>(`SELECT worker_id, workflow_ids, names FROM ${rt.internals.s}.claims ORDER BY id`)).rows;
+    (
+      await rt.db.query<{ worker_id: string; workflow_ids: string[]; names: string[] }>(
+        `SELECT worker_id, workflow_ids, names FROM ${rt.internals.s}.claims ORDER BY id`,
+      )
+    ).rows;
 
   it('a fetch records its claim; the worker deletes it once every attempt in it has ended', async () => {
     let release!: () => void;
@@ -49,7 +53,11 @@ describe(`claims and heap-only completions (${backend})`, () => {
           )
         ).rows[0];
       const before = await counts();
-      const result = await completeTasks(tx, rt.advanceContext(new Date()), tasks.map((t) => ({ workflowId: id, name: t.name, attempt: t.attempt, workerId: 'w1', output: { big: 'x'.repeat(200) }, tid: t.tid })));
+      const result = await completeTasks(
+        tx,
+        rt.advanceContext(new Date()),
+        tasks.map((t) => ({ workflowId: id, name: t.name, attempt: t.attempt, workerId: 'w1', output: { big: 'x'.repeat(200) }, tid: t.tid })),
+      );
       expect(result.skipped).toEqual([]);
       const after = await counts();
       return { upd: after.upd - before.upd, hot: after.hot - before.hot };
@@ -68,7 +76,9 @@ describe(`claims and heap-only completions (${backend})`, () => {
     expect([first.tasks.length, second.tasks.length]).toEqual([1, 1]);
     // one attempt ended before the worker died; its claim still lists it
     const ended = first.tasks[0];
-    await completeTasks(rt.db, rt.advanceContext(new Date()), [{ workflowId: id, name: ended.name, attempt: ended.attempt, workerId: 'gone', output: 1, tid: ended.tid }]);
+    await completeTasks(rt.db, rt.advanceContext(new Date()), [
+      { workflowId: id, name: ended.name, attempt: ended.attempt, workerId: 'gone', output: 1, tid: ended.tid },
+    ]);
     expect((await claims(rt)).map((c) => c.worker_id)).toEqual(['gone', 'gone']);
     expect((await rt.maintenance()).rescued).toBe(1);
     expect(await claims(rt)).toEqual([]);
@@ -81,7 +91,12 @@ describe(`claims and heap-only completions (${backend})`, () => {
   });
 
   it('a stopping worker releases what it prefetched and aborted, and leaves no claim behind', async () => {
-    const rt = await testRuntime({ definitions, queues: { default: 1 }, prefetch: 5, handlers: { k: (_a, ctx) => new Promise((r) => ctx.signal.addEventListener('abort', r)) } });
+    const rt = await testRuntime({
+      definitions,
+      queues: { default: 1 },
+      prefetch: 5,
+      handlers: { k: (_a, ctx) => new Promise((r) => ctx.signal.addEventListener('abort', r)) },
+    });
     await rt.startWorker();
     const id = await rt.start('pair');
     await until(async () => (await rt.workflow(id).tasks()).every((t) => t.state === 'running'));
@@ -96,7 +111,9 @@ describe(`claims and heap-only completions (${backend})`, () => {
     const db = await testDatabase();
     const s = `"${schema}"`;
     // the schema as the previous version left it: migrations up to 008
-    await db.exec(`CREATE SCHEMA ${s}; CREATE TABLE ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`);
+    await db.exec(
+      `CREATE SCHEMA ${s}; CREATE TABLE ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`,
+    );
     // the schema before 009 and 010 (with the later ones, whose columns today's start writes)
     for (const m of loadMigrations().filter((m) => m.id < 9 || m.id > 10)) {
       await db.exec(m.sql.replaceAll('{{schema}}', s));

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { braidBin, runCli } from '../helpers/cli.js';
-import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 import { normalise } from '../helpers/golden.js';
+import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -66,7 +66,8 @@ function startWorker(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): 
   return { child, output: () => out };
 }
 
-const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.on('exit', (code) => resolve(code))));
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.on('exit', (code) => resolve(code))));
 
 describe(`CLI against a running worker (${backend})`, () => {
   const db = backend === 'postgres' ? ['--database', postgresUrl, '--schema', uniqueSchema()] : [];
@@ -77,7 +78,9 @@ describe(`CLI against a running worker (${backend})`, () => {
     if (backend === 'postgres') {
       const migrated = runCli(['migrate', ...db], { cwd: dir, env });
       expect(migrated.code).toBe(0);
-      expect(migrated.stdout).toBe('applied 001_core\napplied 002_finalize_sweep\napplied 003_running_has_worker\napplied 004_waits\napplied 005_cross_workflow\napplied 006_evaluate_effects\napplied 007_change_notifications\napplied 008_change_listeners\napplied 009_hot_completions\napplied 010_abandoned_attempts\napplied 011_workflow_timeout\napplied 012_conditions_and_deferred_args\napplied 013_deploys\napplied 014_leader_epochs\n');
+      expect(migrated.stdout).toBe(
+        'applied 001_core\napplied 002_finalize_sweep\napplied 003_running_has_worker\napplied 004_waits\napplied 005_cross_workflow\napplied 006_evaluate_effects\napplied 007_change_notifications\napplied 008_change_listeners\napplied 009_hot_completions\napplied 010_abandoned_attempts\napplied 011_workflow_timeout\napplied 012_conditions_and_deferred_args\napplied 013_deploys\napplied 014_leader_epochs\n',
+      );
       expect(runCli(['migrate', ...db], { cwd: dir, env }).stdout).toBe('up to date\n');
     }
     const worker = startWorker(dir, db, { ...env, NAP_MS: '10' });
@@ -191,9 +194,14 @@ tasks:
     const diagnose = runCli(['diagnose', id, 'decide', '--json', ...db], { cwd: dir, env });
     expect(diagnose.code).toBe(0);
     await expect(normalise(JSON.parse(diagnose.stdout), { 'workflow-id': id })).toMatchFileSnapshot('golden/diagnose-waiting.json');
-    expect(runCli(['diagnose', id, 'decide', ...db], { cwd: dir, env }).stdout).toMatch(/^task decide of workflow \w+: wait waiting\nexpression: approved \|\| sla {2}=> {2}false\n/);
+    expect(runCli(['diagnose', id, 'decide', ...db], { cwd: dir, env }).stdout).toMatch(
+      /^task decide of workflow \w+: wait waiting\nexpression: approved \|\| sla {2}=> {2}false\n/,
+    );
 
-    const sent = runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', '--source', '{"by":"cli"}', '--json', ...db], { cwd: dir, env });
+    const sent = runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', '--source', '{"by":"cli"}', '--json', ...db], {
+      cwd: dir,
+      env,
+    });
     expect(sent.code).toBe(0);
     const row = JSON.parse(sent.stdout);
     expect(row).toMatchObject({ key: 'approval', attempt: 1, payload: { ok: false }, source: { by: 'cli' }, idempotency_key: 'k1' });
@@ -252,7 +260,10 @@ tasks:
 
   it('a hostile handler cannot take the worker down: thrown proxies, throwing getters, stray promise rejections', async () => {
     const dir = project();
-    writeFileSync(join(dir, 'definitions', 'hostile.yaml'), 'name: hostile\ntasks:\n  trap: { kind: trap, max_attempts: 2, retry: { initial: 10ms } }\n  stray: { kind: stray }\n');
+    writeFileSync(
+      join(dir, 'definitions', 'hostile.yaml'),
+      'name: hostile\ntasks:\n  trap: { kind: trap, max_attempts: 2, retry: { initial: 10ms } }\n  stray: { kind: stray }\n',
+    );
     writeFileSync(
       join(dir, 'handlers.mjs'),
       `export default {
@@ -291,7 +302,9 @@ tasks:
     const bad = runCli(['worker', '--handlers', 'handlers.mjs', '--dead-after', '1s', '--heartbeat', '2s'], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('braid: --dead-after must be longer than --heartbeat (a live worker would be taken for dead)\n');
-    expect(runCli(['worker', '--handlers', 'handlers.mjs', '--leader-lease', 'soon'], { cwd: dir }).stderr).toBe('braid: --leader-lease must be a duration from 500 ms to 1 day, such as 2s or 500ms, not "soon"\n');
+    expect(runCli(['worker', '--handlers', 'handlers.mjs', '--leader-lease', 'soon'], { cwd: dir }).stderr).toBe(
+      'braid: --leader-lease must be a duration from 500 ms to 1 day, such as 2s or 500ms, not "soon"\n',
+    );
     expect(runCli(['dev', '--heartbeat', '10ms'], { cwd: dir }).code).toBe(2);
     expect(runCli(['worker', '--help'], { cwd: dir }).stdout).toMatch(/--dead-after DURATION +a worker silent this long is dead/);
   });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import examples from '../../examples/handlers.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { repoRoot } from '../helpers/cli.js';
-import { backend, run, testRuntime, until, manualClock } from '../helpers/runtime.js';
+import { backend, manualClock, run, testRuntime, until } from '../helpers/runtime.js';
 
 const states = (tasks: Record<string, { state: string }>) => Object.fromEntries(Object.entries(tasks).map(([k, v]) => [k, v.state]));
 
@@ -47,7 +47,13 @@ describe(`conditional tasks: when and skipped (${backend})`, () => {
     const rt = await testRuntime({ handlers, definitions: { branch } });
     await rt.startWorker();
     const yes = await run(rt, 'branch', { verified: true });
-    expect(states(yes.tasks)).toEqual({ check: 'completed', activate_trial: 'completed', send_reminder: 'skipped', after_trial: 'completed', join: 'completed' });
+    expect(states(yes.tasks)).toEqual({
+      check: 'completed',
+      activate_trial: 'completed',
+      send_reminder: 'skipped',
+      after_trial: 'completed',
+      join: 'completed',
+    });
     expect(yes.workflow).toMatchObject({ state: 'completed', output: { trial: true, reminder_state: 'skipped' } });
     expect(yes.tasks.send_reminder).toMatchObject({ attempt: 0, errors: [], output: null });
 
@@ -219,19 +225,33 @@ tasks:
 describe(`the user_onboarding example from definitions/ (${backend})`, () => {
   it('a verified user gets the trial; nobody verifying for three days gets the reminder; the join runs either way', async () => {
     const clock = manualClock();
-    const rt = await testRuntime({ handlers: examples, clock: clock.now, workerDeadAfterMs: 30 * 86_400_000, leader: false, retention: { closedMs: null, cancelledMs: null } });
+    const rt = await testRuntime({
+      handlers: examples,
+      clock: clock.now,
+      workerDeadAfterMs: 30 * 86_400_000,
+      leader: false,
+      retention: { closedMs: null, cancelledMs: null },
+    });
     expect((await rt.registerDefinitions(join(repoRoot, 'definitions'))).validation.errors).toBe(0);
     await rt.startWorker();
     const verified = rt.workflow(await rt.start('user_onboarding', { user_id: 'u1', email: 'u1@example.com' }));
     const silent = rt.workflow(await rt.start('user_onboarding', { user_id: 'u2', email: 'u2@example.com' }));
-    await until(async () => (await verified.task('check_verified')).wait?.phase === 'waiting' && (await silent.task('check_verified')).wait?.phase === 'waiting');
+    await until(
+      async () => (await verified.task('check_verified')).wait?.phase === 'waiting' && (await silent.task('check_verified')).wait?.phase === 'waiting',
+    );
     // another user's verification does not count for u2
     expect((await verified.signals.emit('email_verified', { user_id: 'someone else' })).resolved).toEqual([]);
     expect((await verified.signals.emit('email_verified', { user_id: 'u1' })).resolved).toEqual(['check_verified']);
-    expect(await verified.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed', output: { user_id: 'u1', trial: true, reminded: false } });
+    expect(await verified.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({
+      state: 'completed',
+      output: { user_id: 'u1', trial: true, reminded: false },
+    });
     clock.advance(3 * 86_400_000 + 1000);
     await rt.maintenance();
-    expect(await silent.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed', output: { user_id: 'u2', trial: false, reminded: true } });
+    expect(await silent.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({
+      state: 'completed',
+      output: { user_id: 'u2', trial: false, reminded: true },
+    });
     const states = async (h: typeof silent) => Object.fromEntries((await h.tasks()).map((t) => [t.name, t.state]));
     expect(await states(verified)).toMatchObject({ activate_trial: 'completed', send_reminder: 'skipped', record_onboarding: 'completed' });
     expect(await states(silent)).toMatchObject({ activate_trial: 'skipped', send_reminder: 'completed', record_onboarding: 'completed' });

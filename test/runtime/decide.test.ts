@@ -1,7 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, conditionOutcome, depOutcome, depsOutcome, finalWorkflowState, isFailed, isFinal, readyState, retryDelayMs, retrySelection } from '../../src/runtime/engine/decide.js';
+import {
+  afterFailure,
+  conditionOutcome,
+  depOutcome,
+  depsOutcome,
+  finalWorkflowState,
+  isFailed,
+  isFinal,
+  readyState,
+  retryDelayMs,
+  retrySelection,
+} from '../../src/runtime/engine/decide.js';
 
-const flags = (c: boolean, d: boolean, x: boolean, skip = false) => ({ ignore_cancelled_deps: c, ignore_discarded_deps: d, ignore_deleted_deps: x, ignore_skipped_deps: skip });
+const flags = (c: boolean, d: boolean, x: boolean, skip = false) => ({
+  ignore_cancelled_deps: c,
+  ignore_discarded_deps: d,
+  ignore_deleted_deps: x,
+  ignore_skipped_deps: skip,
+});
 
 describe('runtime decisions (pure)', () => {
   it('a dep outcome follows the dependent flag that matches the failure', () => {

@@ -1,16 +1,18 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, writeFileSync, readFileSync, existsSync, statSync, lstatSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder } from '../../src/runtime/db/pglite.js';
 import { projectToken } from '../../src/cli/backend.js';
+import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder } from '../../src/runtime/db/pglite.js';
 import { repoRoot, runCli } from '../helpers/cli.js';
 
 /** Starts `n` processes opening the same folder at the same instant; resolves with what each printed. */
 async function openAtOnce(dir: string, n: number): Promise<string[]> {
   const at = Date.now() + 4000;
-  const children = Array.from({ length: n }, () => spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/helpers/open-embedded.ts'), dir, String(at)], { cwd: repoRoot }));
+  const children = Array.from({ length: n }, () =>
+    spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/helpers/open-embedded.ts'), dir, String(at)], { cwd: repoRoot }),
+  );
   return Promise.all(
     children.map(
       (c) =>
@@ -106,7 +108,7 @@ describe('the embedded database (PGlite in a data folder)', () => {
     await db.close();
   }, 120_000);
 
-  it('.braid and everything under it are the owner\'s only; a token file readable by others is made private, and said so', async () => {
+  it(".braid and everything under it are the owner's only; a token file readable by others is made private, and said so", async () => {
     const project = mkdtempSync(join(tmpdir(), 'braid-private-'));
     const status = runCli(['status', 'nope'], { cwd: project, env: { DATABASE_URL: '' } });
     expect(status.code).toBe(1);

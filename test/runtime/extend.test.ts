@@ -33,7 +33,10 @@ describe(`extending a running workflow (${backend})`, () => {
       });
       return { added: names };
     });
-    const rt = await testRuntime({ handlers, definitions: { base: base.replace('name: base\n', 'name: base\ninputs: { type: object, properties: { from: { type: string } } }\n') } });
+    const rt = await testRuntime({
+      handlers,
+      definitions: { base: base.replace('name: base\n', 'name: base\ninputs: { type: object, properties: { from: { type: string } } }\n') },
+    });
     await rt.startWorker();
     const id = await rt.start('base', { from: 'outer' });
     await until(async () => (await rt.workflow(id).task('gate')).wait?.phase === 'waiting');
@@ -133,7 +136,10 @@ tasks:
     const { handlers } = recorder(async () => ({}));
     const rt = await testRuntime({ handlers, definitions: { base } });
     const id = await rt.start('base');
-    const results = await Promise.allSettled([rt.workflow(id).extend({ tasks: { same: { kind: 'leaf' } } }), rt.workflow(id).extend({ tasks: { same: { kind: 'leaf', deps: ['a'] } } })]);
+    const results = await Promise.allSettled([
+      rt.workflow(id).extend({ tasks: { same: { kind: 'leaf' } } }),
+      rt.workflow(id).extend({ tasks: { same: { kind: 'leaf', deps: ['a'] } } }),
+    ]);
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
     expect(String((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason)).toMatch(/already has task "same"/);
     expect((await rt.workflow(id).tasks()).filter((t) => t.name === 'same')).toHaveLength(1);

@@ -111,7 +111,10 @@ tasks:
   it('a workflow whose tasks all complete is completed; one with an ignored failure still ends failed', async () => {
     const rt = await testRuntime({
       handlers,
-      definitions: { fine: 'name: fine\ntasks:\n  a: { kind: ok }\n', ignored: 'name: ignored\ntasks:\n  bad: { kind: boom, max_attempts: 1 }\n  b: { kind: ok, deps: [bad], ignore_discarded_deps: true }\n' },
+      definitions: {
+        fine: 'name: fine\ntasks:\n  a: { kind: ok }\n',
+        ignored: 'name: ignored\ntasks:\n  bad: { kind: boom, max_attempts: 1 }\n  b: { kind: ok, deps: [bad], ignore_discarded_deps: true }\n',
+      },
     });
     await rt.startWorker();
     expect((await run(rt, 'fine')).workflow.state).toBe('completed');

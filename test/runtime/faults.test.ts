@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import { alive, allFinal, exited, expectIntact, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
+import { heavyFile } from '../helpers/heavy.js';
+import { alive, allFinal, exited, expectIntact, invocationTable, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { heavyFile } from '../helpers/heavy.js';
 
 heavyFile();
 
@@ -58,7 +58,10 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
     await expectIntact(rt.db, rt.schema, table, ids);
     for (const p of procs) {
       // backed off and rate-limited: a handful of lines for the outage, not thousands
-      const warnings = p.output().split('\n').filter((l) => l.includes('warning:'));
+      const warnings = p
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('warning:'));
       expect(warnings.length).toBeLessThan(40);
       expect(p.output()).not.toMatch(/Error:|at .*\.ts:\d+/);
     }
@@ -157,13 +160,19 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
         doubleFaults++;
         continue;
       }
-      const { rows } = await rt.db.query<{ at: Date | null }>(`SELECT min(at) AS at FROM ${table} WHERE workflow_id = $1 AND task = $2 AND attempt = $3`, [l.workflow_id, l.name, l.attempt + 1]);
+      const { rows } = await rt.db.query<{ at: Date | null }>(`SELECT min(at) AS at FROM ${table} WHERE workflow_id = $1 AND task = $2 AND attempt = $3`, [
+        l.workflow_id,
+        l.name,
+        l.attempt + 1,
+      ]);
       if (!rows[0].at) continue; // the next attempt was lost before it started too: measured from its own kill
       measured++;
       worst = Math.max(worst, new Date(rows[0].at).getTime() - killed!);
       times.push(new Date(rows[0].at).getTime() - killed!);
     }
-    console.info(`SIGKILL loop: ${killedAt.size} kills (${leaderKills.length} of the leader), ${lost.length} attempts lost, ${measured} measured (${doubleFaults} behind a leader killed before their rescue), worst kill -> run again ${worst} ms (${times.sort((a, b) => a - b).join(' ')})`);
+    console.info(
+      `SIGKILL loop: ${killedAt.size} kills (${leaderKills.length} of the leader), ${lost.length} attempts lost, ${measured} measured (${doubleFaults} behind a leader killed before their rescue), worst kill -> run again ${worst} ms (${times.sort((a, b) => a - b).join(' ')})`,
+    );
     expect(measured).toBeGreaterThan(0);
     expect(worst).toBeLessThanOrEqual(10_000);
     for (const p of procs) p.child.kill('SIGTERM');
@@ -171,7 +180,9 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
   }, 240_000);
 
   it('the leader killed just before timers are due: another takes over and the timers fire at most ~5 s late', async () => {
-    const rt = await testRuntime({ definitions: { timed: 'name: timed\ntasks:\n  t:\n    kind: work\n    wait: { terms: { later: { timer: { after_wait_started: 8s } } } }\n' } });
+    const rt = await testRuntime({
+      definitions: { timed: 'name: timed\ntasks:\n  t:\n    kind: work\n    wait: { terms: { later: { timer: { after_wait_started: 8s } } } }\n' },
+    });
     const table = await invocationTable(rt.db);
     const procs = Array.from({ length: 2 }, () => runtimeProcess({ schema: rt.schema, table, defaultTimings: true }));
     await until(() => procs.every((p) => p.output().includes('ready')) && procs.some((p) => p.output().includes('leading')), 60_000);

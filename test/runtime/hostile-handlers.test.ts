@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import type { Logger } from '../../src/runtime/log.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, run, testRuntime, until } from '../helpers/runtime.js';
 
 /** One task, two attempts with no wait between them: a hostile handler's workflow must still end. */
@@ -9,7 +9,12 @@ const once = (kind: string) => `name: ${kind}\ntasks:\n  t: { kind: ${kind}, max
 
 function recordingLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  return { lines, info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), taskDone: (t, outcome) => lines.push(`${t.name}#${t.attempt} ${outcome}`) };
+  return {
+    lines,
+    info: (m) => lines.push(`info ${m}`),
+    warn: (m) => lines.push(`warn ${m}`),
+    taskDone: (t, outcome) => lines.push(`${t.name}#${t.attempt} ${outcome}`),
+  };
 }
 
 /** Makes the database refuse every completion of a task's first attempt, with this SQLSTATE and message. */
@@ -26,7 +31,7 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
     const handlers: Handlers = {
       nul: async () => ({ user: { name: 'a\u0000b' } }),
       surrogate: async () => ['ok', '\ud800'],
-      key: async () => ({ ['k\u0000']: 1 }),
+      key: async () => ({ 'k\u0000': 1 }),
     };
     const rt = await testRuntime({ handlers, definitions: { nul: once('nul'), surrogate: once('surrogate'), key: once('key') } });
     await rt.startWorker();
@@ -54,7 +59,11 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
     await rt.startWorker();
     const bad = await run(rt, 'bad');
     expect(bad.workflow.state).toBe('failed');
-    expect(bad.tasks.t.errors[0]).toMatchObject({ message: 'nul \\u0000 and \\udc00 here', name: 'Odd\\u0000Error', stack: 'Odd: \\u0000\n    at somewhere \\ud800' });
+    expect(bad.tasks.t.errors[0]).toMatchObject({
+      message: 'nul \\u0000 and \\udc00 here',
+      name: 'Odd\\u0000Error',
+      stack: 'Odd: \\u0000\n    at somewhere \\ud800',
+    });
     const text = await run(rt, 'text');
     expect(text.tasks.t.errors[0].message).toBe('non-Error thrown: plain \\u0000 string');
   });
@@ -69,12 +78,26 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
     for (let i = 0; i < bad.length; i++) {
       const { workflow, tasks } = await run(rt, `s${i}`);
       expect(workflow.state).toBe('failed');
-      expect(tasks.t.errors[0]).toMatchObject({ name: 'RangeError', message: `ctx.snooze(ms) takes a number of milliseconds from 0 to 31536000000 (a year), not ${shown[i]}` });
+      expect(tasks.t.errors[0]).toMatchObject({
+        name: 'RangeError',
+        message: `ctx.snooze(ms) takes a number of milliseconds from 0 to 31536000000 (a year), not ${shown[i]}`,
+      });
     }
   });
 
   it('thrown values whose reading throws (proxies, throwing getters, throwing toString) fail the attempt with a placeholder', async () => {
-    const trap = () => new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } });
+    const trap = () =>
+      new Proxy(
+        {},
+        {
+          get() {
+            throw new Error('trap');
+          },
+          getPrototypeOf() {
+            throw new Error('trap');
+          },
+        },
+      );
     const handlers: Handlers = {
       proxy: async () => {
         throw trap();
@@ -82,12 +105,27 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
       getter: async () => {
         const e = new Error('x');
         // (stack first: redefining it makes V8 format the stack, which reads the message)
-        Object.defineProperty(e, 'stack', { get() { throw new Error('getter'); } });
-        Object.defineProperty(e, 'message', { get() { throw new Error('getter'); } });
+        Object.defineProperty(e, 'stack', {
+          get() {
+            throw new Error('getter');
+          },
+        });
+        Object.defineProperty(e, 'message', {
+          get() {
+            throw new Error('getter');
+          },
+        });
         throw e;
       },
       tostring: async () => {
-        throw { toJSON() { throw new Error('json'); }, toString() { throw new Error('string'); } };
+        throw {
+          toJSON() {
+            throw new Error('json');
+          },
+          toString() {
+            throw new Error('string');
+          },
+        };
       },
       output: async () => trap(),
       sync: () => {
@@ -127,14 +165,22 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
 
   it('an attempt whose end keeps failing on a live worker is listed with its heartbeat and rescued by the leader', async () => {
     const log = recordingLogger();
-    const rt = await testRuntime({ logger: log, workerDeadAfterMs: 600, heartbeatIntervalMs: 100, handlers: { ok: async (_a, ctx) => ({ attempt: ctx.attempt }) }, definitions: { stuck: once('ok') } });
+    const rt = await testRuntime({
+      logger: log,
+      workerDeadAfterMs: 600,
+      heartbeatIntervalMs: 100,
+      handlers: { ok: async (_a, ctx) => ({ attempt: ctx.attempt }) },
+      definitions: { stuck: once('ok') },
+    });
     // attempt 1's completion fails as a lost race would (40001): tried again and again, never committing
     await refuseFirstCompletion(rt, '40001', 'could not serialize (a test trigger)');
     await rt.startWorker();
     const { workflow, tasks } = await run(rt, 'ok');
     expect(workflow.state).toBe('completed');
     expect(tasks.t).toMatchObject({ attempt: 2, output: { attempt: 2 } });
-    expect(tasks.t.errors).toEqual([expect.objectContaining({ attempt: 1, kind: 'lost', message: expect.stringMatching(/^worker .* could not record the end of this attempt$/) })]);
+    expect(tasks.t.errors).toEqual([
+      expect.objectContaining({ attempt: 1, kind: 'lost', message: expect.stringMatching(/^worker .* could not record the end of this attempt$/) }),
+    ]);
     expect(log.lines.some((l) => l.startsWith('warn recording completions failed, trying again: could not serialize'))).toBe(true);
     const { rows } = await rt.db.query<{ abandoned: unknown }>(`SELECT abandoned FROM "${rt.schema}".workers`);
     await new Promise((r) => setTimeout(r, 400));

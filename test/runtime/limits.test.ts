@@ -30,17 +30,21 @@ describe(`limits: inputs that would exhaust a process fail fast with a diagnosti
     const started = performance.now();
     const error = await compileFailure(rt.start('fan', { n: range(1_000_000) }));
     expect(performance.now() - started).toBeLessThan(5000);
-    expect(error.diagnostics.map((d) => [d.rule, d.message])).toEqual([['for-each', 'for_each of task "each" yielded 1,000,000 items, over the limit of 10,000 (limit for_each_items)']]);
+    expect(error.diagnostics.map((d) => [d.rule, d.message])).toEqual([
+      ['for-each', 'for_each of task "each" yielded 1,000,000 items, over the limit of 10,000 (limit for_each_items)'],
+    ]);
     expect((await rt.listWorkflows()).workflows).toEqual([]);
   });
 
-  it('the limits are the runtime\'s to set', async () => {
+  it("the limits are the runtime's to set", async () => {
     const rt = await testRuntime({ definitions: { fan: FAN }, limits: { forEachItems: 3 } });
     await expect(rt.start('fan', { n: range(3) })).resolves.toBeTypeOf('string');
     const error = await compileFailure(rt.start('fan', { n: range(4) }));
     expect(error.diagnostics[0].message).toMatch(/4 items, over the limit of 3/);
     const small = await testRuntime({ definitions: { fan: FAN }, limits: { planTasks: 10 } });
-    expect((await compileFailure(small.start('fan', { n: range(11) }))).diagnostics[0].message).toBe('the plan would have over 10 tasks (limit plan_tasks) at task "each"');
+    expect((await compileFailure(small.start('fan', { n: range(11) }))).diagnostics[0].message).toBe(
+      'the plan would have over 10 tasks (limit plan_tasks) at task "each"',
+    );
   });
 
   it('four nested maps over 100 items stop at the CEL budget: a cel-cost diagnostic at start, not minutes and gigabytes', async () => {
@@ -50,7 +54,9 @@ describe(`limits: inputs that would exhaust a process fail fast with a diagnosti
     expect(performance.now() - started).toBeLessThan(3000);
     expect(error.diagnostics).toHaveLength(1);
     expect(error.diagnostics[0]).toMatchObject({ rule: 'cel-cost', severity: 'error', path: '/tasks/cells/args/all' });
-    expect(error.diagnostics[0].message).toMatch(/^task "cells", args.all: template stopped: the expression (ran for over 100 ms|'s cost is over the budget of 1,000,000 comprehension steps) \(limit cel_cost\)$/);
+    expect(error.diagnostics[0].message).toMatch(
+      /^task "cells", args.all: template stopped: the expression (ran for over 100 ms|'s cost is over the budget of 1,000,000 comprehension steps) \(limit cel_cost\)$/,
+    );
   });
 
   it('a wait predicate that would run for minutes over a payload is a wait error, the emit returns at once, and a later signal still counts', async () => {

@@ -19,7 +19,7 @@ describe.runIf(backend === 'postgres')('a workflow another transaction holds: wr
     const free = await rt.start('gate');
     // an external transaction takes the workflow's row lock and keeps it
     const db = newDatabase();
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const locked = new Promise<void>((resolve) => {
       const done = db.transaction(async (tx) => {
         await tx.query(`SELECT 1 FROM "${rt.schema}".workflows WHERE id = $1 FOR UPDATE`, [held]);
@@ -30,7 +30,10 @@ describe.runIf(backend === 'postgres')('a workflow another transaction holds: wr
     });
     await locked;
     const started = Date.now();
-    await expect(rt.workflow(held).signals.emit('go', {})).rejects.toMatchObject({ code: 'workflow_busy', message: expect.stringContaining(`workflow ${held} is busy (workflow_busy)`) });
+    await expect(rt.workflow(held).signals.emit('go', {})).rejects.toMatchObject({
+      code: 'workflow_busy',
+      message: expect.stringContaining(`workflow ${held} is busy (workflow_busy)`),
+    });
     const waited = Date.now() - started;
     expect(waited).toBeGreaterThanOrEqual(250);
     await expect(rt.workflow(held).cancel()).rejects.toMatchObject({ code: 'workflow_busy' });
@@ -39,7 +42,11 @@ describe.runIf(backend === 'postgres')('a workflow another transaction holds: wr
     // the API: 503, retryable
     const server = await startApiServer(rt, { token: 't' });
     try {
-      const r = await fetch(`${server.url}/api/workflows/${held}/signals`, { method: 'POST', headers: { authorization: 'Bearer t', 'content-type': 'application/json' }, body: JSON.stringify({ key: 'go' }) });
+      const r = await fetch(`${server.url}/api/workflows/${held}/signals`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer t', 'content-type': 'application/json' },
+        body: JSON.stringify({ key: 'go' }),
+      });
       expect(r.status).toBe(503);
       expect(r.headers.get('retry-after')).toBe('1');
       expect(await r.json()).toMatchObject({ code: 'workflow_busy' });
@@ -49,7 +56,10 @@ describe.runIf(backend === 'postgres')('a workflow another transaction holds: wr
     // the CLI, with the project's lock_timeout: exit 1, one line naming the workflow
     const dir = project({ 'braid.config.yaml': `database: ${postgresUrl}\nschema: ${rt.schema}\nlimits: { lock_timeout: 400ms }\n` });
     const cli = runCli(['signal', held, 'go'], { cwd: dir, env: { DATABASE_URL: '' } });
-    expect(cli).toMatchObject({ code: 1, stderr: `workflow ${held} is busy (workflow_busy): another transaction held it for 0.4 s, the lock timeout; try again\n` });
+    expect(cli).toMatchObject({
+      code: 1,
+      stderr: `workflow ${held} is busy (workflow_busy): another transaction held it for 0.4 s, the lock timeout; try again\n`,
+    });
     release();
     await holders[0].done;
     expect((await rt.workflow(held).signals.emit('go', {})).signal.key).toBe('go');

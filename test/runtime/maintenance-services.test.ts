@@ -29,7 +29,9 @@ describe(`maintenance services, one runOnce at a time (${backend})`, () => {
     const rt = await testRuntime({
       clock: clock.now,
       leader: false,
-      definitions: { sla: 'name: sla\ntasks:\n  a:\n    kind: k\n    wait:\n      expr: soon\n      terms:\n        soon: { timer: { after_wait_started: 5m } }\n        late: { timer: { after_wait_started: 1h } }\n' },
+      definitions: {
+        sla: 'name: sla\ntasks:\n  a:\n    kind: k\n    wait:\n      expr: soon\n      terms:\n        soon: { timer: { after_wait_started: 5m } }\n        late: { timer: { after_wait_started: 1h } }\n',
+      },
     });
     const id = await rt.start('sla');
     const next: number[] = [];

@@ -38,7 +38,9 @@ describe(`leader maintenance (${backend})`, () => {
     clock.advance(22 * HOUR);
     expect((await rt.maintenance()).deleted).toBe(2);
     for (const id of [done, broken]) await expect(rt.workflow(id).load()).rejects.toThrow(/no workflow/);
-    const { rows } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".tasks WHERE workflow_id = ANY($1::text[])`, [[done, broken, cancelled]]);
+    const { rows } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".tasks WHERE workflow_id = ANY($1::text[])`, [
+      [done, broken, cancelled],
+    ]);
     expect(rows[0].n).toBe(0);
 
     clock.advance(1000 * HOUR);
@@ -83,7 +85,9 @@ tasks:
     clock.advance(2 * HOUR);
     await rt.maintenance();
     await expect(rt.workflow(id).load()).rejects.toThrow(/no workflow/);
-    expect([await count('signals'), await count('timers'), await count('tasks'), await count('workflow_waiters'), await count('effects')]).toEqual([0, 0, 0, 0, 0]);
+    expect([await count('signals'), await count('timers'), await count('tasks'), await count('workflow_waiters'), await count('effects')]).toEqual([
+      0, 0, 0, 0, 0,
+    ]);
   });
 
   it('per-task mode (opt-in) deletes old finalized tasks of running workflows: dependents see a deleted dep', async () => {
@@ -123,7 +127,13 @@ tasks:
 
   it('retention can be disabled per state', async () => {
     const clock = fakeClock();
-    const rt = await testRuntime({ clock: clock.now, leader: false, handlers: { ok: async () => ({}) }, retention: { closedMs: null, cancelledMs: null }, definitions: { keep: 'name: keep\ntasks:\n  a: { kind: ok }\n' } });
+    const rt = await testRuntime({
+      clock: clock.now,
+      leader: false,
+      handlers: { ok: async () => ({}) },
+      retention: { closedMs: null, cancelledMs: null },
+      definitions: { keep: 'name: keep\ntasks:\n  a: { kind: ok }\n' },
+    });
     await rt.startWorker();
     const id = await rt.start('keep');
     await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
@@ -135,7 +145,13 @@ tasks:
   it('scheduled tasks are promoted when their time comes, by the one clock', async () => {
     const clock = fakeClock();
     // a two-hour jump would make the worker look dead (its heartbeat is two hours old): keep it alive here
-    const rt = await testRuntime({ clock: clock.now, leader: false, workerDeadAfterMs: 1000 * HOUR, handlers: { ok: async () => ({ ran: true }) }, definitions: { delayed: 'name: delayed\ntasks:\n  a: { kind: ok, delay: 2h }\n  b: { kind: ok, deps: [a] }\n' } });
+    const rt = await testRuntime({
+      clock: clock.now,
+      leader: false,
+      workerDeadAfterMs: 1000 * HOUR,
+      handlers: { ok: async () => ({ ran: true }) },
+      definitions: { delayed: 'name: delayed\ntasks:\n  a: { kind: ok, delay: 2h }\n  b: { kind: ok, deps: [a] }\n' },
+    });
     await rt.startWorker();
     const id = await rt.start('delayed');
     expect((await rt.workflow(id).task('a')).state).toBe('scheduled');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { heavyFile } from '../helpers/heavy.js';
 import { exited, invocationTable, runtimeProcess } from '../helpers/processes.js';
 import { backend, newDatabase, testRuntime, until } from '../helpers/runtime.js';
-import { heavyFile } from '../helpers/heavy.js';
 
 heavyFile();
 
@@ -21,14 +21,20 @@ describe.runIf(backend === 'postgres')('several runtime processes against one Po
     const ids: string[] = [];
     const names = ['chain', 'diamond', 'fan', 'single'];
     for (let i = 0; i < 500; i++) ids.push(await rt.start(names[i % 4], i % 4 === 2 ? { n: [1, 2, 3, 4, 5] } : {}));
-    await until(async () => {
-      const { rows } = await db.query<{ open: number }>(`SELECT count(*)::int AS open FROM "${rt.schema}".workflows WHERE state = 'running'`);
-      return rows[0].open === 0;
-    }, 240_000, 250);
+    await until(
+      async () => {
+        const { rows } = await db.query<{ open: number }>(`SELECT count(*)::int AS open FROM "${rt.schema}".workflows WHERE state = 'running'`);
+        return rows[0].open === 0;
+      },
+      240_000,
+      250,
+    );
     const { rows: states } = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM "${rt.schema}".workflows GROUP BY state`);
     expect(states).toEqual([{ state: 'completed', n: 500 }]);
     const { rows: total } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".tasks`);
-    const { rows: counts } = await db.query<{ runs: number; n: number }>(`SELECT runs, count(*)::int AS n FROM (SELECT workflow_id, task, count(*)::int AS runs FROM ${table} GROUP BY 1, 2) x GROUP BY runs`);
+    const { rows: counts } = await db.query<{ runs: number; n: number }>(
+      `SELECT runs, count(*)::int AS n FROM (SELECT workflow_id, task, count(*)::int AS runs FROM ${table} GROUP BY 1, 2) x GROUP BY runs`,
+    );
     expect(counts).toEqual([{ runs: 1, n: total[0].n }]);
     const { rows: running } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".tasks WHERE state <> 'completed'`);
     expect(running[0].n).toBe(0);
@@ -57,7 +63,10 @@ tasks:
     await until(() => procs.every((p) => p.output().includes('ready')), 60_000);
     const parents = await Promise.all(Array.from({ length: 40 }, () => rt.start('parent')));
     for (const id of parents) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 120_000, pollMs: 100 })).state).toBe('completed');
-    const { rows: children } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".workflows WHERE parent_id = ANY($1::text[]) AND state = 'completed'`, [parents]);
+    const { rows: children } = await rt.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${rt.schema}".workflows WHERE parent_id = ANY($1::text[]) AND state = 'completed'`,
+      [parents],
+    );
     expect(children[0].n).toBe(120);
     const { rows: runs } = await rt.db.query<{ task: string; n: number }>(`SELECT task, count(*)::int AS n FROM ${table} GROUP BY task ORDER BY task`);
     expect(runs).toEqual([
@@ -71,10 +80,14 @@ tasks:
   }, 300_000);
 
   it('a fan-in of 50 deps completed concurrently from several connections always releases its dependent', async () => {
-    const defs = { fanin: `name: fanin\ntasks:\n${Array.from({ length: 50 }, (_, i) => `  d${i}: { kind: work }\n`).join('')}  join: { kind: work, deps: [${Array.from({ length: 50 }, (_, i) => `d${i}`).join(', ')}] }\n` };
+    const defs = {
+      fanin: `name: fanin\ntasks:\n${Array.from({ length: 50 }, (_, i) => `  d${i}: { kind: work }\n`).join('')}  join: { kind: work, deps: [${Array.from({ length: 50 }, (_, i) => `d${i}`).join(', ')}] }\n`,
+    };
     const first = await testRuntime({ definitions: defs });
     const pools = Array.from({ length: 5 }, () => newDatabase());
-    const runners = await Promise.all(pools.map((database) => testRuntime({ database, schema: first.schema, queues: { default: 10 }, handlers: { work: async () => ({}) } })));
+    const runners = await Promise.all(
+      pools.map((database) => testRuntime({ database, schema: first.schema, queues: { default: 10 }, handlers: { work: async () => ({}) } })),
+    );
     for (let round = 0; round < 5; round++) {
       const id = await first.start('fanin');
       if (round === 0) await Promise.all(runners.map((r) => r.startWorker()));

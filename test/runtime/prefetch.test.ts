@@ -25,7 +25,8 @@ describe(`prefetch: tasks claimed ahead of free slots (${backend})`, () => {
     const rt = await testRuntime({ handlers: h.handlers, queues: { default: 2 }, prefetch: 4, definitions: { six } });
     await rt.startWorker();
     const id = await rt.start('six');
-    await until(async () => (await rt.workflow(id).tasks()).filter((t) => t.state === 'running').length === 6);
+    // all six claimed; the first two handlers start once the claim is back (a moment after it commits)
+    await until(async () => (await rt.workflow(id).tasks()).filter((t) => t.state === 'running').length === 6 && h.runs.length >= 2);
     expect(h.runs).toHaveLength(2);
     h.open();
     const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 });

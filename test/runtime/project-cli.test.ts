@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { braidBin, runCli } from '../helpers/cli.js';
 import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
@@ -49,22 +49,32 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     const refused = runCli(['register', '--format', 'json'], { cwd: dir, env });
     expect(refused.code).toBe(1);
     const report = JSON.parse(refused.stdout);
-    expect(report).toMatchObject({ registered: false, workflows: [{ name: 'child', status: 'new' }, { name: 'parent', status: 'error' }] });
+    expect(report).toMatchObject({
+      registered: false,
+      workflows: [
+        { name: 'child', status: 'new' },
+        { name: 'parent', status: 'error' },
+      ],
+    });
     expect(report.diagnostics[0]).toMatchObject({ rule: 'unknown-dep', file: 'workflows/billing/parent.yaml' });
     const versions = JSON.parse(runCli(['versions', 'child', '--json'], { cwd: dir, env }).stdout);
     expect(versions).toHaveLength(1);
     expect(versions[0]).toMatchObject({ current: true, running: 0 });
     const id = runCli(['start', 'child'], { cwd: dir, env }).stdout.trim();
     expect(id).toMatch(/^[0-9A-Z]{26}$/);
-    expect(runCli(['versions', 'child'], { cwd: dir, env }).stdout).toMatch(/^[0-9a-f]{12} {2}\d{4}-\d\d-\d\dT[\d:.]+Z {2}current {2}1 running {2}.*workflows\/child\.yaml\n$/);
+    expect(runCli(['versions', 'child'], { cwd: dir, env }).stdout).toMatch(
+      /^[0-9a-f]{12} {2}\d{4}-\d\d-\d\dT[\d:.]+Z {2}current {2}1 running {2}.*workflows\/child\.yaml\n$/,
+    );
     expect(runCli(['versions', 'nope'], { cwd: dir, env })).toMatchObject({ code: 1, stderr: 'workflow nope is not registered; run braid register\n' });
     const list = runCli(['list', '--json'], { cwd: dir, env });
     expect(JSON.parse(list.stdout).workflows.map((w: { id: string; state: string }) => [w.id, w.state])).toEqual([[id, 'running']]);
-    expect(runCli(['list', '--state', 'running', '--name', 'child'], { cwd: dir, env }).stdout).toMatch(new RegExp(`^ID +NAME +STATE +DONE +CREATED\\n${id} +child +running +0/1 +\\d{4}-`));
+    expect(runCli(['list', '--state', 'running', '--name', 'child'], { cwd: dir, env }).stdout).toMatch(
+      new RegExp(`^ID +NAME +STATE +DONE +CREATED\\n${id} +child +running +0/1 +\\d{4}-`),
+    );
     expect(runCli(['list', '--state', 'sideways'], { cwd: dir, env }).code).toBe(2);
   }, 120_000);
 
-  it('validate: the configured set by default; a changed file alone answers as a full run; other tools\' files are never definitions', () => {
+  it("validate: the configured set by default; a changed file alone answers as a full run; other tools' files are never definitions", () => {
     const dir = app({
       'braid.config.yaml': 'definitions: definitions\n',
       'definitions/child.yaml': CHILD,
@@ -101,7 +111,9 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     expect(readFileSync(join(dir, '.gitignore'), 'utf8')).toBe('node_modules/\n.braid/\n');
     expect(runCli(['init'], { cwd: dir }).stdout).not.toContain('created');
     expect(runCli(['validate'], { cwd: dir }).code).toBe(0);
-    expect(readFileSync(join(dir, 'src/braid-types.d.ts'), 'utf8')).toContain('export interface KindArgs {\n  goodbye: {\n    who: string;\n  };\n  greet: {\n    who: string;\n  };\n}');
+    expect(readFileSync(join(dir, 'src/braid-types.d.ts'), 'utf8')).toContain(
+      'export interface KindArgs {\n  goodbye: {\n    who: string;\n  };\n  greet: {\n    who: string;\n  };\n}',
+    );
     expect(runCli(['types', '--out', '-'], { cwd: dir }).stdout).toContain('export interface Inputs {\n  hello: {\n    who: string;\n  };\n}');
   });
 
@@ -116,9 +128,16 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     expect(existsSync(join(json, '.braid'))).toBe(false);
   });
 
-  it('start --timeout takes a duration; a kind no worker handles is said at the worker\'s start and while waiting', async () => {
-    const dir = app({ 'braid.config.yaml': `${database(uniqueSchema())}handlers: handlers.mjs\n`, 'definitions/child.yaml': CHILD, 'handlers.mjs': 'export default { other: async () => ({}) };\n' });
-    expect(runCli(['start', 'child', '--wait', '--timeout', '60'], { cwd: dir, env })).toMatchObject({ code: 2, stderr: 'braid: --timeout must be a duration such as 30s, 5m or 1h, not "60"\n' });
+  it("start --timeout takes a duration; a kind no worker handles is said at the worker's start and while waiting", async () => {
+    const dir = app({
+      'braid.config.yaml': `${database(uniqueSchema())}handlers: handlers.mjs\n`,
+      'definitions/child.yaml': CHILD,
+      'handlers.mjs': 'export default { other: async () => ({}) };\n',
+    });
+    expect(runCli(['start', 'child', '--wait', '--timeout', '60'], { cwd: dir, env })).toMatchObject({
+      code: 2,
+      stderr: 'braid: --timeout must be a duration such as 30s, 5m or 1h, not "60"\n',
+    });
     // the deploy check knows the handlers module lacks the kind: register refuses, --force registers anyway
     const refused = runCli(['register'], { cwd: dir, env });
     expect(refused.code).toBe(1);

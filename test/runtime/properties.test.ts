@@ -8,7 +8,15 @@ import { backend, testRuntime } from '../helpers/runtime.js';
 const anyText = fc.string({ unit: 'binary', maxLength: 40 });
 /** JSON values whose strings may hold anything, keys too. */
 const anyJson = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small' }, fc.constant(null), fc.boolean(), fc.double({ noNaN: true, noDefaultInfinity: true }), anyText, fc.array(tie('value'), { maxLength: 4 }), fc.dictionary(anyText, tie('value'), { maxKeys: 4 })),
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.constant(null),
+    fc.boolean(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    anyText,
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(anyText, tie('value'), { maxKeys: 4 }),
+  ),
 })).value;
 
 const DEF = `name: open
@@ -39,12 +47,21 @@ describe(`property: any inputs and any signal reach the database or fail as the 
       { numRuns: 60 },
     );
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.constant('go'), anyText), anyJson, fc.option(anyJson, { nil: undefined }), fc.option(anyText, { nil: undefined }), async (key, payload, source, idempotencyKey) => {
-        await rt.workflow(id).signals.emit(key, payload, { source, idempotencyKey }).then(
-          (result) => expect(result.signal.key).toBe(key),
-          (error: unknown) => expectCallerError(error),
-        );
-      }),
+      fc.asyncProperty(
+        fc.oneof(fc.constant('go'), anyText),
+        anyJson,
+        fc.option(anyJson, { nil: undefined }),
+        fc.option(anyText, { nil: undefined }),
+        async (key, payload, source, idempotencyKey) => {
+          await rt
+            .workflow(id)
+            .signals.emit(key, payload, { source, idempotencyKey })
+            .then(
+              (result) => expect(result.signal.key).toBe(key),
+              (error: unknown) => expectCallerError(error),
+            );
+        },
+      ),
       { numRuns: 80 },
     );
   }, 120_000);

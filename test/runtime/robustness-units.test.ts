@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs } from '../../src/runtime/backoff.js';
 import { isConnectionError, isTransientError } from '../../src/runtime/db/transient.js';
-import { describeError } from '../../src/runtime/worker/describe-error.js';
-import { rateLimitedWarnings, type Logger } from '../../src/runtime/log.js';
 import { findUnstorable, storableText } from '../../src/runtime/engine/storable.js';
+import { type Logger, rateLimitedWarnings } from '../../src/runtime/log.js';
+import { describeError } from '../../src/runtime/worker/describe-error.js';
 import { toJsonOutput } from '../../src/runtime/worker/outcome.js';
 
 describe('storable values', () => {
@@ -27,14 +27,34 @@ describe('storable values', () => {
     expect(toJsonOutput({ a: 1 }, 100)).toEqual({ a: 1 });
     expect(() => toJsonOutput({ a: 'x'.repeat(200) }, 100)).toThrow(/over the 100-byte limit/);
     expect(() => toJsonOutput({ n: 1n }, 100)).toThrow(/a BigInt is not JSON/);
-    const trap = new Proxy({}, { get: () => { throw new Error('trap'); }, ownKeys: () => { throw new Error('keys'); } });
+    const trap = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('trap');
+        },
+        ownKeys: () => {
+          throw new Error('keys');
+        },
+      },
+    );
     expect(() => toJsonOutput({ p: trap }, 100)).toThrow(/the handler's output is not JSON: (trap|keys)/);
   });
 });
 
 describe('describing what a handler threw never throws', () => {
   it('gives a placeholder for values that throw when read', () => {
-    const proxy = new Proxy({}, { get: () => { throw new Error('x'); }, getPrototypeOf: () => { throw new Error('x'); } });
+    const proxy = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('x');
+        },
+        getPrototypeOf: () => {
+          throw new Error('x');
+        },
+      },
+    );
     expect(describeError(proxy)).toEqual({ message: 'the handler threw a value that cannot be described (reading it threw)', kind: 'error' });
     expect(describeError(Object.create(null)).message).toBe('non-Error thrown: {}');
     expect(describeError(Symbol('s')).message).toBe('non-Error thrown: Symbol(s)');
@@ -42,7 +62,7 @@ describe('describing what a handler threw never throws', () => {
   });
 
   it('bounds and escapes the texts', () => {
-    const e = describeError(new Error('m'.repeat(5000) + '\u0000'));
+    const e = describeError(new Error(`${'m'.repeat(5000)}\u0000`));
     expect(e.message.length).toBeLessThanOrEqual(2001);
     expect(describeError(new Error('\u0000')).message).toBe('\\u0000');
   });

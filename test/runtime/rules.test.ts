@@ -11,7 +11,9 @@ describe(`transition rules: decide.ts and sql/rules.ts agree (${backend})`, () =
   it('ready state: every combination of deps left, a wait that holds or not, and the schedule', async () => {
     const db = await testDatabase();
     const table = [0, 1, 3].flatMap((deps_left) =>
-      [false, true].flatMap((held) => [false, true].flatMap((wait_satisfied) => times.map((scheduled_at) => ({ deps_left, held, wait_satisfied, scheduled_at })))),
+      [false, true].flatMap((held) =>
+        [false, true].flatMap((wait_satisfied) => times.map((scheduled_at) => ({ deps_left, held, wait_satisfied, scheduled_at }))),
+      ),
     );
     const { rows } = await db.query<{ state: string }>(
       `SELECT ${readyStateSql({ depsLeft: 'v.deps_left', held: '(v.held AND NOT v.wait_satisfied)', scheduledAt: 'v.scheduled_at' }, '$2::timestamptz')} AS state
@@ -40,7 +42,10 @@ describe(`transition rules: decide.ts and sql/rules.ts agree (${backend})`, () =
   it('finality: which task states never change again', async () => {
     const db = await testDatabase();
     const states = ['pending', 'scheduled', 'available', 'running', 'retryable', 'completed', 'cancelled', 'discarded', 'skipped'];
-    const { rows } = await db.query<{ final: boolean }>(`SELECT ${isFinalSql('v.state')} AS final FROM unnest($1::text[]) WITH ORDINALITY AS v(state, i) ORDER BY v.i`, [states]);
+    const { rows } = await db.query<{ final: boolean }>(
+      `SELECT ${isFinalSql('v.state')} AS final FROM unnest($1::text[]) WITH ORDINALITY AS v(state, i) ORDER BY v.i`,
+      [states],
+    );
     expect(rows.map((r) => r.final)).toEqual(states.map((s) => isFinal(s)));
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError } from '../../src/runtime/waits/signals.js';
 import { WorkflowNotFoundError } from '../../src/runtime/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import { SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError } from '../../src/runtime/waits/signals.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 const approval = `name: approval
@@ -94,7 +94,10 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
     const h = rt.workflow(id);
     await h.signals.emit('approval', { ok: false });
     // a key no task waits on is refused (most likely a typo) unless sent on purpose
-    await expect(h.signals.emit('aproval', { x: 1 })).rejects.toMatchObject({ code: 'signal_key_unknown', message: expect.stringContaining('(did you mean "approval"?)') });
+    await expect(h.signals.emit('aproval', { x: 1 })).rejects.toMatchObject({
+      code: 'signal_key_unknown',
+      message: expect.stringContaining('(did you mean "approval"?)'),
+    });
     await h.signals.emit('undeclared', { x: 1 }, { anyKey: true });
     const resolving = await h.signals.emit('approval', { ok: true });
     expect(resolving.resolved).toEqual(['decide']);
@@ -145,7 +148,11 @@ describe(`wait diagnostics (${backend})`, () => {
     );
     await h.signals.emit('approval', { ok: false });
     const snapshot = async () =>
-      (await rt.db.query(`SELECT (SELECT json_agg(t ORDER BY name) FROM ${s}.tasks t) AS tasks, (SELECT count(*) FROM ${s}.signals) AS signals, (SELECT json_agg(x) FROM ${s}.timers x) AS timers`)).rows[0];
+      (
+        await rt.db.query(
+          `SELECT (SELECT json_agg(t ORDER BY name) FROM ${s}.tasks t) AS tasks, (SELECT count(*) FROM ${s}.signals) AS signals, (SELECT json_agg(x) FROM ${s}.timers x) AS timers`,
+        )
+      ).rows[0];
     const before = await snapshot();
     const d = await h.waitDiagnostics('decide');
     expect(await snapshot()).toEqual(before);

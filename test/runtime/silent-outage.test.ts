@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { braidBin, repoRoot } from '../helpers/cli.js';
+import { heavyFile } from '../helpers/heavy.js';
 import { allFinal, exited, expectIntact, invocationTable } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { heavyFile } from '../helpers/heavy.js';
 
 heavyFile();
 

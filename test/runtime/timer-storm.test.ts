@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/runtime/db/types.js';
 import { leaseHistory } from '../../src/runtime/sql/leader.js';
-import { allFinal, exited, expectIntact, invocationTable, runtimeProcess, type RuntimeProcess } from '../helpers/processes.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
 import { heavyFile } from '../helpers/heavy.js';
+import { allFinal, exited, expectIntact, invocationTable, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 heavyFile();
 
-const STORM = 'name: storm\ninputs: { type: object, properties: { at: { type: string } } }\ntasks:\n  t:\n    kind: work\n    wait: { terms: { due: { timer: { at: "${{ inputs.at }}" } } } }\n';
+const STORM =
+  'name: storm\ninputs: { type: object, properties: { at: { type: string } } }\ntasks:\n  t:\n    kind: work\n    wait: { terms: { due: { timer: { at: "${{ inputs.at }}" } } } }\n';
 const N = 10_000;
 
 /** Copies one workflow's rows of a table `n` times, as workflows storm-1 .. storm-n (generated columns left to the table). */
@@ -37,7 +38,9 @@ describe.runIf(backend === 'postgres')('a timer storm: many timers due in the sa
     const { rows } = await rt.db.query<{ now: Date }>('SELECT now() AS now');
     const at = new Date(new Date(rows[0].now).getTime() + 15_000);
     const first = await rt.start('storm', { at: new Date(at.getTime() + 3_600_000).toISOString() });
-    await until(async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".timers WHERE workflow_id = $1`, [first])).rows[0].n === 1);
+    await until(
+      async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".timers WHERE workflow_id = $1`, [first])).rows[0].n === 1,
+    );
     const started = Date.now();
     await rt.db.transaction(async (tx) => {
       for (const table of ['workflows', 'tasks', 'timers']) await copyRows(tx, rt.schema, table, first, N - 1);
@@ -53,18 +56,34 @@ describe.runIf(backend === 'postgres')('a timer storm: many timers due in the sa
     leader.child.kill('SIGKILL');
     await exited(leader.child);
     procs = procs.filter((p) => p !== leader);
-    await until(async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".timers WHERE fired_at IS NULL`)).rows[0].n === 0, 60_000, 200);
+    await until(
+      async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".timers WHERE fired_at IS NULL`)).rows[0].n === 0,
+      60_000,
+      200,
+    );
     const { rows: fired } = await rt.db.query<{ n: number; last: Date; p50: number }>(
       `SELECT count(*)::int AS n, max(fired_at) AS last, percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM fired_at - fire_at) * 1000)::int AS p50 FROM "${rt.schema}".timers`,
     );
     const lastMs = new Date(fired[0].last).getTime() - at.getTime();
-    console.info(`timer storm: ${fired[0].n} timers fired, the last ${lastMs} ms after they were due (lateness p50 ${fired[0].p50} ms), the leader killed 1 s in`);
+    console.info(
+      `timer storm: ${fired[0].n} timers fired, the last ${lastMs} ms after they were due (lateness p50 ${fired[0].p50} ms), the leader killed 1 s in`,
+    );
     expect(fired[0].n).toBe(N);
     expect(lastMs).toBeLessThan(5000);
     // every workflow completed, each attempt ran once (the killed leader's running attempts ran again, as attempt 2)
     const { rows: all } = await rt.db.query<{ id: string }>(`SELECT id FROM "${rt.schema}".workflows`);
-    await allFinal(rt.db, rt.schema, all.map((w) => w.id), 120_000);
-    await expectIntact(rt.db, rt.schema, table, all.map((w) => w.id));
+    await allFinal(
+      rt.db,
+      rt.schema,
+      all.map((w) => w.id),
+      120_000,
+    );
+    await expectIntact(
+      rt.db,
+      rt.schema,
+      table,
+      all.map((w) => w.id),
+    );
     // the lease history: each epoch was taken only after the one before it had expired
     const epochs = await leaseHistory(rt.db, `"${rt.schema}"`);
     expect(epochs.length).toBeGreaterThanOrEqual(2);

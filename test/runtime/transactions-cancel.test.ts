@@ -27,7 +27,9 @@ describe(`transactions (${backend})`, () => {
     ).rejects.toThrow('caller changed its mind');
     await expect(rt.workflow(rolledBack.workflow.id).load()).rejects.toThrow(/no workflow/);
 
-    await rt.registerDefinitions(await import('../helpers/runtime.js').then((m) => m.definitionsDir({ tx_flow: 'name: tx_flow\ntasks:\n  a: { kind: ok }\n' })));
+    await rt.registerDefinitions(
+      await import('../helpers/runtime.js').then((m) => m.definitionsDir({ tx_flow: 'name: tx_flow\ntasks:\n  a: { kind: ok }\n' })),
+    );
     const committed = compile(def, {}, { id: `ok-${Date.now()}` });
     await db.transaction(async (tx) => {
       await tx.query('SELECT 1');
@@ -49,7 +51,10 @@ describe(`transactions (${backend})`, () => {
         return { wrote: ctx.attempt };
       },
     };
-    const rt = await testRuntime({ handlers, definitions: { effects: 'name: effects\ntasks:\n  t: { kind: effect, max_attempts: 3, retry: { backoff: constant, initial: 10ms } }\n' } });
+    const rt = await testRuntime({
+      handlers,
+      definitions: { effects: 'name: effects\ntasks:\n  t: { kind: effect, max_attempts: 3, retry: { backoff: constant, initial: 10ms } }\n' },
+    });
     await rt.startWorker();
     const { id, workflow, tasks } = await run(rt, 'effects');
     expect(workflow.state).toBe('completed');
@@ -80,7 +85,10 @@ describe(`cancel and shutdown (${backend})`, () => {
       },
       ok: async () => ({}),
     };
-    const rt = await testRuntime({ handlers, definitions: { cancellable: 'name: cancellable\ntasks:\n  a: { kind: long }\n  b: { kind: long }\n  c: { kind: ok, deps: [a] }\n' } });
+    const rt = await testRuntime({
+      handlers,
+      definitions: { cancellable: 'name: cancellable\ntasks:\n  a: { kind: long }\n  b: { kind: long }\n  c: { kind: ok, deps: [a] }\n' },
+    });
     await rt.startWorker();
     const id = await rt.start('cancellable');
     await until(async () => (await rt.workflow(id).tasks()).filter((t) => t.state === 'running').length === 2);

@@ -29,7 +29,9 @@ tasks:
 
 function recording() {
   const runs: { workflow: string; task: string; kind: string; args: unknown }[] = [];
-  const record = (kind: string) => async (args: unknown, ctx: { workflowId: string; taskName: string }) => (runs.push({ workflow: ctx.workflowId, task: ctx.taskName, kind, args }), { kind });
+  const record = (kind: string) => async (args: unknown, ctx: { workflowId: string; taskName: string }) => (
+    runs.push({ workflow: ctx.workflowId, task: ctx.taskName, kind, args }), { kind }
+  );
   const handlers: Handlers = { k: record('k'), old_settle: record('old_settle'), new_settle: record('new_settle') };
   return { runs, handlers };
 }
@@ -58,7 +60,11 @@ describe(`moving running workflows to another version (${backend})`, () => {
       [v1, 'draining', 1],
     ]);
     const dry = await rt.upgrade('flow', { dryRun: true });
-    expect(dry).toEqual({ name: 'flow', to: v2, results: [{ id, from: v1, to: v2, status: 'would_move', renamed: { review: 'approve' }, inserted: ['notify'], deleted: ['cleanup'] }] });
+    expect(dry).toEqual({
+      name: 'flow',
+      to: v2,
+      results: [{ id, from: v1, to: v2, status: 'would_move', renamed: { review: 'approve' }, inserted: ['notify'], deleted: ['cleanup'] }],
+    });
     expect((await rt.workflow(id).load()).definition_hash).toBe(v1);
     const report = await rt.upgrade('flow');
     expect(report.results).toEqual([{ ...dry.results[0], status: 'moved' }]);
@@ -89,11 +95,16 @@ describe(`moving running workflows to another version (${backend})`, () => {
     const v3 = await register(rt, V1.replace('  a: { kind: k }\n', '  z: { kind: k }\n').replace('deps: [a]', 'deps: [z]'));
     const before = await rt.workflow(done).tasks();
     const report = await rt.upgrade('flow');
-    expect(report.results.find((r) => r.id === done)).toMatchObject({ status: 'skipped', reason: expect.stringContaining('task "a" is completed, and the version to move to has no task "a"') });
+    expect(report.results.find((r) => r.id === done)).toMatchObject({
+      status: 'skipped',
+      reason: expect.stringContaining('task "a" is completed, and the version to move to has no task "a"'),
+    });
     expect(report.results.find((r) => r.id === fresh)).toMatchObject({ status: 'moved', renamed: {}, inserted: ['z'], deleted: ['a'] });
     expect((await rt.workflow(fresh).load()).definition_hash).toBe(v3);
     const after = await rt.workflow(done).tasks();
-    expect(after.map(({ name, state, kind, deps }) => ({ name, state, kind, deps }))).toEqual(before.map(({ name, state, kind, deps }) => ({ name, state, kind, deps })));
+    expect(after.map(({ name, state, kind, deps }) => ({ name, state, kind, deps }))).toEqual(
+      before.map(({ name, state, kind, deps }) => ({ name, state, kind, deps })),
+    );
     expect((await rt.workflow(done).status()).upgrades).toEqual([]);
     // filters: only the given ids, only from a version (prefixes as braid versions shows them)
     expect((await rt.upgrade('flow', { ids: [done, 'nope'], dryRun: true })).results.map((r) => [r.id, r.status, r.reason?.slice(0, 22)])).toEqual([
@@ -118,7 +129,10 @@ tasks:
     const rt = await testRuntime({ handlers });
     await register(rt, timed('1h', 'one'));
     const id = await rt.start('flow');
-    const timer = async () => (await rt.db.query<{ fire_at: Date }>(`SELECT fire_at FROM "${rt.schema}".timers WHERE workflow_id = $1`, [id])).rows.map((r) => new Date(r.fire_at).getTime());
+    const timer = async () =>
+      (await rt.db.query<{ fire_at: Date }>(`SELECT fire_at FROM "${rt.schema}".timers WHERE workflow_id = $1`, [id])).rows.map((r) =>
+        new Date(r.fire_at).getTime(),
+      );
     const started = new Date((await rt.workflow(id).task('gate')).wait!.started_at!).getTime();
     expect(await timer()).toEqual([started + 3_600_000]);
     await register(rt, timed('2h', 'two'));
@@ -128,7 +142,12 @@ tasks:
     await rt.startWorker();
     await rt.workflow(id).signals.emit('go', {});
     await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
-    expect(runs.filter((r) => r.task.startsWith('ship')).map((r) => [r.task, r.args]).sort()).toEqual([
+    expect(
+      runs
+        .filter((r) => r.task.startsWith('ship'))
+        .map((r) => [r.task, r.args])
+        .sort(),
+    ).toEqual([
       ['ship[x]', { item: 'x', tag: 'two' }],
       ['ship[y]', { item: 'y', tag: 'two' }],
     ]);
@@ -192,6 +211,7 @@ ${extra}`;
     }
     expect(runs.some((r) => moved.has(r.workflow) && r.task === 'c' && (r.args as { v: number }).v === 2)).toBe(true);
     // a workflow that completed between the listing and its turn is left as it is, and says so (not as a refusal)
-    for (const r of report.results.filter((x) => x.status !== 'moved')) expect(r).toMatchObject({ status: 'finished', reason: 'it ended completed before its turn' });
+    for (const r of report.results.filter((x) => x.status !== 'moved'))
+      expect(r).toMatchObject({ status: 'finished', reason: 'it ended completed before its turn' });
   });
 });

@@ -50,7 +50,13 @@ describe(`timers are durable (${backend})`, () => {
     const schema = uniqueSchema();
     const { runs, handlers } = counting();
     const a = await testRuntime({ schema, clock, handlers, definitions: { sla }, workerDeadAfterMs: 86_400_000 });
-    const b = await testRuntime({ schema, clock, handlers, database: backend === 'postgres' ? createPostgres({ connectionString: postgresUrl, max: 5 }) : await testDatabase(), workerDeadAfterMs: 86_400_000 });
+    const b = await testRuntime({
+      schema,
+      clock,
+      handlers,
+      database: backend === 'postgres' ? createPostgres({ connectionString: postgresUrl, max: 5 }) : await testDatabase(),
+      workerDeadAfterMs: 86_400_000,
+    });
     await a.startWorker();
     await b.startWorker();
     const ids = await Promise.all(Array.from({ length: 10 }, () => a.start('sla')));
@@ -92,7 +98,9 @@ describe.runIf(backend === 'postgres')('concurrent signals (real Postgres)', () 
     const { runs, handlers } = counting();
     const rt = await testRuntime({
       handlers,
-      definitions: { fifty: 'name: fifty\ntasks:\n  go:\n    kind: step\n    wait: { terms: { votes: { signal: vote, where: "payload.yes == true", count: 50 } } }\n' },
+      definitions: {
+        fifty: 'name: fifty\ntasks:\n  go:\n    kind: step\n    wait: { terms: { votes: { signal: vote, where: "payload.yes == true", count: 50 } } }\n',
+      },
     });
     await rt.startWorker();
     const id = await rt.start('fifty');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import { backend, testRuntime, until, manualClock } from '../helpers/runtime.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
+import { backend, manualClock, testRuntime, until } from '../helpers/runtime.js';
 
 /** A clock the test moves by hand: timers are tested without real waiting. */
 
@@ -53,7 +53,9 @@ describe(`waits: signals and timers (${backend})`, () => {
     await waitingOn(rt, id, 'decide');
     expect(runs).toEqual(['charge']);
     const status = await rt.workflow(id).status();
-    expect(status.tasks.find((t) => t.name === 'decide')!.pending_reason).toMatch(/^waiting on manual_review_received \|\| review_sla: manual_review_received 0\/1 signal, review_sla fires at /);
+    expect(status.tasks.find((t) => t.name === 'decide')!.pending_reason).toMatch(
+      /^waiting on manual_review_received \|\| review_sla: manual_review_received 0\/1 signal, review_sla fires at /,
+    );
 
     const emitted = await rt.workflow(id).signals.emit('manual_review', { approved: true, reviewer: 'alice' }, { source: { actor: 'alice' } });
     expect(emitted.resolved).toEqual(['decide']);
@@ -223,7 +225,7 @@ tasks:
     const { runs, handlers } = recording(['step']);
     const gates = new Map<string, () => void>();
     const rt = await testRuntime({
-      handlers: { ...handlers, slow: async (_a, ctx) => new Promise((r) => gates.set(ctx.taskName, () => r({})))},
+      handlers: { ...handlers, slow: async (_a, ctx) => new Promise((r) => gates.set(ctx.taskName, () => r({}))) },
       clock: clock.now,
       workerDeadAfterMs: 86_400_000,
       definitions: { anchors },

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { validate } from '../../src/compiler/validate.js';
 import { compile } from '../../src/compiler/instantiate.js';
+import { validate } from '../../src/compiler/validate.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, testRuntime, until, manualClock } from '../helpers/runtime.js';
-
+import { backend, manualClock, testRuntime, until } from '../helpers/runtime.js';
 
 const verify = `name: verify
 timeout: 3d

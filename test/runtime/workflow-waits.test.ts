@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 /** A child that waits for a `go` signal, then completes or fails as the signal says. */
@@ -29,7 +29,7 @@ const ran: string[] = [];
 const handlers: Handlers = {
   job: async (args: { n: number }, ctx) => {
     const go = await ctx.signals.latest('go');
-    if (!(go?.payload as { ok: boolean }).ok) throw new Error(`job ${args.n} failed`);
+    if (!(go?.payload as { ok: boolean } | undefined)?.ok) throw new Error(`job ${args.n} failed`);
     return { n: args.n };
   },
   after: async (_args, ctx) => {
@@ -73,7 +73,7 @@ async function finish(rt: Runtime, id: string, ok: boolean): Promise<void> {
   await rt.maintenance();
 }
 
-async function after(rt: Runtime, parent: string): Promise<{ state: string; phase?: string }> {
+async function parentTask(rt: Runtime, parent: string): Promise<{ state: string; phase?: string }> {
   const t = await rt.workflow(parent).task('after');
   return { state: t.state, phase: t.wait?.phase };
 }
@@ -83,12 +83,12 @@ describe(`waiting on other workflows (${backend})`, () => {
     const rt = await setup();
     const ids = await jobs(rt, 3);
     const parent = await rt.start('gather_all', { ids });
-    await until(async () => (await after(rt, parent)).phase === 'waiting');
+    await until(async () => (await parentTask(rt, parent)).phase === 'waiting');
     const status = await rt.workflow(parent).status();
     expect(status.tasks[0].pending_reason).toContain(`done waiting on workflows ${ids.join(', ')}: 0/3 completed`);
     await finish(rt, ids[2], true);
     await finish(rt, ids[0], true);
-    expect((await after(rt, parent)).state).toBe('pending');
+    expect((await parentTask(rt, parent)).state).toBe('pending');
     await finish(rt, ids[1], true);
     const w = await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
     expect(w.state).toBe('completed');
@@ -100,7 +100,7 @@ describe(`waiting on other workflows (${backend})`, () => {
     const rt = await setup();
     const ids = await jobs(rt, 3);
     const parent = await rt.start('gather_all', { ids });
-    await until(async () => (await after(rt, parent)).phase === 'waiting');
+    await until(async () => (await parentTask(rt, parent)).phase === 'waiting');
     await finish(rt, ids[0], true);
     await finish(rt, ids[1], false);
     expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('failed');
@@ -113,18 +113,18 @@ describe(`waiting on other workflows (${backend})`, () => {
     const rt = await setup();
     const ids = await jobs(rt, 3);
     const parent = await rt.start('gather_any', { ids });
-    await until(async () => (await after(rt, parent)).phase === 'waiting');
+    await until(async () => (await parentTask(rt, parent)).phase === 'waiting');
     await finish(rt, ids[0], false);
-    expect((await after(rt, parent)).state).toBe('pending');
+    expect((await parentTask(rt, parent)).state).toBe('pending');
     await finish(rt, ids[1], true);
     expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
 
     const more = await jobs(rt, 3);
     const doomed = await rt.start('gather_any', { ids: more });
-    await until(async () => (await after(rt, doomed)).phase === 'waiting');
+    await until(async () => (await parentTask(rt, doomed)).phase === 'waiting');
     await finish(rt, more[0], false);
     await finish(rt, more[1], false);
-    expect((await after(rt, doomed)).state).toBe('pending');
+    expect((await parentTask(rt, doomed)).state).toBe('pending');
     await finish(rt, more[2], false);
     expect((await rt.workflow(doomed).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('failed');
   });
@@ -133,9 +133,9 @@ describe(`waiting on other workflows (${backend})`, () => {
     const rt = await setup();
     const ids = await jobs(rt, 3);
     const parent = await rt.start('gather_quorum', { ids });
-    await until(async () => (await after(rt, parent)).phase === 'waiting');
+    await until(async () => (await parentTask(rt, parent)).phase === 'waiting');
     await finish(rt, ids[0], false);
-    expect((await after(rt, parent)).state).toBe('pending');
+    expect((await parentTask(rt, parent)).state).toBe('pending');
     await finish(rt, ids[1], false);
     // one still running cannot make two: failed now, while ids[2] still waits
     expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('failed');
@@ -143,7 +143,7 @@ describe(`waiting on other workflows (${backend})`, () => {
 
     const more = await jobs(rt, 3);
     const ok = await rt.start('gather_quorum', { ids: more });
-    await until(async () => (await after(rt, ok)).phase === 'waiting');
+    await until(async () => (await parentTask(rt, ok)).phase === 'waiting');
     await finish(rt, more[1], true);
     await finish(rt, more[2], true);
     expect((await rt.workflow(ok).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
@@ -154,7 +154,7 @@ describe(`waiting on other workflows (${backend})`, () => {
     const [x, y] = await jobs(rt, 2);
     const decided = await rt.start('gated', { ids: [x] });
     const undecided = await rt.start('gather_all', { ids: [x, y] });
-    await until(async () => (await after(rt, undecided)).phase === 'waiting');
+    await until(async () => (await parentTask(rt, undecided)).phase === 'waiting');
     await finish(rt, x, true);
     const term = async (id: string) => (await rt.workflow(id).task('after')).wait!.last_evaluation!.terms[0];
     expect(await term(decided)).toMatchObject({ outcome: 'satisfied' });

@@ -9,7 +9,11 @@ const fixture = join(repoRoot, 'test/fixtures/testing');
 const golden = join(repoRoot, 'test/testing/golden');
 const run = (args: string[], cwd = fixture) => runCli(['test', '--handlers', 'handlers.mjs', ...args], { cwd, env: { DATABASE_URL: '' }, timeoutMs: 120_000 });
 /** Real times vary between runs; virtual times do not. */
-const steady = (text: string) => text.replace(/\(\d+ ms\)/g, '(X ms)').replace(/\d+\.\d s\)/g, 'X s)').replace(/time="\d+\.\d+"/g, 'time="X"');
+const steady = (text: string) =>
+  text
+    .replace(/\(\d+ ms\)/g, '(X ms)')
+    .replace(/\d+\.\d s\)/g, 'X s)')
+    .replace(/time="\d+\.\d+"/g, 'time="X"');
 
 // braid test runs on an embedded database of its own whatever the backend, so one of the two passes runs it
 describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 180_000 }, () => {
@@ -18,7 +22,17 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^9 passed, 0 failed \(9 test\(s\) in 3 file\(s\), [\d.]+ s\)$/m);
-    for (const name of ['verified on day one gets the trial', 'nobody verifies, three days pass', 'the backoff runs in virtual time', 'discarded after three attempts', 'a slow handler takes its time', 'handler real runs', 'two of three are enough', 'the quorum fails', 'a workflow that ended elsewhere']) {
+    for (const name of [
+      'verified on day one gets the trial',
+      'nobody verifies, three days pass',
+      'the backoff runs in virtual time',
+      'discarded after three attempts',
+      'a slow handler takes its time',
+      'handler real runs',
+      'two of three are enough',
+      'the quorum fails',
+      'a workflow that ended elsewhere',
+    ]) {
       expect(r.stdout).toMatch(new RegExp(`^PASS  definitions/\\S+ › .*${name}`, 'm'));
     }
   });
@@ -47,7 +61,9 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
       file: 'failing/signup.test.yaml',
       name: 'expects too much in the middle of the run',
       passed: false,
-      failures: [{ step: 1, line: 22, time: '2026-01-01T01:00:00.000Z', mismatches: [{ path: 'tasks.verify.state', expected: 'completed', actual: 'pending' }] }],
+      failures: [
+        { step: 1, line: 22, time: '2026-01-01T01:00:00.000Z', mismatches: [{ path: 'tasks.verify.state', expected: 'completed', actual: 'pending' }] },
+      ],
     });
   });
 
@@ -86,7 +102,11 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     expect(r.stderr.match(/\[test-schema\]/g)).toHaveLength(2);
     const validate = runCli(['validate', '--format', 'json', 'bad'], { cwd: fixture });
     expect(validate.code).toBe(1);
-    expect(JSON.parse(validate.stdout).diagnostics.map((d: { rule: string }) => d.rule).sort()).toEqual(['test-mock-kind', 'test-schema', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
+    expect(
+      JSON.parse(validate.stdout)
+        .diagnostics.map((d: { rule: string }) => d.rule)
+        .sort(),
+    ).toEqual(['test-mock-kind', 'test-schema', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
   });
 
   it('a task with no mock and no handler fails its test at once, naming it', () => {

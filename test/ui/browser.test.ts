@@ -2,10 +2,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, runCli } from '../helpers/cli.js';
-import { startDev, tempProject, type DevProcess } from '../helpers/dev-process.js';
+import { type DevProcess, startDev, tempProject } from '../helpers/dev-process.js';
 import { backend, postgresUrl, until } from '../helpers/runtime.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -104,7 +104,9 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.waitForFunction(() => document.querySelectorAll('g.node').length === 5);
     expect(await page.locator('g.node').count()).toBe(5);
     expect(await page.locator('path.edge').count()).toBe(5);
-    const boxes = await page.locator('g.node rect').evaluateAll((rects) => rects.map((r) => r.getBoundingClientRect()).map((b) => ({ x: b.x, y: b.y, w: b.width, h: b.height })));
+    const boxes = await page
+      .locator('g.node rect')
+      .evaluateAll((rects) => rects.map((r) => r.getBoundingClientRect()).map((b) => ({ x: b.x, y: b.y, w: b.width, h: b.height })));
     for (let i = 0; i < boxes.length; i++)
       for (let j = i + 1; j < boxes.length; j++) {
         const [a, b] = [boxes[i], boxes[j]];
@@ -121,7 +123,9 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
     cli(['signal', first, 'approve', '--payload', '{"by":"ada"}']);
     cli(['signal', first, 'approve', '--payload', '{"by":"grace"}']);
-    await page.waitForFunction(() => document.querySelector('g.node[data-task="archive"]')?.getAttribute('data-state') === 'completed', undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="archive"]')?.getAttribute('data-state') === 'completed', undefined, {
+      timeout: 15_000,
+    });
     expect(await nodeState('review')).toBe('completed');
     expect(await page.evaluate(() => (window as unknown as { marker: number }).marker)).toBe(42);
     expect(await page.locator('.wf-header .badge').textContent()).toBe('completed');
@@ -143,7 +147,10 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.locator('[data-testid="diagnostics"]').waitFor();
     await page.screenshot({ path: join(ARTIFACTS, 'inspector.png') });
 
-    for (const [by, expected] of [['ada', '1/2'], ['grace', null]] as const) {
+    for (const [by, expected] of [
+      ['ada', '1/2'],
+      ['grace', null],
+    ] as const) {
       await page.locator('[data-testid="signal-payload"]').fill(`{"by": "${by}"}`);
       await page.locator('[data-testid="emit"]').click();
       await page.locator('[data-testid="dialog-confirm"]').click();
@@ -192,7 +199,9 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   it('a cross-origin POST from another site gets 403 and changes nothing', async () => {
     const evil: Server = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(`<form id="f" method="post" action="${dev.url}/api/workflows" enctype="text/plain"><input name='{"name":"review_flow","x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`);
+      res.end(
+        `<form id="f" method="post" action="${dev.url}/api/workflows" enctype="text/plain"><input name='{"name":"review_flow","x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`,
+      );
     });
     await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
     const other = await browser.newPage();
@@ -208,16 +217,22 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   it('a branch not taken is skipped: its own colour, in the legend, and the panel says why', async () => {
     const id = cli(['start', 'user_onboarding', '--inputs', '{"user_id":"u_7","email":"u7@example.com"}']);
     await page.goto(`${dev.url}/workflows/${id}`);
-    await page.waitForFunction(() => document.querySelector('g.node[data-task="check_verified"] .waitnote')?.textContent?.includes('waiting'), undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="check_verified"] .waitnote')?.textContent?.includes('waiting'), undefined, {
+      timeout: 15_000,
+    });
     cli(['signal', id, 'email_verified', '--payload', '{"user_id":"u_7"}']);
-    await page.waitForFunction(() => document.querySelector('g.node[data-task="record_onboarding"]')?.getAttribute('data-state') === 'completed', undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="record_onboarding"]')?.getAttribute('data-state') === 'completed', undefined, {
+      timeout: 15_000,
+    });
     expect(await nodeState('send_reminder')).toBe('skipped');
     expect(await nodeState('activate_trial')).toBe('completed');
     const stroke = (name: string) => page.locator(`g.node[data-task="${name}"] rect`).evaluate((r) => getComputedStyle(r).stroke);
     expect(await stroke('send_reminder')).not.toBe(await stroke('activate_trial'));
     const legend = page.locator('[data-testid="legend"] .badge[data-state="skipped"]');
     expect(await legend.textContent()).toBe('skipped');
-    expect(await legend.evaluate((b) => getComputedStyle(b).backgroundColor)).not.toBe(await page.locator('[data-testid="legend"] .badge[data-state="completed"]').evaluate((b) => getComputedStyle(b).backgroundColor));
+    expect(await legend.evaluate((b) => getComputedStyle(b).backgroundColor)).not.toBe(
+      await page.locator('[data-testid="legend"] .badge[data-state="completed"]').evaluate((b) => getComputedStyle(b).backgroundColor),
+    );
     await page.locator('g.node[data-task="send_reminder"]').click();
     await page.locator('[data-testid="skip-reason"]').waitFor();
     expect(await page.locator('[data-testid="skip-reason"]').textContent()).toBe('when was false: !deps["check_verified"].output.verified');
@@ -230,7 +245,9 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.goto(`${dev.url}/workflows/${id}`);
     await page.waitForFunction(() => document.querySelectorAll('g.node').length === 2002, undefined, { timeout: 30_000 });
     const drawnMs = Date.now() - started;
-    await page.waitForFunction(() => document.querySelector('g.node[data-task="join"]')?.getAttribute('data-state') === 'completed', undefined, { timeout: 60_000 });
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="join"]')?.getAttribute('data-state') === 'completed', undefined, {
+      timeout: 60_000,
+    });
     expect(await page.locator('g.node[data-state="completed"]').count()).toBe(2002);
     await page.locator('[data-testid="fit"]').click();
     await page.locator('g.node[data-task="join"]').click();
@@ -246,7 +263,10 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     const file = join(dev.cwd, 'definitions', 'review_flow.yaml');
     writeFileSync(file, REVIEW.replace('count: 2, label: Two approvals', 'count: 3, label: Three approvals'));
     try {
-      await until(async () => (await dev.api('GET', '/api/definitions')).body.definitions.find((d: { name: string }) => d.name === 'review_flow').current_hash !== before, 15_000);
+      await until(
+        async () => (await dev.api('GET', '/api/definitions')).body.definitions.find((d: { name: string }) => d.name === 'review_flow').current_hash !== before,
+        15_000,
+      );
       await page.goto(`${dev.url}/definitions?name=review_flow`);
       const old = page.locator(`article[data-definition="review_flow"] li[data-version="${before}"]`);
       await old.waitFor();

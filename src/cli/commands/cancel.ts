@@ -1,6 +1,6 @@
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.cancel;
@@ -17,12 +17,15 @@ Usage: ${usage}
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage, ['json']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 1) throw new UsageError(`cancel takes one workflow ID (usage: ${usage})`);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const result = await backend.cancel(positionals[0]);
-    if (flags.has('json')) io.stdout(JSON.stringify(result) + '\n');
+    if (flags.has('json')) io.stdout(`${JSON.stringify(result)}\n`);
     else {
       const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none');
       io.stdout(`cancelled workflow ${positionals[0]}: tasks cancelled: ${list(result.cancelled)}; still running, asked to stop: ${list(result.stopping)}\n`);

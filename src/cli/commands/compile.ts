@@ -1,10 +1,10 @@
-import { compile, CompileError } from '../../compiler/instantiate.js';
 import { formatText } from '../../compiler/format/text.js';
+import { CompileError, compile } from '../../compiler/instantiate.js';
 import { parse } from '../args.js';
 import { readSourceTexts, resolveDefinition } from '../definitions.js';
 import { readInputs } from '../inputs.js';
+import { EXIT, type Io, SubjectError, UsageError } from '../io.js';
 import { definitionSet } from '../project.js';
-import { EXIT, SubjectError, UsageError, type Io } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.compile;
@@ -23,7 +23,10 @@ Usage: ${usage}
 
 export function run(argv: string[], io: Io): number {
   const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'inputs', 'id', 'now'], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 1) throw new UsageError(`compile takes one FILE or NAME (usage: ${usage})`);
   if (values.now !== undefined && Number.isNaN(Date.parse(values.now))) throw new UsageError(`--now must be an ISO 8601 time, not "${values.now}"`);
   if (values.id !== undefined && !/^[A-Za-z0-9_.:-]{1,128}$/.test(values.id)) throw new UsageError('--id must be 1-128 characters of A-Z a-z 0-9 _ . : -');
@@ -31,7 +34,7 @@ export function run(argv: string[], io: Io): number {
   const definition = resolveDefinition(io, positionals[0], definitionSet(io, values.definitions));
   try {
     const plan = compile(definition, inputs, { id: values.id, now: values.now });
-    io.stdout(JSON.stringify(plan, null, 2) + '\n');
+    io.stdout(`${JSON.stringify(plan, null, 2)}\n`);
     return EXIT.ok;
   } catch (error) {
     if (!(error instanceof CompileError)) throw error;

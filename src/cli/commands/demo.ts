@@ -1,16 +1,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { loadHandlersArg } from './serve.js';
-import type { Logger } from '../../runtime/log.js';
-import { createRuntime } from '../../runtime/runtime.js';
 import { formatText } from '../../compiler/format/text.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import { packageRoot } from '../../paths.js';
+import type { Logger } from '../../runtime/log.js';
+import { createRuntime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { braidDir, databaseUrl, openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
+import { loadHandlersArg } from './serve.js';
 
 export const usage = USAGE.demo;
 
@@ -67,7 +67,10 @@ function isStarted(v: unknown): v is { $started: string } {
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'handlers', 'script', 'database', 'timeout'], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length > 0) throw new UsageError(`demo takes no arguments (usage: ${usage})`);
   const dir = values.definitions !== undefined ? resolve(io.cwd, values.definitions) : defaultFolder(io);
   if (!existsSync(dir)) throw new UsageError(`no such folder: ${values.definitions}`);
@@ -75,7 +78,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (!(timeoutMs > 0)) throw new UsageError('--timeout must be a positive number of seconds');
   const handlersPath = values.handlers !== undefined ? resolve(io.cwd, values.handlers) : join(packageRoot, 'examples', 'handlers.ts');
   const handlers = await loadHandlersArg(handlersPath);
-  const scriptPath = values.script !== undefined ? resolve(io.cwd, values.script) : dir === join(packageRoot, 'definitions') ? join(packageRoot, 'examples', 'demo.json') : undefined;
+  const scriptPath =
+    values.script !== undefined
+      ? resolve(io.cwd, values.script)
+      : dir === join(packageRoot, 'definitions')
+        ? join(packageRoot, 'examples', 'demo.json')
+        : undefined;
   const scripts = scriptPath === undefined ? {} : readScript(scriptPath);
 
   const db = await openDatabase(io, { url: values.database });
@@ -87,15 +95,21 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const rt = createRuntime({ database: db, handlers, queues: { default: 10, billing: 10, email: 4 }, logger: quietLog, pollIntervalMs: 200 });
   try {
     const applied = await rt.migrate();
-    io.stdout(`braid demo: ${databaseUrl(io, values.database) ? 'Postgres' : `embedded database in ${displayPath(io, braidDir(io))}`}${applied.length ? ` (migrated: ${applied.join(', ')})` : ''}\n`);
+    io.stdout(
+      `braid demo: ${databaseUrl(io, values.database) ? 'Postgres' : `embedded database in ${displayPath(io, braidDir(io))}`}${applied.length ? ` (migrated: ${applied.join(', ')})` : ''}\n`,
+    );
     const { validation, registered } = await rt.registerDefinitions(dir);
-    io.stdout(`definitions: ${displayPath(io, dir)}: ${validation.definitions.length} valid, ${validation.errors} error(s); ${registered.length} new version(s) registered\n`);
+    io.stdout(
+      `definitions: ${displayPath(io, dir)}: ${validation.definitions.length} valid, ${validation.errors} error(s); ${registered.length} new version(s) registered\n`,
+    );
     if (validation.diagnostics.length > 0) io.stdout(formatText(validation.diagnostics, { sources: readSourceTexts(validation, io) }));
     await rt.startWorker();
     const started: { name: string; id: string }[] = [];
     const pending: { id: string; signal: ScriptedSignal; n: number }[] = [];
     // workflows whose inputs name others start after those
-    const defs = [...validation.definitions].sort((a, b) => Number(startedNames(scripts[a.name] ?? {}).length > 0) - Number(startedNames(scripts[b.name] ?? {}).length > 0));
+    const defs = [...validation.definitions].sort(
+      (a, b) => Number(startedNames(scripts[a.name] ?? {}).length > 0) - Number(startedNames(scripts[b.name] ?? {}).length > 0),
+    );
     for (const def of defs) {
       const script = scripts[def.name] ?? {};
       const why = unrunnable(def.normalized, script);
@@ -104,12 +118,19 @@ export async function run(argv: string[], io: Io): Promise<number> {
         continue;
       }
       const examples = (def.normalized.inputs as { examples?: unknown[] } | undefined)?.examples;
-      const scripted = Object.fromEntries(Object.entries(script.inputs ?? {}).map(([k, v]) => [k, isStarted(v) ? started.filter((s) => s.name === v.$started).map((s) => s.id) : v]));
+      const scripted = Object.fromEntries(
+        Object.entries(script.inputs ?? {}).map(([k, v]) => [k, isStarted(v) ? started.filter((s) => s.name === v.$started).map((s) => s.id) : v]),
+      );
       const base = examples?.[0];
-      const inputs = typeof base === 'object' && base !== null && !Array.isArray(base) ? { ...base, ...scripted } : Object.keys(scripted).length > 0 ? scripted : (base ?? {});
+      const inputs =
+        typeof base === 'object' && base !== null && !Array.isArray(base)
+          ? { ...base, ...scripted }
+          : Object.keys(scripted).length > 0
+            ? scripted
+            : (base ?? {});
       const id = await rt.start(def.name, inputs);
       started.push({ name: def.name, id });
-      (script.signals ?? []).forEach((signal, n) => pending.push({ id, signal, n }));
+      for (const [n, signal] of (script.signals ?? []).entries()) pending.push({ id, signal, n });
       io.stdout(`start ${def.name} ${id}\n`);
     }
     let failed = 0;
@@ -121,8 +142,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
         if (task.wait?.phase !== 'waiting' && task.state === 'pending') continue;
         pending.splice(pending.indexOf(p), 1);
         if (task.state !== 'pending') continue;
-        const r = await rt.workflow(p.id).signals.emit(p.signal.key, p.signal.payload ?? null, { source: p.signal.source, idempotencyKey: `braid-demo-${p.n}` });
-        io.stdout(`  signal ${p.signal.key} ${JSON.stringify(p.signal.payload ?? null)} -> ${p.id.slice(-8)}${r.resolved.length ? ` (resolves ${r.resolved.join(', ')})` : ''}\n`);
+        const r = await rt
+          .workflow(p.id)
+          .signals.emit(p.signal.key, p.signal.payload ?? null, { source: p.signal.source, idempotencyKey: `braid-demo-${p.n}` });
+        io.stdout(
+          `  signal ${p.signal.key} ${JSON.stringify(p.signal.payload ?? null)} -> ${p.id.slice(-8)}${r.resolved.length ? ` (resolves ${r.resolved.join(', ')})` : ''}\n`,
+        );
       }
       if (pending.length > 0) await new Promise((r) => setTimeout(r, 50));
     }
@@ -150,7 +175,8 @@ function readScript(path: string): Record<string, Script> {
   } catch (error) {
     throw new UsageError(`cannot read the demo script ${path}: ${(error as Error).message.split('\n')[0]}`);
   }
-  const isSignal = (s: unknown) => typeof s === 'object' && s !== null && typeof (s as ScriptedSignal).when_waiting === 'string' && typeof (s as ScriptedSignal).key === 'string';
+  const isSignal = (s: unknown) =>
+    typeof s === 'object' && s !== null && typeof (s as ScriptedSignal).when_waiting === 'string' && typeof (s as ScriptedSignal).key === 'string';
   const ok =
     typeof parsed === 'object' &&
     parsed !== null &&
@@ -159,10 +185,13 @@ function readScript(path: string): Record<string, Script> {
       (entry: unknown) =>
         typeof entry === 'object' &&
         entry !== null &&
-        (((entry as Script).signals === undefined || (Array.isArray((entry as Script).signals) && (entry as Script).signals!.every(isSignal))) &&
-          ((entry as Script).inputs === undefined || (typeof (entry as Script).inputs === 'object' && !Array.isArray((entry as Script).inputs)))),
+        ((entry as Script).signals === undefined || (Array.isArray((entry as Script).signals) && (entry as Script).signals!.every(isSignal))) &&
+        ((entry as Script).inputs === undefined || (typeof (entry as Script).inputs === 'object' && !Array.isArray((entry as Script).inputs))),
     );
-  if (!ok) throw new UsageError(`the demo script ${path} must map workflow names to { "signals": [{ "when_waiting": TASK, "key": KEY, "payload": ... }], "inputs": {...} }`);
+  if (!ok)
+    throw new UsageError(
+      `the demo script ${path} must map workflow names to { "signals": [{ "when_waiting": TASK, "key": KEY, "payload": ... }], "inputs": {...} }`,
+    );
   return parsed as Record<string, Script>;
 }
 

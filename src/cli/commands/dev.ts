@@ -1,18 +1,29 @@
 import { resolve } from 'node:path';
-import { startApiServer, type ApiServer } from '../../api/server.js';
+import { type ApiServer, startApiServer } from '../../api/server.js';
 import { DefinitionsWatcher } from '../../dev/definitions-watcher.js';
 import { HandlersWatcher } from '../../dev/handlers-watcher.js';
-import type { Handlers } from '../../runtime/worker/handlers.js';
 import { consoleLogger } from '../../runtime/log.js';
 import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
+import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
-import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
+import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
 import { braidDir, definitionSet, handlersModule as handlersModuleOf, project, schemaName } from '../project.js';
-import { warnMissingKinds } from './worker.js';
-import { listenOn, loadHandlersArg, parsePort, queuesOption, recoveryHelp, recoveryOptions, RECOVERY_OPTIONS, shutdownMs, surviveUnhandledRejections, waitForStopSignal } from './serve.js';
 import { USAGE } from '../usage.js';
+import {
+  listenOn,
+  loadHandlersArg,
+  parsePort,
+  queuesOption,
+  RECOVERY_OPTIONS,
+  recoveryHelp,
+  recoveryOptions,
+  shutdownMs,
+  surviveUnhandledRejections,
+  waitForStopSignal,
+} from './serve.js';
+import { warnMissingKinds } from './worker.js';
 
 export const usage = USAGE.dev;
 
@@ -40,8 +51,15 @@ The UI asks once for the token in .braid/token (or open it as /#token=TOKEN).
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals } = parse(argv, ['definitions', 'handlers', 'port', 'host', 'queues', 'database', 'schema', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  const {
+    values,
+    help: wantsHelp,
+    positionals,
+  } = parse(argv, ['definitions', 'handlers', 'port', 'host', 'queues', 'database', 'schema', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length > 0) throw new UsageError(`dev takes no arguments (usage: ${usage})`);
   const set = definitionSet(io, values.definitions);
   const { config } = project(io);
@@ -57,14 +75,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const handlers: Handlers = handlersModule ? await loadHandlersArg(handlersModule) : {};
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const schema = schemaName(io, values.schema);
-  const log = consoleLogger((line) => io.stdout(line + '\n'));
+  const log = consoleLogger((line) => io.stdout(`${line}\n`));
   const undoSurvive = surviveUnhandledRejections(log);
   const print = (text: string) => text && io.stdout(text);
   let rt: Runtime | undefined;
   let api: ApiServer | undefined;
   let definitions: DefinitionsWatcher | undefined;
   let handlersWatcher: HandlersWatcher | undefined;
-  let unpublish = () => undefined as void;
+  let unpublish: () => void = () => undefined;
   try {
     rt = createRuntime({ database: db, schema, handlers, queues: fixedQueues ?? { default: DEFAULT_CONCURRENCY }, logger: log, ...recovery });
     await rt.migrate();
@@ -100,7 +118,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
     );
     unpublish = publishApi(io, api);
     log.info(`braid dev: UI and API at ${api.url}/ (token in ${displayPath(io, resolve(braidDir(io), 'token'))})`);
-    log.info(`watching ${displayPath(io, dir)}${handlersModule ? ` and ${displayPath(io, handlersModule)}` : ''}; worker ${runtime.id} running ${Object.keys(handlers).length} kind(s)`);
+    log.info(
+      `watching ${displayPath(io, dir)}${handlersModule ? ` and ${displayPath(io, handlersModule)}` : ''}; worker ${runtime.id} running ${Object.keys(handlers).length} kind(s)`,
+    );
     const signal = await waitForStopSignal();
     log.info(`${signal}: stopping (running handlers get ${stopMs / 1000} s)`);
     await handlersWatcher?.stop();

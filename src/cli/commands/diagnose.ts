@@ -1,7 +1,7 @@
 import type { WaitDiagnostics } from '../../runtime/waits/diagnostics.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.diagnose;
@@ -19,7 +19,10 @@ Usage: ${usage}
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['signal-scan-limit', 'database', 'schema'], usage, ['json']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 2) throw new UsageError(`diagnose takes a workflow ID and a TASK name (usage: ${usage})`);
   let signalScanLimit: number | undefined;
   if (values['signal-scan-limit'] !== undefined) {
@@ -31,7 +34,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const d = await backend.diagnose(positionals[0], positionals[1], { signalScanLimit });
-    io.stdout(flags.has('json') ? JSON.stringify(d, null, 2) + '\n' : renderDiagnostics(d));
+    io.stdout(flags.has('json') ? `${JSON.stringify(d, null, 2)}\n` : renderDiagnostics(d));
     return EXIT.ok;
   } finally {
     await backend.close();
@@ -49,13 +52,17 @@ export function renderDiagnostics(d: WaitDiagnostics): string {
     let detail = '';
     if (t.kind === 'signal') detail = `${t.matched}/${t.required} matching signal(s)${t.signal_ids?.length ? ` [${t.signal_ids.join(', ')}]` : ''}`;
     if (t.kind === 'timer') detail = t.fire_at ? `${t.fired ? 'fired' : 'fires'} at ${t.fire_at}` : 'not scheduled yet (its anchor is not known)';
-    lines.push(`  ${t.name.padEnd(24)} ${t.kind.padEnd(9)} ${String(t.value).padEnd(5)} ${detail}${t.error ? `  error: ${t.error}` : ''}${t.label ? `  -- ${t.label}` : ''}`);
+    lines.push(
+      `  ${t.name.padEnd(24)} ${t.kind.padEnd(9)} ${String(t.value).padEnd(5)} ${detail}${t.error ? `  error: ${t.error}` : ''}${t.label ? `  -- ${t.label}` : ''}`,
+    );
   }
   const keys = Object.entries(d.inputs.signals);
   if (keys.length > 0) lines.push('signals read by expressions:', ...keys.map(([k, v]) => `  ${k}: ${v.count} row(s)`));
   const deps = Object.keys(d.inputs.deps);
   if (deps.length > 0) lines.push(`deps read: ${deps.join(', ')}`);
-  lines.push(`scanned ${d.signals_scanned} signal row(s)${d.truncated ? `: stopped at the limit of ${d.signal_scan_limit}, so values reflect only the rows scanned` : ''}`);
+  lines.push(
+    `scanned ${d.signals_scanned} signal row(s)${d.truncated ? `: stopped at the limit of ${d.signal_scan_limit}, so values reflect only the rows scanned` : ''}`,
+  );
   if (d.evidence) lines.push(`resolved at ${d.evidence.resolved_at} (evidence boundary: signal ${d.evidence.boundary})`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

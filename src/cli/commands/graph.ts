@@ -1,8 +1,8 @@
-import { renderGraph, type GraphFormat } from '../../compiler/graph.js';
+import { type GraphFormat, renderGraph } from '../../compiler/graph.js';
 import { oneOf, parse } from '../args.js';
 import { resolveDefinition } from '../definitions.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { definitionSet } from '../project.js';
-import { EXIT, UsageError, type Io } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.graph;
@@ -17,7 +17,10 @@ Usage: ${usage}
 
 export function run(argv: string[], io: Io): number {
   const { values, help: wantsHelp, positionals } = parse(argv, ['format', 'definitions'], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 1) throw new UsageError(`graph takes one FILE or NAME (usage: ${usage})`);
   const format = oneOf<GraphFormat>(values.format, ['mermaid', 'dot'], '--format', 'mermaid');
   const definition = resolveDefinition(io, positionals[0], definitionSet(io, values.definitions));

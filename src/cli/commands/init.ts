@@ -1,9 +1,9 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse } from '../args.js';
-import { EXIT, UsageError, type Io } from '../io.js';
-import { run as writeTypes } from './types.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
+import { run as writeTypes } from './types.js';
 
 export const usage = USAGE.init;
 
@@ -105,7 +105,10 @@ const FILES: [string, string][] = [
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { help: wantsHelp, positionals } = parse(argv, [], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length > 0) throw new UsageError(`init takes no arguments (usage: ${usage})`);
   for (const [path, content] of FILES) {
     const target = join(io.cwd, path);
@@ -125,7 +128,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
     } catch {
       // the example is ours and valid; a definitions folder of the user's own may not be
     }
-    io.stdout(typed ? 'created src/braid-types.d.ts (npx braid types writes it again)\n' : 'warning: could not write src/braid-types.d.ts: run npx braid types\n');
+    io.stdout(
+      typed ? 'created src/braid-types.d.ts (npx braid types writes it again)\n' : 'warning: could not write src/braid-types.d.ts: run npx braid types\n',
+    );
   }
   ignoreBraidFolder(io);
   io.stdout(`

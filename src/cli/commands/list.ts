@@ -1,8 +1,8 @@
-import type { WorkflowRecord } from '../../runtime/sql/workflows.js';
 import { isFinal } from '../../runtime/engine/decide.js';
+import type { WorkflowRecord } from '../../runtime/sql/workflows.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.list;
@@ -23,7 +23,10 @@ const STATES = ['running', 'completed', 'failed', 'cancelled'];
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['state', 'name', 'limit', 'database', 'schema'], usage, ['json']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length > 0) throw new UsageError(`list takes no arguments (usage: ${usage})`);
   if (values.state !== undefined && !STATES.includes(values.state)) throw new UsageError(`--state must be one of ${STATES.join(', ')}, not "${values.state}"`);
   const limit = values.limit === undefined ? 20 : Number(values.limit);
@@ -32,18 +35,26 @@ export async function run(argv: string[], io: Io): Promise<number> {
   try {
     const page = await backend.list({ state: values.state as WorkflowRecord['state'] | undefined, name: values.name, limit });
     if (flags.has('json')) {
-      io.stdout(JSON.stringify(page, null, 2) + '\n');
+      io.stdout(`${JSON.stringify(page, null, 2)}\n`);
       return EXIT.ok;
     }
     if (page.workflows.length === 0) {
       io.stdout('no workflows\n');
       return EXIT.ok;
     }
-    const rows = page.workflows.map((w) => [w.id, w.name, w.state, `${Object.entries(w.task_counts ?? {}).filter(([s]) => isFinal(s)).reduce((n, [, c]) => n + Number(c), 0)}/${w.tasks_total}`, new Date(w.created_at).toISOString()]);
+    const rows = page.workflows.map((w) => [
+      w.id,
+      w.name,
+      w.state,
+      `${Object.entries(w.task_counts ?? {})
+        .filter(([s]) => isFinal(s))
+        .reduce((n, [, c]) => n + Number(c), 0)}/${w.tasks_total}`,
+      new Date(w.created_at).toISOString(),
+    ]);
     const header = ['ID', 'NAME', 'STATE', 'DONE', 'CREATED'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
-    io.stdout([fmt(header), ...rows.map(fmt)].join('\n') + '\n');
+    io.stdout(`${[fmt(header), ...rows.map(fmt)].join('\n')}\n`);
     return EXIT.ok;
   } finally {
     await backend.close();

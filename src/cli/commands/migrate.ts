@@ -3,8 +3,8 @@ import { lockHolder } from '../../runtime/db/pglite.js';
 import { migrate } from '../../runtime/migrate.js';
 import { parse } from '../args.js';
 import { braidDir, databaseUrl, openDatabase } from '../backend.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { schemaName } from '../project.js';
-import { EXIT, UsageError, type Io } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.migrate;
@@ -19,7 +19,10 @@ Usage: ${usage}
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length > 0) throw new UsageError(`migrate takes no arguments (usage: ${usage})`);
   const holder = databaseUrl(io, values.database) ? undefined : lockHolder(join(braidDir(io), 'db'));
   if (holder !== undefined) {

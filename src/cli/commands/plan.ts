@@ -3,16 +3,16 @@ import { readSources } from '../../compiler/load.js';
 import { validate } from '../../compiler/validate.js';
 import type { Against, BaselineVersion } from '../../deploy/baseline.js';
 import { formatPlan, type PlanFormat } from '../../deploy/format.js';
-import { planDeploy, type DeployPlan } from '../../deploy/plan.js';
+import { type DeployPlan, planDeploy } from '../../deploy/plan.js';
 import { oneOf, parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { givenPaths, handlerSet, hasDatabase } from '../deploy-check.js';
 import { definitionsAtRef } from '../git-baseline.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { definitionSet } from '../project.js';
-import { version } from '../version.js';
 import { USAGE } from '../usage.js';
+import { version } from '../version.js';
 
 export const usage = USAGE.plan;
 
@@ -44,15 +44,20 @@ connection error.
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, help: wantsHelp, positionals } = parse(argv, ['against', 'handlers', 'format', 'definitions', 'database', 'schema'], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   const format = oneOf(values.format, ['text', 'json', 'github', 'sarif'] as const, '--format', 'text');
   for (const p of positionals) if (!existsSync(givenPaths(io, [p])[0])) throw new UsageError(`no such file or folder: ${p}`);
   const against = values.against ?? (hasDatabase(io, values.database) ? 'db' : undefined);
   if (against === undefined) throw new UsageError('no database to compare with: pass --against GIT_REF (a pull-request check), or --database URL');
   const from = positionals.length > 0 ? givenPaths(io, positionals) : definitionSet(io, values.definitions).files;
-  if (from.length === 0) throw new UsageError(`no definitions to plan in ${definitionSet(io, values.definitions).label} (pass PATH, or set "definitions" in braid.config.yaml)`);
+  if (from.length === 0)
+    throw new UsageError(`no definitions to plan in ${definitionSet(io, values.definitions).label} (pass PATH, or set "definitions" in braid.config.yaml)`);
   const handlers = await handlerSet(io, values.handlers);
-  const baseline = against === 'db' ? await databaseBaseline(io, values.database, values.schema) : definitionsAtRef(io, against, positionals, values.definitions);
+  const baseline =
+    against === 'db' ? await databaseBaseline(io, values.database, values.schema) : definitionsAtRef(io, against, positionals, values.definitions);
   const plan = deployPlan(io, from, baseline, handlers, against === 'db' ? { kind: 'db' } : { kind: 'git', ref: against }, positionals.length === 0);
   printPlan(io, plan, format);
   return plan.errors > 0 ? EXIT.failed : EXIT.ok;
@@ -68,7 +73,14 @@ async function databaseBaseline(io: Io, database: string | undefined, schema: st
 }
 
 /** The plan of deploying the definition files `from` over `baseline`, with paths as the user sees them. */
-export function deployPlan(io: Io, from: readonly string[], baseline: readonly BaselineVersion[], handlers: Awaited<ReturnType<typeof handlerSet>>, against: Against, includeAbsent: boolean): DeployPlan {
+export function deployPlan(
+  io: Io,
+  from: readonly string[],
+  baseline: readonly BaselineVersion[],
+  handlers: Awaited<ReturnType<typeof handlerSet>>,
+  against: Against,
+  includeAbsent: boolean,
+): DeployPlan {
   const known = [...new Set(baseline.filter((v) => v.current).map((v) => v.name))];
   const sources = readSources(from).map((s) => ({ ...s, path: displayPath(io, s.path) }));
   const validation = validate(sources, { knownWorkflows: known });
@@ -78,5 +90,6 @@ export function deployPlan(io: Io, from: readonly string[], baseline: readonly B
 export function printPlan(io: Io, plan: DeployPlan, format: PlanFormat): void {
   const color = format === 'text' && io.isTTY && !process.env.NO_COLOR;
   io.stdout(formatPlan(plan, format, { sources: format === 'text' ? readSourceTexts(plan, io) : undefined, color, toolVersion: version }));
-  if (format === 'text' && plan.handlers === null) io.stderr('braid: no handlers module configured (--handlers, or "handlers" in braid.config.yaml): missing handlers were not checked\n');
+  if (format === 'text' && plan.handlers === null)
+    io.stderr('braid: no handlers module configured (--handlers, or "handlers" in braid.config.yaml): missing handlers were not checked\n');
 }

@@ -8,7 +8,7 @@ import { oneOf, parse } from '../args.js';
 import { openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { handlerSet } from '../deploy-check.js';
-import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
+import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
 import { definitionSet, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 
@@ -38,15 +38,20 @@ Exit status: 0 registered (or nothing to do), 1 a definition has errors or the p
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['format', 'database', 'schema', 'definitions', 'handlers'], usage, ['dry-run', 'force']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   const format = oneOf(values.format, ['text', 'json'] as const, '--format', 'text');
   const from = positionals.length > 0 ? positionals.map((p) => resolve(io.cwd, p)) : definitionSet(io, values.definitions).files;
-  if (from.length === 0) throw new UsageError(`no definitions to register in ${definitionSet(io, values.definitions).label} (pass PATH, or set "definitions" in braid.config.yaml)`);
+  if (from.length === 0)
+    throw new UsageError(`no definitions to register in ${definitionSet(io, values.definitions).label} (pass PATH, or set "definitions" in braid.config.yaml)`);
   const handlers = await handlerSet(io, values.handlers, { force: flags.has('force') });
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   try {
     const rt = createRuntime({ database: db, schema: schemaName(io, values.schema) });
-    let checked, baseline: BaselineVersion[];
+    let checked: Awaited<ReturnType<typeof rt.registerDefinitions>>;
+    let baseline: BaselineVersion[];
     try {
       await rt.migrate();
       checked = await rt.registerDefinitions(from, { dryRun: true, allOrNothing: true });
@@ -65,19 +70,25 @@ export async function run(argv: string[], io: Io): Promise<number> {
         throw commandFailure(error);
       }
     }
-    const results = result.results.map((r) => ({ ...r, file: displayPath(io, r.file), draining: draining(baseline, r, checked.validation.definitions) })).sort((a, b) => (a.name || a.file).localeCompare(b.name || b.file));
+    const results = result.results
+      .map((r) => ({ ...r, file: displayPath(io, r.file), draining: draining(baseline, r, checked.validation.definitions) }))
+      .sort((a, b) => (a.name || a.file).localeCompare(b.name || b.file));
     const diagnostics = plan.diagnostics.map((d) => ({ ...d, file: displayPath(io, d.file) }));
     if (format === 'json') {
       const workflows = results.map(({ name, file, status, hash, draining }) => ({ name: name || null, file, status, hash: hash ?? null, draining }));
-      io.stdout(JSON.stringify({ registered: result.applied, dry_run: flags.has('dry-run'), forced: write && blocking > 0, workflows, diagnostics }, null, 2) + '\n');
+      io.stdout(
+        `${JSON.stringify({ registered: result.applied, dry_run: flags.has('dry-run'), forced: write && blocking > 0, workflows, diagnostics }, null, 2)}\n`,
+      );
     } else {
       if (diagnostics.length > 0) io.stderr(formatText(diagnostics, { sources: readSourceTexts({ diagnostics }, io) }));
       for (const r of results) {
         io.stdout(`${r.name || r.file} ${r.status === 'new' ? `new ${r.hash!.slice(0, 12)}` : r.status}\n`);
-        for (const d of r.draining) io.stdout(`  ${d.hash.slice(0, 12)}: ${d.running} running${d.keep_handlers.length > 0 ? `, keep handlers for ${d.keep_handlers.join(', ')}` : ''}\n`);
+        for (const d of r.draining)
+          io.stdout(`  ${d.hash.slice(0, 12)}: ${d.running} running${d.keep_handlers.length > 0 ? `, keep handlers for ${d.keep_handlers.join(', ')}` : ''}\n`);
       }
       if (checked.validation.errors > 0) io.stderr(`braid: ${checked.validation.errors} error(s): nothing was registered\n`);
-      else if (blocking > 0 && !flags.has('force')) io.stderr(`braid: the plan has ${blocking} error finding(s): nothing was registered (--force registers anyway)\n`);
+      else if (blocking > 0 && !flags.has('force'))
+        io.stderr(`braid: the plan has ${blocking} error finding(s): nothing was registered (--force registers anyway)\n`);
       else if (flags.has('dry-run')) io.stderr('braid: dry run: nothing was registered\n');
     }
     return checked.validation.errors > 0 || (blocking > 0 && !flags.has('force')) ? EXIT.failed : EXIT.ok;
@@ -90,13 +101,23 @@ export async function run(argv: string[], io: Io): Promise<number> {
  * Under a new version, the older versions that keep running once it is current: how many workflows, and the
  * kinds they need that the new version no longer uses (their handlers must stay deployed).
  */
-function draining(baseline: readonly BaselineVersion[], r: { name: string; status: string; hash?: string }, definitions: readonly WorkflowDefinition[]): { hash: string; running: number; keep_handlers: string[] }[] {
+function draining(
+  baseline: readonly BaselineVersion[],
+  r: { name: string; status: string; hash?: string },
+  definitions: readonly WorkflowDefinition[],
+): { hash: string; running: number; keep_handlers: string[] }[] {
   if (r.status !== 'new') return [];
   const next = definitions.find((d) => d.name === r.name && d.hash === r.hash);
   return baseline
     .filter((v) => v.name === r.name && v.hash !== r.hash && (v.running ?? 0) > 0)
     .map((v) => {
       const used = new Set(next?.normalized.tasks.map((t) => t.kind) ?? []);
-      return { hash: v.hash, running: v.running ?? 0, keep_handlers: Object.keys(v.kinds ?? {}).filter((k) => !used.has(k)).sort() };
+      return {
+        hash: v.hash,
+        running: v.running ?? 0,
+        keep_handlers: Object.keys(v.kinds ?? {})
+          .filter((k) => !used.has(k))
+          .sort(),
+      };
     });
 }

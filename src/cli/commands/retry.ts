@@ -1,6 +1,6 @@
 import { oneOf, parse } from '../args.js';
 import { openBackend } from '../backend.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.retry;
@@ -26,17 +26,26 @@ current one).
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['mode', 'database', 'schema'], usage, ['reset-history', 'json', 'on-current']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 1) throw new UsageError(`retry takes one workflow ID (usage: ${usage})`);
-  const mode = oneOf(values.mode, ['all', 'failed-only', 'failed-and-downstream'] as const, '--mode', 'all').replaceAll('-', '_') as 'all' | 'failed_only' | 'failed_and_downstream';
+  const mode = oneOf(values.mode, ['all', 'failed-only', 'failed-and-downstream'] as const, '--mode', 'all').replaceAll('-', '_') as
+    | 'all'
+    | 'failed_only'
+    | 'failed_and_downstream';
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const result = await backend.retry(positionals[0], { mode, resetHistory: flags.has('reset-history'), onCurrent: flags.has('on-current') });
     if (result.version && result.current && result.version !== result.current) {
-      io.stderr(`braid: workflow ${positionals[0]} runs version ${result.version.slice(0, 12)}; current is ${result.current.slice(0, 12)}; --on-current to retry on it\n`);
+      io.stderr(
+        `braid: workflow ${positionals[0]} runs version ${result.version.slice(0, 12)}; current is ${result.current.slice(0, 12)}; --on-current to retry on it\n`,
+      );
     }
-    if (flags.has('json')) io.stdout(JSON.stringify(result) + '\n');
-    else if (result.retried.length === 0) io.stdout(`nothing to retry in workflow ${positionals[0]} (mode ${mode.replaceAll('_', '-')}): it stays on attempt ${result.attempt}\n`);
+    if (flags.has('json')) io.stdout(`${JSON.stringify(result)}\n`);
+    else if (result.retried.length === 0)
+      io.stdout(`nothing to retry in workflow ${positionals[0]} (mode ${mode.replaceAll('_', '-')}): it stays on attempt ${result.attempt}\n`);
     else io.stdout(`workflow ${positionals[0]} runs again as attempt ${result.attempt}: ${result.retried.join(', ')}\n`);
     return EXIT.ok;
   } finally {

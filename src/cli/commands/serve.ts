@@ -1,10 +1,10 @@
 import { parseDuration } from '../../compiler/duration.js';
-import { errorMessage } from '../../runtime/worker/describe-error.js';
-import type { Handlers } from '../../runtime/worker/handlers.js';
 import type { Logger } from '../../runtime/log.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, type RuntimeOptions } from '../../runtime/runtime.js';
+import { errorMessage } from '../../runtime/worker/describe-error.js';
+import type { Handlers } from '../../runtime/worker/handlers.js';
 import { loadHandlers } from '../../runtime/worker/load-handlers.js';
-import { UsageError, type Io } from '../io.js';
+import { type Io, UsageError } from '../io.js';
 import { handlersModule, project } from '../project.js';
 
 /** A --port value: 0 picks a free port. */
@@ -52,12 +52,16 @@ export const recoveryHelp = `  --heartbeat DURATION      how often this worker r
  * --heartbeat, --dead-after, --stall-limit and --leader-lease as runtime options (durations such as 500ms, 2s, 1m), over the
  * config file's `worker` timings; and its `limits`.
  */
-export function recoveryOptions(io: Io, values: Record<string, string | undefined>): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'workerStallLimitMs' | 'leaderLeaseMs' | 'limits' | 'lockTimeoutMs'> {
+export function recoveryOptions(
+  io: Io,
+  values: Record<string, string | undefined>,
+): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'workerStallLimitMs' | 'leaderLeaseMs' | 'limits' | 'lockTimeoutMs'> {
   const read = (flag: (typeof RECOVERY_OPTIONS)[number], min: number): number | undefined => {
     const text = values[flag];
     if (text === undefined) return undefined;
     const ms = parseDuration(text);
-    if (ms === undefined || ms < min || ms > 86_400_000) throw new UsageError(`--${flag} must be a duration from ${min} ms to 1 day, such as 2s or 500ms, not "${text}"`);
+    if (ms === undefined || ms < min || ms > 86_400_000)
+      throw new UsageError(`--${flag} must be a duration from ${min} ms to 1 day, such as 2s or 500ms, not "${text}"`);
     return ms;
   };
   const { config } = project(io);
@@ -69,7 +73,14 @@ export function recoveryOptions(io: Io, values: Record<string, string | undefine
     throw new UsageError('--dead-after must be longer than --heartbeat (a live worker would be taken for dead)');
   }
   const limits = config?.limits;
-  return { heartbeatIntervalMs, workerDeadAfterMs, workerStallLimitMs, leaderLeaseMs, lockTimeoutMs: config?.lockTimeoutMs, limits: limits && Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) };
+  return {
+    heartbeatIntervalMs,
+    workerDeadAfterMs,
+    workerStallLimitMs,
+    leaderLeaseMs,
+    lockTimeoutMs: config?.lockTimeoutMs,
+    limits: limits && Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
+  };
 }
 
 /** --shutdown-timeout SECS, else the config's `worker.shutdown_timeout`, else 10 s: in milliseconds. */

@@ -1,7 +1,7 @@
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { readJson } from '../inputs.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.signal;
@@ -24,8 +24,16 @@ Usage: ${usage}
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema'], usage, ['json', 'any-key']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  const {
+    values,
+    flags,
+    help: wantsHelp,
+    positionals,
+  } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema'], usage, ['json', 'any-key']);
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 2) throw new UsageError(`signal takes a workflow ID and a signal KEY (usage: ${usage})`);
   const [id, key] = positionals;
   const payload = values.payload === undefined ? null : readJson(io, values.payload, '--payload');
@@ -38,8 +46,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const result = await backend.signal(id, key, payload, { idempotencyKey: values['idempotency-key'], source, attempt, anyKey: flags.has('any-key') });
-    if (flags.has('json')) io.stdout(JSON.stringify(result.signal) + '\n');
-    else io.stdout(`${result.replayed ? 'already stored as' : 'stored'} signal ${result.signal.id} "${result.signal.key}" (attempt ${result.signal.attempt}) for workflow ${id}\n`);
+    if (flags.has('json')) io.stdout(`${JSON.stringify(result.signal)}\n`);
+    else
+      io.stdout(
+        `${result.replayed ? 'already stored as' : 'stored'} signal ${result.signal.id} "${result.signal.key}" (attempt ${result.signal.attempt}) for workflow ${id}\n`,
+      );
     if (result.replayed) io.stderr('braid: replayed: this idempotency key was already used with the same payload; nothing new was stored\n');
     if (result.resolved.length > 0) io.stderr(`braid: resolved the wait of ${result.resolved.join(', ')}\n`);
     return EXIT.ok;

@@ -1,10 +1,10 @@
 import { parseDuration } from '../../compiler/duration.js';
-import { WORKFLOW_ID, type WorkflowStatus } from '../../runtime/runtime.js';
 import { isFinal } from '../../runtime/engine/decide.js';
+import { WORKFLOW_ID, type WorkflowStatus } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
-import { databaseUrl, openBackend, type Backend } from '../backend.js';
+import { type Backend, databaseUrl, openBackend } from '../backend.js';
 import { readInputs } from '../inputs.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.start;
@@ -27,12 +27,17 @@ Usage: ${usage}
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['id', 'inputs', 'database', 'schema', 'timeout'], usage, ['wait']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 1) throw new UsageError(`start takes one workflow NAME (usage: ${usage})`);
   const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout);
   if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new UsageError(`--timeout must be a duration such as 30s, 5m or 1h, not "${values.timeout}"`);
-  if (values.timeout !== undefined && timeoutMs === undefined) throw new UsageError(`--timeout must be a duration such as 30s, 5m or 1h, not "${values.timeout}"`);
-  if (values.id !== undefined && !WORKFLOW_ID.test(values.id)) throw new UsageError(`--id is 1 to 128 letters, digits and _ . : - starting with a letter or digit, not "${values.id}"`);
+  if (values.timeout !== undefined && timeoutMs === undefined)
+    throw new UsageError(`--timeout must be a duration such as 30s, 5m or 1h, not "${values.timeout}"`);
+  if (values.id !== undefined && !WORKFLOW_ID.test(values.id))
+    throw new UsageError(`--id is 1 to 128 letters, digits and _ . : - starting with a letter or digit, not "${values.id}"`);
   const inputs = readInputs(io, values.inputs);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {

@@ -1,7 +1,7 @@
 import type { WorkflowStatus } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.status;
@@ -17,12 +17,15 @@ Usage: ${usage}
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage, ['json']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 1) throw new UsageError(`status takes one workflow ID (usage: ${usage})`);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const status = await backend.status(positionals[0]);
-    io.stdout(flags.has('json') ? JSON.stringify(status, null, 2) + '\n' : renderStatus(status));
+    io.stdout(flags.has('json') ? `${JSON.stringify(status, null, 2)}\n` : renderStatus(status));
     return EXIT.ok;
   } finally {
     await backend.close();
@@ -46,6 +49,10 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
   });
   const header = ['TASK', 'KIND', 'STATE', 'ATTEMPT', 'WAITING FOR / WHY SKIPPED / LAST ERROR'];
   const widths = header.map((h, i) => Math.min(40, Math.max(h.length, ...rows.map((r) => r[i].length))));
-  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd();
-  return [...lines, '', fmt(header), ...rows.map(fmt)].join('\n') + '\n';
+  const fmt = (r: string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
+  return `${[...lines, '', fmt(header), ...rows.map(fmt)].join('\n')}\n`;
 }

@@ -1,21 +1,21 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { formatDiagnostics } from '../../compiler/format/index.js';
 import { countBySeverity } from '../../compiler/diagnostics.js';
+import { parseDuration } from '../../compiler/duration.js';
+import { formatDiagnostics } from '../../compiler/format/index.js';
 import { readSources } from '../../compiler/load.js';
 import { validate } from '../../compiler/validate.js';
-import { parseDuration } from '../../compiler/duration.js';
 import { coverageOf } from '../../testing/coverage.js';
 import { counts, formatReport, TEST_FORMATS } from '../../testing/report.js';
 import { checkTestFiles, runSuite } from '../../testing/suite.js';
 import { updatedText } from '../../testing/update.js';
 import { oneOf, parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { definitionSet, handlersModule, testFiles } from '../project.js';
+import { USAGE } from '../usage.js';
 import { version } from '../version.js';
 import { loadHandlersArg } from './serve.js';
-import { USAGE } from '../usage.js';
 
 export const usage = USAGE.test;
 
@@ -39,16 +39,30 @@ Exit status: 0 all tests passed, 1 a test failed (or a test file has errors), 2 
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals, flags } = parse(argv, ['filter', 'format', 'definitions', 'handlers', 'timeout'], usage, ['update', 'coverage']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  const {
+    values,
+    help: wantsHelp,
+    positionals,
+    flags,
+  } = parse(argv, ['filter', 'format', 'definitions', 'handlers', 'timeout'], usage, ['update', 'coverage']);
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   const format = oneOf(values.format, TEST_FORMATS, '--format', 'text');
   const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout);
-  if (timeoutMs !== undefined && (timeoutMs < 1 || timeoutMs > 86_400_000)) throw new UsageError(`--timeout must be a duration up to a day, such as 30s or 5m, not "${values.timeout}"`);
+  if (timeoutMs !== undefined && (timeoutMs < 1 || timeoutMs > 86_400_000))
+    throw new UsageError(`--timeout must be a duration up to a day, such as 30s or 5m, not "${values.timeout}"`);
   if (values.timeout !== undefined && timeoutMs === undefined) throw new UsageError(`--timeout must be a duration such as 30s or 5m, not "${values.timeout}"`);
   for (const p of positionals) if (!existsSync(resolve(io.cwd, p))) throw new UsageError(`no such file or folder: ${p}`);
   const started = Date.now();
   const files = testFiles(io, positionals);
-  if (files.length === 0) throw new UsageError(positionals.length > 0 ? `no test files (*.test.yaml) under ${positionals.join(', ')}` : 'no test files: write definitions/NAME.test.yaml (see braid test --help)');
+  if (files.length === 0)
+    throw new UsageError(
+      positionals.length > 0
+        ? `no test files (*.test.yaml) under ${positionals.join(', ')}`
+        : 'no test files: write definitions/NAME.test.yaml (see braid test --help)',
+    );
   const defs = definitionSet(io, values.definitions);
   const display = (p: string) => displayPath(io, p);
 
@@ -72,7 +86,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
 
   if (flags.has('update')) {
     for (const f of checked.files) {
-      const text = updatedText(f.text, f.path, results.filter((r) => r.file === f.file.path));
+      const text = updatedText(
+        f.text,
+        f.path,
+        results.filter((r) => r.file === f.file.path),
+      );
       if (text === undefined) continue;
       writeFileSync(f.path, text);
       io.stderr(`braid: updated ${display(f.path)}\n`);

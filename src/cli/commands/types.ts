@@ -2,13 +2,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { formatText } from '../../compiler/format/text.js';
 import { readSources } from '../../compiler/load.js';
-import { typeDeclarations, type LegacyVersion } from '../../compiler/type-declarations.js';
-import { openBackend } from '../backend.js';
-import { hasDatabase } from '../deploy-check.js';
+import { type LegacyVersion, typeDeclarations } from '../../compiler/type-declarations.js';
 import { validate } from '../../compiler/validate.js';
 import { parse } from '../args.js';
+import { openBackend } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
-import { EXIT, SubjectError, type Io } from '../io.js';
+import { hasDatabase } from '../deploy-check.js';
+import { EXIT, type Io, SubjectError } from '../io.js';
 import { definitionSet, handlersModule, project } from '../project.js';
 import { USAGE } from '../usage.js';
 
@@ -34,16 +34,33 @@ it drains. A database that cannot be reached is said on stderr, and the definiti
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp } = parse(argv, ['out', 'definitions', 'database', 'schema'], usage, ['offline']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   const set = definitionSet(io, values.definitions);
   const sources = readSources(set.files).map((s) => ({ ...s, path: displayPath(io, s.path) }));
   const result = validate(sources);
-  if (result.errors > 0) throw new SubjectError(formatText(result.diagnostics.filter((d) => d.severity === 'error'), { sources: readSourceTexts(result, io) }).trimEnd());
+  if (result.errors > 0)
+    throw new SubjectError(
+      formatText(
+        result.diagnostics.filter((d) => d.severity === 'error'),
+        { sources: readSourceTexts(result, io) },
+      ).trimEnd(),
+    );
   const legacy = flags.has('offline') || !hasDatabase(io, values.database) ? [] : await legacyVersions(io, values.database, values.schema, result.definitions);
   const text = typeDeclarations(result.definitions, legacy);
-  if (values.out === '-') return io.stdout(text), EXIT.ok;
+  if (values.out === '-') {
+    io.stdout(text);
+    return EXIT.ok;
+  }
   const handlers = handlersModule(io, undefined);
-  const out = values.out !== undefined ? resolve(io.cwd, values.out) : handlers ? join(dirname(handlers), 'braid-types.d.ts') : join(project(io).root, 'braid-types.d.ts');
+  const out =
+    values.out !== undefined
+      ? resolve(io.cwd, values.out)
+      : handlers
+        ? join(dirname(handlers), 'braid-types.d.ts')
+        : join(project(io).root, 'braid-types.d.ts');
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, text);
   io.stdout(`wrote ${displayPath(io, out)}: ${result.definitions.length} workflow(s)\n`);
@@ -57,7 +74,9 @@ async function legacyVersions(io: Io, url: string | undefined, schema: string | 
     const backend = await openBackend(io, { url, schema });
     try {
       const versions = await backend.deployBaseline();
-      return versions.filter((v) => (v.running ?? 0) > 0 && !hashes.has(v.hash)).map((v) => ({ name: v.name, hash: v.hash, running: v.running ?? 0, normalized: v.normalized }));
+      return versions
+        .filter((v) => (v.running ?? 0) > 0 && !hashes.has(v.hash))
+        .map((v) => ({ name: v.name, hash: v.hash, running: v.running ?? 0, normalized: v.normalized }));
     } finally {
       await backend.close();
     }

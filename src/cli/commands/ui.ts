@@ -1,11 +1,11 @@
-import { startApiServer, type ApiServer } from '../../api/server.js';
+import { type ApiServer, startApiServer } from '../../api/server.js';
 import { consoleLogger, rateLimitedWarnings } from '../../runtime/log.js';
 import { createRuntime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
-import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
-import { listenOn, parsePort, waitForStopSignal } from './serve.js';
+import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
+import { listenOn, parsePort, waitForStopSignal } from './serve.js';
 
 export const usage = USAGE.ui;
 
@@ -27,14 +27,17 @@ Sign in once in the page, or open it as /#token=TOKEN.
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, help: wantsHelp, positionals } = parse(argv, ['port', 'host', 'allowed-host', 'database', 'schema'], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length > 0) throw new UsageError(`ui takes no arguments (usage: ${usage})`);
   const port = parsePort(values.port, 4781);
   const envToken = process.env.BRAID_UI_TOKEN;
   if (envToken !== undefined && envToken.length < 16) throw new UsageError('BRAID_UI_TOKEN must be at least 16 characters');
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   let api: ApiServer | undefined;
-  let unpublish = () => undefined as void;
+  let unpublish: () => void = () => undefined;
   try {
     const rt = createRuntime({ database: db, schema: values.schema });
     await rt.migrate();
@@ -43,8 +46,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
         port,
         host: values.host,
         token: envToken ?? projectToken(io),
-        allowedHosts: values['allowed-host']?.split(',').map((h) => h.trim()).filter(Boolean),
-        log: rateLimitedWarnings(consoleLogger((line) => io.stderr(line + '\n'))),
+        allowedHosts: values['allowed-host']
+          ?.split(',')
+          .map((h) => h.trim())
+          .filter(Boolean),
+        log: rateLimitedWarnings(consoleLogger((line) => io.stderr(`${line}\n`))),
       }),
     );
     if (!databaseUrl(io, values.database)) unpublish = publishApi(io, api);

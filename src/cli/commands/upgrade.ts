@@ -1,7 +1,7 @@
 import type { UpgradeOutcome, UpgradeReport } from '../../runtime/upgrades.js';
 import { oneOf, parse } from '../args.js';
 import { openBackend } from '../backend.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.upgrade;
@@ -31,13 +31,21 @@ they were) or NAME is unknown, 2 usage, 3 internal or connection error.
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, lists, help: wantsHelp, positionals } = parse(argv, ['from', 'to', 'format', 'database', 'schema'], usage, ['dry-run'], ['id']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length !== 1) throw new UsageError(`upgrade takes one workflow NAME (usage: ${usage})`);
   const format = oneOf(values.format, ['text', 'json'] as const, '--format', 'text');
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    const report = await backend.upgrade(positionals[0], { from: values.from, to: values.to, ids: lists.id.length > 0 ? lists.id : undefined, dryRun: flags.has('dry-run') });
-    io.stdout(format === 'json' ? JSON.stringify({ ...report, dry_run: flags.has('dry-run') }, null, 2) + '\n' : upgradeText(report, flags.has('dry-run')));
+    const report = await backend.upgrade(positionals[0], {
+      from: values.from,
+      to: values.to,
+      ids: lists.id.length > 0 ? lists.id : undefined,
+      dryRun: flags.has('dry-run'),
+    });
+    io.stdout(format === 'json' ? `${JSON.stringify({ ...report, dry_run: flags.has('dry-run') }, null, 2)}\n` : upgradeText(report, flags.has('dry-run')));
     return report.results.some((r) => r.status === 'skipped') ? EXIT.failed : EXIT.ok;
   } finally {
     await backend.close();
@@ -50,9 +58,12 @@ function upgradeText(report: UpgradeReport, dryRun: boolean): string {
   if (report.results.length === 0) lines.push('  no running workflow is on another version');
   const count = (status: UpgradeOutcome['status']) => report.results.filter((r) => r.status === status).length;
   const moved = dryRun ? `${count('would_move')} would move` : `${count('moved')} moved`;
-  const also = [count('current') > 0 ? `, ${count('current')} already on it` : '', count('finished') > 0 ? `, ${count('finished')} finished before their turn` : ''];
+  const also = [
+    count('current') > 0 ? `, ${count('current')} already on it` : '',
+    count('finished') > 0 ? `, ${count('finished')} finished before their turn` : '',
+  ];
   lines.push(`${moved}, ${count('skipped')} cannot move${also.join('')}`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 function outcomeText(r: UpgradeOutcome): string {

@@ -1,16 +1,16 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { countBySeverity } from '../../compiler/diagnostics.js';
-import { isTestFile, listDefinitionFiles, readSources } from '../../compiler/load.js';
-import { checkTestFiles } from '../../testing/suite.js';
-import { validate } from '../../compiler/validate.js';
 import { formatDiagnostics, OUTPUT_FORMATS } from '../../compiler/format/index.js';
+import { isTestFile, listDefinitionFiles, readSources } from '../../compiler/load.js';
+import { validate } from '../../compiler/validate.js';
+import { checkTestFiles } from '../../testing/suite.js';
 import { oneOf, parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
-import { EXIT, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, UsageError } from '../io.js';
 import { definitionSet, project, testFiles } from '../project.js';
-import { version } from '../version.js';
 import { USAGE } from '../usage.js';
+import { version } from '../version.js';
 
 export const usage = USAGE.validate;
 
@@ -34,7 +34,10 @@ Exit status: 0 no errors (warnings allowed), 1 problems found, 2 usage, 3 intern
 
 export function run(argv: string[], io: Io): number {
   const { values, help: wantsHelp, positionals } = parse(argv, ['format', 'max-bytes', 'max-depth'], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   const format = oneOf(values.format, OUTPUT_FORMATS, '--format', 'text');
   for (const p of positionals) if (!existsSync(resolve(io.cwd, p))) throw new UsageError(`no such file or folder: ${p}`);
   const limits = { maxBytes: positiveInt(values['max-bytes'], '--max-bytes'), maxDepth: positiveInt(values['max-depth'], '--max-depth') };
@@ -71,7 +74,8 @@ export function run(argv: string[], io: Io): number {
   const diagnostics = [...result.diagnostics.filter((d) => shown.has(d.file)), ...checkedTests.diagnostics];
   const report = { ...result, diagnostics, files: shown.size + tests.length, ...countBySeverity(diagnostics) };
   const color = format === 'text' && io.isTTY && !process.env.NO_COLOR;
-  if (outside.length > 0 && format === 'text') io.stderr(`braid: skipped ${outside.length} file(s) that are not among the configured definitions: ${outside.join(', ')}\n`);
+  if (outside.length > 0 && format === 'text')
+    io.stderr(`braid: skipped ${outside.length} file(s) that are not among the configured definitions: ${outside.join(', ')}\n`);
   io.stdout(formatDiagnostics(report, format, { sources: format === 'text' ? readSourceTexts(report, io) : undefined, color, toolVersion: version }));
   return report.errors > 0 ? EXIT.failed : EXIT.ok;
 }

@@ -3,7 +3,7 @@ import { changeText } from '../../deploy/format.js';
 import { drainLabel } from '../../runtime/in-flight.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
-import { EXIT, SubjectError, UsageError, type Io } from '../io.js';
+import { EXIT, type Io, SubjectError, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.versions;
@@ -23,27 +23,47 @@ Usage: ${usage}
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema', 'diff'], usage, ['json']);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   const diff = values.diff !== undefined ? [values.diff, positionals[1]] : undefined;
-  if (positionals.length !== (diff ? 2 : 1) || (diff && diff[1] === undefined)) throw new UsageError(`versions takes one workflow NAME${diff ? ' and --diff two versions' : ''} (usage: ${usage})`);
+  if (positionals.length !== (diff ? 2 : 1) || (diff && diff[1] === undefined))
+    throw new UsageError(`versions takes one workflow NAME${diff ? ' and --diff two versions' : ''} (usage: ${usage})`);
   const name = positionals[0];
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     if (diff) {
       const [from, to] = [await backend.version(name, diff[0]), await backend.version(name, diff[1])];
       const changes = diffDefinitions(from.normalized, to.normalized);
-      if (flags.has('json')) io.stdout(JSON.stringify({ name, from: from.hash, to: to.hash, changes }, null, 2) + '\n');
-      else io.stdout([`${name}: ${from.hash.slice(0, 12)} -> ${to.hash.slice(0, 12)}`, ...(changes.length > 0 ? changes.map((c) => `  ${changeText(c)}`) : ['  no change braid classifies'])].join('\n') + '\n');
+      if (flags.has('json')) io.stdout(`${JSON.stringify({ name, from: from.hash, to: to.hash, changes }, null, 2)}\n`);
+      else
+        io.stdout(
+          `${[
+            `${name}: ${from.hash.slice(0, 12)} -> ${to.hash.slice(0, 12)}`,
+            ...(changes.length > 0 ? changes.map((c) => `  ${changeText(c)}`) : ['  no change braid classifies']),
+          ].join('\n')}\n`,
+        );
       return EXIT.ok;
     }
     const versions = await backend.versions(name);
     if (versions.length === 0) throw new SubjectError(`workflow ${name} is not registered; run braid register`);
     if (flags.has('json')) {
-      io.stdout(JSON.stringify(versions.map(({ hash, registered_at, current, running, state, file }) => ({ hash, registered_at, current, running, state, file })), null, 2) + '\n');
+      io.stdout(
+        `${JSON.stringify(
+          versions.map(({ hash, registered_at, current, running, state, file }) => ({ hash, registered_at, current, running, state, file })),
+          null,
+          2,
+        )}\n`,
+      );
     } else {
       const labels = versions.map((v) => drainLabel(v));
       const width = Math.max(...labels.map((l) => l.length));
-      versions.forEach((v, i) => io.stdout(`${v.hash.slice(0, 12)}  ${new Date(v.registered_at).toISOString()}  ${labels[i].padEnd(width)}${v.current && v.running > 0 ? `  ${v.running} running` : ''}${v.file ? `  ${v.file}` : ''}\n`));
+      for (const [i, v] of versions.entries()) {
+        io.stdout(
+          `${v.hash.slice(0, 12)}  ${new Date(v.registered_at).toISOString()}  ${labels[i].padEnd(width)}${v.current && v.running > 0 ? `  ${v.running} running` : ''}${v.file ? `  ${v.file}` : ''}\n`,
+        );
+      }
     }
     return EXIT.ok;
   } finally {

@@ -1,26 +1,26 @@
 import { startApiServer } from '../../api/server.js';
-import { START_KIND, type NormalizedDefinition } from '../../compiler/normalize.js';
+import { type NormalizedDefinition, START_KIND } from '../../compiler/normalize.js';
 import type { BaselineVersion } from '../../deploy/baseline.js';
-import type { Handlers } from '../../runtime/worker/handlers.js';
 import { consoleLogger, type Logger } from '../../runtime/log.js';
 import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
 import { within } from '../../runtime/within.js';
+import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
-import { commandFailure, EXIT, UsageError, type Io } from '../io.js';
+import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
 import { databaseUrl, project, schemaName } from '../project.js';
+import { USAGE } from '../usage.js';
 import {
   loadHandlersArg,
   queuesOption,
+  RECOVERY_OPTIONS,
   recoveryHelp,
   recoveryOptions,
-  RECOVERY_OPTIONS,
   requiredHandlers,
   shutdownMs,
   surviveUnhandledRejections,
   waitForStopSignal,
 } from './serve.js';
-import { USAGE } from '../usage.js';
 
 export const usage = USAGE.worker;
 
@@ -43,8 +43,15 @@ ${recoveryHelp}
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, help: wantsHelp, positionals } = parse(argv, ['handlers', 'queues', 'prefetch', 'database', 'schema', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
-  if (wantsHelp) return io.stdout(help), EXIT.ok;
+  const {
+    values,
+    help: wantsHelp,
+    positionals,
+  } = parse(argv, ['handlers', 'queues', 'prefetch', 'database', 'schema', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
+  if (wantsHelp) {
+    io.stdout(help);
+    return EXIT.ok;
+  }
   if (positionals.length > 0) throw new UsageError(`worker takes no arguments (usage: ${usage})`);
   const handlersPath = requiredHandlers(io, values.handlers, usage);
   const queues = queuesOption(io, values.queues);
@@ -54,11 +61,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const recovery = recoveryOptions(io, values);
   const handlers = await loadHandlersArg(handlersPath);
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
-  const log = consoleLogger((line) => io.stdout(line + '\n'));
+  const log = consoleLogger((line) => io.stdout(`${line}\n`));
   const undoSurvive = surviveUnhandledRejections(log);
   const schema = schemaName(io, values.schema);
   let rt: Runtime | undefined;
-  let unpublish = () => undefined as void;
+  let unpublish: () => void = () => undefined;
   let api: { close(): Promise<void> } | undefined;
   try {
     const reader = createRuntime({ database: db, schema });
@@ -66,7 +73,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
     // the kinds and queues of the current versions, and of every older version that workflows still run on
     const versions = await reader.deployBaseline();
     warnMissingKinds(log, versions, handlers);
-    rt = createRuntime({ database: db, schema, handlers, queues: queues ?? queuesOf(versions.filter((v) => v.current || (v.running ?? 0) > 0)), prefetch: values.prefetch === undefined ? project(io).config?.worker.prefetch : prefetch, logger: log, ...recovery });
+    rt = createRuntime({
+      database: db,
+      schema,
+      handlers,
+      queues: queues ?? queuesOf(versions.filter((v) => v.current || (v.running ?? 0) > 0)),
+      prefetch: values.prefetch === undefined ? project(io).config?.worker.prefetch : prefetch,
+      logger: log,
+      ...recovery,
+    });
     await rt.startWorker();
     if (!databaseUrl(io, values.database)) {
       const server = await startApiServer(rt, { token: projectToken(io), log });
@@ -117,7 +132,10 @@ export function warnMissingKinds(log: Logger, versions: readonly BaselineVersion
     for (const [kind, n] of Object.entries(v.kinds ?? {})) if (lacks(kind)) entry(kind).running.push(`${n} running ${v.name} on ${v.hash.slice(0, 12)}`);
   }
   for (const [kind, { names, running }] of [...missing].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const who = [...(names.size > 0 ? [`used by ${[...names].sort().join(', ')}`] : []), ...(running.length > 0 ? [`needed by ${running.join(', ')}`] : [])].join('; ');
+    const who = [
+      ...(names.size > 0 ? [`used by ${[...names].sort().join(', ')}`] : []),
+      ...(running.length > 0 ? [`needed by ${running.join(', ')}`] : []),
+    ].join('; ');
     log.warn(`no handler for kind "${kind}" (${who}): its tasks wait for a worker that has one`);
   }
 }

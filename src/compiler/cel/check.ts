@@ -1,6 +1,6 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { didYouMean, type Rule } from '../diagnostics.js';
-import { CONTEXT_REFS, type CelContext, type RefKind } from './environments.js';
+import { type CelContext, CONTEXT_REFS, type RefKind } from './environments.js';
 
 /** A problem inside one expression, with offsets relative to the expression text. */
 export interface CelProblem {

@@ -14,7 +14,10 @@ export interface ContextWorkflow {
  * `inputs`, typed by the definition's inputs schema, and `workflow`. Instantiation, start tasks, workflows
  * terms' ids and the output all build on it; callers add what their context adds (deps, tasks, item).
  */
-export function baseContext(def: Pick<NormalizedDefinition, 'inputs'> | undefined, w: ContextWorkflow): { inputs: unknown; workflow: { id: string; name: string; created_at: Date } } {
+export function baseContext(
+  def: Pick<NormalizedDefinition, 'inputs'> | undefined,
+  w: ContextWorkflow,
+): { inputs: unknown; workflow: { id: string; name: string; created_at: Date } } {
   return { inputs: toCelValue(w.inputs, inputsType(def?.inputs)), workflow: { id: w.id, name: w.name, created_at: new Date(w.created_at) } };
 }
 

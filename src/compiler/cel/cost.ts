@@ -44,7 +44,9 @@ function step(): void {
 }
 
 function installMeter(): void {
-  const probe = evaluationEnvironment().parse('[0].map(x, x)') as unknown as ((ctx: object) => unknown) & { ast?: { meta?: { alternate?: { args?: { iterCtx?: object } } } } };
+  const probe = evaluationEnvironment().parse('[0].map(x, x)') as unknown as ((ctx: object) => unknown) & {
+    ast?: { meta?: { alternate?: { args?: { iterCtx?: object } } } };
+  };
   probe({});
   const iterCtx = probe.ast?.meta?.alternate?.args?.iterCtx;
   const proto = iterCtx ? (Object.getPrototypeOf(iterCtx) as { setIterValue?: (...args: unknown[]) => unknown }) : undefined;

@@ -55,10 +55,17 @@ export function deferredPaths(value: unknown, base: (string | number)[]): string
  * index for an expansion); everything else stays as the plan has it. Throws TemplateError as rendering does,
  * with the path inside the task.
  */
-export function renderDeferred(task: { args: unknown; metadata: unknown }, paths: readonly string[], context: Record<string, unknown>): { args: unknown; metadata: unknown } {
+export function renderDeferred(
+  task: { args: unknown; metadata: unknown },
+  paths: readonly string[],
+  context: Record<string, unknown>,
+): { args: unknown; metadata: unknown } {
   const out = { args: structuredClone(task.args), metadata: structuredClone(task.metadata) } as Record<string, unknown>;
   for (const p of paths) {
-    const keys = p.split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const keys = p
+      .split('/')
+      .slice(1)
+      .map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
     let parent: unknown = out;
     for (const k of keys.slice(0, -1)) parent = (parent as Record<string, unknown> | undefined)?.[k];
     const last = keys.at(-1)!;

@@ -1,5 +1,5 @@
-import { evaluationEnvironment } from './environments.js';
 import { CelCostError, metered } from './cost.js';
+import { evaluationEnvironment } from './environments.js';
 import { scanTemplates, singleTemplate, unescapeLiteral } from './templates.js';
 import { fromCelValue } from './types.js';
 
@@ -62,7 +62,8 @@ export function renderTemplates(value: unknown, context: Record<string, unknown>
   if (typeof value === 'string') return keep?.(value) ? value : renderString(value, context, path);
   if (Array.isArray(value)) return value.map((v, i) => renderTemplates(v, context, [...path, i], keep));
   // fromEntries defines own properties: a "__proto__" key in args stays a key, never a prototype
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderTemplates(v, context, [...path, k], keep)]));
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderTemplates(v, context, [...path, k], keep)]));
   return value;
 }
 

@@ -1,5 +1,5 @@
+import { type AstNode, type CelProblem, isNode } from './check.js';
 import { DEFAULT_CEL_COST } from './cost.js';
-import { isNode, type AstNode, type CelProblem } from './check.js';
 
 const COMPREHENSIONS = new Set(['map', 'filter', 'all', 'exists', 'exists_one']);
 
@@ -30,7 +30,7 @@ export function nestedCostWarning(ast: AstNode, inputs: Schema): CelProblem | un
     message: `nested comprehensions of up to ${steps.toLocaleString('en-US')} steps, over the cel_cost budget of ${DEFAULT_CEL_COST.toLocaleString('en-US')}`,
     start: where.start,
     end: where.end,
-    hint: 'lower the lists\' maxItems, or avoid nesting',
+    hint: "lower the lists' maxItems, or avoid nesting",
   };
 }
 
@@ -53,13 +53,16 @@ function cost(node: AstNode, inputs: Schema): Cost {
     return { steps, depth, at: range.at ?? (inner.depth > 0 ? node : undefined) };
   }
   const children = (Array.isArray(node.args) ? node.args : [node.args]).flat().filter(isNode);
-  return children.map((c) => cost(c, inputs)).reduce((a, b) => ({ steps: a.steps + b.steps, depth: Math.max(a.depth, b.depth), at: a.at ?? b.at }), { steps: 0, depth: 0 } as Cost);
+  return children
+    .map((c) => cost(c, inputs))
+    .reduce((a, b) => ({ steps: a.steps + b.steps, depth: Math.max(a.depth, b.depth), at: a.at ?? b.at }), { steps: 0, depth: 0 } as Cost);
 }
 
 /** The most items a comprehension's range can hold: Infinity when nothing bounds it. */
 function length(node: AstNode, inputs: Schema): number {
   if (node.op === 'list' && Array.isArray(node.args)) return node.args.length;
-  if (node.op === 'rcall' && Array.isArray(node.args) && (node.args[0] === 'map' || node.args[0] === 'filter') && isNode(node.args[1])) return length(node.args[1], inputs);
+  if (node.op === 'rcall' && Array.isArray(node.args) && (node.args[0] === 'map' || node.args[0] === 'filter') && isNode(node.args[1]))
+    return length(node.args[1], inputs);
   const path: string[] = [];
   let n: AstNode = node;
   while (n.op === '.' && Array.isArray(n.args) && isNode(n.args[0]) && typeof n.args[1] === 'string') {

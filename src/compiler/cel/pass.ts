@@ -1,13 +1,13 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { didYouMean, type Rule } from '../diagnostics.js';
-import { taskPath, termPath, type Definition, type TaskDef, type WaitDef } from '../model.js';
+import { type Definition, type TaskDef, taskPath, termPath, type WaitDef } from '../model.js';
 import { nodeAt, type Path, type Reporter } from '../source.js';
-import { checkCel, isNode, walk, type CelProblem, type KnownRefs } from './check.js';
+import { type CelProblem, checkCel, isNode, type KnownRefs, walk } from './check.js';
+import { type CelContext, checkEnvironment } from './environments.js';
 import { nestedCostWarning } from './nested-cost.js';
-import { checkEnvironment, type CelContext } from './environments.js';
 import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
-import { inputsType, isCelIdentifier, type CelType } from './types.js';
+import { type CelType, inputsType, isCelIdentifier } from './types.js';
 
 type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids';
 
@@ -90,7 +90,7 @@ class CelPass {
     const names = wait.terms.map((t) => t.name);
     // a term named like a CEL keyword ("if") is an invalid-name already, and could not be declared
     const env = checkEnvironment('expr', this.inputs, Object.fromEntries(names.filter(isCelIdentifier).map((n) => [n, 'bool'])));
-    let ast;
+    let ast: Parameters<typeof walk>[0];
     try {
       ast = (env.parse(wait.expr!) as unknown as { ast: Parameters<typeof walk>[0] }).ast;
     } catch {
@@ -142,7 +142,9 @@ class CelPass {
     if (typeof value === 'string') {
       const scan = scanTemplates(value);
       if (scan.unclosedAt !== undefined) {
-        this.reportProblems(path, 0, [{ rule: 'cel-syntax', message: 'unclosed template: "${{" without "}}"', start: scan.unclosedAt, end: scan.unclosedAt + 3 }]);
+        this.reportProblems(path, 0, [
+          { rule: 'cel-syntax', message: 'unclosed template: "${{" without "}}"', start: scan.unclosedAt, end: scan.unclosedAt + 3 },
+        ]);
         return;
       }
       const single = singleTemplate(value, scan) !== undefined;
@@ -155,7 +157,7 @@ class CelPass {
       }
       return;
     }
-    if (Array.isArray(value)) value.forEach((v, i) => this.templates(v, [...path, i], context, known));
+    if (Array.isArray(value)) for (const [i, v] of value.entries()) this.templates(v, [...path, i], context, known);
     else if (typeof value === 'object' && value !== null) {
       for (const [k, v] of Object.entries(value)) this.templates(v, [...path, k], context, known);
     }
@@ -167,7 +169,13 @@ class CelPass {
     if (template >= 0) {
       // kept as literal text, it would never match: said here rather than found in production
       this.reportProblems(path, offset, [
-        { rule: 'template-in-cel', message: 'this field is CEL itself: a ${{ }} template inside it stays literal text', start: template, end: expr.length, hint: `write the expression directly: ${withoutTemplates(expr)}` },
+        {
+          rule: 'template-in-cel',
+          message: 'this field is CEL itself: a ${{ }} template inside it stays literal text',
+          start: template,
+          end: expr.length,
+          hint: `write the expression directly: ${withoutTemplates(expr)}`,
+        },
       ]);
       return;
     }
@@ -219,6 +227,8 @@ function typeMismatch(type: string, expect: Expect): { rule: Rule; message: stri
     case 'key':
       return type === 'string' || type === 'int' ? undefined : { rule: 'cel-type', message: 'key must yield a string or an int' };
     case 'time':
-      return type === 'string' || type === 'google.protobuf.Timestamp' ? undefined : { rule: 'cel-type', message: 'a time must yield a timestamp or an RFC 3339 string' };
+      return type === 'string' || type === 'google.protobuf.Timestamp'
+        ? undefined
+        : { rule: 'cel-type', message: 'a time must yield a timestamp or an RFC 3339 string' };
   }
 }

@@ -1,4 +1,4 @@
-import { isScalar, Scalar, type Node } from 'yaml';
+import { isScalar, type Node, Scalar } from 'yaml';
 
 /**
  * Maps each character of a YAML string scalar's value to its offset in the source text, so a position
@@ -39,8 +39,24 @@ interface Mapped {
 }
 
 const DOUBLE_ESCAPES: Record<string, string> = {
-  '0': '\0', a: '\x07', b: '\b', t: '\t', '\t': '\t', n: '\n', v: '\v', f: '\f', r: '\r', e: '\x1b',
-  ' ': ' ', '"': '"', '/': '/', '\\': '\\', N: '\x85', _: '\xa0', L: '\u2028', P: '\u2029',
+  '0': '\0',
+  a: '\x07',
+  b: '\b',
+  t: '\t',
+  '\t': '\t',
+  n: '\n',
+  v: '\v',
+  f: '\f',
+  r: '\r',
+  e: '\x1b',
+  ' ': ' ',
+  '"': '"',
+  '/': '/',
+  '\\': '\\',
+  N: '\x85',
+  _: '\xa0',
+  L: '\u2028',
+  P: '\u2029',
 };
 
 function foldFlow(content: string, base: number, style: 'plain' | 'single' | 'double'): Mapped | undefined {
@@ -90,8 +106,6 @@ function foldFlow(content: string, base: number, style: 'plain' | 'single' | 'do
       } else push(out, c, at);
     }
     if (joinWithoutSpace) {
-      // an escaped line break: the next line's leading blanks are dropped and nothing is inserted
-      continue;
     }
   }
   return out;
@@ -100,7 +114,10 @@ function foldFlow(content: string, base: number, style: 'plain' | 'single' | 'do
 function block(raw: string, base: number, folded: boolean): Mapped | undefined {
   const headerEnd = raw.indexOf('\n');
   if (headerEnd < 0) return { chars: [], offsets: [], end: base + raw.length };
-  const header = raw.slice(0, headerEnd).replace(/\s+#.*$/, '').trim();
+  const header = raw
+    .slice(0, headerEnd)
+    .replace(/\s+#.*$/, '')
+    .trim();
   const chomp = header.includes('-') ? 'strip' : header.includes('+') ? 'keep' : 'clip';
   const explicit = /[1-9]/.exec(header);
   const body = raw.slice(headerEnd + 1);

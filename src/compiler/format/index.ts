@@ -22,9 +22,13 @@ export interface FormatOptions {
 export function formatDiagnostics(report: Report, format: OutputFormat, options: FormatOptions = {}): string {
   switch (format) {
     case 'text':
-      return formatText(report.diagnostics, { sources: options.sources ?? new Map(), color: options.color }) + summaryLine(report.files, report.errors, report.warnings) + '\n';
+      return (
+        formatText(report.diagnostics, { sources: options.sources ?? new Map(), color: options.color }) +
+        summaryLine(report.files, report.errors, report.warnings) +
+        '\n'
+      );
     case 'json':
-      return JSON.stringify({ diagnostics: report.diagnostics, files: report.files, errors: report.errors, warnings: report.warnings }, null, 2) + '\n';
+      return `${JSON.stringify({ diagnostics: report.diagnostics, files: report.files, errors: report.errors, warnings: report.warnings }, null, 2)}\n`;
     case 'github':
       return formatGithub(report.diagnostics);
     case 'sarif':

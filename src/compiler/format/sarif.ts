@@ -1,5 +1,5 @@
 import type { Log, ReportingDescriptor, Result } from 'sarif';
-import { RULES, type Diagnostic } from '../diagnostics.js';
+import { type Diagnostic, RULES } from '../diagnostics.js';
 import { RULE_DESCRIPTIONS } from './rule-descriptions.js';
 
 /** SARIF 2.1.0, for code-scanning dashboards: every rule described once, one result per problem. */
@@ -28,5 +28,5 @@ export function formatSarif(diagnostics: readonly Diagnostic[], toolVersion: str
     $schema: 'https://json.schemastore.org/sarif-2.1.0.json',
     runs: [{ tool: { driver: { name: 'braid', version: toolVersion, rules } }, results }],
   };
-  return JSON.stringify(log, null, 2) + '\n';
+  return `${JSON.stringify(log, null, 2)}\n`;
 }

@@ -1,4 +1,4 @@
-import { printable, type Diagnostic } from '../diagnostics.js';
+import { type Diagnostic, printable } from '../diagnostics.js';
 
 export interface TextOptions {
   /** Source texts by file path, for snippets. */

@@ -1,5 +1,5 @@
 import { didYouMean } from '../diagnostics.js';
-import { taskPath, type Definition } from '../model.js';
+import { type Definition, taskPath } from '../model.js';
 import type { Reporter } from '../source.js';
 
 /** deps name existing tasks, never the task itself, and never form a cycle (the cycle is printed). */
@@ -12,7 +12,12 @@ export function checkDeps(def: Definition, reporter: Reporter): void {
         reporter.report('self-dep', `task "${task.name}" depends on itself`, { path: taskPath(task, 'deps', i) });
       } else if (!known.has(dep)) {
         const guess = didYouMean(dep, names);
-        reporter.report('unknown-dep', `task "${task.name}" depends on unknown task "${dep}"`, { path: taskPath(task, 'deps', i) }, guess ? `did you mean "${guess}"?` : undefined);
+        reporter.report(
+          'unknown-dep',
+          `task "${task.name}" depends on unknown task "${dep}"`,
+          { path: taskPath(task, 'deps', i) },
+          guess ? `did you mean "${guess}"?` : undefined,
+        );
       }
     });
   }
@@ -20,7 +25,9 @@ export function checkDeps(def: Definition, reporter: Reporter): void {
     const [first] = cycle;
     const task = def.tasks.find((t) => t.name === first)!;
     const next = cycle[1];
-    reporter.report('cycle', `dependency cycle: ${[...cycle, first].join(' -> ')} (each task depends on the next)`, { path: taskPath(task, 'deps', task.deps.indexOf(next)) });
+    reporter.report('cycle', `dependency cycle: ${[...cycle, first].join(' -> ')} (each task depends on the next)`, {
+      path: taskPath(task, 'deps', task.deps.indexOf(next)),
+    });
   }
 }
 

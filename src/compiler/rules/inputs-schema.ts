@@ -1,7 +1,7 @@
 import type { ErrorObject } from 'ajv';
-import { makeUserSchemaAjv } from '../schemas.js';
-import { parsePointer } from '../schema-check.js';
 import type { Definition } from '../model.js';
+import { parsePointer } from '../schema-check.js';
+import { makeUserSchemaAjv } from '../schemas.js';
 import type { Reporter } from '../source.js';
 
 const metaAjv = makeUserSchemaAjv();

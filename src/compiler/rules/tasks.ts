@@ -1,9 +1,9 @@
 import { basename, extname } from 'node:path';
-import { taskPath, termPath, type Definition, type TimerDef } from '../model.js';
-import { isCelReserved } from '../cel/types.js';
 import { hasTemplate } from '../cel/templates.js';
-import type { Reporter } from '../source.js';
+import { isCelReserved } from '../cel/types.js';
 import { durationRangeProblem, parseDuration } from '../duration.js';
+import { type Definition, type TimerDef, taskPath, termPath } from '../model.js';
+import type { Reporter } from '../source.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -45,16 +45,25 @@ export function checkTasks(def: Definition, reporter: Reporter): void {
       reporter.report('invalid-name', `task name "${task.name}" is a reserved word in CEL`, { path: taskPath(task), at: 'key' });
     }
     if (task.kind !== undefined && task.start !== undefined) {
-      reporter.report('schema', `task "${task.name}": a task has either "kind" (a handler) or "start" (child workflows), not both`, { path: taskPath(task, 'start'), at: 'key' });
+      reporter.report('schema', `task "${task.name}": a task has either "kind" (a handler) or "start" (child workflows), not both`, {
+        path: taskPath(task, 'start'),
+        at: 'key',
+      });
     }
     if (task.delay !== undefined && task.scheduled_at !== undefined) {
       reporter.report('schema', `task "${task.name}": use either "delay" or "scheduled_at", not both`, { path: taskPath(task, 'scheduled_at'), at: 'key' });
     }
     if (task.key !== undefined && task.for_each === undefined) {
-      reporter.report('for-each', `task "${task.name}": "key" names the expansions of for_each, and this task has no for_each`, { path: taskPath(task, 'key'), at: 'key' });
+      reporter.report('for-each', `task "${task.name}": "key" names the expansions of for_each, and this task has no for_each`, {
+        path: taskPath(task, 'key'),
+        at: 'key',
+      });
     }
     if (task.start !== undefined && task.for_each !== undefined) {
-      reporter.report('for-each', `task "${task.name}": a start task fans out with start.for_each, not a task-level for_each`, { path: taskPath(task, 'for_each'), at: 'key' });
+      reporter.report('for-each', `task "${task.name}": a start task fans out with start.for_each, not a task-level for_each`, {
+        path: taskPath(task, 'for_each'),
+        at: 'key',
+      });
     }
     if (typeof task.for_each === 'string') checkOptionalForEach(def, task.name, task.for_each, reporter);
     if (task.scheduled_at !== undefined) checkTimestamp(task.scheduled_at, taskPath(task, 'scheduled_at'), reporter);
@@ -110,9 +119,17 @@ function checkRenames(def: Definition, reporter: Reporter): void {
     const old = task.renamed_from;
     if (old === undefined) continue;
     const at = { path: taskPath(task, 'renamed_from') };
-    if (old === task.name) reporter.report('renamed-from', `task "${task.name}": renamed_from names the task itself`, at, 'remove renamed_from: the name did not change');
-    else if (names.has(old)) reporter.report('renamed-from', `task "${task.name}": renamed_from "${old}", but task "${old}" still exists in this version`, at, `remove renamed_from, or rename task "${old}" too`);
-    else if (claimed.has(old)) reporter.report('renamed-from', `task "${task.name}": task "${claimed.get(old)}" is renamed from "${old}" already`, at, 'an old name becomes one task');
+    if (old === task.name)
+      reporter.report('renamed-from', `task "${task.name}": renamed_from names the task itself`, at, 'remove renamed_from: the name did not change');
+    else if (names.has(old))
+      reporter.report(
+        'renamed-from',
+        `task "${task.name}": renamed_from "${old}", but task "${old}" still exists in this version`,
+        at,
+        `remove renamed_from, or rename task "${old}" too`,
+      );
+    else if (claimed.has(old))
+      reporter.report('renamed-from', `task "${task.name}": task "${claimed.get(old)}" is renamed from "${old}" already`, at, 'an old name becomes one task');
     else claimed.set(old, task.name);
   }
 }
@@ -127,5 +144,10 @@ export function checkFileName(def: Definition, reporter: Reporter): void {
   if (def.name === undefined || !/^[a-z][a-z0-9_]*$/.test(def.name)) return;
   const file = basename(reporter.file.path, extname(reporter.file.path));
   if (file === def.name) return;
-  reporter.report('file-name', `file name "${basename(reporter.file.path)}" differs from the workflow name "${def.name}"`, { path: ['name'] }, `rename the file to ${def.name}${extname(reporter.file.path)}`);
+  reporter.report(
+    'file-name',
+    `file name "${basename(reporter.file.path)}" differs from the workflow name "${def.name}"`,
+    { path: ['name'] },
+    `rename the file to ${def.name}${extname(reporter.file.path)}`,
+  );
 }

@@ -1,4 +1,4 @@
-import { termPath, taskPath, type Definition, type TaskDef, type TimerDef } from '../model.js';
+import { type Definition, type TaskDef, type TimerDef, taskPath, termPath } from '../model.js';
 import type { Path, Reporter } from '../source.js';
 
 /** The shape of each wait: terms, their kinds, timer anchors, and groups of started workflows. */
@@ -7,7 +7,12 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
     const wait = task.wait;
     if (!wait) continue;
     if (wait.terms.length === 0) {
-      reporter.report('wait-shape', `task "${task.name}": a wait needs at least one term`, { path: taskPath(task, 'wait') }, 'add wait.terms: { NAME: { signal | timer | expr | workflows } }');
+      reporter.report(
+        'wait-shape',
+        `task "${task.name}": a wait needs at least one term`,
+        { path: taskPath(task, 'wait') },
+        'add wait.terms: { NAME: { signal | timer | expr | workflows } }',
+      );
     } else if (wait.terms.length > 1 && wait.expr === undefined) {
       reporter.report(
         'wait-shape',
@@ -21,11 +26,15 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
       const path = termPath(task, term);
       if (term.kinds.length !== 1) {
         const what = term.kinds.length === 0 ? 'has none' : `has ${term.kinds.join(' and ')}`;
-        reporter.report('wait-shape', `term "${term.name}" of task "${task.name}" needs exactly one of signal, timer, expr, workflows; it ${what}`, { path, at: 'key' });
+        reporter.report('wait-shape', `term "${term.name}" of task "${task.name}" needs exactly one of signal, timer, expr, workflows; it ${what}`, {
+          path,
+          at: 'key',
+        });
       }
       if (!term.kinds.includes('signal')) {
         for (const field of ['where', 'count'] as const) {
-          if (term[field] !== undefined) reporter.report('wait-shape', `term "${term.name}": "${field}" belongs to signal terms only`, { path: [...path, field], at: 'key' });
+          if (term[field] !== undefined)
+            reporter.report('wait-shape', `term "${term.name}": "${field}" belongs to signal terms only`, { path: [...path, field], at: 'key' });
         }
       }
       if (term.timer) {
@@ -47,7 +56,9 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
           reporter.report('wait-shape', `term "${term.name}": "quorum" applies only with mode: quorum`, { path: [...wpath, 'quorum'], at: 'key' });
         }
         if (Array.isArray(wf.ids) && wf.quorum !== undefined && wf.quorum > wf.ids.length) {
-          reporter.report('wait-shape', `term "${term.name}": quorum ${wf.quorum} is more than the ${wf.ids.length} listed workflows`, { path: [...wpath, 'quorum'] });
+          reporter.report('wait-shape', `term "${term.name}": quorum ${wf.quorum} is more than the ${wf.ids.length} listed workflows`, {
+            path: [...wpath, 'quorum'],
+          });
         }
         if (wf.group !== undefined) checkGroup(def, task, wf.group, [...wpath, 'group'], reporter);
       }
@@ -73,5 +84,10 @@ function checkGroup(def: Definition, task: TaskDef, group: string, path: Path, r
   const message = starter
     ? `group "${group}" is started by task "${starter.name}", which is not a direct dep of "${task.name}"`
     : `no start task in this workflow starts a group named "${group}"`;
-  reporter.report('unknown-group', message, { path }, starter ? `add "${starter.name}" to the deps of "${task.name}"` : 'a group is named by start: { group: NAME } on a direct dep');
+  reporter.report(
+    'unknown-group',
+    message,
+    { path },
+    starter ? `add "${starter.name}" to the deps of "${task.name}"` : 'a group is named by start: { group: NAME } on a direct dep',
+  );
 }

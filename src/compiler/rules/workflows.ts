@@ -1,5 +1,5 @@
 import { didYouMean } from '../diagnostics.js';
-import { taskPath, type Definition } from '../model.js';
+import { type Definition, taskPath } from '../model.js';
 import type { Reporter } from '../source.js';
 
 export interface FileDefinition {
@@ -18,7 +18,12 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
     if (name === undefined) continue;
     const first = firstFile.get(name);
     if (first !== undefined) {
-      reporter.report('duplicate-workflow', `workflow "${name}" is also defined in ${first}`, { path: ['name'] }, 'workflow names must be unique across the definitions folder');
+      reporter.report(
+        'duplicate-workflow',
+        `workflow "${name}" is also defined in ${first}`,
+        { path: ['name'] },
+        'workflow names must be unique across the definitions folder',
+      );
     } else firstFile.set(name, reporter.file.path);
   }
   const known = [...new Set([...firstFile.keys(), ...alsoKnown])];
@@ -27,7 +32,12 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
       const target = task.start?.workflow;
       if (target === undefined || known.includes(target)) continue;
       const guess = didYouMean(target, known);
-      reporter.report('unknown-workflow', `task "${task.name}" starts unknown workflow "${target}"`, { path: taskPath(task, 'start', 'workflow') }, guess ? `did you mean "${guess}"?` : 'start names a workflow defined in the definitions folder');
+      reporter.report(
+        'unknown-workflow',
+        `task "${task.name}" starts unknown workflow "${target}"`,
+        { path: taskPath(task, 'start', 'workflow') },
+        guess ? `did you mean "${guess}"?` : 'start names a workflow defined in the definitions folder',
+      );
     }
   }
 }

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { privateDir, tightenTree } from '../../private-files.js';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { QUERYABLE, type Database, type Queryable } from './types.js';
+import { privateDir, tightenTree } from '../../private-files.js';
+import { type Database, QUERYABLE, type Queryable } from './types.js';
 
 export interface PgliteOptions {
   /** A folder to persist to; in memory when absent. */
@@ -28,7 +28,10 @@ export class DatabaseLockedError extends Error {
 export class DatabaseDamagedError extends Error {
   readonly code = 'database_damaged' as const;
   constructor(dataDir: string, cause: unknown) {
-    super(`cannot open the embedded database in ${dataDir}: ${(cause as Error)?.message ?? String(cause)}. ` + `If it is damaged, move the folder away (or delete it) to start afresh.`);
+    super(
+      `cannot open the embedded database in ${dataDir}: ${(cause as Error)?.message ?? String(cause)}. ` +
+        `If it is damaged, move the folder away (or delete it) to start afresh.`,
+    );
     this.name = 'DatabaseDamagedError';
   }
 }
@@ -207,4 +210,3 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
   };
   return database;
 }
-

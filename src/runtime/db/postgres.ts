@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { QUERYABLE, setClientAdopter, type Database, type PgClientLike, type Queryable } from './types.js';
 import { backoffMs } from '../backoff.js';
+import { type Database, type PgClientLike, QUERYABLE, type Queryable, setClientAdopter } from './types.js';
 
 /**
  * int8 (bigint ids, counts) as JS numbers in braid's own queries only: braid's ids and counters stay far
  * below 2^53, and an application sharing `pg` (or its pool) keeps its own parsers.
  */
 const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 && format !== 'binary' ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 20 && format !== 'binary' ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 export type PostgresOptions = (
@@ -95,7 +96,9 @@ export function createPostgres(options: PostgresOptions): Database {
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMillis: options.idleTimeoutMs }),
   };
   // the hot pool and the listener connect as the pool does: its connection string or settings
-  const connection: pg.ClientConfig = own ? { connectionString: options.connectionString, ...bounds } : { ...bounds, ...(options.pool.options as pg.ClientConfig) };
+  const connection: pg.ClientConfig = own
+    ? { connectionString: options.connectionString, ...bounds }
+    : { ...bounds, ...(options.pool.options as pg.ClientConfig) };
   const max = own ? (options.max ?? 10) : (options.pool.options.max ?? 10);
   const pool = own ? new pg.Pool({ ...connection, max, application_name: options.applicationName ?? 'braid' }) : options.pool;
   // braid's hot statements (claims, completions) run on connections of their own that always use a generic
@@ -197,16 +200,19 @@ export function createPostgres(options: PostgresOptions): Database {
   const scheduleReconnect = (): void => {
     if (closed || reconnectTimer) return;
     failures++;
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = undefined;
-      ensureListener().then(
-        () => {
-          failures = 0;
-          for (const fn of resumers) fn();
-        },
-        () => scheduleReconnect(),
-      );
-    }, backoffMs(failures, { initialMs: 100, maxMs: 10_000 }));
+    reconnectTimer = setTimeout(
+      () => {
+        reconnectTimer = undefined;
+        ensureListener().then(
+          () => {
+            failures = 0;
+            for (const fn of resumers) fn();
+          },
+          () => scheduleReconnect(),
+        );
+      },
+      backoffMs(failures, { initialMs: 100, maxMs: 10_000 }),
+    );
     reconnectTimer.unref();
   };
 

@@ -9,7 +9,11 @@ export function isTransientError(error: unknown): boolean {
     // no SQLSTATE: a socket error, a connect timeout, a connection that ended under a query
     if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
     const message = error instanceof Error ? error.message : '';
-    return /connection (terminated|error)|terminated unexpectedly|timeout exceeded when trying to connect|query read timeout|not queryable|ECONN|socket hang up/i.test(message) && !/after calling end|pool is ended|was closed/i.test(message);
+    return (
+      /connection (terminated|error)|terminated unexpectedly|timeout exceeded when trying to connect|query read timeout|not queryable|ECONN|socket hang up/i.test(
+        message,
+      ) && !/after calling end|pool is ended|was closed/i.test(message)
+    );
   }
   return (
     code.startsWith('08') || // connection exception
@@ -23,7 +27,18 @@ export function isTransientError(error: unknown): boolean {
   );
 }
 
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EAI_AGAIN', 'ENOTFOUND']);
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+]);
 
 /**
  * Whether a transient failure is the connection's or the server's as a whole (every statement would fail alike)

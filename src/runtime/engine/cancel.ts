@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/types.js';
-import { closeTasks } from './settle.js';
-import { lockWorkflows, type AdvanceContext } from '../sql/advance.js';
+import { type AdvanceContext, lockWorkflows } from '../sql/advance.js';
 import { cancelChildren, cancelOpenTasks, markTimedOut, requestStop } from '../sql/cancel.js';
+import { closeTasks } from './settle.js';
 
 /**
  * Cancels a workflow in the caller's transaction: every task not yet final and not running is cancelled;
@@ -9,7 +9,12 @@ import { cancelChildren, cancelOpenTasks, markTimedOut, requestStop } from '../s
  * its start tasks started. The workflow ends cancelled (failed, for a timeout) once its last task is final. Returns the names of
  * the tasks cancelled now and of those asked to stop.
  */
-export async function cancelWorkflow(q: Queryable, ctx: AdvanceContext, id: string, reason: 'cancel' | 'timeout' = 'cancel'): Promise<{ found: boolean; cancelled: string[]; stopping: string[] }> {
+export async function cancelWorkflow(
+  q: Queryable,
+  ctx: AdvanceContext,
+  id: string,
+  reason: 'cancel' | 'timeout' = 'cancel',
+): Promise<{ found: boolean; cancelled: string[]; stopping: string[] }> {
   const w = (await lockWorkflows(q, ctx.s, [id])).get(id);
   if (!w) return { found: false, cancelled: [], stopping: [] };
   if (w.state !== 'running' || (reason === 'timeout' && w.cancel_requested)) return { found: true, cancelled: [], stopping: [] };

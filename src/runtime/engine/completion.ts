@@ -1,11 +1,11 @@
 import type { PlanTask } from '../../compiler/plan.js';
 import type { Database, Queryable } from '../db/types.js';
-import { applyExtension } from './extend.js';
-import { lockWorkflows, type AdvanceContext } from '../sql/advance.js';
-import { finalizeWorkflows } from './settle.js';
-import { completeTasks, workflowsToFinalize, type Completion, type CompletionResult, type EagerClaim } from '../sql/complete.js';
+import { type AdvanceContext, lockWorkflows } from '../sql/advance.js';
 import type { AttemptRef } from '../sql/attempts.js';
+import { type Completion, type CompletionResult, completeTasks, type EagerClaim, workflowsToFinalize } from '../sql/complete.js';
 import { activateWaits } from '../waits/evaluate.js';
+import { applyExtension } from './extend.js';
+import { finalizeWorkflows } from './settle.js';
 
 /**
  * What follows a completion statement (sql/complete.ts), written once: the waits its dependents' deps made
@@ -41,7 +41,13 @@ export async function completeAll(tx: Queryable, ctx: AdvanceContext, items: rea
  * workflow's lock the extensions are inserted, the attempt completes, and what follows runs. False when the
  * attempt was no longer running (timed out, cancelled or rescued): the caller rolls the transaction back.
  */
-export async function completeAttempt(tx: Queryable, ctx: AdvanceContext, ref: AttemptRef, output: unknown, extensions: readonly PlanTask[][]): Promise<boolean> {
+export async function completeAttempt(
+  tx: Queryable,
+  ctx: AdvanceContext,
+  ref: AttemptRef,
+  output: unknown,
+  extensions: readonly PlanTask[][],
+): Promise<boolean> {
   await lockWorkflows(tx, ctx.s, [ref.workflowId]);
   for (const tasks of extensions) await applyExtension(tx, ctx, ref.workflowId, tasks);
   const result = await completeTasks(tx, ctx, [{ ...ref, output }]);

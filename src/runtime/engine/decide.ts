@@ -59,7 +59,10 @@ export function dueState(scheduledAt: Date, now: Date): 'scheduled' | 'available
  * What the finalized deps of a task mean for it together: one failed dep fails it (a cancel wins over a skip),
  * else one skipped dep skips it, else it is free to go on. The first dep that decided it is named.
  */
-export function depsOutcome(dependent: IgnoreFlags, deps: readonly { name: string; state: FinalState | 'deleted' }[]): { outcome: 'satisfied' | 'failed' | 'skipped'; dep?: { name: string; state: string } } {
+export function depsOutcome(
+  dependent: IgnoreFlags,
+  deps: readonly { name: string; state: FinalState | 'deleted' }[],
+): { outcome: 'satisfied' | 'failed' | 'skipped'; dep?: { name: string; state: string } } {
   const outcomes = deps.map((d) => ({ d, o: depOutcome(dependent, d.state) }));
   const decisive = outcomes.find((x) => x.o === 'failed') ?? outcomes.find((x) => x.o === 'skipped');
   return decisive ? { outcome: decisive.o, dep: decisive.d } : { outcome: 'satisfied' };

@@ -1,9 +1,20 @@
-import { afterFailure, attemptJitter, dueState, retryDelayMs } from './decide.js';
 import type { Queryable } from '../db/types.js';
-import { storableText } from './storable.js';
-import { lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
-import { deleteUnknownClaims, finalizeAttempt, lockTask, requeueAttempt, retryAttempt, unclaim, type AttemptOutcome, type AttemptRef, type ErrorEntry, type TaskError } from '../sql/attempts.js';
+import { type AdvanceContext, lockWorkflows, notifyQueues } from '../sql/advance.js';
+import {
+  type AttemptOutcome,
+  type AttemptRef,
+  deleteUnknownClaims,
+  type ErrorEntry,
+  finalizeAttempt,
+  lockTask,
+  requeueAttempt,
+  retryAttempt,
+  type TaskError,
+  unclaim,
+} from '../sql/attempts.js';
 import { advanceWorkflow } from '../waits/evaluate.js';
+import { afterFailure, attemptJitter, dueState, retryDelayMs } from './decide.js';
+import { storableText } from './storable.js';
 
 /** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
 function storableError(e: TaskError): TaskError {
@@ -19,11 +30,17 @@ function storableError(e: TaskError): TaskError {
  * the attempt; a release (shutdown) makes it available again at once. Final outcomes cascade to dependents.
  * Returns false when the attempt was no longer running (a no-op).
  */
-export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: AttemptRef, outcome: AttemptOutcome, random: () => number = attemptJitter(ref)): Promise<boolean> {
+export async function endAttempt(
+  q: Queryable,
+  ctx: AdvanceContext,
+  ref: AttemptRef,
+  outcome: AttemptOutcome,
+  random: () => number = attemptJitter(ref),
+): Promise<boolean> {
   const { s, now } = ctx;
   await lockWorkflows(q, s, [ref.workflowId]);
   const task = await lockTask(q, s, ref.workflowId, ref.name);
-  if (!task || task.state !== 'running' || task.attempt !== ref.attempt || task.worker_id !== ref.workerId) return false;
+  if (task?.state !== 'running' || task.attempt !== ref.attempt || task.worker_id !== ref.workerId) return false;
   // a cancelled workflow's task ends cancelled whatever its attempt ended in: released or snoozed, it would run again
   if ((outcome.type === 'snooze' || outcome.type === 'release') && !task.cancel_requested) {
     const at = new Date(now.getTime() + (outcome.type === 'snooze' ? outcome.ms : 0));
@@ -32,13 +49,24 @@ export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: Attempt
     if (state === 'available') await notifyQueues(q, ctx.schema, [task.queue]);
     return true;
   }
-  const entry: ErrorEntry = { attempt: ref.attempt, at: now.toISOString(), ...storableError('error' in outcome ? outcome.error : { kind: 'cancel', message: 'workflow cancelled' }) };
+  const entry: ErrorEntry = {
+    attempt: ref.attempt,
+    at: now.toISOString(),
+    ...storableError('error' in outcome ? outcome.error : { kind: 'cancel', message: 'workflow cancelled' }),
+  };
   const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task);
   if (next === 'retryable') {
     // a lost attempt (its worker died, or could not record the end) is no failure of the handler's to back
     // off from: detecting it took long enough, so it runs again at once, keeping its place in the queue
     const lost = entry.kind === 'lost';
-    await retryAttempt(q, s, ref, lost ? 'available' : 'retryable', lost ? null : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random)), entry);
+    await retryAttempt(
+      q,
+      s,
+      ref,
+      lost ? 'available' : 'retryable',
+      lost ? null : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random)),
+      entry,
+    );
     if (lost) await notifyQueues(q, ctx.schema, [task.queue]);
     return true;
   }
@@ -59,7 +87,8 @@ export async function releaseTasks(q: Queryable, ctx: AdvanceContext, refs: read
   await notifyQueues(q, ctx.schema, [...new Set(rows.map((r) => r.queue))]);
   const released = new Set(rows.map((r) => `${r.workflow_id}\u0000${r.name}`));
   for (const ref of refs) {
-    if (!released.has(`${ref.workflowId}\u0000${ref.name}`)) await endAttempt(q, ctx, ref, { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } });
+    if (!released.has(`${ref.workflowId}\u0000${ref.name}`))
+      await endAttempt(q, ctx, ref, { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } });
   }
 }
 
@@ -68,8 +97,18 @@ export async function releaseTasks(q: Queryable, ctx: AdvanceContext, refs: read
  * statement committed but its reply was lost): those still running for it go back to their queue as if never
  * claimed, and the claims are deleted. Returns how many tasks were released.
  */
-export async function releaseLostClaims(q: Queryable, ctx: AdvanceContext, workerId: string, claimedAt: readonly Date[], known: readonly string[]): Promise<number> {
+export async function releaseLostClaims(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workerId: string,
+  claimedAt: readonly Date[],
+  known: readonly string[],
+): Promise<number> {
   const rows = await deleteUnknownClaims(q, ctx.s, workerId, claimedAt, known);
-  await releaseTasks(q, ctx, rows.map((r) => ({ workflowId: r.workflow_id, name: r.name, attempt: r.attempt, workerId })));
+  await releaseTasks(
+    q,
+    ctx,
+    rows.map((r) => ({ workflowId: r.workflow_id, name: r.name, attempt: r.attempt, workerId })),
+  );
   return rows.length;
 }

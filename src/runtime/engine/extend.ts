@@ -3,20 +3,20 @@
  * compiler's passes (no database), then inserted under the workflow's lock, from a handler atomically with
  * its task's completion or from outside by workflow id.
  */
+
 import type { Diagnostic } from '../../compiler/diagnostics.js';
-import { compile, CompileError } from '../../compiler/instantiate.js';
+import { CompileError, compile } from '../../compiler/instantiate.js';
 import { defaultsAsWritten, type NormalizedDefinition } from '../../compiler/normalize.js';
-import type { PlanTask } from '../../compiler/plan.js';
+import type { Plan, PlanTask } from '../../compiler/plan.js';
 import { validate } from '../../compiler/validate.js';
-import { depsOutcome, isFinal, type FinalState } from './decide.js';
 import type { Queryable } from '../db/types.js';
-import { endPending, lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
-import { advanceWorkflow, cancelPending } from '../waits/evaluate.js';
-import { insertTaskRows } from '../sql/insert.js';
+import { type AdvanceContext, endPending, lockWorkflows, notifyQueues } from '../sql/advance.js';
 import { addDependents, countAdded, existingTasks } from '../sql/extend.js';
+import { insertTaskRows } from '../sql/insert.js';
 import { workflowVersionRef } from '../sql/workflows.js';
+import { activateWaits, advanceWorkflow, cancelPending } from '../waits/evaluate.js';
+import { depsOutcome, type FinalState, isFinal } from './decide.js';
 import { isHeld, taskRows } from './insert.js';
-import { activateWaits } from '../waits/evaluate.js';
 
 /** New tasks, as the `tasks:` map of a definition; deps may name existing tasks (a for_each name means all its expansions). */
 export interface ExtensionSpec {
@@ -68,11 +68,12 @@ export function compileExtension(
   const result = validate([{ path: `extension of ${w.name}`, content: JSON.stringify(synthetic) }], { knownWorkflows });
   const errors = result.diagnostics.filter((d) => d.severity === 'error');
   if (errors.length > 0) throw new ExtensionError(`the extension is not valid: ${errors.map((d) => `${d.path}: ${d.message} [${d.rule}]`).join('; ')}`, errors);
-  let plan;
+  let plan: Plan;
   try {
     plan = compile(result.definitions[0], w.inputs, { id: w.id, now });
   } catch (error) {
-    if (error instanceof CompileError) throw new ExtensionError(`the extension does not compile: ${error.diagnostics.map((d) => d.message).join('; ')}`, error.diagnostics);
+    if (error instanceof CompileError)
+      throw new ExtensionError(`the extension does not compile: ${error.diagnostics.map((d) => d.message).join('; ')}`, error.diagnostics);
     throw error;
   }
   const byTemplate = new Map<string, string[]>();
@@ -98,7 +99,10 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
   const byName = new Map(existing.map((t) => [t.name, t]));
   // under the lock: a concurrent extension that committed first is seen here
   const clash = tasks.filter((t) => byName.has(t.name) || existing.some((e) => e.template === t.template));
-  if (clash.length > 0) throw new ExtensionError(`workflow ${workflowId} already has task${clash.length > 1 ? 's' : ''} ${[...new Set(clash.map((t) => `"${t.template}"`))].join(', ')}`);
+  if (clash.length > 0)
+    throw new ExtensionError(
+      `workflow ${workflowId} already has task${clash.length > 1 ? 's' : ''} ${[...new Set(clash.map((t) => `"${t.template}"`))].join(', ')}`,
+    );
   const unknown = tasks.flatMap((t) => t.deps.filter((d) => !byName.has(d) && !tasks.some((x) => x.name === d)));
   if (unknown.length > 0) throw new ExtensionError(`unknown deps: ${[...new Set(unknown)].join(', ')}`);
   const failing = new Map<string, string>();
@@ -109,7 +113,8 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
       return dep && isFinal(dep.state) ? [{ name: d, state: dep.state as FinalState }] : [];
     });
     const decided = depsOutcome(t, final);
-    if (decided.outcome !== 'satisfied') (decided.outcome === 'failed' ? failing : skipping).set(t.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
+    if (decided.outcome !== 'satisfied')
+      (decided.outcome === 'failed' ? failing : skipping).set(t.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
     // held pending until cancelled or skipped below, with its dependents, as a failed or skipped dep does
     const left = t.deps.length - final.length;
     return decided.outcome !== 'satisfied' ? { deps_left: left, state: 'pending' } : { deps_left: left };
@@ -125,7 +130,12 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
       reverse.set(d, r);
     }
   }
-  await addDependents(q, s, workflowId, [...reverse].map(([name, r]) => ({ name, ...r })));
+  await addDependents(
+    q,
+    s,
+    workflowId,
+    [...reverse].map(([name, r]) => ({ name, ...r })),
+  );
   await countAdded(q, s, workflowId, tasks.length);
   await cancelPending(q, ctx, workflowId, failing);
   const skipped = await endPending(q, s, workflowId, now, 'skipped', 'dependency', skipping);
@@ -133,7 +143,11 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
   const ended = (name: string) => failing.has(name) || skipping.has(name);
   const waiting = rows.filter((r) => (r.wait !== null || r.condition !== null) && r.deps_left === 0 && !ended(r.name)).map((r) => r.name);
   await activateWaits(q, ctx, workflowId, waiting);
-  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available' && !ended(r.name)).map((r) => r.queue));
+  await notifyQueues(
+    q,
+    ctx.schema,
+    rows.filter((r) => r.state === 'available' && !ended(r.name)).map((r) => r.queue),
+  );
   return tasks.map((t) => t.name);
 }
 
@@ -152,7 +166,13 @@ export async function extendWorkflow(
 }
 
 /** Compiles an extension against a workflow as it is now (no lock needed: applyExtension checks again under it). */
-export async function compileFor(q: Queryable, ctx: AdvanceContext, workflowId: string, spec: ExtensionSpec, knownWorkflows: readonly string[]): Promise<PlanTask[]> {
+export async function compileFor(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workflowId: string,
+  spec: ExtensionSpec,
+  knownWorkflows: readonly string[],
+): Promise<PlanTask[]> {
   const w = await workflowVersionRef(q, ctx.s, workflowId);
   if (!w) throw new ExtensionError(`no workflow with id "${workflowId}"`);
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);

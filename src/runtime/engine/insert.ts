@@ -1,12 +1,12 @@
 import type { Plan, PlanTask } from '../../compiler/plan.js';
-import { readyState } from './decide.js';
 import type { Queryable } from '../db/types.js';
-import { assertStorable } from './storable.js';
-import { notifyQueues, type AdvanceContext } from '../sql/advance.js';
-import { insertTaskRows, insertWorkflow, markAwaited, markAwaitedSql, type InsertExtras, type TaskRow } from '../sql/insert.js';
-import { declaredKeys } from '../waits/wait-eval.js';
-import { activateWaits } from '../waits/evaluate.js';
+import { type AdvanceContext, notifyQueues } from '../sql/advance.js';
+import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, markAwaitedSql, type TaskRow } from '../sql/insert.js';
 import { notifyTimer } from '../sql/waits.js';
+import { activateWaits } from '../waits/evaluate.js';
+import { declaredKeys } from '../waits/wait-eval.js';
+import { readyState } from './decide.js';
+import { assertStorable } from './storable.js';
 
 /** A task that something besides its deps holds pending: a wait, or a condition still to decide. */
 export function isHeld(t: Pick<PlanTask, 'wait' | 'when'>): boolean {
@@ -17,7 +17,12 @@ export function isHeld(t: Pick<PlanTask, 'wait' | 'when'>): boolean {
  * Rows for plan tasks. `depsLeft` and `state` may be overridden (an extension's deps may be final already);
  * by default every dep is still to come.
  */
-export function taskRows(tasks: readonly PlanTask[], createdAt: Date, now: Date, override: (t: PlanTask) => { deps_left?: number; state?: string } = () => ({})): TaskRow[] {
+export function taskRows(
+  tasks: readonly PlanTask[],
+  createdAt: Date,
+  now: Date,
+  override: (t: PlanTask) => { deps_left?: number; state?: string } = () => ({}),
+): TaskRow[] {
   const dependents = new Map<string, string[]>();
   for (const t of tasks) for (const d of t.deps) dependents.set(d, [...(dependents.get(d) ?? []), t.name]);
   // a dependent whose wait or condition a completion may make ready is decided in the completion's transaction
@@ -76,7 +81,12 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
   }
   const created = new Date(w.created_at);
   const rows = taskRows(plan.tasks, created, now);
-  await insertWorkflow(q, s, { id: w.id, name: w.name, hash: w.definition.hash, inputs: w.inputs, output: w.output, tasks: plan.tasks.length, created, timeoutMs: w.timeout_ms ?? null }, extras);
+  await insertWorkflow(
+    q,
+    s,
+    { id: w.id, name: w.name, hash: w.definition.hash, inputs: w.inputs, output: w.output, tasks: plan.tasks.length, created, timeoutMs: w.timeout_ms ?? null },
+    extras,
+  );
   // the leader wakes for the deadline as for a timer
   if (w.timeout_ms !== undefined) await notifyTimer(q, ctx.schema, new Date(created.getTime() + w.timeout_ms));
   if (rows.length === 0) {
@@ -86,5 +96,9 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
   await insertTaskRows(q, s, w.id, rows, now, `WITH marked AS (${markAwaitedSql(s)} RETURNING id)`);
   const roots = plan.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name);
   if (roots.length > 0) await activateWaits(q, ctx, w.id, roots);
-  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available').map((r) => r.queue));
+  await notifyQueues(
+    q,
+    ctx.schema,
+    rows.filter((r) => r.state === 'available').map((r) => r.queue),
+  );
 }

@@ -39,7 +39,13 @@ const NOT_STARTED = new Set(['pending', 'scheduled', 'available']);
  * (a finished workflow's failed tasks take the fixed definition). Every started task must exist in the target
  * with the same kind, and a running one keeps its name (its attempt completes by it).
  */
-export function planMove(rows: readonly MoveRow[], targetTasks: readonly PlanTask[], target: NormalizedDefinition, from: NormalizedDefinition | undefined, rerun?: ReadonlySet<string>): MoveDecision {
+export function planMove(
+  rows: readonly MoveRow[],
+  targetTasks: readonly PlanTask[],
+  target: NormalizedDefinition,
+  from: NormalizedDefinition | undefined,
+  rerun?: ReadonlySet<string>,
+): MoveDecision {
   const correspondence = from ? taskCorrespondence(from, target) : new Map();
   const targetByName = new Map(targetTasks.map((t) => [t.name, t]));
   const fromTemplates = new Set(from?.tasks.map((t) => t.name) ?? []);
@@ -51,15 +57,21 @@ export function planMove(rows: readonly MoveRow[], targetTasks: readonly PlanTas
     const task = next !== undefined ? targetByName.get(next) : undefined;
     const started = !NOT_STARTED.has(row.state) && !rerun?.has(row.name);
     if (!task) {
-      if (started) return { ok: false, reason: `task "${row.name}" is ${row.state}, and the version to move to has no task "${next ?? row.name}"${from && !fromTemplates.has(row.template) ? ' (an extension added it)' : ' (renamed_from: says what it became)'}` };
+      if (started)
+        return {
+          ok: false,
+          reason: `task "${row.name}" is ${row.state}, and the version to move to has no task "${next ?? row.name}"${from && !fromTemplates.has(row.template) ? ' (an extension added it)' : ' (renamed_from: says what it became)'}`,
+        };
       plan.deleted.push(row.name);
       continue;
     }
     if (claimed.has(task.name)) return { ok: false, reason: `tasks "${claimed.get(task.name)}" and "${row.name}" would both become "${task.name}"` };
     claimed.set(task.name, row.name);
-    if (started && task.kind !== row.kind) return { ok: false, reason: `task "${row.name}" is ${row.state} with kind ${row.kind}, and the version to move to runs it as kind ${task.kind}` };
+    if (started && task.kind !== row.kind)
+      return { ok: false, reason: `task "${row.name}" is ${row.state} with kind ${row.kind}, and the version to move to runs it as kind ${task.kind}` };
     if (task.name !== row.name) {
-      if (row.state === 'running') return { ok: false, reason: `task "${row.name}" is running: it takes its new name "${task.name}" once its attempt ends (upgrade again then)` };
+      if (row.state === 'running')
+        return { ok: false, reason: `task "${row.name}" is running: it takes its new name "${task.name}" once its attempt ends (upgrade again then)` };
       plan.renames.push({ from: row.name, to: task.name });
     }
     (started ? plan.kept : plan.redefined).push(task.name);

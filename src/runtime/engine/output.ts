@@ -1,5 +1,5 @@
-import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import { baseContext, type ContextWorkflow } from '../../compiler/cel/context.js';
+import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 
 export interface TaskResult {
@@ -42,7 +42,13 @@ export function depsScope(
   task: { template: string; deps: readonly string[] },
   depRows: readonly TaskResult[],
 ): Record<string, unknown> {
-  return { ...baseContext(def, w), deps: tasksContext(depRows.filter((r) => task.deps.includes(r.name)), expandedDeps(def, task.template)) };
+  return {
+    ...baseContext(def, w),
+    deps: tasksContext(
+      depRows.filter((r) => task.deps.includes(r.name)),
+      expandedDeps(def, task.template),
+    ),
+  };
 }
 
 /** The workflow's output, evaluated once when it completes; a failing template is reported, not thrown. */

@@ -1,8 +1,8 @@
-import { isFailed, readyState, retrySelection, type RetryMode } from './decide.js';
 import type { Queryable } from '../db/types.js';
-import { lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
+import { type AdvanceContext, lockWorkflows, notifyQueues } from '../sql/advance.js';
 import { restartWorkflow, retryCandidates } from '../sql/retry.js';
 import { activateWaits } from '../waits/evaluate.js';
+import { isFailed, type RetryMode, readyState, retrySelection } from './decide.js';
 
 export interface RetryResult {
   /** The workflow's new attempt. */
@@ -47,11 +47,25 @@ export async function retryWorkflow(
     .filter((t) => selected.has(t.name))
     .map((t) => {
       const depsLeft = t.deps.filter((d) => selected.has(d)).length;
-      return { name: t.name, deps_left: depsLeft, state: readyState({ deps_left: depsLeft, held: t.held, scheduled_at: new Date(t.scheduled_at) }, now), queue: t.queue };
+      return {
+        name: t.name,
+        deps_left: depsLeft,
+        state: readyState({ deps_left: depsLeft, held: t.held, scheduled_at: new Date(t.scheduled_at) }, now),
+        queue: t.queue,
+      };
     });
   const stillFailed = tasks.filter((t) => !selected.has(t.name) && isFailed(t.state)).length;
   await restartWorkflow(q, s, { id, attempt, now, open: rows.length, failed: stillFailed }, rows, options.resetHistory);
-  await activateWaits(q, ctx, id, rows.filter((r) => r.deps_left === 0 && r.state === 'pending').map((r) => r.name));
-  await notifyQueues(q, ctx.schema, rows.filter((r) => r.state === 'available').map((r) => r.queue));
+  await activateWaits(
+    q,
+    ctx,
+    id,
+    rows.filter((r) => r.deps_left === 0 && r.state === 'pending').map((r) => r.name),
+  );
+  await notifyQueues(
+    q,
+    ctx.schema,
+    rows.filter((r) => r.state === 'available').map((r) => r.queue),
+  );
   return { attempt, retried: rows.map((r) => r.name) };
 }

@@ -1,20 +1,20 @@
-import { depsOutcome, finalWorkflowState, isFailed, isFinal, readyState } from './decide.js';
 import type { Queryable } from '../db/types.js';
-import { evaluateOutput } from './output.js';
 import {
+  type AdvanceContext,
   advanceDependents,
   countClosed,
   deleteTaskRows,
   dependentsOf,
   endPending,
   endWorkflows,
-  pendingDependents,
-  taskResults,
-  type AdvanceContext,
   type Finalized,
+  pendingDependents,
   type SettleResult,
+  taskResults,
   type WorkflowRow,
 } from '../sql/advance.js';
+import { depsOutcome, finalWorkflowState, isFailed, isFinal, readyState } from './decide.js';
+import { evaluateOutput } from './output.js';
 
 /**
  * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances
@@ -47,7 +47,10 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
     const advanced: { name: string; deps_left: number; state: string }[] = [];
     for (const row of rows) {
       const mine = edges.filter((e) => e.dependent === row.name);
-      const decided = depsOutcome(row, mine.map((e) => ({ name: e.dep, state: e.depState })));
+      const decided = depsOutcome(
+        row,
+        mine.map((e) => ({ name: e.dep, state: e.depState })),
+      );
       if (decided.outcome !== 'satisfied') {
         (decided.outcome === 'failed' ? cancelled : skipped).set(row.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
         continue;
@@ -59,7 +62,10 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
       if (depsLeft === 0 && row.held && depsLeft !== row.deps_left) result.waitsReady.push(row.name);
     }
     await advanceDependents(q, s, workflowId, advanced);
-    wave = [...(await endPending(q, s, workflowId, now, 'cancelled', 'dependency', cancelled)), ...(await endPending(q, s, workflowId, now, 'skipped', 'dependency', skipped))];
+    wave = [
+      ...(await endPending(q, s, workflowId, now, 'cancelled', 'dependency', cancelled)),
+      ...(await endPending(q, s, workflowId, now, 'skipped', 'dependency', skipped)),
+    ];
   }
   result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
   return result;

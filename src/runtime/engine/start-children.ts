@@ -6,15 +6,15 @@
  */
 import { createHash } from 'node:crypto';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
-import { clockNow, type RuntimeContext } from '../context.js';
 import { toCelValue } from '../../compiler/cel/types.js';
-import { compile, CompileError, DEFAULT_COMPILE_LIMITS, type CompileLimits } from '../../compiler/instantiate.js';
+import { CompileError, type CompileLimits, compile, DEFAULT_COMPILE_LIMITS } from '../../compiler/instantiate.js';
 import type { NormalizedStart } from '../../compiler/normalize.js';
+import { clockNow, type RuntimeContext } from '../context.js';
+import { currentDefinition } from '../sql/definitions.js';
+import { recordChildStarts } from '../sql/effects.js';
+import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
 import type { TaskContext } from '../worker/handlers.js';
 import { depsScope } from './output.js';
-import { recordChildStarts } from '../sql/effects.js';
-import { currentDefinition } from '../sql/definitions.js';
-import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 
@@ -46,7 +46,10 @@ export async function runStartTask(
     const list = renderTemplates(spec.for_each, base);
     if (!Array.isArray(list)) throw new Error(`start.for_each yielded ${list === null ? 'null' : typeof list}, not a list`);
     const max = o.limits?.forEachItems ?? DEFAULT_COMPILE_LIMITS.forEachItems;
-    if (list.length > max) throw new Error(`start.for_each yielded ${list.length.toLocaleString('en-US')} items, over the limit of ${max.toLocaleString('en-US')} (limit for_each_items)`);
+    if (list.length > max)
+      throw new Error(
+        `start.for_each yielded ${list.length.toLocaleString('en-US')} items, over the limit of ${max.toLocaleString('en-US')} (limit for_each_items)`,
+      );
     items = list;
   }
   const child = await currentDefinition(o.db, o.s, spec.workflow);
@@ -65,7 +68,15 @@ export async function runStartTask(
     return { id, inputs };
   });
   await ctx.transaction(async (tx) => {
-    await recordChildStarts(tx, o.s, o.schema, { parentId: w.id, parentTask: task.name, group: spec.group, name: child.name, definitionHash: child.hash, now, children: starts });
+    await recordChildStarts(tx, o.s, o.schema, {
+      parentId: w.id,
+      parentTask: task.name,
+      group: spec.group,
+      name: child.name,
+      definitionHash: child.hash,
+      now,
+      children: starts,
+    });
   });
   return { group: spec.group, workflow_ids: starts.map((s) => s.id) };
 }

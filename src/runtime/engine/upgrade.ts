@@ -6,20 +6,29 @@
  * inserted with their deps counted from what has ended; removed tasks not started are deleted.
  */
 import { canonicalJson } from '../../compiler/canonical-json.js';
-import { compile, CompileError } from '../../compiler/instantiate.js';
 import type { CompileLimits } from '../../compiler/instantiate.js';
+import { CompileError, compile } from '../../compiler/instantiate.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import { type AdvanceContext, deleteTaskRows, endPending, lockWorkflows, notifyQueues } from '../sql/advance.js';
 import type { StoredDefinition } from '../sql/definitions.js';
-import { deleteTaskRows, endPending, lockWorkflows, notifyQueues, type AdvanceContext } from '../sql/advance.js';
 import { insertTaskRows } from '../sql/insert.js';
+import {
+  forgetWaitState,
+  type MoveTaskRow,
+  moveTaskRows,
+  type RedefinedRow,
+  redefineTasks,
+  relinkTasks,
+  renameTasks,
+  setWorkflowVersion,
+} from '../sql/upgrade.js';
 import { notifyTimer } from '../sql/waits.js';
 import { workflowVersionRef } from '../sql/workflows.js';
-import { forgetWaitState, moveTaskRows, redefineTasks, relinkTasks, renameTasks, setWorkflowVersion, type MoveTaskRow, type RedefinedRow } from '../sql/upgrade.js';
 import { activateWaits, advanceWorkflow, cancelPending } from '../waits/evaluate.js';
-import { depsOutcome, dueState, isFinal, type FinalState } from './decide.js';
+import { depsOutcome, dueState, type FinalState, isFinal } from './decide.js';
 import { isHeld, taskRows } from './insert.js';
-import { planMove, type MovePlan } from './move.js';
+import { type MovePlan, planMove } from './move.js';
 import { closeTasks } from './settle.js';
 
 export interface UpgradeOptions {
@@ -52,7 +61,13 @@ export interface UpgradeOutcome {
  * Moves one workflow to `target`: a running one (a finalized one only with `rerun`, for a retry that follows).
  * Returns the outcome; on `moved`, the tasks a retry must also run again (`inserted`) are named.
  */
-export async function upgradeWorkflow(q: Queryable, ctx: AdvanceContext, id: string, target: StoredDefinition, options: UpgradeOptions = {}): Promise<UpgradeOutcome> {
+export async function upgradeWorkflow(
+  q: Queryable,
+  ctx: AdvanceContext,
+  id: string,
+  target: StoredDefinition,
+  options: UpgradeOptions = {},
+): Promise<UpgradeOutcome> {
   const { s } = ctx;
   const skip = (from: string | null, reason: string): UpgradeOutcome => ({ id, from, to: target.hash, status: 'skipped', reason });
   if (!options.dryRun && !(await lockWorkflows(q, s, [id])).has(id)) return skip(null, 'no such workflow');
@@ -61,14 +76,17 @@ export async function upgradeWorkflow(q: Queryable, ctx: AdvanceContext, id: str
   if (w.name !== target.name) return skip(w.definition_hash, `it is a ${w.name} workflow, not ${target.name}`);
   if (w.definition_hash === target.hash) return { id, from: w.definition_hash, to: target.hash, status: 'current' };
   const finalized = w.state !== 'running';
-  if (finalized && !options.rerun && options.scanned) return { id, from: w.definition_hash, to: target.hash, status: 'finished', reason: `it ended ${w.state} before its turn` };
-  if (finalized && !options.rerun) return skip(w.definition_hash, `it is ${w.state}: only running workflows move (retry --on-current moves a finished one and runs it again)`);
+  if (finalized && !options.rerun && options.scanned)
+    return { id, from: w.definition_hash, to: target.hash, status: 'finished', reason: `it ended ${w.state} before its turn` };
+  if (finalized && !options.rerun)
+    return skip(w.definition_hash, `it is ${w.state}: only running workflows move (retry --on-current moves a finished one and runs it again)`);
   if (!finalized && w.ending) return skip(w.definition_hash, 'it is being cancelled (or timed out): its open tasks are ending');
   let plan: Plan;
   try {
     plan = compile(target.normalized, w.inputs, { id, now: w.created_at, limits: options.limits });
   } catch (error) {
-    if (error instanceof CompileError) return skip(w.definition_hash, `its inputs do not fit version ${target.hash.slice(0, 12)}: ${error.diagnostics.map((d) => d.message).join('; ')}`);
+    if (error instanceof CompileError)
+      return skip(w.definition_hash, `its inputs do not fit version ${target.hash.slice(0, 12)}: ${error.diagnostics.map((d) => d.message).join('; ')}`);
     throw error;
   }
   const rows = await moveTaskRows(q, s, id, !options.dryRun);
@@ -133,16 +151,32 @@ async function applyMove(
     return { deps_left: left };
   });
   const byName = new Map(all.map((r) => [r.name, r]));
-  await relinkTasks(q, s, w.id, move.kept.map((n) => ({ name: n, deps: byName.get(n)!.deps, dependents: byName.get(n)!.dependents, dependents_wait: byName.get(n)!.dependents_wait })));
+  await relinkTasks(
+    q,
+    s,
+    w.id,
+    move.kept.map((n) => ({ name: n, deps: byName.get(n)!.deps, dependents: byName.get(n)!.dependents, dependents_wait: byName.get(n)!.dependents_wait })),
+  );
   const redefined: RedefinedRow[] = move.redefined.map((n) => {
     const r = byName.get(n)!;
     const old = rowOf.get(n)!;
     const anchor = r.wait !== null && r.deps_left === 0 && old.wait_started_at ? new Date(old.wait_started_at).toISOString() : null;
-    return { ...r, keep_hold: keepHold.has(n), wait_started_at: keepHold.has(n) ? (old.wait_started_at && new Date(old.wait_started_at).toISOString()) : anchor };
+    return { ...r, keep_hold: keepHold.has(n), wait_started_at: keepHold.has(n) ? old.wait_started_at && new Date(old.wait_started_at).toISOString() : anchor };
   });
   await redefineTasks(q, s, w.id, redefined);
-  await forgetWaitState(q, s, w.id, move.redefined.filter((n) => !keepHold.has(n)));
-  await insertTaskRows(q, s, w.id, move.inserted.map((n) => byName.get(n)!), now);
+  await forgetWaitState(
+    q,
+    s,
+    w.id,
+    move.redefined.filter((n) => !keepHold.has(n)),
+  );
+  await insertTaskRows(
+    q,
+    s,
+    w.id,
+    move.inserted.map((n) => byName.get(n)!),
+    now,
+  );
   const deadline = await setWorkflowVersion(q, s, {
     id: w.id,
     from: w.from,
@@ -160,9 +194,18 @@ async function applyMove(
   await cancelPending(q, ctx, w.id, failing);
   const skipped = await endPending(q, s, w.id, now, 'skipped', 'dependency', skipping);
   if (skipped.length > 0) await notifyQueues(q, ctx.schema, (await advanceWorkflow(q, ctx, w.id, skipped)).queues);
-  await activateWaits(q, ctx, w.id, activate.filter((n) => !failing.has(n) && !skipping.has(n)));
+  await activateWaits(
+    q,
+    ctx,
+    w.id,
+    activate.filter((n) => !failing.has(n) && !skipping.has(n)),
+  );
   const changed = new Set([...move.redefined, ...move.inserted]);
-  await notifyQueues(q, ctx.schema, all.filter((r) => changed.has(r.name) && r.state === 'available' && !failing.has(r.name) && !skipping.has(r.name)).map((r) => r.queue));
+  await notifyQueues(
+    q,
+    ctx.schema,
+    all.filter((r) => changed.has(r.name) && r.state === 'available' && !failing.has(r.name) && !skipping.has(r.name)).map((r) => r.queue),
+  );
   // a move that left nothing open (every task it removed was the last to do) ends the workflow
   await closeTasks(q, ctx, w.id, 0, 0);
 }

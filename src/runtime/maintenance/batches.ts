@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/types.js';
-import { lockWorkflows, type AdvanceContext } from '../sql/advance.js';
+import { type AdvanceContext, lockWorkflows } from '../sql/advance.js';
 import { errorMessage } from '../worker/describe-error.js';
-import { LeaseLost, leaderWrite, stillLeading, type MaintenanceContext } from './service.js';
+import { LeaseLost, leaderWrite, type MaintenanceContext, stillLeading } from './service.js';
 
 /** Workflows per transaction, and transactions at once, of a batched pass. */
 const BATCH = 500;

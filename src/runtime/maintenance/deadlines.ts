@@ -2,7 +2,7 @@ import { clockNow } from '../context.js';
 import { cancelWorkflow } from '../engine/cancel.js';
 import { nextDeadline, pastDeadline } from '../sql/cancel.js';
 import { forEachWorkflow } from './batches.js';
-import { stillLeading, type MaintenanceContext, type MaintenanceService } from './service.js';
+import { type MaintenanceContext, type MaintenanceService, stillLeading } from './service.js';
 
 const BATCH = 2000;
 

@@ -5,15 +5,15 @@
  * exactly the tasks registered on the finalized workflow.
  */
 import { compile } from '../../compiler/instantiate.js';
-import type { Queryable } from '../db/types.js';
-import type { AdvanceContext } from '../sql/advance.js';
-import { insertPlan } from '../engine/insert.js';
-import { cancelWorkflow } from '../engine/cancel.js';
-import { childStartable, deleteEffect, fanOutFinalized, lockEffect, oldestEffects, underSavepoint, type EffectRow } from '../sql/effects.js';
-import { evaluateWaits } from '../waits/evaluate.js';
 import { CoalescedPass } from '../coalesced.js';
-import type { MaintenanceContext, MaintenanceService } from './service.js';
+import type { Queryable } from '../db/types.js';
+import { cancelWorkflow } from '../engine/cancel.js';
+import { insertPlan } from '../engine/insert.js';
+import type { AdvanceContext } from '../sql/advance.js';
+import { childStartable, deleteEffect, type EffectRow, fanOutFinalized, lockEffect, oldestEffects, underSavepoint } from '../sql/effects.js';
+import { evaluateWaits } from '../waits/evaluate.js';
 import { inBatches } from './batches.js';
+import type { MaintenanceContext, MaintenanceService } from './service.js';
 
 const UNLIMITED = { forEachItems: Infinity, planTasks: Infinity, celCost: Infinity };
 
@@ -106,7 +106,9 @@ async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: str
 export class EffectService implements MaintenanceService {
   readonly name = 'effects';
   private readonly pass = new CoalescedPass<number, MaintenanceContext>((ctx) =>
-    applyEffects(ctx, (e, error) => ctx.log.warn(`leader: ${e.kind} effect ${e.id} on workflow ${e.workflow_id} failed (kept, tried again later): ${error.message}`)),
+    applyEffects(ctx, (e, error) =>
+      ctx.log.warn(`leader: ${e.kind} effect ${e.id} on workflow ${e.workflow_id} failed (kept, tried again later): ${error.message}`),
+    ),
   );
 
   constructor(readonly intervalMs: number) {}

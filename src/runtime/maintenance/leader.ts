@@ -1,8 +1,8 @@
-import { within } from '../within.js';
+import { clockNow, type RuntimeContext } from '../context.js';
 import { channels } from '../sql/channels.js';
 import { electLeader, resignLeader } from '../sql/leader.js';
 import type { RetentionPolicy } from '../sql/maintenance.js';
-import { clockNow, type RuntimeContext } from '../context.js';
+import { within } from '../within.js';
 import { errorMessage } from '../worker/describe-error.js';
 import { DeadlineService } from './deadlines.js';
 import { EffectService } from './effects.js';

@@ -1,6 +1,6 @@
 import { clockNow } from '../context.js';
 import { promoteDue } from '../sql/maintenance.js';
-import { leaderWrite, stillLeading, type MaintenanceContext, type MaintenanceService } from './service.js';
+import { leaderWrite, type MaintenanceContext, type MaintenanceService, stillLeading } from './service.js';
 
 const BATCH = 1000;
 

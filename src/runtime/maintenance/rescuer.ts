@@ -22,7 +22,10 @@ export class RescuerService implements MaintenanceService {
     const deadBefore = new Date((await clockNow(ctx)).getTime() - this.deadAfterMs);
     let rescued = 0;
     for (const a of await lostAttempts(db, s, deadBefore)) {
-      const message = a.why === 'dead' ? `worker ${a.worker_id} stopped heartbeating while running this attempt` : `worker ${a.worker_id} could not record the end of this attempt`;
+      const message =
+        a.why === 'dead'
+          ? `worker ${a.worker_id} stopped heartbeating while running this attempt`
+          : `worker ${a.worker_id} could not record the end of this attempt`;
       try {
         const ref = { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id };
         if (await leaderWrite(ctx, (tx, advance) => endAttempt(tx, advance, ref, { type: 'error', error: { message, kind: 'lost' } }))) rescued++;

@@ -1,6 +1,6 @@
 import { clockNow } from '../context.js';
 import { lockWorkflows, notifyQueues } from '../sql/advance.js';
-import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, workflowsWithExpiredTasks, type RetentionPolicy } from '../sql/maintenance.js';
+import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, type RetentionPolicy, workflowsWithExpiredTasks } from '../sql/maintenance.js';
 import { deleteTasks } from '../waits/evaluate.js';
 import { leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 

@@ -1,8 +1,8 @@
 import { finalizePending } from '../engine/completion.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { unfinalized } from '../sql/complete.js';
-import { unevaluatedWaits } from '../sql/waits.js';
 import { strandedConditions } from '../sql/conditions.js';
+import { unevaluatedWaits } from '../sql/waits.js';
 import { activateWaits } from '../waits/evaluate.js';
 import { leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
@@ -25,7 +25,12 @@ export class SweeperService implements MaintenanceService {
     for (const id of workflows) {
       await leaderWrite(ctx, async (tx, advance) => {
         await lockWorkflows(tx, s, [id]);
-        await activateWaits(tx, advance, id, unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name));
+        await activateWaits(
+          tx,
+          advance,
+          id,
+          unevaluated.filter((u) => u.workflow_id === id).map((u) => u.name),
+        );
       });
     }
     return stranded.length + workflows.size;

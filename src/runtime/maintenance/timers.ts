@@ -3,7 +3,7 @@ import { clockNow } from '../context.js';
 import { fireTimersMany, nextTimer, workflowsWithDueTimers } from '../sql/waits.js';
 import { evaluateWaitsBatch } from '../waits/evaluate.js';
 import { inBatches } from './batches.js';
-import { stillLeading, type MaintenanceContext, type MaintenanceService } from './service.js';
+import { type MaintenanceContext, type MaintenanceService, stillLeading } from './service.js';
 
 /** Due workflows read at a time. */
 const DUE = 2000;
@@ -37,7 +37,9 @@ export class TimerService implements MaintenanceService {
     let fired = 0;
     for (;;) {
       const ids = await workflowsWithDueTimers(db, s, await clockNow(ctx), DUE);
-      fired += await inBatches(ctx, ids, 'firing timers', async (tx, advance, batch) => evaluateWaitsBatch(tx, advance, await fireTimersMany(tx, s, batch, advance.now)));
+      fired += await inBatches(ctx, ids, 'firing timers', async (tx, advance, batch) =>
+        evaluateWaitsBatch(tx, advance, await fireTimersMany(tx, s, batch, advance.now)),
+      );
       if (ids.length < DUE || !stillLeading(ctx)) break;
     }
     const next = await nextTimer(db, s);

@@ -1,5 +1,5 @@
-import type { FinalState } from '../engine/decide.js';
 import type { Queryable } from '../db/types.js';
+import type { FinalState } from '../engine/decide.js';
 import type { DefinitionCache } from '../engine/definition-cache.js';
 import type { TaskResult } from '../engine/output.js';
 import { channels } from './channels.js';
@@ -51,7 +51,10 @@ export interface DependentRow {
 
 /** The reverse edges of some tasks of a workflow. */
 export async function dependentsOf(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<Map<string, string[]>> {
-  const { rows } = await q.query<{ name: string; dependents: string[] }>(`SELECT name, dependents FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[])`, [workflowId, names]);
+  const { rows } = await q.query<{ name: string; dependents: string[] }>(
+    `SELECT name, dependents FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[])`,
+    [workflowId, names],
+  );
   return new Map(rows.map((r) => [r.name, r.dependents]));
 }
 
@@ -67,7 +70,12 @@ export async function pendingDependents(q: Queryable, s: string, workflowId: str
 }
 
 /** Moves dependents: each to its deps left and its state. */
-export async function advanceDependents(q: Queryable, s: string, workflowId: string, advanced: readonly { name: string; deps_left: number; state: string }[]): Promise<void> {
+export async function advanceDependents(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  advanced: readonly { name: string; deps_left: number; state: string }[],
+): Promise<void> {
   if (advanced.length === 0) return;
   await q.query(
     `UPDATE ${s}.tasks t SET deps_left = v.deps_left, state = v.state
@@ -109,16 +117,22 @@ export async function endPending(
 }
 
 /** Deletes task rows of one workflow (lock held), returning what each was. */
-export async function deleteTaskRows(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<{ name: string; state: string; dependents: string[] }[]> {
-  const { rows } = await q.query<{ name: string; state: string; dependents: string[] }>(`DELETE FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) RETURNING name, state, dependents`, [
-    workflowId,
-    names,
-  ]);
+export async function deleteTaskRows(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  names: readonly string[],
+): Promise<{ name: string; state: string; dependents: string[] }[]> {
+  const { rows } = await q.query<{ name: string; state: string; dependents: string[] }>(
+    `DELETE FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) RETURNING name, state, dependents`,
+    [workflowId, names],
+  );
   return rows;
 }
 
 /** The columns of a WorkflowRow. */
-export const WORKFLOW_ROW_COLUMNS = 'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, end_reason, output_template, inputs, created_at';
+export const WORKFLOW_ROW_COLUMNS =
+  'id, name, definition_hash, state, tasks_open, tasks_failed, cancel_requested, end_reason, output_template, inputs, created_at';
 
 export interface WorkflowRow {
   id: string;
@@ -136,11 +150,10 @@ export interface WorkflowRow {
 
 /** Counts tasks out of the workflow's open set (and into its failed count); returns the workflow after. */
 export async function countClosed(q: Queryable, s: string, workflowId: string, closed: number, failed: number): Promise<WorkflowRow | undefined> {
-  const { rows } = await q.query<WorkflowRow>(`UPDATE ${s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1 RETURNING ${WORKFLOW_ROW_COLUMNS}`, [
-    workflowId,
-    closed,
-    failed,
-  ]);
+  const { rows } = await q.query<WorkflowRow>(
+    `UPDATE ${s}.workflows SET tasks_open = tasks_open - $2, tasks_failed = tasks_failed + $3 WHERE id = $1 RETURNING ${WORKFLOW_ROW_COLUMNS}`,
+    [workflowId, closed, failed],
+  );
   return rows[0];
 }
 
@@ -154,7 +167,11 @@ export async function taskResults(q: Queryable, s: string, workflowId: string): 
  * Workflows end, each in its state with its output; those others wait on leave a `finalized` effect (applied
  * to each waiter in its own transaction), and every end is notified.
  */
-export async function endWorkflows(q: Queryable, ctx: AdvanceContext, ended: readonly { id: string; state: string; output: unknown; output_error: string | null }[]): Promise<void> {
+export async function endWorkflows(
+  q: Queryable,
+  ctx: AdvanceContext,
+  ended: readonly { id: string; state: string; output: unknown; output_error: string | null }[],
+): Promise<void> {
   if (ended.length === 0) return;
   await q.query(
     `WITH f AS (
@@ -177,7 +194,11 @@ export async function notifyQueues(q: Queryable, schema: string, queues: Iterabl
 }
 
 /** Takes the per-workflow locks, always in id order so concurrent batches cannot deadlock. */
-export async function lockWorkflows(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, { state: string; cancel_requested: boolean; attempt: number }>> {
+export async function lockWorkflows(
+  q: Queryable,
+  s: string,
+  ids: readonly string[],
+): Promise<Map<string, { state: string; cancel_requested: boolean; attempt: number }>> {
   const { rows } = await q.query<{ id: string; state: string; cancel_requested: boolean; attempt: number }>(
     `SELECT id, state, cancel_requested, attempt FROM ${s}.workflows WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
     [[...new Set(ids)]],

@@ -1,5 +1,5 @@
-import type { RetryPolicy } from '../engine/decide.js';
 import type { Queryable } from '../db/types.js';
+import type { RetryPolicy } from '../engine/decide.js';
 
 /**
  * The statements that end attempts other than by completion (end-attempt.ts decides which one applies).
@@ -41,12 +41,10 @@ export interface RunningRow {
 
 /** Whether this attempt still runs on this worker (not timed out, cancelled or rescued). */
 export async function attemptRunning(q: Queryable, s: string, ref: AttemptRef): Promise<boolean> {
-  const { rows } = await q.query<{ ok: boolean }>(`SELECT (state = 'running' AND attempt = $3 AND worker_id = $4) AS ok FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [
-    ref.workflowId,
-    ref.name,
-    ref.attempt,
-    ref.workerId,
-  ]);
+  const { rows } = await q.query<{ ok: boolean }>(
+    `SELECT (state = 'running' AND attempt = $3 AND worker_id = $4) AS ok FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`,
+    [ref.workflowId, ref.name, ref.attempt, ref.workerId],
+  );
   return rows[0]?.ok === true;
 }
 
@@ -60,25 +58,33 @@ export async function lockTask(q: Queryable, s: string, workflowId: string, name
 }
 
 /** The attempt did not count (a snooze, a release): back to `state` at `at`, its attempt given back. */
-export async function requeueAttempt(q: Queryable, s: string, ref: AttemptRef, state: 'scheduled' | 'available', at: Date, notes: readonly ErrorEntry[]): Promise<void> {
-  await q.query(`UPDATE ${s}.tasks SET state = $3, attempt = attempt - 1, scheduled_at = $4, worker_id = NULL, errors = errors || $5::jsonb WHERE workflow_id = $1 AND name = $2`, [
-    ref.workflowId,
-    ref.name,
-    state,
-    at,
-    JSON.stringify(notes),
-  ]);
+export async function requeueAttempt(
+  q: Queryable,
+  s: string,
+  ref: AttemptRef,
+  state: 'scheduled' | 'available',
+  at: Date,
+  notes: readonly ErrorEntry[],
+): Promise<void> {
+  await q.query(
+    `UPDATE ${s}.tasks SET state = $3, attempt = attempt - 1, scheduled_at = $4, worker_id = NULL, errors = errors || $5::jsonb WHERE workflow_id = $1 AND name = $2`,
+    [ref.workflowId, ref.name, state, at, JSON.stringify(notes)],
+  );
 }
 
 /** The attempt failed and the task runs again: `retryable` at `at`, or `available` at once keeping its place (at null). */
-export async function retryAttempt(q: Queryable, s: string, ref: AttemptRef, state: 'retryable' | 'available', at: Date | null, entry: ErrorEntry): Promise<void> {
-  await q.query(`UPDATE ${s}.tasks SET state = $5, scheduled_at = coalesce($3, scheduled_at), worker_id = NULL, errors = errors || $4::jsonb WHERE workflow_id = $1 AND name = $2`, [
-    ref.workflowId,
-    ref.name,
-    at,
-    JSON.stringify([entry]),
-    state,
-  ]);
+export async function retryAttempt(
+  q: Queryable,
+  s: string,
+  ref: AttemptRef,
+  state: 'retryable' | 'available',
+  at: Date | null,
+  entry: ErrorEntry,
+): Promise<void> {
+  await q.query(
+    `UPDATE ${s}.tasks SET state = $5, scheduled_at = coalesce($3, scheduled_at), worker_id = NULL, errors = errors || $4::jsonb WHERE workflow_id = $1 AND name = $2`,
+    [ref.workflowId, ref.name, at, JSON.stringify([entry]), state],
+  );
 }
 
 /** The attempt ended the task for good (discarded, cancelled). */
@@ -109,7 +115,13 @@ export async function unclaim(q: Queryable, s: string, refs: readonly AttemptRef
  * Deletes a worker's claims recorded at the given times that it does not know (their reply was lost), and
  * returns their tasks still running for it.
  */
-export async function deleteUnknownClaims(q: Queryable, s: string, workerId: string, claimedAt: readonly Date[], known: readonly string[]): Promise<{ workflow_id: string; name: string; attempt: number }[]> {
+export async function deleteUnknownClaims(
+  q: Queryable,
+  s: string,
+  workerId: string,
+  claimedAt: readonly Date[],
+  known: readonly string[],
+): Promise<{ workflow_id: string; name: string; attempt: number }[]> {
   const { rows } = await q.query<{ workflow_id: string; name: string; attempt: number }>(
     `WITH lost AS (
        DELETE FROM ${s}.claims WHERE worker_id = $1 AND claimed_at = ANY($2::timestamptz[]) AND NOT (id = ANY($3::bigint[]))

@@ -16,7 +16,10 @@ export async function cancelOpenTasks(q: Queryable, s: string, id: string, now: 
 
 /** Asks a workflow's running tasks to stop, and records the request on the workflow; returns the tasks asked. */
 export async function requestStop(q: Queryable, s: string, schema: string, id: string): Promise<string[]> {
-  const { rows } = await q.query<{ name: string }>(`UPDATE ${s}.tasks SET cancel_requested = true WHERE workflow_id = $1 AND state = 'running' RETURNING name`, [id]);
+  const { rows } = await q.query<{ name: string }>(
+    `UPDATE ${s}.tasks SET cancel_requested = true WHERE workflow_id = $1 AND state = 'running' RETURNING name`,
+    [id],
+  );
   await q.query(`UPDATE ${s}.workflows SET cancel_requested = true WHERE id = $1`, [id]);
   if (rows.length > 0) await q.query('SELECT pg_notify($1, $2)', [channels(schema).cancel, id]);
   return rows.map((r) => r.name);

@@ -1,9 +1,9 @@
 import type { Queryable } from '../db/types.js';
-import { WORKFLOW_ROW_COLUMNS, type AdvanceContext, type WorkflowRow } from './advance.js';
+import { type AdvanceContext, WORKFLOW_ROW_COLUMNS, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
 import { recordClaimSql } from './claims.js';
+import { type ClaimedJson, claimedJson, decodeClaimed, depOutputsSql, type FetchedTask } from './fetch.js';
 import { finalizedEffectsSql, finalWorkflowStateSql, heldSql, readyStateSql } from './rules.js';
-import { claimedJson, decodeClaimed, depOutputsSql, type ClaimedJson, type FetchedTask } from './fetch.js';
 
 export interface Completion {
   workflowId: string;
@@ -100,7 +100,11 @@ function completionKey(i: Completion): string {
 }
 
 async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], byTid: boolean, claim?: EagerClaim): Promise<CompletionResult> {
-  const slots = claim ? Object.entries(claim.slots).filter(([, n]) => n > 0).map(([queue, n]) => ({ queue, n })) : [];
+  const slots = claim
+    ? Object.entries(claim.slots)
+        .filter(([, n]) => n > 0)
+        .map(([queue, n]) => ({ queue, n }))
+    : [];
   const ch = channels(ctx.schema);
   const s = ctx.s;
   const { rows } = await q.query<{
@@ -194,7 +198,8 @@ async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly 
   if (claimed.length > 0) {
     // deps completed in this very statement show their old rows to its subqueries: their outputs come from the batch
     const batchOutputs = new Map(items.filter((i) => !skippedKeys.has(completionKey(i))).map((i) => [completionKey(i), i.output ?? null]));
-    for (const t of claimed) t.dep_outputs = Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null]));
+    for (const t of claimed)
+      t.dep_outputs = Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null]));
   }
   const activated = new Map<string, string[]>();
   for (const a of r.activated ?? []) activated.set(a.w, [...(activated.get(a.w) ?? []), a.n]);

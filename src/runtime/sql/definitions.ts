@@ -11,7 +11,11 @@ export interface StoredDefinition {
  * Records a version (immutable: a hash is stored once) and makes it the current one for its name.
  * Returns whether anything changed, so registering an unchanged folder registers nothing.
  */
-export async function registerVersion(q: Queryable, s: string, def: { name: string; hash: string; normalized: NormalizedDefinition; file?: string }): Promise<{ inserted: boolean; madeCurrent: boolean }> {
+export async function registerVersion(
+  q: Queryable,
+  s: string,
+  def: { name: string; hash: string; normalized: NormalizedDefinition; file?: string },
+): Promise<{ inserted: boolean; madeCurrent: boolean }> {
   const inserted = await q.query(`INSERT INTO ${s}.definitions (name, hash, normalized, file) VALUES ($1, $2, $3, $4) ON CONFLICT (name, hash) DO NOTHING`, [
     def.name,
     def.hash,
@@ -87,6 +91,9 @@ export async function listDefinitionVersions(q: Queryable, s: string): Promise<D
 
 /** A name's versions whose hash starts with `prefix` (at most a few: a prefix names one version or is ambiguous). */
 export async function definitionsByPrefix(q: Queryable, s: string, name: string, prefix: string): Promise<StoredDefinition[]> {
-  const { rows } = await q.query<StoredDefinition>(`SELECT name, hash, normalized FROM ${s}.definitions WHERE name = $1 AND starts_with(hash, $2) ORDER BY id LIMIT 5`, [name, prefix]);
+  const { rows } = await q.query<StoredDefinition>(
+    `SELECT name, hash, normalized FROM ${s}.definitions WHERE name = $1 AND starts_with(hash, $2) ORDER BY id LIMIT 5`,
+    [name, prefix],
+  );
   return rows;
 }

@@ -4,12 +4,19 @@ import type { Queryable } from '../db/types.js';
 
 /** Every task of the workflow: its name, template and state. */
 export async function existingTasks(q: Queryable, s: string, workflowId: string): Promise<{ name: string; template: string; state: string }[]> {
-  const { rows } = await q.query<{ name: string; template: string; state: string }>(`SELECT name, template, state FROM ${s}.tasks WHERE workflow_id = $1`, [workflowId]);
+  const { rows } = await q.query<{ name: string; template: string; state: string }>(`SELECT name, template, state FROM ${s}.tasks WHERE workflow_id = $1`, [
+    workflowId,
+  ]);
   return rows;
 }
 
 /** Existing tasks learn their new dependents (and whether one of them has a wait). */
-export async function addDependents(q: Queryable, s: string, workflowId: string, reverse: readonly { name: string; names: string[]; wait: boolean }[]): Promise<void> {
+export async function addDependents(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  reverse: readonly { name: string; names: string[]; wait: boolean }[],
+): Promise<void> {
   await q.query(
     `UPDATE ${s}.tasks t SET dependents = t.dependents || ARRAY(SELECT jsonb_array_elements_text(r.names)), dependents_wait = t.dependents_wait OR r.wait
        FROM jsonb_to_recordset($2::jsonb) AS r(name text, names jsonb, wait boolean)

@@ -1,7 +1,7 @@
-import type { Queryable } from '../db/types.js';
-import type { TaskRecord } from './workflows.js';
-import { forgetClaimsSql, recordClaimSql } from './claims.js';
 import type { Deferred } from '../../compiler/cel/deferred.js';
+import type { Queryable } from '../db/types.js';
+import { forgetClaimsSql, recordClaimSql } from './claims.js';
+import type { TaskRecord } from './workflows.js';
 
 /** A task's deferred strings as stored: the plan's pointers and item, the index, and the args and metadata as written. */
 export type DeferredRow = Deferred & { index: number | null; args: unknown; metadata: unknown };
@@ -39,12 +39,63 @@ export function depOutputsSql(s: string, c: string): string {
             CROSS JOIN LATERAL (SELECT t.name, t.output FROM ${s}.tasks t WHERE t.workflow_id = ${c}.workflow_id AND t.name = dep LIMIT 1) d)`;
 }
 
-export type ClaimedJson = [string, string, string, string, string, number, number, unknown, string[], string[], boolean, number | null, FetchedTask['start'], string, FetchedTask['dep_outputs'], DeferredRow | null];
+export type ClaimedJson = [
+  string,
+  string,
+  string,
+  string,
+  string,
+  number,
+  number,
+  unknown,
+  string[],
+  string[],
+  boolean,
+  number | null,
+  FetchedTask['start'],
+  string,
+  FetchedTask['dep_outputs'],
+  DeferredRow | null,
+];
 
 export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
-  return (rows ?? []).map(([workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs, deferred]) => ({
-    workflow_id, name, template, kind, queue, attempt, max_attempts, args, deps, dependents, dependents_wait, timeout_ms, start, tid, dep_outputs, deferred,
-  }));
+  return (rows ?? []).map(
+    ([
+      workflow_id,
+      name,
+      template,
+      kind,
+      queue,
+      attempt,
+      max_attempts,
+      args,
+      deps,
+      dependents,
+      dependents_wait,
+      timeout_ms,
+      start,
+      tid,
+      dep_outputs,
+      deferred,
+    ]) => ({
+      workflow_id,
+      name,
+      template,
+      kind,
+      queue,
+      attempt,
+      max_attempts,
+      args,
+      deps,
+      dependents,
+      dependents_wait,
+      timeout_ms,
+      start,
+      tid,
+      dep_outputs,
+      deferred,
+    }),
+  );
 }
 
 /** A fetch's claimed attempts, and the claim that records them (null when it claimed nothing). */

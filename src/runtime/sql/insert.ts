@@ -1,7 +1,7 @@
 import type { PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import { awaitLockKey } from './waits.js';
 import type { DeferredRow } from './fetch.js';
+import { awaitLockKey } from './waits.js';
 
 /** The statements that insert a workflow and its tasks (insert.ts makes the rows). */
 
@@ -55,7 +55,18 @@ export async function insertWorkflow(
      INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at,
                                  timeout_ms, deadline_at)
      SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9::timestamptz, $9::timestamptz, $10::bigint, $9::timestamptz + $10::bigint * interval '1 millisecond' FROM l`,
-    [w.id, w.name, w.hash, JSON.stringify(w.inputs), w.output === null ? null : JSON.stringify(w.output), w.tasks, extras.parentId ?? null, extras.group ?? null, w.created, w.timeoutMs],
+    [
+      w.id,
+      w.name,
+      w.hash,
+      JSON.stringify(w.inputs),
+      w.output === null ? null : JSON.stringify(w.output),
+      w.tasks,
+      extras.parentId ?? null,
+      extras.group ?? null,
+      w.created,
+      w.timeoutMs,
+    ],
   );
 }
 
@@ -90,4 +101,3 @@ export async function insertTaskRows(q: Queryable, s: string, workflowId: string
     [workflowId, now, JSON.stringify(rows)],
   );
 }
-

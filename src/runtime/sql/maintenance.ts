@@ -12,7 +12,11 @@ export async function promoteDue(q: Queryable, s: string, schema: string, now: D
       RETURNING t.queue`,
     [now, limit],
   );
-  await notifyQueues(q, schema, rows.map((r) => r.queue));
+  await notifyQueues(
+    q,
+    schema,
+    rows.map((r) => r.queue),
+  );
   return rows.length;
 }
 
@@ -79,9 +83,9 @@ export async function workflowsWithExpiredTasks(q: Queryable, s: string, cutoff:
 }
 
 export async function expiredTasks(q: Queryable, s: string, workflowId: string, cutoff: Date): Promise<string[]> {
-  const { rows } = await q.query<{ name: string }>(
-    `SELECT name FROM ${s}.tasks WHERE workflow_id = $1 AND ${isFinalSql('state')} AND finalized_at < $2`,
-    [workflowId, cutoff],
-  );
+  const { rows } = await q.query<{ name: string }>(`SELECT name FROM ${s}.tasks WHERE workflow_id = $1 AND ${isFinalSql('state')} AND finalized_at < $2`, [
+    workflowId,
+    cutoff,
+  ]);
   return rows.map((r) => r.name);
 }

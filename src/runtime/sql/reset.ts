@@ -7,7 +7,19 @@ import type { Queryable } from '../db/types.js';
  * on the tiny tables of a test it is five times faster than TRUNCATE on the embedded database.
  */
 export async function resetRuns(q: Queryable, s: string): Promise<void> {
-  for (const table of ['workflow_waiters', 'effects', 'timers', 'signals', 'tasks', 'workflow_upgrades', 'workflows', 'claims', 'workers', 'leader', 'change_listeners']) {
+  for (const table of [
+    'workflow_waiters',
+    'effects',
+    'timers',
+    'signals',
+    'tasks',
+    'workflow_upgrades',
+    'workflows',
+    'claims',
+    'workers',
+    'leader',
+    'change_listeners',
+  ]) {
     await q.query(`DELETE FROM ${s}.${table}`);
   }
 }
@@ -16,7 +28,11 @@ export async function resetRuns(q: Queryable, s: string): Promise<void> {
  * A workflow that ended elsewhere, recorded as ended, with no tasks: what a test declares for a `workflows` wait
  * that awaits an id it does not run (before anything starts, so no wait has registered on it yet).
  */
-export async function recordEnded(q: Queryable, s: string, w: { id: string; name: string; hash: string; state: string; output: unknown; at: Date }): Promise<void> {
+export async function recordEnded(
+  q: Queryable,
+  s: string,
+  w: { id: string; name: string; hash: string; state: string; output: unknown; at: Date },
+): Promise<void> {
   await q.query(
     `INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, state, output, tasks_total, tasks_open, created_at, attempt_started_at, finalized_at)
      VALUES ($1, $2, $3, '{}'::jsonb, $4, $5, 0, 0, $6, $6, $6)`,

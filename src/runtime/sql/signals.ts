@@ -1,7 +1,7 @@
-import type { Queryable } from '../db/types.js';
 import type { PlanWait } from '../../compiler/plan.js';
-import type { SignalRow } from '../waits/wait-eval.js';
+import type { Queryable } from '../db/types.js';
 import type { WaitEvidence } from '../waits/evaluate.js';
+import type { SignalRow } from '../waits/wait-eval.js';
 
 const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 
@@ -79,7 +79,12 @@ export async function waitedKeys(q: Queryable, s: string, workflowId: string): P
 }
 
 /** What bounds the signals a task's wait may see: its wait, its evidence, and the workflow's attempt. */
-export async function signalScope(q: Queryable, s: string, workflowId: string, task: string): Promise<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number } | undefined> {
+export async function signalScope(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  task: string,
+): Promise<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number } | undefined> {
   const { rows } = await q.query<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number }>(
     `SELECT t.wait, t.wait_evidence, w.attempt FROM ${s}.tasks t JOIN ${s}.workflows w ON w.id = t.workflow_id WHERE t.workflow_id = $1 AND t.name = $2`,
     [workflowId, task],

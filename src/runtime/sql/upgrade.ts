@@ -42,7 +42,12 @@ export async function renameTasks(q: Queryable, s: string, workflowId: string, r
 }
 
 /** Started tasks keep their run and learn the target's edges. */
-export async function relinkTasks(q: Queryable, s: string, workflowId: string, rows: readonly { name: string; deps: string[]; dependents: string[]; dependents_wait: boolean }[]): Promise<void> {
+export async function relinkTasks(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  rows: readonly { name: string; deps: string[]; dependents: string[]; dependents_wait: boolean }[],
+): Promise<void> {
   if (rows.length === 0) return;
   await q.query(
     `UPDATE ${s}.tasks t SET deps = ARRAY(SELECT jsonb_array_elements_text(x.deps)), dependents = ARRAY(SELECT jsonb_array_elements_text(x.dependents)), dependents_wait = x.dependents_wait
@@ -93,7 +98,18 @@ export async function forgetWaitState(q: Queryable, s: string, workflowId: strin
 export async function setWorkflowVersion(
   q: Queryable,
   s: string,
-  w: { id: string; from: string; to: string; output: unknown; inputs: unknown; timeoutMs: number | null; added: number; removed: number; open: boolean; at: Date },
+  w: {
+    id: string;
+    from: string;
+    to: string;
+    output: unknown;
+    inputs: unknown;
+    timeoutMs: number | null;
+    added: number;
+    removed: number;
+    open: boolean;
+    at: Date;
+  },
 ): Promise<Date | null> {
   const { rows } = await q.query<{ deadline_at: Date | null }>(
     `UPDATE ${s}.workflows SET definition_hash = $2, output_template = $3, inputs = $4, timeout_ms = $5::bigint,
@@ -114,12 +130,19 @@ export interface UpgradeRecord {
 
 /** A workflow's moves between versions, oldest first. */
 export async function upgradeHistory(q: Queryable, s: string, workflowId: string): Promise<UpgradeRecord[]> {
-  const { rows } = await q.query<UpgradeRecord>(`SELECT from_hash AS "from", to_hash AS "to", at FROM ${s}.workflow_upgrades WHERE workflow_id = $1 ORDER BY id`, [workflowId]);
+  const { rows } = await q.query<UpgradeRecord>(
+    `SELECT from_hash AS "from", to_hash AS "to", at FROM ${s}.workflow_upgrades WHERE workflow_id = $1 ORDER BY id`,
+    [workflowId],
+  );
   return rows;
 }
 
 /** Running workflows of a name on another version than `to` (only `from`, only `ids`, when given), in id order after `after`. */
-export async function upgradeCandidates(q: Queryable, s: string, p: { name: string; to: string; from?: string; ids?: readonly string[]; after: string; limit: number }): Promise<{ id: string; hash: string }[]> {
+export async function upgradeCandidates(
+  q: Queryable,
+  s: string,
+  p: { name: string; to: string; from?: string; ids?: readonly string[]; after: string; limit: number },
+): Promise<{ id: string; hash: string }[]> {
   const { rows } = await q.query<{ id: string; hash: string }>(
     `SELECT id, definition_hash AS hash FROM ${s}.workflows
       WHERE name = $1 AND state = 'running' AND definition_hash <> $2 AND ($3::text IS NULL OR definition_hash = $3)

@@ -1,9 +1,9 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
 import type { TaskResult } from '../engine/output.js';
-import { channels } from './channels.js';
-import type { SignalRow } from '../waits/wait-eval.js';
 import type { WaitEvidence, WaitProgressRecord } from '../waits/evaluate.js';
+import type { SignalRow } from '../waits/wait-eval.js';
+import { channels } from './channels.js';
 
 /** A task whose wait is active (deps satisfied, not yet resolved). */
 export interface WaitingTask {
@@ -55,7 +55,12 @@ export async function markWaitsStarted(q: Queryable, s: string, workflowId: stri
 }
 
 /** Active waits of one workflow: by name, or those that declare a signal key. */
-export async function loadWaitingTasks(q: Queryable, s: string, workflowId: string, filter: { names?: readonly string[]; key?: string }): Promise<WaitingTask[]> {
+export async function loadWaitingTasks(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  filter: { names?: readonly string[]; key?: string },
+): Promise<WaitingTask[]> {
   const { rows } = await q.query<WaitingTask>(
     `SELECT name, template, deps, wait, wait_started_at, wait_progress, scheduled_at, queue FROM ${s}.tasks
       WHERE workflow_id = $1 AND lane = 'pending' AND wait_started_at IS NOT NULL
@@ -104,7 +109,13 @@ export interface TimerRow {
   fired_at: Date | null;
 }
 
-export async function insertTimers(q: Queryable, s: string, workflowId: string, attempt: number, timers: { task: string; name: string; fire_at: Date }[]): Promise<void> {
+export async function insertTimers(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  attempt: number,
+  timers: { task: string; name: string; fire_at: Date }[],
+): Promise<void> {
   if (timers.length === 0) return;
   await q.query(
     `INSERT INTO ${s}.timers (workflow_id, task, name, attempt, fire_at)
@@ -121,10 +132,10 @@ export async function notifyTimer(q: Queryable, schema: string, fireAt: Date): P
 
 /** A task's wait, where diagnostics read it. */
 export async function waitTask(q: Queryable, s: string, workflowId: string, task: string): Promise<WaitTaskRow | undefined> {
-  const { rows } = await q.query<WaitTaskRow>(`SELECT name, template, deps, state, wait, wait_started_at, wait_evidence FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [
-    workflowId,
-    task,
-  ]);
+  const { rows } = await q.query<WaitTaskRow>(
+    `SELECT name, template, deps, state, wait, wait_started_at, wait_evidence FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`,
+    [workflowId, task],
+  );
   return rows[0];
 }
 
@@ -140,7 +151,10 @@ export interface WaitTaskRow {
 
 /** A task's wait progress (what its workflows terms resolved to). */
 export async function waitProgress(q: Queryable, s: string, workflowId: string, task: string): Promise<WaitProgressRecord | null> {
-  const { rows } = await q.query<{ wait_progress: WaitProgressRecord | null }>(`SELECT wait_progress FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [workflowId, task]);
+  const { rows } = await q.query<{ wait_progress: WaitProgressRecord | null }>(`SELECT wait_progress FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [
+    workflowId,
+    task,
+  ]);
   return rows[0]?.wait_progress ?? null;
 }
 
@@ -162,11 +176,19 @@ export interface WaitUpdate {
 
 /** Stores each evaluation; tasks that resolved move on, and their queues' workers are notified on commit. */
 export async function applyWaitUpdates(q: Queryable, ctx: { s: string; schema: string }, workflowId: string, updates: readonly WaitUpdate[]): Promise<void> {
-  await applyWaitUpdatesMany(q, ctx, updates.map((u) => ({ ...u, workflow_id: workflowId })));
+  await applyWaitUpdatesMany(
+    q,
+    ctx,
+    updates.map((u) => ({ ...u, workflow_id: workflowId })),
+  );
 }
 
 /** applyWaitUpdates for the tasks of many workflows, in one statement. */
-export async function applyWaitUpdatesMany(q: Queryable, ctx: { s: string; schema: string }, updates: readonly (WaitUpdate & { workflow_id: string })[]): Promise<void> {
+export async function applyWaitUpdatesMany(
+  q: Queryable,
+  ctx: { s: string; schema: string },
+  updates: readonly (WaitUpdate & { workflow_id: string })[],
+): Promise<void> {
   if (updates.length === 0) return;
   await q.query(
     `WITH u AS (
@@ -175,7 +197,12 @@ export async function applyWaitUpdatesMany(q: Queryable, ctx: { s: string; schem
         WHERE t.workflow_id = u.workflow_id AND t.name = u.name AND t.state = 'pending'
         RETURNING t.state, t.queue)
      SELECT pg_notify($2, queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'available') x`,
-    [JSON.stringify(updates.map((u) => ({ workflow_id: u.workflow_id, name: u.name, progress: u.progress, state: u.state ?? null, evidence: u.evidence ?? null }))), channels(ctx.schema).available],
+    [
+      JSON.stringify(
+        updates.map((u) => ({ workflow_id: u.workflow_id, name: u.name, progress: u.progress, state: u.state ?? null, evidence: u.evidence ?? null })),
+      ),
+      channels(ctx.schema).available,
+    ],
     { prepare: true },
   );
 }
@@ -246,12 +273,19 @@ export async function loadAwaited(q: Queryable, s: string, ids: readonly string[
 
 /** A batch's workflows (a timer storm): the same rows as loadWaitWorkflow, for many workflows at once. */
 export async function loadWaitWorkflows(q: Queryable, s: string, ids: readonly string[]): Promise<WaitWorkflow[]> {
-  const { rows } = await q.query<WaitWorkflow>(`SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at FROM ${s}.workflows WHERE id = ANY($1::text[])`, [ids]);
+  const { rows } = await q.query<WaitWorkflow>(
+    `SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at FROM ${s}.workflows WHERE id = ANY($1::text[])`,
+    [ids],
+  );
   return rows;
 }
 
 /** Active waits of many workflows, by workflow and task name. */
-export async function loadWaitingTasksMany(q: Queryable, s: string, targets: readonly { workflow_id: string; name: string }[]): Promise<(WaitingTask & { workflow_id: string })[]> {
+export async function loadWaitingTasksMany(
+  q: Queryable,
+  s: string,
+  targets: readonly { workflow_id: string; name: string }[],
+): Promise<(WaitingTask & { workflow_id: string })[]> {
   const { rows } = await q.query<WaitingTask & { workflow_id: string }>(
     `SELECT t.workflow_id, t.name, t.template, t.deps, t.wait, t.wait_started_at, t.wait_progress, t.scheduled_at, t.queue
        FROM jsonb_to_recordset($1::jsonb) AS x(workflow_id text, name text)
@@ -265,13 +299,19 @@ export async function loadWaitingTasksMany(q: Queryable, s: string, targets: rea
 
 /** The timers of many workflows. */
 export async function loadTimersMany(q: Queryable, s: string, ids: readonly string[]): Promise<(TimerRow & { workflow_id: string })[]> {
-  const { rows } = await q.query<TimerRow & { workflow_id: string }>(`SELECT workflow_id, task, name, fire_at, fired_at FROM ${s}.timers WHERE workflow_id = ANY($1::text[])`, [ids]);
+  const { rows } = await q.query<TimerRow & { workflow_id: string }>(
+    `SELECT workflow_id, task, name, fire_at, fired_at FROM ${s}.timers WHERE workflow_id = ANY($1::text[])`,
+    [ids],
+  );
   return rows;
 }
 
 /** Each workflow's last signal id ('0' for none): the evidence boundary of a wait resolved now. */
 export async function maxSignalIds(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, string>> {
-  const { rows } = await q.query<{ workflow_id: string; id: string }>(`SELECT workflow_id, max(id)::text AS id FROM ${s}.signals WHERE workflow_id = ANY($1::text[]) GROUP BY 1`, [ids]);
+  const { rows } = await q.query<{ workflow_id: string; id: string }>(
+    `SELECT workflow_id, max(id)::text AS id FROM ${s}.signals WHERE workflow_id = ANY($1::text[]) GROUP BY 1`,
+    [ids],
+  );
   return new Map(rows.map((r) => [r.workflow_id, r.id]));
 }
 

@@ -29,7 +29,14 @@ export interface AbandonedAttempt {
  * them). Returns those still running for it: the others ended (their end committed after all, or were
  * rescued), and the worker stops listing them.
  */
-export async function heartbeatWorker(q: Queryable, s: string, id: string, now: Date, abandoned: readonly AbandonedAttempt[] = [], deadlineMs?: number): Promise<AbandonedAttempt[]> {
+export async function heartbeatWorker(
+  q: Queryable,
+  s: string,
+  id: string,
+  now: Date,
+  abandoned: readonly AbandonedAttempt[] = [],
+  deadlineMs?: number,
+): Promise<AbandonedAttempt[]> {
   if (abandoned.length === 0) {
     await q.query(`UPDATE ${s}.workers SET heartbeat_at = $2, abandoned = NULL WHERE id = $1`, [id, now], { deadlineMs });
     return [];

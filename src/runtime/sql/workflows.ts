@@ -3,9 +3,9 @@ import type { Queryable } from '../db/types.js';
 import type { WorkflowRecord, WorkflowSummary } from '../wire.js';
 
 export type { WorkflowRecord, WorkflowSummary };
-import type { WaitPhase } from '../waits/wait-eval.js';
-import type { WaitEvidence, WaitProgressRecord } from '../waits/evaluate.js';
 
+import type { WaitEvidence, WaitProgressRecord } from '../waits/evaluate.js';
+import type { WaitPhase } from '../waits/wait-eval.js';
 
 export interface TaskRecord {
   workflow_id: string;
@@ -57,7 +57,12 @@ export interface WaitSnapshot extends PlanWait {
   evidence: WaitEvidence | null;
 }
 
-export type TaskRow = Omit<TaskRecord, 'wait'> & { wait: PlanWait | null; wait_started_at: Date | null; wait_progress: WaitProgressRecord | null; wait_evidence: WaitEvidence | null };
+export type TaskRow = Omit<TaskRecord, 'wait'> & {
+  wait: PlanWait | null;
+  wait_started_at: Date | null;
+  wait_progress: WaitProgressRecord | null;
+  wait_evidence: WaitEvidence | null;
+};
 
 export async function loadWorkflow(q: Queryable, s: string, id: string): Promise<WorkflowRecord | undefined> {
   const { rows } = await q.query<WorkflowRecord>(`SELECT ${WORKFLOW_COLUMNS} FROM ${s}.workflows WHERE id = $1`, [id]);
@@ -104,13 +109,11 @@ export async function selectTasksByName(q: Queryable, s: string, id: string, nam
 
 /** Kinds that some live runtime process (heartbeat within `aliveMs`) can run. */
 export async function liveKinds(q: Queryable, s: string, aliveMs: number, now: Date): Promise<Set<string>> {
-  const { rows } = await q.query<{ kind: string }>(
-    `SELECT DISTINCT unnest(kinds) AS kind FROM ${s}.workers WHERE stopped_at IS NULL AND heartbeat_at > $1`,
-    [new Date(now.getTime() - aliveMs)],
-  );
+  const { rows } = await q.query<{ kind: string }>(`SELECT DISTINCT unnest(kinds) AS kind FROM ${s}.workers WHERE stopped_at IS NULL AND heartbeat_at > $1`, [
+    new Date(now.getTime() - aliveMs),
+  ]);
   return new Set(rows.map((r) => r.kind));
 }
-
 
 export interface WorkflowListFilter {
   state?: WorkflowRecord['state'];

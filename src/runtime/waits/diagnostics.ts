@@ -4,9 +4,9 @@
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../sql/advance.js';
 import { loadWaitWorkflow, waitTask } from '../sql/waits.js';
-import { evaluateWait, waitPhase, type TermValue, type WaitPhase } from './wait-eval.js';
 import { DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT, type WaitEvidence } from './evaluate.js';
 import { gatherInputs } from './gather.js';
+import { evaluateWait, type TermValue, type WaitPhase, waitPhase } from './wait-eval.js';
 
 export interface WaitDiagnostics {
   workflow_id: string;
@@ -50,7 +50,8 @@ export async function waitDiagnostics(
   options: { signalScanLimit?: number } = {},
 ): Promise<WaitDiagnostics | undefined> {
   const limit = options.signalScanLimit ?? DEFAULT_SCAN_LIMIT;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SCAN_LIMIT) throw new DiagnosticsError(`the signal scan limit is a whole number from 1 to ${MAX_SCAN_LIMIT}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SCAN_LIMIT)
+    throw new DiagnosticsError(`the signal scan limit is a whole number from 1 to ${MAX_SCAN_LIMIT}`);
   const w = await loadWaitWorkflow(q, ctx.s, workflowId);
   if (!w) return undefined;
   const t = await waitTask(q, ctx.s, workflowId, task);
@@ -70,7 +71,12 @@ export async function waitDiagnostics(
     terms: outcome.terms,
     inputs: {
       signals,
-      timers: Object.fromEntries(Object.entries(gathered.inputs.timers).map(([name, at]) => [name, { fire_at: at && at.toISOString(), fired: at !== null && at.getTime() <= now.getTime() }])),
+      timers: Object.fromEntries(
+        Object.entries(gathered.inputs.timers).map(([name, at]) => [
+          name,
+          { fire_at: at === null ? null : at.toISOString(), fired: at !== null && at.getTime() <= now.getTime() },
+        ]),
+      ),
       deps: gathered.depOutputs,
     },
     truncated: gathered.truncated,

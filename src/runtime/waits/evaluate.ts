@@ -5,12 +5,12 @@
  * emitted key, and for signal terms only the rows emitted since the last evaluation.
  */
 import type { Queryable } from '../db/types.js';
-import { dueState } from '../engine/decide.js';
-import { deleteFinalized, settle } from '../engine/settle.js';
-import { endPending, markCancelled, notifyQueues, type AdvanceContext, type Finalized, type SettleResult } from '../sql/advance.js';
-import { recordConditions, undecidedConditions } from '../sql/conditions.js';
 import { evaluateCondition } from '../engine/conditions.js';
+import { dueState } from '../engine/decide.js';
 import { depsScope } from '../engine/output.js';
+import { deleteFinalized, settle } from '../engine/settle.js';
+import { type AdvanceContext, endPending, type Finalized, markCancelled, notifyQueues, type SettleResult } from '../sql/advance.js';
+import { recordConditions, undecidedConditions } from '../sql/conditions.js';
 import {
   applyWaitUpdates,
   applyWaitUpdatesMany,
@@ -30,8 +30,8 @@ import {
   type WaitUpdate,
   type WaitWorkflow,
 } from '../sql/waits.js';
-import { finalizedAt, gatherInputs, type Emitted, type Gathered } from './gather.js';
-import { declaredTimers, evaluateWait, timerFireAt, type AwaitedWorkflow, type SignalTermProgress, type TermValue, type WaitOutcome } from './wait-eval.js';
+import { type Emitted, finalizedAt, type Gathered, gatherInputs } from './gather.js';
+import { type AwaitedWorkflow, declaredTimers, evaluateWait, type SignalTermProgress, type TermValue, timerFireAt, type WaitOutcome } from './wait-eval.js';
 
 /** What evaluation keeps between runs (tasks.wait_progress). */
 export interface WaitProgressRecord {
@@ -116,14 +116,21 @@ export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowI
   await decideConditions(q, ctx, workflowId, names);
   await markWaitsStarted(q, ctx.s, workflowId, names, ctx.now);
   const w = await loadWaitWorkflow(q, ctx.s, workflowId);
-  if (!w || w.state !== 'running') return empty();
+  if (w?.state !== 'running') return empty();
   const tasks = await loadWaitingTasks(q, ctx.s, workflowId, { names });
   if (tasks.length === 0) return empty();
   const anchorDeps = [...new Set(tasks.flatMap((t) => t.deps))];
-  const depRows = anchorDeps.length > 0 && tasks.some((t) => declaredTimers(t.wait).some((x) => x.anchor === 'task_finalized')) ? await loadDepRows(q, ctx.s, workflowId, anchorDeps) : [];
+  const depRows =
+    anchorDeps.length > 0 && tasks.some((t) => declaredTimers(t.wait).some((x) => x.anchor === 'task_finalized'))
+      ? await loadDepRows(q, ctx.s, workflowId, anchorDeps)
+      : [];
   const timers = tasks.flatMap((t) =>
     declaredTimers(t.wait).flatMap((timer) => {
-      const at = timerFireAt(timer, { attemptStartedAt: new Date(w.attempt_started_at), waitStartedAt: new Date(t.wait_started_at), depFinalizedAt: (dep) => finalizedAt(depRows, t, dep) });
+      const at = timerFireAt(timer, {
+        attemptStartedAt: new Date(w.attempt_started_at),
+        waitStartedAt: new Date(t.wait_started_at),
+        depFinalizedAt: (dep) => finalizedAt(depRows, t, dep),
+      });
       return at ? [{ task: t.name, name: timer.name, fire_at: at }] : [];
     }),
   );
@@ -142,7 +149,7 @@ async function decideConditions(q: Queryable, ctx: AdvanceContext, workflowId: s
   const tasks = await undecidedConditions(q, ctx.s, workflowId, names);
   if (tasks.length === 0) return;
   const w = await loadWaitWorkflow(q, ctx.s, workflowId);
-  if (!w || w.state !== 'running') return;
+  if (w?.state !== 'running') return;
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
   const depRows = await loadDepRows(q, ctx.s, workflowId, [...new Set(tasks.flatMap((t) => t.deps))]);
   const decisions: { name: string; met: boolean; state: string; queue: string }[] = [];
@@ -150,7 +157,13 @@ async function decideConditions(q: Queryable, ctx: AdvanceContext, workflowId: s
   for (const t of tasks) {
     const outcome = evaluateCondition(t.condition, depsScope(def, w, t, depRows));
     if ('error' in outcome) errors.set(t.name, outcome.error);
-    else decisions.push({ name: t.name, met: outcome.run, queue: t.queue, state: !outcome.run ? 'skipped' : t.has_wait ? 'pending' : dueState(new Date(t.scheduled_at), ctx.now) });
+    else
+      decisions.push({
+        name: t.name,
+        met: outcome.run,
+        queue: t.queue,
+        state: !outcome.run ? 'skipped' : t.has_wait ? 'pending' : dueState(new Date(t.scheduled_at), ctx.now),
+      });
   }
   const skipped = await recordConditions(q, ctx.s, workflowId, ctx.now, decisions);
   const discarded = await endPending(q, ctx.s, workflowId, ctx.now, 'discarded', 'condition', errors);
@@ -170,7 +183,7 @@ export async function evaluateWaits(
   known: { workflow?: WaitWorkflow; emitted?: Emitted } = {},
 ): Promise<WaitPass> {
   const w = known.workflow ?? (await loadWaitWorkflow(q, ctx.s, workflowId));
-  if (!w || w.state !== 'running') return empty();
+  if (w?.state !== 'running') return empty();
   const tasks = await loadWaitingTasks(q, ctx.s, workflowId, filter);
   return tasks.length === 0 ? empty() : evaluateLoaded(q, ctx, w, tasks, known.emitted);
 }
@@ -193,7 +206,13 @@ interface Judged {
 }
 
 /** What each evaluation means for its task: the progress to store, and whether it resolved or failed. Pure. */
-function judge(ctx: AdvanceContext, tasks: readonly WaitingTask[], gathered: ReadonlyMap<string, Gathered>, outcomes: readonly WaitOutcome[], boundary: string): Judged {
+function judge(
+  ctx: AdvanceContext,
+  tasks: readonly WaitingTask[],
+  gathered: ReadonlyMap<string, Gathered>,
+  outcomes: readonly WaitOutcome[],
+  boundary: string,
+): Judged {
   const judged: Judged = { updates: [], resolved: [], failures: new Map() };
   const at = ctx.now.toISOString();
   tasks.forEach((t, i) => {
@@ -208,13 +227,23 @@ function judge(ctx: AdvanceContext, tasks: readonly WaitingTask[], gathered: Rea
     const progress: WaitProgressRecord = {
       signal_terms: g.inputs.signalTerms,
       ...(Object.keys(workflowTerms).length > 0 ? { workflow_terms: workflowTerms } : {}),
-      last: { at, result: outcome.result, ...(outcome.error ? { error: outcome.error } : {}), terms: outcome.terms, ...(g.truncated ? { truncated: true } : {}) },
+      last: {
+        at,
+        result: outcome.result,
+        ...(outcome.error ? { error: outcome.error } : {}),
+        terms: outcome.terms,
+        ...(g.truncated ? { truncated: true } : {}),
+      },
     };
     if (!outcome.result) {
       judged.updates.push({ name: t.name, progress });
       // a failed workflows term with on_failure: cancel fails the task, as a failed dep would
       const failedTerm = outcome.terms.find((term) => term.kind === 'workflows' && term.outcome === 'failed' && term.on_failure === 'cancel');
-      if (failedTerm) judged.failures.set(t.name, `waited-on workflows failed: term "${failedTerm.name}" (${failedTerm.completed} of ${failedTerm.required} needed completed)`);
+      if (failedTerm)
+        judged.failures.set(
+          t.name,
+          `waited-on workflows failed: term "${failedTerm.name}" (${failedTerm.completed} of ${failedTerm.required} needed completed)`,
+        );
       return;
     }
     judged.updates.push({ name: t.name, progress, state: dueState(new Date(t.scheduled_at), ctx.now), evidence: evidenceOf(t, g, outcome, ctx.now, boundary) });
@@ -242,7 +271,11 @@ export async function evaluateWaitsBatch(q: Queryable, ctx: AdvanceContext, targ
   if (ids.length === 0) return 0;
   const [workflows, tasks, timers, boundaries] = [
     await loadWaitWorkflows(q, ctx.s, ids),
-    await loadWaitingTasksMany(q, ctx.s, [...targets].flatMap(([workflow_id, names]) => names.map((name) => ({ workflow_id, name })))),
+    await loadWaitingTasksMany(
+      q,
+      ctx.s,
+      [...targets].flatMap(([workflow_id, names]) => names.map((name) => ({ workflow_id, name }))),
+    ),
     await loadTimersMany(q, ctx.s, ids),
     await maxSignalIds(q, ctx.s, ids),
   ];
@@ -250,12 +283,22 @@ export async function evaluateWaitsBatch(q: Queryable, ctx: AdvanceContext, targ
   for (const w of workflows) {
     const mine = tasks.filter((t) => t.workflow_id === w.id);
     if (w.state !== 'running' || mine.length === 0) continue;
-    const gathered = await gatherInputs(q, ctx, w, mine, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, register: true, timers: timers.filter((t) => t.workflow_id === w.id) });
+    const gathered = await gatherInputs(q, ctx, w, mine, {
+      fromScratch: false,
+      scanLimit: DEFAULT_SCAN_LIMIT,
+      register: true,
+      timers: timers.filter((t) => t.workflow_id === w.id),
+    });
     const outcomes = mine.map((t) => evaluateWait(t.wait, gathered.get(t.name)!.inputs));
     judgedByWorkflow.push({ w, mine, judged: judge(ctx, mine, gathered, outcomes, boundaries.get(w.id) ?? '0') });
   }
-  await applyWaitUpdatesMany(q, ctx, judgedByWorkflow.flatMap(({ w, judged }) => judged.updates.map((u) => ({ ...u, workflow_id: w.id }))));
-  for (const { w, mine, judged } of judgedByWorkflow) if (judged.failures.size > 0 || mine.some((t) => t.wait.terms.some((term) => term.kind === 'workflows'))) await settleJudged(q, ctx, w.id, mine, judged);
+  await applyWaitUpdatesMany(
+    q,
+    ctx,
+    judgedByWorkflow.flatMap(({ w, judged }) => judged.updates.map((u) => ({ ...u, workflow_id: w.id }))),
+  );
+  for (const { w, mine, judged } of judgedByWorkflow)
+    if (judged.failures.size > 0 || mine.some((t) => t.wait.terms.some((term) => term.kind === 'workflows'))) await settleJudged(q, ctx, w.id, mine, judged);
   return judgedByWorkflow.length;
 }
 
@@ -277,7 +320,12 @@ function evidenceOf(t: WaitingTask, g: Gathered, outcome: WaitOutcome, now: Date
     terms: outcome.terms,
     inputs: {
       signals,
-      timers: Object.fromEntries(Object.entries(g.inputs.timers).map(([name, at]) => [name, { fire_at: at && at.toISOString(), fired: at !== null && at.getTime() <= now.getTime() }])),
+      timers: Object.fromEntries(
+        Object.entries(g.inputs.timers).map(([name, at]) => [
+          name,
+          { fire_at: at === null ? null : at.toISOString(), fired: at !== null && at.getTime() <= now.getTime() },
+        ]),
+      ),
       deps: g.depOutputs,
       workflows: Object.fromEntries(Object.entries(g.inputs.workflowTerms ?? {}).map(([name, input]) => [name, input.awaited])),
     },

@@ -3,23 +3,35 @@
  * stored progress, the declared keys' rows for generic terms, timers, deps' outputs and the workflows its
  * workflows terms await. evaluate.ts decides with what this gathers.
  */
-import { renderTemplates } from '../../compiler/cel/evaluate.js';
+
 import { baseContext, waitWorkflow } from '../../compiler/cel/context.js';
+import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
 import { expandedDeps, tasksContext } from '../engine/output.js';
 import type { AdvanceContext } from '../sql/advance.js';
-import { loadAwaited, loadDepRows, loadTimers, registerWaiters, signalsAfter, waitProgress, type DepRow, type TimerRow, type WaitingTask, type WaitWorkflow } from '../sql/waits.js';
+import {
+  type DepRow,
+  loadAwaited,
+  loadDepRows,
+  loadTimers,
+  registerWaiters,
+  signalsAfter,
+  type TimerRow,
+  type WaitingTask,
+  type WaitWorkflow,
+  waitProgress,
+} from '../sql/waits.js';
 import {
   declaredKeys,
   declaredTimers,
   EMPTY_PROGRESS,
+  type SignalRow,
+  type SignalTermProgress,
   scanSignalTerm,
   signalCel,
   timerFireAt,
   timersCel,
-  type SignalRow,
-  type SignalTermProgress,
   type WaitInputs,
   type WorkflowsTermInput,
 } from './wait-eval.js';
@@ -83,9 +95,18 @@ export async function gatherInputs(
       const row = timerRows.find((r) => r.task === t.name && r.name === timer.name);
       timers[timer.name] = row
         ? new Date(row.fire_at)
-        : timerFireAt(timer, { attemptStartedAt: new Date(w.attempt_started_at), waitStartedAt: t.wait_started_at && new Date(t.wait_started_at), depFinalizedAt: () => null });
+        : timerFireAt(timer, {
+            attemptStartedAt: new Date(w.attempt_started_at),
+            waitStartedAt: t.wait_started_at && new Date(t.wait_started_at),
+            depFinalizedAt: () => null,
+          });
     }
-    const inputs: WaitInputs = { now: ctx.now, signalTerms: signalTerms.get(t.name)!, timers, ...(workflowTerms.has(t.name) ? { workflowTerms: workflowTerms.get(t.name) } : {}) };
+    const inputs: WaitInputs = {
+      now: ctx.now,
+      signalTerms: signalTerms.get(t.name)!,
+      timers,
+      ...(workflowTerms.has(t.name) ? { workflowTerms: workflowTerms.get(t.name) } : {}),
+    };
     const genericSignals: Record<string, SignalRow[]> = {};
     let depOutputs: Record<string, unknown> = {};
     if (generic.includes(t)) {
@@ -137,7 +158,8 @@ async function scanSignalTerms(
     scanned += rows.length;
     for (const t of tasks) {
       const progress = signalTerms.get(t.name)!;
-      for (const term of t.wait.terms) if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows, options.scope);
+      for (const term of t.wait.terms)
+        if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows, options.scope);
     }
   };
   for (const [key, from] of cursors) {
@@ -173,7 +195,7 @@ async function gatherWorkflowTerms(
   ctx: AdvanceContext,
   w: WaitWorkflow,
   def: NormalizedDefinition | undefined,
-  tasks: readonly (Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'>)[],
+  tasks: readonly Pick<WaitingTask, 'name' | 'template' | 'deps' | 'wait' | 'wait_progress'>[],
   depRows: readonly DepRow[],
   register: boolean,
 ): Promise<Map<string, Record<string, WorkflowsTermInput>>> {
@@ -186,7 +208,12 @@ async function gatherWorkflowTerms(
       if (term.kind !== 'workflows') continue;
       const prior = t.wait_progress?.workflow_terms?.[term.name];
       if (prior) {
-        terms[term.name] = { ids: prior.ids, awaited: [], ...(prior.decided ? { decided: prior.decided } : {}), ...(prior.error ? { error: prior.error } : {}) };
+        terms[term.name] = {
+          ids: prior.ids,
+          awaited: [],
+          ...(prior.decided ? { decided: prior.decided } : {}),
+          ...(prior.error ? { error: prior.error } : {}),
+        };
         continue;
       }
       const resolved = resolveIds(term.workflows, t, w, def, depRows);
@@ -198,7 +225,8 @@ async function gatherWorkflowTerms(
   if (register && fresh.length > 0) await registerWaiters(q, ctx.s, w.id, fresh);
   const ids = [...new Set([...out.values()].flatMap((terms) => Object.values(terms).flatMap((x) => x.ids)))];
   const awaited = await loadAwaited(q, ctx.s, ids);
-  for (const terms of out.values()) for (const input of Object.values(terms)) input.awaited = input.ids.map((id) => awaited.get(id) ?? { id, state: null, output: null });
+  for (const terms of out.values())
+    for (const input of Object.values(terms)) input.awaited = input.ids.map((id) => awaited.get(id) ?? { id, state: null, output: null });
   return out;
 }
 
@@ -254,9 +282,14 @@ export function finalizedAt(rows: readonly DepRow[], task: Pick<WaitingTask, 'de
   return last === null ? null : new Date(last);
 }
 
-
 /** The workflows a task's workflows term awaited, in the order of their ids, with states and completed outputs. */
-export async function workflowResults(q: Queryable, s: string, workflowId: string, task: string, term: string): Promise<{ id: string; state: string | null; output: unknown }[]> {
+export async function workflowResults(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  task: string,
+  term: string,
+): Promise<{ id: string; state: string | null; output: unknown }[]> {
   const ids = (await waitProgress(q, s, workflowId, task))?.workflow_terms?.[term]?.ids;
   if (!ids) throw new Error(`task "${task}" has no workflows term "${term}" with resolved ids`);
   const awaited = await loadAwaited(q, s, ids);

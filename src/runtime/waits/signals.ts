@@ -4,12 +4,12 @@
  */
 import { didYouMean } from '../../compiler/diagnostics.js';
 import type { Queryable } from '../db/types.js';
+import { atPointer, findUnstorable } from '../engine/storable.js';
 import type { AdvanceContext } from '../sql/advance.js';
+import { insertSignal, listSignals, type SignalPage, signalByIdempotencyKey, signalScope, waitedKeys } from '../sql/signals.js';
 import { loadWaitWorkflow } from '../sql/waits.js';
-import { insertSignal, listSignals, waitedKeys, signalByIdempotencyKey, signalScope, type SignalPage } from '../sql/signals.js';
 import { evaluateWaits } from './evaluate.js';
 import { declaredKeys, type SignalRow } from './wait-eval.js';
-import { atPointer, findUnstorable } from '../engine/storable.js';
 
 export interface EmitOptions {
   /** One row per (workflow, key, idempotency key): a replay with the same payload returns the original row. */
@@ -101,7 +101,9 @@ const MAX_PAGE = 1000;
 /** Checks what can be checked before touching the database. */
 export function checkSignal(key: unknown, payload: unknown, options: EmitOptions): void {
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || /[\u0000-\u001f]/.test(key) || findUnstorable(key)) {
-    throw new InvalidSignalError(`a signal key is a non-empty string of at most ${MAX_KEY_LENGTH} characters without control characters or unpaired surrogates`);
+    throw new InvalidSignalError(
+      `a signal key is a non-empty string of at most ${MAX_KEY_LENGTH} characters without control characters or unpaired surrogates`,
+    );
   }
   for (const [what, value] of [
     ['payload', payload],
@@ -121,9 +123,12 @@ export function checkSignal(key: unknown, payload: unknown, options: EmitOptions
   }
   const ik = options.idempotencyKey;
   if (ik !== undefined && (typeof ik !== 'string' || ik.length === 0 || ik.length > MAX_KEY_LENGTH || /[\u0000-\u001f]/.test(ik) || findUnstorable(ik))) {
-    throw new InvalidSignalError(`an idempotency key is a non-empty string of at most ${MAX_KEY_LENGTH} characters without control characters or unpaired surrogates`);
+    throw new InvalidSignalError(
+      `an idempotency key is a non-empty string of at most ${MAX_KEY_LENGTH} characters without control characters or unpaired surrogates`,
+    );
   }
-  if (options.attempt !== undefined && !(Number.isInteger(options.attempt) && options.attempt >= 1)) throw new InvalidSignalError('attempt is a whole number from 1');
+  if (options.attempt !== undefined && !(Number.isInteger(options.attempt) && options.attempt >= 1))
+    throw new InvalidSignalError('attempt is a whole number from 1');
 }
 
 /**
@@ -131,7 +136,14 @@ export function checkSignal(key: unknown, payload: unknown, options: EmitOptions
  * order and concurrent emits serialise), honours the idempotency key, stores the row, and evaluates the
  * waiting tasks that declare the key. Returns undefined when the workflow does not exist.
  */
-export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult | undefined> {
+export async function emitSignal(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workflowId: string,
+  key: string,
+  payload: unknown,
+  options: EmitOptions,
+): Promise<EmitResult | undefined> {
   checkSignal(key, payload, options);
   const w = await loadWaitWorkflow(q, ctx.s, workflowId, { lock: true });
   if (!w) return undefined;
@@ -149,7 +161,16 @@ export async function emitSignal(q: Queryable, ctx: AdvanceContext, workflowId: 
   }
   // nothing would ever read it: the sender is told, rather than the signal stored where no wait looks
   if (w.state !== 'running') throw new WorkflowFinishedError(workflowId, w.state);
-  const inserted = await insertSignal(q, ctx.s, { workflowId, key, payload: body, source: options.source, idempotencyKey: options.idempotencyKey ?? null, attempt, now: ctx.now, anyKey: options.anyKey === true });
+  const inserted = await insertSignal(q, ctx.s, {
+    workflowId,
+    key,
+    payload: body,
+    source: options.source,
+    idempotencyKey: options.idempotencyKey ?? null,
+    attempt,
+    now: ctx.now,
+    anyKey: options.anyKey === true,
+  });
   if (!inserted) throw new UnknownSignalKeyError(workflowId, key, await waitedKeys(q, ctx.s, workflowId));
   const { row: signal, previousId } = inserted;
   const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
@@ -168,7 +189,13 @@ export interface ListOptions {
 
 /** Workflow-wide signals in id order (audit views), paged by cursor. */
 export function listWorkflowSignals(q: Queryable, s: string, workflowId: string, options: ListOptions = {}): Promise<SignalPage> {
-  return listSignals(q, s, { workflowId, attempt: options.attempt, keys: options.key === undefined ? undefined : [options.key], cursorId: options.cursorId, limit: pageSize(options.limit) });
+  return listSignals(q, s, {
+    workflowId,
+    attempt: options.attempt,
+    keys: options.key === undefined ? undefined : [options.key],
+    cursorId: options.cursorId,
+    limit: pageSize(options.limit),
+  });
 }
 
 export interface TaskScopedOptions {

@@ -138,7 +138,14 @@ export function declaredTimers(wait: PlanWait): PlanTimer[] {
 
 /** The fields of a signal row a `where` predicate and a generic term see. */
 export function signalCel(row: SignalRow): Record<string, unknown> {
-  return { id: BigInt(row.id), attempt: BigInt(row.attempt), key: row.key, payload: row.payload, source: row.source ?? null, created_at: new Date(row.created_at) };
+  return {
+    id: BigInt(row.id),
+    attempt: BigInt(row.attempt),
+    key: row.key,
+    payload: row.payload,
+    source: row.source ?? null,
+    created_at: new Date(row.created_at),
+  };
 }
 
 /**
@@ -218,7 +225,7 @@ function evaluateTerm(term: PlanTerm, inputs: WaitInputs): TermValue {
     case 'timer': {
       const at = inputs.timers[term.name] ?? null;
       const fired = at !== null && at.getTime() <= inputs.now.getTime();
-      return { ...base, value: fired, fire_at: at && at.toISOString(), fired };
+      return { ...base, value: fired, fire_at: at === null ? null : at.toISOString(), fired };
     }
     case 'expr': {
       if (!inputs.generic) return { ...base, value: false, error: 'no inputs to evaluate against' };

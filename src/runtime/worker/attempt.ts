@@ -1,19 +1,19 @@
-import { unbounded, type Queryable } from '../db/types.js';
-import { TaskCancelled, TaskSnoozed, TaskTimeout, type Handler, type TaskContext } from './handlers.js';
-import { completeAttempt } from '../engine/completion.js';
-import { attemptRunning, type AttemptRef } from '../sql/attempts.js';
-import type { FetchedTask } from '../sql/fetch.js';
-import { lockWorkflows } from '../sql/advance.js';
+import type { PlanTask } from '../../compiler/plan.js';
 import { advanceAt, clockNow, type RuntimeContext } from '../context.js';
+import { type Queryable, unbounded } from '../db/types.js';
+import { completeAttempt } from '../engine/completion.js';
+import { compileFor } from '../engine/extend.js';
+import { lockWorkflows } from '../sql/advance.js';
+import { type AttemptRef, attemptRunning } from '../sql/attempts.js';
+import { registeredNames } from '../sql/definitions.js';
+import type { FetchedTask } from '../sql/fetch.js';
+import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
 import { loadTasksByName } from '../task-records.js';
-import { registeredNames } from '../sql/definitions.js';
-import { listTaskSignals } from '../waits/signals.js';
 import { workflowResults } from '../waits/gather.js';
-import { compileFor } from '../engine/extend.js';
-import type { PlanTask } from '../../compiler/plan.js';
+import { listTaskSignals } from '../waits/signals.js';
 import type { SignalRow } from '../waits/wait-eval.js';
-import type { SignalPage } from '../sql/signals.js';
+import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout } from './handlers.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
 export type AttemptEnv = RuntimeContext;
@@ -198,7 +198,9 @@ class TaskSignals {
   }
 
   async list(options: Parameters<TaskContext['signals']['list']>[0] = {}): Promise<SignalPage> {
-    return (await listTaskSignals(this.env.db, this.env.s, this.task.workflow_id, this.task.name, options)) ?? { signals: [], next_cursor_id: null, has_more: false };
+    return (
+      (await listTaskSignals(this.env.db, this.env.s, this.task.workflow_id, this.task.name, options)) ?? { signals: [], next_cursor_id: null, has_more: false }
+    );
   }
 }
 
@@ -236,7 +238,8 @@ export class AttemptTransaction {
         }
         const outcome = await ended;
         if (!outcome) throw new RollbackSignal();
-        if (!(await completeAttempt(tx, advanceAt(this.env, now), this.ref, outcome.output, outcome.extensions))) throw new Error('this attempt is no longer running');
+        if (!(await completeAttempt(tx, advanceAt(this.env, now), this.ref, outcome.output, outcome.extensions)))
+          throw new Error('this attempt is no longer running');
       });
       this.done.catch(() => undefined);
     });
@@ -264,7 +267,12 @@ async function loadDeps(db: Queryable, s: string, workflowId: string, direct: st
   const found = new Map<string, TaskRecord>();
   let frontier = direct;
   while (frontier.length > 0) {
-    const rows = await loadTasksByName(db, s, workflowId, frontier.filter((n) => !found.has(n)));
+    const rows = await loadTasksByName(
+      db,
+      s,
+      workflowId,
+      frontier.filter((n) => !found.has(n)),
+    );
     for (const r of rows) found.set(r.name, r);
     frontier = recursive ? [...new Set(rows.flatMap((r) => r.deps))].filter((n) => !found.has(n)) : [];
   }

@@ -1,10 +1,11 @@
 import type { Database, Queryable } from '../db/types.js';
-import { releaseLostClaims } from '../engine/end-attempt.js';
-import type { AdvanceContext } from '../sql/advance.js';
-import { errorMessage } from './describe-error.js';
+import { releaseLostClaims, releaseTasks } from '../engine/end-attempt.js';
 import type { Logger } from '../log.js';
+import type { AdvanceContext } from '../sql/advance.js';
 import { forgetClaims } from '../sql/claims.js';
 import type { FetchedTask } from '../sql/fetch.js';
+import { attemptRef } from './attempt.js';
+import { errorMessage } from './describe-error.js';
 
 /**
  * One claim's row in `claims`: deleted once none of its attempts is running for this worker. `open` counts
@@ -77,6 +78,25 @@ export class ClaimLedger {
       this.settled.push(...ids);
       throw error;
     }
+  }
+
+  /** Gives attempts that never started (prefetched, then stopping) back to the queue, so other workers take them at once. */
+  async release(tasks: FetchedTask[], transaction: <T>(fn: (tx: Queryable, ctx: AdvanceContext) => Promise<T>) => Promise<T>): Promise<void> {
+    if (tasks.length === 0) return;
+    let committed = true;
+    try {
+      await transaction((tx, ctx) =>
+        releaseTasks(
+          tx,
+          ctx,
+          tasks.map((t) => attemptRef(t, this.o.id)),
+        ),
+      );
+    } catch (error) {
+      committed = false;
+      this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${errorMessage(error)}`);
+    }
+    for (const t of tasks) this.ended(t, committed);
   }
 
   /** Gives back the tasks of claims whose reply was lost: they run again, here or elsewhere. */

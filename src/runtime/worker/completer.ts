@@ -134,12 +134,18 @@ export class Completer {
       if (now - p.firstFailureAt >= this.o.ends.o.abandonAfterMs) this.o.ends.abandon(p.task, true);
     }
     this.o.log.warn(`recording completions failed, trying again: ${errorMessage(error)}`);
-    if (now >= this.o.ends.deadline) return this.giveUp(items);
-    const timer = setTimeout(() => {
-      this.retrying.delete(timer);
-      this.queue.unshift(...items);
-      this.scheduleFlush();
-    }, this.o.ends.delayMs(failures, now));
+    if (now >= this.o.ends.deadline) {
+      this.giveUp(items);
+      return;
+    }
+    const timer = setTimeout(
+      () => {
+        this.retrying.delete(timer);
+        this.queue.unshift(...items);
+        this.scheduleFlush();
+      },
+      this.o.ends.delayMs(failures, now),
+    );
     this.retrying.set(timer, items);
   }
 

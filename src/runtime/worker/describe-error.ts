@@ -1,6 +1,6 @@
-import { TaskTimeout } from './handlers.js';
 import { storableText } from '../engine/storable.js';
 import type { TaskError } from '../sql/attempts.js';
+import { TaskTimeout } from './handlers.js';
 
 /** A handler's error whose text is recorded as is (braid made it): its kind says what happened. */
 export class OutputError extends Error {
@@ -35,7 +35,14 @@ function describe(thrown: unknown): TaskError {
     const stack = textOf(() => thrown.stack);
     const error: TaskError = { message: clip(message), kind: 'error' };
     if (name) error.name = clip(name, 200);
-    if (stack) error.stack = storableText(stack.split('\n').slice(0, STACK_LINES).join('\n').slice(0, 8 * MAX_MESSAGE));
+    if (stack)
+      error.stack = storableText(
+        stack
+          .split('\n')
+          .slice(0, STACK_LINES)
+          .join('\n')
+          .slice(0, 8 * MAX_MESSAGE),
+      );
     return error;
   }
   return { message: `non-Error thrown: ${clip(textOfValue(thrown))}`, kind: 'error' };

@@ -1,16 +1,16 @@
 import type { CompileLimits } from '../../compiler/instantiate.js';
 import { START_KIND } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
+import { advancing, type RuntimeContext } from '../context.js';
 import { completeAttempt } from '../engine/completion.js';
 import { endAttempt } from '../engine/end-attempt.js';
-import { runStartTask } from '../engine/start-children.js';
 import { renderTaskArgs } from '../engine/render-args.js';
+import { runStartTask } from '../engine/start-children.js';
 import { assertStorable } from '../engine/storable.js';
 import type { Logger } from '../log.js';
-import { storeRenderedArgs, type AttemptOutcome, type AttemptRef } from '../sql/attempts.js';
+import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/attempts.js';
 import type { FetchedTask } from '../sql/fetch.js';
-import { Attempt, AttemptContext } from './attempt.js';
-import { advancing, type RuntimeContext } from '../context.js';
+import { type Attempt, AttemptContext } from './attempt.js';
 import type { Completer, CompletionEnd } from './completer.js';
 import { errorMessage } from './describe-error.js';
 import type { EndRecorder } from './ends.js';
@@ -133,7 +133,6 @@ export class Executor {
     );
   }
 
-
   /** A completion that adds tasks: the extension and the completion commit together, outside the batch. */
   private async completeExtending(ref: AttemptRef, output: unknown, extensions: PlanTask[][]): Promise<void> {
     await advancing(this.o, async (tx, ctx) => {
@@ -143,7 +142,6 @@ export class Executor {
       if (!(error instanceof AttemptEnded)) throw error;
     });
   }
-
 
   /**
    * Records an attempt's failure (or cancel, snooze, release), tried again while the database is unreachable;
@@ -156,14 +154,18 @@ export class Executor {
     };
     let end = await this.ends.retry(task, record(outcome));
     if (typeof end === 'object') {
-      const bare: AttemptOutcome = { type: 'error', error: { message: `the attempt failed, and its error could not be recorded (${errorMessage(end.error)})`, kind: 'error' } };
+      const bare: AttemptOutcome = {
+        type: 'error',
+        error: { message: `the attempt failed, and its error could not be recorded (${errorMessage(end.error)})`, kind: 'error' },
+      };
       end = await this.ends.retry(task, record(bare));
     }
     if (end === 'done') {
       this.o.log.taskDone(task, outcome.type === 'error' ? `failed: ${outcome.error.message}` : outcome.type);
       return true;
     }
-    if (typeof end === 'object') this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed (the leader rescues it): ${errorMessage(end.error)}`);
+    if (typeof end === 'object')
+      this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed (the leader rescues it): ${errorMessage(end.error)}`);
     this.ends.abandon(task, false);
     return false;
   }

@@ -1,8 +1,9 @@
+import { START_KIND } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
-import type { TaskScopedOptions } from '../waits/signals.js';
 import type { ExtensionSpec } from '../engine/extend.js';
 import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
+import type { TaskScopedOptions } from '../waits/signals.js';
 import type { SignalRow } from '../waits/wait-eval.js';
 
 /** What a handler sees besides its args. */
@@ -50,14 +51,16 @@ export interface TaskContext {
   snooze(ms: number): never;
 }
 
-export type Handler = (args: any, ctx: TaskContext) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: a handler map holds handlers of every kind's own args type (unknown would refuse them)
+export type Handler = (args: any, ctx: TaskContext) => unknown;
 export type Handlers = Record<string, Handler>;
 
 /**
  * Handlers typed by kind: with `KindArgs` from `braid types`, `defineHandlers<KindArgs>({...})` types each
  * handler's args and makes a kind the definitions use but the map lacks a type error. Returns the map as is.
  */
-export function defineHandlers<A extends object = Record<string, any>>(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext) => unknown }): Handlers { // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: without KindArgs, any kind's args are accepted as they are
+export function defineHandlers<A extends object = Record<string, any>>(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext) => unknown }): Handlers {
   return handlers as Handlers;
 }
 
@@ -102,4 +105,9 @@ export class TaskTimeout extends Error {
     super(`timed out after ${ms} ms`);
     this.name = 'TaskTimeout';
   }
+}
+
+/** The kinds a worker runs with these handlers: theirs, and the built-in start handler's. */
+export function handledKinds(handlers: Handlers): string[] {
+  return [...Object.keys(handlers), START_KIND].sort();
 }

@@ -1,7 +1,7 @@
 import type { RuntimeContext } from '../context.js';
 import { advancing, clockNow } from '../context.js';
-import { heartbeatWorker } from '../sql/workers.js';
 import { isTransientError } from '../db/transient.js';
+import { heartbeatWorker } from '../sql/workers.js';
 import type { ClaimLedger } from './claims.js';
 import { errorMessage } from './describe-error.js';
 import type { EndRecorder } from './ends.js';
@@ -83,7 +83,14 @@ export class Heartbeat {
     try {
       const listed = [...ends.abandoned.values()];
       const deadlineMs = Math.max(500, Math.min(2 * this.o.heartbeatIntervalMs, this.o.abandonAfterMs / 2));
-      const still = await heartbeatWorker(this.o.db, this.o.s, this.o.id, await clockNow(this.o), listed.map((a) => a.ref), deadlineMs);
+      const still = await heartbeatWorker(
+        this.o.db,
+        this.o.s,
+        this.o.id,
+        await clockNow(this.o),
+        listed.map((a) => a.ref),
+        deadlineMs,
+      );
       // those no longer running for this worker ended (committed after all, or rescued): stop listing them
       const running = new Set(still.map((a) => `${a.workflow_id}\u0000${a.name}\u0000${a.attempt}`));
       for (const a of listed) {

@@ -1,8 +1,8 @@
 import { writeSync } from 'node:fs';
 import { workerData } from 'node:worker_threads';
 import pg from 'pg';
-import type { LivenessData } from './liveness.js';
 import { livenessBeat } from '../sql/workers.js';
+import type { LivenessData } from './liveness.js';
 
 /**
  * The liveness thread's body: while the worker's main thread is blocked (a handler's synchronous work), it
@@ -25,7 +25,10 @@ async function beat(): Promise<void> {
     if (!gaveUp) {
       gaveUp = true;
       // the main thread cannot print now: written straight to stderr
-      writeSync(2, `braid worker ${data.workerId}: the event loop has been blocked for ${(blocked / 1000).toFixed(1)} s, past the stall limit (${(data.stallLimitMs / 1000).toFixed(1)} s): no longer keeping this worker alive, its attempts will run again elsewhere\n`);
+      writeSync(
+        2,
+        `braid worker ${data.workerId}: the event loop has been blocked for ${(blocked / 1000).toFixed(1)} s, past the stall limit (${(data.stallLimitMs / 1000).toFixed(1)} s): no longer keeping this worker alive, its attempts will run again elsewhere\n`,
+      );
     }
     return;
   }

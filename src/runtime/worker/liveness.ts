@@ -67,7 +67,11 @@ export class Liveness {
     const entry = threadEntry();
     const thread = new Thread(entry.file, { workerData: data, eval: entry.eval });
     thread.unref();
-    thread.on('error', (error) => this.o.log.warn(`the liveness thread stopped (${error.message}): a handler blocking the event loop past dead after now lets others take this worker's attempts`));
+    thread.on('error', (error) =>
+      this.o.log.warn(
+        `the liveness thread stopped (${error.message}): a handler blocking the event loop past dead after now lets others take this worker's attempts`,
+      ),
+    );
     this.thread = thread;
   }
 
@@ -94,7 +98,9 @@ export class Liveness {
       : blocked > this.o.abandonAfterMs
         ? `; past dead after (${seconds(this.o.abandonAfterMs)}) the others may have taken this worker's attempts (the embedded database has no liveness thread)`
         : '';
-    this.o.log.warn(`the event loop was blocked for ${seconds(blocked)}${what}: a handler doing synchronous work holds up every other attempt of this worker${kept}`);
+    this.o.log.warn(
+      `the event loop was blocked for ${seconds(blocked)}${what}: a handler doing synchronous work holds up every other attempt of this worker${kept}`,
+    );
   }
 }
 

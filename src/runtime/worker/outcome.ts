@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
-import type { AttemptOutcome } from '../sql/attempts.js';
 import { atPointer, findUnstorable } from '../engine/storable.js';
+import type { AttemptOutcome } from '../sql/attempts.js';
+import { FencedAbort, ShutdownAbort } from './attempt.js';
 import { describeError, errorMessage, OutputError } from './describe-error.js';
 import { TaskCancelled, TaskSnoozed } from './handlers.js';
-import { FencedAbort, ShutdownAbort } from './attempt.js';
 
 /** A handler's return value as stored JSON; anything that is not JSON (or too large) is the attempt's error. */
 export function toJsonOutput(value: unknown, maxBytes: number): unknown {
@@ -21,7 +21,8 @@ export function toJsonOutput(value: unknown, maxBytes: number): unknown {
     throw new OutputError(`the handler's output is not JSON: ${errorMessage(error)}`);
   }
   if (text === undefined) throw new OutputError("the handler's output is not JSON");
-  if (Buffer.byteLength(text) > maxBytes) throw new OutputError(`the handler's output is ${Buffer.byteLength(text)} bytes of JSON, over the ${maxBytes}-byte limit`);
+  if (Buffer.byteLength(text) > maxBytes)
+    throw new OutputError(`the handler's output is ${Buffer.byteLength(text)} bytes of JSON, over the ${maxBytes}-byte limit`);
   const bad = findUnstorable(value, text);
   if (bad) throw new OutputError(`the handler's output holds ${bad.what}${atPointer(bad)}, which Postgres cannot store`);
   return JSON.parse(text);

@@ -1,24 +1,22 @@
 import { hostname } from 'node:os';
-import { TaskCancelled, type Handlers } from './handlers.js';
-import { START_KIND } from '../../compiler/normalize.js';
+import { backoffMs } from '../backoff.js';
+import { advanceAt, advancing, clockNow } from '../context.js';
+import { isTransientError } from '../db/transient.js';
+import { completeBatch } from '../engine/completion.js';
 import { channels } from '../sql/channels.js';
 import type { Completion } from '../sql/complete.js';
-import { completeBatch } from '../engine/completion.js';
-import { releaseTasks } from '../engine/end-attempt.js';
-import { fetchTasks, type FetchedTask } from '../sql/fetch.js';
-import { advanceAt, advancing, clockNow } from '../context.js';
+import { type FetchedTask, fetchTasks } from '../sql/fetch.js';
 import { cancelRequested, registerWorker, stopWorker } from '../sql/workers.js';
-import { Heartbeat } from './heartbeat.js';
-import { isTransientError } from '../db/transient.js';
-import { backoffMs } from '../backoff.js';
-import { errorMessage } from './describe-error.js';
+import { within } from '../within.js';
 import { Attempt, attemptRef, FencedAbort, ShutdownAbort } from './attempt.js';
 import { ClaimLedger } from './claims.js';
 import { Completer } from './completer.js';
-import { Executor, type ExecutorOptions } from './executor.js';
+import { errorMessage } from './describe-error.js';
 import { EndRecorder } from './ends.js';
-import { newQueueState, type QueueState } from './queue-state.js';
-import { within } from '../within.js';
+import { Executor, type ExecutorOptions } from './executor.js';
+import { type Handlers, handledKinds, TaskCancelled } from './handlers.js';
+import { Heartbeat } from './heartbeat.js';
+import { newQueueState, type QueueState, reserveSlots } from './queue-state.js';
 
 export interface WorkerOptions extends ExecutorOptions {
   handlers: Handlers;
@@ -56,12 +54,13 @@ export class Worker {
   private readonly executor: Executor;
   private timers: NodeJS.Timeout[] = [];
   private unlisten: (() => Promise<void>)[] = [];
+  private readonly beat: Heartbeat;
   private stopping = false;
   private started = false;
 
   constructor(private readonly o: WorkerOptions) {
     this.handlers = o.handlers;
-    this.kinds = kindsOf(o.handlers);
+    this.kinds = handledKinds(o.handlers);
     for (const q of Object.keys(o.queues)) this.perQueue.set(q, newQueueState());
     this.claims = new ClaimLedger(o);
     this.ends = new EndRecorder(o);
@@ -74,10 +73,15 @@ export class Worker {
       },
     });
     this.executor = new Executor(o, this.ends, this.completer);
-    this.beat = new Heartbeat({ ...o, claims: this.claims, ends: this.ends, onLost: () => this.fence(), onBack: () => this.wakeAll(), running: () => [...this.running.values()].map((r) => `${r.task.kind} of ${r.task.workflow_id}`) });
+    this.beat = new Heartbeat({
+      ...o,
+      claims: this.claims,
+      ends: this.ends,
+      onLost: () => this.fence(),
+      onBack: () => this.wakeAll(),
+      running: () => [...this.running.values()].map((r) => `${r.task.kind} of ${r.task.workflow_id}`),
+    });
   }
-
-  private readonly beat: Heartbeat;
 
   /** The database is lost (Heartbeat): what this worker claimed is dropped and its handlers aborted, all rescued elsewhere. */
   private fence(): { aborted: number; dropped: number } {
@@ -97,7 +101,7 @@ export class Worker {
    */
   async setHandlers(handlers: Handlers): Promise<void> {
     this.handlers = handlers;
-    this.kinds = kindsOf(handlers);
+    this.kinds = handledKinds(handlers);
     if (!this.started || this.stopping) return;
     await this.register();
     this.wakeAll();
@@ -140,7 +144,12 @@ export class Worker {
 
   private async register(): Promise<void> {
     const now = await clockNow(this.o);
-    await registerWorker(this.o.db, this.o.s, { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds }, now);
+    await registerWorker(
+      this.o.db,
+      this.o.s,
+      { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds },
+      now,
+    );
   }
 
   async start(): Promise<void> {
@@ -178,7 +187,11 @@ export class Worker {
       if (cancelled.length === 0) continue;
       q.buffer = q.buffer.filter((t) => !workflowIds.has(t.workflow_id));
       for (const t of cancelled) {
-        this.track(this.executor.fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }).then((ok) => this.claims.ended(t, ok)));
+        this.track(
+          this.executor
+            .fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } })
+            .then((ok) => this.claims.ended(t, ok)),
+        );
       }
     }
   }
@@ -192,7 +205,11 @@ export class Worker {
     this.wakeAll();
     const held = [...this.running.values()].map((r) => r.task).concat([...this.perQueue.values()].flatMap((q) => q.buffer));
     if (held.length === 0) return;
-    void cancelRequested(this.o.db, this.o.s, held.map((t) => ({ workflow_id: t.workflow_id, name: t.name })))
+    void cancelRequested(
+      this.o.db,
+      this.o.s,
+      held.map((t) => ({ workflow_id: t.workflow_id, name: t.name })),
+    )
       .then((ids) => this.cancelled(new Set(ids)))
       .catch((error: unknown) => this.o.log.warn(`checking held attempts for cancels failed: ${errorMessage(error)}`));
   }
@@ -224,14 +241,16 @@ export class Worker {
       try {
         const wakeups = q.wakeups;
         const at = (now = await clockNow(this.o));
-        const fetched = await this.claims.withSettled((forget) => fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now: at, forget }));
+        const fetched = await this.claims.withSettled((forget) =>
+          fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now: at, forget }),
+        );
         this.fetchFailures = 0;
         const tasks = this.claims.track(fetched.tasks, fetched.claim);
         // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
         q.more = tasks.length === free || q.wakeups !== wakeups;
         if (tasks.length === 0) return;
         if (this.stopping) {
-          await this.releaseClaims(tasks);
+          await this.claims.release(tasks, (fn) => advancing(this.o, fn));
           return;
         }
         q.buffer.push(...tasks);
@@ -299,38 +318,16 @@ export class Worker {
     });
   }
 
-  /** Gives prefetched attempts that never started back to the queue, so other workers take them at once. */
-  private async releaseClaims(tasks: FetchedTask[]): Promise<void> {
-    if (tasks.length === 0) return;
-    let committed = true;
-    try {
-      await advancing(this.o, (tx, ctx) => releaseTasks(tx, ctx, tasks.map((t) => attemptRef(t, this.o.id))));
-    } catch (error) {
-      committed = false;
-      this.o.log.warn(`releasing ${tasks.length} prefetched tasks failed (they are rescued later): ${(error as Error).message}`);
-    }
-    for (const t of tasks) this.claims.ended(t, committed);
-  }
-
-
   /**
    * One statement completes the batch and claims, for this worker's free slots, the dependents it makes
    * available; workflows left to finalize (output templates) follow in a transaction.
    */
   private async completeNow(items: Completion[]): Promise<ReadonlySet<Completion>> {
     // reserve no more slots than the batch's dependents could fill, so fetching goes on beside the flush
-    let budget = this.stopping ? 0 : new Set(items.flatMap((i) => (i.dependents ?? []).map((d) => `${i.workflowId}\u0000${d}`))).size;
-    const slots: Record<string, number> = {};
-    for (const [queue, q] of this.perQueue) {
-      const take = Math.min(budget, this.o.queues[queue] - q.active - q.reserved - q.buffer.length);
-      if (take > 0) {
-        slots[queue] = take;
-        q.reserved += take;
-        budget -= take;
-      }
-    }
+    const budget = this.stopping ? 0 : new Set(items.flatMap((i) => (i.dependents ?? []).map((d) => `${i.workflowId}\u0000${d}`))).size;
+    const slots = reserveSlots(this.perQueue, this.o.queues, budget);
     const claim = { workerId: this.o.id, kinds: this.kinds, slots };
-    let result;
+    let result: Awaited<ReturnType<typeof completeBatch>>;
     let now: Date | undefined;
     try {
       result = await completeBatch(this.o.db, async (tx) => advanceAt(this.o, (now = await clockNow(this.o, tx))), items, claim);
@@ -360,7 +357,13 @@ export class Worker {
     const until = Date.now() + deadlineMs;
     const hard = until + STOP_GRACE_MS;
     this.ends.deadline = hard;
-    await within(hard, this.releaseClaims([...this.perQueue.values()].flatMap((q) => q.buffer.splice(0))));
+    await within(
+      hard,
+      this.claims.release(
+        [...this.perQueue.values()].flatMap((q) => q.buffer.splice(0)),
+        (fn) => advancing(this.o, fn),
+      ),
+    );
     while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     for (const r of this.running.values()) r.abort(new ShutdownAbort());
     // aborted attempts still record their end (released to run again)
@@ -385,10 +388,6 @@ export class Worker {
   }
 }
 
-function kindsOf(handlers: Handlers): string[] {
-  return [...Object.keys(handlers), START_KIND].sort();
-}
-
 /** Two fetches per queue may be in flight: one refills what the other's handlers freed. */
 const MAX_FETCHES_IN_FLIGHT = 2;
 const MAX_UNCOMMITTED = 1000;
@@ -396,4 +395,3 @@ const MAX_UNCOMMITTED = 1000;
 const FETCH_BACKOFF = { initialMs: 100, maxMs: 5000 };
 /** How long stopping may go on past the handlers' deadline, recording what ended (runtime.ts STOP_GRACE_MS). */
 const STOP_GRACE_MS = 750;
-

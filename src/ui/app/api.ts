@@ -124,6 +124,14 @@ export interface Diagnostic {
 }
 
 export interface DevState {
-  definitions: { ok: boolean; errors: number; warnings: number; failing: { file: string; name: string | null }[]; diagnostics: Diagnostic[]; error: string | null; at: string } | null;
+  definitions: {
+    ok: boolean;
+    errors: number;
+    warnings: number;
+    failing: { file: string; name: string | null }[];
+    diagnostics: Diagnostic[];
+    error: string | null;
+    at: string;
+  } | null;
   handlers: { ok: boolean; kinds: string[]; error: string | null; at: string } | null;
 }

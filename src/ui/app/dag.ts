@@ -51,7 +51,7 @@ function layout(key: string, nodes: readonly DagNode[], edges: readonly DagEdge[
 /** The shape of a graph, for the layout cache: node ids and edges. */
 export function shapeKey(version: string, nodes: readonly DagNode[], edges: readonly DagEdge[]): string {
   let hash = 0;
-  const text = nodes.map((n) => n.id).join('\u0001') + '\u0002' + edges.map((e) => `${e.from}>${e.to}`).join('\u0001');
+  const text = `${nodes.map((n) => n.id).join('\u0001')}\u0002${edges.map((e) => `${e.from}>${e.to}`).join('\u0001')}`;
   for (let i = 0; i < text.length; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
   return `${version}:${nodes.length}:${edges.length}:${hash}`;
 }
@@ -73,7 +73,15 @@ export class DagView {
   constructor(private readonly onSelect: (id: string) => void) {
     this.element = svg('svg', { class: 'dag', role: 'img', 'aria-label': 'workflow graph' }) as SVGSVGElement;
     this.element.append(
-      svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow' }))),
+      svg(
+        'defs',
+        {},
+        svg(
+          'marker',
+          { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+          svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow' }),
+        ),
+      ),
     );
     this.viewport = svg('g', { class: 'viewport' }) as SVGGElement;
     this.element.append(this.viewport);

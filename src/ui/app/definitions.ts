@@ -1,4 +1,4 @@
-import { get, live, type Live } from './api.js';
+import { get, type Live, live } from './api.js';
 import { DagView } from './dag.js';
 import { badge, clear, h, time } from './dom.js';
 
@@ -52,7 +52,19 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
       { class: 'definition', 'data-definition': d.name },
       h('h2', {}, h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}`, 'data-link': true }, d.name), ' ', badge(d.valid ? 'valid' : 'invalid')),
       d.file && h('p', { class: 'mono muted' }, d.file),
-      d.diagnostics.length > 0 && h('ul', { class: 'diagnostics' }, d.diagnostics.map((x) => h('li', { class: x.severity }, `${x.line}:${x.column} ${x.severity}: ${x.message} [${x.rule}]`, x.hint ? h('div', { class: 'muted' }, `hint: ${x.hint}`) : null))),
+      d.diagnostics.length > 0 &&
+        h(
+          'ul',
+          { class: 'diagnostics' },
+          d.diagnostics.map((x) =>
+            h(
+              'li',
+              { class: x.severity },
+              `${x.line}:${x.column} ${x.severity}: ${x.message} [${x.rule}]`,
+              x.hint ? h('div', { class: 'muted' }, `hint: ${x.hint}`) : null,
+            ),
+          ),
+        ),
       h(
         'ol',
         { class: 'versions' },
@@ -64,7 +76,16 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
             ` ${time(v.registered_at)} `,
             h('span', { class: `drain drain-${v.state}` }, v.state === 'draining' ? `draining (${v.running} running)` : v.state),
             v.current && v.running > 0 ? ` ${v.running} running` : null,
-            !v.current ? [' ', h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}&diff=${v.hash}`, 'data-link': true, class: 'diff-link' }, 'changes to current')] : null,
+            !v.current
+              ? [
+                  ' ',
+                  h(
+                    'a',
+                    { href: `/definitions?name=${encodeURIComponent(d.name)}&diff=${v.hash}`, 'data-link': true, class: 'diff-link' },
+                    'changes to current',
+                  ),
+                ]
+              : null,
           ),
         ),
       ),
@@ -95,12 +116,25 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
         : h(
             'ul',
             { class: 'changes', 'data-testid': 'changes' },
-            diff.changes.map((c) => h('li', { 'data-change': c.change }, h('strong', {}, c.task !== undefined ? `task ${c.task}` : 'workflow'), `: ${c.detail} `, h('span', { class: 'muted mono' }, c.change))),
+            diff.changes.map((c) =>
+              h(
+                'li',
+                { 'data-change': c.change },
+                h('strong', {}, c.task !== undefined ? `task ${c.task}` : 'workflow'),
+                `: ${c.detail} `,
+                h('span', { class: 'muted mono' }, c.change),
+              ),
+            ),
           ),
     );
   }
 
   void load();
   // the page follows reloads: every dev event re-reads the definitions
-  return live<unknown>('/api/events?limit=1', '/api/workflows?limit=1', () => undefined, () => void load());
+  return live<unknown>(
+    '/api/events?limit=1',
+    '/api/workflows?limit=1',
+    () => undefined,
+    () => void load(),
+  );
 }

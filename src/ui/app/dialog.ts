@@ -14,7 +14,12 @@ export function confirmAction(title: string, body: Node | string, confirmLabel =
     d.append(
       h('h3', {}, title),
       h('div', { class: 'dialog-body' }, body),
-      h('div', { class: 'dialog-buttons' }, h('button', { type: 'button', 'data-testid': 'dialog-cancel', onclick: () => done(false) }, 'Cancel'), h('button', { type: 'button', class: 'primary', 'data-testid': 'dialog-confirm', onclick: () => done(true) }, confirmLabel)),
+      h(
+        'div',
+        { class: 'dialog-buttons' },
+        h('button', { type: 'button', 'data-testid': 'dialog-cancel', onclick: () => done(false) }, 'Cancel'),
+        h('button', { type: 'button', class: 'primary', 'data-testid': 'dialog-confirm', onclick: () => done(true) }, confirmLabel),
+      ),
     );
     d.onclose = () => resolve(false);
     d.showModal();

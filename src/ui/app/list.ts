@@ -1,4 +1,4 @@
-import { live, type Live } from './api.js';
+import { type Live, live } from './api.js';
 import { badge, clear, duration, h, time } from './dom.js';
 import type { WorkflowPage, WorkflowSummary } from './types.js';
 
@@ -19,7 +19,17 @@ export function listPage(app: HTMLElement, params: URLSearchParams): Live {
   const filters = h(
     'form',
     { class: 'filters', onsubmit: (e: Event) => applyFilters(e) },
-    h('label', {}, 'State ', h('select', { name: 'state', 'data-testid': 'filter-state' }, h('option', { value: '' }, 'any'), STATES.map((s) => h('option', { value: s, selected: s === state }, s)))),
+    h(
+      'label',
+      {},
+      'State ',
+      h(
+        'select',
+        { name: 'state', 'data-testid': 'filter-state' },
+        h('option', { value: '' }, 'any'),
+        STATES.map((s) => h('option', { value: s, selected: s === state }, s)),
+      ),
+    ),
     h('label', {}, 'Name ', h('input', { name: 'name', value: name, placeholder: 'workflow name', 'data-testid': 'filter-name' })),
     h('button', { type: 'submit' }, 'Filter'),
   );
@@ -38,7 +48,15 @@ export function listPage(app: HTMLElement, params: URLSearchParams): Live {
     h(
       'table',
       { class: 'list', 'data-testid': 'workflow-list' },
-      h('thead', {}, h('tr', {}, ['Workflow', 'Name', 'Version', 'State', 'Tasks', 'Created', 'Duration'].map((t) => h('th', {}, t)))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Workflow', 'Name', 'Version', 'State', 'Tasks', 'Created', 'Duration'].map((t) => h('th', {}, t)),
+        ),
+      ),
       body,
     ),
     pager,

@@ -1,4 +1,4 @@
-import { onSignInNeeded, sessionFromHash, startSession, type DevState, type Live } from './api.js';
+import { type DevState, type Live, onSignInNeeded, sessionFromHash, startSession } from './api.js';
 import { definitionsPage } from './definitions.js';
 import { askToken } from './dialog.js';
 import { listPage } from './list.js';
@@ -17,7 +17,8 @@ export function showDevState(dev: DevState): void {
   const d = dev.definitions;
   if (d && !d.ok) {
     if (d.error) problems.push(`Definitions could not be loaded: ${d.error}.`);
-    for (const f of d.failing) problems.push(`${f.file} has errors: ${f.name ? `the last good version of ${f.name} stays current` : 'it is not registered until it is valid'}.`);
+    for (const f of d.failing)
+      problems.push(`${f.file} has errors: ${f.name ? `the last good version of ${f.name} stays current` : 'it is not registered until it is valid'}.`);
   }
   if (dev.handlers && !dev.handlers.ok) problems.push(`Handlers failed to load (${dev.handlers.error}): the previous handlers stay in use.`);
   banner.hidden = problems.length === 0;

@@ -31,27 +31,53 @@ export class TaskPanel {
     const first = this.shown !== task.name;
     this.shown = task.name;
     clear(this.root);
-    this.root.append(h('div', { class: 'panel' },
-      h('div', { class: 'panel-head' }, h('h2', {}, task.name, ' ', badge(task.state)), h('button', { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.onClose() }, '×')),
-      h('p', { class: 'muted' }, `${task.kind} · queue ${task.queue} · attempt ${task.attempt} of ${task.max_attempts}`),
-      task.pending_reason && h('p', { class: 'reason', 'data-testid': 'pending-reason' }, task.pending_reason),
-      task.skip_reason && h('p', { class: 'reason', 'data-testid': 'skip-reason' }, task.skip_reason),
-      task.when && h('p', { class: 'muted', 'data-testid': 'when' }, 'when: ', h('code', {}, task.when), task.when_met === null ? '' : ` (${task.when_met ? 'true' : 'false'})`),
-      timeline(task),
-      task.wait && this.inspector(task),
-      h('h3', {}, 'Args'),
-      json(task.args),
-      h('h3', {}, 'Output'),
-      json(task.output),
-      h('h3', {}, 'Errors'),
-      task.errors.length === 0
-        ? h('p', { class: 'muted' }, 'none')
-        : h(
-            'ol',
-            { class: 'errors' },
-            task.errors.map((e) => h('li', {}, h('strong', {}, `attempt ${e.attempt}`), ` ${time(e.at)} `, e.kind ? h('span', { class: 'muted' }, `(${e.kind}) `) : null, e.message, e.stack ? h('details', {}, h('summary', {}, 'stack'), h('pre', {}, e.stack)) : null)),
+    this.root.append(
+      h(
+        'div',
+        { class: 'panel' },
+        h(
+          'div',
+          { class: 'panel-head' },
+          h('h2', {}, task.name, ' ', badge(task.state)),
+          h('button', { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.onClose() }, '×'),
+        ),
+        h('p', { class: 'muted' }, `${task.kind} · queue ${task.queue} · attempt ${task.attempt} of ${task.max_attempts}`),
+        task.pending_reason && h('p', { class: 'reason', 'data-testid': 'pending-reason' }, task.pending_reason),
+        task.skip_reason && h('p', { class: 'reason', 'data-testid': 'skip-reason' }, task.skip_reason),
+        task.when &&
+          h(
+            'p',
+            { class: 'muted', 'data-testid': 'when' },
+            'when: ',
+            h('code', {}, task.when),
+            task.when_met === null ? '' : ` (${task.when_met ? 'true' : 'false'})`,
           ),
-    ));
+        timeline(task),
+        task.wait && this.inspector(task),
+        h('h3', {}, 'Args'),
+        json(task.args),
+        h('h3', {}, 'Output'),
+        json(task.output),
+        h('h3', {}, 'Errors'),
+        task.errors.length === 0
+          ? h('p', { class: 'muted' }, 'none')
+          : h(
+              'ol',
+              { class: 'errors' },
+              task.errors.map((e) =>
+                h(
+                  'li',
+                  {},
+                  h('strong', {}, `attempt ${e.attempt}`),
+                  ` ${time(e.at)} `,
+                  e.kind ? h('span', { class: 'muted' }, `(${e.kind}) `) : null,
+                  e.message,
+                  e.stack ? h('details', {}, h('summary', {}, 'stack'), h('pre', {}, e.stack)) : null,
+                ),
+              ),
+            ),
+      ),
+    );
     // diagnostics and signal history are reads of their own: at most one refresh a second while changes stream in
     if (task.wait && (first || Date.now() - this.lastRefresh > 1000)) this.loadLive(task);
     else if (task.wait && !this.refresh) this.refresh = window.setTimeout(() => this.loadLive(task), 1000);
@@ -60,14 +86,35 @@ export class TaskPanel {
   private inspector(task: Task): HTMLElement {
     const w = task.wait!;
     const values = new Map((w.evidence?.terms ?? w.last_evaluation?.terms ?? []).map((t) => [t.name, t]));
-    const key = h('select', { 'data-testid': 'signal-key' }, w.signals.map((k) => h('option', { value: k }, k)));
+    const key = h(
+      'select',
+      { 'data-testid': 'signal-key' },
+      w.signals.map((k) => h('option', { value: k }, k)),
+    );
     const payload = h('textarea', { rows: 3, 'data-testid': 'signal-payload', placeholder: '{"approved": true}' });
     return h(
       'section',
       { class: 'inspector', 'data-testid': 'wait-inspector' },
       h('h3', {}, 'Wait ', h('span', { class: `phase phase-${w.phase}`, 'data-testid': 'wait-phase' }, w.phase)),
       h('code', { class: 'cel', 'data-testid': 'wait-expr' }, w.expr),
-      h('table', { class: 'terms' }, h('thead', {}, h('tr', {}, ['Term', 'Kind', 'CEL / source', 'Value'].map((c) => h('th', {}, c)))), h('tbody', {}, w.terms.map((t) => termRow(t, values.get(t.name))))),
+      h(
+        'table',
+        { class: 'terms' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Term', 'Kind', 'CEL / source', 'Value'].map((c) => h('th', {}, c)),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          w.terms.map((t) => termRow(t, values.get(t.name))),
+        ),
+      ),
       w.last_evaluation?.error && h('p', { class: 'error' }, `expression error: ${w.last_evaluation.error}`),
       this.live,
       w.signals.length > 0 &&
@@ -97,7 +144,11 @@ export class TaskPanel {
     }
     if (!(await confirmAction(`Emit "${key}"?`, h('pre', {}, JSON.stringify(payload, null, 2)), 'Emit'))) return;
     try {
-      const r = await post<{ signal: { id: string }; replayed: boolean }>(`/api/workflows/${encodeURIComponent(this.workflowId)}/signals`, { key, payload, source: { via: 'braid ui' } });
+      const r = await post<{ signal: { id: string }; replayed: boolean }>(`/api/workflows/${encodeURIComponent(this.workflowId)}/signals`, {
+        key,
+        payload,
+        source: { via: 'braid ui' },
+      });
       toast(`Signal ${r.signal.id} emitted.`);
     } catch (error) {
       toast((error as Error).message, 'error');
@@ -113,16 +164,20 @@ export class TaskPanel {
       .then((d) => {
         if (this.shown !== task.name) return;
         clear(this.live);
-        this.live.append(h('div', {},
-          h('h4', {}, 'Live diagnostics'),
+        this.live.append(
           h(
-            'p',
-            { 'data-testid': 'diagnostics' },
-            `expression is ${d.expr_result} now · ${d.signals_scanned} signal(s) scanned${d.truncated ? ` (truncated at ${d.signal_scan_limit})` : ''} · ${time(d.evaluated_at)}`,
+            'div',
+            {},
+            h('h4', {}, 'Live diagnostics'),
+            h(
+              'p',
+              { 'data-testid': 'diagnostics' },
+              `expression is ${d.expr_result} now · ${d.signals_scanned} signal(s) scanned${d.truncated ? ` (truncated at ${d.signal_scan_limit})` : ''} · ${time(d.evaluated_at)}`,
+            ),
+            d.eval_error && h('p', { class: 'error' }, d.eval_error),
+            d.terms.filter((t) => t.error).map((t) => h('p', { class: 'error' }, `${t.name}: ${t.error}`)),
           ),
-          d.eval_error && h('p', { class: 'error' }, d.eval_error),
-          d.terms.filter((t) => t.error).map((t) => h('p', { class: 'error' }, `${t.name}: ${t.error}`)),
-        ));
+        );
       })
       .catch((error: Error) => this.live.replaceChildren(h('p', { class: 'error' }, error.message)));
     void this.loadSignals(base, undefined, true);
@@ -135,8 +190,12 @@ export class TaskPanel {
       this.history.querySelector('.more')?.remove();
       if (page.signals.length === 0 && fresh) this.history.append(h('p', { class: 'muted' }, 'none yet'));
       const list = this.history.querySelector('ol') ?? this.history.appendChild(h('ol', { 'data-testid': 'signal-history' }));
-      for (const s of page.signals) list.append(h('li', {}, h('span', { class: 'mono' }, `#${s.id}`), ` ${s.key} `, h('code', {}, JSON.stringify(s.payload)), ` ${time(s.created_at)}`));
-      if (page.has_more) this.history.append(h('button', { type: 'button', class: 'more', onclick: () => void this.loadSignals(base, page.next_cursor_id ?? undefined, false) }, 'More'));
+      for (const s of page.signals)
+        list.append(h('li', {}, h('span', { class: 'mono' }, `#${s.id}`), ` ${s.key} `, h('code', {}, JSON.stringify(s.payload)), ` ${time(s.created_at)}`));
+      if (page.has_more)
+        this.history.append(
+          h('button', { type: 'button', class: 'more', onclick: () => void this.loadSignals(base, page.next_cursor_id ?? undefined, false) }, 'More'),
+        );
     } catch (error) {
       this.history.replaceChildren(h('p', { class: 'error' }, (error as Error).message));
     }
@@ -152,7 +211,7 @@ function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
     term.kind === 'signal'
       ? `signal ${term.signal}${term.where ? ` where ${term.where}` : ''}${term.count && term.count > 1 ? ` × ${term.count}` : ''}`
       : term.kind === 'expr'
-        ? term.expr ?? ''
+        ? (term.expr ?? '')
         : term.kind === 'timer'
           ? timerText(term)
           : `workflows (${term.workflows?.mode}${term.workflows?.quorum ? ` ${term.workflows.quorum}` : ''})`;
@@ -186,5 +245,11 @@ function timeline(task: Task): HTMLElement {
     ['running (last attempt)', task.started_at],
     [task.finalized_at ? task.state : 'final', task.finalized_at],
   ];
-  return h('ol', { class: 'timeline', 'data-testid': 'timeline' }, steps.filter(([label, at]) => at || label === 'created (pending on deps)').map(([label, at]) => h('li', {}, h('span', {}, label), ' ', h('time', {}, time(at)))));
+  return h(
+    'ol',
+    { class: 'timeline', 'data-testid': 'timeline' },
+    steps
+      .filter(([label, at]) => at || label === 'created (pending on deps)')
+      .map(([label, at]) => h('li', {}, h('span', {}, label), ' ', h('time', {}, time(at)))),
+  );
 }

@@ -1,5 +1,5 @@
 /** The API's JSON, as the page reads it (snake_case, as served). */
-import type { Json, WorkflowRecord, WorkflowSummary as WireWorkflowSummary } from '../../runtime/wire.js';
+import type { Json, WorkflowSummary as WireWorkflowSummary, WorkflowRecord } from '../../runtime/wire.js';
 
 export interface TermValue {
   name: string;

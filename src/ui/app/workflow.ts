@@ -1,5 +1,5 @@
-import { live, post, type Live } from './api.js';
-import { DagView, type DagEdge, type DagNode } from './dag.js';
+import { type Live, live, post } from './api.js';
+import { type DagEdge, type DagNode, DagView } from './dag.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, duration, h, json, time } from './dom.js';
 import { TaskPanel } from './panel.js';
@@ -15,7 +15,19 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
   let selected = params.get('selected') ?? undefined;
   const header = h('div', { class: 'wf-header' });
   const dag = new DagView((name) => select(name));
-  const graph = h('div', { class: 'graph' }, h('div', { class: 'graph-tools' }, h('button', { type: 'button', onclick: () => dag.fit(), 'data-testid': 'fit' }, 'Fit'), h('button', { type: 'button', onclick: () => dag.zoom(1.25) }, '+'), h('button', { type: 'button', onclick: () => dag.zoom(0.8) }, '−')), dag.element, h('div', { class: 'legend', 'data-testid': 'legend' }, ...TASK_STATES.map(badge)));
+  const graph = h(
+    'div',
+    { class: 'graph' },
+    h(
+      'div',
+      { class: 'graph-tools' },
+      h('button', { type: 'button', onclick: () => dag.fit(), 'data-testid': 'fit' }, 'Fit'),
+      h('button', { type: 'button', onclick: () => dag.zoom(1.25) }, '+'),
+      h('button', { type: 'button', onclick: () => dag.zoom(0.8) }, '−'),
+    ),
+    dag.element,
+    h('div', { class: 'legend', 'data-testid': 'legend' }, ...TASK_STATES.map(badge)),
+  );
   const side = h('aside', { class: 'side', 'data-testid': 'task-panel', hidden: true });
   const panel = new TaskPanel(side, id, () => select(undefined));
   const details = h('details', { class: 'io' });
@@ -45,14 +57,26 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
     dag.render(s.workflow.definition_hash, nodes, edges);
     dag.select(selected);
     clear(details);
-    details.append(h('summary', {}, 'Inputs and output'), h('h4', {}, 'Inputs'), json(s.workflow.inputs), h('h4', {}, 'Output'), s.workflow.output_error ? h('p', { class: 'error' }, s.workflow.output_error) : json(s.workflow.output));
+    details.append(
+      h('summary', {}, 'Inputs and output'),
+      h('h4', {}, 'Inputs'),
+      json(s.workflow.inputs),
+      h('h4', {}, 'Output'),
+      s.workflow.output_error ? h('p', { class: 'error' }, s.workflow.output_error) : json(s.workflow.output),
+    );
   }
 
   function renderHeader(s: WorkflowStatus): void {
     const w = s.workflow;
     clear(header);
     const running = w.state === 'running';
-    const mode = h('select', { 'data-testid': 'retry-mode' }, h('option', { value: 'all' }, 'all'), h('option', { value: 'failed_only' }, 'failed only'), h('option', { value: 'failed_and_downstream' }, 'failed and downstream'));
+    const mode = h(
+      'select',
+      { 'data-testid': 'retry-mode' },
+      h('option', { value: 'all' }, 'all'),
+      h('option', { value: 'failed_only' }, 'failed only'),
+      h('option', { value: 'failed_and_downstream' }, 'failed and downstream'),
+    );
     const reset = h('input', { type: 'checkbox', 'data-testid': 'retry-reset' });
     header.append(
       h('h1', {}, w.name, ' ', badge(w.state), ...(w.end_reason ? [' ', h('span', { class: 'reason', 'data-testid': 'end-reason' }, w.end_reason)] : [])),
@@ -62,7 +86,15 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
         h('dt', {}, 'Id'),
         h('dd', { class: 'mono' }, w.id),
         h('dt', {}, 'Version'),
-        h('dd', {}, h('a', { href: `/definitions?name=${encodeURIComponent(w.name)}&hash=${w.definition_hash}`, 'data-link': true, class: 'mono' }, w.definition_hash.slice(0, 12))),
+        h(
+          'dd',
+          {},
+          h(
+            'a',
+            { href: `/definitions?name=${encodeURIComponent(w.name)}&hash=${w.definition_hash}`, 'data-link': true, class: 'mono' },
+            w.definition_hash.slice(0, 12),
+          ),
+        ),
         ...(s.upgrades ?? []).flatMap((u) => [
           h('dt', {}, 'Upgraded'),
           h('dd', { 'data-testid': 'upgrade' }, h('span', { class: 'mono' }, `${u.from.slice(0, 12)} → ${u.to.slice(0, 12)}`), ` ${time(u.at)}`),
@@ -78,7 +110,15 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
         'div',
         { class: 'actions' },
         running && h('button', { type: 'button', class: 'danger', 'data-testid': 'cancel', onclick: () => void cancel() }, 'Cancel workflow'),
-        !running && h('span', { class: 'retry' }, 'Retry: ', mode, h('label', {}, reset, ' reset history'), h('button', { type: 'button', 'data-testid': 'retry', onclick: () => void retry(mode.value, reset.checked) }, 'Retry')),
+        !running &&
+          h(
+            'span',
+            { class: 'retry' },
+            'Retry: ',
+            mode,
+            h('label', {}, reset, ' reset history'),
+            h('button', { type: 'button', 'data-testid': 'retry', onclick: () => void retry(mode.value, reset.checked) }, 'Retry'),
+          ),
       ),
     );
   }

@@ -1,0 +1,69 @@
+import type pg from 'pg';
+import type { CompileLimits } from '../compiler/instantiate.js';
+import type { Database } from './db/types.js';
+import type { Logger } from './log.js';
+import type { RetentionPolicy } from './sql/maintenance.js';
+import type { Handlers } from './worker/handlers.js';
+
+/** What a runtime is created with (createRuntime). */
+export interface RuntimeOptions {
+  /**
+   * The database: an adapter (createPostgres, createPglite), the application's own `pg.Pool` (braid runs its
+   * queries and transactions there and never ends it), or a Postgres connection string. The runtime closes
+   * what it opened itself (`close()`).
+   */
+  database: Database | pg.Pool | string;
+  /** The Postgres schema of braid's tables (default `braid`). */
+  schema?: string;
+  /** Handlers by kind; a runtime without handlers only inserts and reads. */
+  handlers?: Handlers;
+  /** Queue name -> concurrency (default { default: 10 }). */
+  queues?: Record<string, number>;
+  /**
+   * Tasks per queue claimed ahead of free slots and held in this process until a slot frees (default 0).
+   * Raises throughput for short handlers; a prefetched task waits for this process even when another is idle.
+   */
+  prefetch?: number;
+  /** Replaces the database clock (tests). */
+  clock?: () => Date;
+  logger?: Logger;
+  pollIntervalMs?: number;
+  /** How often the leader looks for due wait timers (default 1 s); a nearer new timer wakes it sooner. */
+  timerIntervalMs?: number;
+  /** How often a worker records that it is alive (default 2 s). */
+  heartbeatIntervalMs?: number;
+  /**
+   * A worker silent this long is dead and its running attempts run again elsewhere (default 7 s); an attempt a
+   * live worker has failed to record the end of for this long is rescued the same way.
+   */
+  workerDeadAfterMs?: number;
+  /**
+   * How long a handler may block a worker's event loop (synchronous work) while a thread of the worker keeps
+   * it alive (default 5 min; Postgres only): past it the worker is taken for hung and its attempts run again
+   * elsewhere.
+   */
+  workerStallLimitMs?: number;
+  /** The longest a dead leader goes unreplaced (default 5 s): its lease, renewed five times per lease. */
+  leaderLeaseMs?: number;
+  /** Retention of finalized workflows (null keeps them; defaults 24 h each), and the opt-in per-task mode (taskMs). */
+  retention?: Partial<RetentionPolicy>;
+  retentionIntervalMs?: number;
+  maxOutputBytes?: number;
+  /** Run the leader's maintenance in this process (default true when it runs a worker). */
+  leader?: boolean;
+  /**
+   * How long a write of the API (emit, cancel, retry, extend, upgrade, a start by business key) waits for its
+   * workflow's lock, held by another transaction, before it fails with WorkflowBusyError (default 5 s).
+   */
+  lockTimeoutMs?: number;
+  /**
+   * What one start may grow to (defaults: 10,000 for_each items per task, 100,000 tasks per plan, 1,000,000
+   * CEL comprehension steps): a start over them fails with a for-each or cel-cost diagnostic.
+   */
+  limits?: Partial<CompileLimits>;
+  /**
+   * The client-side deadline of each braid statement when braid makes the Postgres adapter (from a URL or a
+   * pool; default 20 s): a statement past it fails and its connection is closed (createPostgres takes it too).
+   */
+  statementTimeoutMs?: number;
+}
