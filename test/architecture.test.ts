@@ -1,110 +1,99 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, normalize, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { circles, importGraph, layerBreaks, oversized, statementsOutside, type Tree } from './helpers/architecture.js';
 import { repoRoot } from './helpers/cli.js';
 
-/** Every module under src/ (the browser app aside) and the modules it imports at run time (type imports erased). */
-function importGraph(): Map<string, string[]> {
-  const src = join(repoRoot, 'src');
-  const graph = new Map<string, string[]>();
+/** Every module under src/ (the browser app aside), by its path from the repository. */
+function sourceTree(): Tree {
+  const tree = new Map<string, string>();
   const walk = (dir: string): void => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, e.name);
       if (e.isDirectory()) {
         if (!p.endsWith(join('ui', 'app'))) walk(p);
-      } else if (p.endsWith('.ts')) {
-        const text = readFileSync(p, 'utf8');
-        const targets = [...text.matchAll(/^import (?!type )[^;]*? from '(\.[^']+)'/gm), ...text.matchAll(/await import\('(\.[^']+)'\)/g)].map((m) =>
-          normalize(join(dirname(p), m[1].replace(/\.js$/, '.ts'))),
-        );
-        graph.set(p, targets);
-      }
+      } else if (p.endsWith('.ts')) tree.set(relative(repoRoot, p).replace(/\\/g, '/'), readFileSync(p, 'utf8'));
     }
   };
-  walk(src);
-  return graph;
+  walk(join(repoRoot, 'src'));
+  return tree;
 }
 
-/** The strongly connected groups of more than one module: each is an import circle. */
-function circles(graph: Map<string, string[]>): string[][] {
-  let index = 0;
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const idx = new Map<string, number>();
-  const low = new Map<string, number>();
-  const found: string[][] = [];
-  const visit = (v: string): void => {
-    idx.set(v, index);
-    low.set(v, index++);
-    stack.push(v);
-    onStack.add(v);
-    for (const w of graph.get(v) ?? []) {
-      if (!graph.has(w)) continue;
-      if (!idx.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
-    }
-    if (low.get(v) === idx.get(v)) {
-      const group: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        group.push(relative(repoRoot, w));
-      } while (w !== v);
-      if (group.length > 1) found.push(group.sort());
-    }
-  };
-  for (const v of graph.keys()) if (!idx.has(v)) visit(v);
-  return found;
-}
-
-const sqlDir = join(repoRoot, 'src', 'runtime', 'sql');
-const dbDir = join(repoRoot, 'src', 'runtime', 'db');
-
-/** Statement text as braid writes it: a keyword then what it acts on. */
-const STATEMENT = /\b(SELECT [\w*$(]|INSERT INTO|UPDATE \$\{|DELETE FROM|pg_notify\()/;
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return sourceFiles(p);
-    return p.endsWith('.ts') ? [p] : [];
-  });
-}
+/** Where statements may be written: sql/, and the database drivers. */
+const OWNERS = ['src/runtime/sql/', 'src/runtime/db/'];
+const MAX_LINES = 400;
 
 describe('the source tree', () => {
-  it('has no import circle', () => {
-    expect(circles(importGraph())).toEqual([]);
+  const tree = sourceTree();
+  const graph = importGraph(tree);
+
+  it('has no import circle (imports, re-exports and dynamic imports, read by the TypeScript parser)', () => {
+    expect(circles(graph)).toEqual([]);
   });
 
-  it('keeps sql/ a leaf: its modules import nothing at run time from outside sql/ and db/', () => {
-    const outward = [...importGraph()]
-      .filter(([from]) => from.startsWith(sqlDir))
-      .flatMap(([from, targets]) =>
-        targets.filter((t) => !t.startsWith(sqlDir) && !t.startsWith(dbDir)).map((t) => `${relative(repoRoot, from)} -> ${relative(repoRoot, t)}`),
-      );
-    expect(outward).toEqual([]);
+  it('keeps to the layer table: the compiler and deploy pure, sql/ a leaf, the runtime unaware of its callers', () => {
+    expect(layerBreaks(graph)).toEqual([]);
   });
 
-  it('keeps SQL statements in sql/ (the database drivers aside)', () => {
-    const outside = sourceFiles(join(repoRoot, 'src'))
-      .filter((p) => !p.startsWith(sqlDir) && !p.startsWith(dbDir))
-      .filter((p) => STATEMENT.test(readFileSync(p, 'utf8')))
-      .map((p) => relative(repoRoot, p));
-    expect(outside).toEqual([]);
+  it('keeps SQL statements in sql/ (the database drivers aside), whatever their case', () => {
+    expect(statementsOutside(tree, OWNERS)).toEqual([]);
   });
 
-  it('keeps every runtime module under 400 lines', () => {
-    const long = sourceFiles(join(repoRoot, 'src', 'runtime'))
-      .map((p) => ({ file: relative(repoRoot, p), lines: readFileSync(p, 'utf8').split('\n').length }))
-      .filter((f) => f.lines > 400);
-    expect(long).toEqual([]);
+  it(`keeps every module in src/ at ${MAX_LINES} lines or fewer`, () => {
+    expect(oversized(tree, MAX_LINES)).toEqual([]);
   });
 
-  it('finds statements where they are (the check above can fail)', () => {
-    const inside = sourceFiles(sqlDir).filter((p) => STATEMENT.test(readFileSync(p, 'utf8')));
-    expect(inside.length).toBeGreaterThan(10);
+  it('finds statements where they are', () => {
+    const inside = new Map([...tree].filter(([p]) => p.startsWith('src/runtime/sql/')));
+    expect(statementsOutside(inside, []).length).toBeGreaterThan(50);
+  });
+});
+
+describe('each architecture rule fails on a deliberate violation', () => {
+  it('a circle through a re-export', () => {
+    const tree: Tree = new Map([
+      ['src/a.ts', "export { b } from './b.js';\n"],
+      ['src/b.ts', "import { a } from './a.js';\nexport const b = a;\n"],
+    ]);
+    expect(circles(importGraph(tree))).toEqual([['src/a.ts', 'src/b.ts']]);
+    // type-only edges are erased, so they make no circle
+    const types: Tree = new Map([
+      ['src/a.ts', "export type { B } from './b.js';\n"],
+      ['src/b.ts', "import type { A } from './a.js';\nimport { type C } from './a.js';\n"],
+    ]);
+    expect(circles(importGraph(types))).toEqual([]);
+  });
+
+  it('a double-quoted upward import from sql/, and a dynamic one', () => {
+    const tree: Tree = new Map([
+      ['src/runtime/sql/x.ts', 'import { settle } from "../engine/settle.js";\nconst w = () => import("../waits/evaluate.js");\n'],
+      ['src/runtime/engine/settle.ts', 'export const settle = 1;\n'],
+    ]);
+    expect(layerBreaks(importGraph(tree))).toEqual([
+      'src/runtime/sql/x.ts -> src/runtime/engine/settle.ts (sql/ imports only sql/ and db/)',
+      'src/runtime/sql/x.ts -> src/runtime/waits/evaluate.ts (sql/ imports only sql/ and db/)',
+    ]);
+  });
+
+  it('compiler/ importing runtime/', () => {
+    const tree: Tree = new Map([['src/compiler/x.ts', "import { createRuntime } from '../runtime/runtime.js';\n"]]);
+    expect(layerBreaks(importGraph(tree))).toEqual(['src/compiler/x.ts -> src/runtime/runtime.ts (the compiler is pure passes)']);
+  });
+
+  it('a lower-case statement outside sql/, a concatenated one, and literal text handed to .query(', () => {
+    const tree: Tree = new Map([
+      ['src/runtime/engine/x.ts', "await tx.query(`select id from ${s}.tasks`);\nconst q = 'delete ' + 'from t';\nawait db.exec('vacuum');\n"],
+      ['src/runtime/sql/ok.ts', "await tx.query('SELECT 1');\n"],
+    ]);
+    expect(statementsOutside(tree, OWNERS)).toEqual(['src/runtime/engine/x.ts:1', 'src/runtime/engine/x.ts:2', 'src/runtime/engine/x.ts:3']);
+  });
+
+  it('a 401-line file anywhere in src/', () => {
+    const lines = (n: number) => `${Array.from({ length: n }, (_, i) => `const x${i} = ${i};`).join('\n')}\n`;
+    const tree: Tree = new Map([
+      ['src/compiler/long.ts', lines(401)],
+      ['src/cli/fine.ts', lines(400)],
+    ]);
+    expect(oversized(tree, MAX_LINES)).toEqual(['src/compiler/long.ts']);
   });
 });
