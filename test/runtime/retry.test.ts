@@ -100,12 +100,17 @@ describe(`whole-workflow retry (${backend})`, () => {
   });
 
   it('a running workflow cannot be retried; a mode that selects nothing changes nothing', async () => {
-    const { rt, h } = await failedRun();
-    await h.retry({ mode: 'failed_only' });
-    await expect(h.retry()).rejects.toThrow(/only a finalized workflow can be retried/);
+    const { rt, h: first } = await failedRun();
+    // no worker runs the retried tasks meanwhile, so the workflow is still running at the second retry
+    await rt.stop(1000);
+    await first.retry({ mode: 'failed_only' });
+    await expect(first.retry()).rejects.toThrow(/only a finalized workflow can be retried/);
+    const again = await testRuntime({ schema: rt.schema, handlers: { ok: async () => ({}), flaky: async () => ({ fixed: true }) } });
+    await again.startWorker();
+    const h = again.workflow(first.id);
     await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
     expect(await h.retry({ mode: 'failed_only' })).toMatchObject({ attempt: 2, retried: [] });
     expect((await h.load()).state).toBe('completed');
-    await expect(rt.workflow('nope').retry()).rejects.toThrow(/no workflow with id/);
+    await expect(again.workflow('nope').retry()).rejects.toThrow(/no workflow with id/);
   });
 });

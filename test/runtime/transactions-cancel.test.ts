@@ -122,14 +122,19 @@ describe(`cancel and shutdown (${backend})`, () => {
   });
 
   it('graceful shutdown lets running handlers finish before the deadline, releases the rest for later', async () => {
+    // quick runs until the stop has begun, then finishes well inside the deadline; slow never does
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((r) => (release = r));
     const rt = await testRuntime({
-      handlers: { quick: sleeper(50), slow: sleeper(60_000) },
+      handlers: { quick: async () => (await released, { quick: true }), slow: sleeper(60_000) },
       definitions: { shutdown: 'name: shutdown\ntasks:\n  q: { kind: quick }\n  s: { kind: slow, max_attempts: 1 }\n' },
     });
     await rt.startWorker();
     const id = await rt.start('shutdown');
     await until(async () => (await rt.workflow(id).tasks()).every((t) => t.state === 'running'));
-    await rt.stop(300);
+    const stopping = rt.stop(3000);
+    release();
+    await stopping;
     const tasks = Object.fromEntries((await rt.workflow(id).tasks()).map((t) => [t.name, t]));
     expect(tasks.q.state).toBe('completed');
     expect(tasks.s).toMatchObject({ state: 'available', attempt: 0 });
