@@ -2,13 +2,30 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import type { Database } from '../../src/runtime/db/types.js';
-import { repoRoot } from './cli.js';
+import { braidBin, repoRoot } from './cli.js';
 import { postgresUrl, until } from './runtime.js';
 
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
+
+/**
+ * `braid worker` as a user runs it, on the fault suite's handlers (test/fixtures/faults/handlers.mjs: each
+ * invocation recorded in `table`, straight to the database), its output collected; killed after the file.
+ */
+export function faultsWorker(url: string, schema: string, table: string, args: string[]): { child: ChildProcess; log: () => string } {
+  let out = '';
+  const handlers = join(repoRoot, 'test/fixtures/faults/handlers.mjs');
+  const child = spawn(process.execPath, [braidBin, 'worker', '--handlers', handlers, '--database', url, '--schema', schema, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, DATABASE_URL: '', NO_COLOR: '1', BRAID_DIRECT_URL: postgresUrl, BRAID_TABLE: table },
+  });
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  children.push(child);
+  return { child, log: () => out };
+}
 
 export interface RuntimeProcess {
   child: ChildProcess;

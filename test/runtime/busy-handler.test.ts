@@ -1,51 +1,16 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { braidBin, repoRoot } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
 import { heavyFile } from '../helpers/heavy.js';
-import { allFinal, invocationTable } from '../helpers/processes.js';
+import { allFinal, faultsWorker, invocationTable } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 
 heavyFile();
 
-const HANDLERS = join(repoRoot, 'test/fixtures/faults/handlers.mjs');
 const definition = (ms: number, on: number[]) =>
   `name: busy\ntasks:\n  crunch: { kind: block, args: { ms: ${ms}, on: [${on.join(', ')}] }, max_attempts: 3 }\n`;
 
-const workers: ChildProcess[] = [];
-afterAll(() => {
-  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
-});
-
-/** `braid worker` as a user runs it, with a short dead-after, its log collected. */
-function cliWorker(schema: string, table: string, extra: string[]): { child: ChildProcess; log: () => string } {
-  let out = '';
-  const args = [
-    braidBin,
-    'worker',
-    '--handlers',
-    HANDLERS,
-    '--database',
-    postgresUrl,
-    '--schema',
-    schema,
-    '--heartbeat',
-    '500ms',
-    '--dead-after',
-    '2s',
-    '--shutdown-timeout',
-    '1',
-    ...extra,
-  ];
-  const child = spawn(process.execPath, args, {
-    cwd: repoRoot,
-    env: { ...process.env, DATABASE_URL: '', NO_COLOR: '1', BRAID_DIRECT_URL: postgresUrl, BRAID_TABLE: table },
-  });
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  workers.push(child);
-  return { child, log: () => out };
-}
+/** A CLI worker with a short dead-after. */
+const cliWorker = (schema: string, table: string, extra: string[]) =>
+  faultsWorker(postgresUrl, schema, table, ['--heartbeat', '500ms', '--dead-after', '2s', '--shutdown-timeout', '1', ...extra]);
 
 async function invocations(rt: Awaited<ReturnType<typeof testRuntime>>, table: string): Promise<{ attempt: number; pid: number }[]> {
   return (await rt.db.query<{ attempt: number; pid: number }>(`SELECT attempt, pid FROM ${table} ORDER BY attempt`)).rows;

@@ -1,37 +1,21 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { braidBin, repoRoot } from '../helpers/cli.js';
 import { heavyFile } from '../helpers/heavy.js';
-import { allFinal, exited, expectIntact, invocationTable } from '../helpers/processes.js';
+import { allFinal, exited, expectIntact, faultsWorker, invocationTable } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 heavyFile();
 
 const CHAIN = 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n';
-const HANDLERS = join(repoRoot, 'test/fixtures/faults/handlers.mjs');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const proxies: TcpProxy[] = [];
-const workers: ChildProcess[] = [];
 afterAll(async () => {
-  for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
   for (const p of proxies) await p.close();
 });
 
-/** `braid worker` as a user runs it, through the proxy, its log collected. */
-function cliWorker(url: string, schema: string, table: string): { child: ChildProcess; log: () => string } {
-  let out = '';
-  const child = spawn(process.execPath, [braidBin, 'worker', '--handlers', HANDLERS, '--database', url, '--schema', schema, '--shutdown-timeout', '2'], {
-    cwd: repoRoot,
-    env: { ...process.env, DATABASE_URL: '', NO_COLOR: '1', BRAID_DIRECT_URL: postgresUrl, BRAID_TABLE: table },
-  });
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  workers.push(child);
-  return { child, log: () => out };
-}
+/** A CLI worker through the proxy. */
+const cliWorker = (url: string, schema: string, table: string) => faultsWorker(url, schema, table, ['--shutdown-timeout', '2']);
 
 describe.runIf(backend === 'postgres')('a network that goes silent (sockets open, nothing carried), through the real CLI', () => {
   it('3 workers: each says the outage once and its recovery once; every workflow finishes after the network returns, nothing lost or doubled; SIGTERM in a silent outage exits in time', async () => {
