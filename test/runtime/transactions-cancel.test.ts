@@ -74,8 +74,12 @@ describe(`transactions (${backend})`, () => {
 describe(`cancel and shutdown (${backend})`, () => {
   it('cancel while tasks run: pending tasks are cancelled, running handlers get an abort, the workflow ends cancelled', async () => {
     let aborted = 0;
+    let running = 0;
+    let bothRunning: () => void = () => undefined;
+    const ready = new Promise<void>((r) => (bothRunning = r));
     const handlers: Handlers = {
       long: async (_a, ctx) => {
+        if (++running === 2) bothRunning();
         try {
           return await sleeper(10_000)(_a, ctx);
         } catch (e) {
@@ -91,7 +95,7 @@ describe(`cancel and shutdown (${backend})`, () => {
     });
     await rt.startWorker();
     const id = await rt.start('cancellable');
-    await until(async () => (await rt.workflow(id).tasks()).filter((t) => t.state === 'running').length === 2);
+    await ready;
     const result = await rt.workflow(id).cancel();
     expect(result.cancelled).toEqual(['c']);
     expect(result.stopping.sort()).toEqual(['a', 'b']);
@@ -122,16 +126,24 @@ describe(`cancel and shutdown (${backend})`, () => {
   });
 
   it('graceful shutdown lets running handlers finish before the deadline, releases the rest for later', async () => {
-    // quick runs until the stop has begun, then finishes well inside the deadline; slow never does
+    // quick runs until the stop has begun, then finishes well inside the deadline; slow never does. The
+    // stop begins once both handlers run: a task the database shows running may still be on its way to the
+    // worker (a prefetch in flight), and a stop releases such a task unstarted, as it should.
     let release: () => void = () => undefined;
     const released = new Promise<void>((r) => (release = r));
+    const began: Record<string, () => void> = {};
+    const started = ['quick', 'slow'].map((k) => new Promise<void>((r) => (began[k] = r)));
+    const slow = sleeper(60_000);
     const rt = await testRuntime({
-      handlers: { quick: async () => (await released, { quick: true }), slow: sleeper(60_000) },
+      handlers: {
+        quick: async () => (began.quick(), await released, { quick: true }),
+        slow: async (args: unknown, ctx: { signal: AbortSignal }) => (began.slow(), slow(args, ctx)),
+      },
       definitions: { shutdown: 'name: shutdown\ntasks:\n  q: { kind: quick }\n  s: { kind: slow, max_attempts: 1 }\n' },
     });
     await rt.startWorker();
     const id = await rt.start('shutdown');
-    await until(async () => (await rt.workflow(id).tasks()).every((t) => t.state === 'running'));
+    await Promise.all(started);
     const stopping = rt.stop(3000);
     release();
     await stopping;
