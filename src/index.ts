@@ -8,7 +8,6 @@ export type { RetryMode } from './runtime/engine/decide.js';
 export { ExtensionError, type ExtensionSpec } from './runtime/engine/extend.js';
 export { type RetryResult, WorkflowNotFinalError } from './runtime/engine/retry.js';
 export type { StartOutput } from './runtime/engine/start-children.js';
-export { UnstorableValueError } from './runtime/engine/storable.js';
 export { UnknownWorkflowError, WorkflowNotFoundError } from './runtime/errors.js';
 export { migrate } from './runtime/migrate.js';
 export {
@@ -20,8 +19,10 @@ export {
 } from './runtime/runtime.js';
 export type { SignalPage } from './runtime/sql/signals.js';
 export type { TaskRecord, WaitSnapshot, WorkflowRecord } from './runtime/sql/workflows.js';
+export { UnstorableValueError } from './runtime/storable.js';
+export type { SignalRow, TermValue, WaitPhase } from './runtime/waits/decide.js';
 export { DiagnosticsError, type WaitDiagnostics } from './runtime/waits/diagnostics.js';
-export type { WaitEvidence } from './runtime/waits/evaluate.js';
+export type { WaitEvidence } from './runtime/waits/records.js';
 export {
   type EmitOptions,
   type EmitResult,
@@ -33,7 +34,6 @@ export {
   UndeclaredSignalKeyError,
   WorkflowFinishedError,
 } from './runtime/waits/signals.js';
-export type { SignalRow, TermValue, WaitPhase } from './runtime/waits/wait-eval.js';
 export { defineHandlers, type Handler, type Handlers, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout } from './runtime/worker/handlers.js';
 export { loadHandlers } from './runtime/worker/load-handlers.js';
 export { WorkflowHandle, WorkflowSignals } from './runtime/workflow-handle.js';

@@ -66,12 +66,22 @@ describe('each architecture rule fails on a deliberate violation', () => {
 
   it('a double-quoted upward import from sql/, and a dynamic one', () => {
     const tree: Tree = new Map([
-      ['src/runtime/sql/x.ts', 'import { settle } from "../engine/settle.js";\nconst w = () => import("../waits/evaluate.js");\n'],
+      ['src/runtime/sql/x.ts', 'import { settle } from "../engine/settle.js";\nconst w = () => import("../waits/decide.js");\n'],
       ['src/runtime/engine/settle.ts', 'export const settle = 1;\n'],
     ]);
     expect(layerBreaks(importGraph(tree))).toEqual([
       'src/runtime/sql/x.ts -> src/runtime/engine/settle.ts (sql/ imports only sql/ and db/)',
-      'src/runtime/sql/x.ts -> src/runtime/waits/evaluate.ts (sql/ imports only sql/ and db/)',
+      'src/runtime/sql/x.ts -> src/runtime/waits/decide.ts (sql/ imports only sql/ and db/)',
+    ]);
+  });
+
+  it('waits/ importing a sequence of engine/ (a type is no edge)', () => {
+    const tree: Tree = new Map([
+      ['src/runtime/waits/x.ts', "import type { AdvanceContext } from '../engine/context.js';\nimport { cancelPending } from '../engine/advance.js';\n"],
+      ['src/runtime/engine/advance.ts', 'export const cancelPending = 1;\n'],
+    ]);
+    expect(layerBreaks(importGraph(tree))).toEqual([
+      'src/runtime/waits/x.ts -> src/runtime/engine/advance.ts (waits/ reads and decides; engine/ runs the sequences that act on it)',
     ]);
   });
 

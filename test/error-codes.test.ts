@@ -5,7 +5,6 @@ import { type ERROR_CODES, httpStatus, isCallerError, isCoded } from '../src/err
 import { DatabaseDamagedError, DatabaseLockedError } from '../src/runtime/db/pglite.js';
 import { ExtensionError } from '../src/runtime/engine/extend.js';
 import { WorkflowNotFinalError } from '../src/runtime/engine/retry.js';
-import { UnstorableValueError } from '../src/runtime/engine/storable.js';
 import {
   DefinitionNotFoundError,
   InvalidCursorError,
@@ -16,6 +15,7 @@ import {
   WorkflowNotFoundError,
   WorkflowNotMovableError,
 } from '../src/runtime/errors.js';
+import { UnstorableValueError } from '../src/runtime/storable.js';
 import { DiagnosticsError } from '../src/runtime/waits/diagnostics.js';
 import {
   InvalidSignalError,

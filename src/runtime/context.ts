@@ -1,8 +1,8 @@
 import { type Database, inTransaction, type Queryable, type TxOption } from './db/types.js';
+import type { AdvanceContext } from './engine/context.js';
 import type { DefinitionCache } from './engine/definition-cache.js';
 import { WorkflowBusyError } from './errors.js';
 import type { Logger } from './log.js';
-import type { AdvanceContext } from './sql/advance.js';
 import { isLockTimeout, setLockTimeout } from './sql/session.js';
 import { type Clock, currentTime } from './sql/time.js';
 

@@ -4,16 +4,15 @@ import type { Plan } from '../compiler/plan.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
 import { createPostgres } from './db/postgres.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
+import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
 import { insertPlan } from './engine/insert.js';
-import { assertStorable } from './engine/storable.js';
 import { inFlightVersions } from './in-flight.js';
 import { type Logger, rateLimitedWarnings, silentLogger } from './log.js';
 import { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
 import { migrate } from './migrate.js';
 import { definitionVersions, type RegisterOptions, type RegisterResult, registerDefinitions, type VersionState } from './registry.js';
-import type { AdvanceContext } from './sql/advance.js';
 import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
 import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
@@ -28,6 +27,7 @@ import {
   type WorkflowRecord,
   type WorkflowSummary,
 } from './sql/workflows.js';
+import { assertStorable } from './storable.js';
 import { resolveVersion, type UpgradeReport, type UpgradeRequest, upgradeWorkflows } from './upgrades.js';
 import type { Handlers } from './worker/handlers.js';
 import { workerId } from './worker/outcome.js';

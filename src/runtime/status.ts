@@ -1,6 +1,6 @@
 import { isFinal } from './engine/decide.js';
 import type { TaskRecord, WaitSnapshot } from './sql/workflows.js';
-import type { TermValue } from './waits/wait-eval.js';
+import type { TermValue } from './waits/decide.js';
 
 /** Why a task was skipped: its condition was false, or a dep it does not ignore was skipped. Null unless skipped. */
 export function skipReason(task: TaskRecord, byName: ReadonlyMap<string, TaskRecord>): string | null {

@@ -1,9 +1,11 @@
 import { advanceAt, clockNow, workflowWrite } from './context.js';
 import { type Queryable, type TxOption, txQueryable } from './db/types.js';
+import { deleteTasks } from './engine/advance.js';
 import { cancelWorkflow } from './engine/cancel.js';
 import type { RetryMode } from './engine/decide.js';
 import { type ExtensionSpec, extendWorkflow } from './engine/extend.js';
 import { type RetryResult, retryWorkflow } from './engine/retry.js';
+import { emitSignal } from './engine/signal.js';
 import { type UpgradeOutcome, upgradeWorkflow } from './engine/upgrade.js';
 import { TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
 import type { Runtime, WorkflowStatus } from './runtime.js';
@@ -16,18 +18,9 @@ import { liveKinds, loadWorkflow, type TaskRecord, type WorkflowRecord, workflow
 import { pendingReason, skipReason } from './status.js';
 import { loadTasks, loadTasksByName } from './task-records.js';
 import { resolveVersion, retryOnCurrent } from './upgrades.js';
+import type { SignalRow } from './waits/decide.js';
 import { type WaitDiagnostics, waitDiagnostics } from './waits/diagnostics.js';
-import { deleteTasks } from './waits/evaluate.js';
-import {
-  type EmitOptions,
-  type EmitResult,
-  emitSignal,
-  type ListOptions,
-  listTaskSignals,
-  listWorkflowSignals,
-  type TaskScopedOptions,
-} from './waits/signals.js';
-import type { SignalRow } from './waits/wait-eval.js';
+import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
 
 export class WorkflowHandle {
   constructor(

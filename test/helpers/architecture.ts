@@ -90,6 +90,11 @@ export const LAYERS: readonly { from: string; never: readonly string[]; why: str
     never: ['src/runtime/engine/', 'src/runtime/waits/', 'src/runtime/worker/', 'src/runtime/maintenance/', 'src/compiler/', 'src/cli/', 'src/api/'],
     why: 'sql/ imports only sql/ and db/',
   },
+  {
+    from: 'src/runtime/waits/',
+    never: ['src/runtime/engine/', 'src/runtime/worker/', 'src/runtime/maintenance/'],
+    why: 'waits/ reads and decides; engine/ runs the sequences that act on it',
+  },
   { from: 'src/runtime/', never: ['src/cli/', 'src/api/', 'src/dev/', 'src/testing/', 'src/ui/'], why: 'the runtime knows nothing of its callers' },
 ];
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs } from '../../src/runtime/backoff.js';
 import { isConnectionError, isTransientError } from '../../src/runtime/db/transient.js';
-import { findUnstorable, storableText } from '../../src/runtime/engine/storable.js';
 import { type Logger, rateLimitedWarnings } from '../../src/runtime/log.js';
+import { findUnstorable, storableText } from '../../src/runtime/storable.js';
 import { describeError } from '../../src/runtime/worker/describe-error.js';
 import { toJsonOutput } from '../../src/runtime/worker/outcome.js';
 

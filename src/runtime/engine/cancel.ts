@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/types.js';
-import { type AdvanceContext, lockWorkflows } from '../sql/advance.js';
+import { lockWorkflows } from '../sql/advance.js';
 import { cancelChildren, cancelOpenTasks, markTimedOut, requestStop } from '../sql/cancel.js';
+import type { AdvanceContext } from './context.js';
 import { closeTasks } from './settle.js';
 
 /**

@@ -1,9 +1,10 @@
 import type { PlanTask } from '../../compiler/plan.js';
 import type { Database, Queryable } from '../db/types.js';
-import { type AdvanceContext, lockWorkflows } from '../sql/advance.js';
+import { lockWorkflows } from '../sql/advance.js';
 import type { AttemptRef } from '../sql/attempts.js';
 import { type Completion, type CompletionResult, completeTasks, type EagerClaim, workflowsToFinalize } from '../sql/complete.js';
-import { activateWaits } from '../waits/evaluate.js';
+import { activateWaits } from './advance.js';
+import type { AdvanceContext } from './context.js';
 import { applyExtension } from './extend.js';
 import { finalizeWorkflows } from './settle.js';
 

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { type AdvanceContext, lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { lockWorkflows, notifyQueues } from '../sql/advance.js';
 import {
   type AttemptOutcome,
   type AttemptRef,
@@ -12,9 +12,10 @@ import {
   type TaskError,
   unclaim,
 } from '../sql/attempts.js';
-import { advanceWorkflow } from '../waits/evaluate.js';
+import { storableText } from '../storable.js';
+import { advanceWorkflow } from './advance.js';
+import type { AdvanceContext } from './context.js';
 import { afterFailure, attemptJitter, dueState, retryDelayMs } from './decide.js';
-import { storableText } from './storable.js';
 
 /** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
 function storableError(e: TaskError): TaskError {

@@ -10,11 +10,12 @@ import { defaultsAsWritten, type NormalizedDefinition } from '../../compiler/nor
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import { validate } from '../../compiler/validate.js';
 import type { Queryable } from '../db/types.js';
-import { type AdvanceContext, endPending, lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { endPending, lockWorkflows, notifyQueues } from '../sql/advance.js';
 import { addDependents, countAdded, existingTasks } from '../sql/extend.js';
 import { insertTaskRows } from '../sql/insert.js';
 import { workflowVersionRef } from '../sql/workflows.js';
-import { activateWaits, advanceWorkflow, cancelPending } from '../waits/evaluate.js';
+import { activateWaits, advanceWorkflow, cancelPending } from './advance.js';
+import type { AdvanceContext } from './context.js';
 import { depsOutcome, type FinalState, isFinal } from './decide.js';
 import { isHeld, taskRows } from './insert.js';
 

@@ -1,12 +1,13 @@
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import { type AdvanceContext, notifyQueues } from '../sql/advance.js';
+import { notifyQueues } from '../sql/advance.js';
 import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, markAwaitedSql, type TaskRow } from '../sql/insert.js';
 import { notifyTimer } from '../sql/waits.js';
-import { activateWaits } from '../waits/evaluate.js';
-import { declaredKeys } from '../waits/wait-eval.js';
+import { assertStorable } from '../storable.js';
+import { declaredKeys } from '../waits/decide.js';
+import { activateWaits } from './advance.js';
+import type { AdvanceContext } from './context.js';
 import { readyState } from './decide.js';
-import { assertStorable } from './storable.js';
 
 /** A task that something besides its deps holds pending: a wait, or a condition still to decide. */
 export function isHeld(t: Pick<PlanTask, 'wait' | 'when'>): boolean {

@@ -6,9 +6,9 @@
 import { renderDeferred } from '../../compiler/cel/deferred.js';
 import { TemplateError } from '../../compiler/cel/evaluate.js';
 import type { RuntimeContext } from '../context.js';
+import { depsScope } from '../scopes.js';
 import type { DeferredRow } from '../sql/fetch.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
-import { depsScope } from './output.js';
 
 export async function renderTaskArgs(
   o: RuntimeContext,

@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/types.js';
-import { type AdvanceContext, lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { lockWorkflows, notifyQueues } from '../sql/advance.js';
 import { restartWorkflow, retryCandidates } from '../sql/retry.js';
-import { activateWaits } from '../waits/evaluate.js';
+import { activateWaits } from './advance.js';
+import type { AdvanceContext } from './context.js';
 import { isFailed, type RetryMode, readyState, retrySelection } from './decide.js';
 
 export interface RetryResult {

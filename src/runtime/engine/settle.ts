@@ -1,6 +1,5 @@
 import type { Queryable } from '../db/types.js';
 import {
-  type AdvanceContext,
   advanceDependents,
   countClosed,
   deleteTaskRows,
@@ -13,6 +12,7 @@ import {
   taskResults,
   type WorkflowRow,
 } from '../sql/advance.js';
+import type { AdvanceContext } from './context.js';
 import { depsOutcome, finalWorkflowState, isFailed, isFinal, readyState } from './decide.js';
 import { evaluateOutput } from './output.js';
 
@@ -21,7 +21,7 @@ import { evaluateOutput } from './output.js';
  * (deps_left falls; at zero it becomes available, scheduled, or its wait or condition becomes ready) or, for a
  * failed dep that its flags do not ignore, is cancelled, or for a skipped dep, is skipped; both cascade. Then the workflow's open-task counter falls,
  * and at zero the workflow finalizes. The waits it made ready are the caller's to activate: advanceWorkflow()
- * (waits.ts) is the sequence every path uses.
+ * (advance.ts) is the sequence every path uses.
  */
 export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
   const { s, now } = ctx;

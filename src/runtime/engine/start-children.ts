@@ -10,11 +10,11 @@ import { toCelValue } from '../../compiler/cel/types.js';
 import { CompileError, type CompileLimits, compile, DEFAULT_COMPILE_LIMITS } from '../../compiler/instantiate.js';
 import type { NormalizedStart } from '../../compiler/normalize.js';
 import { clockNow, type RuntimeContext } from '../context.js';
+import { depsScope } from '../scopes.js';
 import { currentDefinition } from '../sql/definitions.js';
 import { recordChildStarts } from '../sql/effects.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
 import type { TaskContext } from '../worker/handlers.js';
-import { depsScope } from './output.js';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 

@@ -10,7 +10,7 @@ import type { CompileLimits } from '../../compiler/instantiate.js';
 import { CompileError, compile } from '../../compiler/instantiate.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import { type AdvanceContext, deleteTaskRows, endPending, lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { deleteTaskRows, endPending, lockWorkflows, notifyQueues } from '../sql/advance.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { insertTaskRows } from '../sql/insert.js';
 import {
@@ -25,7 +25,8 @@ import {
 } from '../sql/upgrade.js';
 import { notifyTimer } from '../sql/waits.js';
 import { workflowVersionRef } from '../sql/workflows.js';
-import { activateWaits, advanceWorkflow, cancelPending } from '../waits/evaluate.js';
+import { activateWaits, advanceWorkflow, cancelPending } from './advance.js';
+import type { AdvanceContext } from './context.js';
 import { depsOutcome, dueState, type FinalState, isFinal } from './decide.js';
 import { isHeld, taskRows } from './insert.js';
 import { type MovePlan, planMove } from './move.js';

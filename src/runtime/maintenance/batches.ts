@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
-import { type AdvanceContext, lockWorkflows } from '../sql/advance.js';
+import type { AdvanceContext } from '../engine/context.js';
+import { lockWorkflows } from '../sql/advance.js';
 import { errorMessage } from '../worker/describe-error.js';
 import { LeaseLost, leaderWrite, type MaintenanceContext, stillLeading } from './service.js';
 

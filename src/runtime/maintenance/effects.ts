@@ -7,11 +7,11 @@
 import { compile } from '../../compiler/instantiate.js';
 import { CoalescedPass } from '../coalesced.js';
 import type { Queryable } from '../db/types.js';
+import { evaluateWaits } from '../engine/advance.js';
 import { cancelWorkflow } from '../engine/cancel.js';
+import type { AdvanceContext } from '../engine/context.js';
 import { insertPlan } from '../engine/insert.js';
-import type { AdvanceContext } from '../sql/advance.js';
 import { childStartable, deleteEffect, type EffectRow, fanOutFinalized, lockEffect, oldestEffects, underSavepoint } from '../sql/effects.js';
-import { evaluateWaits } from '../waits/evaluate.js';
 import { inBatches } from './batches.js';
 import type { MaintenanceContext, MaintenanceService } from './service.js';
 

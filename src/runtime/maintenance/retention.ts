@@ -1,7 +1,7 @@
 import { clockNow } from '../context.js';
+import { deleteTasks } from '../engine/advance.js';
 import { lockWorkflows, notifyQueues } from '../sql/advance.js';
 import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, type RetentionPolicy, workflowsWithExpiredTasks } from '../sql/maintenance.js';
-import { deleteTasks } from '../waits/evaluate.js';
 import { leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
 /** Workers silent for a day are forgotten (their rows only say what ran where). */

@@ -1,6 +1,6 @@
 import { advancing, type RuntimeContext } from '../context.js';
 import type { Queryable } from '../db/types.js';
-import type { AdvanceContext } from '../sql/advance.js';
+import type { AdvanceContext } from '../engine/context.js';
 import { holdsLease } from '../sql/leader.js';
 
 /** The lease a leader's passes run under: its holder and epoch (the fencing token), and whether it still leads. */

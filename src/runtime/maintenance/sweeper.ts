@@ -1,9 +1,9 @@
+import { activateWaits } from '../engine/advance.js';
 import { finalizePending } from '../engine/completion.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { unfinalized } from '../sql/complete.js';
 import { strandedConditions } from '../sql/conditions.js';
 import { unevaluatedWaits } from '../sql/waits.js';
-import { activateWaits } from '../waits/evaluate.js';
 import { leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
 /**

@@ -1,7 +1,7 @@
 import { CoalescedPass } from '../coalesced.js';
 import { clockNow } from '../context.js';
+import { evaluateWaitsBatch } from '../engine/advance.js';
 import { fireTimersMany, nextTimer, workflowsWithDueTimers } from '../sql/waits.js';
-import { evaluateWaitsBatch } from '../waits/evaluate.js';
 import { inBatches } from './batches.js';
 import { type MaintenanceContext, type MaintenanceService, stillLeading } from './service.js';
 

@@ -1,7 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { FinalState } from '../engine/decide.js';
-import type { DefinitionCache } from '../engine/definition-cache.js';
-import type { TaskResult } from '../engine/output.js';
+import type { TaskResult } from '../scopes.js';
 import { channels } from './channels.js';
 import { finalizedEffectsSql, heldSql } from './rules.js';
 
@@ -10,12 +9,11 @@ import { finalizedEffectsSql, heldSql } from './rules.js';
  * its open-task counters and its end.
  */
 
-/** What an advancing transaction needs: the schema, its one clock reading, and the definition cache. */
-export interface AdvanceContext {
+/** What a statement of an advancing transaction needs: the schema (named for NOTIFY, quoted for SQL) and its one clock reading. */
+export interface StatementContext {
   s: string;
   schema: string;
   now: Date;
-  definitions: DefinitionCache;
 }
 
 export interface Finalized {
@@ -169,7 +167,7 @@ export async function taskResults(q: Queryable, s: string, workflowId: string): 
  */
 export async function endWorkflows(
   q: Queryable,
-  ctx: AdvanceContext,
+  ctx: StatementContext,
   ended: readonly { id: string; state: string; output: unknown; output_error: string | null }[],
 ): Promise<void> {
   if (ended.length === 0) return;

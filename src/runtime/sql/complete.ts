@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { type AdvanceContext, WORKFLOW_ROW_COLUMNS, type WorkflowRow } from './advance.js';
+import { type StatementContext, WORKFLOW_ROW_COLUMNS, type WorkflowRow } from './advance.js';
 import { channels } from './channels.js';
 import { recordClaimSql } from './claims.js';
 import { type ClaimedJson, claimedJson, decodeClaimed, depOutputsSql, type FetchedTask } from './fetch.js';
@@ -62,7 +62,7 @@ export interface EagerClaim {
  * is the plan the planner picks for certain, where a join on each address alone would lose to key lookups
  * in its cost model.
  */
-export async function completeTasks(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
+export async function completeTasks(q: Queryable, ctx: StatementContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
   if (items.length === 0) return { skipped: [], toFinalize: [], claimed: [], claim: null, activated: new Map() };
   if (!items.every((i) => i.tid !== undefined)) return completeBatch(q, ctx, items, false, claim);
   const first = await completeBatch(q, ctx, items, true, claim);
@@ -99,7 +99,7 @@ function completionKey(i: Completion): string {
   return `${i.workflowId}\u0000${i.name}`;
 }
 
-async function completeBatch(q: Queryable, ctx: AdvanceContext, items: readonly Completion[], byTid: boolean, claim?: EagerClaim): Promise<CompletionResult> {
+async function completeBatch(q: Queryable, ctx: StatementContext, items: readonly Completion[], byTid: boolean, claim?: EagerClaim): Promise<CompletionResult> {
   const slots = claim
     ? Object.entries(claim.slots)
         .filter(([, n]) => n > 0)

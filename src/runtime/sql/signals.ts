@@ -1,7 +1,7 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import type { WaitEvidence } from '../waits/evaluate.js';
-import type { SignalRow } from '../waits/wait-eval.js';
+import type { SignalRow } from '../waits/decide.js';
+import type { WaitEvidence } from '../waits/records.js';
 
 const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 

@@ -1,8 +1,8 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import type { TaskResult } from '../engine/output.js';
-import type { WaitEvidence, WaitProgressRecord } from '../waits/evaluate.js';
-import type { SignalRow } from '../waits/wait-eval.js';
+import type { TaskResult } from '../scopes.js';
+import type { SignalRow } from '../waits/decide.js';
+import type { WaitEvidence, WaitProgressRecord } from '../waits/records.js';
 import { channels } from './channels.js';
 
 /** A task whose wait is active (deps satisfied, not yet resolved). */

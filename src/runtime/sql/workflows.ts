@@ -4,8 +4,8 @@ import type { WorkflowRecord, WorkflowSummary } from '../wire.js';
 
 export type { WorkflowRecord, WorkflowSummary };
 
-import type { WaitEvidence, WaitProgressRecord } from '../waits/evaluate.js';
-import type { WaitPhase } from '../waits/wait-eval.js';
+import type { WaitPhase } from '../waits/decide.js';
+import type { WaitEvidence, WaitProgressRecord } from '../waits/records.js';
 
 export interface TaskRecord {
   workflow_id: string;

@@ -2,11 +2,11 @@
  * Live wait diagnostics: a task's wait evaluated now, from the first signal row, without writing anything.
  */
 import type { Queryable } from '../db/types.js';
-import type { AdvanceContext } from '../sql/advance.js';
+import type { AdvanceContext } from '../engine/context.js';
 import { loadWaitWorkflow, waitTask } from '../sql/waits.js';
-import { DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT, type WaitEvidence } from './evaluate.js';
+import { evaluateWait, type TermValue, type WaitPhase, waitPhase } from './decide.js';
 import { gatherInputs } from './gather.js';
-import { evaluateWait, type TermValue, type WaitPhase, waitPhase } from './wait-eval.js';
+import { DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT, type WaitEvidence } from './records.js';
 
 export interface WaitDiagnostics {
   workflow_id: string;

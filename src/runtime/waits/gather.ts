@@ -1,15 +1,15 @@
 /**
  * What waits read: for each waiting task of one workflow (lock held), its signal terms continued from their
  * stored progress, the declared keys' rows for generic terms, timers, deps' outputs and the workflows its
- * workflows terms await. evaluate.ts decides with what this gathers.
+ * workflows terms await. decide.ts decides with what this gathers.
  */
 
 import { baseContext, waitWorkflow } from '../../compiler/cel/context.js';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
-import { expandedDeps, tasksContext } from '../engine/output.js';
-import type { AdvanceContext } from '../sql/advance.js';
+import type { AdvanceContext } from '../engine/context.js';
+import { expandedDeps, tasksContext } from '../scopes.js';
 import {
   type DepRow,
   loadAwaited,
@@ -34,7 +34,7 @@ import {
   timersCel,
   type WaitInputs,
   type WorkflowsTermInput,
-} from './wait-eval.js';
+} from './decide.js';
 
 /** Signal rows read per query; generic terms see at most the scan limit of each declared key. */
 const PAGE = 10_000;

@@ -10,9 +10,9 @@ import type { FetchedTask } from '../sql/fetch.js';
 import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
 import { loadTasksByName } from '../task-records.js';
+import type { SignalRow } from '../waits/decide.js';
 import { workflowResults } from '../waits/gather.js';
 import { listTaskSignals } from '../waits/signals.js';
-import type { SignalRow } from '../waits/wait-eval.js';
 import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout } from './handlers.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */

@@ -1,7 +1,7 @@
 import type { Database, Queryable } from '../db/types.js';
+import type { AdvanceContext } from '../engine/context.js';
 import { releaseLostClaims, releaseTasks } from '../engine/end-attempt.js';
 import type { Logger } from '../log.js';
-import type { AdvanceContext } from '../sql/advance.js';
 import { forgetClaims } from '../sql/claims.js';
 import type { FetchedTask } from '../sql/fetch.js';
 import { attemptRef } from './attempt.js';

@@ -1,5 +1,5 @@
-import { storableText } from '../engine/storable.js';
 import type { TaskError } from '../sql/attempts.js';
+import { storableText } from '../storable.js';
 import { TaskTimeout } from './handlers.js';
 
 /** A handler's error whose text is recorded as is (braid made it): its kind says what happened. */

@@ -3,8 +3,8 @@ import type { Queryable } from '../db/types.js';
 import type { ExtensionSpec } from '../engine/extend.js';
 import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
+import type { SignalRow } from '../waits/decide.js';
 import type { TaskScopedOptions } from '../waits/signals.js';
-import type { SignalRow } from '../waits/wait-eval.js';
 
 /** What a handler sees besides its args. */
 export interface TaskContext {

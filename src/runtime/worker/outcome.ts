@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import { atPointer, findUnstorable } from '../engine/storable.js';
 import type { AttemptOutcome } from '../sql/attempts.js';
+import { atPointer, findUnstorable } from '../storable.js';
 import { FencedAbort, ShutdownAbort } from './attempt.js';
 import { describeError, errorMessage, OutputError } from './describe-error.js';
 import { TaskCancelled, TaskSnoozed } from './handlers.js';

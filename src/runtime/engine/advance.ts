@@ -1,0 +1,107 @@
+/**
+ * The sequences every path that ends or holds tasks runs, in the caller's transaction with the workflow's row
+ * lock held: settle what finalized (settle.ts), decide the conditions and activate the waits that became ready,
+ * act on what the waits decided (a failed workflows term cancels its task, as a failed dep would), and wake the
+ * queues of what became available. One direction: engine/ runs the sequences, waits/ only reads and decides.
+ */
+import type { Queryable } from '../db/types.js';
+import { type Finalized, markCancelled, notifyQueues, type SettleResult } from '../sql/advance.js';
+import { insertTimers, loadDepRows, loadWaitingTasks, loadWaitWorkflow, markWaitsStarted, notifyTimer, type WaitWorkflow } from '../sql/waits.js';
+import type { Emitted } from '../waits/gather.js';
+import { decideConditions } from './conditions.js';
+import type { AdvanceContext } from './context.js';
+import { deleteFinalized, settle } from './settle.js';
+import { activationTimers, anchorsOnDeps, judgeWaits, judgeWaitsMany, type WaitVerdict } from './wait-pass.js';
+
+export interface WaitPass {
+  /** Tasks whose wait resolved (workers of their queues are notified on commit). */
+  resolved: string[];
+  /** Tasks cancelled because a workflows term with on_failure: cancel failed. */
+  cancelled: string[];
+}
+
+const empty = (): WaitPass => ({ resolved: [], cancelled: [] });
+
+/**
+ * Applies finalized tasks of a workflow: settle() advances or cancels their dependents and closes the workflow
+ * when nothing is open, then the waits that became ready are activated (which may cancel more).
+ */
+export async function advanceWorkflow(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
+  const result = await settle(q, ctx, workflowId, finalized);
+  if (result.waitsReady.length > 0) await activateWaits(q, ctx, workflowId, result.waitsReady);
+  return result;
+}
+
+/**
+ * Cancels pending tasks of one workflow as a failed dep would — a failed workflows term, a new task whose dep
+ * already failed — and cascades to their dependents. Returns the names cancelled at first.
+ */
+export async function cancelPending(q: Queryable, ctx: AdvanceContext, workflowId: string, reasons: ReadonlyMap<string, string>): Promise<string[]> {
+  if (reasons.size === 0) return [];
+  const gone = await markCancelled(q, ctx.s, workflowId, ctx.now, reasons);
+  const result = await advanceWorkflow(q, ctx, workflowId, gone);
+  await notifyQueues(q, ctx.schema, result.queues);
+  return gone.map((g) => g.name);
+}
+
+/**
+ * Deletes task rows of one workflow: their dependents see a deleted dep, which fails them unless they ignore
+ * deleted deps. What retention's per-task mode does, and an operator's last resort.
+ */
+export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<SettleResult> {
+  return advanceWorkflow(q, ctx, workflowId, await deleteFinalized(q, ctx.s, workflowId, names));
+}
+
+/**
+ * Tasks whose deps were just satisfied and that something holds: their conditions are decided first (a false
+ * one skips the task, which cascades), then their waits become active: their start is recorded (unless the
+ * completing statement already did), their timers computed, and they are judged at once, so signals emitted
+ * earlier count.
+ */
+export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<WaitPass> {
+  if (names.length === 0) return empty();
+  const decided = await decideConditions(q, ctx, workflowId, names);
+  if (decided) {
+    const result = await advanceWorkflow(q, ctx, workflowId, decided.ended);
+    await notifyQueues(q, ctx.schema, [...result.queues, ...decided.availableQueues]);
+  }
+  await markWaitsStarted(q, ctx.s, workflowId, names, ctx.now);
+  const w = await loadWaitWorkflow(q, ctx.s, workflowId);
+  if (w?.state !== 'running') return empty();
+  const tasks = await loadWaitingTasks(q, ctx.s, workflowId, { names });
+  if (tasks.length === 0) return empty();
+  const anchorDeps = [...new Set(tasks.flatMap((t) => t.deps))];
+  const depRows = anchorDeps.length > 0 && anchorsOnDeps(tasks) ? await loadDepRows(q, ctx.s, workflowId, anchorDeps) : [];
+  const timers = activationTimers(w, tasks, depRows);
+  await insertTimers(q, ctx.s, workflowId, w.attempt, timers);
+  if (timers.length > 0) await notifyTimer(q, ctx.schema, new Date(Math.min(...timers.map((t) => t.fire_at.getTime()))));
+  return actOn(q, ctx, workflowId, await judgeWaits(q, ctx, w, tasks));
+}
+
+/**
+ * Judges a workflow's active waits again: those named (a timer fired), or those that declare `key` (a signal).
+ * `known` spares reads the caller already made: the workflow row, and the signal just emitted.
+ */
+export async function evaluateWaits(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workflowId: string,
+  filter: { names?: readonly string[]; key?: string },
+  known: { workflow?: WaitWorkflow; emitted?: Emitted } = {},
+): Promise<WaitPass> {
+  const w = known.workflow ?? (await loadWaitWorkflow(q, ctx.s, workflowId));
+  if (w?.state !== 'running') return empty();
+  const tasks = await loadWaitingTasks(q, ctx.s, workflowId, filter);
+  return tasks.length === 0 ? empty() : actOn(q, ctx, workflowId, await judgeWaits(q, ctx, w, tasks, known.emitted));
+}
+
+/** evaluateWaits for many workflows at once (their locks held, a timer storm's batch). Returns how many had a wait judged. */
+export async function evaluateWaitsBatch(q: Queryable, ctx: AdvanceContext, targets: ReadonlyMap<string, readonly string[]>): Promise<number> {
+  const verdicts = await judgeWaitsMany(q, ctx, targets);
+  for (const [workflowId, verdict] of verdicts) await cancelPending(q, ctx, workflowId, verdict.failures);
+  return verdicts.size;
+}
+
+async function actOn(q: Queryable, ctx: AdvanceContext, workflowId: string, verdict: WaitVerdict): Promise<WaitPass> {
+  return { resolved: verdict.resolved, cancelled: await cancelPending(q, ctx, workflowId, verdict.failures) };
+}

@@ -1,0 +1,64 @@
+/**
+ * A signal's sequence: stored under its workflow's lock and judged by the waits that declare its key, in the
+ * caller's transaction (SPEC "Signals commit with the evaluation they trigger").
+ */
+import type { Queryable } from '../db/types.js';
+import { insertSignal, signalByIdempotencyKey, waitedKeys } from '../sql/signals.js';
+import { loadWaitWorkflow } from '../sql/waits.js';
+import {
+  checkSignal,
+  type EmitOptions,
+  type EmitResult,
+  SignalAttemptMismatchError,
+  SignalPayloadMismatchError,
+  UnknownSignalKeyError,
+  WorkflowFinishedError,
+} from '../waits/signals.js';
+import { evaluateWaits } from './advance.js';
+import type { AdvanceContext } from './context.js';
+
+/**
+ * Emits a signal in the caller's transaction: takes the workflow's lock (so the id is assigned in commit
+ * order and concurrent emits serialise), honours the idempotency key, stores the row, and evaluates the
+ * waiting tasks that declare the key. Returns undefined when the workflow does not exist.
+ */
+export async function emitSignal(
+  q: Queryable,
+  ctx: AdvanceContext,
+  workflowId: string,
+  key: string,
+  payload: unknown,
+  options: EmitOptions,
+): Promise<EmitResult | undefined> {
+  checkSignal(key, payload, options);
+  const w = await loadWaitWorkflow(q, ctx.s, workflowId, { lock: true });
+  if (!w) return undefined;
+  const attempt = w.attempt;
+  if (options.attempt !== undefined && options.attempt !== attempt) throw new SignalAttemptMismatchError(options.attempt, attempt);
+  const body = payload === undefined ? null : payload;
+  if (options.idempotencyKey !== undefined) {
+    // a replay of a signal that was accepted is answered as before, even once the workflow finished
+    const existing = await signalByIdempotencyKey(q, ctx.s, { workflowId, key, idempotencyKey: options.idempotencyKey, payload: body });
+    if (existing) {
+      const { same_payload, ...signal } = existing;
+      if (!same_payload) throw new SignalPayloadMismatchError(key, options.idempotencyKey, signal);
+      return { signal, replayed: true, resolved: [] };
+    }
+  }
+  // nothing would ever read it: the sender is told, rather than the signal stored where no wait looks
+  if (w.state !== 'running') throw new WorkflowFinishedError(workflowId, w.state);
+  const inserted = await insertSignal(q, ctx.s, {
+    workflowId,
+    key,
+    payload: body,
+    source: options.source,
+    idempotencyKey: options.idempotencyKey ?? null,
+    attempt,
+    now: ctx.now,
+    anyKey: options.anyKey === true,
+  });
+  if (!inserted) throw new UnknownSignalKeyError(workflowId, key, await waitedKeys(q, ctx.s, workflowId));
+  const { row: signal, previousId } = inserted;
+  const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
+  return { signal, replayed: false, resolved: pass.resolved };
+}
