@@ -9,7 +9,7 @@ import { emitSignal } from './engine/signal.js';
 import { type UpgradeOutcome, upgradeWorkflow } from './engine/upgrade.js';
 import { TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
 import type { Runtime, WorkflowStatus } from './runtime.js';
-import { lockWorkflows, notifyQueues } from './sql/advance.js';
+import { lockWorkflows } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { registeredNames } from './sql/definitions.js';
 import type { SignalPage } from './sql/signals.js';
@@ -80,8 +80,7 @@ export class WorkflowHandle {
   async deleteTasks(names: readonly string[], options: TxOption = {}): Promise<void> {
     await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       await lockWorkflows(tx, ctx.s, [this.id]);
-      const result = await deleteTasks(tx, ctx, this.id, names);
-      await notifyQueues(tx, this.rt.schema, result.queues);
+      await deleteTasks(tx, ctx, this.id, names);
     });
   }
 

@@ -1,11 +1,11 @@
 /**
  * The sequences every path that ends or holds tasks runs, in the caller's transaction with the workflow's row
  * lock held: settle what finalized (settle.ts), decide the conditions and activate the waits that became ready,
- * act on what the waits decided (a failed workflows term cancels its task, as a failed dep would), and wake the
- * queues of what became available. One direction: engine/ runs the sequences, waits/ only reads and decides.
+ * act on what the waits decided (a failed workflows term cancels its task, as a failed dep would). The queues of
+ * what became available are woken by the tasks table's trigger (migration 015). One direction: engine/ runs the sequences, waits/ only reads and decides.
  */
 import type { Queryable } from '../db/types.js';
-import { type Finalized, markCancelled, notifyQueues, type SettleResult } from '../sql/advance.js';
+import { type Finalized, markCancelled, type SettleResult } from '../sql/advance.js';
 import { insertTimers, loadDepRows, loadWaitingTasks, loadWaitWorkflow, markWaitsStarted, notifyTimer, type WaitWorkflow } from '../sql/waits.js';
 import type { Emitted } from '../waits/gather.js';
 import { decideConditions } from './conditions.js';
@@ -14,7 +14,7 @@ import { deleteFinalized, settle } from './settle.js';
 import { activationTimers, anchorsOnDeps, judgeWaits, judgeWaitsMany, type WaitVerdict } from './wait-pass.js';
 
 export interface WaitPass {
-  /** Tasks whose wait resolved (workers of their queues are notified on commit). */
+  /** Tasks whose wait resolved. */
   resolved: string[];
   /** Tasks cancelled because a workflows term with on_failure: cancel failed. */
   cancelled: string[];
@@ -39,8 +39,7 @@ export async function advanceWorkflow(q: Queryable, ctx: AdvanceContext, workflo
 export async function cancelPending(q: Queryable, ctx: AdvanceContext, workflowId: string, reasons: ReadonlyMap<string, string>): Promise<string[]> {
   if (reasons.size === 0) return [];
   const gone = await markCancelled(q, ctx.s, workflowId, ctx.now, reasons);
-  const result = await advanceWorkflow(q, ctx, workflowId, gone);
-  await notifyQueues(q, ctx.schema, result.queues);
+  await advanceWorkflow(q, ctx, workflowId, gone);
   return gone.map((g) => g.name);
 }
 
@@ -61,10 +60,7 @@ export async function deleteTasks(q: Queryable, ctx: AdvanceContext, workflowId:
 export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<WaitPass> {
   if (names.length === 0) return empty();
   const decided = await decideConditions(q, ctx, workflowId, names);
-  if (decided) {
-    const result = await advanceWorkflow(q, ctx, workflowId, decided.ended);
-    await notifyQueues(q, ctx.schema, [...result.queues, ...decided.availableQueues]);
-  }
+  if (decided) await advanceWorkflow(q, ctx, workflowId, decided);
   await markWaitsStarted(q, ctx.s, workflowId, names, ctx.now);
   const w = await loadWaitWorkflow(q, ctx.s, workflowId);
   if (w?.state !== 'running') return empty();

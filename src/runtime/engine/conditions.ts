@@ -24,22 +24,16 @@ export function evaluateCondition(expr: string, context: Record<string, unknown>
 /**
  * Decides, once, the conditions of the named tasks whose deps are all done (the workflow's lock held): true lets
  * the task go on to its wait or its schedule, false skips it, an evaluation error discards it (recorded).
- * Returns the tasks that ended (to settle like any end) and the queues of those that became available, or
- * undefined when nothing was decided.
+ * Returns the tasks that ended (to settle like any end), or undefined when nothing was decided.
  */
-export async function decideConditions(
-  q: Queryable,
-  ctx: AdvanceContext,
-  workflowId: string,
-  names: readonly string[],
-): Promise<{ ended: Finalized[]; availableQueues: string[] } | undefined> {
+export async function decideConditions(q: Queryable, ctx: AdvanceContext, workflowId: string, names: readonly string[]): Promise<Finalized[] | undefined> {
   const tasks = await undecidedConditions(q, ctx.s, workflowId, names);
   if (tasks.length === 0) return undefined;
   const w = await loadWaitWorkflow(q, ctx.s, workflowId);
   if (w?.state !== 'running') return undefined;
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
   const depRows = await loadDepRows(q, ctx.s, workflowId, [...new Set(tasks.flatMap((t) => t.deps))]);
-  const decisions: { name: string; met: boolean; state: string; queue: string }[] = [];
+  const decisions: { name: string; met: boolean; state: string }[] = [];
   const errors = new Map<string, string>();
   for (const t of tasks) {
     const outcome = evaluateCondition(t.condition, depsScope(def, w, t, depRows));
@@ -48,11 +42,10 @@ export async function decideConditions(
       decisions.push({
         name: t.name,
         met: outcome.run,
-        queue: t.queue,
         state: !outcome.run ? 'skipped' : t.has_wait ? 'pending' : dueState(new Date(t.scheduled_at), ctx.now),
       });
   }
   const skipped = await recordConditions(q, ctx.s, workflowId, ctx.now, decisions);
   const discarded = await endPending(q, ctx.s, workflowId, ctx.now, 'discarded', 'condition', errors);
-  return { ended: [...skipped, ...discarded], availableQueues: decisions.filter((d) => d.state === 'available').map((d) => d.queue) };
+  return [...skipped, ...discarded];
 }

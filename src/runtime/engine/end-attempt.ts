@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { lockWorkflows } from '../sql/advance.js';
 import {
   type AttemptOutcome,
   type AttemptRef,
@@ -47,7 +47,6 @@ export async function endAttempt(
     const at = new Date(now.getTime() + (outcome.type === 'snooze' ? outcome.ms : 0));
     const state = dueState(at, now);
     await requeueAttempt(q, s, ref, state, at, outcome.type === 'release' ? [{ attempt: ref.attempt, at: now.toISOString(), ...outcome.error }] : []);
-    if (state === 'available') await notifyQueues(q, ctx.schema, [task.queue]);
     return true;
   }
   const entry: ErrorEntry = {
@@ -68,12 +67,10 @@ export async function endAttempt(
       lost ? null : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random)),
       entry,
     );
-    if (lost) await notifyQueues(q, ctx.schema, [task.queue]);
     return true;
   }
   await finalizeAttempt(q, s, ref, next, now, entry);
-  const result = await advanceWorkflow(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
-  await notifyQueues(q, ctx.schema, result.queues);
+  await advanceWorkflow(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
   return true;
 }
 
@@ -85,7 +82,6 @@ export async function releaseTasks(q: Queryable, ctx: AdvanceContext, refs: read
   if (refs.length === 0) return;
   await lockWorkflows(q, ctx.s, [...new Set(refs.map((r) => r.workflowId))]);
   const rows = await unclaim(q, ctx.s, refs);
-  await notifyQueues(q, ctx.schema, [...new Set(rows.map((r) => r.queue))]);
   const released = new Set(rows.map((r) => `${r.workflow_id}\u0000${r.name}`));
   for (const ref of refs) {
     if (!released.has(`${ref.workflowId}\u0000${ref.name}`))

@@ -10,7 +10,7 @@ import { defaultsAsWritten, type NormalizedDefinition } from '../../compiler/nor
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import { validate } from '../../compiler/validate.js';
 import type { Queryable } from '../db/types.js';
-import { endPending, lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { endPending, lockWorkflows } from '../sql/advance.js';
 import { addDependents, countAdded, existingTasks } from '../sql/extend.js';
 import { insertTaskRows } from '../sql/insert.js';
 import { workflowVersionRef } from '../sql/workflows.js';
@@ -120,7 +120,7 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
     const left = t.deps.length - final.length;
     return decided.outcome !== 'satisfied' ? { deps_left: left, state: 'pending' } : { deps_left: left };
   });
-  await insertTaskRows(q, s, workflowId, rows, now);
+  await insertTaskRows(q, ctx, workflowId, rows, now);
   const reverse = new Map<string, { names: string[]; wait: boolean }>();
   for (const t of tasks) {
     for (const d of t.deps) {
@@ -140,15 +140,10 @@ export async function applyExtension(q: Queryable, ctx: AdvanceContext, workflow
   await countAdded(q, s, workflowId, tasks.length);
   await cancelPending(q, ctx, workflowId, failing);
   const skipped = await endPending(q, s, workflowId, now, 'skipped', 'dependency', skipping);
-  if (skipped.length > 0) await notifyQueues(q, ctx.schema, (await advanceWorkflow(q, ctx, workflowId, skipped)).queues);
+  if (skipped.length > 0) await advanceWorkflow(q, ctx, workflowId, skipped);
   const ended = (name: string) => failing.has(name) || skipping.has(name);
   const waiting = rows.filter((r) => (r.wait !== null || r.condition !== null) && r.deps_left === 0 && !ended(r.name)).map((r) => r.name);
   await activateWaits(q, ctx, workflowId, waiting);
-  await notifyQueues(
-    q,
-    ctx.schema,
-    rows.filter((r) => r.state === 'available' && !ended(r.name)).map((r) => r.queue),
-  );
   return tasks.map((t) => t.name);
 }
 

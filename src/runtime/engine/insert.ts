@@ -1,7 +1,6 @@
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import { notifyQueues } from '../sql/advance.js';
-import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, markAwaitedSql, type TaskRow } from '../sql/insert.js';
+import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, type TaskRow } from '../sql/insert.js';
 import { notifyTimer } from '../sql/waits.js';
 import { assertStorable } from '../storable.js';
 import { declaredKeys } from '../waits/decide.js';
@@ -94,12 +93,7 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
     await markAwaited(q, s, w.id);
     return;
   }
-  await insertTaskRows(q, s, w.id, rows, now, `WITH marked AS (${markAwaitedSql(s)} RETURNING id)`);
+  await insertTaskRows(q, ctx, w.id, rows, now, { markAwaited: true });
   const roots = plan.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name);
   if (roots.length > 0) await activateWaits(q, ctx, w.id, roots);
-  await notifyQueues(
-    q,
-    ctx.schema,
-    rows.filter((r) => r.state === 'available').map((r) => r.queue),
-  );
 }

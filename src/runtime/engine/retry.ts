@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import { lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { lockWorkflows } from '../sql/advance.js';
 import { restartWorkflow, retryCandidates } from '../sql/retry.js';
 import { activateWaits } from './advance.js';
 import type { AdvanceContext } from './context.js';
@@ -62,11 +62,6 @@ export async function retryWorkflow(
     ctx,
     id,
     rows.filter((r) => r.deps_left === 0 && r.state === 'pending').map((r) => r.name),
-  );
-  await notifyQueues(
-    q,
-    ctx.schema,
-    rows.filter((r) => r.state === 'available').map((r) => r.queue),
   );
   return { attempt, retried: rows.map((r) => r.name) };
 }

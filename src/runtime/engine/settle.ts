@@ -25,7 +25,7 @@ import { evaluateOutput } from './output.js';
  */
 export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
   const { s, now } = ctx;
-  const result: SettleResult = { queues: new Set(), waitsReady: [] };
+  const result: SettleResult = { waitsReady: [] };
   let closed = 0;
   let failed = 0;
   let wave = finalized;
@@ -58,7 +58,6 @@ export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: stri
       const depsLeft = row.deps_left - mine.filter((e) => !e.counted).length;
       const state = readyState({ deps_left: depsLeft, held: row.held, scheduled_at: new Date(row.scheduled_at) }, now);
       advanced.push({ name: row.name, deps_left: depsLeft, state });
-      if (state === 'available') result.queues.add(row.queue);
       if (depsLeft === 0 && row.held && depsLeft !== row.deps_left) result.waitsReady.push(row.name);
     }
     await advanceDependents(q, s, workflowId, advanced);

@@ -10,7 +10,7 @@ import type { CompileLimits } from '../../compiler/instantiate.js';
 import { CompileError, compile } from '../../compiler/instantiate.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import { deleteTaskRows, endPending, lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { deleteTaskRows, endPending, lockWorkflows } from '../sql/advance.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { insertTaskRows } from '../sql/insert.js';
 import {
@@ -173,7 +173,7 @@ async function applyMove(
   );
   await insertTaskRows(
     q,
-    s,
+    ctx,
     w.id,
     move.inserted.map((n) => byName.get(n)!),
     now,
@@ -194,18 +194,12 @@ async function applyMove(
   if (deadline) await notifyTimer(q, ctx.schema, new Date(deadline));
   await cancelPending(q, ctx, w.id, failing);
   const skipped = await endPending(q, s, w.id, now, 'skipped', 'dependency', skipping);
-  if (skipped.length > 0) await notifyQueues(q, ctx.schema, (await advanceWorkflow(q, ctx, w.id, skipped)).queues);
+  if (skipped.length > 0) await advanceWorkflow(q, ctx, w.id, skipped);
   await activateWaits(
     q,
     ctx,
     w.id,
     activate.filter((n) => !failing.has(n) && !skipping.has(n)),
-  );
-  const changed = new Set([...move.redefined, ...move.inserted]);
-  await notifyQueues(
-    q,
-    ctx.schema,
-    all.filter((r) => changed.has(r.name) && r.state === 'available' && !failing.has(r.name) && !skipping.has(r.name)).map((r) => r.queue),
   );
   // a move that left nothing open (every task it removed was the last to do) ends the workflow
   await closeTasks(q, ctx, w.id, 0, 0);

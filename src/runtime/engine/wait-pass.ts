@@ -28,7 +28,7 @@ import { dueState } from './decide.js';
 
 /** What a pass decided, for the engine to act on. */
 export interface WaitVerdict {
-  /** Tasks whose wait resolved (stored, and their queues woken, by the pass). */
+  /** Tasks whose wait resolved (stored by the pass). */
   resolved: string[];
   /** Tasks a failed workflows term (on_failure: cancel) fails, with why. */
   failures: Map<string, string>;

@@ -13,7 +13,7 @@ export class PromoterService implements MaintenanceService {
   async runOnce(ctx: MaintenanceContext): Promise<number> {
     const now = await clockNow(ctx);
     let promoted = 0;
-    for (let n = BATCH; n === BATCH && stillLeading(ctx); promoted += n) n = await leaderWrite(ctx, (tx) => promoteDue(tx, ctx.s, ctx.schema, now, BATCH));
+    for (let n = BATCH; n === BATCH && stillLeading(ctx); promoted += n) n = await leaderWrite(ctx, (tx) => promoteDue(tx, ctx.s, now, BATCH));
     return promoted;
   }
 }

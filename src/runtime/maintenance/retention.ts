@@ -1,6 +1,6 @@
 import { clockNow } from '../context.js';
 import { deleteTasks } from '../engine/advance.js';
-import { lockWorkflows, notifyQueues } from '../sql/advance.js';
+import { lockWorkflows } from '../sql/advance.js';
 import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, type RetentionPolicy, workflowsWithExpiredTasks } from '../sql/maintenance.js';
 import { leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
@@ -36,8 +36,7 @@ export class RetentionService implements MaintenanceService {
         const locked = await lockWorkflows(tx, s, [id]);
         if (locked.get(id)?.state !== 'running') return 0;
         const names = await expiredTasks(tx, s, id, cutoff);
-        const result = await deleteTasks(tx, advance, id, names);
-        await notifyQueues(tx, ctx.schema, result.queues);
+        await deleteTasks(tx, advance, id, names);
         return names.length;
       });
     }

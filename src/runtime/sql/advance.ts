@@ -1,8 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import type { FinalState } from '../engine/decide.js';
 import type { TaskResult } from '../scopes.js';
-import { channels } from './channels.js';
-import { finalizedEffectsSql, heldSql } from './rules.js';
+import { heldSql } from './rules.js';
 
 /**
  * The statements that advance a workflow (settle.ts decides what they apply): its lock, its tasks' dependents,
@@ -27,8 +26,6 @@ export interface Finalized {
 }
 
 export interface SettleResult {
-  /** Queues that gained available tasks (to wake workers). */
-  queues: Set<string>;
   /** Tasks whose deps are all satisfied and whose wait became active in this settle: to activate and evaluate. */
   waitsReady: string[];
   /** The workflow's final state when this settled it. */
@@ -40,7 +37,6 @@ export interface DependentRow {
   deps_left: number;
   held: boolean;
   scheduled_at: Date;
-  queue: string;
   ignore_cancelled_deps: boolean;
   ignore_discarded_deps: boolean;
   ignore_deleted_deps: boolean;
@@ -59,7 +55,7 @@ export async function dependentsOf(q: Queryable, s: string, workflowId: string, 
 /** Of some tasks of a workflow, those still pending, with what decides how a finished dep moves them. */
 export async function pendingDependents(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<DependentRow[]> {
   const { rows } = await q.query<DependentRow>(
-    `SELECT name, deps_left, ${heldSql('t')} AS held, scheduled_at, queue, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps,
+    `SELECT name, deps_left, ${heldSql('t')} AS held, scheduled_at, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps,
             ignore_skipped_deps
        FROM ${s}.tasks t WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending'`,
     [workflowId, names],
@@ -162,8 +158,8 @@ export async function taskResults(q: Queryable, s: string, workflowId: string): 
 }
 
 /**
- * Workflows end, each in its state with its output; those others wait on leave a `finalized` effect (applied
- * to each waiter in its own transaction), and every end is notified.
+ * Workflows end, each in its state with its output. The workflows table's trigger (migration 015) notifies the
+ * end, and for those others wait on leaves a `finalized` effect (applied to each waiter in its own transaction).
  */
 export async function endWorkflows(
   q: Queryable,
@@ -172,23 +168,11 @@ export async function endWorkflows(
 ): Promise<void> {
   if (ended.length === 0) return;
   await q.query(
-    `WITH f AS (
-       UPDATE ${ctx.s}.workflows w SET state = e.state, output = e.output, output_error = e.output_error, finalized_at = $2
-         FROM jsonb_to_recordset($1::jsonb) AS e(id text, state text, output jsonb, output_error text)
-        WHERE w.id = e.id
-        RETURNING w.id, w.has_waiters
-     ), effects AS (
-       ${finalizedEffectsSql(ctx.s, 'f', '$2')}
-     )
-     SELECT pg_notify($3, workflow_id) FROM effects`,
-    [JSON.stringify(ended), ctx.now, channels(ctx.schema).effect],
+    `UPDATE ${ctx.s}.workflows w SET state = e.state, output = e.output, output_error = e.output_error, finalized_at = $2
+       FROM jsonb_to_recordset($1::jsonb) AS e(id text, state text, output jsonb, output_error text)
+      WHERE w.id = e.id`,
+    [JSON.stringify(ended), ctx.now],
   );
-  await q.query(`SELECT pg_notify($1, e) FROM unnest($2::text[]) AS e`, [channels(ctx.schema).workflow, ended.map((e) => `${e.id} ${e.state}`)]);
-}
-
-export async function notifyQueues(q: Queryable, schema: string, queues: Iterable<string>): Promise<void> {
-  const list = [...new Set(queues)];
-  if (list.length > 0) await q.query(`SELECT pg_notify($1, queue) FROM unnest($2::text[]) AS queue`, [channels(schema).available, list]);
 }
 
 /** Takes the per-workflow locks, always in id order so concurrent batches cannot deadlock. */

@@ -99,13 +99,13 @@ export async function finalizeAttempt(q: Queryable, s: string, ref: AttemptRef, 
 }
 
 /** Claimed attempts that never started back to available as if never claimed, unless their workflow is being cancelled. */
-export async function unclaim(q: Queryable, s: string, refs: readonly AttemptRef[]): Promise<{ workflow_id: string; name: string; queue: string }[]> {
-  const { rows } = await q.query<{ workflow_id: string; name: string; queue: string }>(
+export async function unclaim(q: Queryable, s: string, refs: readonly AttemptRef[]): Promise<{ workflow_id: string; name: string }[]> {
+  const { rows } = await q.query<{ workflow_id: string; name: string }>(
     `UPDATE ${s}.tasks t SET state = 'available', attempt = t.attempt - 1, worker_id = NULL, started_at = NULL
        FROM jsonb_to_recordset($1::jsonb) AS v(workflow_id text, name text, attempt int, worker_id text)
       WHERE t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
         AND t.worker_id = v.worker_id AND NOT t.cancel_requested
-      RETURNING t.workflow_id, t.name, t.queue`,
+      RETURNING t.workflow_id, t.name`,
     [JSON.stringify(refs.map((r) => ({ workflow_id: r.workflowId, name: r.name, attempt: r.attempt, worker_id: r.workerId })))],
   );
   return rows;

@@ -1,9 +1,8 @@
 import type { Queryable } from '../db/types.js';
 import { type StatementContext, WORKFLOW_ROW_COLUMNS, type WorkflowRow } from './advance.js';
-import { channels } from './channels.js';
 import { recordClaimSql } from './claims.js';
 import { type ClaimedJson, claimedJson, decodeClaimed, depOutputsSql, type FetchedTask } from './fetch.js';
-import { finalizedEffectsSql, finalWorkflowStateSql, heldSql, readyStateSql } from './rules.js';
+import { finalWorkflowStateSql, heldSql, readyStateSql } from './rules.js';
 
 export interface Completion {
   workflowId: string;
@@ -105,7 +104,6 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
         .filter(([, n]) => n > 0)
         .map(([queue, n]) => ({ queue, n }))
     : [];
-  const ch = channels(ctx.schema);
   const s = ctx.s;
   const { rows } = await q.query<{
     skipped: { w: string; n: string }[] | null;
@@ -133,8 +131,8 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
          SELECT t.workflow_id, t.name, l.n, row_number() OVER (PARTITION BY t.queue ORDER BY t.priority, t.id) AS rank
            FROM edges e
            JOIN ${s}.tasks t ON t.workflow_id = e.w AND t.name = e.n
-           JOIN jsonb_to_recordset($6::jsonb) AS l(queue text, n int) ON l.queue = t.queue
-          WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($7::text[])) r
+           JOIN jsonb_to_recordset($4::jsonb) AS l(queue text, n int) ON l.queue = t.queue
+          WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($5::text[])) r
         WHERE r.rank <= r.n
      ), advanced AS (
        UPDATE ${s}.tasks t
@@ -142,7 +140,7 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
               state = CASE WHEN x.name IS NOT NULL THEN 'running'
                            ELSE ${readyStateSql({ depsLeft: 't.deps_left - e.c', held: heldSql('t'), scheduledAt: 't.scheduled_at' }, '$2')} END,
               attempt = CASE WHEN x.name IS NOT NULL THEN t.attempt + 1 ELSE t.attempt END,
-              worker_id = CASE WHEN x.name IS NOT NULL THEN $8 ELSE t.worker_id END,
+              worker_id = CASE WHEN x.name IS NOT NULL THEN $6 ELSE t.worker_id END,
               started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END,
               wait_started_at = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NOT NULL THEN $2 ELSE t.wait_started_at END
          FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
@@ -151,7 +149,7 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
                   t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.ctid AS tid, (x.name IS NOT NULL) AS claimed,
                   (t.state = 'pending' AND t.deps_left = 0 AND ${heldSql('t')}) AS activated
      ), recorded AS (
-       ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$8', '$2')}
+       ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$6', '$2')}
      ), counted AS (
        UPDATE ${s}.workflows w
           SET tasks_open = w.tasks_open - c.n,
@@ -161,13 +159,7 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
               finalized_at = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' THEN $2 ELSE w.finalized_at END
          FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
         WHERE w.id = c.workflow_id
-        RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template, w.has_waiters
-     ), effects AS (
-       ${finalizedEffectsSql(s, "(SELECT id, has_waiters FROM counted WHERE tasks_open = 0 AND state <> 'running') c", '$2')}
-     ), woken AS (
-       SELECT pg_notify($4, x.queue) FROM (SELECT DISTINCT queue FROM advanced WHERE state = 'available') x
-     ), ended AS (
-       SELECT pg_notify($5, c.id || ' ' || c.state) FROM counted c WHERE c.tasks_open = 0 AND c.state <> 'running'
+        RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template
      )
      SELECT (SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
               WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped,
@@ -176,19 +168,8 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
                FROM advanced c WHERE c.claimed) AS claimed,
             (SELECT id::text FROM recorded) AS claim,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
-            (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated,
-            (SELECT count(*) FROM woken) + (SELECT count(*) FROM ended) + (SELECT count(pg_notify($9, workflow_id)) FROM effects) AS notified`,
-    [
-      attemptsJson(items, byTid),
-      ctx.now,
-      [...new Set(items.map((i) => i.workflowId))],
-      ch.available,
-      ch.workflow,
-      JSON.stringify(slots),
-      claim?.kinds ?? [],
-      claim?.workerId ?? null,
-      ch.effect,
-    ],
+            (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated`,
+    [attemptsJson(items, byTid), ctx.now, [...new Set(items.map((i) => i.workflowId))], JSON.stringify(slots), claim?.kinds ?? [], claim?.workerId ?? null],
     { prepare: true },
   );
   const r = rows[0];

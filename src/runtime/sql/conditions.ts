@@ -9,13 +9,12 @@ export interface ConditionTask {
   condition: string;
   has_wait: boolean;
   scheduled_at: Date;
-  queue: string;
 }
 
 /** Of some tasks of a workflow, those whose deps are all done and whose condition is not decided yet. */
 export async function undecidedConditions(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<ConditionTask[]> {
   const { rows } = await q.query<ConditionTask>(
-    `SELECT name, template, deps, condition, wait IS NOT NULL AS has_wait, scheduled_at, queue FROM ${s}.tasks
+    `SELECT name, template, deps, condition, wait IS NOT NULL AS has_wait, scheduled_at FROM ${s}.tasks
       WHERE workflow_id = $1 AND name = ANY($2::text[]) AND lane = 'pending' AND deps_left = 0 AND condition IS NOT NULL AND condition_met IS NULL ORDER BY id`,
     [workflowId, names],
   );

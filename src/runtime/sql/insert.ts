@@ -1,5 +1,6 @@
 import type { PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import { channels } from './channels.js';
 import type { DeferredRow } from './fetch.js';
 import { awaitLockKey } from './waits.js';
 
@@ -74,17 +75,28 @@ export async function insertWorkflow(
  * Marks a new workflow as awaited when some wait registered on its id before it existed; in a statement after
  * insertWorkflow's, so its snapshot shows those registrations.
  */
-export const markAwaitedSql = (s: string) =>
+const markAwaitedSql = (s: string) =>
   `UPDATE ${s}.workflows SET has_waiters = true WHERE id = $1::text AND EXISTS (SELECT 1 FROM ${s}.workflow_waiters WHERE awaited_id = $1::text)`;
 
 export async function markAwaited(q: Queryable, s: string, workflowId: string): Promise<void> {
   await q.query(markAwaitedSql(s), [workflowId]);
 }
 
-/** Inserts task rows of one workflow in their order (the order loads and status list them in). */
-export async function insertTaskRows(q: Queryable, s: string, workflowId: string, rows: readonly TaskRow[], now: Date, before = ''): Promise<void> {
+/**
+ * Inserts task rows of one workflow in their order (the order loads and status list them in); `markAwaited`
+ * marks, in the same statement, a new workflow that others already wait on (by business key).
+ */
+export async function insertTaskRows(
+  q: Queryable,
+  ctx: { s: string; schema: string },
+  workflowId: string,
+  rows: readonly TaskRow[],
+  now: Date,
+  options: { markAwaited?: boolean } = {},
+): Promise<void> {
+  const s = ctx.s;
   await q.query(
-    `${before}
+    `${options.markAwaited ? `WITH marked AS (${markAwaitedSql(s)} RETURNING id)` : ''}
      INSERT INTO ${s}.tasks (workflow_id, name, template, idx, key, kind, queue, priority, state, max_attempts, args, deps, dependents, deps_left,
                              scheduled_at, timeout_ms, retry, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps, wait, start, metadata,
                              description, created_at, dependents_wait, wait_keys, ignore_skipped_deps, condition, deferred)
@@ -100,4 +112,7 @@ export async function insertTaskRows(q: Queryable, s: string, workflowId: string
       ORDER BY x.ord`,
     [workflowId, now, JSON.stringify(rows)],
   );
+  // tasks updated to available are woken by the tasks table's trigger (migration 015)
+  const queues = [...new Set(rows.filter((r) => r.state === 'available').map((r) => r.queue))];
+  if (queues.length > 0) await q.query('SELECT pg_notify($1, queue) FROM unnest($2::text[]) AS queue', [channels(ctx.schema).available, queues]);
 }

@@ -1,9 +1,8 @@
 import type { Queryable } from '../db/types.js';
-import { notifyQueues } from './advance.js';
 import { isFinalSql } from './rules.js';
 
 /** Scheduled and retryable tasks whose time has come become available (a bounded batch per call). */
-export async function promoteDue(q: Queryable, s: string, schema: string, now: Date, limit = 1000): Promise<number> {
+export async function promoteDue(q: Queryable, s: string, now: Date, limit = 1000): Promise<number> {
   const { rows } = await q.query<{ queue: string }>(
     `UPDATE ${s}.tasks t SET state = 'available'
        FROM (SELECT workflow_id, name FROM ${s}.tasks WHERE lane IN ('scheduled', 'retryable') AND scheduled_at <= $1
@@ -11,11 +10,6 @@ export async function promoteDue(q: Queryable, s: string, schema: string, now: D
       WHERE t.workflow_id = d.workflow_id AND t.name = d.name
       RETURNING t.queue`,
     [now, limit],
-  );
-  await notifyQueues(
-    q,
-    schema,
-    rows.map((r) => r.queue),
   );
   return rows.length;
 }

@@ -26,11 +26,3 @@ export function readyStateSql(t: { depsLeft: string; held: string; scheduledAt: 
 export function finalWorkflowStateSql(w: string): string {
   return `(CASE WHEN ${w}.end_reason = 'timeout' THEN 'failed' WHEN ${w}.cancel_requested THEN 'cancelled' WHEN ${w}.tasks_failed > 0 THEN 'failed' ELSE 'completed' END)`;
 }
-
-/**
- * The finalized effect: a workflow that others wait on leaves one `finalized` effect when it ends (applied to
- * each waiter in its own transaction). `ended` yields the ended workflows' `id` and `has_waiters`.
- */
-export function finalizedEffectsSql(s: string, ended: string, now: string): string {
-  return `INSERT INTO ${s}.effects (workflow_id, kind, created_at) SELECT id, 'finalized', ${now} FROM ${ended} WHERE has_waiters RETURNING workflow_id`;
-}

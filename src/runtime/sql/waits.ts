@@ -174,7 +174,7 @@ export interface WaitUpdate {
   evidence?: unknown;
 }
 
-/** Stores each evaluation; tasks that resolved move on, and their queues' workers are notified on commit. */
+/** Stores each evaluation; tasks that resolved move on (the tasks trigger wakes their queues' workers on commit). */
 export async function applyWaitUpdates(q: Queryable, ctx: { s: string; schema: string }, workflowId: string, updates: readonly WaitUpdate[]): Promise<void> {
   await applyWaitUpdatesMany(
     q,
@@ -191,17 +191,13 @@ export async function applyWaitUpdatesMany(
 ): Promise<void> {
   if (updates.length === 0) return;
   await q.query(
-    `WITH u AS (
-       UPDATE ${ctx.s}.tasks t SET wait_progress = u.progress, wait_evidence = coalesce(u.evidence, t.wait_evidence), state = coalesce(u.state, t.state)
-         FROM jsonb_to_recordset($1::jsonb) AS u(workflow_id text, name text, progress jsonb, state text, evidence jsonb)
-        WHERE t.workflow_id = u.workflow_id AND t.name = u.name AND t.state = 'pending'
-        RETURNING t.state, t.queue)
-     SELECT pg_notify($2, queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'available') x`,
+    `UPDATE ${ctx.s}.tasks t SET wait_progress = u.progress, wait_evidence = coalesce(u.evidence, t.wait_evidence), state = coalesce(u.state, t.state)
+       FROM jsonb_to_recordset($1::jsonb) AS u(workflow_id text, name text, progress jsonb, state text, evidence jsonb)
+      WHERE t.workflow_id = u.workflow_id AND t.name = u.name AND t.state = 'pending'`,
     [
       JSON.stringify(
         updates.map((u) => ({ workflow_id: u.workflow_id, name: u.name, progress: u.progress, state: u.state ?? null, evidence: u.evidence ?? null })),
       ),
-      channels(ctx.schema).available,
     ],
     { prepare: true },
   );

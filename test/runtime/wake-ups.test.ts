@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { channels } from '../../src/runtime/sql/channels.js';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
+
+/**
+ * The wake-ups follow the state change, whichever statement makes it (migration 015's triggers): a path that
+ * forgot to notify would leave its task to the poll, and its waiters to the sweep.
+ */
+describe(`wake-ups (${backend})`, () => {
+  it('a task made available by any statement wakes its queue once per statement; a workflow that ends is announced', async () => {
+    const rt = await testRuntime({
+      definitions: { fan: 'name: fan\ntasks:\n  a: { kind: k, queue: q1 }\n  b: { kind: k, queue: q1 }\n  c: { kind: k, queue: q2 }\n' },
+    });
+    const ch = channels(rt.schema);
+    const woken: string[] = [];
+    const ended: string[] = [];
+    const unlisten = [await rt.db.listen(ch.available, (p) => woken.push(p)), await rt.db.listen(ch.workflow, (p) => ended.push(p))];
+    const id = await rt.start('fan');
+    await until(() => woken.length >= 2);
+    expect(woken.sort()).toEqual(['q1', 'q2']);
+
+    // a statement braid's code never runs: the trigger still wakes the queue
+    woken.length = 0;
+    await rt.db.query(`UPDATE "${rt.schema}".tasks SET state = 'scheduled' WHERE workflow_id = $1 AND name = 'c'`, [id]);
+    await rt.db.query(`UPDATE "${rt.schema}".tasks SET state = 'available' WHERE workflow_id = $1 AND name = 'c'`, [id]);
+    await until(() => woken.length >= 1);
+    expect(woken).toEqual(['q2']);
+
+    await rt.workflow(id).cancel();
+    await until(() => ended.length >= 1);
+    expect(ended).toEqual([`${id} cancelled`]);
+    for (const u of unlisten) await u();
+  });
+
+  it('with polling every minute, a chain, a signal, a child and its parent move on notifications alone', async () => {
+    const rt = await testRuntime({
+      pollIntervalMs: 60_000,
+      definitions: {
+        child: 'name: child\ntasks:\n  c: { kind: ok }\n',
+        parent: [
+          'name: parent',
+          'tasks:',
+          '  a: { kind: ok }',
+          '  b: { kind: ok, deps: [a] }',
+          '  w: { kind: ok, deps: [b], wait: { terms: { go: { signal: go } } } }',
+          '  kids: { deps: [w], start: { workflow: child } }',
+          '  after: { kind: ok, deps: [kids] }',
+          '',
+        ].join('\n'),
+      },
+      handlers: { ok: async () => ({}) },
+    });
+    await rt.startWorker();
+    const id = await rt.start('parent');
+    await until(async () => (await rt.workflow(id).task('w')).wait?.phase === 'waiting');
+    await rt.workflow(id).signals.emit('go', {});
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 30_000, pollMs: 50 });
+    expect(w.state).toBe('completed');
+  });
+});
