@@ -10,19 +10,9 @@ export { type RetryResult, WorkflowNotFinalError } from './runtime/engine/retry.
 export type { StartOutput } from './runtime/engine/start-children.js';
 export { UnknownWorkflowError, WorkflowNotFoundError } from './runtime/errors.js';
 export { migrate } from './runtime/migrate.js';
-export {
-  createRuntime,
-  Runtime,
-  type RuntimeOptions,
-  type StartOptions,
-  type WorkflowStatus,
-} from './runtime/runtime.js';
-export type { SignalPage } from './runtime/sql/signals.js';
-export type { TaskRecord, WaitSnapshot, WorkflowRecord } from './runtime/sql/workflows.js';
+export { createRuntime, Runtime, type RuntimeOptions, type StartOptions } from './runtime/runtime.js';
 export { UnstorableValueError } from './runtime/storable.js';
-export type { SignalRow, TermValue, WaitPhase } from './runtime/waits/decide.js';
-export { DiagnosticsError, type WaitDiagnostics } from './runtime/waits/diagnostics.js';
-export type { WaitEvidence } from './runtime/waits/records.js';
+export { DiagnosticsError } from './runtime/waits/diagnostics.js';
 export {
   type EmitOptions,
   type EmitResult,
@@ -34,6 +24,24 @@ export {
   UndeclaredSignalKeyError,
   WorkflowFinishedError,
 } from './runtime/waits/signals.js';
+// the records the API serves, as the runtime returns them: one declaration each (runtime/wire.ts)
+export type {
+  Json,
+  SignalPage,
+  SignalRow,
+  TaskRecord,
+  TermValue,
+  UpgradeRecord,
+  WaitDiagnostics,
+  WaitEvidence,
+  WaitPhase,
+  WaitSnapshot,
+  WorkflowPage,
+  WorkflowRecord,
+  WorkflowState,
+  WorkflowStatus,
+  WorkflowSummary,
+} from './runtime/wire.js';
 export { defineHandlers, type Handler, type Handlers, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout } from './runtime/worker/handlers.js';
 export { loadHandlers } from './runtime/worker/load-handlers.js';
 export { WorkflowHandle, WorkflowSignals } from './runtime/workflow-handle.js';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { circles, importGraph, layerBreaks, oversized, statementsOutside, type Tree } from './helpers/architecture.js';
+import { circles, importGraph, layerBreaks, misnamedErrors, oversized, statementsOutside, type Tree } from './helpers/architecture.js';
 import { repoRoot } from './helpers/cli.js';
 
 /** Every module under src/ (the browser app aside), by its path from the repository. */
@@ -41,6 +41,11 @@ describe('the source tree', () => {
 
   it(`keeps every module in src/ at ${MAX_LINES} lines or fewer`, () => {
     expect(oversized(tree, MAX_LINES)).toEqual([]);
+  });
+
+  it('names every error class after itself (the browser app too)', () => {
+    expect(misnamedErrors(tree)).toEqual([]);
+    expect(misnamedErrors(new Map([['src/ui/app/api.ts', readFileSync(join(repoRoot, 'src/ui/app/api.ts'), 'utf8')]]))).toEqual([]);
   });
 
   it('finds statements where they are', () => {
@@ -105,5 +110,15 @@ describe('each architecture rule fails on a deliberate violation', () => {
       ['src/cli/fine.ts', lines(400)],
     ]);
     expect(oversized(tree, MAX_LINES)).toEqual(['src/compiler/long.ts']);
+  });
+
+  it('an error class named otherwise, or not at all', () => {
+    const tree: Tree = new Map([
+      [
+        'src/x.ts',
+        "export class AError extends Error {\n  constructor() {\n    super('a');\n    this.name = 'A';\n  }\n}\nexport class BError extends AError {}\nexport class CError extends Error {\n  override name = 'CError';\n}\n",
+      ],
+    ]);
+    expect(misnamedErrors(tree)).toEqual(['src/x.ts: AError', 'src/x.ts: BError']);
   });
 });

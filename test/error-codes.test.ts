@@ -51,6 +51,8 @@ describe('one error vocabulary', () => {
       [new WorkflowNotMovableError('w', 'abc', 'why'), 409],
     ];
     for (const [error, status] of errors) {
+      // what a log line or a stack names is the class a caller catches
+      expect(error.name).toBe(error.constructor.name);
       expect(isCoded(error), error.name).toBe(true);
       expect(isCallerError(error), error.name).toBe(true);
       expect(httpStatus((error as unknown as { code: keyof typeof ERROR_CODES }).code), error.name).toBe(status);

@@ -1,16 +1,155 @@
-/** The client side of the local API, for CLI commands run while another process holds the embedded database. */
+/**
+ * A typed client of braid's HTTP API: each route's request and its reply, the records runtime/wire.ts declares
+ * for the server. The CLI's commands use it when another process (braid worker, braid dev) holds the embedded
+ * database. Every request has a deadline; a reply of 400 or more is an ApiError with the server's code.
+ */
+import type { BaselineVersion } from '../deploy/baseline.js';
+import type { RetryMode } from '../runtime/engine/decide.js';
+import type { RetryResult } from '../runtime/engine/retry.js';
+import type { DrainState } from '../runtime/in-flight.js';
+import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
+import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
+import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
+import type { WaitDiagnostics, WorkflowPage, WorkflowRecord, WorkflowStatus } from '../runtime/wire.js';
+
+/** One version of a definition, with the workflows still running on it and whether it drains. */
+export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
+
+export interface ListFilter {
+  state?: WorkflowRecord['state'];
+  name?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+/** The server answered with an error: its status, its error code (error-codes.ts) and its message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code?: string,
+    readonly diagnostics?: unknown[],
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** No answer: the process is gone, the address refuses, or the reply did not come within the deadline. */
+export class ApiUnreachableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ApiUnreachableError';
+  }
+}
+
+/** How long a request may take, beyond what a long poll asks the server to wait. */
+const REQUEST_DEADLINE_MS = 30_000;
+/** The longest a `wait` long poll asks for in one request. */
+const LONG_POLL_MS = 60_000;
+
+const at = (id: string) => `/api/workflows/${encodeURIComponent(id)}`;
+
 export class ApiClient {
   constructor(
     readonly url: string,
     private readonly token: string,
   ) {}
 
-  async request<T>(method: 'GET' | 'POST', path: string, payload?: unknown): Promise<{ status: number; body: T }> {
-    const res = await fetch(`${this.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${this.token}`, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: payload !== undefined ? JSON.stringify(payload) : undefined,
+  start(name: string, inputs: unknown, options: { id?: string } = {}): Promise<{ id: string; existing: boolean }> {
+    return this.call<{ id: string; existing?: boolean }>('POST', '/api/workflows', {
+      name,
+      inputs,
+      ...(options.id !== undefined ? { id: options.id } : {}),
+    }).then((r) => ({ id: r.id, existing: r.existing === true }));
+  }
+
+  status(id: string): Promise<WorkflowStatus> {
+    return this.call('GET', at(id));
+  }
+
+  cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }> {
+    return this.call('POST', `${at(id)}/cancel`, {});
+  }
+
+  signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult> {
+    return this.call('POST', `${at(id)}/signals`, {
+      key,
+      payload,
+      ...(options.idempotencyKey !== undefined ? { idempotency_key: options.idempotencyKey } : {}),
+      ...(options.source !== undefined ? { source: options.source } : {}),
+      ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
+      ...(options.anyKey ? { any_key: true } : {}),
     });
-    return { status: res.status, body: (await res.json()) as T };
+  }
+
+  retry(id: string, options: { mode: RetryMode; resetHistory: boolean; onCurrent?: boolean }): Promise<RetryResult> {
+    return this.call('POST', `${at(id)}/retry`, { mode: options.mode, reset_history: options.resetHistory, on_current: options.onCurrent === true });
+  }
+
+  upgrade(name: string, request: UpgradeRequest): Promise<UpgradeReport> {
+    return this.call('POST', `/api/definitions/${encodeURIComponent(name)}/upgrade`, {
+      from: request.from,
+      to: request.to,
+      ids: request.ids,
+      dry_run: request.dryRun === true,
+    });
+  }
+
+  version(name: string, hash?: string): Promise<StoredDefinition> {
+    return this.call('GET', `/api/definitions/${encodeURIComponent(name)}${hash ? `?hash=${encodeURIComponent(hash)}` : ''}`);
+  }
+
+  versions(name: string): Promise<WorkflowVersion[]> {
+    return this.call('GET', `/api/definitions/${encodeURIComponent(name)}/versions`);
+  }
+
+  diagnose(id: string, task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
+    const limit = options.signalScanLimit !== undefined ? `?signal_scan_limit=${options.signalScanLimit}` : '';
+    return this.call('GET', `${at(id)}/tasks/${encodeURIComponent(task)}/diagnostics${limit}`);
+  }
+
+  /** Waits until the workflow is final or `timeoutMs` passed, in long polls of at most a minute; returns it as it is then. */
+  async waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const wait = Math.min(LONG_POLL_MS, Math.max(0, deadline - Date.now()));
+      const { workflow } = await this.call<{ workflow: WorkflowRecord }>('GET', `${at(id)}/wait?timeout_ms=${wait}`, undefined, wait);
+      if (workflow.state !== 'running' || Date.now() >= deadline) return workflow;
+    }
+  }
+
+  async deployBaseline(names?: readonly string[]): Promise<BaselineVersion[]> {
+    const query = names ? `?names=${names.map(encodeURIComponent).join(',')}` : '';
+    return (await this.call<{ versions: BaselineVersion[] }>('GET', `/api/deploy/baseline${query}`)).versions;
+  }
+
+  list(filter: ListFilter): Promise<WorkflowPage> {
+    const query = new URLSearchParams(
+      Object.entries(filter)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, String(v)]),
+    );
+    return this.call('GET', `/api/workflows?${query}`);
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string, payload?: unknown, waitsMs = 0): Promise<T> {
+    let res: Response;
+    let body: T & { error?: string; code?: string; diagnostics?: unknown[] };
+    try {
+      res = await fetch(`${this.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${this.token}`, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+        body: payload !== undefined ? JSON.stringify(payload) : undefined,
+        signal: AbortSignal.timeout(REQUEST_DEADLINE_MS + waitsMs),
+      });
+      body = (await res.json()) as typeof body;
+    } catch (error) {
+      throw new ApiUnreachableError(
+        (error as Error).name === 'TimeoutError' ? `no reply within ${(REQUEST_DEADLINE_MS + waitsMs) / 1000} s` : (error as Error).message,
+      );
+    }
+    if (res.status >= 300) throw new ApiError(res.status, body.error ?? `status ${res.status}`, body.code, body.diagnostics);
+    return body;
   }
 }

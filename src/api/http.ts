@@ -20,6 +20,7 @@ export class HttpError extends Error {
     code?: ErrorCode,
   ) {
     super(message);
+    this.name = 'HttpError';
     this.code = code ?? BY_STATUS[status] ?? 'bad_request';
   }
 }

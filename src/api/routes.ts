@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { diffDefinitions } from '../deploy/diff.js';
 import { InvalidCursorError } from '../runtime/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { WorkflowRecord } from '../runtime/sql/workflows.js';
+import { WORKFLOW_STATES, type WorkflowRecord } from '../runtime/wire.js';
 import { listEvents, type StreamContext, workflowEvents } from './events.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 
@@ -11,7 +11,7 @@ export interface RouteContext extends StreamContext {
   definitionsDir?: string;
 }
 
-const STATES = new Set(['running', 'completed', 'failed', 'cancelled']);
+const STATES: ReadonlySet<string> = new Set(WORKFLOW_STATES);
 
 function listFilter(url: URL): Parameters<Runtime['listWorkflows']>[0] {
   const state = url.searchParams.get('state') ?? undefined;

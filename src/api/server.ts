@@ -100,12 +100,7 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
         return send(res, httpStatus(error.code), { error: 'inputs do not fit', code: error.code, diagnostics: error.diagnostics });
       // a busy workflow is worth another try: say when
       if (isCallerError(error))
-        return send(
-          res,
-          httpStatus(error.code),
-          { error: error.message, code: error.code, name: error.name },
-          error.code === 'workflow_busy' ? { 'retry-after': '1' } : {},
-        );
+        return send(res, httpStatus(error.code), { error: error.message, code: error.code }, error.code === 'workflow_busy' ? { 'retry-after': '1' } : {});
       throw error;
     }
   }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ApiClient } from '../api/client.js';
+import { ApiClient, ApiError, ApiUnreachableError, type ListFilter, type WorkflowVersion } from '../api/client.js';
 import { formatText } from '../compiler/format/text.js';
 import { CompileError } from '../compiler/instantiate.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
@@ -10,19 +10,12 @@ import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder, ty
 import { createPostgres } from '../runtime/db/postgres.js';
 import type { Database } from '../runtime/db/types.js';
 import { cachedImage, keepImage } from '../runtime/embedded-image.js';
-import type { DrainState } from '../runtime/in-flight.js';
-import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions, type WorkflowStatus } from '../runtime/runtime.js';
-import type { DefinitionVersion } from '../runtime/sql/definitions.js';
+import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import { ping } from '../runtime/sql/migrations.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
+import type { WorkflowStatus } from '../runtime/wire.js';
 
-export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
-export interface ListFilter {
-  state?: WorkflowRecord['state'];
-  name?: string;
-  limit?: number;
-  cursor?: string;
-}
+export type { ListFilter, WorkflowVersion };
 
 import { ERROR_CODES, type ErrorCode, isCallerError } from '../error-codes.js';
 import type { RetryMode } from '../runtime/engine/decide.js';
@@ -182,84 +175,34 @@ function remoteBackend(io: Io, holder: number): Backend {
     throw new ConnectionError(`the embedded database in .braid/ is held by process ${holder}, which serves no API (stop it, or use its own output)`);
   }
   const api = new ApiClient(info.url, info.token);
-  const call = async <T>(method: 'GET' | 'POST', path: string, payload?: unknown): Promise<T> => {
-    let r: { status: number; body: T & { error?: string; code?: string; diagnostics?: unknown[] } };
+  // the code decides, as it does for a direct call: the caller's error, or braid's
+  const guard = async <T>(call: () => Promise<T>): Promise<T> => {
     try {
-      r = await api.request<T & { error?: string; code?: string; diagnostics?: unknown[] }>(method, path, payload);
+      return await call();
     } catch (error) {
-      throw new ConnectionError(`cannot reach process ${holder} at ${info.url}: ${(error as Error).message}`);
+      if (error instanceof ApiUnreachableError) throw new ConnectionError(`cannot reach process ${holder} at ${info.url}: ${error.message}`);
+      if (!(error instanceof ApiError)) throw error;
+      const code = error.code;
+      if (code !== undefined && Object.hasOwn(ERROR_CODES, code) && ERROR_CODES[code as ErrorCode].exit === 'failed')
+        throw new SubjectError(error.diagnostics ? formatText(error.diagnostics as never[], { sources: new Map() }).trimEnd() : error.message);
+      throw new ConnectionError(`process ${holder} answered ${error.status}: ${error.message}`);
     }
-    // the code decides, as it does for a direct call: the caller's error, or braid's
-    const code = r.body.code;
-    if (r.status >= 400 && code !== undefined && Object.hasOwn(ERROR_CODES, code) && ERROR_CODES[code as ErrorCode].exit === 'failed') {
-      const diagnostics = r.body.diagnostics as never[] | undefined;
-      throw new SubjectError(diagnostics ? formatText(diagnostics, { sources: new Map() }).trimEnd() : String(r.body.error));
-    }
-    if (r.status >= 300) throw new ConnectionError(`process ${holder} answered ${r.status}: ${r.body.error ?? ''}`);
-    return r.body;
   };
   return {
     remote: true,
     // the holding process registers its own definitions folder before it starts one
-    start: async (name, inputs, options = {}) => {
-      const r = await call<{ id: string; existing?: boolean }>('POST', '/api/workflows', {
-        name,
-        inputs,
-        ...(options.id !== undefined ? { id: options.id } : {}),
-      });
-      return { id: r.id, existing: r.existing === true };
-    },
-    status: (id) => call<WorkflowStatus>('GET', `/api/workflows/${encodeURIComponent(id)}`),
-    cancel: (id) => call('POST', `/api/workflows/${encodeURIComponent(id)}/cancel`, {}),
-    signal: (id, key, payload, options) =>
-      call('POST', `/api/workflows/${encodeURIComponent(id)}/signals`, {
-        key,
-        payload,
-        ...(options.idempotencyKey !== undefined ? { idempotency_key: options.idempotencyKey } : {}),
-        ...(options.source !== undefined ? { source: options.source } : {}),
-        ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
-        ...(options.anyKey ? { any_key: true } : {}),
-      }),
-    retry: (id, options) =>
-      call('POST', `/api/workflows/${encodeURIComponent(id)}/retry`, {
-        mode: options.mode,
-        reset_history: options.resetHistory,
-        on_current: options.onCurrent === true,
-      }),
-    upgrade: (name, request) =>
-      call('POST', `/api/definitions/${encodeURIComponent(name)}/upgrade`, {
-        from: request.from,
-        to: request.to,
-        ids: request.ids,
-        dry_run: request.dryRun === true,
-      }),
-    version: (name, hash) => call('GET', `/api/definitions/${encodeURIComponent(name)}${hash ? `?hash=${encodeURIComponent(hash)}` : ''}`),
-    diagnose: (id, task, options) =>
-      call(
-        'GET',
-        `/api/workflows/${encodeURIComponent(id)}/tasks/${encodeURIComponent(task)}/diagnostics${options.signalScanLimit !== undefined ? `?signal_scan_limit=${options.signalScanLimit}` : ''}`,
-      ),
-    async waitFinal(id, timeoutMs) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const { workflow } = await call<{ workflow: WorkflowRecord }>(
-          'GET',
-          `/api/workflows/${encodeURIComponent(id)}/wait?timeout_ms=${Math.min(60_000, Math.max(0, deadline - Date.now()))}`,
-        );
-        if (workflow.state !== 'running' || Date.now() >= deadline) return workflow;
-      }
-    },
-    versions: (name) => call('GET', `/api/definitions/${encodeURIComponent(name)}/versions`),
-    deployBaseline: async (names) =>
-      (await call<{ versions: BaselineVersion[] }>('GET', `/api/deploy/baseline${names ? `?names=${names.map(encodeURIComponent).join(',')}` : ''}`)).versions,
-    list: (filter) => {
-      const q = new URLSearchParams(
-        Object.entries(filter)
-          .filter(([, v]) => v !== undefined)
-          .map(([k, v]) => [k, String(v)]),
-      );
-      return call('GET', `/api/workflows?${q}`);
-    },
+    start: (name, inputs, options) => guard(() => api.start(name, inputs, options)),
+    status: (id) => guard(() => api.status(id)),
+    cancel: (id) => guard(() => api.cancel(id)),
+    signal: (id, key, payload, options) => guard(() => api.signal(id, key, payload, options)),
+    retry: (id, options) => guard(() => api.retry(id, options)),
+    upgrade: (name, request) => guard(() => api.upgrade(name, request)),
+    version: (name, hash) => guard(() => api.version(name, hash)),
+    diagnose: (id, task, options) => guard(() => api.diagnose(id, task, options)),
+    waitFinal: (id, timeoutMs) => guard(() => api.waitFinal(id, timeoutMs)),
+    versions: (name) => guard(() => api.versions(name)),
+    deployBaseline: (names) => guard(() => api.deployBaseline(names)),
+    list: (filter) => guard(() => api.list(filter)),
     close: async () => undefined,
   };
 }

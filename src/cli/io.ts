@@ -4,13 +4,19 @@ import { terminalSafe } from './terminal-safe.js';
 export const EXIT = { ok: 0, failed: 1, usage: 2, internal: 3 } as const;
 
 /** A problem with how the command was called: one line on stderr, exit 2. */
-export class UsageError extends Error {}
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
 
 /** The subject failed (bad definition, bad inputs, unknown name): message printed as is, exit 1. */
-export class SubjectError extends Error {}
+export class SubjectError extends Error {
+  override name = 'SubjectError';
+}
 
 /** The database cannot be reached or opened: exit 3. */
-export class ConnectionError extends Error {}
+export class ConnectionError extends Error {
+  override name = 'ConnectionError';
+}
 
 /** What a long-running command throws for a failure: usage errors stay usage errors, anything else is the database's. */
 export function commandFailure(error: unknown): Error {

@@ -33,9 +33,14 @@ export function advanceAt(ctx: RuntimeContext, now: Date): AdvanceContext {
   return { s: ctx.s, schema: ctx.schema, now, definitions: ctx.definitions };
 }
 
+/** What advancing needs at the clock's reading through `tx`: a sequence in a transaction sees one time. */
+export async function advanceIn(ctx: RuntimeContext, tx?: Queryable): Promise<AdvanceContext> {
+  return advanceAt(ctx, await clockNow(ctx, tx));
+}
+
 /** Runs fn in a transaction, with what advancing needs at the clock's reading through that transaction. */
 export function advancing<T>(ctx: RuntimeContext, fn: (tx: Queryable, advance: AdvanceContext) => Promise<T>): Promise<T> {
-  return ctx.db.transaction(async (tx) => fn(tx, advanceAt(ctx, await clockNow(ctx, tx))));
+  return ctx.db.transaction(async (tx) => fn(tx, await advanceIn(ctx, tx)));
 }
 
 /**
@@ -52,7 +57,7 @@ export async function workflowWrite<T>(
   try {
     return await inTransaction(ctx.db, options, async (tx) => {
       if (!options?.tx) await setLockTimeout(tx, ctx.lockTimeoutMs);
-      return fn(tx, advanceAt(ctx, await clockNow(ctx, tx)));
+      return fn(tx, await advanceIn(ctx, tx));
     });
   } catch (error) {
     if (isLockTimeout(error)) throw new WorkflowBusyError(workflowId, ctx.lockTimeoutMs);

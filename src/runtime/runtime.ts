@@ -18,15 +18,7 @@ import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
 import { quoteIdent } from './sql/schema.js';
 import type { Clock } from './sql/time.js';
-import {
-  listWorkflows,
-  lockWorkflowId,
-  startedAs,
-  type TaskRecord,
-  type WorkflowListFilter,
-  type WorkflowRecord,
-  type WorkflowSummary,
-} from './sql/workflows.js';
+import { listWorkflows, lockWorkflowId, startedAs, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
 import { assertStorable } from './storable.js';
 import { resolveVersion, type UpgradeReport, type UpgradeRequest, upgradeWorkflows } from './upgrades.js';
 import type { Handlers } from './worker/handlers.js';
@@ -35,11 +27,10 @@ import { Worker } from './worker/worker.js';
 
 export type { RegisterOptions, RegisterResult, VersionState };
 
-import { advanceAt, clockNow, type RuntimeContext, workflowWrite } from './context.js';
+import { advanceAt, advanceIn, type RuntimeContext, workflowWrite } from './context.js';
 import { UnknownWorkflowError, WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
 import type { RuntimeOptions } from './runtime-options.js';
-import type { UpgradeRecord } from './sql/upgrade.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
 export type { RuntimeOptions } from './runtime-options.js';
@@ -50,13 +41,6 @@ export const WORKFLOW_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
   parentId?: string;
   group?: string;
-}
-
-export interface WorkflowStatus {
-  workflow: WorkflowRecord;
-  tasks: (TaskRecord & { pending_reason: string | null; skip_reason: string | null })[];
-  /** Its moves between versions (braid upgrade, retry --on-current), oldest first. */
-  upgrades: UpgradeRecord[];
 }
 
 /**
@@ -159,7 +143,7 @@ export class Runtime {
 
   /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */
   async insert(plan: Plan, options: TxOption & InsertExtras = {}): Promise<string> {
-    await inTransaction(this.db, options, async (tx) => insertPlan(tx, advanceAt(this.ctx, await clockNow(this.ctx, tx)), plan, options));
+    await inTransaction(this.db, options, async (tx) => insertPlan(tx, await advanceIn(this.ctx, tx), plan, options));
     return plan.workflow.id;
   }
 

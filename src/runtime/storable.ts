@@ -78,7 +78,7 @@ export class UnstorableValueError extends Error {
   readonly code = 'value_unstorable' as const;
   constructor(message: string) {
     super(message);
-    this.name = 'UnstorableValue';
+    this.name = 'UnstorableValueError';
   }
 }
 

@@ -1,9 +1,13 @@
 /**
- * Records as the API serves them, defined once for the server and the web UI (src/ui/app imports this module
- * for its types, so it imports nothing). `Json<T>` is a record as it arrives over HTTP: dates as ISO strings.
+ * Records as the API serves them, defined once for the server, the API client, the web UI and the public
+ * types (src/ui/app imports this module for its types, so it imports only types). `Json<T>` is a record as it
+ * arrives over HTTP: dates as ISO strings. Wait progress and evidence are stored as they are served.
  */
+import type { PlanWait } from '../compiler/plan.js';
 
-export type WorkflowState = 'running' | 'completed' | 'failed' | 'cancelled';
+/** A workflow's states, in the order lists show them. */
+export const WORKFLOW_STATES = ['running', 'completed', 'failed', 'cancelled'] as const;
+export type WorkflowState = (typeof WORKFLOW_STATES)[number];
 
 export interface WorkflowRecord {
   id: string;
@@ -43,3 +47,180 @@ export interface WorkflowSummary {
 }
 
 export type Json<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
+
+export interface SignalRow {
+  /** bigint ids travel as decimal strings. */
+  id: string;
+  attempt: number;
+  key: string;
+  payload: unknown;
+  source: unknown;
+  idempotency_key: string | null;
+  created_at: Date;
+}
+
+/** A signal term's progress: the ids that matched (at most `count`), the last id scanned, the last predicate error. */
+export interface SignalTermProgress {
+  cursor: string;
+  matched: string[];
+  error?: string;
+}
+
+export type TermKind = 'signal' | 'timer' | 'expr' | 'workflows';
+
+export interface TermValue {
+  name: string;
+  kind: TermKind;
+  label?: string;
+  value: boolean;
+  /** Why the term could not be evaluated (it then counts as false). */
+  error?: string;
+  matched?: number;
+  required?: number;
+  signal_ids?: string[];
+  fire_at?: string | null;
+  fired?: boolean;
+  /** workflows terms: the awaited ids, how many completed and failed, and the decided outcome. */
+  outcome?: WorkflowsOutcome;
+  ids?: string[];
+  completed?: number;
+  failed?: number;
+  on_failure?: 'cancel' | 'continue';
+}
+
+export interface AwaitedWorkflow {
+  id: string;
+  /** null: no such workflow yet (a child not started yet, or an id that never existed). */
+  state: string | null;
+  output: unknown;
+}
+
+export type WorkflowsOutcome = 'satisfied' | 'failed' | 'undecided';
+
+export type WaitPhase = 'pending_deps' | 'waiting' | 'resolved' | 'abandoned';
+
+/** What evaluation keeps between runs (tasks.wait_progress). */
+export interface WaitProgressRecord {
+  signal_terms: Record<string, SignalTermProgress>;
+  /** Each workflows term's ids (resolved when the wait became active) and, once decided, its outcome for good. */
+  workflow_terms?: Record<string, { ids: string[]; decided?: 'satisfied' | 'failed'; error?: string }>;
+  last: { at: string; result: boolean; error?: string; terms: TermValue[]; truncated?: boolean };
+}
+
+/** The snapshot stored when a wait resolves (tasks.wait_evidence). */
+export interface WaitEvidence {
+  phase: 'resolved';
+  started_at: string;
+  resolved_at: string;
+  expr: string;
+  result: true;
+  terms: TermValue[];
+  inputs: {
+    signals: Record<string, string[]>;
+    timers: Record<string, { fire_at: string | null; fired: boolean }>;
+    deps: Record<string, unknown>;
+    /** Awaited workflows per workflows term: their states (and outputs, once completed). */
+    workflows: Record<string, AwaitedWorkflow[]>;
+  };
+  /** Every signal id the evaluation used. */
+  signal_ids: string[];
+  /** The workflow's last signal id when the wait resolved: task-scoped reads stop here. */
+  boundary: string;
+}
+
+export interface TaskRecord {
+  workflow_id: string;
+  name: string;
+  template: string;
+  idx: number | null;
+  key: string | null;
+  kind: string;
+  queue: string;
+  priority: number;
+  state: string;
+  attempt: number;
+  max_attempts: number;
+  args: unknown;
+  output: unknown;
+  errors: { attempt: number; at: string; message: string; kind?: string; name?: string; stack?: string }[];
+  deps: string[];
+  dependents: string[];
+  deps_left: number;
+  scheduled_at: Date;
+  timeout_ms: number | null;
+  /** The wait, its phase, its last evaluation and (once resolved) its evidence; null for a task without one. */
+  wait: WaitSnapshot | null;
+  start: unknown;
+  metadata: unknown;
+  description: string | null;
+  /** The task's condition (raw CEL), and what it decided: null until decided (or without one). */
+  when: string | null;
+  when_met: boolean | null;
+  cancel_requested: boolean;
+  worker_id: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finalized_at: Date | null;
+}
+
+export interface WaitSnapshot extends PlanWait {
+  phase: WaitPhase;
+  /** When the deps were satisfied and the wait became active. */
+  started_at: string | null;
+  /** The latest evaluation while waiting: each term's value, errors, timer fire times. */
+  last_evaluation: WaitProgressRecord['last'] | null;
+  /** Stored when the wait resolved: what made it true. */
+  evidence: WaitEvidence | null;
+}
+
+export interface SignalPage {
+  signals: SignalRow[];
+  /** Pass as `cursorId` for the next page; null on the last page. */
+  next_cursor_id: string | null;
+  has_more: boolean;
+}
+
+export interface UpgradeRecord {
+  from: string;
+  to: string;
+  at: Date;
+}
+
+export interface WorkflowStatus {
+  workflow: WorkflowRecord;
+  tasks: (TaskRecord & { pending_reason: string | null; skip_reason: string | null })[];
+  /** Its moves between versions (braid upgrade, retry --on-current), oldest first. */
+  upgrades: UpgradeRecord[];
+}
+
+export interface WaitDiagnostics {
+  workflow_id: string;
+  task: string;
+  phase: WaitPhase;
+  expr: string;
+  /** The expression's value over the terms' current values. */
+  expr_result: boolean;
+  /** The expression's own error; a term's error is on the term. */
+  eval_error: string | null;
+  terms: TermValue[];
+  inputs: {
+    /** The rows generic terms read, per declared key (signal terms list their matches on the term). */
+    signals: Record<string, { count: number; ids: string[] }>;
+    timers: Record<string, { fire_at: string | null; fired: boolean }>;
+    deps: Record<string, unknown>;
+  };
+  /** The scan stopped at the limit: the values reflect only the rows scanned. */
+  truncated: boolean;
+  signal_scan_limit: number;
+  signals_scanned: number;
+  evaluated_at: string;
+  /** The stored evidence, when the wait already resolved. */
+  evidence: WaitEvidence | null;
+}
+
+/** A page of the workflow list (GET /api/workflows). */
+export interface WorkflowPage {
+  workflows: WorkflowSummary[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  next_cursor: string | null;
+}

@@ -1,4 +1,4 @@
-import { advanceAt, clockNow, workflowWrite } from './context.js';
+import { advanceIn, clockNow, workflowWrite } from './context.js';
 import { type Queryable, type TxOption, txQueryable } from './db/types.js';
 import { deleteTasks } from './engine/advance.js';
 import { cancelWorkflow } from './engine/cancel.js';
@@ -8,7 +8,7 @@ import { type RetryResult, retryWorkflow } from './engine/retry.js';
 import { emitSignal } from './engine/signal.js';
 import { type UpgradeOutcome, upgradeWorkflow } from './engine/upgrade.js';
 import { TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
-import type { Runtime, WorkflowStatus } from './runtime.js';
+import type { Runtime } from './runtime.js';
 import { lockWorkflows } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { registeredNames } from './sql/definitions.js';
@@ -21,6 +21,7 @@ import { resolveVersion, retryOnCurrent } from './upgrades.js';
 import type { SignalRow } from './waits/decide.js';
 import { type WaitDiagnostics, waitDiagnostics } from './waits/diagnostics.js';
 import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
+import type { WorkflowStatus } from './wire.js';
 
 export class WorkflowHandle {
   constructor(
@@ -129,7 +130,7 @@ export class WorkflowHandle {
 
   /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
   async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
-    const d = await waitDiagnostics(this.q, advanceAt(this.rt.ctx, await clockNow(this.rt.ctx)), this.id, task, options);
+    const d = await waitDiagnostics(this.q, await advanceIn(this.rt.ctx), this.id, task, options);
     if (!d) throw (await loadWorkflow(this.q, this.rt.ctx.s, this.id)) ? new TaskNotFoundError(this.id, task) : new WorkflowNotFoundError(this.id);
     return d;
   }
@@ -178,8 +179,8 @@ export class WorkflowSignals {
 
   /**
    * Persists a signal and evaluates the waits that declare its key, in one transaction (or the caller's).
-   * Throws SignalPayloadMismatch when an idempotency key is replayed with another payload, and
-   * SignalAttemptMismatch when `attempt` is not the workflow's current attempt.
+   * Throws SignalPayloadMismatchError when an idempotency key is replayed with another payload, and
+   * SignalAttemptMismatchError when `attempt` is not the workflow's current attempt.
    */
   async emit(key: string, payload: unknown, options: EmitOptions & TxOption = {}): Promise<EmitResult> {
     const result = await workflowWrite(this.rt.ctx, options, this.workflowId, (tx, ctx) => emitSignal(tx, ctx, this.workflowId, key, payload, options));

@@ -46,7 +46,9 @@ export interface TestResult {
 export const DEFAULT_TEST_TIMEOUT_MS = 60_000;
 
 /** A test that ran past its real-time bound: it fails naming where it was. */
-class TestTimeout extends Error {}
+class TestTimeout extends Error {
+  override name = 'TestTimeout';
+}
 
 export async function runTest(session: TestSession, file: TestFile, test: TestCase, options: { timeoutMs?: number } = {}): Promise<TestResult> {
   const started = Date.now();

@@ -348,7 +348,7 @@ describe(`HTTP API (${backend})`, () => {
 
   it('values Postgres cannot store are a 400 naming the field', async () => {
     const nul = await api('POST', '/api/workflows', '{"name":"approval","inputs":{"n":1,"note":"a\\u0000"}}');
-    expect(nul).toMatchObject({ status: 400, body: { error: 'the inputs hold U+0000 at /note, which Postgres cannot store', name: 'UnstorableValue' } });
+    expect(nul).toMatchObject({ status: 400, body: { error: 'the inputs hold U+0000 at /note, which Postgres cannot store', code: 'value_unstorable' } });
     const id = await waitingWorkflow(3);
     const payload = await api('POST', `/api/workflows/${id}/signals`, '{"key":"approve","payload":{"by":"\\ud800x"}}');
     expect(payload).toMatchObject({
@@ -368,7 +368,7 @@ describe(`HTTP API (${backend})`, () => {
     const late = await api('POST', `/api/workflows/${body.id}/signals`, { key: 'approve', payload: {} });
     expect(late).toMatchObject({
       status: 409,
-      body: { error: `workflow ${body.id} is completed: it takes no more signals (retry it first to run it again)`, name: 'WorkflowFinished' },
+      body: { error: `workflow ${body.id} is completed: it takes no more signals (retry it first to run it again)`, code: 'workflow_finished' },
     });
     expect((await rt.workflow(body.id).signals.list()).signals).toEqual([]);
   });

@@ -147,3 +147,25 @@ export function oversized(tree: Tree, max: number): string[] {
   const lines = (text: string) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
   return [...tree].filter(([, text]) => lines(text) > max).map(([path]) => path);
 }
+
+/**
+ * Error classes whose `name` is not their own (set as `this.name = '...'` or a `name` field): a log line, a
+ * stack and a handler's `error.name` name the class a caller catches. As "file: Class".
+ */
+export function misnamedErrors(tree: Tree): string[] {
+  const found: string[] = [];
+  for (const [path, text] of tree) {
+    const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if (ts.isClassDeclaration(node) && node.name) {
+        const base = node.heritageClauses?.find((h) => h.token === ts.SyntaxKind.ExtendsKeyword)?.types[0]?.expression.getText(file);
+        const own = node.name.text;
+        const named = new RegExp(`(this\\.name = |name = )'${own}'`).test(node.getText(file));
+        if (base?.endsWith('Error') && !named) found.push(`${path}: ${own}`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(file);
+  }
+  return found;
+}

@@ -38,14 +38,14 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
     expect(other.replayed).toBe(false);
   });
 
-  it('a different payload under a used idempotency key is SignalPayloadMismatch, and nothing is written', async () => {
+  it('a different payload under a used idempotency key is SignalPayloadMismatchError, and nothing is written', async () => {
     const rt = await testRuntime({ definitions: { approval } });
     const id = await started(rt);
     const h = rt.workflow(id);
     await h.signals.emit('approval', { ok: false }, { idempotencyKey: 'k' });
     const error = await h.signals.emit('approval', { ok: true }, { idempotencyKey: 'k' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SignalPayloadMismatchError);
-    expect((error as Error).name).toBe('SignalPayloadMismatch');
+    expect((error as Error).name).toBe('SignalPayloadMismatchError');
     expect((await h.signals.list()).signals).toHaveLength(1);
     expect((await h.task('decide')).state).toBe('pending');
   });
@@ -131,7 +131,7 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
     await rt.workflow(id).signals.emit('note', { n: 1 });
     await rt.workflow(id).signals.emit('approval', { ok: true, who: 'ann' });
     await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 });
-    expect(seen).toEqual({ latest: { ok: true, who: 'ann' }, all: [{ n: 1 }, { ok: true, who: 'ann' }], undeclared: 'UndeclaredSignalKey' });
+    expect(seen).toEqual({ latest: { ok: true, who: 'ann' }, all: [{ n: 1 }, { ok: true, who: 'ann' }], undeclared: 'UndeclaredSignalKeyError' });
   });
 });
 

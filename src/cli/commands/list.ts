@@ -1,5 +1,5 @@
 import { isFinal } from '../../runtime/engine/decide.js';
-import type { WorkflowRecord } from '../../runtime/sql/workflows.js';
+import { WORKFLOW_STATES, type WorkflowRecord } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';
@@ -19,7 +19,7 @@ Usage: ${usage}
   --schema NAME     the schema of braid's tables (default: braid)
 `;
 
-const STATES = ['running', 'completed', 'failed', 'cancelled'];
+const STATES: readonly string[] = WORKFLOW_STATES;
 
 export async function run(argv: string[], io: Io): Promise<number> {
   const { values, flags, help: wantsHelp, positionals } = parse(argv, ['state', 'name', 'limit', 'database', 'schema'], usage, ['json']);

@@ -1,4 +1,4 @@
-import type { WorkflowStatus } from '../../runtime/runtime.js';
+import type { WorkflowStatus } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

@@ -50,6 +50,7 @@ export class TemplateError extends Error {
     readonly overBudget = false,
   ) {
     super(message);
+    this.name = 'TemplateError';
   }
 }
 

@@ -19,7 +19,7 @@ export class WorkflowNotFinalError extends Error {
   readonly code = 'workflow_not_final' as const;
   constructor(id: string, state: string) {
     super(`workflow ${id} is ${state}: only a finalized workflow can be retried`);
-    this.name = 'WorkflowNotFinal';
+    this.name = 'WorkflowNotFinalError';
   }
 }
 

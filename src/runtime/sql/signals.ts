@@ -2,6 +2,9 @@ import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
 import type { SignalRow } from '../waits/decide.js';
 import type { WaitEvidence } from '../waits/records.js';
+import type { SignalPage } from '../wire.js';
+
+export type { SignalPage };
 
 const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 
@@ -40,13 +43,6 @@ export async function signalByIdempotencyKey(
     [p.workflowId, p.key, p.idempotencyKey, JSON.stringify(p.payload)],
   );
   return rows[0];
-}
-
-export interface SignalPage {
-  signals: SignalRow[];
-  /** Pass as `cursorId` for the next page; null on the last page. */
-  next_cursor_id: string | null;
-  has_more: boolean;
 }
 
 /** Signals of one workflow in id order, paged by cursor, filtered by attempt, keys and an upper id bound. */

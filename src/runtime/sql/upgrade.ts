@@ -1,6 +1,9 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import type { UpgradeRecord } from '../wire.js';
 import type { TaskRow } from './insert.js';
+
+export type { UpgradeRecord };
 
 /** The statements of moving a workflow to another version (engine/upgrade.ts decides what they apply). */
 
@@ -120,12 +123,6 @@ export async function setWorkflowVersion(
   );
   await q.query(`INSERT INTO ${s}.workflow_upgrades (workflow_id, from_hash, to_hash, at) VALUES ($1, $2, $3, $4)`, [w.id, w.from, w.to, w.at]);
   return rows[0]?.deadline_at ?? null;
-}
-
-export interface UpgradeRecord {
-  from: string;
-  to: string;
-  at: Date;
 }
 
 /** A workflow's moves between versions, oldest first. */

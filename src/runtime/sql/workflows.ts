@@ -1,61 +1,15 @@
-import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import type { WorkflowRecord, WorkflowSummary } from '../wire.js';
+import type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSummary } from '../wire.js';
 
-export type { WorkflowRecord, WorkflowSummary };
+export type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSummary };
 
-import type { WaitPhase } from '../waits/decide.js';
-import type { WaitEvidence, WaitProgressRecord } from '../waits/records.js';
-
-export interface TaskRecord {
-  workflow_id: string;
-  name: string;
-  template: string;
-  idx: number | null;
-  key: string | null;
-  kind: string;
-  queue: string;
-  priority: number;
-  state: string;
-  attempt: number;
-  max_attempts: number;
-  args: unknown;
-  output: unknown;
-  errors: { attempt: number; at: string; message: string; kind?: string; name?: string; stack?: string }[];
-  deps: string[];
-  dependents: string[];
-  deps_left: number;
-  scheduled_at: Date;
-  timeout_ms: number | null;
-  /** The wait, its phase, its last evaluation and (once resolved) its evidence; null for a task without one. */
-  wait: WaitSnapshot | null;
-  start: unknown;
-  metadata: unknown;
-  description: string | null;
-  /** The task's condition (raw CEL), and what it decided: null until decided (or without one). */
-  when: string | null;
-  when_met: boolean | null;
-  cancel_requested: boolean;
-  worker_id: string | null;
-  created_at: Date;
-  started_at: Date | null;
-  finalized_at: Date | null;
-}
+import type { PlanWait } from '../../compiler/plan.js';
+import type { WaitEvidence, WaitProgressRecord } from '../wire.js';
 
 const WORKFLOW_COLUMNS =
   'id, name, definition_hash, state, attempt, inputs, output, output_error, tasks_total, tasks_open, tasks_failed, cancel_requested, end_reason, deadline_at, parent_id, group_name, created_at, finalized_at';
 const TASK_COLUMNS =
   'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors, deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description, condition AS "when", condition_met AS when_met, cancel_requested, worker_id, created_at, started_at, finalized_at, wait_started_at, wait_progress, wait_evidence';
-
-export interface WaitSnapshot extends PlanWait {
-  phase: WaitPhase;
-  /** When the deps were satisfied and the wait became active. */
-  started_at: string | null;
-  /** The latest evaluation while waiting: each term's value, errors, timer fire times. */
-  last_evaluation: WaitProgressRecord['last'] | null;
-  /** Stored when the wait resolved: what made it true. */
-  evidence: WaitEvidence | null;
-}
 
 export type TaskRow = Omit<TaskRecord, 'wait'> & {
   wait: PlanWait | null;

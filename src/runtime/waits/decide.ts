@@ -5,46 +5,9 @@
  */
 import { evaluateRaw } from '../../compiler/cel/evaluate.js';
 import type { PlanTerm, PlanTimer, PlanWait } from '../../compiler/plan.js';
+import type { AwaitedWorkflow, SignalRow, SignalTermProgress, TermKind, TermValue, WaitPhase, WorkflowsOutcome } from '../wire.js';
 
-export interface SignalRow {
-  /** bigint ids travel as decimal strings. */
-  id: string;
-  attempt: number;
-  key: string;
-  payload: unknown;
-  source: unknown;
-  idempotency_key: string | null;
-  created_at: Date;
-}
-
-/** A signal term's progress: the ids that matched (at most `count`), the last id scanned, the last predicate error. */
-export interface SignalTermProgress {
-  cursor: string;
-  matched: string[];
-  error?: string;
-}
-
-export type TermKind = 'signal' | 'timer' | 'expr' | 'workflows';
-
-export interface TermValue {
-  name: string;
-  kind: TermKind;
-  label?: string;
-  value: boolean;
-  /** Why the term could not be evaluated (it then counts as false). */
-  error?: string;
-  matched?: number;
-  required?: number;
-  signal_ids?: string[];
-  fire_at?: string | null;
-  fired?: boolean;
-  /** workflows terms: the awaited ids, how many completed and failed, and the decided outcome. */
-  outcome?: WorkflowsOutcome;
-  ids?: string[];
-  completed?: number;
-  failed?: number;
-  on_failure?: 'cancel' | 'continue';
-}
+export type { AwaitedWorkflow, SignalRow, SignalTermProgress, TermKind, TermValue, WaitPhase, WorkflowsOutcome };
 
 export interface WaitOutcome {
   result: boolean;
@@ -75,13 +38,6 @@ export interface WaitInputs {
   workflowTerms?: Record<string, WorkflowsTermInput>;
 }
 
-export interface AwaitedWorkflow {
-  id: string;
-  /** null: no such workflow yet (a child not started yet, or an id that never existed). */
-  state: string | null;
-  output: unknown;
-}
-
 export interface WorkflowsTermInput {
   ids: string[];
   awaited: AwaitedWorkflow[];
@@ -90,8 +46,6 @@ export interface WorkflowsTermInput {
   /** Why the ids could not be resolved. */
   error?: string;
 }
-
-export type WorkflowsOutcome = 'satisfied' | 'failed' | 'undecided';
 
 /**
  * Success-oriented outcome of waiting on workflows. all: satisfied when every one completed, failed when any
@@ -275,8 +229,6 @@ function describe(v: unknown): string {
   if (typeof v === 'object') return 'a map';
   return `${typeof v === 'bigint' ? 'int' : typeof v} ${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}`;
 }
-
-export type WaitPhase = 'pending_deps' | 'waiting' | 'resolved' | 'abandoned';
 
 /** Where a wait stands: deps not yet satisfied, active, resolved (evidence stored), or its task ended first. */
 export function waitPhase(t: { state: string; wait_started_at: Date | string | null; wait_evidence: unknown }): WaitPhase {

@@ -4,34 +4,12 @@
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { loadWaitWorkflow, waitTask } from '../sql/waits.js';
-import { evaluateWait, type TermValue, type WaitPhase, waitPhase } from './decide.js';
+import type { WaitDiagnostics } from '../wire.js';
+import { evaluateWait, waitPhase } from './decide.js';
 import { gatherInputs } from './gather.js';
-import { DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT, type WaitEvidence } from './records.js';
+import { DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT } from './records.js';
 
-export interface WaitDiagnostics {
-  workflow_id: string;
-  task: string;
-  phase: WaitPhase;
-  expr: string;
-  /** The expression's value over the terms' current values. */
-  expr_result: boolean;
-  /** The expression's own error; a term's error is on the term. */
-  eval_error: string | null;
-  terms: TermValue[];
-  inputs: {
-    /** The rows generic terms read, per declared key (signal terms list their matches on the term). */
-    signals: Record<string, { count: number; ids: string[] }>;
-    timers: Record<string, { fire_at: string | null; fired: boolean }>;
-    deps: Record<string, unknown>;
-  };
-  /** The scan stopped at the limit: the values reflect only the rows scanned. */
-  truncated: boolean;
-  signal_scan_limit: number;
-  signals_scanned: number;
-  evaluated_at: string;
-  /** The stored evidence, when the wait already resolved. */
-  evidence: WaitEvidence | null;
-}
+export type { WaitDiagnostics };
 
 export class DiagnosticsError extends Error {
   readonly code = 'diagnostics_unavailable' as const;

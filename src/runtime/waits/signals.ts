@@ -35,7 +35,7 @@ export class SignalPayloadMismatchError extends Error {
     readonly original: SignalRow,
   ) {
     super(`signal "${key}" with idempotency key "${idempotencyKey}" was already emitted (id ${original.id}) with a different payload`);
-    this.name = 'SignalPayloadMismatch';
+    this.name = 'SignalPayloadMismatchError';
   }
 }
 
@@ -46,7 +46,7 @@ export class SignalAttemptMismatchError extends Error {
     readonly current: number,
   ) {
     super(`the signal is for attempt ${attempt}, but the workflow is on attempt ${current}`);
-    this.name = 'SignalAttemptMismatch';
+    this.name = 'SignalAttemptMismatchError';
   }
 }
 
@@ -54,7 +54,7 @@ export class UndeclaredSignalKeyError extends Error {
   readonly code = 'signal_key_undeclared' as const;
   constructor(task: string, key: string, declared: string[]) {
     super(`task "${task}" does not declare signal key "${key}" (its wait declares: ${declared.length ? declared.join(', ') : 'none'})`);
-    this.name = 'UndeclaredSignalKey';
+    this.name = 'UndeclaredSignalKeyError';
   }
 }
 
@@ -68,7 +68,7 @@ export class UnknownSignalKeyError extends Error {
         (guess ? ` (did you mean "${guess}"?)` : waited.length > 0 ? ` (its waits read: ${waited.join(', ')})` : ' (none of its tasks waits on a signal)') +
         '; send it anyway with --any-key (any_key in the API, anyKey in the library)',
     );
-    this.name = 'UnknownSignalKey';
+    this.name = 'UnknownSignalKeyError';
   }
 }
 
@@ -79,7 +79,7 @@ export class WorkflowFinishedError extends Error {
     readonly state: string,
   ) {
     super(`workflow ${workflowId} is ${state}: it takes no more signals (retry it first to run it again)`);
-    this.name = 'WorkflowFinished';
+    this.name = 'WorkflowFinishedError';
   }
 }
 
@@ -87,7 +87,7 @@ export class InvalidSignalError extends Error {
   readonly code = 'signal_invalid' as const;
   constructor(message: string) {
     super(message);
-    this.name = 'InvalidSignal';
+    this.name = 'InvalidSignalError';
   }
 }
 

@@ -1,5 +1,5 @@
 import type { PlanTask } from '../../compiler/plan.js';
-import { advanceAt, clockNow, type RuntimeContext } from '../context.js';
+import { advanceAt, advanceIn, clockNow, type RuntimeContext } from '../context.js';
 import { type Queryable, unbounded } from '../db/types.js';
 import { completeAttempt } from '../engine/completion.js';
 import { compileFor } from '../engine/extend.js';
@@ -171,7 +171,7 @@ export class AttemptContext implements TaskContext {
     const { db, s } = this.env;
     // inside the attempt's own transaction once it is open (the embedded database runs one at a time)
     const q = this.current.tx?.queryable ?? db;
-    const ctx = advanceAt(this.env, await clockNow(this.env, q));
+    const ctx = await advanceIn(this.env, q);
     const tasks = await compileFor(q, ctx, this.workflowId, spec, await registeredNames(q, s));
     this.current.extensions.push(tasks);
     return tasks.map((t) => t.name);
@@ -261,7 +261,9 @@ export class AttemptTransaction {
   }
 }
 
-class RollbackSignal extends Error {}
+class RollbackSignal extends Error {
+  override name = 'RollbackSignal';
+}
 
 async function loadDeps(db: Queryable, s: string, workflowId: string, direct: string[], recursive: boolean): Promise<Record<string, TaskRecord>> {
   const found = new Map<string, TaskRecord>();

@@ -18,7 +18,9 @@ import type { Handler, Handlers, TaskContext } from './handlers.js';
 import { outcomeOf, toJsonOutput } from './outcome.js';
 
 /** A completion found its attempt no longer running: the transaction it was in rolls back, and nothing is wrong. */
-class AttemptEnded extends Error {}
+class AttemptEnded extends Error {
+  override name = 'AttemptEnded';
+}
 
 export interface ExecutorOptions extends RuntimeContext {
   id: string;

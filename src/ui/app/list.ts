@@ -1,8 +1,8 @@
+import { WORKFLOW_STATES } from '../../runtime/wire.js';
 import { type Live, live } from './api.js';
 import { badge, clear, duration, h, time } from './dom.js';
 import type { WorkflowPage, WorkflowSummary } from './types.js';
 
-const STATES = ['running', 'completed', 'failed', 'cancelled'];
 const PAGE = 25;
 
 /** The workflow list: filters, cursor paging, live first page. */
@@ -27,7 +27,7 @@ export function listPage(app: HTMLElement, params: URLSearchParams): Live {
         'select',
         { name: 'state', 'data-testid': 'filter-state' },
         h('option', { value: '' }, 'any'),
-        STATES.map((s) => h('option', { value: s, selected: s === state }, s)),
+        WORKFLOW_STATES.map((s) => h('option', { value: s, selected: s === state }, s)),
       ),
     ),
     h('label', {}, 'Name ', h('input', { name: 'name', value: name, placeholder: 'workflow name', 'data-testid': 'filter-name' })),

@@ -216,7 +216,7 @@ function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
           ? timerText(term)
           : `workflows (${term.workflows?.mode}${term.workflows?.quorum ? ` ${term.workflows.quorum}` : ''})`;
   let shown = value ? String(value.value) : '—';
-  if (value?.kind === 'signal') shown = `${value.matched ?? 0}/${value.required ?? term.count ?? 1}`;
+  if (value?.kind === 'signal') shown = `${value.matched ?? 0}/${value.required ?? (term.kind === 'signal' ? term.count : 1)}`;
   if (value?.kind === 'timer') shown = value.fired ? `fired (${time(value.fire_at)})` : value.fire_at ? `fires ${time(value.fire_at)}` : 'not scheduled';
   if (value?.kind === 'workflows') shown = `${value.completed ?? 0}/${value.required ?? 0} completed${value.failed ? `, ${value.failed} failed` : ''}`;
   return h(
@@ -229,9 +229,8 @@ function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
   );
 }
 
-function timerText(term: PlanTerm): string {
+function timerText(term: Extract<PlanTerm, { kind: 'timer' }>): string {
   const t = term.timer;
-  if (!t) return 'timer';
   if (t.anchor === 'at') return `at ${t.at}`;
   const after = `${Math.round((t.after_ms ?? 0) / 1000)} s`;
   return t.anchor === 'task_finalized' ? `${after} after ${t.task} finalized` : `${after} after ${t.anchor.replace('_', ' ')}`;
