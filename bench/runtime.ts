@@ -16,7 +16,9 @@ const SCHEMA = 'braid_bench';
 const DEFS = {
   many: 'name: many\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  t: { kind: noop, for_each: "${{ inputs.items }}" }\n',
   one: 'name: one\ntasks:\n  t: { kind: noop }\n',
-  fan: 'name: fan\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  root: { kind: noop }\n  leaf: { kind: noop, deps: [root], for_each: "${{ inputs.items }}" }\n  join: { kind: noop, deps: [leaf] }\n',
+  fan:
+    'name: fan\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  root: { kind: ' +
+    'noop }\n  leaf: { kind: noop, deps: [root], for_each: "${{ inputs.items }}" }\n  join: { kind: noop, deps: [leaf] }\n',
   chain: `name: chain\ntasks:\n${Array.from({ length: 200 }, (_, i) => `  c${i}: { kind: hop${i > 0 ? `, deps: [c${i - 1}]` : ''} }\n`).join('')}`,
 };
 
@@ -195,7 +197,10 @@ async function graphileLatency(): Promise<number[]> {
   return samples;
 }
 
-/** Throughput rounds: this machine's speed drifts by more than the differences measured, so every case runs this many times, interleaved, and the median counts. */
+/**
+ * Throughput rounds: this machine's speed drifts by more than the differences measured, so every case runs this
+ * many times, interleaved, and the median counts.
+ */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 export async function benchRuntime(): Promise<void> {

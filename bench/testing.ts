@@ -27,7 +27,8 @@ function testFile(n: number): string {
   const tests = Array.from({ length: n }, (_, i) =>
     i % 2 === 0
       ? `  - name: nobody verifies ${i}\n    inputs: { user: u${i} }\n    expect: { state: completed, time: 2026-01-04T00:00:00Z }\n`
-      : `  - name: verified on day one ${i}\n    inputs: { user: u${i} }\n    steps:\n      - advance: 1d\n      - signal: { key: verified }\n    expect: { state: completed, time: 2026-01-02T00:00:00Z }\n`,
+      : `  - name: verified on day one ${i}\n    inputs: { user: u${i} }\n    steps:\n      - advance: 1d\n      - ` +
+        `signal: { key: verified }\n    expect: { state: completed, time: 2026-01-02T00:00:00Z }\n`,
   );
   return `workflow: remind\nmocks:\n  "kind:send": { output: { id: m } }\n  "kind:check": { output: { ok: true } }\ntests:\n${tests.join('')}`;
 }

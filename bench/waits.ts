@@ -15,7 +15,8 @@ const DEFS = {
   approve: 'name: approve\ntasks:\n  go:\n    kind: go\n    wait: { terms: { ok: { signal: approve } } }\n',
   tally: 'name: tally\ntasks:\n  go:\n    kind: go\n    wait: { terms: { votes: { signal: vote, where: "payload.yes == true", count: 100000 } } }\n',
   timer:
-    'name: timer\ninputs: { type: object, properties: { ms: { type: integer } } }\ntasks:\n  go:\n    kind: go\n    wait: { terms: { t: { timer: { after_wait_started: 1s } } } }\n',
+    'name: timer\ninputs: { type: object, properties: { ms: { type: integer } } }\ntasks:\n  go:\n    kind: ' +
+    'go\n    wait: { terms: { t: { timer: { after_wait_started: 1s } } } }\n',
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -117,7 +118,8 @@ export async function benchWaits(): Promise<void> {
   const crowded = await emitCost(10_000);
   console.log(`  emit, no other workflow waiting        p50 ${pct(alone, 50).toFixed(2)} ms, p95 ${pct(alone, 95).toFixed(2)} ms`);
   console.log(
-    `  emit, 10,000 other workflows waiting   p50 ${pct(crowded, 50).toFixed(2)} ms, p95 ${pct(crowded, 95).toFixed(2)} ms (ratio ${(pct(crowded, 50) / pct(alone, 50)).toFixed(2)}x: flat is ~1)`,
+    `  emit, 10,000 other workflows waiting   p50 ${pct(crowded, 50).toFixed(2)} ms, p95 ${pct(crowded, 95).toFixed(2)} ms ` +
+      `(ratio ${(pct(crowded, 50) / pct(alone, 50)).toFixed(2)}x: flat is ~1)`,
   );
   const late = await timerLateness();
   console.log(`  timer lateness (poll interval 1000 ms) p50 ${pct(late, 50).toFixed(0)} ms, p99 ${pct(late, 99).toFixed(0)} ms (goal p99 <= 1100 ms)`);

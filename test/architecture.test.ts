@@ -116,7 +116,8 @@ describe('each architecture rule fails on a deliberate violation', () => {
     const tree: Tree = new Map([
       [
         'src/x.ts',
-        "export class AError extends Error {\n  constructor() {\n    super('a');\n    this.name = 'A';\n  }\n}\nexport class BError extends AError {}\nexport class CError extends Error {\n  override name = 'CError';\n}\n",
+        "export class AError extends Error {\n  constructor() {\n    super('a');\n    this.name = 'A';\n  }\n}\nexport " +
+          "class BError extends AError {}\nexport class CError extends Error {\n  override name = 'CError';\n}\n",
       ],
     ]);
     expect(misnamedErrors(tree)).toEqual(['src/x.ts: AError', 'src/x.ts: BError']);

@@ -83,7 +83,8 @@ describe('inputs are bounded everywhere: a clear error in bounded time, never a 
     write('definitions/slow.yaml', 'name: slow\ntasks:\n  t: { kind: slow }\n  u: { kind: quick, deps: [t] }\n');
     write(
       'definitions/slow.test.yaml',
-      'workflow: slow\ntests:\n  - name: waits on a real handler\n    steps:\n      - advance: 1h\n  - name: mocked\n    mocks: { t: { output: {} }, u: { output: {} } }\n    expect: { state: completed }\n',
+      'workflow: slow\ntests:\n  - name: waits on a real handler\n    steps:\n      - advance: 1h\n  - name: ' +
+        'mocked\n    mocks: { t: { output: {} }, u: { output: {} } }\n    expect: { state: completed }\n',
     );
     write('handlers.mjs', 'export default { slow: () => new Promise((r) => setTimeout(() => r({}), 3000)), quick: async () => ({}) };\n');
     const r = runCli(['test', '--handlers', 'handlers.mjs', '--timeout', '700ms'], { cwd: project, env: { DATABASE_URL: '' } });

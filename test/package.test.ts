@@ -101,7 +101,8 @@ describe.runIf(backend === 'pglite')('the package, installed into a fresh applic
       const dir = application(type);
       writeFileSync(
         join(dir, 'flow.yaml'),
-        'name: flow\ninputs: { type: object, properties: { n: { type: integer } } }\ntasks:\n  twice: { kind: twice, args: { n: "${{ inputs.n }}" } }\n  fail: { kind: fail, deps: [twice], max_attempts: 1 }\n',
+        'name: flow\ninputs: { type: object, properties: { n: { type: integer } } }\ntasks:\n  twice: { kind: ' +
+          'twice, args: { n: "${{ inputs.n }}" } }\n  fail: { kind: fail, deps: [twice], max_attempts: 1 }\n',
       );
       writeFileSync(
         join(dir, 'main.ts'),

@@ -220,7 +220,8 @@ export function projectToken(io: Io): string {
       if (isShared(file)) {
         chmodSync(file, 0o600);
         io.stderr(
-          `braid: ${join('.braid', 'token')} could be read by other users: it is now owner-only (0600); replace the token if others may have read it (delete the file)\n`,
+          `braid: ${join('.braid', 'token')} could be read by other users: it is now owner-only ` +
+            `(0600); replace the token if others may have read it (delete the file)\n`,
         );
       }
       return token;

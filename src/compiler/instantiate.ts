@@ -70,7 +70,8 @@ function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, in
   if (normalized.tasks.length > limits.planTasks) {
     problems.at(
       ['tasks'],
-      `the definition has ${normalized.tasks.length.toLocaleString('en-US')} tasks, over the plan limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks)`,
+      `the definition has ${normalized.tasks.length.toLocaleString('en-US')} tasks, over the plan ` +
+        `limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks)`,
       'for-each',
     );
     problems.throwIfAny();
@@ -178,7 +179,8 @@ function expand(task: NormalizedTask, context: Record<string, unknown>, problems
   if (value.length > limits.forEachItems) {
     problems.at(
       ['tasks', task.name, 'for_each'],
-      `for_each of task "${task.name}" yielded ${value.length.toLocaleString('en-US')} items, over the limit of ${limits.forEachItems.toLocaleString('en-US')} (limit for_each_items)`,
+      `for_each of task "${task.name}" yielded ${value.length.toLocaleString('en-US')} items, over the ` +
+        `limit of ${limits.forEachItems.toLocaleString('en-US')} (limit for_each_items)`,
       'for-each',
     );
     return undefined;

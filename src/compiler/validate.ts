@@ -77,7 +77,8 @@ function checkFile(raw: RawSource, limits: Limits & { planTasks: number }, found
   if (count > limits.planTasks) {
     reporter.report(
       'for-each',
-      `the definition has ${count.toLocaleString('en-US')} tasks (for_each lists included), over the plan limit of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks): it could never start`,
+      `the definition has ${count.toLocaleString('en-US')} tasks (for_each lists included), over the plan limit ` +
+        `of ${limits.planTasks.toLocaleString('en-US')} (limit plan_tasks): it could never start`,
       { path: ['tasks'], at: 'key' },
     );
     return { reporter };

@@ -79,7 +79,8 @@ function missingHandlers(name: string, next: WorkflowDefinition | undefined, inU
     const where = task !== undefined ? { path: ['tasks', task, 'kind'] } : taskOfKind(next, inUse, kind);
     const gone =
       where.removed && where.removed.length > 0
-        ? ` (task${where.removed.length > 1 ? 's' : ''} ${where.removed.map((n) => `"${n}"`).join(', ')}, which used it, ${where.removed.length > 1 ? 'are' : 'is'} gone from this version)`
+        ? ` (task${where.removed.length > 1 ? 's' : ''} ${where.removed.map((n) => `"${n}"`).join(', ')}, ` +
+          `which used it, ${where.removed.length > 1 ? 'are' : 'is'} gone from this version)`
         : '';
     const who = [...(task !== undefined ? [`task "${task}" uses it`] : []), ...versions].join('; ');
     const hint =
@@ -113,7 +114,8 @@ function signalKeys(next: WorkflowDefinition, older: readonly BaselineVersion[],
       if (declared.has(key)) continue;
       report(
         'deploy-signal-key',
-        `${inFlight(v, count, [`waits on signal key "${key}"`, `wait on signal key "${key}"`])}, which this version no longer declares: senders must keep sending "${key}" to them while they run`,
+        `${inFlight(v, count, [`waits on signal key "${key}"`, `wait on signal key "${key}"`])}, which this ` +
+          `version no longer declares: senders must keep sending "${key}" to them while they run`,
         termOfKey(next, v.normalized, key),
         `or move them to this version with braid upgrade ${next.name}: after the move they wait on this version's keys`,
       );
@@ -149,7 +151,8 @@ function argsShapes(next: WorkflowDefinition, older: readonly BaselineVersion[],
       reported.add(`${t.kind} ${shape}`);
       report(
         'deploy-args-shape',
-        `kind "${t.kind}" gets args ${argsKeys(mine[0].args)} here and ${argsKeys(t.args)} from task "${t.name}" of ${v.hash.slice(0, 12)} (${v.running === null ? 'may still run' : `${v.running} running`}): its handler receives both shapes`,
+        `kind "${t.kind}" gets args ${argsKeys(mine[0].args)} here and ${argsKeys(t.args)} from task "${t.name}" ` +
+          `of ${v.hash.slice(0, 12)} (${v.running === null ? 'may still run' : `${v.running} running`}): its handler receives both shapes`,
         ['tasks', mine[0].task, 'args'],
         'let the handler accept both until the old runs end, or move them: braid upgrade',
       );

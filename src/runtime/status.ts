@@ -54,7 +54,10 @@ function termText(t: TermValue): string {
     case 'timer':
       return `${t.name} ${t.fired ? 'fired' : t.fire_at ? `fires at ${t.fire_at}` : 'not scheduled'}`;
     case 'workflows':
-      return `${t.name} waiting on workflows ${(t.ids ?? []).join(', ') || '(none)'}: ${t.completed}/${t.required} completed${t.failed ? `, ${t.failed} failed` : ''}${t.outcome === 'failed' ? ' (failed)' : ''}${error}`;
+      return (
+        `${t.name} waiting on workflows ${(t.ids ?? []).join(', ') || '(none)'}: ` +
+        `${t.completed}/${t.required} completed${t.failed ? `, ${t.failed} failed` : ''}${t.outcome === 'failed' ? ' (failed)' : ''}${error}`
+      );
     default:
       return t.error ? `${t.name} error: ${t.error}` : `${t.name} ${t.value}`;
   }

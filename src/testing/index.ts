@@ -49,7 +49,9 @@ export interface TestWorkflowOptions {
 export class WorkflowExpectationError extends Error {
   constructor(readonly mismatches: Mismatch[]) {
     super(
-      `the workflow does not match:\n${mismatches.map((m) => `  ${m.path}: expected ${JSON.stringify(m.expected)}, got ${JSON.stringify(m.actual)}`).join('\n')}`,
+      `the workflow does not match:\n${mismatches
+        .map((m) => `  ${m.path}: expected ${JSON.stringify(m.expected)}, got ${JSON.stringify(m.actual)}`)
+        .join('\n')}`,
     );
     this.name = 'WorkflowExpectationError';
   }

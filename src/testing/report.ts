@@ -124,7 +124,8 @@ export function formatGithub(report: TestReport): string {
     for (const f of r.failures) {
       const [, ...body] = describeFailure(r, f);
       out.push(
-        `::error file=${ghProperty(r.file)},line=${f.line},title=${ghProperty(`braid test: ${r.name}`)}::${ghEscape([where(f), ...body.map((l) => l.trim())].join('\n'))}`,
+        `::error file=${ghProperty(r.file)},line=${f.line},title=${ghProperty(`braid test: ${r.name}`)}::` +
+          `${ghEscape([where(f), ...body.map((l) => l.trim())].join('\n'))}`,
       );
     }
   }

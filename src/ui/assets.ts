@@ -21,7 +21,8 @@ const HEADERS = {
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
   'content-security-policy':
-    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src " +
+    "'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
 };
 
 /**

@@ -159,7 +159,9 @@ describe('the definition hash (the version)', () => {
   const hash = (yaml: string) => define(yaml).hash;
 
   it('ignores comments, formatting, quoting and spelled-out defaults', () => {
-    const same = `# a comment\nname: "def"\ndefaults: { queue: default, max_attempts: 25 }\ntasks:\n  a:\n    kind: k\n    priority: 2\n  b:\n    kind: k\n    deps:\n      - a\n`;
+    const same =
+      `# a comment\nname: "def"\ndefaults: { queue: default, max_attempts: 25 ` +
+      `}\ntasks:\n  a:\n    kind: k\n    priority: 2\n  b:\n    kind: k\n    deps:\n      - a\n`;
     expect(hash(same)).toBe(hash(base));
     expect(define('{"name":"def","tasks":{"a":{"kind":"k"},"b":{"kind":"k","deps":["a"]}}}', 'def.json').hash).toBe(hash(base));
   });

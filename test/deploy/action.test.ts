@@ -45,7 +45,11 @@ describe('the GitHub Action with plan: true', () => {
     });
     expect(run.status).toBe(1);
     expect(run.stdout).toMatch(
-      /^::error file=definitions\/refund\.yaml,line=3,col=19,endLine=3,endColumn=33,title=braid deploy-missing-handler::kind "settle_refund" has no handler in handlers\.mjs: workflows started on [0-9a-f]{12} may still run and need it/m,
+      new RegExp(
+        '^::error file=definitions/refund\\.yaml,line=3,col=19,endLine=3,endColumn=33,title=braid deploy-missing-handler::' +
+          'kind "settle_refund" has no handler in handlers\\.mjs: workflows started on [0-9a-f]{12} may still run and need it',
+        'm',
+      ),
     );
     expect(git(clone, 'rev-parse', '--verify', 'refs/remotes/origin/main').toString().trim()).toMatch(/^[0-9a-f]{40}$/);
     // an explicit ref, and the handler kept: nothing blocks

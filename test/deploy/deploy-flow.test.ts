@@ -30,7 +30,8 @@ tasks:
 `;
 
 describe(`a deploy that renames a kind and a signal key, end to end through the CLI (${backend})`, () => {
-  it('plan refuses without the old handler, warns with it; register; upgrade moves the runs; the new key resolves them; the old version drains; a when: typo is repaired with retry --on-current', async () => {
+  it('plan refuses without the old handler, warns with it; register; upgrade moves the runs; the new key resolves ' +
+    'them; the old version drains; a when: typo is repaired with retry --on-current', async () => {
     const db = databaseConfig();
     const env = db.env;
     const dir = project({
@@ -71,7 +72,8 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
     const dry = cli('upgrade', 'refund', '--dry-run');
     expect(dry.code).toBe(0);
     expect(dry.stdout).toBe(
-      `refund -> ${v2.slice(0, 12)} (dry run: nothing changes)\n${['r1', 'r2', 'r3'].map((id) => `  ${id}  ${v1.slice(0, 12)}  would move\n`).join('')}3 would move, 0 cannot move\n`,
+      `refund -> ${v2.slice(0, 12)} (dry run: nothing ` +
+        `changes)\n${['r1', 'r2', 'r3'].map((id) => `  ${id}  ${v1.slice(0, 12)}  would move\n`).join('')}3 would move, 0 cannot move\n`,
     );
     expect(JSON.parse(cli('status', 'r1', '--json').stdout).workflow.definition_hash).toBe(v1);
     const moved = cli('upgrade', 'refund', '--format', 'json');

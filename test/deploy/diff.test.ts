@@ -150,7 +150,9 @@ describe('argsShape', () => {
 
 describe('planMove: what moving a workflow to another version does to each task', () => {
   const V =
-    'name: w\ninputs: { type: object, properties: { items: { type: array, default: [a, b] } } }\ntasks:\n  a: { kind: k }\n  b: { kind: k, deps: [a] }\n  c: { kind: k, deps: [b] }\n  ship: { kind: s, deps: [a], for_each: "${{ inputs.items }}", key: "${{ item }}" }\n';
+    'name: w\ninputs: { type: object, properties: { items: { type: array, default: [a, b] } } }\ntasks:\n  a: ' +
+    '{ kind: k }\n  b: { kind: k, deps: [a] }\n  c: { kind: k, deps: [b] }\n' +
+    '  ship: { kind: s, deps: [a], for_each: "${{ inputs.items }}", key: "${{ item }}" }\n';
   const rows = (states: Record<string, string>) =>
     Object.entries(states).map(([name, state]) => ({ name, template: name.replace(/\[.*$/, ''), kind: name.startsWith('ship') ? 's' : 'k', state }));
   const move = (target: string, states: Record<string, string>, rerun?: Set<string>) => {

@@ -132,7 +132,8 @@ describe(`braid plan: what a deploy changes, compared with what runs (${backend}
     // the kinds only the draining version uses stay typed, marked, so their handlers keep type-checking
     const types = runCli(['types', '--out', '-'], { cwd: dir, env });
     expect(types.stdout).toContain(
-      `  /** Only workflows running on older versions use this kind: flow ${versions[1].hash.slice(0, 12)} (1 running). */\n  settle_refund: {\n    id: string;\n  };\n`,
+      `  /** Only workflows running on older versions use this kind: flow ` +
+        `${versions[1].hash.slice(0, 12)} (1 running). */\n  settle_refund: {\n    id: string;\n  };\n`,
     );
     expect(types.stdout).toContain('  settle_payment: {\n');
     expect(runCli(['types', '--out', '-', '--offline'], { cwd: dir, env }).stdout).not.toContain('settle_refund');

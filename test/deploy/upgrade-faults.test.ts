@@ -28,7 +28,8 @@ tasks:
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.runIf(backend === 'postgres')('braid upgrade under running workers and a SIGKILL loop', () => {
-  it('upgrade processes and workers killed at random: no completion lost, doubled or out of order; each workflow on exactly one version; one that cannot move is left untouched', async () => {
+  it('upgrade processes and workers killed at random: no completion lost, doubled or out of order; each ' +
+    'workflow on exactly one version; one that cannot move is left untouched', async () => {
     const rt = await testRuntime();
     await rt.registerDefinitions(definitionsDir({ flow: V1 }));
     const table = await invocationTable(rt.db);

@@ -96,48 +96,51 @@ describe(`braid dev hot reload (${backend})`, () => {
     }
   });
 
-  it('a broken save keeps the last good version, says so in the terminal and the API, and clears when fixed; renaming and deleting files is handled', async () => {
-    const dir = tempProject(
-      { 'greet.yaml': GREET('good'), 'other.yaml': 'name: other\ntasks:\n  t: { kind: hello }\n' },
-      { 'handlers.mjs': handlers('v1'), 'greeting.mjs': "export const greeting = 'hi';\n" },
-    );
-    const dev = await startDev(dir, ['--handlers', 'handlers.mjs']);
-    try {
-      const good = await currentHash(dev, 'greet');
-      const mark = dev.output().length;
-      writeFileSync(join(dir, 'definitions', 'greet.yaml'), 'name: greet\ntasks:\n  hello: { kind: hello, deps: [nowhere] }\n');
-      await dev.waitForOutput('definitions/greet.yaml: has errors; the last good version of greet stays current', mark);
-      expect(dev.output().slice(mark)).toMatch(/definitions\/greet\.yaml:3:\d+: error: .*nowhere/);
-      const banner = (await dev.api('GET', '/api/dev')).body.definitions;
-      expect(banner.ok).toBe(false);
-      expect(banner.failing).toEqual([{ file: join(dir, 'definitions', 'greet.yaml'), name: 'greet' }]);
-      expect(await currentHash(dev, 'greet')).toBe(good);
-      const defs = (await dev.api('GET', '/api/definitions')).body.definitions;
-      expect(defs.find((d: { name: string }) => d.name === 'greet')).toMatchObject({ valid: false, current_hash: good });
-      const started = await dev.api('POST', '/api/workflows', { name: 'greet' });
-      expect((await finished(dev, started.body.id)).output).toEqual({ said: 'hi v1', description: 'good' });
+  it(
+    'a broken save keeps the last good version, says so in the terminal and the API, and clears when fixed; ' + 'renaming and deleting files is handled',
+    async () => {
+      const dir = tempProject(
+        { 'greet.yaml': GREET('good'), 'other.yaml': 'name: other\ntasks:\n  t: { kind: hello }\n' },
+        { 'handlers.mjs': handlers('v1'), 'greeting.mjs': "export const greeting = 'hi';\n" },
+      );
+      const dev = await startDev(dir, ['--handlers', 'handlers.mjs']);
+      try {
+        const good = await currentHash(dev, 'greet');
+        const mark = dev.output().length;
+        writeFileSync(join(dir, 'definitions', 'greet.yaml'), 'name: greet\ntasks:\n  hello: { kind: hello, deps: [nowhere] }\n');
+        await dev.waitForOutput('definitions/greet.yaml: has errors; the last good version of greet stays current', mark);
+        expect(dev.output().slice(mark)).toMatch(/definitions\/greet\.yaml:3:\d+: error: .*nowhere/);
+        const banner = (await dev.api('GET', '/api/dev')).body.definitions;
+        expect(banner.ok).toBe(false);
+        expect(banner.failing).toEqual([{ file: join(dir, 'definitions', 'greet.yaml'), name: 'greet' }]);
+        expect(await currentHash(dev, 'greet')).toBe(good);
+        const defs = (await dev.api('GET', '/api/definitions')).body.definitions;
+        expect(defs.find((d: { name: string }) => d.name === 'greet')).toMatchObject({ valid: false, current_hash: good });
+        const started = await dev.api('POST', '/api/workflows', { name: 'greet' });
+        expect((await finished(dev, started.body.id)).output).toEqual({ said: 'hi v1', description: 'good' });
 
-      const fixed = dev.output().length;
-      writeFileSync(join(dir, 'definitions', 'greet.yaml'), GREET('fixed'));
-      await dev.waitForOutput('definitions: all valid again', fixed);
-      expect((await dev.api('GET', '/api/dev')).body.definitions.ok).toBe(true);
+        const fixed = dev.output().length;
+        writeFileSync(join(dir, 'definitions', 'greet.yaml'), GREET('fixed'));
+        await dev.waitForOutput('definitions: all valid again', fixed);
+        expect((await dev.api('GET', '/api/dev')).body.definitions.ok).toBe(true);
 
-      // renamed: the same content under another name is the same version, so nothing registers
-      const renamed = dev.output().length;
-      const hash = await currentHash(dev, 'other');
-      renameSync(join(dir, 'definitions', 'other.yaml'), join(dir, 'definitions', 'other-renamed.yaml'));
-      await dev.waitForOutput(/other-renamed\.yaml:1:\d+: warning: file name/, renamed);
-      expect(dev.output().slice(renamed)).not.toContain('registered other');
-      expect(await currentHash(dev, 'other')).toBe(hash);
+        // renamed: the same content under another name is the same version, so nothing registers
+        const renamed = dev.output().length;
+        const hash = await currentHash(dev, 'other');
+        renameSync(join(dir, 'definitions', 'other.yaml'), join(dir, 'definitions', 'other-renamed.yaml'));
+        await dev.waitForOutput(/other-renamed\.yaml:1:\d+: warning: file name/, renamed);
+        expect(dev.output().slice(renamed)).not.toContain('registered other');
+        expect(await currentHash(dev, 'other')).toBe(hash);
 
-      const removed = dev.output().length;
-      rmSync(join(dir, 'definitions', 'other-renamed.yaml'));
-      await until(async () => (await dev.api('GET', '/api/dev')).body.definitions.files === 1, 5000);
-      expect(dev.output().slice(removed)).not.toMatch(/error/);
-    } finally {
-      expect(await dev.stop()).toBe(0);
-    }
-  });
+        const removed = dev.output().length;
+        rmSync(join(dir, 'definitions', 'other-renamed.yaml'));
+        await until(async () => (await dev.api('GET', '/api/dev')).body.definitions.files === 1, 5000);
+        expect(dev.output().slice(removed)).not.toMatch(/error/);
+      } finally {
+        expect(await dev.stop()).toBe(0);
+      }
+    },
+  );
 
   it('a changed handlers module (or a file it imports) runs for tasks that start afterwards; one that fails to load keeps the old', async () => {
     const dir = tempProject({ 'greet.yaml': GREET('x') }, { 'handlers.mjs': handlers('v1'), 'greeting.mjs': "export const greeting = 'hi';\n" });

@@ -31,7 +31,7 @@ export interface DevProcess {
   output(): string;
   /** Resolves once the output (from `from` on) contains `text`. */
   waitForOutput(text: string | RegExp, from?: number, timeoutMs?: number): Promise<void>;
-  api<T = any>(method: 'GET' | 'POST', path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  api<T = any>(method: 'GET' | 'POST', path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T }>;
   stop(): Promise<number | null>;
 }
 

@@ -26,7 +26,8 @@ describe(`a handler that ignores its abort (${backend})`, () => {
     expect(lines.filter((l) => l.startsWith('warn the handler of'))).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^warn the handler of ${id}/t \\(kind deaf, attempt 1\\) is still running \\d+\\.\\d s after it was called, though its attempt ended \\(timed out after 200 ms\\): ` +
+          `^warn the handler of ${id}/t \\(kind deaf, attempt 1\\) is still running \\d+\\.\\d s ` +
+            `after it was called, though its attempt ended \\(timed out after 200 ms\\): ` +
             `it does not stop on ctx.signal; its result will be dropped \\(1 handler\\(s\\) of this worker outlive their attempts\\)$`,
         ),
       ),
@@ -36,7 +37,8 @@ describe(`a handler that ignores its abort (${backend})`, () => {
     expect(lines.filter((l) => l.includes('settled'))).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^info the handler of ${id}/t \\(kind deaf, attempt 1\\) settled \\d+\\.\\d s after its attempt ended: its result was dropped \\(0 still outlive theirs\\)$`,
+          `^info the handler of ${id}/t \\(kind deaf, attempt 1\\) settled \\d+\\.\\d s after ` +
+            `its attempt ended: its result was dropped \\(0 still outlive theirs\\)$`,
         ),
       ),
     ]);

@@ -17,7 +17,9 @@ describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool
     await rt.migrate();
     await rt.registerDefinitions(
       definitionsDir({
-        ship: 'name: ship\ninputs: { type: object, properties: { order: { type: string } } }\ntasks:\n  go:\n    kind: work\n    args: { order: "${{ inputs.order }}" }\n    wait: { terms: { paid: { signal: paid } } }\n',
+        ship:
+          'name: ship\ninputs: { type: object, properties: { order: { type: string } } }\ntasks:\n  go:\n    kind: ' +
+          'work\n    args: { order: "${{ inputs.order }}" }\n    wait: { terms: { paid: { signal: paid } } }\n',
       }),
     );
     await pool.query(`CREATE TABLE "${schema}".orders (id bigserial PRIMARY KEY, workflow text)`);

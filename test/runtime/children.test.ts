@@ -157,7 +157,9 @@ tasks:
       handlers: handlers([]),
       definitions: {
         topic,
-        bad: `name: bad\ntasks:\n  fan:\n    max_attempts: 2\n    retry: { backoff: constant, initial: 10ms, jitter: false }\n    start: { workflow: topic, group: g, inputs: { nope: 1 } }\n`,
+        bad:
+          `name: bad\ntasks:\n  fan:\n    max_attempts: 2\n    retry: { backoff: constant, initial: 10ms, ` +
+          `jitter: false }\n    start: { workflow: topic, group: g, inputs: { nope: 1 } }\n`,
       },
     });
     await rt.startWorker();

@@ -46,7 +46,8 @@ output: { said: "\${{ tasks.again.output }}", state: "\${{ tasks.again.state }}"
     join(dir, 'handlers.mjs'),
     `export default {
   say: async (args) => ({ text: args.text }),
-  nap: (args, ctx) => new Promise((resolve, reject) => { const t = setTimeout(resolve, Number(process.env.NAP_MS ?? 10), {}); ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }); }),
+  nap: (args, ctx) => new Promise((resolve, reject) => { const t = setTimeout(resolve, Number(process.env.NAP_MS ` +
+      `?? 10), {}); ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }); }),
   boom: async () => { throw new Error('boom'); },
 };
 `,

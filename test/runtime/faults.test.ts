@@ -10,7 +10,9 @@ heavyFile();
 
 const SHAPES = {
   chain: 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n',
-  fan: 'name: fan\ninputs: { type: object, properties: { n: { type: array } } }\ntasks:\n  root: { kind: work }\n  leaf: { kind: work, deps: [root], for_each: "${{ inputs.n }}" }\n  join: { kind: work, deps: [leaf] }\n',
+  fan:
+    'name: fan\ninputs: { type: object, properties: { n: { type: array } } }\ntasks:\n  root: { kind: work ' +
+    '}\n  leaf: { kind: work, deps: [root], for_each: "${{ inputs.n }}" }\n  join: { kind: work, deps: [leaf] }\n',
 };
 
 const proxies: TcpProxy[] = [];
@@ -171,7 +173,9 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
       times.push(new Date(rows[0].at).getTime() - killed!);
     }
     console.info(
-      `SIGKILL loop: ${killedAt.size} kills (${leaderKills.length} of the leader), ${lost.length} attempts lost, ${measured} measured (${doubleFaults} behind a leader killed before their rescue), worst kill -> run again ${worst} ms (${times.sort((a, b) => a - b).join(' ')})`,
+      `SIGKILL loop: ${killedAt.size} kills (${leaderKills.length} of the leader), ${lost.length} attempts lost, ` +
+        `${measured} measured (${doubleFaults} behind a leader killed before their rescue), worst kill ` +
+        `-> run again ${worst} ms (${times.sort((a, b) => a - b).join(' ')})`,
     );
     expect(measured).toBeGreaterThan(0);
     expect(worst).toBeLessThanOrEqual(10_000);

@@ -13,7 +13,8 @@ afterAll(async () => {
 
 // PGlite is one session: no other transaction can hold a lock on it
 describe.runIf(backend === 'postgres')('a workflow another transaction holds: writes wait a bounded time, then fail as busy', () => {
-  it('emit, cancel and retry through the library, the API and the CLI fail with workflow_busy after the lock timeout; other workflows move meanwhile', async () => {
+  it('emit, cancel and retry through the library, the API and the CLI fail with workflow_busy ' +
+    'after the lock timeout; other workflows move meanwhile', async () => {
     const rt = await testRuntime({ definitions: { gate: GATE }, lockTimeoutMs: 300 });
     const held = await rt.start('gate');
     const free = await rt.start('gate');

@@ -30,7 +30,9 @@ describe(`maintenance services, one runOnce at a time (${backend})`, () => {
       clock: clock.now,
       leader: false,
       definitions: {
-        sla: 'name: sla\ntasks:\n  a:\n    kind: k\n    wait:\n      expr: soon\n      terms:\n        soon: { timer: { after_wait_started: 5m } }\n        late: { timer: { after_wait_started: 1h } }\n',
+        sla:
+          'name: sla\ntasks:\n  a:\n    kind: k\n    wait:\n      expr: soon\n      terms:\n        soon: { ' +
+          'timer: { after_wait_started: 5m } }\n        late: { timer: { after_wait_started: 1h } }\n',
       },
     });
     const id = await rt.start('sla');

@@ -8,7 +8,9 @@ heavyFile();
 const SHAPES = {
   chain: 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n',
   diamond: 'name: diamond\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [a] }\n  d: { kind: work, deps: [b, c] }\n',
-  fan: 'name: fan\ninputs: { type: object, properties: { n: { type: array } } }\ntasks:\n  root: { kind: work }\n  leaf: { kind: work, deps: [root], for_each: "${{ inputs.n }}" }\n  join: { kind: work, deps: [leaf] }\n',
+  fan:
+    'name: fan\ninputs: { type: object, properties: { n: { type: array } } }\ntasks:\n  root: { kind: work ' +
+    '}\n  leaf: { kind: work, deps: [root], for_each: "${{ inputs.n }}" }\n  join: { kind: work, deps: [leaf] }\n',
   single: 'name: single\ntasks:\n  only: { kind: work }\n',
 };
 
@@ -81,7 +83,9 @@ tasks:
 
   it('a fan-in of 50 deps completed concurrently from several connections always releases its dependent', async () => {
     const defs = {
-      fanin: `name: fanin\ntasks:\n${Array.from({ length: 50 }, (_, i) => `  d${i}: { kind: work }\n`).join('')}  join: { kind: work, deps: [${Array.from({ length: 50 }, (_, i) => `d${i}`).join(', ')}] }\n`,
+      fanin:
+        `name: fanin\ntasks:\n${Array.from({ length: 50 }, (_, i) => `  d${i}: { kind: work }\n`).join('')}  join: ` +
+        `{ kind: work, deps: [${Array.from({ length: 50 }, (_, i) => `d${i}`).join(', ')}] }\n`,
     };
     const first = await testRuntime({ definitions: defs });
     const pools = Array.from({ length: 5 }, () => newDatabase());

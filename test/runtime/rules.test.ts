@@ -16,7 +16,10 @@ describe(`transition rules: decide.ts and sql/rules.ts agree (${backend})`, () =
       ),
     );
     const { rows } = await db.query<{ state: string }>(
-      `SELECT ${readyStateSql({ depsLeft: 'v.deps_left', held: '(v.held AND NOT v.wait_satisfied)', scheduledAt: 'v.scheduled_at' }, '$2::timestamptz')} AS state
+      `SELECT ${readyStateSql(
+        { depsLeft: 'v.deps_left', held: '(v.held AND NOT v.wait_satisfied)', scheduledAt: 'v.scheduled_at' },
+        '$2::timestamptz',
+      )} AS state
          FROM jsonb_to_recordset($1::jsonb) AS v(deps_left int, held boolean, wait_satisfied boolean, scheduled_at timestamptz, i int)
         ORDER BY v.i`,
       [JSON.stringify(table.map((t, i) => ({ ...t, i }))), now],

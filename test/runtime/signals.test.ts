@@ -143,14 +143,16 @@ describe(`wait diagnostics (${backend})`, () => {
     const s = `"${rt.schema}"`;
     // 10,001 signals in one statement (emitting them one by one would take minutes and prove nothing more)
     await rt.db.query(
-      `INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, created_at) SELECT $1, 1, 'note', jsonb_build_object('i', g), now() FROM generate_series(1, 10001) g`,
+      `INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, created_at)
+        SELECT $1, 1, 'note', jsonb_build_object('i', g), now() FROM generate_series(1, 10001) g`,
       [id],
     );
     await h.signals.emit('approval', { ok: false });
     const snapshot = async () =>
       (
         await rt.db.query(
-          `SELECT (SELECT json_agg(t ORDER BY name) FROM ${s}.tasks t) AS tasks, (SELECT count(*) FROM ${s}.signals) AS signals, (SELECT json_agg(x) FROM ${s}.timers x) AS timers`,
+          `SELECT (SELECT json_agg(t ORDER BY name)
+            FROM ${s}.tasks t) AS tasks, (SELECT count(*) FROM ${s}.signals) AS signals, (SELECT json_agg(x) FROM ${s}.timers x) AS timers`,
         )
       ).rows[0];
     const before = await snapshot();

@@ -18,7 +18,8 @@ afterAll(async () => {
 const cliWorker = (url: string, schema: string, table: string) => faultsWorker(url, schema, table, ['--shutdown-timeout', '2']);
 
 describe.runIf(backend === 'postgres')('a network that goes silent (sockets open, nothing carried), through the real CLI', () => {
-  it('3 workers: each says the outage once and its recovery once; every workflow finishes after the network returns, nothing lost or doubled; SIGTERM in a silent outage exits in time', async () => {
+  it('3 workers: each says the outage once and its recovery once; every workflow finishes after the network ' +
+    'returns, nothing lost or doubled; SIGTERM in a silent outage exits in time', async () => {
     const rt = await testRuntime({ definitions: { chain: CHAIN } });
     const table = await invocationTable(rt.db);
     const proxy = proxyFor(postgresUrl);

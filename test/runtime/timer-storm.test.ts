@@ -8,7 +8,8 @@ import { backend, testRuntime, until } from '../helpers/runtime.js';
 heavyFile();
 
 const STORM =
-  'name: storm\ninputs: { type: object, properties: { at: { type: string } } }\ntasks:\n  t:\n    kind: work\n    wait: { terms: { due: { timer: { at: "${{ inputs.at }}" } } } }\n';
+  'name: storm\ninputs: { type: object, properties: { at: { type: string } } }\ntasks:\n  t:\n    kind: ' +
+  'work\n    wait: { terms: { due: { timer: { at: "${{ inputs.at }}" } } } }\n';
 const N = 10_000;
 /** A new leader takes over once the dead one's 1 s lease lapses, and looks for due timers within a second. */
 const TAKEOVER_MS = 2000;
@@ -23,13 +24,15 @@ async function copyRows(tx: Queryable, schema: string, table: string, id: string
   const columns = rows.map((r) => r.column_name).filter((c) => !(table === 'tasks' && c === 'id'));
   const values = columns.map((c) => (c === key ? `'storm-' || g` : `"${c}"`));
   await tx.query(
-    `INSERT INTO "${schema}"."${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${values.join(', ')} FROM "${schema}"."${table}", generate_series(1, $2) AS g WHERE ${key} = $1`,
+    `INSERT INTO "${schema}"."${table}" (${columns.map((c) => `"${c}"`).join(', ')})
+      SELECT ${values.join(', ')} FROM "${schema}"."${table}", generate_series(1, $2) AS g WHERE ${key} = $1`,
     [id, n],
   );
 }
 
 describe.runIf(backend === 'postgres')('a timer storm: many timers due in the same second', () => {
-  it(`${N.toLocaleString('en-US')} timers due in one second all fire within 5 s, none twice, with the leader SIGKILLed in the middle; never two leaders`, async () => {
+  it(`${N.toLocaleString('en-US')} timers due in one second all fire within 5 s, none twice, ` +
+    `with the leader SIGKILLed in the middle; never two leaders`, async () => {
     const rt = await testRuntime({ definitions: { storm: STORM } });
     const table = await invocationTable(rt.db);
     const spawn = () => runtimeProcess({ schema: rt.schema, table, concurrency: 5, leaderLeaseMs: 1000 });
@@ -72,11 +75,13 @@ describe.runIf(backend === 'postgres')('a timer storm: many timers due in the sa
       200,
     );
     const { rows: fired } = await rt.db.query<{ n: number; last: Date; p50: number }>(
-      `SELECT count(*)::int AS n, max(fired_at) AS last, percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM fired_at - fire_at) * 1000)::int AS p50 FROM "${rt.schema}".timers`,
+      `SELECT count(*)::int AS n, max(fired_at) AS last, percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch
+        FROM fired_at - fire_at) * 1000)::int AS p50 FROM "${rt.schema}".timers`,
     );
     const lastMs = new Date(fired[0].last).getTime() - at.getTime();
     console.info(
-      `timer storm: ${fired[0].n} timers fired, the last ${lastMs} ms after they were due (lateness p50 ${fired[0].p50} ms), the leader killed 1 s in; ${pace[0].n} fired before the kill (bound ${Math.round(bound)} ms)`,
+      `timer storm: ${fired[0].n} timers fired, the last ${lastMs} ms after they were due (lateness p50 ` +
+        `${fired[0].p50} ms), the leader killed 1 s in; ${pace[0].n} fired before the kill (bound ${Math.round(bound)} ms)`,
     );
     expect(fired[0].n).toBe(N);
     expect(lastMs).toBeLessThan(bound);

@@ -45,42 +45,46 @@ async function register(rt: Runtime, yaml: string): Promise<string> {
 const waiting = (rt: Runtime, id: string, task: string) => async () => (await rt.workflow(id).task(task)).wait?.phase === 'waiting';
 
 describe(`moving running workflows to another version (${backend})`, () => {
-  it('a waiting workflow moves: the started task is kept, the renamed one waits on the new terms with the signals already received, new tasks run, removed ones are gone, the move is recorded', async () => {
-    const { runs, handlers } = recording();
-    const rt = await testRuntime({ handlers });
-    const v1 = await register(rt, V1);
-    await rt.startWorker();
-    const id = await rt.start('flow');
-    await until(waiting(rt, id, 'review'));
-    // the new version's key, sent before the move (no task waits on it yet): a signal already received
-    await rt.workflow(id).signals.emit('approved', { by: 'ada' }, { anyKey: true });
-    const v2 = await register(rt, V2);
-    expect((await rt.versions('flow')).map((v) => [v.hash, v.state, v.running])).toEqual([
-      [v2, 'current', 0],
-      [v1, 'draining', 1],
-    ]);
-    const dry = await rt.upgrade('flow', { dryRun: true });
-    expect(dry).toEqual({
-      name: 'flow',
-      to: v2,
-      results: [{ id, from: v1, to: v2, status: 'would_move', renamed: { review: 'approve' }, inserted: ['notify'], deleted: ['cleanup'] }],
-    });
-    expect((await rt.workflow(id).load()).definition_hash).toBe(v1);
-    const report = await rt.upgrade('flow');
-    expect(report.results).toEqual([{ ...dry.results[0], status: 'moved' }]);
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
-    expect(w).toMatchObject({ state: 'completed', definition_hash: v2, tasks_total: 4 });
-    expect(runs.map((r) => `${r.task}:${r.kind}`)).toEqual(['a:k', 'approve:k', 'settle:new_settle', 'notify:k']);
-    expect(runs.find((r) => r.task === 'settle')!.args).toEqual({ v: 2 });
-    const status = await rt.workflow(id).status();
-    expect(status.tasks.map((t) => t.name)).toEqual(['a', 'approve', 'settle', 'notify']);
-    expect(status.upgrades).toEqual([{ from: v1, to: v2, at: expect.any(Date) }]);
-    expect((await rt.workflow(id).task('approve')).wait?.evidence?.terms[0]).toMatchObject({ name: 'ok', value: true });
-    expect((await rt.versions('flow')).map((v) => v.state)).toEqual(['current', 'drained']);
-    // moved already: a second upgrade has nothing to do
-    expect((await rt.upgrade('flow')).results).toEqual([]);
-    expect(await rt.workflow(id).upgrade()).toEqual({ id, from: v2, to: v2, status: 'current' });
-  });
+  it(
+    'a waiting workflow moves: the started task is kept, the renamed one waits on the new terms with the signals ' +
+      'already received, new tasks run, removed ones are gone, the move is recorded',
+    async () => {
+      const { runs, handlers } = recording();
+      const rt = await testRuntime({ handlers });
+      const v1 = await register(rt, V1);
+      await rt.startWorker();
+      const id = await rt.start('flow');
+      await until(waiting(rt, id, 'review'));
+      // the new version's key, sent before the move (no task waits on it yet): a signal already received
+      await rt.workflow(id).signals.emit('approved', { by: 'ada' }, { anyKey: true });
+      const v2 = await register(rt, V2);
+      expect((await rt.versions('flow')).map((v) => [v.hash, v.state, v.running])).toEqual([
+        [v2, 'current', 0],
+        [v1, 'draining', 1],
+      ]);
+      const dry = await rt.upgrade('flow', { dryRun: true });
+      expect(dry).toEqual({
+        name: 'flow',
+        to: v2,
+        results: [{ id, from: v1, to: v2, status: 'would_move', renamed: { review: 'approve' }, inserted: ['notify'], deleted: ['cleanup'] }],
+      });
+      expect((await rt.workflow(id).load()).definition_hash).toBe(v1);
+      const report = await rt.upgrade('flow');
+      expect(report.results).toEqual([{ ...dry.results[0], status: 'moved' }]);
+      const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+      expect(w).toMatchObject({ state: 'completed', definition_hash: v2, tasks_total: 4 });
+      expect(runs.map((r) => `${r.task}:${r.kind}`)).toEqual(['a:k', 'approve:k', 'settle:new_settle', 'notify:k']);
+      expect(runs.find((r) => r.task === 'settle')!.args).toEqual({ v: 2 });
+      const status = await rt.workflow(id).status();
+      expect(status.tasks.map((t) => t.name)).toEqual(['a', 'approve', 'settle', 'notify']);
+      expect(status.upgrades).toEqual([{ from: v1, to: v2, at: expect.any(Date) }]);
+      expect((await rt.workflow(id).task('approve')).wait?.evidence?.terms[0]).toMatchObject({ name: 'ok', value: true });
+      expect((await rt.versions('flow')).map((v) => v.state)).toEqual(['current', 'drained']);
+      // moved already: a second upgrade has nothing to do
+      expect((await rt.upgrade('flow')).results).toEqual([]);
+      expect(await rt.workflow(id).upgrade()).toEqual({ id, from: v2, to: v2, status: 'current' });
+    },
+  );
 
   it('a workflow that cannot move is left as it was, with the reason; the others move', async () => {
     const { handlers } = recording();
@@ -153,31 +157,35 @@ tasks:
     ]);
   });
 
-  it('repair: runs a when: typo discarded are retried on the fixed current version (retry onCurrent) and complete; a plain retry says the version is not current', async () => {
-    const broken = `name: flow
+  it(
+    'repair: runs a when: typo discarded are retried on the fixed current version (retry onCurrent) ' +
+      'and complete; a plain retry says the version is not current',
+    async () => {
+      const broken = `name: flow
 tasks:
   score: { kind: k }
   decide: { kind: k, deps: [score], when: 'deps["score"].output.kidn == "k"' }
   after: { kind: k, deps: [decide] }
 `;
-    const { runs, handlers } = recording();
-    const rt = await testRuntime({ handlers });
-    const v1 = await register(rt, broken);
-    await rt.startWorker();
-    const id = await rt.start('flow');
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'failed' });
-    expect((await rt.workflow(id).task('decide')).state).toBe('discarded');
-    const v2 = await register(rt, broken.replace('kidn', 'kind'));
-    // a plain retry runs the pinned version again, and says it is not the current one
-    const plain = await rt.workflow(id).retry({ mode: 'failed_only' });
-    expect({ ...plain, retried: plain.retried.sort() }).toMatchObject({ attempt: 2, retried: ['after', 'decide'], version: v1, current: v2 });
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'failed' });
-    const repaired = await rt.workflow(id).retry({ mode: 'failed_only', onCurrent: true });
-    expect({ ...repaired, retried: repaired.retried.sort() }).toMatchObject({ attempt: 3, retried: ['after', 'decide'], version: v2, current: v2 });
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'completed', definition_hash: v2 });
-    expect(runs.map((r) => r.task)).toEqual(['score', 'decide', 'after']);
-    expect((await rt.workflow(id).status()).upgrades.map((u) => [u.from, u.to])).toEqual([[v1, v2]]);
-  });
+      const { runs, handlers } = recording();
+      const rt = await testRuntime({ handlers });
+      const v1 = await register(rt, broken);
+      await rt.startWorker();
+      const id = await rt.start('flow');
+      expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'failed' });
+      expect((await rt.workflow(id).task('decide')).state).toBe('discarded');
+      const v2 = await register(rt, broken.replace('kidn', 'kind'));
+      // a plain retry runs the pinned version again, and says it is not the current one
+      const plain = await rt.workflow(id).retry({ mode: 'failed_only' });
+      expect({ ...plain, retried: plain.retried.sort() }).toMatchObject({ attempt: 2, retried: ['after', 'decide'], version: v1, current: v2 });
+      expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'failed' });
+      const repaired = await rt.workflow(id).retry({ mode: 'failed_only', onCurrent: true });
+      expect({ ...repaired, retried: repaired.retried.sort() }).toMatchObject({ attempt: 3, retried: ['after', 'decide'], version: v2, current: v2 });
+      expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'completed', definition_hash: v2 });
+      expect(runs.map((r) => r.task)).toEqual(['score', 'decide', 'after']);
+      expect((await rt.workflow(id).status()).upgrades.map((u) => [u.from, u.to])).toEqual([[v1, v2]]);
+    },
+  );
 
   it('under a running worker, many workflows move while their tasks complete: none lost or doubled, each on one version', async () => {
     const chain = (v: number, extra = '') => `name: flow

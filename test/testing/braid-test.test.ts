@@ -17,25 +17,28 @@ const steady = (text: string) =>
 
 // braid test runs on an embedded database of its own whatever the backend, so one of the two passes runs it
 describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 180_000 }, () => {
-  it('passing tests: every mock form, signals at virtual times, timers, backoff, the workflow timeout, a child group with a quorum, a wait by id; exit 0', () => {
-    const r = run(['definitions']);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^9 passed, 0 failed \(9 test\(s\) in 3 file\(s\), [\d.]+ s\)$/m);
-    for (const name of [
-      'verified on day one gets the trial',
-      'nobody verifies, three days pass',
-      'the backoff runs in virtual time',
-      'discarded after three attempts',
-      'a slow handler takes its time',
-      'handler real runs',
-      'two of three are enough',
-      'the quorum fails',
-      'a workflow that ended elsewhere',
-    ]) {
-      expect(r.stdout).toMatch(new RegExp(`^PASS  definitions/\\S+ › .*${name}`, 'm'));
-    }
-  });
+  it(
+    'passing tests: every mock form, signals at virtual times, timers, backoff, the workflow timeout, ' + 'a child group with a quorum, a wait by id; exit 0',
+    () => {
+      const r = run(['definitions']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^9 passed, 0 failed \(9 test\(s\) in 3 file\(s\), [\d.]+ s\)$/m);
+      for (const name of [
+        'verified on day one gets the trial',
+        'nobody verifies, three days pass',
+        'the backoff runs in virtual time',
+        'discarded after three attempts',
+        'a slow handler takes its time',
+        'handler real runs',
+        'two of three are enough',
+        'the quorum fails',
+        'a workflow that ended elsewhere',
+      ]) {
+        expect(r.stdout).toMatch(new RegExp(`^PASS  definitions/\\S+ › .*${name}`, 'm'));
+      }
+    },
+  );
 
   it('failing tests: a diff per failed expectation with its step and virtual time, exit 1; text, junit and github (golden)', async () => {
     const text = run(['failing']);

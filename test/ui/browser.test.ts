@@ -200,7 +200,8 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     const evil: Server = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end(
-        `<form id="f" method="post" action="${dev.url}/api/workflows" enctype="text/plain"><input name='{"name":"review_flow","x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`,
+        `<form id="f" method="post" action="${dev.url}/api/workflows" enctype="text/plain"><input ` +
+          `name='{"name":"review_flow","x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`,
       );
     });
     await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));

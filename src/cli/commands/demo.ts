@@ -96,11 +96,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
   try {
     const applied = await rt.migrate();
     io.stdout(
-      `braid demo: ${databaseUrl(io, values.database) ? 'Postgres' : `embedded database in ${displayPath(io, braidDir(io))}`}${applied.length ? ` (migrated: ${applied.join(', ')})` : ''}\n`,
+      `braid demo: ${databaseUrl(io, values.database) ? 'Postgres' : `embedded database in ${displayPath(io, braidDir(io))}`}` +
+        `${applied.length ? ` (migrated: ${applied.join(', ')})` : ''}\n`,
     );
     const { validation, registered } = await rt.registerDefinitions(dir);
     io.stdout(
-      `definitions: ${displayPath(io, dir)}: ${validation.definitions.length} valid, ${validation.errors} error(s); ${registered.length} new version(s) registered\n`,
+      `definitions: ${displayPath(io, dir)}: ${validation.definitions.length} valid, ` +
+        `${validation.errors} error(s); ${registered.length} new version(s) registered\n`,
     );
     if (validation.diagnostics.length > 0) io.stdout(formatText(validation.diagnostics, { sources: readSourceTexts(validation, io) }));
     await rt.startWorker();
@@ -146,7 +148,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
           .workflow(p.id)
           .signals.emit(p.signal.key, p.signal.payload ?? null, { source: p.signal.source, idempotencyKey: `braid-demo-${p.n}` });
         io.stdout(
-          `  signal ${p.signal.key} ${JSON.stringify(p.signal.payload ?? null)} -> ${p.id.slice(-8)}${r.resolved.length ? ` (resolves ${r.resolved.join(', ')})` : ''}\n`,
+          `  signal ${p.signal.key} ${JSON.stringify(p.signal.payload ?? null)} -> ` +
+            `${p.id.slice(-8)}${r.resolved.length ? ` (resolves ${r.resolved.join(', ')})` : ''}\n`,
         );
       }
       if (pending.length > 0) await new Promise((r) => setTimeout(r, 50));
@@ -157,7 +160,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       // the branches not taken: a skipped task never reaches a worker, so no line above names it
       const skipped = (await rt.workflow(id).tasks()).filter((t) => t.state === 'skipped').map((t) => t.name);
       io.stdout(
-        `\n${name} ${id}: ${w.state}${skipped.length > 0 ? ` (skipped: ${skipped.join(', ')})` : ''}\n  output: ${JSON.stringify(w.output)}\n${w.output_error ? `  output error: ${w.output_error}\n` : ''}`,
+        `\n${name} ${id}: ${w.state}${skipped.length > 0 ? ` (skipped: ${skipped.join(', ')})` : ''}\n  output: ` +
+          `${JSON.stringify(w.output)}\n${w.output_error ? `  output error: ${w.output_error}\n` : ''}`,
       );
     }
     io.stdout(`\n${started.length - failed} of ${started.length} workflow(s) completed.\n`);

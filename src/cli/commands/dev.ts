@@ -119,7 +119,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
     unpublish = publishApi(io, api);
     log.info(`braid dev: UI and API at ${api.url}/ (token in ${displayPath(io, resolve(braidDir(io), 'token'))})`);
     log.info(
-      `watching ${displayPath(io, dir)}${handlersModule ? ` and ${displayPath(io, handlersModule)}` : ''}; worker ${runtime.id} running ${Object.keys(handlers).length} kind(s)`,
+      `watching ${displayPath(io, dir)}${handlersModule ? ` and ${displayPath(io, handlersModule)}` : ''}; ` +
+        `worker ${runtime.id} running ${Object.keys(handlers).length} kind(s)`,
     );
     const signal = await waitForStopSignal();
     log.info(`${signal}: stopping (running handlers get ${stopMs / 1000} s)`);

@@ -53,7 +53,8 @@ export function renderDiagnostics(d: WaitDiagnostics): string {
     if (t.kind === 'signal') detail = `${t.matched}/${t.required} matching signal(s)${t.signal_ids?.length ? ` [${t.signal_ids.join(', ')}]` : ''}`;
     if (t.kind === 'timer') detail = t.fire_at ? `${t.fired ? 'fired' : 'fires'} at ${t.fire_at}` : 'not scheduled yet (its anchor is not known)';
     lines.push(
-      `  ${t.name.padEnd(24)} ${t.kind.padEnd(9)} ${String(t.value).padEnd(5)} ${detail}${t.error ? `  error: ${t.error}` : ''}${t.label ? `  -- ${t.label}` : ''}`,
+      `  ${t.name.padEnd(24)} ${t.kind.padEnd(9)} ${String(t.value).padEnd(5)} ${detail}` +
+        `${t.error ? `  error: ${t.error}` : ''}${t.label ? `  -- ${t.label}` : ''}`,
     );
   }
   const keys = Object.entries(d.inputs.signals);
@@ -61,7 +62,8 @@ export function renderDiagnostics(d: WaitDiagnostics): string {
   const deps = Object.keys(d.inputs.deps);
   if (deps.length > 0) lines.push(`deps read: ${deps.join(', ')}`);
   lines.push(
-    `scanned ${d.signals_scanned} signal row(s)${d.truncated ? `: stopped at the limit of ${d.signal_scan_limit}, so values reflect only the rows scanned` : ''}`,
+    `scanned ${d.signals_scanned} signal row(s)` +
+      `${d.truncated ? `: stopped at the limit of ${d.signal_scan_limit}, so values reflect only the rows scanned` : ''}`,
   );
   if (d.evidence) lines.push(`resolved at ${d.evidence.resolved_at} (evidence boundary: signal ${d.evidence.boundary})`);
   return `${lines.join('\n')}\n`;

@@ -40,7 +40,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const result = await backend.retry(positionals[0], { mode, resetHistory: flags.has('reset-history'), onCurrent: flags.has('on-current') });
     if (result.version && result.current && result.version !== result.current) {
       io.stderr(
-        `braid: workflow ${positionals[0]} runs version ${result.version.slice(0, 12)}; current is ${result.current.slice(0, 12)}; --on-current to retry on it\n`,
+        `braid: workflow ${positionals[0]} runs version ${result.version.slice(0, 12)}; ` +
+          `current is ${result.current.slice(0, 12)}; --on-current to retry on it\n`,
       );
     }
     if (flags.has('json')) io.stdout(`${JSON.stringify(result)}\n`);

@@ -49,7 +49,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (flags.has('json')) io.stdout(`${JSON.stringify(result.signal)}\n`);
     else
       io.stdout(
-        `${result.replayed ? 'already stored as' : 'stored'} signal ${result.signal.id} "${result.signal.key}" (attempt ${result.signal.attempt}) for workflow ${id}\n`,
+        `${result.replayed ? 'already stored as' : 'stored'} signal ${result.signal.id} "${result.signal.key}" ` +
+          `(attempt ${result.signal.attempt}) for workflow ${id}\n`,
       );
     if (result.replayed) io.stderr('braid: replayed: this idempotency key was already used with the same payload; nothing new was stored\n');
     if (result.resolved.length > 0) io.stderr(`braid: resolved the wait of ${result.resolved.join(', ')}\n`);

@@ -35,7 +35,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
 /** The readable table: one line per task, with why it waits or its last error. */
 export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): string {
   const lines = [
-    `workflow ${w.id}  ${w.name}  ${w.state}${w.end_reason ? ` (${w.end_reason})` : ''}${w.state === 'running' ? '' : ` at ${w.finalized_at}`}  (attempt ${w.attempt}, created ${w.created_at})`,
+    `workflow ${w.id}  ${w.name}  ${w.state}${w.end_reason ? ` (${w.end_reason})` : ''}` +
+      `${w.state === 'running' ? '' : ` at ${w.finalized_at}`}  (attempt ${w.attempt}, created ${w.created_at})`,
     `tasks: ${tasks.length} total, ${w.tasks_open} open, ${w.tasks_failed} failed`,
   ];
   // a workflow moved between versions says so: what it runs now, and each move

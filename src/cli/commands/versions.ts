@@ -61,7 +61,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       const width = Math.max(...labels.map((l) => l.length));
       for (const [i, v] of versions.entries()) {
         io.stdout(
-          `${v.hash.slice(0, 12)}  ${new Date(v.registered_at).toISOString()}  ${labels[i].padEnd(width)}${v.current && v.running > 0 ? `  ${v.running} running` : ''}${v.file ? `  ${v.file}` : ''}\n`,
+          `${v.hash.slice(0, 12)}  ${new Date(v.registered_at).toISOString()}  ${labels[i].padEnd(width)}` +
+            `${v.current && v.running > 0 ? `  ${v.running} running` : ''}${v.file ? `  ${v.file}` : ''}\n`,
         );
       }
     }

@@ -3,17 +3,27 @@
  * server is starting or shutting down, out of connections or resources, or the transaction lost a deadlock or
  * serialization race. Anything else (bad data, a constraint, a bug) fails the same way every time.
  */
+/** What pg and PGlite say when the connection, not the statement, failed. */
+const TRANSIENT_MESSAGE = new RegExp(
+  [
+    'connection (terminated|error)',
+    'terminated unexpectedly',
+    'timeout exceeded when trying to connect',
+    'query read timeout',
+    'not queryable',
+    'ECONN',
+    'socket hang up',
+  ].join('|'),
+  'i',
+);
+
 export function isTransientError(error: unknown): boolean {
   const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) {
     // no SQLSTATE: a socket error, a connect timeout, a connection that ended under a query
     if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
     const message = error instanceof Error ? error.message : '';
-    return (
-      /connection (terminated|error)|terminated unexpectedly|timeout exceeded when trying to connect|query read timeout|not queryable|ECONN|socket hang up/i.test(
-        message,
-      ) && !/after calling end|pool is ended|was closed/i.test(message)
-    );
+    return TRANSIENT_MESSAGE.test(message) && !/after calling end|pool is ended|was closed/i.test(message);
   }
   return (
     code.startsWith('08') || // connection exception

@@ -60,7 +60,9 @@ export function planMove(
       if (started)
         return {
           ok: false,
-          reason: `task "${row.name}" is ${row.state}, and the version to move to has no task "${next ?? row.name}"${from && !fromTemplates.has(row.template) ? ' (an extension added it)' : ' (renamed_from: says what it became)'}`,
+          reason:
+            `task "${row.name}" is ${row.state}, and the version to move to has no task ` +
+            `"${next ?? row.name}"${from && !fromTemplates.has(row.template) ? ' (an extension added it)' : ' (renamed_from: says what it became)'}`,
         };
       plan.deleted.push(row.name);
       continue;

@@ -101,7 +101,8 @@ export async function endPending(
   const { rows } = await q.query<{ name: string; dependents: string[] }>(
     `UPDATE ${s}.tasks t SET state = $4, finalized_at = $2,
             errors = CASE WHEN $4 = 'skipped' THEN t.errors
-                          ELSE t.errors || jsonb_build_array(jsonb_build_object('attempt', 0, 'at', $2::timestamptz, 'kind', $5::text, 'message', v.message)) END
+                          ELSE t.errors || jsonb_build_array(jsonb_build_object('attempt',
+                            0, 'at', $2::timestamptz, 'kind', $5::text, 'message', v.message)) END
        FROM jsonb_to_recordset($3::jsonb) AS v(name text, message text)
       WHERE t.workflow_id = $1 AND t.name = v.name AND t.state = 'pending'
       RETURNING t.name, t.dependents`,

@@ -67,7 +67,8 @@ export async function requeueAttempt(
   notes: readonly ErrorEntry[],
 ): Promise<void> {
   await q.query(
-    `UPDATE ${s}.tasks SET state = $3, attempt = attempt - 1, scheduled_at = $4, worker_id = NULL, errors = errors || $5::jsonb WHERE workflow_id = $1 AND name = $2`,
+    `UPDATE ${s}.tasks SET state = $3, attempt = attempt - 1, scheduled_at = $4, worker_id = NULL, errors = errors || $5::jsonb
+      WHERE workflow_id = $1 AND name = $2`,
     [ref.workflowId, ref.name, state, at, JSON.stringify(notes)],
   );
 }
@@ -82,7 +83,8 @@ export async function retryAttempt(
   entry: ErrorEntry,
 ): Promise<void> {
   await q.query(
-    `UPDATE ${s}.tasks SET state = $5, scheduled_at = coalesce($3, scheduled_at), worker_id = NULL, errors = errors || $4::jsonb WHERE workflow_id = $1 AND name = $2`,
+    `UPDATE ${s}.tasks SET state = $5, scheduled_at = coalesce($3, scheduled_at), worker_id = NULL, errors = errors || $4::jsonb
+      WHERE workflow_id = $1 AND name = $2`,
     [ref.workflowId, ref.name, at, JSON.stringify([entry]), state],
   );
 }

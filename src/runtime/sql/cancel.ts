@@ -52,7 +52,8 @@ export async function nextDeadline(q: Queryable, s: string): Promise<Date | null
 export async function cancelChildren(q: Queryable, s: string, schema: string, id: string, now: Date): Promise<void> {
   await q.query(
     `WITH c AS (
-       INSERT INTO ${s}.effects (workflow_id, kind, created_at) SELECT id, 'cancel', $2 FROM ${s}.workflows WHERE parent_id = $1 AND state = 'running' RETURNING workflow_id
+       INSERT INTO ${s}.effects (workflow_id, kind, created_at) SELECT id, 'cancel', $2
+         FROM ${s}.workflows WHERE parent_id = $1 AND state = 'running' RETURNING workflow_id
      )
      SELECT pg_notify($3, workflow_id) FROM c`,
     [id, now, channels(schema).effect],

@@ -120,7 +120,9 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
      ), done AS (
        UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
          FROM items v
-        WHERE ${byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
+        WHERE ${
+          byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''
+        }t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
           AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
         RETURNING t.workflow_id, t.name, t.dependents
      ), edges AS (

@@ -53,7 +53,8 @@ export async function insertWorkflow(
 ): Promise<void> {
   await q.query(
     `WITH l AS (SELECT pg_advisory_xact_lock(${awaitLockKey('$1::text')}))
-     INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name, created_at, attempt_started_at,
+     INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total,
+       tasks_open, parent_id, group_name, created_at, attempt_started_at,
                                  timeout_ms, deadline_at)
      SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9::timestamptz, $9::timestamptz, $10::bigint, $9::timestamptz + $10::bigint * interval '1 millisecond' FROM l`,
     [

@@ -10,7 +10,8 @@ export async function lockMigrations(q: Queryable, schema: string): Promise<void
 /** The ids of the migrations applied, creating the schema and its ledger when they are missing. */
 export async function appliedMigrations(q: Queryable, s: string): Promise<Set<number>> {
   await q.exec(
-    `CREATE SCHEMA IF NOT EXISTS ${s}; CREATE TABLE IF NOT EXISTS ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`,
+    `CREATE SCHEMA IF NOT EXISTS ${s}; CREATE TABLE IF NOT EXISTS ${s}.migrations (id integer PRIMARY ` +
+      `KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`,
   );
   return new Set((await q.query<{ id: number }>(`SELECT id FROM ${s}.migrations`)).rows.map((r) => r.id));
 }

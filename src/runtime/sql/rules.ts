@@ -24,5 +24,8 @@ export function readyStateSql(t: { depsLeft: string; held: string; scheduledAt: 
 
 /** How a workflow ends once none of its tasks is open (decide.ts finalWorkflowState). */
 export function finalWorkflowStateSql(w: string): string {
-  return `(CASE WHEN ${w}.end_reason = 'timeout' THEN 'failed' WHEN ${w}.cancel_requested THEN 'cancelled' WHEN ${w}.tasks_failed > 0 THEN 'failed' ELSE 'completed' END)`;
+  return (
+    `(CASE WHEN ${w}.end_reason = 'timeout' THEN 'failed' WHEN ${w}.cancel_requested ` +
+    `THEN 'cancelled' WHEN ${w}.tasks_failed > 0 THEN 'failed' ELSE 'completed' END)`
+  );
 }

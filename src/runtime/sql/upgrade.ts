@@ -38,7 +38,8 @@ export async function renameTasks(q: Queryable, s: string, workflowId: string, r
   if (renames.length === 0) return;
   const json = JSON.stringify(renames);
   await q.query(
-    `UPDATE ${s}.tasks t SET name = ' moving ' || r."to" FROM jsonb_to_recordset($2::jsonb) AS r("from" text, "to" text) WHERE t.workflow_id = $1 AND t.name = r."from"`,
+    `UPDATE ${s}.tasks t SET name = ' moving ' || r."to" FROM jsonb_to_recordset($2::jsonb) AS r("from" text, "to" text)
+      WHERE t.workflow_id = $1 AND t.name = r."from"`,
     [workflowId, json],
   );
   await q.query(`UPDATE ${s}.tasks t SET name = substr(t.name, 9) WHERE t.workflow_id = $1 AND t.name LIKE ' moving %'`, [workflowId]);
@@ -53,7 +54,8 @@ export async function relinkTasks(
 ): Promise<void> {
   if (rows.length === 0) return;
   await q.query(
-    `UPDATE ${s}.tasks t SET deps = ARRAY(SELECT jsonb_array_elements_text(x.deps)), dependents = ARRAY(SELECT jsonb_array_elements_text(x.dependents)), dependents_wait = x.dependents_wait
+    `UPDATE ${s}.tasks t SET deps = ARRAY(SELECT jsonb_array_elements_text(x.deps)), dependents = ARRAY(SELECT
+      jsonb_array_elements_text(x.dependents)), dependents_wait = x.dependents_wait
        FROM jsonb_to_recordset($2::jsonb) AS x(name text, deps jsonb, dependents jsonb, dependents_wait boolean)
       WHERE t.workflow_id = $1 AND t.name = x.name`,
     [workflowId, JSON.stringify(rows)],

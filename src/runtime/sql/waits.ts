@@ -38,7 +38,8 @@ const SIGNAL_COLUMNS = 'id::text AS id, attempt, key, payload, source, idempoten
 /** The workflow row evaluation reads; `lock` also takes the row lock (the caller's transaction serialises on it). */
 export async function loadWaitWorkflow(q: Queryable, s: string, id: string, options: { lock?: boolean } = {}): Promise<WaitWorkflow | undefined> {
   const { rows } = await q.query<WaitWorkflow>(
-    `SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at FROM ${s}.workflows WHERE id = $1${options.lock ? ' FOR UPDATE' : ''}`,
+    `SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at
+      FROM ${s}.workflows WHERE id = $1${options.lock ? ' FOR UPDATE' : ''}`,
     [id],
     { prepare: true },
   );

@@ -93,7 +93,8 @@ export class Executor {
     const what = `the handler of ${task.workflow_id}/${task.name} (kind ${task.kind}, attempt ${task.attempt})`;
     this.outliving++;
     this.o.log.warn(
-      `${what} is still running ${seconds(began - attempt.startedAt)} after it was called, though its attempt ended (${why.message}): it does not stop on ctx.signal; ` +
+      `${what} is still running ${seconds(began - attempt.startedAt)} after it was called, though ` +
+        `its attempt ended (${why.message}): it does not stop on ctx.signal; ` +
         `its result will be dropped (${this.outliving} handler(s) of this worker outlive their attempts)`,
     );
     const settled = (how: string) => () => {

@@ -27,7 +27,8 @@ async function beat(): Promise<void> {
       // the main thread cannot print now: written straight to stderr
       writeSync(
         2,
-        `braid worker ${data.workerId}: the event loop has been blocked for ${(blocked / 1000).toFixed(1)} s, past the stall limit (${(data.stallLimitMs / 1000).toFixed(1)} s): no longer keeping this worker alive, its attempts will run again elsewhere\n`,
+        `braid worker ${data.workerId}: the event loop has been blocked for ${(blocked / 1000).toFixed(1)} s, ` +
+          `past the stall limit (${(data.stallLimitMs / 1000).toFixed(1)} s): no longer keeping this worker alive, its attempts will run again elsewhere\n`,
       );
     }
     return;

@@ -96,7 +96,8 @@ export class Liveness {
         ? '; the liveness thread kept this worker alive'
         : ''
       : blocked > this.o.abandonAfterMs
-        ? `; past dead after (${seconds(this.o.abandonAfterMs)}) the others may have taken this worker's attempts (the embedded database has no liveness thread)`
+        ? `; past dead after (${seconds(this.o.abandonAfterMs)}) the others may have taken ` +
+          `this worker's attempts (the embedded database has no liveness thread)`
         : '';
     this.o.log.warn(
       `the event loop was blocked for ${seconds(blocked)}${what}: a handler doing synchronous work holds up every other attempt of this worker${kept}`,

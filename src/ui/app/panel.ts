@@ -172,7 +172,8 @@ export class TaskPanel {
             h(
               'p',
               { 'data-testid': 'diagnostics' },
-              `expression is ${d.expr_result} now · ${d.signals_scanned} signal(s) scanned${d.truncated ? ` (truncated at ${d.signal_scan_limit})` : ''} · ${time(d.evaluated_at)}`,
+              `expression is ${d.expr_result} now · ${d.signals_scanned} signal(s) ` +
+                `scanned${d.truncated ? ` (truncated at ${d.signal_scan_limit})` : ''} · ${time(d.evaluated_at)}`,
             ),
             d.eval_error && h('p', { class: 'error' }, d.eval_error),
             d.terms.filter((t) => t.error).map((t) => h('p', { class: 'error' }, `${t.name}: ${t.error}`)),
