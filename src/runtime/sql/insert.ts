@@ -1,47 +1,15 @@
-import type { PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
 import { channels } from './channels.js';
-import type { DeferredRow } from './fetch.js';
+import { TASK_INSERT, type TaskRow } from './task-columns.js';
 import { awaitLockKey } from './waits.js';
+
+export type { TaskRow };
 
 /** The statements that insert a workflow and its tasks (insert.ts makes the rows). */
 
 export interface InsertExtras {
   parentId?: string | null;
   group?: string | null;
-}
-
-/** A task as inserted: the plan's task with its initial state, reverse edges and wait keys. */
-export interface TaskRow {
-  name: string;
-  ord: number;
-  template: string;
-  idx: number | null;
-  key: string | null;
-  kind: string;
-  queue: string;
-  priority: number;
-  state: string;
-  max_attempts: number;
-  args: unknown;
-  deps: string[];
-  dependents: string[];
-  dependents_wait: boolean;
-  wait_keys: string[];
-  deps_left: number;
-  scheduled_at: string;
-  timeout_ms: number | null;
-  retry: PlanTask['retry'];
-  ignore_cancelled_deps: boolean;
-  ignore_discarded_deps: boolean;
-  ignore_deleted_deps: boolean;
-  ignore_skipped_deps: boolean;
-  condition: string | null;
-  deferred: DeferredRow | null;
-  wait: PlanTask['wait'];
-  start: PlanTask['start'];
-  metadata: unknown;
-  description: string | null;
 }
 
 /** A workflow's row, under the advisory lock of its id, which orders this insert with a wait registering on it. */
@@ -98,18 +66,8 @@ export async function insertTaskRows(
   const s = ctx.s;
   await q.query(
     `${options.markAwaited ? `WITH marked AS (${markAwaitedSql(s)} RETURNING id)` : ''}
-     INSERT INTO ${s}.tasks (workflow_id, name, template, idx, key, kind, queue, priority, state, max_attempts, args, deps, dependents, deps_left,
-                             scheduled_at, timeout_ms, retry, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps, wait, start, metadata,
-                             description, created_at, dependents_wait, wait_keys, ignore_skipped_deps, condition, deferred)
-     SELECT $1, x.name, x.template, x.idx, x.key, x.kind, x.queue, x.priority, x.state, x.max_attempts, coalesce(x.args, 'null'::jsonb),
-            ARRAY(SELECT jsonb_array_elements_text(x.deps)), ARRAY(SELECT jsonb_array_elements_text(x.dependents)), x.deps_left,
-            x.scheduled_at, x.timeout_ms, x.retry, x.ignore_cancelled_deps, x.ignore_discarded_deps, x.ignore_deleted_deps, x.wait, x.start,
-            coalesce(x.metadata, '{}'::jsonb), x.description, $2, x.dependents_wait, ARRAY(SELECT jsonb_array_elements_text(x.wait_keys)),
-            coalesce(x.ignore_skipped_deps, false), x.condition, x.deferred
-       FROM jsonb_to_recordset($3::jsonb) AS x(name text, ord int, template text, idx int, key text, kind text, queue text, priority int, state text,
-            max_attempts int, args jsonb, deps jsonb, dependents jsonb, deps_left int, scheduled_at timestamptz, timeout_ms int, retry jsonb,
-            ignore_cancelled_deps boolean, ignore_discarded_deps boolean, ignore_deleted_deps boolean, wait jsonb, start jsonb, metadata jsonb,
-            description text, dependents_wait boolean, wait_keys jsonb, ignore_skipped_deps boolean, condition text, deferred jsonb)
+     INSERT INTO ${s}.tasks (${TASK_INSERT.columns})
+     SELECT ${TASK_INSERT.values('$1', '$2')} FROM jsonb_to_recordset($3::jsonb) AS x(${TASK_INSERT.fields})
       ORDER BY x.ord`,
     [workflowId, now, JSON.stringify(rows)],
   );

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/types.js';
 import type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSummary } from '../wire.js';
+import { TASK_COLUMNS } from './task-columns.js';
 
 export type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSummary };
 
@@ -9,11 +10,6 @@ import type { WaitEvidence, WaitProgressRecord } from '../wire.js';
 const WORKFLOW_COLUMNS =
   'id, name, definition_hash, state, attempt, inputs, output, output_error, tasks_total, tasks_open, tasks_failed, ' +
   'cancel_requested, end_reason, deadline_at, parent_id, group_name, created_at, finalized_at';
-const TASK_COLUMNS =
-  'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, ' +
-  'errors, deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description, condition ' +
-  'AS "when", condition_met AS when_met, cancel_requested, worker_id, created_at, started_at, finalized_at, wait_started_at, wait_progress, wait_evidence';
-
 export type TaskRow = Omit<TaskRecord, 'wait'> & {
   wait: PlanWait | null;
   wait_started_at: Date | null;

@@ -1,0 +1,92 @@
+/**
+ * The task row's columns, in one place: those an insert writes (each with the type of the JSON field that
+ * carries it and, where it is not the field as is, the expression that makes the column from it), and those a
+ * read returns as a TaskRecord. A column added to the tasks table is added here: to TaskRow and INSERTED for
+ * what an insert writes, to TASK_COLUMNS for what a read returns.
+ */
+import type { PlanTask } from '../../compiler/plan.js';
+import type { DeferredRow } from './fetch.js';
+
+/** A task as inserted (INSERTED's fields): the plan's task with its initial state, reverse edges and wait keys. */
+export interface TaskRow {
+  name: string;
+  ord: number;
+  template: string;
+  idx: number | null;
+  key: string | null;
+  kind: string;
+  queue: string;
+  priority: number;
+  state: string;
+  max_attempts: number;
+  args: unknown;
+  deps: string[];
+  dependents: string[];
+  dependents_wait: boolean;
+  wait_keys: string[];
+  deps_left: number;
+  scheduled_at: string;
+  timeout_ms: number | null;
+  retry: PlanTask['retry'];
+  ignore_cancelled_deps: boolean;
+  ignore_discarded_deps: boolean;
+  ignore_deleted_deps: boolean;
+  ignore_skipped_deps: boolean;
+  condition: string | null;
+  deferred: DeferredRow | null;
+  wait: PlanTask['wait'];
+  start: PlanTask['start'];
+  metadata: unknown;
+  description: string | null;
+}
+
+/** [column, the recordset field's type, the expression over the field `x.<column>` when not the field itself]. */
+const INSERTED: readonly (readonly [string, string, string?])[] = [
+  ['name', 'text'],
+  ['template', 'text'],
+  ['idx', 'int'],
+  ['key', 'text'],
+  ['kind', 'text'],
+  ['queue', 'text'],
+  ['priority', 'int'],
+  ['state', 'text'],
+  ['max_attempts', 'int'],
+  ['args', 'jsonb', "coalesce(x.args, 'null'::jsonb)"],
+  ['deps', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(x.deps))'],
+  ['dependents', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(x.dependents))'],
+  ['deps_left', 'int'],
+  ['scheduled_at', 'timestamptz'],
+  ['timeout_ms', 'int'],
+  ['retry', 'jsonb'],
+  ['ignore_cancelled_deps', 'boolean'],
+  ['ignore_discarded_deps', 'boolean'],
+  ['ignore_deleted_deps', 'boolean'],
+  ['ignore_skipped_deps', 'boolean', 'coalesce(x.ignore_skipped_deps, false)'],
+  ['wait', 'jsonb'],
+  ['start', 'jsonb'],
+  ['metadata', 'jsonb', "coalesce(x.metadata, '{}'::jsonb)"],
+  ['description', 'text'],
+  ['dependents_wait', 'boolean'],
+  ['wait_keys', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(x.wait_keys))'],
+  ['condition', 'text'],
+  ['deferred', 'jsonb'],
+];
+
+/**
+ * The parts of the insert from `jsonb_to_recordset(<rows>) AS x(...)`: the column list, the values (after the
+ * workflow id and the creation time, which the statement supplies) and the recordset's field types.
+ */
+export const TASK_INSERT = {
+  columns: `workflow_id, created_at, ${INSERTED.map(([c]) => c).join(', ')}`,
+  values: (workflowId: string, createdAt: string) => `${workflowId}, ${createdAt}, ${INSERTED.map(([c, , e]) => e ?? `x.${c}`).join(', ')}`,
+  /** `ord` orders the insert (the order loads and status list tasks in); it is no column. */
+  fields: `ord int, ${INSERTED.map(([c, t]) => `${c} ${t}`).join(', ')}`,
+};
+
+/** What a read of a task returns (TaskRecord, with what wait snapshots are made from). */
+export const TASK_COLUMNS = [
+  'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors',
+  'deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description',
+  'condition AS "when", condition_met AS when_met, cancel_requested, worker_id, created_at, started_at, finalized_at',
+  'wait_started_at, wait_progress, wait_evidence',
+].join(', ');
