@@ -90,6 +90,17 @@ describe('each architecture rule fails on a deliberate violation', () => {
     ]);
   });
 
+  it('the CLI reaching into a room of the runtime (its handler API and types are its public face)', () => {
+    const tree: Tree = new Map([
+      [
+        'src/cli/x.ts',
+        "import { ping } from '../runtime/sql/migrations.js';\nimport type { Finalized } from '../runtime/sql/advance.js';\n" +
+          "import { loadHandlers } from '../runtime/worker/load-handlers.js';\nimport { createRuntime } from '../runtime/runtime.js';\n",
+      ],
+    ]);
+    expect(layerBreaks(importGraph(tree))).toEqual(['src/cli/x.ts -> src/runtime/sql/migrations.ts (callers reach the runtime through its public face)']);
+  });
+
   it('compiler/ importing runtime/', () => {
     const tree: Tree = new Map([['src/compiler/x.ts', "import { createRuntime } from '../runtime/runtime.js';\n"]]);
     expect(layerBreaks(importGraph(tree))).toEqual(['src/compiler/x.ts -> src/runtime/runtime.ts (the compiler is pure passes)']);

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { type ChangeListeners, changeListeners } from '../runtime/change-listeners.js';
 import type { Database } from '../runtime/db/types.js';
-import { registerListener, unregisterListener } from '../runtime/sql/listeners.js';
-import { quoteIdent } from '../runtime/sql/schema.js';
 
 /**
  * Event ids for server-sent events: increasing for the life of the server and across restarts (they start
@@ -45,8 +44,8 @@ export class ChangeFeed {
   private unlisten?: () => Promise<void>;
   private renew?: NodeJS.Timeout;
   private readonly id = randomBytes(8).toString('hex');
-  private db?: Database;
-  private s = '';
+  /** Where this feed says it listens (writers notify only while some feed does). */
+  private registry?: ChangeListeners;
   /** Open streams: while there is one, writers are asked to notify. */
   private users = 0;
   private linger?: NodeJS.Timeout;
@@ -56,8 +55,7 @@ export class ChangeFeed {
   constructor(private readonly lingerMs = 30_000) {}
 
   async start(db: Database, schema: string): Promise<void> {
-    this.db = db;
-    this.s = quoteIdent(schema);
+    this.registry = changeListeners(db, schema);
     this.unlisten = await db.listen(`${schema}_changed`, (payload) => this.received(payload));
   }
 
@@ -87,10 +85,10 @@ export class ChangeFeed {
   }
 
   private async register(): Promise<void> {
-    const db = this.db!;
-    await registerListener(db, this.s, this.id, LISTENER_TTL_MS);
+    const registry = this.registry!;
+    await registry.register(this.id, LISTENER_TTL_MS);
     this.knownSince = this.clock.next();
-    this.renew = setInterval(() => void registerListener(db, this.s, this.id, LISTENER_TTL_MS).catch(() => undefined), LISTENER_TTL_MS / 3);
+    this.renew = setInterval(() => void registry.register(this.id, LISTENER_TTL_MS).catch(() => undefined), LISTENER_TTL_MS / 3);
     this.renew.unref();
   }
 
@@ -99,7 +97,7 @@ export class ChangeFeed {
     this.registered = undefined;
     clearInterval(this.renew);
     this.knownSince = Number.MAX_SAFE_INTEGER;
-    if (this.db) await unregisterListener(this.db, this.s, this.id).catch(() => undefined);
+    await this.registry?.unregister(this.id).catch(() => undefined);
   }
 
   private received(payload: string): void {

@@ -8,10 +8,9 @@ import type { BaselineVersion } from '../deploy/baseline.js';
 import { isShared, privateDir, writePrivateFile } from '../private-files.js';
 import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder, type PgliteDatabase } from '../runtime/db/pglite.js';
 import { createPostgres } from '../runtime/db/postgres.js';
-import type { Database } from '../runtime/db/types.js';
+import { type Database, ping } from '../runtime/db/types.js';
 import { cachedImage, keepImage } from '../runtime/embedded-image.js';
 import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
-import { ping } from '../runtime/sql/migrations.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 import type { WorkflowStatus } from '../runtime/wire.js';
 

@@ -5,6 +5,15 @@
  */
 import type { PlanWait } from '../compiler/plan.js';
 
+export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded' | 'skipped';
+/** skipped: its condition was false (or a dep was skipped): final, and not a failure. */
+export type FinalState = 'completed' | 'cancelled' | 'discarded' | 'skipped';
+
+/** Whether a task's state is final (sql/rules.ts isFinalSql; engine/decide.ts decides with it). */
+export function isFinal(state: string): state is FinalState {
+  return state === 'completed' || state === 'cancelled' || state === 'discarded' || state === 'skipped';
+}
+
 /** A workflow's states, in the order lists show them. */
 export const WORKFLOW_STATES = ['running', 'completed', 'failed', 'cancelled'] as const;
 export type WorkflowState = (typeof WORKFLOW_STATES)[number];

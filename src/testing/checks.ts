@@ -6,7 +6,7 @@
 import { didYouMean } from '../compiler/diagnostics.js';
 import { type NormalizedDefinition, START_KIND } from '../compiler/normalize.js';
 import type { Path, Reporter } from '../compiler/source.js';
-import { declaredKeys } from '../runtime/waits/decide.js';
+import { declaredKeys } from '../runtime/test-support.js';
 import { templateOf } from './mocks.js';
 import type { Expect, RawTestFile } from './test-file.js';
 

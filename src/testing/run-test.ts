@@ -5,10 +5,8 @@
  */
 
 import type { Runtime } from '../runtime/runtime.js';
-import { currentDefinition } from '../runtime/sql/definitions.js';
-import { anyAvailable, maintenanceDue } from '../runtime/sql/next-due.js';
-import { recordEnded } from '../runtime/sql/reset.js';
 import type { TaskRecord } from '../runtime/sql/workflows.js';
+import { anyAvailable, currentDefinition, maintenanceDue, recordEnded } from '../runtime/test-support.js';
 import { workflowTree } from './checks.js';
 import { compare, type Mismatch, type Observed, type ObservedTask } from './expect.js';
 import { unhandled } from './mocks.js';

@@ -8,7 +8,7 @@ import type { NormalizedDefinition } from '../compiler/normalize.js';
 import type { PgliteDatabase } from '../runtime/db/pglite.js';
 import { migratedDatabase } from '../runtime/embedded-image.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
-import { resetRuns } from '../runtime/sql/reset.js';
+import { resetRuns } from '../runtime/test-support.js';
 import type { Handlers } from '../runtime/worker/handlers.js';
 import { workflowTree } from './checks.js';
 import { mockHandlers } from './mocks.js';

@@ -77,8 +77,17 @@ export function circles(graph: ReadonlyMap<string, string[]>): string[][] {
   return found;
 }
 
+/**
+ * The runtime's rooms, which its callers (api, cli, testing, dev) never import at run time: they use its public
+ * face — runtime.ts, workflow-handle.ts, wire.ts, errors.ts and the other top-level modules, db/ (the adapters),
+ * and the handler API below. Types may be imported from anywhere: they are contracts, erased at run time.
+ */
+const RUNTIME_ROOMS = ['src/runtime/sql/', 'src/runtime/engine/', 'src/runtime/waits/', 'src/runtime/maintenance/', 'src/runtime/worker/'];
+/** What a handlers module is written against and loaded by. */
+const HANDLER_API = ['src/runtime/worker/handlers.ts', 'src/runtime/worker/load-handlers.ts'];
+
 /** Which folders a folder's modules may not import at run time (the layer table). */
-export const LAYERS: readonly { from: string; never: readonly string[]; why: string }[] = [
+export const LAYERS: readonly { from: string; never: readonly string[]; except?: readonly string[]; why: string }[] = [
   {
     from: 'src/compiler/',
     never: ['src/runtime/', 'src/cli/', 'src/api/', 'src/dev/', 'src/testing/', 'src/deploy/', 'src/ui/'],
@@ -95,6 +104,10 @@ export const LAYERS: readonly { from: string; never: readonly string[]; why: str
     never: ['src/runtime/engine/', 'src/runtime/worker/', 'src/runtime/maintenance/'],
     why: 'waits/ reads and decides; engine/ runs the sequences that act on it',
   },
+  { from: 'src/api/', never: RUNTIME_ROOMS, except: HANDLER_API, why: 'callers reach the runtime through its public face' },
+  { from: 'src/cli/', never: RUNTIME_ROOMS, except: HANDLER_API, why: 'callers reach the runtime through its public face' },
+  { from: 'src/testing/', never: RUNTIME_ROOMS, except: HANDLER_API, why: 'callers reach the runtime through its public face' },
+  { from: 'src/dev/', never: RUNTIME_ROOMS, except: HANDLER_API, why: 'callers reach the runtime through its public face' },
   { from: 'src/runtime/', never: ['src/cli/', 'src/api/', 'src/dev/', 'src/testing/', 'src/ui/'], why: 'the runtime knows nothing of its callers' },
 ];
 
@@ -102,7 +115,7 @@ export const LAYERS: readonly { from: string; never: readonly string[]; why: str
 export function layerBreaks(graph: ReadonlyMap<string, string[]>): string[] {
   return [...graph].flatMap(([from, targets]) =>
     LAYERS.filter((l) => from.startsWith(l.from)).flatMap((l) =>
-      targets.filter((t) => l.never.some((n) => t.startsWith(n))).map((t) => `${from} -> ${t} (${l.why})`),
+      targets.filter((t) => l.never.some((n) => t.startsWith(n)) && !l.except?.includes(t)).map((t) => `${from} -> ${t} (${l.why})`),
     ),
   );
 }

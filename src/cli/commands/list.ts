@@ -1,5 +1,4 @@
-import { isFinal } from '../../runtime/engine/decide.js';
-import { WORKFLOW_STATES, type WorkflowRecord } from '../../runtime/wire.js';
+import { isFinal, WORKFLOW_STATES, type WorkflowRecord } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

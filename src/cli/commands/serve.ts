@@ -1,7 +1,7 @@
 import { parseDuration } from '../../compiler/duration.js';
+import { errorMessage } from '../../runtime/describe-error.js';
 import type { Logger } from '../../runtime/log.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, type RuntimeOptions } from '../../runtime/runtime.js';
-import { errorMessage } from '../../runtime/worker/describe-error.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
 import { loadHandlers } from '../../runtime/worker/load-handlers.js';
 import { type Io, UsageError } from '../io.js';

@@ -1,7 +1,6 @@
 import { parseDuration } from '../../compiler/duration.js';
-import { isFinal } from '../../runtime/engine/decide.js';
 import { WORKFLOW_ID } from '../../runtime/runtime.js';
-import type { WorkflowStatus } from '../../runtime/wire.js';
+import { isFinal, type WorkflowStatus } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { type Backend, databaseUrl, openBackend } from '../backend.js';
 import { readInputs } from '../inputs.js';

@@ -92,3 +92,8 @@ export function unbounded(q: Queryable): Queryable {
     exec: (sql) => q.exec(sql),
   };
 }
+
+/** A round trip that proves the database answers (a new connection's first check). */
+export async function ping(q: Queryable): Promise<void> {
+  await q.query('SELECT 1');
+}

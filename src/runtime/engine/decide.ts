@@ -3,16 +3,9 @@
  * may run, how long a retry waits, how a workflow ends. The engine applies them, and sql/rules.ts writes the
  * ones that set-based statements need in SQL; tests call them directly, and run both over one table.
  */
-import type { WorkflowState } from '../wire.js';
+import { type FinalState, isFinal, type TaskState, type WorkflowState } from '../wire.js';
 
-export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded' | 'skipped';
-/** skipped: its condition was false (or a dep was skipped): final, and not a failure. */
-export type FinalState = 'completed' | 'cancelled' | 'discarded' | 'skipped';
-
-/** (sql/rules.ts isFinalSql) */
-export function isFinal(state: string): state is FinalState {
-  return state === 'completed' || state === 'cancelled' || state === 'discarded' || state === 'skipped';
-}
+export { type FinalState, isFinal, type TaskState };
 
 export interface IgnoreFlags {
   ignore_cancelled_deps: boolean;

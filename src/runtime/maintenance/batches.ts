@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/types.js';
+import { errorMessage } from '../describe-error.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { lockWorkflows } from '../sql/advance.js';
-import { errorMessage } from '../worker/describe-error.js';
 import { LeaseLost, leaderWrite, type MaintenanceContext, stillLeading } from './service.js';
 
 /** Workflows per transaction, and transactions at once, of a batched pass. */

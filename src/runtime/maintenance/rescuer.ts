@@ -1,7 +1,7 @@
 import { clockNow } from '../context.js';
+import { errorMessage } from '../describe-error.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { forgetLostClaims, lostAttempts } from '../sql/claims.js';
-import { errorMessage } from '../worker/describe-error.js';
 import { LeaseLost, leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
 /**

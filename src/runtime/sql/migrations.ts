@@ -21,8 +21,3 @@ export async function applyMigration(q: Queryable, s: string, m: { id: number; n
   await q.exec(m.sql.replaceAll('{{schema}}', s));
   await q.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [m.id, m.name]);
 }
-
-/** A round trip that proves the connection works. */
-export async function ping(q: Queryable): Promise<void> {
-  await q.query('SELECT 1');
-}

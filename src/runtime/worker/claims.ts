@@ -1,11 +1,11 @@
 import type { Database, Queryable } from '../db/types.js';
+import { errorMessage } from '../describe-error.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { releaseLostClaims, releaseTasks } from '../engine/end-attempt.js';
 import type { Logger } from '../log.js';
 import { forgetClaims } from '../sql/claims.js';
 import type { FetchedTask } from '../sql/fetch.js';
 import { attemptRef } from './attempt.js';
-import { errorMessage } from './describe-error.js';
 
 /**
  * One claim's row in `claims`: deleted once none of its attempts is running for this worker. `open` counts

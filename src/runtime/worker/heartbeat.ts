@@ -1,9 +1,9 @@
 import type { RuntimeContext } from '../context.js';
 import { advancing, clockNow } from '../context.js';
 import { isTransientError } from '../db/transient.js';
+import { errorMessage } from '../describe-error.js';
 import { heartbeatWorker } from '../sql/workers.js';
 import type { ClaimLedger } from './claims.js';
-import { errorMessage } from './describe-error.js';
 import type { EndRecorder } from './ends.js';
 import { Liveness } from './liveness.js';
 

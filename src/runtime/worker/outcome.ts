@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
+import { describeError, errorMessage, OutputError } from '../describe-error.js';
 import type { AttemptOutcome } from '../sql/attempts.js';
 import { atPointer, findUnstorable } from '../storable.js';
 import { FencedAbort, ShutdownAbort } from './attempt.js';
-import { describeError, errorMessage, OutputError } from './describe-error.js';
 import { TaskCancelled, TaskSnoozed } from './handlers.js';
 
 /** A handler's return value as stored JSON; anything that is not JSON (or too large) is the attempt's error. */

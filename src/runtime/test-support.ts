@@ -1,0 +1,9 @@
+/**
+ * What braid test (src/testing) needs of the runtime beyond its API, named here so that is all it reaches:
+ * emptying the run tables between tests, whether work is available or maintenance is due at the virtual time,
+ * the record of each ended run (coverage), a name's current definition, and the signal keys a wait declares.
+ */
+export { currentDefinition } from './sql/definitions.js';
+export { anyAvailable, maintenanceDue } from './sql/next-due.js';
+export { recordEnded, resetRuns } from './sql/reset.js';
+export { declaredKeys } from './waits/decide.js';
