@@ -30,6 +30,11 @@ export class VirtualClock {
     return this.sleepers.length === 0 ? null : new Date(Math.min(...this.sleepers.map((s) => s.at)));
   }
 
+  /** Moves the clock `ms` forward. */
+  advance(ms: number): void {
+    this.set(new Date(this.at + ms));
+  }
+
   /** Moves the clock forward to `to` (never back), waking the sleepers whose time has come. */
   set(to: Date): void {
     this.at = Math.max(this.at, to.getTime());

@@ -95,9 +95,3 @@ export async function until(check: () => Promise<boolean> | boolean, timeoutMs =
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }
-
-/** A clock the test moves by hand (a runtime's `clock` option): real time plus what the test advanced. */
-export function manualClock() {
-  let offset = 0;
-  return { now: () => new Date(Date.now() + offset), advance: (ms: number) => (offset += ms) };
-}

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import examples from '../../examples/handlers.js';
 import { childWorkflowId } from '../../src/runtime/engine/start-children.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { repoRoot } from '../helpers/cli.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
@@ -86,12 +87,12 @@ describe(`child workflows started by start tasks (${backend})`, () => {
   });
 
   it('on_failure: continue leaves the decision to expr, which falls back to the deadline timer', async () => {
-    let offset = 0;
+    const clock = new VirtualClock(new Date());
     const log: string[] = [];
     const rt = await testRuntime({
       handlers: handlers(log),
       definitions: { topic, brief },
-      clock: () => new Date(Date.now() + offset),
+      clock: clock.now,
       workerDeadAfterMs: 86_400_000,
     });
     await rt.startWorker();
@@ -111,7 +112,7 @@ describe(`child workflows started by start tasks (${backend})`, () => {
       ['some', true, 'satisfied'],
       ['deadline', false, null],
     ]);
-    offset += 2 * 3_600_000 + 1000;
+    clock.advance(2 * 3_600_000 + 1000);
     await rt.maintenance();
     expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
     expect(log).toEqual(['failed:- completed:b failed:-']);

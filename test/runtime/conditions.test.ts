@@ -2,8 +2,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import examples from '../../examples/handlers.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { repoRoot } from '../helpers/cli.js';
-import { backend, manualClock, run, testRuntime, until } from '../helpers/runtime.js';
+import { backend, run, testRuntime, until } from '../helpers/runtime.js';
 
 const states = (tasks: Record<string, { state: string }>) => Object.fromEntries(Object.entries(tasks).map(([k, v]) => [k, v.state]));
 
@@ -224,7 +225,7 @@ tasks:
 
 describe(`the user_onboarding example from definitions/ (${backend})`, () => {
   it('a verified user gets the trial; nobody verifying for three days gets the reminder; the join runs either way', async () => {
-    const clock = manualClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({
       handlers: examples,
       clock: clock.now,

@@ -3,17 +3,13 @@ import { DeadlineService } from '../../src/runtime/maintenance/deadlines.js';
 import { PromoterService } from '../../src/runtime/maintenance/promoter.js';
 import { SweeperService } from '../../src/runtime/maintenance/sweeper.js';
 import { TimerService } from '../../src/runtime/maintenance/timers.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { backend, testRuntime } from '../helpers/runtime.js';
-
-function fakeClock(start = Date.now()) {
-  let now = start;
-  return { now: () => new Date(now), advance: (ms: number) => (now += ms) };
-}
 
 /** Each maintenance service, called by itself with the runtime's context: no leader, no waiting. */
 describe(`maintenance services, one runOnce at a time (${backend})`, () => {
   it('the promoter makes a delayed task available when its time comes, and only then', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({ clock: clock.now, leader: false, definitions: { later: 'name: later\ntasks:\n  a: { kind: k, delay: 10m }\n' } });
     const id = await rt.start('later');
     const promoter = new PromoterService(1000);
@@ -25,7 +21,7 @@ describe(`maintenance services, one runOnce at a time (${backend})`, () => {
   });
 
   it('the timer service fires a due timer and says when the next one is', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({
       clock: clock.now,
       leader: false,
@@ -46,7 +42,7 @@ describe(`maintenance services, one runOnce at a time (${backend})`, () => {
   });
 
   it('the deadline service times a workflow out once, and the sweeper has nothing left to do', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({ clock: clock.now, leader: false, definitions: { brief: 'name: brief\ntimeout: 1m\ntasks:\n  a: { kind: k }\n' } });
     const id = await rt.start('brief');
     const deadlines = new DeadlineService(1000, () => undefined);

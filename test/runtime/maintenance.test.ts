@@ -1,16 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 const HOUR = 3_600_000;
 
-function fakeClock(start = Date.now()) {
-  let now = start;
-  return { now: () => new Date(now), advance: (ms: number) => (now += ms) };
-}
-
 describe(`leader maintenance (${backend})`, () => {
   it('workflow-aware retention: finalized workflows vanish as units after their period; running ones never', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({
       clock: clock.now,
       leader: false,
@@ -49,7 +45,7 @@ describe(`leader maintenance (${backend})`, () => {
   });
 
   it('a finalized workflow goes with its signals, timers, evidence and wait registrations', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({
       clock: clock.now,
       leader: false,
@@ -91,7 +87,7 @@ tasks:
   });
 
   it('per-task mode (opt-in) deletes old finalized tasks of running workflows: dependents see a deleted dep', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({
       clock: clock.now,
       leader: false,
@@ -126,7 +122,7 @@ tasks:
   });
 
   it('retention can be disabled per state', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({
       clock: clock.now,
       leader: false,
@@ -143,7 +139,7 @@ tasks:
   });
 
   it('scheduled tasks are promoted when their time comes, by the one clock', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     // a two-hour jump would make the worker look dead (its heartbeat is two hours old): keep it alive here
     const rt = await testRuntime({
       clock: clock.now,
@@ -162,7 +158,7 @@ tasks:
   });
 
   it('an attempt whose worker stopped heartbeating is rescued and runs again at once', async () => {
-    const clock = fakeClock();
+    const clock = new VirtualClock(new Date());
     let release!: () => void;
     const hang = new Promise<void>((r) => (release = r));
     const rt = await testRuntime({

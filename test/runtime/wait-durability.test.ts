@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { backend, postgresUrl, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 const sla = `name: sla
@@ -25,18 +26,17 @@ function counting() {
 
 describe(`timers are durable (${backend})`, () => {
   it('a timer that came due while no runtime ran fires once at the next start', async () => {
-    let offset = 0;
-    const clock = () => new Date(Date.now() + offset);
+    const clock = new VirtualClock(new Date());
     const schema = uniqueSchema();
     const before = counting();
-    const a = await testRuntime({ schema, clock, handlers: before.handlers, definitions: { sla } });
+    const a = await testRuntime({ schema, clock: clock.now, handlers: before.handlers, definitions: { sla } });
     await a.startWorker();
     const id = await a.start('sla');
     await until(async () => (await a.workflow(id).task('escalate')).wait?.phase === 'waiting');
     await a.stop();
-    offset += 2 * 3_600_000;
+    clock.advance(2 * 3_600_000);
     const after = counting();
-    const b = await testRuntime({ schema, clock, handlers: after.handlers, database: await testDatabase(), workerDeadAfterMs: 86_400_000 });
+    const b = await testRuntime({ schema, clock: clock.now, handlers: after.handlers, database: await testDatabase(), workerDeadAfterMs: 86_400_000 });
     await b.startWorker();
     expect((await b.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
     expect(before.runs).toEqual(['first']);
@@ -45,14 +45,13 @@ describe(`timers are durable (${backend})`, () => {
   });
 
   it('two runtimes firing timers at once: each timer fires once and its task runs once', async () => {
-    let offset = 0;
-    const clock = () => new Date(Date.now() + offset);
+    const clock = new VirtualClock(new Date());
     const schema = uniqueSchema();
     const { runs, handlers } = counting();
-    const a = await testRuntime({ schema, clock, handlers, definitions: { sla }, workerDeadAfterMs: 86_400_000 });
+    const a = await testRuntime({ schema, clock: clock.now, handlers, definitions: { sla }, workerDeadAfterMs: 86_400_000 });
     const b = await testRuntime({
       schema,
-      clock,
+      clock: clock.now,
       handlers,
       database: backend === 'postgres' ? createPostgres({ connectionString: postgresUrl, max: 5 }) : await testDatabase(),
       workerDeadAfterMs: 86_400_000,
@@ -64,7 +63,7 @@ describe(`timers are durable (${backend})`, () => {
       for (const id of ids) if ((await a.workflow(id).task('escalate')).wait?.phase !== 'waiting') return false;
       return true;
     });
-    offset += 2 * 3_600_000;
+    clock.advance(2 * 3_600_000);
     const [ra, rb] = await Promise.all([a.maintenance(), b.maintenance()]);
     expect(ra.timers + rb.timers).toBe(10);
     for (const id of ids) expect((await a.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, manualClock, testRuntime, until } from '../helpers/runtime.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 /** A clock the test moves by hand: timers are tested without real waiting. */
 
@@ -45,7 +46,7 @@ tasks:
 
 describe(`waits: signals and timers (${backend})`, () => {
   it('manual review approved resolves the wait, with evidence', async () => {
-    const clock = manualClock();
+    const clock = new VirtualClock(new Date());
     const { runs, handlers } = recording(['step']);
     const rt = await testRuntime({ handlers, clock: clock.now, workerDeadAfterMs: 86_400_000, definitions: { review } });
     await rt.startWorker();
@@ -76,7 +77,7 @@ describe(`waits: signals and timers (${backend})`, () => {
   });
 
   it('the 30-minute SLA resolves the wait when no approval comes (injected clock)', async () => {
-    const clock = manualClock();
+    const clock = new VirtualClock(new Date());
     const { runs, handlers } = recording(['step']);
     const rt = await testRuntime({ handlers, clock: clock.now, workerDeadAfterMs: 86_400_000, definitions: { review } });
     await rt.startWorker();
@@ -201,7 +202,7 @@ tasks:
 
 describe(`timers: the four anchors (${backend})`, () => {
   it('at, after_workflow_created, after_wait_started and after_task_finalized each fire at their time', async () => {
-    const clock = manualClock();
+    const clock = new VirtualClock(new Date());
     const anchors = `name: anchors
 inputs: { type: object, properties: { deadline: { type: string } } }
 tasks:

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { compile } from '../../src/compiler/instantiate.js';
 import { validate } from '../../src/compiler/validate.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, manualClock, testRuntime, until } from '../helpers/runtime.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 const verify = `name: verify
 timeout: 3d
@@ -26,7 +27,7 @@ tasks:
 
 describe(`workflow timeout (${backend})`, () => {
   it('while a wait is pending: the open tasks are cancelled, the workflow fails with reason timeout', async () => {
-    const clock = manualClock();
+    const clock = new VirtualClock(new Date());
     const handlers: Handlers = { quick: async () => ({}) };
     // no leader of its own: the test runs maintenance itself, at the times it chooses
     const rt = await testRuntime({ handlers, clock: clock.now, workerDeadAfterMs: 86_400_000, leader: false, definitions: { verify } });
@@ -49,7 +50,7 @@ describe(`workflow timeout (${backend})`, () => {
   });
 
   it('while a handler runs: it is aborted, and the workflow fails with reason timeout', async () => {
-    const clock = manualClock();
+    const clock = new VirtualClock(new Date());
     let aborted = false;
     const handlers: Handlers = {
       quick: async () => ({}),
@@ -84,7 +85,7 @@ describe(`workflow timeout (${backend})`, () => {
   });
 
   it('a cancel before the deadline still ends cancelled', async () => {
-    const clock = manualClock();
+    const clock = new VirtualClock(new Date());
     const rt = await testRuntime({ clock: clock.now, retention: { closedMs: null, cancelledMs: null }, definitions: { verify } });
     const id = await rt.start('verify');
     await rt.workflow(id).cancel();
