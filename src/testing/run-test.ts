@@ -10,6 +10,7 @@ import { anyAvailable, currentDefinition, maintenanceDue, recordEnded } from '..
 import { workflowTree } from './checks.js';
 import { compare, type Mismatch, type Observed, type ObservedTask } from './expect.js';
 import { unhandled } from './mocks.js';
+import type { Queryable } from '../runtime/db/types.js';
 import type { TestSession } from './session.js';
 import type { TestCase, TestFile } from './test-file.js';
 import type { VirtualClock } from './virtual-clock.js';
@@ -133,7 +134,8 @@ export class Driver {
   constructor(
     private readonly rt: Runtime,
     private readonly clock: VirtualClock,
-    private readonly session: TestSession,
+    /** Where the runtime's tables are (a test session, or any runtime's database and quoted schema). */
+    private readonly session: { db: Queryable; s: string },
     /** Date.now() past which the test stops (its --timeout); a library test has none but each settle's bound. */
     private readonly deadline = Infinity,
   ) {}

@@ -6,6 +6,9 @@ import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Database } from '../../src/runtime/db/types.js';
 import { migratedDatabase } from '../../src/runtime/embedded-image.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime/runtime.js';
+import type { WorkflowRecord } from '../../src/runtime/wire.js';
+import { Driver } from '../../src/testing/run-test.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
 
 /** Which database the runtime suites run on: CI runs them once per backend. */
 export const backend: 'postgres' | 'pglite' =
@@ -80,10 +83,10 @@ export async function testRuntime(options: TestRuntimeOptions = {}): Promise<Run
   return rt;
 }
 
-/** Starts a workflow and waits for it to finalize. */
+/** Starts a workflow and runs it (driven) or waits for it to finalize. */
 export async function run(rt: Runtime, name: string, inputs: unknown = {}, timeoutMs = 30_000) {
   const id = await rt.start(name, inputs);
-  const workflow = await rt.workflow(id).waitUntilFinal({ timeoutMs, pollMs: 50 });
+  const workflow = await final(rt, id, timeoutMs);
   const tasks = Object.fromEntries((await rt.workflow(id).tasks()).map((t) => [t.name, t]));
   return { id, workflow, tasks };
 }
@@ -94,4 +97,59 @@ export async function until(check: () => Promise<boolean> | boolean, timeoutMs =
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, stepMs));
   }
+}
+
+/** A decade: no worker of a driven runtime is taken for dead while virtual days pass. */
+const NEVER_MS = 10 * 365 * 86_400_000;
+const drivers = new WeakMap<Runtime, { driver: Driver; clock: VirtualClock }>();
+
+/**
+ * A runtime driven on braid's virtual clock rather than waited for in real time (src/testing/run-test.ts, what
+ * braid test uses): no leader of its own (the driver runs what maintenance is due), no worker taken for dead,
+ * and time moves only when the test or the driver moves it. final(), run() and settle() then drive it. For
+ * logic; real time stays for what only real time shows (LISTEN, faults, several processes, latency).
+ */
+export async function drivenRuntime(options: TestRuntimeOptions = {}): Promise<Runtime> {
+  const clock = new VirtualClock(new Date());
+  const rt = await testRuntime({ leader: false, workerDeadAfterMs: NEVER_MS, ...options, clock: clock.now });
+  drivers.set(rt, { driver: new Driver(rt, clock, { db: rt.db, s: `"${rt.schema}"` }), clock });
+  return rt;
+}
+
+/** The virtual clock of a driven runtime. */
+export function clockOf(rt: Runtime): VirtualClock {
+  const d = drivers.get(rt);
+  if (!d) throw new Error('not a driven runtime (drivenRuntime)');
+  return d.clock;
+}
+
+/** Runs everything a driven runtime can run now (handlers, completions, due maintenance) until all is quiet. */
+export async function settle(rt: Runtime): Promise<void> {
+  const d = drivers.get(rt);
+  if (!d) throw new Error('not a driven runtime (drivenRuntime)');
+  await d.driver.settle();
+}
+
+/** Moves a driven runtime's clock `ms` on, stopping at everything due on the way. */
+export async function advance(rt: Runtime, ms: number): Promise<void> {
+  const d = drivers.get(rt);
+  if (!d) throw new Error('not a driven runtime (drivenRuntime)');
+  await d.driver.advanceTo(d.clock.now().getTime() + ms);
+}
+
+/** Settles a driven runtime, then checks what the test expected of it then (until()'s driven twin). */
+export async function settled(rt: Runtime, check: () => Promise<boolean> | boolean): Promise<void> {
+  await settle(rt);
+  if (!(await check())) throw new Error('not so once the run settled');
+}
+
+/**
+ * The workflow once it is final: a driven runtime runs it there, the clock jumping to whatever comes next (it
+ * comes back still running when nothing more is due, a wait for a signal say); another is waited for.
+ */
+export async function final(rt: Runtime, id: string, timeoutMs = 20_000): Promise<WorkflowRecord> {
+  const d = drivers.get(rt);
+  if (!d) return rt.workflow(id).waitUntilFinal({ timeoutMs, pollMs: 50 });
+  await d.driver.runToEnd(id, Number.POSITIVE_INFINITY);
+  return rt.workflow(id).load();
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, run, testRuntime } from '../helpers/runtime.js';
+import { backend, drivenRuntime, run } from '../helpers/runtime.js';
 
 const echo: Handlers = {
   step: async (args: { n?: number }, ctx) => ({ task: ctx.taskName, n: args.n ?? null, saw: ctx.deps }),
@@ -9,7 +9,7 @@ const echo: Handlers = {
 
 describe(`advancement (${backend})`, () => {
   it('a chain runs in order and outputs flow to dependents', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: echo,
       definitions: {
         chain: `name: chain
@@ -33,7 +33,7 @@ output:
   });
 
   it('a diamond joins both branches', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: echo,
       definitions: {
         diamond: `name: diamond
@@ -52,7 +52,7 @@ output: { total: "\${{ tasks.join.output.total }}" }
   });
 
   it('fan-out 1 -> 200 -> 1', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: echo,
       queues: { default: 20 },
       definitions: {
@@ -81,7 +81,7 @@ output:
   });
 
   it('for_each with keys; an empty fan-out satisfies its dependents at once', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: echo,
       definitions: {
         keyed: `name: keyed
@@ -116,7 +116,7 @@ output:
   });
 
   it('loads a task, all tasks paged, deps direct and recursive, and an output', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: echo,
       definitions: { deps: `name: deps\ntasks:\n  a: { kind: step }\n  b: { kind: step, deps: [a] }\n  c: { kind: step, deps: [b] }\n` },
     });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compile } from '../../src/compiler/instantiate.js';
 import { validate } from '../../src/compiler/validate.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, run, testRuntime } from '../helpers/runtime.js';
+import { backend, drivenRuntime, run } from '../helpers/runtime.js';
 
 const handlers: Handlers = {
   create_account: async (args: { user: string }) => ({ account_id: `acc-${args.user}`, parcels: [{ id: 'p1' }, { id: 'p2' }] }),
@@ -59,7 +59,7 @@ describe(`args and metadata from deps (${backend})`, () => {
   });
 
   it("a task's args read a dep's output and state when it runs; a for_each expansion reads its item and its dep; a fan-in reads the expansions", async () => {
-    const rt = await testRuntime({ handlers, definitions: { onboarding } });
+    const rt = await drivenRuntime({ handlers, definitions: { onboarding } });
     await rt.startWorker();
     const { workflow, tasks } = await run(rt, 'onboarding', { user: 'ada' });
     expect(workflow.state).toBe('completed');
@@ -74,7 +74,7 @@ describe(`args and metadata from deps (${backend})`, () => {
   });
 
   it('a template that fails to render is an attempt error: retried by the rules, then discarded', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         broken: `name: broken

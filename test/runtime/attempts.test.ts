@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, run, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, run, settled, until } from '../helpers/runtime.js';
 
 const fast = 'retry: { backoff: constant, initial: 10ms, jitter: false }';
 
@@ -14,7 +14,7 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
         return { attempt: ctx.attempt };
       },
     };
-    const rt = await testRuntime({ handlers, definitions: { flaky: `name: flaky\ntasks:\n  t: { kind: flaky, max_attempts: 5, ${fast} }\n` } });
+    const rt = await drivenRuntime({ handlers, definitions: { flaky: `name: flaky\ntasks:\n  t: { kind: flaky, max_attempts: 5, ${fast} }\n` } });
     await rt.startWorker();
     const { workflow, tasks } = await run(rt, 'flaky');
     expect(workflow.state).toBe('completed');
@@ -27,7 +27,7 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
   });
 
   it('discards after max_attempts, with every error', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: { bad: async (_a, ctx) => Promise.reject(new TypeError(`no ${ctx.attempt}`)) },
       definitions: { bad: `name: bad\ntasks:\n  t: { kind: bad, max_attempts: 3, ${fast} }\n  after: { kind: bad, deps: [t] }\n` },
     });
@@ -45,13 +45,13 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
   });
 
   it('exponential backoff schedules the retry in the future (retryable until promoted)', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: { bad: async () => Promise.reject(new Error('x')) },
       definitions: { slow: 'name: slow\ntasks:\n  t: { kind: bad, max_attempts: 2, retry: { initial: 1h, jitter: false } }\n' },
     });
     await rt.startWorker();
     const id = await rt.start('slow');
-    await until(async () => (await rt.workflow(id).task('t')).state === 'retryable');
+    await settled(rt, async () => (await rt.workflow(id).task('t')).state === 'retryable');
     const t = await rt.workflow(id).task('t');
     expect(new Date(t.scheduled_at).getTime() - Date.now()).toBeGreaterThan(3_500_000);
     expect((await rt.workflow(id).status()).tasks[0].pending_reason).toMatch(/^retrying at .* \(attempt 1 of 2 failed\)$/);
@@ -70,7 +70,7 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
       },
       quick: async () => ({ ok: true }),
     };
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       queues: { default: 1 },
       definitions: { slowpoke: `name: slowpoke\ntasks:\n  t: { kind: stubborn, timeout: 100ms, max_attempts: 3, ${fast} }\n  other: { kind: quick }\n` },
@@ -87,7 +87,7 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
 
   it('a handler can snooze without using up an attempt', async () => {
     let calls = 0;
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: {
         sleepy: async (_args, ctx) => {
           calls++;
@@ -104,7 +104,7 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
   });
 
   it('non-Error throws and non-JSON outputs are recorded as the attempt error', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: {
         throws_string: async () => {
           throw 'plain string';
@@ -144,7 +144,7 @@ tasks:
   });
 
   it('an oversized output is an error, not a crash', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       maxOutputBytes: 1000,
       handlers: { big: async () => ({ blob: 'x'.repeat(5000) }) },
       definitions: { big: 'name: big\ntasks:\n  t: { kind: big, max_attempts: 1 }\n' },

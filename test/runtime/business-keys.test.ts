@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WorkflowConflictError, WorkflowIdInvalidError } from '../../src/runtime/errors.js';
-import { backend, testRuntime } from '../helpers/runtime.js';
+import { backend, drivenRuntime } from '../helpers/runtime.js';
 
 const definitions = {
   order: `name: order
@@ -21,7 +21,7 @@ tasks:
 
 describe(`business keys: a caller-chosen workflow id (${backend})`, () => {
   it('starting again with the same id, name and inputs finds the workflow; defaults and key order do not matter', async () => {
-    const rt = await testRuntime({ definitions });
+    const rt = await drivenRuntime({ definitions });
     const first = await rt.startWorkflow('order', { sku: 'A-1', qty: 1 }, { id: 'order:2026-12-01.17' });
     expect(first).toEqual({ id: 'order:2026-12-01.17', existing: false });
     expect(await rt.startWorkflow('order', { sku: 'A-1' }, { id: 'order:2026-12-01.17' })).toEqual({ id: 'order:2026-12-01.17', existing: true });
@@ -31,7 +31,7 @@ describe(`business keys: a caller-chosen workflow id (${backend})`, () => {
   });
 
   it('another name or other inputs under a taken id is a conflict, never a database error', async () => {
-    const rt = await testRuntime({ definitions });
+    const rt = await drivenRuntime({ definitions });
     await rt.start('order', { sku: 'A-1' }, { id: 'o-1' });
     const other = await rt.start('order', { sku: 'B-2' }, { id: 'o-1' }).catch((e: unknown) => e);
     expect(other).toBeInstanceOf(WorkflowConflictError);
@@ -43,7 +43,7 @@ describe(`business keys: a caller-chosen workflow id (${backend})`, () => {
   });
 
   it('ids outside the pattern are refused before anything is written', async () => {
-    const rt = await testRuntime({ definitions });
+    const rt = await drivenRuntime({ definitions });
     for (const id of ['', '-x', '.x', 'a b', 'a/b', 'x'.repeat(129), 'é', 'a\u0000b']) {
       await expect(rt.start('refund', {}, { id })).rejects.toBeInstanceOf(WorkflowIdInvalidError);
     }
@@ -53,7 +53,7 @@ describe(`business keys: a caller-chosen workflow id (${backend})`, () => {
   });
 
   it('concurrent starts with one id: one workflow, every caller gets its id', async () => {
-    const rt = await testRuntime({ definitions });
+    const rt = await drivenRuntime({ definitions });
     const results = await Promise.all(Array.from({ length: 8 }, () => rt.startWorkflow('order', { sku: 'C' }, { id: 'race-1' })));
     expect(new Set(results.map((r) => r.id))).toEqual(new Set(['race-1']));
     expect(results.filter((r) => !r.existing)).toHaveLength(1);

@@ -2,10 +2,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import examples from '../../examples/handlers.js';
 import { childWorkflowId } from '../../src/runtime/engine/start-children.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { repoRoot } from '../helpers/cli.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
 
 const topic = `name: topic
 inputs: { type: object, required: [topic], properties: { topic: { type: string }, fail: { type: boolean } } }
@@ -55,7 +56,7 @@ function handlers(log: string[]): Handlers {
   };
 }
 
-async function children(rt: Awaited<ReturnType<typeof testRuntime>>, parent: string): Promise<{ id: string; state: string; group_name: string | null }[]> {
+async function children(rt: Runtime, parent: string): Promise<{ id: string; state: string; group_name: string | null }[]> {
   const { rows } = await rt.db.query<{ id: string; state: string; group_name: string | null }>(
     `SELECT id, state, group_name FROM "${rt.schema}".workflows WHERE parent_id = $1 ORDER BY id`,
     [parent],
@@ -66,21 +67,21 @@ async function children(rt: Awaited<ReturnType<typeof testRuntime>>, parent: str
 describe(`child workflows started by start tasks (${backend})`, () => {
   it('starts a group with deterministic ids, waits on a quorum of it, and reads the results by id', async () => {
     const log: string[] = [];
-    const rt = await testRuntime({ handlers: handlers(log), definitions: { topic, brief } });
+    const rt = await drivenRuntime({ handlers: handlers(log), definitions: { topic, brief } });
     await rt.startWorker();
     const parent = await rt.start('brief', { fail: [false, false, false] });
-    await until(async () => (await rt.workflow(parent).task('fan')).state === 'completed');
+    await settled(rt, async () => (await rt.workflow(parent).task('fan')).state === 'completed');
     const fan = await rt.workflow(parent).task('fan');
     const ids = [0, 1, 2].map((i) => childWorkflowId(parent, 'fan', 1, i));
     expect(fan.output).toEqual({ group: 'topics', workflow_ids: ids });
-    await until(async () => (await children(rt, parent)).length === 3);
+    await settled(rt, async () => (await children(rt, parent)).length === 3);
     expect((await children(rt, parent)).map((c) => c.group_name)).toEqual(['topics', 'topics', 'topics']);
     expect((await rt.workflow(parent).status()).tasks[2].pending_reason).toContain(`enough waiting on workflows ${ids.join(', ')}: 0/2 completed`);
     for (const id of ids.slice(0, 2)) {
-      await until(async () => (await rt.workflow(id).task('research')).wait?.phase === 'waiting');
+      await settled(rt, async () => (await rt.workflow(id).task('research')).wait?.phase === 'waiting');
       await rt.workflow(id).signals.emit('go', {});
     }
-    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    expect((await final(rt, parent)).state).toBe('completed');
     // the third child still waits: a quorum of two was enough
     expect((await rt.workflow(ids[2]).load()).state).toBe('running');
     expect(log).toEqual(['completed:a completed:b running:-']);
@@ -89,7 +90,7 @@ describe(`child workflows started by start tasks (${backend})`, () => {
   it('on_failure: continue leaves the decision to expr, which falls back to the deadline timer', async () => {
     const clock = new VirtualClock(new Date());
     const log: string[] = [];
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: handlers(log),
       definitions: { topic, brief },
       clock: clock.now,
@@ -97,12 +98,12 @@ describe(`child workflows started by start tasks (${backend})`, () => {
     });
     await rt.startWorker();
     const parent = await rt.start('brief', { fail: [true, false, true] });
-    await until(async () => (await children(rt, parent)).length === 3);
+    await settled(rt, async () => (await children(rt, parent)).length === 3);
     const ids = (await rt.workflow(parent).task('fan')).output as { workflow_ids: string[] };
     for (const id of ids.workflow_ids) {
-      await until(async () => (await rt.workflow(id).task('research')).wait?.phase === 'waiting');
+      await settled(rt, async () => (await rt.workflow(id).task('research')).wait?.phase === 'waiting');
       await rt.workflow(id).signals.emit('go', {});
-      await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+      await final(rt, id);
     }
     await rt.maintenance();
     const waiting = await rt.workflow(parent).task('synthesize');
@@ -114,12 +115,12 @@ describe(`child workflows started by start tasks (${backend})`, () => {
     ]);
     clock.advance(2 * 3_600_000 + 1000);
     await rt.maintenance();
-    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    expect((await final(rt, parent)).state).toBe('completed');
     expect(log).toEqual(['failed:- completed:b failed:-']);
   });
 
   it('ids can come from a planner task output', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: { pick: async (args: { a: string; b: string }) => ({ ids: [args.a, args.b] }), echo: async () => null, done: async () => null },
       definitions: {
         one: 'name: one\ntasks:\n  t: { kind: echo }\n',
@@ -138,23 +139,23 @@ tasks:
     const a = await rt.start('one');
     const b = await rt.start('one');
     const parent = await rt.start('planner', { a, b });
-    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    expect((await final(rt, parent)).state).toBe('completed');
     expect((await rt.workflow(parent).task('wait_both')).wait!.evidence!.terms[0]).toMatchObject({ ids: [a, b], outcome: 'satisfied', completed: 2 });
   });
 
   it('cancelling a parent cancels its children', async () => {
-    const rt = await testRuntime({ handlers: handlers([]), definitions: { topic, brief } });
+    const rt = await drivenRuntime({ handlers: handlers([]), definitions: { topic, brief } });
     await rt.startWorker();
     const parent = await rt.start('brief', { fail: [false, false, false] });
-    await until(async () => (await children(rt, parent)).length === 3);
+    await settled(rt, async () => (await children(rt, parent)).length === 3);
     await rt.workflow(parent).cancel();
     await rt.maintenance();
-    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('cancelled');
-    await until(async () => (await children(rt, parent)).every((c) => c.state === 'cancelled'));
+    expect((await final(rt, parent)).state).toBe('cancelled');
+    await settled(rt, async () => (await children(rt, parent)).every((c) => c.state === 'cancelled'));
   });
 
   it('invalid child inputs are the attempt error: retried, then discarded; nothing is started', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: handlers([]),
       definitions: {
         topic,
@@ -165,7 +166,7 @@ tasks:
     });
     await rt.startWorker();
     const parent = await rt.start('bad');
-    expect((await rt.workflow(parent).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('failed');
+    expect((await final(rt, parent)).state).toBe('failed');
     const fan = await rt.workflow(parent).task('fan');
     expect(fan.state).toBe('discarded');
     expect(fan.errors).toHaveLength(2);
@@ -175,7 +176,7 @@ tasks:
   });
 
   it('a start effect applied twice starts its child once', async () => {
-    const rt = await testRuntime({ handlers: handlers([]), definitions: { topic, brief } });
+    const rt = await drivenRuntime({ handlers: handlers([]), definitions: { topic, brief } });
     const parent = await rt.start('brief', { fail: [false, false, false] });
     const s = `"${rt.schema}"`;
     const payload = {
@@ -198,7 +199,7 @@ tasks:
 describe(`effects (${backend})`, () => {
   it('an effect that cannot apply is kept and logged, and does not hold the others back', async () => {
     const warnings: string[] = [];
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: handlers([]),
       definitions: { topic, brief },
       logger: { info: () => undefined, warn: (m) => warnings.push(m), taskDone: () => undefined },
@@ -230,18 +231,18 @@ describe(`effects (${backend})`, () => {
 
 describe(`the research example from definitions/ (${backend})`, () => {
   it('research_brief starts its topics, synthesizes on a quorum; editorial_review waits on research by id', async () => {
-    const rt = await testRuntime({ handlers: examples });
+    const rt = await drivenRuntime({ handlers: examples });
     const result = await rt.registerDefinitions(join(repoRoot, 'definitions'));
     expect(result.validation.errors).toBe(0);
     await rt.startWorker();
     const research = await rt.start('research_brief', { brief_id: 7, question: 'q?' });
     const topicId = await rt.start('research_topic', { topic: 'sorting', brief_id: 7 });
     const editorial = await rt.start('editorial_review', { research_ids: [topicId] });
-    expect(await rt.workflow(research).waitUntilFinal({ timeoutMs: 30_000, pollMs: 20 })).toMatchObject({
+    expect(await final(rt, research)).toMatchObject({
       state: 'completed',
       output: { brief_id: 7, brief: { brief_id: 7, sections: 3 } },
     });
-    expect(await rt.workflow(editorial).waitUntilFinal({ timeoutMs: 30_000, pollMs: 20 })).toMatchObject({
+    expect(await final(rt, editorial)).toMatchObject({
       state: 'completed',
       output: { url: 'https://news.example.com/packets/1' },
     });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExtensionError } from '../../src/runtime/engine/extend.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
 
 const base = `name: base
 tasks:
@@ -33,20 +33,20 @@ describe(`extending a running workflow (${backend})`, () => {
       });
       return { added: names };
     });
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: { base: base.replace('name: base\n', 'name: base\ninputs: { type: object, properties: { from: { type: string } } }\n') },
     });
     await rt.startWorker();
     const id = await rt.start('base', { from: 'outer' });
-    await until(async () => (await rt.workflow(id).task('gate')).wait?.phase === 'waiting');
-    await until(async () => runs.includes('after_fan'));
+    await settled(rt, async () => (await rt.workflow(id).task('gate')).wait?.phase === 'waiting');
+    await settled(rt, async () => runs.includes('after_fan'));
     expect((await rt.workflow(id).task('grow')).output).toEqual({ added: ['child', 'fan[0]', 'fan[1]', 'after_fan'] });
     expect(runs.indexOf('child')).toBeGreaterThan(runs.indexOf('grow'));
     expect((await rt.workflow(id).task('child')).output).toEqual({ name: 'child', args: { from: 'outer' } });
     expect((await rt.workflow(id).task('after_fan')).deps.sort()).toEqual(['child', 'fan[0]', 'fan[1]']);
     await rt.workflow(id).signals.emit('go', {});
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    const w = await final(rt, id);
     expect(w).toMatchObject({ state: 'completed', tasks_total: 7 });
     expect((await rt.workflow(id).task('a')).dependents).toEqual(['grow', 'fan[0]', 'fan[1]']);
   });
@@ -57,11 +57,11 @@ describe(`extending a running workflow (${backend})`, () => {
       await ctx.extend({ tasks: { child: { kind: 'leaf', deps: ['grow'] } } });
       return {};
     });
-    const rt = await testRuntime({ handlers, definitions: { base } });
+    const rt = await drivenRuntime({ handlers, definitions: { base } });
     const schema = rt.schema;
     await rt.startWorker();
     const id = await rt.start('base');
-    await until(() => runs.includes('child'));
+    await settled(rt, () => runs.includes('child'));
     expect((await rt.workflow(id).task('child')).deps).toEqual(['grow']);
     expect((await rt.db.query(`SELECT count(*)::int AS n FROM "${schema}".audit`)).rows).toEqual([{ n: 0 }]);
   });
@@ -71,23 +71,23 @@ describe(`extending a running workflow (${backend})`, () => {
       await ctx.extend({ tasks: { child: { kind: 'leaf', deps: ['grow'] } } });
       throw new Error('changed my mind');
     });
-    const rt = await testRuntime({ handlers, definitions: { base } });
+    const rt = await drivenRuntime({ handlers, definitions: { base } });
     await rt.startWorker();
     const id = await rt.start('base');
-    await until(async () => (await rt.workflow(id).task('grow')).state === 'discarded');
+    await settled(rt, async () => (await rt.workflow(id).task('grow')).state === 'discarded');
     expect((await rt.workflow(id).tasks()).map((t) => t.name).sort()).toEqual(['a', 'gate', 'grow']);
     expect((await rt.workflow(id).load()).tasks_total).toBe(3);
   });
 
   it('from outside: deps on finished and waiting tasks; a name clash and an invalid task are clear errors', async () => {
     const { runs, handlers } = recorder(async () => ({}));
-    const rt = await testRuntime({ handlers, definitions: { base } });
+    const rt = await drivenRuntime({ handlers, definitions: { base } });
     await rt.startWorker();
     const id = await rt.start('base');
     const h = rt.workflow(id);
-    await until(async () => (await h.task('grow')).state === 'completed');
+    await settled(rt, async () => (await h.task('grow')).state === 'completed');
     expect((await h.extend({ tasks: { late: { kind: 'leaf', deps: ['gate', 'a'] }, now: { kind: 'leaf', deps: ['a'] } } })).sort()).toEqual(['late', 'now']);
-    await until(() => runs.includes('now'));
+    await settled(rt, () => runs.includes('now'));
     expect(runs).not.toContain('late');
     await expect(h.extend({ tasks: { a: { kind: 'leaf' } } })).rejects.toThrow(/already has task "a"/);
     const bad = await h.extend({ tasks: { x: { kind: 'leaf', deps: ['nope'] } } }).catch((e: unknown) => e);
@@ -95,7 +95,7 @@ describe(`extending a running workflow (${backend})`, () => {
     expect((bad as ExtensionError).diagnostics.map((d) => d.rule)).toEqual(['unknown-dep']);
     await expect(h.extend({ tasks: {} })).rejects.toThrow(/at least one task/);
     await h.signals.emit('go', {});
-    expect((await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    expect((await final(rt, h.id)).state).toBe('completed');
     expect(runs).toContain('late');
     await expect(h.extend({ tasks: { later: { kind: 'leaf' } } })).rejects.toThrow(/only a running workflow can be extended/);
   });
@@ -114,7 +114,7 @@ tasks:
     kind: leaf
     wait: { terms: { go: { signal: go } } }
 `;
-    const rt = await testRuntime({ definitions: { defaulted: withDefaults } });
+    const rt = await drivenRuntime({ definitions: { defaulted: withDefaults } });
     const id = await rt.start('defaulted');
     await rt.workflow(id).extend({ tasks: { added: { kind: 'leaf', deps: ['gate'] }, own: { kind: 'leaf', max_attempts: 2, queue: 'fast' } } });
     const [declared, added, own] = await Promise.all(['gate', 'added', 'own'].map((n) => rt.workflow(id).task(n)));
@@ -134,7 +134,7 @@ tasks:
 
   it('concurrent extensions of the same workflow are serialised: one name wins, the other is a clash', async () => {
     const { handlers } = recorder(async () => ({}));
-    const rt = await testRuntime({ handlers, definitions: { base } });
+    const rt = await drivenRuntime({ handlers, definitions: { base } });
     const id = await rt.start('base');
     const results = await Promise.allSettled([
       rt.workflow(id).extend({ tasks: { same: { kind: 'leaf' } } }),

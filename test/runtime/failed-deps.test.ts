@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, run, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, run, settled } from '../helpers/runtime.js';
 
 const handlers: Handlers = {
   ok: async (_args, ctx) => ({ ran: ctx.taskName }),
@@ -14,7 +14,7 @@ const states = (tasks: Record<string, { state: string }>) => Object.fromEntries(
 
 describe(`failed deps (${backend})`, () => {
   it('a discarded dep cancels its dependents unless they ignore discarded deps; cancellation cascades', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         discarded: `name: discarded
@@ -46,7 +46,7 @@ tasks:
   });
 
   it('workflow-level ignore flags, and a task overriding the default back to false', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         defaults: `name: defaults
@@ -67,7 +67,7 @@ tasks:
   });
 
   it('a cancelled dep (the handler cancelled its task) cancels dependents unless ignored', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         cancelled: `name: cancelled
@@ -85,7 +85,7 @@ tasks:
   });
 
   it('a deleted dep fails its dependents unless they ignore deleted deps', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         deleted: `name: deleted
@@ -101,7 +101,7 @@ tasks:
     const id = await rt.start('deleted');
     expect((await rt.workflow(id).task('later')).state).toBe('scheduled');
     await rt.workflow(id).deleteTasks(['later']);
-    const workflow = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    const workflow = await final(rt, id);
     const tasks = Object.fromEntries((await rt.workflow(id).tasks()).map((t) => [t.name, t]));
     expect(states(tasks)).toEqual({ plain: 'cancelled', tolerant: 'completed', next: 'cancelled' });
     expect(tasks.plain.errors.at(-1)?.message).toBe('dependency "later" was deleted');
@@ -109,7 +109,7 @@ tasks:
   });
 
   it('a workflow whose tasks all complete is completed; one with an ignored failure still ends failed', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         fine: 'name: fine\ntasks:\n  a: { kind: ok }\n',
@@ -120,6 +120,6 @@ tasks:
     expect((await run(rt, 'fine')).workflow.state).toBe('completed');
     const ignored = await run(rt, 'ignored');
     expect(ignored.workflow.state).toBe('failed');
-    await until(async () => (await rt.workflow(ignored.id).task('b')).state === 'completed');
+    await settled(rt, async () => (await rt.workflow(ignored.id).task('b')).state === 'completed');
   });
 });

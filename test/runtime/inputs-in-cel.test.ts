@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backend, testRuntime } from '../helpers/runtime.js';
+import { backend, drivenRuntime } from '../helpers/runtime.js';
 
 const onboarding = `name: onboarding
 inputs:
@@ -19,7 +19,7 @@ tasks:
 
 describe(`inputs in the CEL that runs at run time: where and expr terms (${backend})`, () => {
   it("a signal's predicate compares its payload with the workflow's inputs", async () => {
-    const rt = await testRuntime({ definitions: { onboarding } });
+    const rt = await drivenRuntime({ definitions: { onboarding } });
     const id = await rt.start('onboarding', { user_id: 'u-7' });
     const h = rt.workflow(id);
     const other = await h.signals.emit('email_verified', { user_id: 'u-8' });
@@ -31,7 +31,7 @@ describe(`inputs in the CEL that runs at run time: where and expr terms (${backe
   });
 
   it('a generic term reads the inputs (typed, defaults applied)', async () => {
-    const rt = await testRuntime({ definitions: { onboarding } });
+    const rt = await drivenRuntime({ definitions: { onboarding } });
     const fast = await rt.start('onboarding', { user_id: 'u-1', fast_track: true });
     expect((await rt.workflow(fast).task('activate')).wait!.phase).toBe('resolved');
     const slow = await rt.start('onboarding', { user_id: 'u-2' });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CompileError } from '../../src/compiler/instantiate.js';
-import { backend, run, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, run, settled } from '../helpers/runtime.js';
 
 const FAN = `name: fan
 inputs: { type: object, properties: { n: { type: array } } }
@@ -26,7 +26,7 @@ async function compileFailure(promise: Promise<unknown>): Promise<CompileError> 
 
 describe(`limits: inputs that would exhaust a process fail fast with a diagnostic (${backend})`, () => {
   it('a for_each over 1,000,000 items is a for-each diagnostic at start, in seconds rather than minutes', async () => {
-    const rt = await testRuntime({ definitions: { fan: FAN } });
+    const rt = await drivenRuntime({ definitions: { fan: FAN } });
     const started = performance.now();
     const error = await compileFailure(rt.start('fan', { n: range(1_000_000) }));
     expect(performance.now() - started).toBeLessThan(5000);
@@ -37,18 +37,18 @@ describe(`limits: inputs that would exhaust a process fail fast with a diagnosti
   });
 
   it("the limits are the runtime's to set", async () => {
-    const rt = await testRuntime({ definitions: { fan: FAN }, limits: { forEachItems: 3 } });
+    const rt = await drivenRuntime({ definitions: { fan: FAN }, limits: { forEachItems: 3 } });
     await expect(rt.start('fan', { n: range(3) })).resolves.toBeTypeOf('string');
     const error = await compileFailure(rt.start('fan', { n: range(4) }));
     expect(error.diagnostics[0].message).toMatch(/4 items, over the limit of 3/);
-    const small = await testRuntime({ definitions: { fan: FAN }, limits: { planTasks: 10 } });
+    const small = await drivenRuntime({ definitions: { fan: FAN }, limits: { planTasks: 10 } });
     expect((await compileFailure(small.start('fan', { n: range(11) }))).diagnostics[0].message).toBe(
       'the plan would have over 10 tasks (limit plan_tasks) at task "each"',
     );
   });
 
   it('four nested maps over 100 items stop at the CEL budget: a cel-cost diagnostic at start, not minutes and gigabytes', async () => {
-    const rt = await testRuntime({ definitions: { grid: GRID } });
+    const rt = await drivenRuntime({ definitions: { grid: GRID } });
     const started = performance.now();
     const error = await compileFailure(rt.start('grid', { n: range(100) }));
     expect(performance.now() - started).toBeLessThan(3000);
@@ -63,7 +63,7 @@ describe(`limits: inputs that would exhaust a process fail fast with a diagnosti
   });
 
   it('a wait predicate that would run for minutes over a payload is a wait error, the emit returns at once, and a later signal still counts', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: { work: async () => ({ ok: true }) },
       definitions: {
         guarded: `name: guarded
@@ -78,7 +78,7 @@ tasks:
     });
     await rt.startWorker();
     const id = await rt.start('guarded');
-    await until(async () => (await rt.workflow(id).task('gate')).wait?.phase === 'waiting');
+    await settled(rt, async () => (await rt.workflow(id).task('gate')).wait?.phase === 'waiting');
     const started = performance.now();
     const emitted = await rt.workflow(id).signals.emit('check', { n: range(1000).map(Number) });
     expect(performance.now() - started).toBeLessThan(2000);
@@ -86,11 +86,11 @@ tasks:
     const diagnostics = await rt.workflow(id).waitDiagnostics('gate');
     expect(JSON.stringify(diagnostics)).toMatch(/over the budget of 1,000,000 comprehension steps|ran for over 100 ms/);
     await rt.workflow(id).signals.emit('check', { n: [], go: true });
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
   });
 
   it('a start task whose for_each goes over the limit fails its attempts with the reason', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: { work: async () => ({}) },
       limits: { forEachItems: 5 },
       definitions: {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { retrySelection } from '../../src/runtime/engine/decide.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
 
 const shape = `name: shape
 tasks:
@@ -25,13 +25,13 @@ async function failedRun() {
       return { fixed: true };
     },
   };
-  const rt = await testRuntime({ handlers, definitions: { shape } });
+  const rt = await drivenRuntime({ handlers, definitions: { shape } });
   await rt.startWorker();
   const id = await rt.start('shape');
   const h = rt.workflow(id);
-  await until(async () => (await h.task('gate')).wait?.phase === 'waiting');
+  await settled(rt, async () => (await h.task('gate')).wait?.phase === 'waiting');
   const first = await h.signals.emit('go', { n: 1 }, { idempotencyKey: 'go-1' });
-  expect((await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('failed');
+  expect((await final(rt, h.id)).state).toBe('failed');
   const states = Object.fromEntries((await h.tasks()).map((t) => [t.name, t.state]));
   expect(states).toEqual({ a: 'completed', gate: 'completed', bad: 'discarded', down: 'cancelled', ign: 'completed' });
   runs.length = 0;
@@ -59,7 +59,7 @@ describe(`whole-workflow retry (${backend})`, () => {
     const { rt, h, runs } = await failedRun();
     const r = await h.retry({ mode: 'failed_only' });
     expect(r).toEqual({ attempt: 2, retried: ['bad', 'down'], version: expect.any(String), current: expect.any(String) });
-    expect((await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    expect((await final(rt, h.id)).state).toBe('completed');
     expect(runs.sort()).toEqual(['bad', 'down']);
     const bad = await h.task('bad');
     // without reset_history the attempt count and the errors go on
@@ -70,20 +70,20 @@ describe(`whole-workflow retry (${backend})`, () => {
   });
 
   it('failed_and_downstream also reruns completed downstream tasks; reset_history clears attempts and errors', async () => {
-    const { h, runs } = await failedRun();
+    const { rt, h, runs } = await failedRun();
     const r = await h.retry({ mode: 'failed_and_downstream', resetHistory: true });
     expect(r.retried).toEqual(['bad', 'down', 'ign']);
-    expect((await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    expect((await final(rt, h.id)).state).toBe('completed');
     expect(runs.sort()).toEqual(['bad', 'down', 'ign']);
     const bad = await h.task('bad');
     expect(bad).toMatchObject({ attempt: 1, max_attempts: 1, errors: [] });
   });
 
   it('all reruns everything: waits need a new signal in the new attempt; old signals stay visible by attempt', async () => {
-    const { h, runs, first } = await failedRun();
+    const { rt, h, runs, first } = await failedRun();
     const r = await h.retry();
     expect(r.retried.sort()).toEqual(['a', 'bad', 'down', 'gate', 'ign']);
-    await until(async () => (await h.task('gate')).wait?.phase === 'waiting');
+    await settled(rt, async () => (await h.task('gate')).wait?.phase === 'waiting');
     const gate = await h.task('gate');
     expect(gate.wait!.evidence).toBeNull();
     expect(gate.state).toBe('pending');
@@ -94,7 +94,7 @@ describe(`whole-workflow retry (${backend})`, () => {
     const second = await h.signals.emit('go', { n: 2 }, { idempotencyKey: 'go-2', attempt: 2 });
     expect(second.signal.attempt).toBe(2);
     expect(second.resolved).toEqual(['gate']);
-    expect((await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).state).toBe('completed');
+    expect((await final(rt, h.id)).state).toBe('completed');
     expect(runs.sort()).toEqual(['a', 'bad', 'down', 'gate', 'ign']);
     expect((await h.signals.list({ attempt: 2 })).signals.map((s) => s.id)).toEqual([second.signal.id]);
   });
@@ -105,10 +105,10 @@ describe(`whole-workflow retry (${backend})`, () => {
     await rt.stop(1000);
     await first.retry({ mode: 'failed_only' });
     await expect(first.retry()).rejects.toThrow(/only a finalized workflow can be retried/);
-    const again = await testRuntime({ schema: rt.schema, handlers: { ok: async () => ({}), flaky: async () => ({ fixed: true }) } });
+    const again = await drivenRuntime({ schema: rt.schema, handlers: { ok: async () => ({}), flaky: async () => ({ fixed: true }) } });
     await again.startWorker();
     const h = again.workflow(first.id);
-    await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    await final(again, h.id);
     expect(await h.retry({ mode: 'failed_only' })).toMatchObject({ attempt: 2, retried: [] });
     expect((await h.load()).state).toBe('completed');
     await expect(again.workflow('nope').retry()).rejects.toThrow(/no workflow with id/);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { WorkflowNotFoundError } from '../../src/runtime/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { SignalAttemptMismatchError, SignalPayloadMismatchError, UndeclaredSignalKeyError } from '../../src/runtime/waits/signals.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
 
 const approval = `name: approval
 tasks:
@@ -18,13 +18,13 @@ tasks:
 
 async function started(rt: Runtime): Promise<string> {
   const id = await rt.start('approval');
-  await until(async () => (await rt.workflow(id).task('decide')).wait?.phase === 'waiting');
+  await settled(rt, async () => (await rt.workflow(id).task('decide')).wait?.phase === 'waiting');
   return id;
 }
 
 describe(`signals: idempotency, attempts and reads (${backend})`, () => {
   it('replaying an idempotency key with the same payload returns the original row and its source', async () => {
-    const rt = await testRuntime({ definitions: { approval } });
+    const rt = await drivenRuntime({ definitions: { approval } });
     const id = await started(rt);
     const h = rt.workflow(id);
     const first = await h.signals.emit('approval', { ok: false, n: 1 }, { idempotencyKey: 'req-1', source: { actor: 'webhook' } });
@@ -39,7 +39,7 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
   });
 
   it('a different payload under a used idempotency key is SignalPayloadMismatchError, and nothing is written', async () => {
-    const rt = await testRuntime({ definitions: { approval } });
+    const rt = await drivenRuntime({ definitions: { approval } });
     const id = await started(rt);
     const h = rt.workflow(id);
     await h.signals.emit('approval', { ok: false }, { idempotencyKey: 'k' });
@@ -51,7 +51,7 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
   });
 
   it('a signal meant for another attempt is rejected; the current attempt is accepted', async () => {
-    const rt = await testRuntime({ definitions: { approval } });
+    const rt = await drivenRuntime({ definitions: { approval } });
     const id = await started(rt);
     const h = rt.workflow(id);
     await expect(h.signals.emit('approval', { ok: true }, { attempt: 2 })).rejects.toBeInstanceOf(SignalAttemptMismatchError);
@@ -61,7 +61,7 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
   });
 
   it('rejects bad input and unknown workflows with clear errors', async () => {
-    const rt = await testRuntime({ definitions: { approval } });
+    const rt = await drivenRuntime({ definitions: { approval } });
     const id = await started(rt);
     const h = rt.workflow(id);
     await expect(h.signals.emit('', {})).rejects.toThrow(/non-empty string/);
@@ -73,7 +73,7 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
   });
 
   it('the workflow-wide list pages by cursor and filters by attempt and key', async () => {
-    const rt = await testRuntime({ definitions: { approval } });
+    const rt = await drivenRuntime({ definitions: { approval } });
     const id = await started(rt);
     const h = rt.workflow(id);
     for (let i = 0; i < 5; i++) await h.signals.emit('note', { i });
@@ -89,7 +89,7 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
   });
 
   it('task-scoped reads expose only declared keys and stop at the evidence boundary unless asked', async () => {
-    const rt = await testRuntime({ definitions: { approval } });
+    const rt = await drivenRuntime({ definitions: { approval } });
     const id = await started(rt);
     const h = rt.workflow(id);
     await h.signals.emit('approval', { ok: false });
@@ -113,7 +113,7 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
 
   it('a handler reads the signals that made its task run, through its context', async () => {
     let seen: unknown;
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       definitions: { approval },
       handlers: {
         step: async (_args, ctx) => {
@@ -130,14 +130,14 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
     const id = await started(rt);
     await rt.workflow(id).signals.emit('note', { n: 1 });
     await rt.workflow(id).signals.emit('approval', { ok: true, who: 'ann' });
-    await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 });
+    await final(rt, id);
     expect(seen).toEqual({ latest: { ok: true, who: 'ann' }, all: [{ n: 1 }, { ok: true, who: 'ann' }], undeclared: 'UndeclaredSignalKeyError' });
   });
 });
 
 describe(`wait diagnostics (${backend})`, () => {
   it('evaluates live without writing, and says when the scan stopped at the limit', async () => {
-    const rt = await testRuntime({ definitions: { approval } });
+    const rt = await drivenRuntime({ definitions: { approval } });
     const id = await started(rt);
     const h = rt.workflow(id);
     const s = `"${rt.schema}"`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CompileError } from '../../src/compiler/instantiate.js';
-import { backend, testRuntime } from '../helpers/runtime.js';
+import { backend, drivenRuntime } from '../helpers/runtime.js';
 
 const onboard = `name: onboard
 inputs:
@@ -15,7 +15,7 @@ tasks:
 
 describe(`a start whose templates fail (${backend})`, () => {
   it('names the task and the field, since a registered version has no text to point into', async () => {
-    const rt = await testRuntime({ definitions: { onboard } });
+    const rt = await drivenRuntime({ definitions: { onboard } });
     const error = await rt.start('onboard', {}).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CompileError);
     expect((error as CompileError).diagnostics.map((d) => d.message)).toEqual(['task "connect", for_each: template failed: No such key: integrations']);
