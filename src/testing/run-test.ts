@@ -4,13 +4,13 @@
  * current virtual time: then it jumps to the next timer, deadline, scheduled task or sleeping mock.
  */
 
+import type { Queryable } from '../runtime/db/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskRecord } from '../runtime/sql/workflows.js';
 import { anyAvailable, currentDefinition, maintenanceDue, recordEnded } from '../runtime/test-support.js';
 import { workflowTree } from './checks.js';
 import { compare, type Mismatch, type Observed, type ObservedTask } from './expect.js';
 import { unhandled } from './mocks.js';
-import type { Queryable } from '../runtime/db/types.js';
 import type { TestSession } from './session.js';
 import type { TestCase, TestFile } from './test-file.js';
 import type { VirtualClock } from './virtual-clock.js';
