@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, definitionsDir, testRuntime, until } from '../helpers/runtime.js';
+import { backend, definitionsDir, drivenRuntime, final, until } from '../helpers/runtime.js';
 
 const V1 = `name: flow
 tasks:
@@ -50,7 +50,7 @@ describe(`moving running workflows to another version (${backend})`, () => {
       'already received, new tasks run, removed ones are gone, the move is recorded',
     async () => {
       const { runs, handlers } = recording();
-      const rt = await testRuntime({ handlers });
+      const rt = await drivenRuntime({ handlers });
       const v1 = await register(rt, V1);
       await rt.startWorker();
       const id = await rt.start('flow');
@@ -71,7 +71,7 @@ describe(`moving running workflows to another version (${backend})`, () => {
       expect((await rt.workflow(id).load()).definition_hash).toBe(v1);
       const report = await rt.upgrade('flow');
       expect(report.results).toEqual([{ ...dry.results[0], status: 'moved' }]);
-      const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+      const w = await final(rt, id);
       expect(w).toMatchObject({ state: 'completed', definition_hash: v2, tasks_total: 4 });
       expect(runs.map((r) => `${r.task}:${r.kind}`)).toEqual(['a:k', 'approve:k', 'settle:new_settle', 'notify:k']);
       expect(runs.find((r) => r.task === 'settle')!.args).toEqual({ v: 2 });
@@ -88,7 +88,7 @@ describe(`moving running workflows to another version (${backend})`, () => {
 
   it('a workflow that cannot move is left as it was, with the reason; the others move', async () => {
     const { handlers } = recording();
-    const rt = await testRuntime({ handlers });
+    const rt = await drivenRuntime({ handlers });
     await register(rt, V1);
     await rt.startWorker();
     const done = await rt.start('flow');
@@ -130,7 +130,7 @@ tasks:
   ship: { kind: k, deps: [gate], for_each: "\${{ inputs.items }}", key: "\${{ item }}", args: { item: "\${{ item }}", tag: ${tag} } }
 `;
     const { runs, handlers } = recording();
-    const rt = await testRuntime({ handlers });
+    const rt = await drivenRuntime({ handlers });
     await register(rt, timed('1h', 'one'));
     const id = await rt.start('flow');
     const timer = async () =>
@@ -145,7 +145,7 @@ tasks:
     expect(new Date((await rt.workflow(id).task('gate')).wait!.started_at!).getTime()).toBe(started);
     await rt.startWorker();
     await rt.workflow(id).signals.emit('go', {});
-    await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    await final(rt, id);
     expect(
       runs
         .filter((r) => r.task.startsWith('ship'))
@@ -168,20 +168,20 @@ tasks:
   after: { kind: k, deps: [decide] }
 `;
       const { runs, handlers } = recording();
-      const rt = await testRuntime({ handlers });
+      const rt = await drivenRuntime({ handlers });
       const v1 = await register(rt, broken);
       await rt.startWorker();
       const id = await rt.start('flow');
-      expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'failed' });
+      expect(await final(rt, id)).toMatchObject({ state: 'failed' });
       expect((await rt.workflow(id).task('decide')).state).toBe('discarded');
       const v2 = await register(rt, broken.replace('kidn', 'kind'));
       // a plain retry runs the pinned version again, and says it is not the current one
       const plain = await rt.workflow(id).retry({ mode: 'failed_only' });
       expect({ ...plain, retried: plain.retried.sort() }).toMatchObject({ attempt: 2, retried: ['after', 'decide'], version: v1, current: v2 });
-      expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'failed' });
+      expect(await final(rt, id)).toMatchObject({ state: 'failed' });
       const repaired = await rt.workflow(id).retry({ mode: 'failed_only', onCurrent: true });
       expect({ ...repaired, retried: repaired.retried.sort() }).toMatchObject({ attempt: 3, retried: ['after', 'decide'], version: v2, current: v2 });
-      expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).toMatchObject({ state: 'completed', definition_hash: v2 });
+      expect(await final(rt, id)).toMatchObject({ state: 'completed', definition_hash: v2 });
       expect(runs.map((r) => r.task)).toEqual(['score', 'decide', 'after']);
       expect((await rt.workflow(id).status()).upgrades.map((u) => [u.from, u.to])).toEqual([[v1, v2]]);
     },
@@ -196,14 +196,14 @@ tasks:
 ${extra}`;
     const { runs, handlers } = recording();
     const slow: Handlers = { ...handlers, slow: async (a, ctx) => (await new Promise((r) => setTimeout(r, 20)), handlers.k(a, ctx)) };
-    const rt = await testRuntime({ handlers: slow });
+    const rt = await drivenRuntime({ handlers: slow });
     const v1 = await register(rt, chain(1));
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) ids.push(await rt.start('flow'));
     await rt.startWorker();
     const v2 = await register(rt, chain(2, '  d: { kind: k, deps: [c] }\n'));
     const report = await rt.upgrade('flow');
-    for (const id of ids) await rt.workflow(id).waitUntilFinal({ timeoutMs: 30_000, pollMs: 50 });
+    for (const id of ids) await final(rt, id);
     const moved = new Set(report.results.filter((r) => r.status === 'moved').map((r) => r.id));
     expect(moved.size).toBeGreaterThan(0);
     for (const id of ids) {
