@@ -106,12 +106,14 @@ const drivers = new WeakMap<Runtime, { driver: Driver; clock: VirtualClock }>();
 /**
  * A runtime driven on braid's virtual clock rather than waited for in real time (src/testing/run-test.ts, what
  * braid test uses): no leader of its own (the driver runs what maintenance is due), no worker taken for dead,
- * and time moves only when the test or the driver moves it. final(), run() and settle() then drive it. For
+ * and time moves only when the test (its own `virtualClock`, or clockOf(rt)) or the driver moves it. final(),
+ * run() and settle() then drive it. For
  * logic; real time stays for what only real time shows (LISTEN, faults, several processes, latency).
  */
-export async function drivenRuntime(options: TestRuntimeOptions = {}): Promise<Runtime> {
-  const clock = new VirtualClock(new Date());
-  const rt = await testRuntime({ leader: false, workerDeadAfterMs: NEVER_MS, ...options, clock: clock.now });
+export async function drivenRuntime(options: TestRuntimeOptions & { virtualClock?: VirtualClock } = {}): Promise<Runtime> {
+  const { virtualClock, ...rest } = options;
+  const clock = virtualClock ?? new VirtualClock(new Date());
+  const rt = await testRuntime({ leader: false, workerDeadAfterMs: NEVER_MS, ...rest, clock: clock.now });
   drivers.set(rt, { driver: new Driver(rt, clock, { db: rt.db, s: `"${rt.schema}"` }), clock });
   return rt;
 }

@@ -4,7 +4,7 @@ import examples from '../../examples/handlers.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { repoRoot } from '../helpers/cli.js';
-import { backend, run, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, run, until } from '../helpers/runtime.js';
 
 const states = (tasks: Record<string, { state: string }>) => Object.fromEntries(Object.entries(tasks).map(([k, v]) => [k, v.state]));
 
@@ -45,7 +45,7 @@ output:
 
 describe(`conditional tasks: when and skipped (${backend})`, () => {
   it('a branch runs one side; the other is skipped, its dependents too; a join ignoring skipped deps runs; the workflow completes', async () => {
-    const rt = await testRuntime({ handlers, definitions: { branch } });
+    const rt = await drivenRuntime({ handlers, definitions: { branch } });
     await rt.startWorker();
     const yes = await run(rt, 'branch', { verified: true });
     expect(states(yes.tasks)).toEqual({
@@ -65,7 +65,7 @@ describe(`conditional tasks: when and skipped (${backend})`, () => {
   });
 
   it('when reads inputs, workflow, and a dep state; a root condition is decided at start', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         refs: `name: refs
@@ -100,7 +100,7 @@ tasks:
   });
 
   it('a condition that fails to evaluate discards its task with the error; its dependents are cancelled', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         broken: `name: broken
@@ -120,7 +120,7 @@ tasks:
   });
 
   it('a skipped cascade runs through a chain; ignore_skipped_deps in defaults; a skipped dep reads as null', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: { ...handlers, echo: async (_args, ctx) => ({ deps: ctx.taskName }) },
       definitions: {
         cascade: `name: cascade
@@ -151,7 +151,7 @@ tasks:
   });
 
   it('a condition and a wait: the wait only becomes active when the condition holds', async () => {
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         gated: `name: gated
@@ -181,7 +181,7 @@ tasks:
 
   it('whole-workflow retry: failed_only leaves skipped tasks alone; all decides every condition again', async () => {
     let verified = false;
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: { ...handlers, check: async () => ({ verified }) },
       definitions: { branch },
     });
@@ -200,7 +200,7 @@ tasks:
   });
 
   it('an extension whose dep was skipped is skipped at once; one with a condition decides it when its deps are done', async () => {
-    const rt2 = await testRuntime({
+    const rt2 = await drivenRuntime({
       handlers,
       definitions: {
         open: `name: open
@@ -226,9 +226,9 @@ tasks:
 describe(`the user_onboarding example from definitions/ (${backend})`, () => {
   it('a verified user gets the trial; nobody verifying for three days gets the reminder; the join runs either way', async () => {
     const clock = new VirtualClock(new Date());
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers: examples,
-      clock: clock.now,
+      virtualClock: clock,
       workerDeadAfterMs: 30 * 86_400_000,
       leader: false,
       retention: { closedMs: null, cancelledMs: null },

@@ -3,7 +3,7 @@ import { compile } from '../../src/compiler/instantiate.js';
 import { validate } from '../../src/compiler/validate.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, until } from '../helpers/runtime.js';
 
 const verify = `name: verify
 timeout: 3d
@@ -30,7 +30,7 @@ describe(`workflow timeout (${backend})`, () => {
     const clock = new VirtualClock(new Date());
     const handlers: Handlers = { quick: async () => ({}) };
     // no leader of its own: the test runs maintenance itself, at the times it chooses
-    const rt = await testRuntime({ handlers, clock: clock.now, workerDeadAfterMs: 86_400_000, leader: false, definitions: { verify } });
+    const rt = await drivenRuntime({ handlers, virtualClock: clock, workerDeadAfterMs: 86_400_000, leader: false, definitions: { verify } });
     await rt.startWorker();
     const id = await rt.start('verify');
     const h = rt.workflow(id);
@@ -62,7 +62,7 @@ describe(`workflow timeout (${backend})`, () => {
           }),
         ),
     };
-    const rt = await testRuntime({ handlers, clock: clock.now, workerDeadAfterMs: 86_400_000, leader: false, definitions: { slow } });
+    const rt = await drivenRuntime({ handlers, virtualClock: clock, workerDeadAfterMs: 86_400_000, leader: false, definitions: { slow } });
     await rt.startWorker();
     const id = await rt.start('slow');
     const h = rt.workflow(id);
@@ -86,7 +86,7 @@ describe(`workflow timeout (${backend})`, () => {
 
   it('a cancel before the deadline still ends cancelled', async () => {
     const clock = new VirtualClock(new Date());
-    const rt = await testRuntime({ clock: clock.now, retention: { closedMs: null, cancelledMs: null }, definitions: { verify } });
+    const rt = await drivenRuntime({ virtualClock: clock, retention: { closedMs: null, cancelledMs: null }, definitions: { verify } });
     const id = await rt.start('verify');
     await rt.workflow(id).cancel();
     clock.advance(4 * 86_400_000);
