@@ -5,28 +5,18 @@
  * what an insert writes, to TASK_COLUMNS for what a read returns.
  */
 import type { PlanTask } from '../../compiler/plan.js';
+import type { TaskRecord } from '../wire.js';
 import type { DeferredRow } from './fetch.js';
 
+/** The columns a task is read back with (TaskRecord) as they are written. */
+type Shared = 'name' | 'template' | 'idx' | 'key' | 'kind' | 'queue' | 'priority' | 'state' | 'max_attempts' | 'args' | 'deps' | 'dependents';
+
 /** A task as inserted (INSERTED's fields): the plan's task with its initial state, reverse edges and wait keys. */
-export interface TaskRow {
-  name: string;
+export interface TaskRow extends Pick<TaskRecord, Shared | 'deps_left' | 'timeout_ms' | 'metadata' | 'description'> {
   ord: number;
-  template: string;
-  idx: number | null;
-  key: string | null;
-  kind: string;
-  queue: string;
-  priority: number;
-  state: string;
-  max_attempts: number;
-  args: unknown;
-  deps: string[];
-  dependents: string[];
   dependents_wait: boolean;
   wait_keys: string[];
-  deps_left: number;
   scheduled_at: string;
-  timeout_ms: number | null;
   retry: PlanTask['retry'];
   ignore_cancelled_deps: boolean;
   ignore_discarded_deps: boolean;
@@ -36,8 +26,6 @@ export interface TaskRow {
   deferred: DeferredRow | null;
   wait: PlanTask['wait'];
   start: PlanTask['start'];
-  metadata: unknown;
-  description: string | null;
 }
 
 /** [column, the recordset field's type, the expression over the field `x.<column>` when not the field itself]. */
