@@ -1,5 +1,4 @@
 import type { Queryable } from '../db/types.js';
-import { channels } from './channels.js';
 import { TASK_INSERT, type TaskRow } from './task-columns.js';
 import { awaitLockKey } from './waits.js';
 
@@ -57,7 +56,7 @@ export async function markAwaited(q: Queryable, s: string, workflowId: string): 
  */
 export async function insertTaskRows(
   q: Queryable,
-  ctx: { s: string; schema: string },
+  ctx: { s: string },
   workflowId: string,
   rows: readonly TaskRow[],
   now: Date,
@@ -71,7 +70,4 @@ export async function insertTaskRows(
       ORDER BY x.ord`,
     [workflowId, now, JSON.stringify(rows)],
   );
-  // tasks updated to available are woken by the tasks table's trigger (migration 015)
-  const queues = [...new Set(rows.filter((r) => r.state === 'available').map((r) => r.queue))];
-  if (queues.length > 0) await q.query('SELECT pg_notify($1, queue) FROM unnest($2::text[]) AS queue', [channels(ctx.schema).available, queues]);
 }
