@@ -21,13 +21,35 @@ export type FetchedTask = Pick<
   tid: string;
 };
 
+/** A claimed task's fields, in the order of its JSON array: claimedJson() writes them, decodeClaimed() reads them. */
+const CLAIMED = [
+  'workflow_id',
+  'name',
+  'template',
+  'kind',
+  'queue',
+  'attempt',
+  'max_attempts',
+  'args',
+  'deps',
+  'dependents',
+  'dependents_wait',
+  'timeout_ms',
+  'start',
+  'tid',
+  'dep_outputs',
+  'deferred',
+] as const satisfies readonly (keyof FetchedTask)[];
+
+/** A claimed task as claimedJson() writes it. */
+export type ClaimedJson = unknown[];
+
 /**
  * A claimed task as one JSON array (no keys: a claim returns hundreds); `c` is the claimed row, `depOutputs`
  * the SQL of its deps' outputs. decodeClaimed() reads it back.
  */
 export function claimedJson(c: string, depOutputs: string): string {
-  return `json_build_array(${c}.workflow_id, ${c}.name, ${c}.template, ${c}.kind, ${c}.queue, ${c}.attempt, ${c}.max_attempts, ${c}.args,
-            ${c}.deps, ${c}.dependents, ${c}.dependents_wait, ${c}.timeout_ms, ${c}.start, ${c}.tid, ${depOutputs}, ${c}.deferred)`;
+  return `json_build_array(${CLAIMED.map((f) => (f === 'dep_outputs' ? depOutputs : `${c}.${f}`)).join(', ')})`;
 }
 
 /**
@@ -39,63 +61,8 @@ export function depOutputsSql(s: string, c: string): string {
             CROSS JOIN LATERAL (SELECT t.name, t.output FROM ${s}.tasks t WHERE t.workflow_id = ${c}.workflow_id AND t.name = dep LIMIT 1) d)`;
 }
 
-export type ClaimedJson = [
-  string,
-  string,
-  string,
-  string,
-  string,
-  number,
-  number,
-  unknown,
-  string[],
-  string[],
-  boolean,
-  number | null,
-  FetchedTask['start'],
-  string,
-  FetchedTask['dep_outputs'],
-  DeferredRow | null,
-];
-
 export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
-  return (rows ?? []).map(
-    ([
-      workflow_id,
-      name,
-      template,
-      kind,
-      queue,
-      attempt,
-      max_attempts,
-      args,
-      deps,
-      dependents,
-      dependents_wait,
-      timeout_ms,
-      start,
-      tid,
-      dep_outputs,
-      deferred,
-    ]) => ({
-      workflow_id,
-      name,
-      template,
-      kind,
-      queue,
-      attempt,
-      max_attempts,
-      args,
-      deps,
-      dependents,
-      dependents_wait,
-      timeout_ms,
-      start,
-      tid,
-      dep_outputs,
-      deferred,
-    }),
-  );
+  return (rows ?? []).map((row) => Object.fromEntries(CLAIMED.map((f, i) => [f, row[i]])) as FetchedTask);
 }
 
 /** A fetch's claimed attempts, and the claim that records them (null when it claimed nothing). */
