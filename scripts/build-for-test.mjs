@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 if (process.env.BRAID_TEST_PREBUILT !== '1') {
   for (const [command, args] of [
     ['npx', ['tsc', '-p', '.']],
+    ['node', ['scripts/build-validators.mjs']],
     ['npm', ['run', 'build:ui']],
   ]) {
     const r = spawnSync(command, args, { stdio: 'inherit', shell: process.platform === 'win32' });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../src/api/http.js';
-import { CompileError } from '../src/compiler/instantiate.js';
+import { CompileError } from '../src/compiler/compile-error.js';
 import { type ERROR_CODES, httpStatus, isCallerError, isCoded } from '../src/error-codes.js';
 import { DatabaseDamagedError, DatabaseLockedError } from '../src/runtime/db/pglite.js';
 import { ExtensionError } from '../src/runtime/engine/extend.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CompileError } from '../compiler/instantiate.js';
+import { CompileError } from '../compiler/compile-error.js';
 import { httpStatus, isCallerError } from '../error-codes.js';
 import { isTransientError } from '../runtime/db/transient.js';
 import { errorMessage } from '../runtime/describe-error.js';

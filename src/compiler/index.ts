@@ -1,7 +1,8 @@
 export { canonicalJson } from './canonical-json.js';
+export { CompileError, type CompileLimits, DEFAULT_COMPILE_LIMITS } from './compile-error.js';
 export { type Diagnostic, RULES, type Rule, type Severity } from './diagnostics.js';
 export { parseDuration } from './duration.js';
-export { CompileError, type CompileLimits, type CompileOptions, compile, DEFAULT_COMPILE_LIMITS } from './instantiate.js';
+export { type CompileOptions, compile } from './instantiate.js';
 export { isDefinitionFile, listDefinitionFiles, loadDefinitions, readSources } from './load.js';
 export type { NormalizedDefinition, NormalizedTask } from './normalize.js';
 export { DEFAULT_LIMITS, type Limits, type RawSource } from './parse.js';

@@ -1,10 +1,11 @@
 import type { ValidateFunction } from 'ajv';
 import { baseContext } from './cel/context.js';
-import { DEFAULT_CEL_COST, withCelBudget } from './cel/cost.js';
+import { withCelBudget } from './cel/cost.js';
 import { deferredPaths, isDeferredString } from './cel/deferred.js';
 import { renderTemplates, TemplateError } from './cel/evaluate.js';
 import { scalarOffsets } from './cel/scalar-offsets.js';
 import { hasTemplate } from './cel/templates.js';
+import { CompileError, type CompileLimits, DEFAULT_COMPILE_LIMITS } from './compile-error.js';
 import { type Diagnostic, pointer, printable, type Rule } from './diagnostics.js';
 import {
   definitionHash as definitionHashOf,
@@ -28,24 +29,6 @@ export interface CompileOptions {
   /** The creation time everything relative is measured from; the current time by default. */
   now?: Date | string;
   limits?: Partial<CompileLimits>;
-}
-
-/** What one compile may grow to: items of one for_each, tasks of the whole plan, CEL comprehension steps. */
-export interface CompileLimits {
-  forEachItems: number;
-  planTasks: number;
-  celCost: number;
-}
-
-export const DEFAULT_COMPILE_LIMITS: CompileLimits = { forEachItems: 10_000, planTasks: 100_000, celCost: DEFAULT_CEL_COST };
-
-/** Compilation failed: the inputs do not fit the definition. Carries one diagnostic per problem. */
-export class CompileError extends Error {
-  readonly code = 'inputs_invalid' as const;
-  constructor(readonly diagnostics: Diagnostic[]) {
-    super(diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: ${d.message} [${d.rule}]`).join('\n'));
-    this.name = 'CompileError';
-  }
 }
 
 const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;

@@ -1,45 +1,82 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
+import type { Ajv2020, Options, ValidateFunction } from 'ajv/dist/2020.js';
+import type { FormatsPlugin } from 'ajv-formats';
 import { packageRoot } from '../paths.js';
 
-// ajv-formats is CommonJS: its default export arrives wrapped under NodeNext resolution.
-const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin;
+// ajv is CommonJS and costs ~70 ms to load (and ~80 ms more to compile a first schema): required when first
+// needed, so a `braid status` that only reads its config never loads it.
+const require = createRequire(import.meta.url);
 
-export function loadJsonSchema(name: 'workflow' | 'plan' | 'config' | 'test'): Record<string, unknown> {
+export type OwnSchema = 'workflow' | 'config' | 'test';
+
+/** How each of braid's own schemas is compiled: by the build into a standalone validator, and here when there is none. */
+export const OWN_SCHEMA_OPTIONS: Record<OwnSchema, Options> = {
+  workflow: { allErrors: true, verbose: true, strict: true, strictRequired: false },
+  config: { allErrors: true, strict: true, strictRequired: false },
+  test: { allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true },
+};
+
+export function loadJsonSchema(name: OwnSchema | 'plan'): Record<string, unknown> {
   return JSON.parse(readFileSync(join(packageRoot, 'schema', `${name}.schema.json`), 'utf8')) as Record<string, unknown>;
 }
 
-let workflowValidator: ValidateFunction | undefined;
-let planValidator: ValidateFunction | undefined;
-let configValidator: ValidateFunction | undefined;
-let testValidator: ValidateFunction | undefined;
+function ajv(options: Options): Ajv2020 {
+  const { Ajv2020 } = require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
+  return new Ajv2020(options);
+}
+
+function withFormats(instance: Ajv2020): Ajv2020 {
+  // ajv-formats is CommonJS: its plugin is the module itself
+  return (require('ajv-formats') as FormatsPlugin)(instance);
+}
+
+/** The folder (beside this module, in the build) of the validators `scripts/build-validators.mjs` writes. */
+export const PRECOMPILED_DIR = 'validators';
+
+const validators = new Map<OwnSchema, ValidateFunction>();
+
+/**
+ * One of braid's own schemas' validator: the build's precompiled one (a plain function, nothing to compile),
+ * else compiled here (running from source, as the tests do) with the same options.
+ */
+export function ownSchemaValidator(name: OwnSchema): ValidateFunction {
+  let validate = validators.get(name);
+  if (!validate) {
+    validate = precompiled(name) ?? ajv(OWN_SCHEMA_OPTIONS[name]).compile(loadJsonSchema(name));
+    validators.set(name, validate);
+  }
+  return validate;
+}
+
+function precompiled(name: OwnSchema): ValidateFunction | undefined {
+  const file = `./${PRECOMPILED_DIR}/${name}.cjs`;
+  try {
+    return require(file) as ValidateFunction;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && (error as Error).message.includes(file.slice(1))) return undefined;
+    throw error;
+  }
+}
 
 /** The workflow test file's validator (schema/test.schema.json). */
-export function testSchemaValidator(): ValidateFunction {
-  testValidator ??= new Ajv2020({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true }).compile(loadJsonSchema('test'));
-  return testValidator!;
-}
+export const testSchemaValidator = (): ValidateFunction => ownSchemaValidator('test');
 
 /** The project config's validator. */
-export function configSchemaValidator(): ValidateFunction {
-  configValidator ??= new Ajv2020({ allErrors: true, strict: true, strictRequired: false }).compile(loadJsonSchema('config'));
-  return configValidator!;
-}
+export const configSchemaValidator = (): ValidateFunction => ownSchemaValidator('config');
 
 /** The definition-format validator: every error, with the failing schema attached for precise messages. */
-export function workflowSchemaValidator(): ValidateFunction {
-  workflowValidator ??= new Ajv2020({ allErrors: true, verbose: true, strict: true, strictRequired: false }).compile(loadJsonSchema('workflow'));
-  return workflowValidator!;
-}
+export const workflowSchemaValidator = (): ValidateFunction => ownSchemaValidator('workflow');
+
+let planValidator: ValidateFunction | undefined;
 
 export function planSchemaValidator(): ValidateFunction {
-  planValidator ??= addFormats(new Ajv2020({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true })).compile(loadJsonSchema('plan'));
-  return planValidator!;
+  planValidator ??= withFormats(ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true })).compile(loadJsonSchema('plan'));
+  return planValidator;
 }
 
 /** Validators for users' own inputs schemas: lenient about unknown keywords, strict about structure. */
 export function makeUserSchemaAjv(options: { useDefaults?: boolean } = {}): Ajv2020 {
-  return addFormats(new Ajv2020({ allErrors: true, strict: false, validateFormats: true, ...options }));
+  return withFormats(ajv({ allErrors: true, strict: false, validateFormats: true, ...options }));
 }

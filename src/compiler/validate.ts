@@ -1,6 +1,6 @@
 import { checkDefinitionCel } from './cel/pass.js';
+import { DEFAULT_COMPILE_LIMITS } from './compile-error.js';
 import { countBySeverity, type Diagnostic, sortDiagnostics } from './diagnostics.js';
-import { DEFAULT_COMPILE_LIMITS } from './instantiate.js';
 import { buildDefinition, type Definition } from './model.js';
 import { definitionHash, type NormalizedDefinition, normalizeDefinition } from './normalize.js';
 import { DEFAULT_LIMITS, type Limits, parseSource, type RawSource } from './parse.js';

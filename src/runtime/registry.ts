@@ -1,7 +1,7 @@
-import { readSources } from '../compiler/load.js';
-import { type ValidationResult, validate } from '../compiler/validate.js';
+import type { ValidationResult } from '../compiler/validate.js';
 import type { RuntimeContext } from './context.js';
 import { type DrainState, drainState } from './in-flight.js';
+import { sourceReader, validator } from './lazy-compiler.js';
 import { currentHashes, type DefinitionVersion, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion } from './sql/definitions.js';
 
 /** Registering definition versions (the deploy step) and reading them back with their drain state. */
@@ -39,6 +39,7 @@ export async function registerDefinitions(
 ): Promise<RegisterResult> {
   const known = await registeredNames(ctx.db, ctx.s);
   const current = await currentHashes(ctx.db, ctx.s);
+  const [{ validate }, { readSources }] = await Promise.all([validator(), sourceReader()]);
   const validation = validate(readSources(typeof from === 'string' ? [from] : from), {
     knownWorkflows: known,
     ...(planTasks !== undefined ? { limits: { planTasks } } : {}),

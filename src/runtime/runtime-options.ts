@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { CompileLimits } from '../compiler/instantiate.js';
+import type { CompileLimits } from '../compiler/compile-error.js';
 import type { Database } from './db/types.js';
 import type { Logger } from './log.js';
 import type { RetentionPolicy } from './sql/maintenance.js';

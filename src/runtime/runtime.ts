@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { type CompileOptions, compile } from '../compiler/instantiate.js';
+import type { CompileOptions } from '../compiler/instantiate.js';
 import type { Plan } from '../compiler/plan.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
 import { createPostgres } from './db/postgres.js';
@@ -8,6 +8,7 @@ import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
 import { insertPlan } from './engine/insert.js';
 import { inFlightVersions } from './in-flight.js';
+import { compiler } from './lazy-compiler.js';
 import { type Logger, rateLimitedWarnings, silentLogger } from './log.js';
 import { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
@@ -160,6 +161,7 @@ export class Runtime {
   async startWorkflow(name: string, inputs: unknown = {}, options: StartOptions = {}): Promise<{ id: string; existing: boolean }> {
     if (options.id !== undefined && (typeof options.id !== 'string' || !WORKFLOW_ID.test(options.id))) throw new WorkflowIdInvalidError(options.id);
     assertStorable(inputs, 'the inputs');
+    const { compile } = await compiler();
     return workflowWrite(this.ctx, options, options.id ?? name, async (tx, { now }) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw new UnknownWorkflowError(name);

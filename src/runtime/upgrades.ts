@@ -1,4 +1,4 @@
-import type { CompileLimits } from '../compiler/instantiate.js';
+import type { CompileLimits } from '../compiler/compile-error.js';
 import { type RuntimeContext, workflowWrite } from './context.js';
 import type { Queryable } from './db/types.js';
 import type { AdvanceContext } from './engine/context.js';

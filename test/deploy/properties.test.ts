@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { CompileError } from '../../src/compiler/compile-error.js';
 import { RULES } from '../../src/compiler/diagnostics.js';
-import { CompileError, compile } from '../../src/compiler/instantiate.js';
+import { compile } from '../../src/compiler/instantiate.js';
 import type { Plan } from '../../src/compiler/plan.js';
 import { validate, type WorkflowDefinition } from '../../src/compiler/validate.js';
 import { diffDefinitions } from '../../src/deploy/diff.js';

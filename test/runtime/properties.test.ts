@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CompileError } from '../../src/compiler/instantiate.js';
+import { CompileError } from '../../src/compiler/compile-error.js';
 import { isCallerError } from '../../src/error-codes.js';
 import { backend, testRuntime } from '../helpers/runtime.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CompileError } from '../../src/compiler/instantiate.js';
+import { CompileError } from '../../src/compiler/compile-error.js';
 import { backend, drivenRuntime } from '../helpers/runtime.js';
 
 const onboard = `name: onboard

@@ -1,5 +1,6 @@
+import { CompileError } from '../../compiler/compile-error.js';
 import { formatText } from '../../compiler/format/text.js';
-import { CompileError, compile } from '../../compiler/instantiate.js';
+import { compile } from '../../compiler/instantiate.js';
 import { parse } from '../args.js';
 import { readSourceTexts, resolveDefinition } from '../definitions.js';
 import { readInputs } from '../inputs.js';

@@ -1,3 +1,4 @@
+import { DEFAULT_CEL_COST } from '../compile-error.js';
 import { evaluationEnvironment } from './environments.js';
 
 /**
@@ -13,7 +14,6 @@ import { evaluationEnvironment } from './environments.js';
  * (and every test with it), rather than evaluating without a limit.
  */
 
-export const DEFAULT_CEL_COST = 1_000_000;
 export const CEL_TIME_LIMIT_MS = 100;
 
 /** An evaluation went over its budget: a `cel-cost` diagnostic at compile, a task or wait error at run time. */

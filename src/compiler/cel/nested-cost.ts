@@ -1,5 +1,5 @@
+import { DEFAULT_CEL_COST } from '../compile-error.js';
 import { type AstNode, type CelProblem, isNode } from './check.js';
-import { DEFAULT_CEL_COST } from './cost.js';
 
 const COMPREHENSIONS = new Set(['map', 'filter', 'all', 'exists', 'exists_one']);
 

@@ -4,7 +4,8 @@ import { parsePointer } from '../schema-check.js';
 import { makeUserSchemaAjv } from '../schemas.js';
 import type { Reporter } from '../source.js';
 
-const metaAjv = makeUserSchemaAjv();
+// made on the first definition with an inputs schema: most validations never load ajv
+let meta: ReturnType<typeof makeUserSchemaAjv> | undefined;
 
 /** The meta-schema reports one mistake several ways (anyOf branches); keep the most telling per place. */
 function onePerPlace(errors: ErrorObject[]): ErrorObject[] {
@@ -20,6 +21,7 @@ function onePerPlace(errors: ErrorObject[]): ErrorObject[] {
 /** The inputs block must itself be a valid JSON Schema (2020-12) that compiles. */
 export function checkInputsSchema(def: Definition, reporter: Reporter): void {
   if (def.inputs === undefined) return;
+  const metaAjv = (meta ??= makeUserSchemaAjv());
   if (!metaAjv.validateSchema(def.inputs)) {
     for (const error of onePerPlace(metaAjv.errors ?? [])) {
       const path = ['inputs', ...parsePointer(error.instancePath)];

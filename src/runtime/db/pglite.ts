@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { privateDir, tightenTree } from '../../private-files.js';
 import { type Database, QUERYABLE, type Queryable } from './types.js';
 
@@ -159,6 +159,8 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
   let db: PGlite;
   try {
     if (dataDir) privateDir(join(dataDir, 'pgdata'));
+    // loaded here, not at the top: a CLI command against Postgres (or the API) never pays for the WASM engine
+    const { PGlite } = await import('@electric-sql/pglite');
     db = await PGlite.create(dataDir ? join(dataDir, 'pgdata') : undefined, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
     // the engine writes its files readable by all: they are the owner's only (inside a 0700 folder anyway)
     if (dataDir) tightenTree(dataDir);

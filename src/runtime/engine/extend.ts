@@ -4,12 +4,12 @@
  * its task's completion or from outside by workflow id.
  */
 
+import { CompileError } from '../../compiler/compile-error.js';
 import type { Diagnostic } from '../../compiler/diagnostics.js';
-import { CompileError, compile } from '../../compiler/instantiate.js';
 import { defaultsAsWritten, type NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
-import { validate } from '../../compiler/validate.js';
 import type { Queryable } from '../db/types.js';
+import { compiler, validator } from '../lazy-compiler.js';
 import { endPending, lockWorkflows } from '../sql/advance.js';
 import { addDependents, countAdded, existingTasks } from '../sql/extend.js';
 import { insertTaskRows } from '../sql/insert.js';
@@ -35,14 +35,22 @@ export class ExtensionError extends Error {
   }
 }
 
+/** The passes an extension goes through, loaded by the caller (the compiler is loaded on first use). */
+export interface ExtensionCompiler {
+  validate: typeof import('../../compiler/validate.js').validate;
+  compile: typeof import('../../compiler/instantiate.js').compile;
+}
+
 /** Stands for an existing task while the new ones are checked: deps and CEL references to it resolve. */
 const EXISTING_KIND = 'braid.existing';
 
 /**
  * Checks and compiles an extension against the workflow's existing tasks. Pure: the caller supplies the
- * pinned definition (for the inputs schema), the workflow, and its tasks' names and templates.
+ * compiler's two passes, the pinned definition (for the inputs schema), the workflow, and its tasks' names
+ * and templates.
  */
 export function compileExtension(
+  { validate, compile }: ExtensionCompiler,
   def: NormalizedDefinition | undefined,
   w: { id: string; name: string; inputs: unknown },
   existing: readonly { name: string; template: string }[],
@@ -173,5 +181,6 @@ export async function compileFor(
   if (!w) throw new ExtensionError(`no workflow with id "${workflowId}"`);
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
   const existing = await existingTasks(q, ctx.s, workflowId);
-  return compileExtension(def, w, existing, spec, ctx.now, knownWorkflows);
+  const [{ validate }, { compile }] = await Promise.all([validator(), compiler()]);
+  return compileExtension({ validate, compile }, def, w, existing, spec, ctx.now, knownWorkflows);
 }

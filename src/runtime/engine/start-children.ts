@@ -7,9 +7,10 @@
 import { createHash } from 'node:crypto';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import { toCelValue } from '../../compiler/cel/types.js';
-import { CompileError, type CompileLimits, compile, DEFAULT_COMPILE_LIMITS } from '../../compiler/instantiate.js';
+import { CompileError, type CompileLimits, DEFAULT_COMPILE_LIMITS } from '../../compiler/compile-error.js';
 import type { NormalizedStart } from '../../compiler/normalize.js';
 import { clockNow, type RuntimeContext } from '../context.js';
+import { compiler } from '../lazy-compiler.js';
 import { depsScope } from '../scopes.js';
 import { currentDefinition } from '../sql/definitions.js';
 import { recordChildStarts } from '../sql/effects.js';
@@ -55,6 +56,7 @@ export async function runStartTask(
   const child = await currentDefinition(o.db, o.s, spec.workflow);
   if (!child) throw new Error(`no workflow named "${spec.workflow}" is registered`);
   const now = await clockNow(o);
+  const { compile } = await compiler();
   const starts = items.map((item, index) => {
     const context = spec.for_each === undefined ? base : { ...base, item: toCelValue(item, 'dyn'), index: BigInt(index) };
     const inputs = renderTemplates(spec.inputs, context);

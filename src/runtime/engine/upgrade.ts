@@ -6,10 +6,10 @@
  * inserted with their deps counted from what has ended; removed tasks not started are deleted.
  */
 import { canonicalJson } from '../../compiler/canonical-json.js';
-import type { CompileLimits } from '../../compiler/instantiate.js';
-import { CompileError, compile } from '../../compiler/instantiate.js';
+import { CompileError, type CompileLimits } from '../../compiler/compile-error.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import { compiler } from '../lazy-compiler.js';
 import { deleteTaskRows, endPending, lockWorkflows } from '../sql/advance.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { insertTaskRows } from '../sql/insert.js';
@@ -82,6 +82,7 @@ export async function upgradeWorkflow(
   if (finalized && !options.rerun)
     return skip(w.definition_hash, `it is ${w.state}: only running workflows move (retry --on-current moves a finished one and runs it again)`);
   if (!finalized && w.ending) return skip(w.definition_hash, 'it is being cancelled (or timed out): its open tasks are ending');
+  const { compile } = await compiler();
   let plan: Plan;
   try {
     plan = compile(target.normalized, w.inputs, { id, now: w.created_at, limits: options.limits });

@@ -4,13 +4,13 @@
  * finalization others wait on fans out into one `evaluate` effect per waiting workflow, which re-evaluates
  * exactly the tasks registered on the finalized workflow.
  */
-import { compile } from '../../compiler/instantiate.js';
 import { CoalescedPass } from '../coalesced.js';
 import type { Queryable } from '../db/types.js';
 import { evaluateWaits } from '../engine/advance.js';
 import { cancelWorkflow } from '../engine/cancel.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { insertPlan } from '../engine/insert.js';
+import { compiler } from '../lazy-compiler.js';
 import { childStartable, deleteEffect, type EffectRow, fanOutFinalized, lockEffect, oldestEffects, underSavepoint } from '../sql/effects.js';
 import { inBatches } from './batches.js';
 import type { MaintenanceContext, MaintenanceService } from './service.js';
@@ -97,6 +97,7 @@ async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: str
   if (!(await childStartable(tx, s, id, p.parent_id))) return;
   const def = await ctx.definitions.get(tx, p.name, p.definition_hash);
   // the start task compiled this very plan within its runtime's limits before recording the effect
+  const { compile } = await compiler();
   const plan = compile(def, p.inputs, { id, now: new Date(p.requested_at), limits: UNLIMITED });
   plan.workflow.definition.hash = p.definition_hash;
   await insertPlan(tx, ctx, plan, { parentId: p.parent_id, group: p.group });

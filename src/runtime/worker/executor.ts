@@ -1,4 +1,4 @@
-import type { CompileLimits } from '../../compiler/instantiate.js';
+import type { CompileLimits } from '../../compiler/compile-error.js';
 import { START_KIND } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
 import { advancing, type RuntimeContext } from '../context.js';
