@@ -1,9 +1,6 @@
-import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve } from 'node:path';
-import { formatDiagnostics } from '../compiler/format/index.js';
-import { isDefinitionFile, readSnippetText, readSource } from '../compiler/load.js';
-import { validate, type WorkflowDefinition } from '../compiler/validate.js';
-import { type Io, SubjectError, UsageError } from './io.js';
+import { readSnippetText } from '../compiler/load.js';
+import type { Io } from './io.js';
 
 /** Paths as the user sees them: relative to the working directory when inside it. */
 export function displayPath(io: Io, path: string): string {
@@ -21,36 +18,4 @@ export function readSourceTexts(result: { diagnostics: { file: string }[] }, io:
     if (text !== undefined) texts.set(d.file, text);
   }
   return texts;
-}
-
-/**
- * A definition named by file path or by workflow name, validated together with the definitions folder so
- * cross-file rules (start targets, duplicate names) hold. Throws SubjectError with the diagnostics when
- * the definition is not valid.
- */
-export function resolveDefinition(io: Io, target: string, set: { files: string[]; label: string }): WorkflowDefinition {
-  const folderFiles = set.files;
-  const definitionsDir = set.label;
-  const asFile = resolve(io.cwd, target);
-  const isFile = existsSync(asFile) && statSync(asFile).isFile();
-  if (!isFile && (isDefinitionFile(target) || target.includes('/'))) throw new UsageError(`no such file: ${target}`);
-  const files = isFile && !folderFiles.includes(asFile) ? [...folderFiles, asFile] : folderFiles;
-  const sources = files.map((f) => ({ ...readSource(f), path: displayPath(io, f) }));
-  const result = validate(sources);
-  const wanted = isFile ? displayPath(io, asFile) : undefined;
-  const definition = result.definitions.find((d) => (wanted ? d.file === wanted : d.name === target));
-  if (definition) return definition;
-  const mine = result.diagnostics.filter((d) => (wanted ? d.file === wanted : result.checked.some((c) => c.file === d.file && c.name === target)));
-  if (mine.length > 0) {
-    const report = {
-      diagnostics: mine,
-      files: 1,
-      errors: mine.filter((d) => d.severity === 'error').length,
-      warnings: mine.filter((d) => d.severity === 'warning').length,
-    };
-    throw new SubjectError(formatDiagnostics(report, 'text', { sources: readSourceTexts(report, io) }).trimEnd());
-  }
-  if (isFile) throw new SubjectError(`${wanted}: not a valid definition`);
-  const known = result.definitions.map((d) => d.name);
-  throw new SubjectError(`no workflow named "${target}" in ${definitionsDir}${known.length > 0 ? ` (known: ${known.join(', ')})` : ''}`);
 }

@@ -4,7 +4,7 @@ import examples from '../../examples/handlers.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { repoRoot } from '../helpers/cli.js';
-import { backend, drivenRuntime, run, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, run, settled } from '../helpers/runtime.js';
 
 const states = (tasks: Record<string, { state: string }>) => Object.fromEntries(Object.entries(tasks).map(([k, v]) => [k, v.state]));
 
@@ -193,7 +193,7 @@ tasks:
     verified = true;
     const again = await h.retry({ mode: 'all' });
     expect(again.retried.sort()).toEqual(['activate_trial', 'after_trial', 'check', 'join', 'send_reminder']);
-    const workflow = await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    const workflow = await final(rt, first.id);
     expect(workflow).toMatchObject({ state: 'completed', output: { trial: true, reminder_state: 'skipped' } });
     const tasks = Object.fromEntries((await h.tasks()).map((t) => [t.name, t.state]));
     expect(tasks).toEqual({ check: 'completed', activate_trial: 'completed', send_reminder: 'skipped', after_trial: 'completed', join: 'completed' });
@@ -217,8 +217,7 @@ tasks:
     expect((await h2.task('cond')).state).toBe('pending');
     await rt2.startWorker();
     await h2.signals.emit('go', {});
-    const final = await h2.waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
-    expect(final.state).toBe('completed');
+    expect((await final(rt2, open)).state).toBe('completed');
     expect((await h2.task('cond')).state).toBe('completed');
   });
 });
@@ -237,19 +236,20 @@ describe(`the user_onboarding example from definitions/ (${backend})`, () => {
     await rt.startWorker();
     const verified = rt.workflow(await rt.start('user_onboarding', { user_id: 'u1', email: 'u1@example.com' }));
     const silent = rt.workflow(await rt.start('user_onboarding', { user_id: 'u2', email: 'u2@example.com' }));
-    await until(
+    await settled(
+      rt,
       async () => (await verified.task('check_verified')).wait?.phase === 'waiting' && (await silent.task('check_verified')).wait?.phase === 'waiting',
     );
     // another user's verification does not count for u2
     expect((await verified.signals.emit('email_verified', { user_id: 'someone else' })).resolved).toEqual([]);
     expect((await verified.signals.emit('email_verified', { user_id: 'u1' })).resolved).toEqual(['check_verified']);
-    expect(await verified.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({
+    expect(await final(rt, verified.id)).toMatchObject({
       state: 'completed',
       output: { user_id: 'u1', trial: true, reminded: false },
     });
     clock.advance(3 * 86_400_000 + 1000);
     await rt.maintenance();
-    expect(await silent.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({
+    expect(await final(rt, silent.id)).toMatchObject({
       state: 'completed',
       output: { user_id: 'u2', trial: false, reminded: true },
     });

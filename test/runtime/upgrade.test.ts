@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, definitionsDir, drivenRuntime, final, until } from '../helpers/runtime.js';
+import { backend, definitionsDir, drivenRuntime, final, settled } from '../helpers/runtime.js';
 
 const V1 = `name: flow
 tasks:
@@ -54,7 +54,7 @@ describe(`moving running workflows to another version (${backend})`, () => {
       const v1 = await register(rt, V1);
       await rt.startWorker();
       const id = await rt.start('flow');
-      await until(waiting(rt, id, 'review'));
+      await settled(rt, waiting(rt, id, 'review'));
       // the new version's key, sent before the move (no task waits on it yet): a signal already received
       await rt.workflow(id).signals.emit('approved', { by: 'ada' }, { anyKey: true });
       const v2 = await register(rt, V2);
@@ -92,7 +92,7 @@ describe(`moving running workflows to another version (${backend})`, () => {
     await register(rt, V1);
     await rt.startWorker();
     const done = await rt.start('flow');
-    await until(waiting(rt, done, 'review'));
+    await settled(rt, waiting(rt, done, 'review'));
     await rt.stop(1000);
     const fresh = await rt.start('flow');
     // the target drops `a`, which the first workflow already ran

@@ -2,9 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
-
-/** A clock the test moves by hand: timers are tested without real waiting. */
+import { backend, drivenRuntime, final, settled, testRuntime, until } from '../helpers/runtime.js';
 
 /** Handlers that record each run (task name -> runs) and return their args. */
 function recording(kinds: string[]) {
@@ -21,8 +19,9 @@ function recording(kinds: string[]) {
   return { runs, handlers };
 }
 
-async function waitingOn(rt: Runtime, id: string, task: string): Promise<void> {
-  await until(async () => (await rt.workflow(id).task(task)).wait?.phase === 'waiting');
+/** Whether the task's wait is active (settled() checks it once a driven run is quiet; until() polls for it). */
+function waitingOn(rt: Runtime, id: string, task: string): () => Promise<boolean> {
+  return async () => (await rt.workflow(id).task(task)).wait?.phase === 'waiting';
 }
 
 const review = `name: review
@@ -48,10 +47,10 @@ describe(`waits: signals and timers (${backend})`, () => {
   it('manual review approved resolves the wait, with evidence', async () => {
     const clock = new VirtualClock(new Date());
     const { runs, handlers } = recording(['step']);
-    const rt = await testRuntime({ handlers, clock: clock.now, workerDeadAfterMs: 86_400_000, definitions: { review } });
+    const rt = await drivenRuntime({ handlers, virtualClock: clock, workerDeadAfterMs: 86_400_000, definitions: { review } });
     await rt.startWorker();
     const id = await rt.start('review');
-    await waitingOn(rt, id, 'decide');
+    await settled(rt, waitingOn(rt, id, 'decide'));
     expect(runs).toEqual(['charge']);
     const status = await rt.workflow(id).status();
     expect(status.tasks.find((t) => t.name === 'decide')!.pending_reason).toMatch(
@@ -61,7 +60,7 @@ describe(`waits: signals and timers (${backend})`, () => {
     const emitted = await rt.workflow(id).signals.emit('manual_review', { approved: true, reviewer: 'alice' }, { source: { actor: 'alice' } });
     expect(emitted.resolved).toEqual(['decide']);
     expect(emitted.signal).toMatchObject({ key: 'manual_review', attempt: 1, payload: { approved: true, reviewer: 'alice' }, source: { actor: 'alice' } });
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 });
+    const w = await final(rt, id);
     expect(w.state).toBe('completed');
     expect(runs).toEqual(['charge', 'decide', 'ship']);
     const decide = await rt.workflow(id).task('decide');
@@ -79,10 +78,10 @@ describe(`waits: signals and timers (${backend})`, () => {
   it('the 30-minute SLA resolves the wait when no approval comes (injected clock)', async () => {
     const clock = new VirtualClock(new Date());
     const { runs, handlers } = recording(['step']);
-    const rt = await testRuntime({ handlers, clock: clock.now, workerDeadAfterMs: 86_400_000, definitions: { review } });
+    const rt = await drivenRuntime({ handlers, virtualClock: clock, workerDeadAfterMs: 86_400_000, definitions: { review } });
     await rt.startWorker();
     const id = await rt.start('review');
-    await waitingOn(rt, id, 'decide');
+    await settled(rt, waitingOn(rt, id, 'decide'));
     await rt.workflow(id).signals.emit('manual_review', { approved: false, reviewer: 'bob' });
     clock.advance(29 * 60_000);
     await rt.maintenance();
@@ -90,7 +89,7 @@ describe(`waits: signals and timers (${backend})`, () => {
     clock.advance(2 * 60_000);
     const { timers } = await rt.maintenance();
     expect(timers).toBe(1);
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
     expect(runs).toEqual(['charge', 'decide', 'ship']);
     const evidence = (await rt.workflow(id).task('decide')).wait!.evidence!;
     expect(evidence.terms.map((t) => [t.name, t.value])).toEqual([
@@ -134,12 +133,12 @@ tasks:
     wait: { terms: { fraud_ok: { expr: 'deps["score_fraud"].output.score < 90.0' } } }
 `;
     const { runs, handlers } = recording(['step']);
-    const rt = await testRuntime({ handlers: { ...handlers, score: async (args: { score: number }) => ({ score: args.score }) }, definitions: { gate } });
+    const rt = await drivenRuntime({ handlers: { ...handlers, score: async (args: { score: number }) => ({ score: args.score }) }, definitions: { gate } });
     await rt.startWorker();
     const low = await rt.start('gate', { score: 12.5 });
     const high = await rt.start('gate', { score: 97 });
-    expect((await rt.workflow(low).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
-    await waitingOn(rt, high, 'charge');
+    expect((await final(rt, low)).state).toBe('completed');
+    await settled(rt, waitingOn(rt, high, 'charge'));
     const charge = await rt.workflow(high).task('charge');
     expect(charge.state).toBe('pending');
     expect(charge.wait!.last_evaluation!.terms).toEqual([expect.objectContaining({ name: 'fraud_ok', value: false })]);
@@ -157,18 +156,18 @@ tasks:
         approvals: { signal: approval, where: 'payload.approved == true', count: 2 }
 `;
     const { runs, handlers } = recording(['step']);
-    const rt = await testRuntime({ handlers, definitions: { quorum } });
+    const rt = await drivenRuntime({ handlers, definitions: { quorum } });
     await rt.startWorker();
     const id = await rt.start('quorum');
     const h = rt.workflow(id);
-    await waitingOn(rt, id, 'decide');
+    await settled(rt, waitingOn(rt, id, 'decide'));
     const a = await h.signals.emit('approval', { approved: true, by: 'ann' });
     await h.signals.emit('approval', { approved: false, by: 'bob' });
     await h.signals.emit('other', { approved: true }, { anyKey: true });
     expect((await h.task('decide')).wait!.last_evaluation!.terms[0]).toMatchObject({ matched: 1, required: 2, value: false });
     const c = await h.signals.emit('approval', { approved: true, by: 'cy' });
     expect(c.resolved).toEqual(['decide']);
-    expect((await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
     expect(runs).toEqual(['decide']);
     expect((await h.task('decide')).wait!.evidence!.terms[0].signal_ids).toEqual([a.signal.id, c.signal.id]);
   });
@@ -181,11 +180,11 @@ tasks:
     wait: { terms: { big: { signal: amount, where: 'payload.value > 100.0' } } }
 `;
     const { handlers } = recording(['step']);
-    const rt = await testRuntime({ handlers, definitions: { typed } });
+    const rt = await drivenRuntime({ handlers, definitions: { typed } });
     await rt.startWorker();
     const id = await rt.start('typed');
     const h = rt.workflow(id);
-    await waitingOn(rt, id, 'decide');
+    await settled(rt, waitingOn(rt, id, 'decide'));
     await h.signals.emit('amount', { value: 'lots' });
     await h.signals.emit('amount', { other: 1 });
     const t = await h.task('decide');
@@ -196,7 +195,7 @@ tasks:
     expect(diagnostics.terms[0].error).toMatch(/^signal \d+: /);
     const good = await h.signals.emit('amount', { value: 250 });
     expect(good.resolved).toEqual(['decide']);
-    expect((await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
   });
 });
 
@@ -240,10 +239,10 @@ tasks:
     // at minute 5, `first` finishes: after_started fires at 15, after_final counts 15 from 5 = 20 (second finishes at 8)
     clock.advance(5 * 60_000);
     gates.get('first')!();
-    await waitingOn(rt, id, 'after_started');
+    await until(waitingOn(rt, id, 'after_started'));
     clock.advance(3 * 60_000);
     gates.get('second')!();
-    await waitingOn(rt, id, 'after_final');
+    await until(waitingOn(rt, id, 'after_final'));
     const ran = async () => {
       await rt.maintenance();
       await until(async () => !(await rt.workflow(id).tasks()).some((t) => t.state === 'available' || t.state === 'running'));

@@ -3,7 +3,7 @@ import { compile } from '../../src/compiler/instantiate.js';
 import { validate } from '../../src/compiler/validate.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { backend, drivenRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, settled, until } from '../helpers/runtime.js';
 
 const verify = `name: verify
 timeout: 3d
@@ -34,13 +34,13 @@ describe(`workflow timeout (${backend})`, () => {
     await rt.startWorker();
     const id = await rt.start('verify');
     const h = rt.workflow(id);
-    await until(async () => (await h.task('activate')).wait?.phase === 'waiting');
+    await settled(rt, async () => (await h.task('activate')).wait?.phase === 'waiting');
     expect((await h.load()).deadline_at).toBeInstanceOf(Date);
     clock.advance(2 * 86_400_000);
     expect((await rt.maintenance()).timed_out).toBe(0);
     clock.advance(86_400_000 + 1000);
     expect((await rt.maintenance()).timed_out).toBe(1);
-    const w = await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    const w = await final(rt, id);
     expect(w).toMatchObject({ state: 'failed', end_reason: 'timeout' });
     const tasks = Object.fromEntries((await h.tasks()).map((t) => [t.name, t]));
     expect([tasks.welcome.state, tasks.activate.state, tasks.report.state]).toEqual(['completed', 'cancelled', 'cancelled']);

@@ -2,10 +2,11 @@ import { CompileError } from '../../compiler/compile-error.js';
 import { formatText } from '../../compiler/format/text.js';
 import { compile } from '../../compiler/instantiate.js';
 import { parse } from '../args.js';
-import { readSourceTexts, resolveDefinition } from '../definitions.js';
+import { readSourceTexts } from '../definitions.js';
 import { readInputs } from '../inputs.js';
 import { EXIT, type Io, SubjectError, UsageError } from '../io.js';
 import { definitionSet } from '../project.js';
+import { resolveDefinition } from '../resolve-definition.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.compile;

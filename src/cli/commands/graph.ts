@@ -1,8 +1,8 @@
 import { type GraphFormat, renderGraph } from '../../compiler/graph.js';
 import { oneOf, parse } from '../args.js';
-import { resolveDefinition } from '../definitions.js';
 import { EXIT, type Io, UsageError } from '../io.js';
 import { definitionSet } from '../project.js';
+import { resolveDefinition } from '../resolve-definition.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.graph;
