@@ -167,5 +167,6 @@ describe('the README', () => {
     const second = runCli(['demo'], { cwd: dir, env, timeoutMs: 180_000 });
     expect(second.code).toBe(0);
     expect(second.stdout).toContain('0 new version(s) registered');
-  });
+    // each run has its own 180 s deadline: the test's must cover both, not vitest's default 30 s
+  }, 400_000);
 });

@@ -165,6 +165,9 @@ tasks:
       clock: clock.now,
       leader: false,
       workerDeadAfterMs: 30_000,
+      // no heartbeat during the test: one landing between the clock's jump and the rescue (a busy machine
+      // spaces the two statements by seconds) would stamp the jumped time, and the worker would be alive
+      heartbeatIntervalMs: 3_600_000,
       handlers: { hang: async (_a, ctx) => (ctx.attempt === 1 ? hang.then(() => ({ late: true })) : { attempt: ctx.attempt }) },
       definitions: { lost: 'name: lost\ntasks:\n  a: { kind: hang, retry: { backoff: constant, initial: 1ms, jitter: false } }\n' },
     });

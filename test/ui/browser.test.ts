@@ -247,7 +247,8 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.waitForFunction(() => document.querySelectorAll('g.node').length === 2002, undefined, { timeout: 30_000 });
     const drawnMs = Date.now() - started;
     await page.waitForFunction(() => document.querySelector('g.node[data-task="join"]')?.getAttribute('data-state') === 'completed', undefined, {
-      timeout: 60_000,
+      // running 2,000 tasks on the embedded database takes ~10 s idle, and several times that on a busy machine
+      timeout: 240_000,
     });
     expect(await page.locator('g.node[data-state="completed"]').count()).toBe(2002);
     await page.locator('[data-testid="fit"]').click();
@@ -256,7 +257,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     expect(await page.locator('[data-testid="task-panel"] h2').textContent()).toContain('join');
     console.log(`2,002-task DAG drawn in ${drawnMs} ms`);
     expect(drawnMs).toBeLessThan(20_000);
-  }, 120_000);
+  }, 300_000);
 
   it('a new version: the old one shows draining with its running count and its changes; a moved workflow shows its upgrade', async () => {
     const id = cli(['start', 'review_flow']);
