@@ -280,7 +280,7 @@ tasks:
     const worker = startWorker(dir, db, env);
     await until(() => worker.output().includes('running 5 kind(s)'), 60_000);
     const run = runCli(['start', 'hostile', '--wait', '--timeout', '60s', ...db], { cwd: dir, env });
-    expect(run.code).toBe(1);
+    expect(run.code, run.stderr).toBe(1);
     expect(run.stderr).toMatch(/ended failed/);
     const id = run.stdout.trim().split('\n')[0];
     const status = JSON.parse(runCli(['status', id, '--json', ...db], { cwd: dir, env }).stdout);
