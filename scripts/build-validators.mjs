@@ -5,15 +5,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import standaloneModule from 'ajv/dist/standalone/index.js';
 
 const standaloneCode = standaloneModule.default ?? standaloneModule;
 const dist = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'dist'));
-const { OWN_SCHEMA_OPTIONS, PRECOMPILED_DIR, loadJsonSchema } = await import(pathToFileURL(join(dist, 'src/compiler/schemas.js')).href);
+const { OWN_SCHEMA_OPTIONS, PRECOMPILED_DIR, compileOwnSchema } = await import(pathToFileURL(join(dist, 'src/compiler/schemas.js')).href);
 const out = join(dist, 'src/compiler', PRECOMPILED_DIR);
 mkdirSync(out, { recursive: true });
-for (const [name, options] of Object.entries(OWN_SCHEMA_OPTIONS)) {
-  const ajv = new Ajv2020({ ...options, code: { source: true } });
-  writeFileSync(join(out, `${name}.cjs`), standaloneCode(ajv, ajv.compile(loadJsonSchema(name))));
+for (const name of Object.keys(OWN_SCHEMA_OPTIONS)) {
+  const { ajv, validate } = compileOwnSchema(name, { code: { source: true } });
+  writeFileSync(join(out, `${name}.cjs`), standaloneCode(ajv, validate));
 }

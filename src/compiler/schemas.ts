@@ -37,6 +37,12 @@ export const PRECOMPILED_DIR = 'validators';
 
 const validators = new Map<OwnSchema, ValidateFunction>();
 
+/** Compiles one of braid's own schemas with its options (`extra` adds to them: the build asks for the source). */
+export function compileOwnSchema(name: OwnSchema, extra: Options = {}): { ajv: Ajv2020; validate: ValidateFunction } {
+  const instance = ajv({ ...OWN_SCHEMA_OPTIONS[name], ...extra });
+  return { ajv: instance, validate: instance.compile(loadJsonSchema(name)) };
+}
+
 /**
  * One of braid's own schemas' validator: the build's precompiled one (a plain function, nothing to compile),
  * else compiled here (running from source, as the tests do) with the same options.
@@ -44,7 +50,7 @@ const validators = new Map<OwnSchema, ValidateFunction>();
 export function ownSchemaValidator(name: OwnSchema): ValidateFunction {
   let validate = validators.get(name);
   if (!validate) {
-    validate = precompiled(name) ?? ajv(OWN_SCHEMA_OPTIONS[name]).compile(loadJsonSchema(name));
+    validate = precompiled(name) ?? compileOwnSchema(name).validate;
     validators.set(name, validate);
   }
   return validate;
