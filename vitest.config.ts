@@ -13,7 +13,7 @@ const BACKEND_FREE = [
   'test/bounded-inputs.test.ts',
   'test/testing/test-file.properties.test.ts',
   'test/deploy/{diff,fixtures,properties,worker-warnings,action}.test.ts',
-  'test/runtime/{attempt,robustness-units,decide,coalesced,embedded}.test.ts',
+  'test/runtime/{attempt,robustness-units,decide,coalesced,embedded,load-handlers}.test.ts',
 ];
 
 export default defineConfig({

@@ -2,21 +2,21 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repoRoot, runCli } from './helpers/cli.js';
+import { repoRoot, runCli, runCliInProcess } from './helpers/cli.js';
 
 const NO_STACK = /\n\s+at .+:\d+:\d+/;
 
 describe('braid CLI: help and usage', () => {
   it.each(['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose', 'retry'])(
     '%s --help prints its usage and exits 0',
-    (command) => {
-      const run = runCli([command, '--help']);
+    async (command) => {
+      const run = await runCliInProcess([command, '--help']);
       expect(run.code).toBe(0);
       expect(run.stdout).toContain(`Usage: braid ${command}`);
     },
   );
 
-  it('braid --help lists every command; no command is a usage error', () => {
+  it('braid --help lists every command; no command is a usage error', async () => {
     const help = runCli(['--help']);
     expect(help.code).toBe(0);
     for (const c of ['validate', 'compile', 'graph', 'demo', 'migrate', 'start', 'worker', 'status', 'cancel', 'signal', 'diagnose', 'retry'])
@@ -37,8 +37,8 @@ describe('braid CLI: help and usage', () => {
     [['compile', 'nope.yaml'], /no such file: nope.yaml/],
     [['graph', 'order_fulfilment', '--format', 'png'], /--format must be one of mermaid, dot/],
     [['validate', '--max-depth', '-1'], /--max-depth must be a positive integer|Unknown option|argument/],
-  ])('%j is one line on stderr, exit 2, no stack', (args, message) => {
-    const run = runCli(args as string[]);
+  ])('%j is one line on stderr, exit 2, no stack', async (args, message) => {
+    const run = await runCliInProcess(args as string[]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(message as RegExp);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
@@ -47,17 +47,17 @@ describe('braid CLI: help and usage', () => {
 });
 
 describe('braid validate', () => {
-  it('validates definitions/ by default and exits 0', () => {
-    const run = runCli(['validate']);
+  it('validates definitions/ by default and exits 0', async () => {
+    const run = await runCliInProcess(['validate']);
     expect(run.code).toBe(0);
     // the seven examples, and their test files
     expect(run.stdout).toMatch(/^14 files checked: 0 errors, 0 warnings$/m);
   });
 
-  it('warnings alone do not fail', () => {
+  it('warnings alone do not fail', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-warn-'));
     writeFileSync(join(dir, 'odd_name.yaml'), 'name: other_name\ntasks:\n  a: { kind: x }\n');
-    const run = runCli(['validate', dir]);
+    const run = await runCliInProcess(['validate', dir]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('warning:');
     expect(run.stdout).toContain('[file-name]');
@@ -67,9 +67,9 @@ describe('braid validate', () => {
 describe('braid compile', () => {
   const args = ['compile', 'order_fulfilment', '--inputs', '{"order_id":"o1","parcels":[{"id":"p1"}]}', '--id', '01TEST', '--now', '2026-03-01T10:00:00Z'];
 
-  it('prints the plan; twice the same bytes', () => {
-    const a = runCli(args);
-    const b = runCli(args);
+  it('prints the plan; twice the same bytes', async () => {
+    const a = await runCliInProcess(args);
+    const b = await runCliInProcess(args);
     expect(a.code).toBe(0);
     expect(a.stdout).toBe(b.stdout);
     const plan = JSON.parse(a.stdout);
@@ -77,10 +77,10 @@ describe('braid compile', () => {
     expect(plan.tasks.map((t: { name: string }) => t.name)).toEqual(['score_fraud', 'charge', 'decide_shipment', 'ship[p1]', 'notify']);
   });
 
-  it('takes a file path and @inputs', () => {
+  it('takes a file path and @inputs', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-inputs-'));
     writeFileSync(join(dir, 'inputs.json'), '{"customer_id":"c1","month":"2026-01"}');
-    const run = runCli([
+    const run = await runCliInProcess([
       'compile',
       'definitions/monthly_billing.yaml',
       '--inputs',
@@ -96,33 +96,33 @@ describe('braid compile', () => {
     expect(plan.tasks[1]).toMatchObject({ name: 'charge', args: { customer_id: 'c1', currency: 'EUR' }, max_attempts: 10, timeout_ms: 30_000 });
   });
 
-  it('inputs that do not fit: diagnostics and exit 1', () => {
-    const run = runCli(['compile', 'order_fulfilment', '--inputs', '{"parcels":[]}']);
+  it('inputs that do not fit: diagnostics and exit 1', async () => {
+    const run = await runCliInProcess(['compile', 'order_fulfilment', '--inputs', '{"parcels":[]}']);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("must have required property 'order_id' [invalid-inputs]");
     expect(run.stderr).not.toMatch(NO_STACK);
   });
 
-  it('an unknown workflow name: exit 1 with the known names', () => {
-    const run = runCli(['compile', 'order_fulfillment']);
+  it('an unknown workflow name: exit 1 with the known names', async () => {
+    const run = await runCliInProcess(['compile', 'order_fulfillment']);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/no workflow named "order_fulfillment" in definitions \(known: .*order_fulfilment/);
   });
 
-  it('an invalid definition: its diagnostics and exit 1', () => {
-    const run = runCli(['compile', 'test/fixtures/invalid/unknown_dep_hint.yaml']);
+  it('an invalid definition: its diagnostics and exit 1', async () => {
+    const run = await runCliInProcess(['compile', 'test/fixtures/invalid/unknown_dep_hint.yaml']);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('[unknown-dep]');
   });
 });
 
 describe('braid graph', () => {
-  it('mermaid by default, dot on request', () => {
-    const mermaid = runCli(['graph', 'order_fulfilment']);
+  it('mermaid by default, dot on request', async () => {
+    const mermaid = await runCliInProcess(['graph', 'order_fulfilment']);
     expect(mermaid.code).toBe(0);
     expect(mermaid.stdout).toMatch(/^flowchart TD\n/);
     expect(mermaid.stdout).toContain('  decide_shipment --> ship\n');
-    const dot = runCli(['graph', 'definitions/research_brief.yaml', '--format', 'dot']);
+    const dot = await runCliInProcess(['graph', 'definitions/research_brief.yaml', '--format', 'dot']);
     expect(dot.code).toBe(0);
     expect(dot.stdout).toMatch(/^digraph "research_brief" \{/);
     expect(dot.stdout).toContain('"plan_topics" -> "research";');
@@ -138,9 +138,10 @@ describe('the README', () => {
     expect(commands[1]).toBe('npm test');
   });
 
-  it('main command: in an empty temporary folder, on the embedded database, runs the examples to the end; a second run works too', () => {
+  it('main command: in an empty temporary folder, on the embedded database, runs the examples to the end; a second run works too', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-readme-'));
     const env = { DATABASE_URL: '' };
+    // as the README says it: a process of its own
     const first = runCli(['demo'], { cwd: dir, env, timeoutMs: 180_000 });
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);

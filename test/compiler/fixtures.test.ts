@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CompileError, compile, type Diagnostic, RULES, validate } from '../../src/index.js';
-import { repoRoot, runCli } from '../helpers/cli.js';
+import { repoRoot, runCliInProcess } from '../helpers/cli.js';
 
 const invalidDir = join(repoRoot, 'test/fixtures/invalid');
 const compileDir = join(repoRoot, 'test/fixtures/compile');
@@ -32,9 +32,9 @@ function definitionFiles(dir: string): string[] {
 
 const describeDiagnostic = (d: Diagnostic) => `${d.rule} ${d.line}:${d.column}`;
 
-describe('invalid fixtures, through the CLI (--format json)', () => {
+describe('invalid fixtures, through the CLI (--format json)', async () => {
   const files = definitionFiles(invalidDir);
-  const run = runCli(['validate', '--format', 'json', 'test/fixtures/invalid']);
+  const run = await runCliInProcess(['validate', '--format', 'json', 'test/fixtures/invalid']);
   const report = JSON.parse(run.stdout) as { diagnostics: Diagnostic[]; files: number; errors: number; warnings: number };
 
   it('has at least 60 fixtures and reports them all in one run, exit 1', () => {
@@ -82,16 +82,16 @@ describe('compile-time fixtures (inputs that do not fit)', () => {
 
 describe("config fixtures: any command in the folder reports the config's problems, with positions", () => {
   const files = definitionFiles(configDir);
-  it.each(files.map((f) => [relative(configDir, f), f]))('%s', (_, file) => {
-    const run = runCli(['validate'], { cwd: dirname(file) });
+  it.each(files.map((f) => [relative(configDir, f), f]))('%s', async (_, file) => {
+    const run = await runCliInProcess(['validate'], { cwd: dirname(file) });
     expect(run.code).toBe(1);
     const found = [...run.stderr.matchAll(/^braid\.config\.yaml:(\d+):(\d+): error: .* \[(\S+)\]$/gm)].map((m) => `${m[3]} ${m[1]}:${m[2]}`);
     expect(found).toEqual(expectations(file));
   });
 });
 
-describe('test-file fixtures: braid validate checks workflow test files against the definitions', () => {
-  const run = runCli(['validate', '--format', 'json', 'bad'], { cwd: testFileDir });
+describe('test-file fixtures: braid validate checks workflow test files against the definitions', async () => {
+  const run = await runCliInProcess(['validate', '--format', 'json', 'bad'], { cwd: testFileDir });
   const report = JSON.parse(run.stdout) as { diagnostics: Diagnostic[] };
   it.each(testFiles.map((f) => [relative(testFileDir, f), f]))('%s yields its rule at its position', (name, file) => {
     expect(report.diagnostics.filter((d) => d.file === name).map(describeDiagnostic)).toEqual(expectations(file));

@@ -2,14 +2,14 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
-import { repoRoot, runCli } from '../helpers/cli.js';
+import { repoRoot, runCliInProcess } from '../helpers/cli.js';
 
 const goldenDir = join(repoRoot, 'test/compiler/golden');
 
 describe('golden text output (snippet, caret, hint): golden/X.yaml -> golden/X.out', () => {
   const files = readdirSync(goldenDir).filter((f) => f.endsWith('.yaml') && f !== 'formats.yaml');
   it.each(files)('%s', async (file) => {
-    const run = runCli(['validate', `test/compiler/golden/${file}`]);
+    const run = await runCliInProcess(['validate', `test/compiler/golden/${file}`]);
     expect(run.code).toBe(1);
     await expect(run.stdout).toMatchFileSnapshot(join(goldenDir, file.replace(/\.yaml$/, '.out')));
   });
@@ -19,20 +19,20 @@ describe('golden machine formats', () => {
   const sample = 'test/compiler/golden/formats.yaml';
 
   it('json', async () => {
-    const run = runCli(['validate', '--format', 'json', sample]);
+    const run = await runCliInProcess(['validate', '--format', 'json', sample]);
     expect(run.code).toBe(1);
     await expect(run.stdout).toMatchFileSnapshot(join(goldenDir, 'formats.json.out'));
   });
 
   it('github annotations', async () => {
-    const run = runCli(['validate', '--format', 'github', sample]);
+    const run = await runCliInProcess(['validate', '--format', 'github', sample]);
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^::error file=test\/compiler\/golden\/formats\.yaml,line=\d+,col=\d+,endLine=\d+,endColumn=\d+,title=braid unknown-dep::/m);
     await expect(run.stdout).toMatchFileSnapshot(join(goldenDir, 'formats.github.out'));
   });
 
   it('sarif 2.1.0', async () => {
-    const run = runCli(['validate', '--format', 'sarif', sample]);
+    const run = await runCliInProcess(['validate', '--format', 'sarif', sample]);
     expect(run.code).toBe(1);
     const log = JSON.parse(run.stdout) as unknown;
     const check = new Ajv2020({ strict: false, allErrors: true }).compile(SARIF_2_1_0_SHAPE);

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { formatDiagnostics } from '../../src/compiler/format/index.js';
 import { CompileError, compile, type Diagnostic, validate } from '../../src/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliInProcess } from '../helpers/cli.js';
 
 /** Every diagnostic keeps the contract, whatever the input. */
 function expectWellFormed(diagnostics: readonly Diagnostic[]): void {
@@ -212,23 +212,25 @@ describe('property: the compiler never crashes, whatever it is given', () => {
 });
 
 describe('property: the CLI exits 0 or 1 on any file and any inputs, never with a stack trace', () => {
-  it('validate and compile', () => {
+  it('validate and compile', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-prop-'));
     let n = 0;
-    fc.assert(
-      fc.property(
+    await fc.assert(
+      fc.asyncProperty(
         fc.oneof(
           definitionLike.map((d) => stringify(d)),
           validish.map((d) => stringify(d)),
           anyText,
         ),
         fc.jsonValue({ maxDepth: 3 }),
-        (text, inputs) => {
+        async (text, inputs) => {
           const file = join(dir, `p${n++}.yaml`);
           writeFileSync(file, text);
-          const validated = runCli(['validate', file], { cwd: dir });
+          const validated = await runCliInProcess(['validate', file], { cwd: dir });
           expect([0, 1]).toContain(validated.code);
-          const compiled = runCli(['compile', file, `--inputs=${JSON.stringify(inputs)}`, '--id', 'wf', '--now', '2026-01-01T00:00:00Z'], { cwd: dir });
+          const compiled = await runCliInProcess(['compile', file, `--inputs=${JSON.stringify(inputs)}`, '--id', 'wf', '--now', '2026-01-01T00:00:00Z'], {
+            cwd: dir,
+          });
           expect([0, 1]).toContain(compiled.code);
           for (const run of [validated, compiled]) expect(run.stdout + run.stderr).not.toMatch(/internal error|\n\s+at .+:\d+:\d+/);
         },

@@ -32,3 +32,36 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
   if (result.error) throw result.error;
   return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr, ms: performance.now() - started };
 }
+
+/**
+ * Runs a braid command inside this test process: the CLI's own `main`, with the command's working folder and
+ * environment, its output captured as the process's streams would carry it (terminal-safe). A command costs
+ * what it does, not a Node start and a module load each; tests of the process itself (exit on a closed pipe, a
+ * command that hangs, signals) use `runCli`. Commands run one at a time per test file, as `env` is the process's.
+ */
+export async function runCliInProcess(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  const [{ main }, { terminalSafe }] = await Promise.all([import('../../src/cli/main.js'), import('../../src/cli/terminal-safe.js')]);
+  const env: NodeJS.ProcessEnv = { NO_COLOR: '1', ...options.env };
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  const set = (values: NodeJS.ProcessEnv) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  let stdout = '';
+  let stderr = '';
+  const started = performance.now();
+  set(env);
+  try {
+    const code = await main(args, {
+      stdout: (s) => void (stdout += terminalSafe(s)),
+      stderr: (s) => void (stderr += terminalSafe(s)),
+      cwd: options.cwd ?? repoRoot,
+      isTTY: false,
+    });
+    return { code, stdout, stderr, ms: performance.now() - started };
+  } finally {
+    set(saved);
+  }
+}

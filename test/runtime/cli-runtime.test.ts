@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { braidBin, repoRoot, runCli } from '../helpers/cli.js';
+import { braidBin, repoRoot, runCli, runCliInProcess } from '../helpers/cli.js';
 import { normalise } from '../helpers/golden.js';
 import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
@@ -56,8 +56,8 @@ output: { said: "\${{ tasks.again.output }}", state: "\${{ tasks.again.state }}"
 }
 
 /** Deploys the project's definitions (`braid register`), then starts `braid worker` (which registers nothing). */
-function startWorker(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string } {
-  const registered = runCli(['register', ...args], { cwd: dir, env });
+async function startWorker(dir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; output: () => string }> {
+  const registered = await runCliInProcess(['register', ...args], { cwd: dir, env });
   if (registered.code !== 0) throw new Error(`braid register failed: ${registered.stderr}`);
   let out = '';
   const child = spawn(process.execPath, [braidBin, 'worker', '--handlers', 'handlers.mjs', ...args], { cwd: dir, env: { ...process.env, ...env } });
@@ -77,18 +77,19 @@ describe(`CLI against a running worker (${backend})`, () => {
   it('migrate, worker, start --wait, status, cancel, graceful stop', async () => {
     const dir = project();
     if (backend === 'postgres') {
-      const migrated = runCli(['migrate', ...db], { cwd: dir, env });
+      const migrated = await runCliInProcess(['migrate', ...db], { cwd: dir, env });
       expect(migrated.code).toBe(0);
       // every numbered file of migrations/, in order, each once
       const files = readdirSync(join(repoRoot, 'migrations')).filter((f) => f.endsWith('.sql'));
       expect(files.length).toBeGreaterThanOrEqual(15);
       expect(migrated.stdout).toBe(files.map((f) => `applied ${f.replace(/\.sql$/, '')}\n`).join(''));
-      expect(runCli(['migrate', ...db], { cwd: dir, env }).stdout).toBe('up to date\n');
+      expect((await runCliInProcess(['migrate', ...db], { cwd: dir, env })).stdout).toBe('up to date\n');
     }
-    const worker = startWorker(dir, db, { ...env, NAP_MS: '10' });
+    const worker = await startWorker(dir, db, { ...env, NAP_MS: '10' });
     await until(() => worker.output().includes('running 3 kind(s): boom, nap, say'), 60_000);
     if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(true);
 
+    // this one as a user runs it, a process of its own; the rest in this process (the same main, without a Node start each)
     const started = runCli(['start', 'greeting', '--inputs', '{"who":"ada"}', '--wait', ...db], { cwd: dir, env });
     expect(started.code).toBe(0);
     const [id, output] = started.stdout.trim().split('\n');
@@ -97,7 +98,7 @@ describe(`CLI against a running worker (${backend})`, () => {
     expect(id).toMatch(/^[0-9A-Z]{26}$/);
     expect(JSON.parse(output)).toEqual({ said: 'hello ada' });
 
-    const status = runCli(['status', id, '--json', ...db], { cwd: dir, env });
+    const status = await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env });
     expect(status.code).toBe(0);
     const parsed = JSON.parse(status.stdout);
     expect(parsed.workflow).toMatchObject({ id, name: 'greeting', state: 'completed' });
@@ -105,47 +106,53 @@ describe(`CLI against a running worker (${backend})`, () => {
       ['hello', 'completed', null],
       ['slow', 'completed', null],
     ]);
-    expect(runCli(['status', id, ...db], { cwd: dir, env }).stdout).toMatch(/^workflow \w+ {2}greeting {2}completed/);
+    expect((await runCliInProcess(['status', id, ...db], { cwd: dir, env })).stdout).toMatch(/^workflow \w+ {2}greeting {2}completed/);
 
     // a branch: not taken, the task is skipped and said why; taken, its args read its dep's output
-    const skipped = runCli(['start', 'branchy', '--wait', ...db], { cwd: dir, env });
+    const skipped = await runCliInProcess(['start', 'branchy', '--wait', ...db], { cwd: dir, env });
     expect(skipped.code).toBe(0);
     const [skippedId, skippedOutput] = skipped.stdout.trim().split('\n');
     expect(JSON.parse(skippedOutput)).toEqual({ said: null, state: 'skipped' });
     expect(skipped.stderr.trim().split('\n').at(-1)).toBe(`branchy ${skippedId}: 3/3 tasks done; completed`);
-    expect(runCli(['status', skippedId, ...db], { cwd: dir, env }).stdout).toMatch(/^again +say +skipped +0\/25 +when was false: inputs\.again$/m);
-    const taken = runCli(['start', 'branchy', '--inputs', '{"again":true}', '--wait', ...db], { cwd: dir, env });
+    expect((await runCliInProcess(['status', skippedId, ...db], { cwd: dir, env })).stdout).toMatch(
+      /^again +say +skipped +0\/25 +when was false: inputs\.again$/m,
+    );
+    const taken = await runCliInProcess(['start', 'branchy', '--inputs', '{"again":true}', '--wait', ...db], { cwd: dir, env });
     expect(taken.code).toBe(0);
     expect(JSON.parse(taken.stdout.trim().split('\n')[1])).toEqual({ said: { text: 'hi again' }, state: 'completed' });
 
-    const doomed = runCli(['start', 'doomed', '--wait', ...db], { cwd: dir, env });
+    const doomed = await runCliInProcess(['start', 'doomed', '--wait', ...db], { cwd: dir, env });
     expect(doomed.code).toBe(1);
     expect(doomed.stderr).toMatch(/ended failed/);
     const doomedId = doomed.stdout.trim().split('\n')[0];
-    const retried = runCli(['retry', doomedId, '--mode', 'failed-only', '--reset-history', '--json', ...db], { cwd: dir, env });
+    const retried = await runCliInProcess(['retry', doomedId, '--mode', 'failed-only', '--reset-history', '--json', ...db], { cwd: dir, env });
     expect(retried.stderr).toBe('');
     expect(JSON.parse(retried.stdout)).toMatchObject({ attempt: 2, retried: ['t'] });
-    await until(() => JSON.parse(runCli(['status', doomedId, '--json', ...db], { cwd: dir, env }).stdout).workflow.state === 'failed', 30_000, 200);
-    expect(runCli(['retry', doomedId, '--mode', 'sideways', ...db], { cwd: dir, env }).code).toBe(2);
+    await until(
+      async () => JSON.parse((await runCliInProcess(['status', doomedId, '--json', ...db], { cwd: dir, env })).stdout).workflow.state === 'failed',
+      30_000,
+      200,
+    );
+    expect((await runCliInProcess(['retry', doomedId, '--mode', 'sideways', ...db], { cwd: dir, env })).code).toBe(2);
 
-    expect(runCli(['status', 'no-such-id', ...db], { cwd: dir, env }).code).toBe(1);
-    expect(runCli(['start', 'nope', ...db], { cwd: dir, env }).code).toBe(1);
-    expect(runCli(['start', 'greeting', '--inputs', '{}', ...db], { cwd: dir, env }).stderr).toContain('[invalid-inputs]');
+    expect((await runCliInProcess(['status', 'no-such-id', ...db], { cwd: dir, env })).code).toBe(1);
+    expect((await runCliInProcess(['start', 'nope', ...db], { cwd: dir, env })).code).toBe(1);
+    expect((await runCliInProcess(['start', 'greeting', '--inputs', '{}', ...db], { cwd: dir, env })).stderr).toContain('[invalid-inputs]');
 
     // a business key: the same start again finds the workflow (and --wait waits on it); other inputs conflict
-    const keyed = runCli(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"ada"}', '--wait', ...db], { cwd: dir, env });
+    const keyed = await runCliInProcess(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"ada"}', '--wait', ...db], { cwd: dir, env });
     expect(keyed.code).toBe(0);
     expect(keyed.stdout).toBe('greet:ada-1\n{"said":"hello ada"}\n');
     expect(keyed.stderr).not.toContain('already started');
-    const again = runCli(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"ada"}', '--wait', ...db], { cwd: dir, env });
+    const again = await runCliInProcess(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"ada"}', '--wait', ...db], { cwd: dir, env });
     expect(again.code).toBe(0);
     expect(again.stdout).toBe('greet:ada-1\n{"said":"hello ada"}\n');
     expect(again.stderr).toContain('braid: workflow greet:ada-1 already started\n');
-    const conflict = runCli(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env });
+    const conflict = await runCliInProcess(['start', 'greeting', '--id', 'greet:ada-1', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env });
     expect(conflict.code).toBe(1);
     expect(conflict.stdout).toBe('');
     expect(conflict.stderr).toContain('workflow greet:ada-1 was already started with other inputs');
-    const badId = runCli(['start', 'greeting', '--id', 'a b', ...db], { cwd: dir, env });
+    const badId = await runCliInProcess(['start', 'greeting', '--id', 'a b', ...db], { cwd: dir, env });
     expect(badId.code).toBe(2);
     expect(badId.stderr).toContain('--id is 1 to 128 letters');
 
@@ -154,14 +161,18 @@ describe(`CLI against a running worker (${backend})`, () => {
     expect(worker.output()).toContain('stopped');
     if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(false);
 
-    const slow = startWorker(dir, db, { ...env, NAP_MS: '60000' });
+    const slow = await startWorker(dir, db, { ...env, NAP_MS: '60000' });
     await until(() => slow.output().includes('running 3 kind(s)'), 60_000);
-    const id2 = runCli(['start', 'greeting', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env }).stdout.trim();
-    await until(() => runCli(['status', id2, '--json', ...db], { cwd: dir, env }).stdout.includes('"state": "running"'), 30_000, 200);
-    const cancelled = runCli(['cancel', id2, ...db], { cwd: dir, env });
+    const id2 = (await runCliInProcess(['start', 'greeting', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env })).stdout.trim();
+    await until(async () => (await runCliInProcess(['status', id2, '--json', ...db], { cwd: dir, env })).stdout.includes('"state": "running"'), 30_000, 200);
+    const cancelled = await runCliInProcess(['cancel', id2, ...db], { cwd: dir, env });
     expect(cancelled.code).toBe(0);
     expect(cancelled.stdout).toBe(`cancelled workflow ${id2}: tasks cancelled: none; still running, asked to stop: slow\n`);
-    await until(() => JSON.parse(runCli(['status', id2, '--json', ...db], { cwd: dir, env }).stdout).workflow.state === 'cancelled', 30_000, 200);
+    await until(
+      async () => JSON.parse((await runCliInProcess(['status', id2, '--json', ...db], { cwd: dir, env })).stdout).workflow.state === 'cancelled',
+      30_000,
+      200,
+    );
     slow.child.kill('SIGINT');
     expect(await exited(slow.child)).toBe(0);
   }, 240_000);
@@ -184,76 +195,84 @@ tasks:
         sla: { timer: { after_wait_started: 1h }, label: An hour passed }
 `,
     );
-    const worker = startWorker(dir, db, { ...env, NAP_MS: '10' });
+    const worker = await startWorker(dir, db, { ...env, NAP_MS: '10' });
     await until(() => worker.output().includes('running 3 kind(s)'), 60_000);
-    const id = runCli(['start', 'review', ...db], { cwd: dir, env }).stdout.trim();
-    const statusJson = () => JSON.parse(runCli(['status', id, '--json', ...db], { cwd: dir, env }).stdout);
-    await until(() => statusJson().tasks[1].wait?.phase === 'waiting', 30_000, 200);
+    const id = (await runCliInProcess(['start', 'review', ...db], { cwd: dir, env })).stdout.trim();
+    const statusJson = async () => JSON.parse((await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env })).stdout);
+    await until(async () => (await statusJson()).tasks[1].wait?.phase === 'waiting', 30_000, 200);
 
-    const text = runCli(['status', id, ...db], { cwd: dir, env }).stdout;
+    const text = (await runCliInProcess(['status', id, ...db], { cwd: dir, env })).stdout;
     expect(text).toMatch(/decide +say +pending +0\/25 +waiting on approved \|\| sla: approved 0\/1 signal, sla fires at \d{4}-/);
-    await expect(normalise(statusJson(), { 'workflow-id': id })).toMatchFileSnapshot('golden/status-waiting.json');
-    const diagnose = runCli(['diagnose', id, 'decide', '--json', ...db], { cwd: dir, env });
+    await expect(normalise(await statusJson(), { 'workflow-id': id })).toMatchFileSnapshot('golden/status-waiting.json');
+    const diagnose = await runCliInProcess(['diagnose', id, 'decide', '--json', ...db], { cwd: dir, env });
     expect(diagnose.code).toBe(0);
     await expect(normalise(JSON.parse(diagnose.stdout), { 'workflow-id': id })).toMatchFileSnapshot('golden/diagnose-waiting.json');
-    expect(runCli(['diagnose', id, 'decide', ...db], { cwd: dir, env }).stdout).toMatch(
+    expect((await runCliInProcess(['diagnose', id, 'decide', ...db], { cwd: dir, env })).stdout).toMatch(
       /^task decide of workflow \w+: wait waiting\nexpression: approved \|\| sla {2}=> {2}false\n/,
     );
 
-    const sent = runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', '--source', '{"by":"cli"}', '--json', ...db], {
-      cwd: dir,
-      env,
-    });
+    const sent = await runCliInProcess(
+      ['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', '--source', '{"by":"cli"}', '--json', ...db],
+      {
+        cwd: dir,
+        env,
+      },
+    );
     expect(sent.code).toBe(0);
     const row = JSON.parse(sent.stdout);
     expect(row).toMatchObject({ key: 'approval', attempt: 1, payload: { ok: false }, source: { by: 'cli' }, idempotency_key: 'k1' });
-    const replay = runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', '--json', ...db], { cwd: dir, env });
+    const replay = await runCliInProcess(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', '--json', ...db], {
+      cwd: dir,
+      env,
+    });
     expect(replay.code).toBe(0);
     expect(JSON.parse(replay.stdout)).toEqual(row);
     expect(replay.stderr).toContain('replayed');
-    const mismatch = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', '--idempotency-key', 'k1', ...db], { cwd: dir, env });
+    const mismatch = await runCliInProcess(['signal', id, 'approval', '--payload', '{"ok":true}', '--idempotency-key', 'k1', ...db], { cwd: dir, env });
     expect(mismatch.code).toBe(1);
     expect(mismatch.stderr).toMatch(/^signal "approval" with idempotency key "k1" was already emitted \(id \d+\) with a different payload\n$/);
-    const late = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', '--attempt', '2', ...db], { cwd: dir, env });
+    const late = await runCliInProcess(['signal', id, 'approval', '--payload', '{"ok":true}', '--attempt', '2', ...db], { cwd: dir, env });
     expect(late.code).toBe(1);
     expect(late.stderr).toMatch(/attempt 2, but the workflow is on attempt 1/);
-    expect(runCli(['signal', id, ...db], { cwd: dir, env }).code).toBe(2);
-    expect(runCli(['signal', id, 'approval', '--payload', '{oops', ...db], { cwd: dir, env }).stderr).toMatch(/^braid: --payload is not valid JSON/);
-    expect(runCli(['diagnose', id, 'nope', ...db], { cwd: dir, env }).code).toBe(1);
-    expect(runCli(['diagnose', id, 'first', ...db], { cwd: dir, env }).stderr).toMatch(/task "first" has no wait/);
-    expect(runCli(['diagnose', id, 'decide', '--signal-scan-limit', '0', ...db], { cwd: dir, env }).code).toBe(2);
-    expect(runCli(['signal', 'no-such-id', 'approval', ...db], { cwd: dir, env }).code).toBe(1);
+    expect((await runCliInProcess(['signal', id, ...db], { cwd: dir, env })).code).toBe(2);
+    expect((await runCliInProcess(['signal', id, 'approval', '--payload', '{oops', ...db], { cwd: dir, env })).stderr).toMatch(
+      /^braid: --payload is not valid JSON/,
+    );
+    expect((await runCliInProcess(['diagnose', id, 'nope', ...db], { cwd: dir, env })).code).toBe(1);
+    expect((await runCliInProcess(['diagnose', id, 'first', ...db], { cwd: dir, env })).stderr).toMatch(/task "first" has no wait/);
+    expect((await runCliInProcess(['diagnose', id, 'decide', '--signal-scan-limit', '0', ...db], { cwd: dir, env })).code).toBe(2);
+    expect((await runCliInProcess(['signal', 'no-such-id', 'approval', ...db], { cwd: dir, env })).code).toBe(1);
     // a typo'd key is refused with a hint, and nothing is stored; --any-key stores it on purpose
-    const typo = runCli(['signal', id, 'aproval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
+    const typo = await runCliInProcess(['signal', id, 'aproval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
     expect(typo.code).toBe(1);
     expect(typo.stderr).toContain(`no task of workflow ${id} waits on signal key "aproval" (did you mean "approval"?)`);
-    const anyKey = runCli(['signal', id, 'audit_note', '--payload', '{"by":"ops"}', '--any-key', '--json', ...db], { cwd: dir, env });
+    const anyKey = await runCliInProcess(['signal', id, 'audit_note', '--payload', '{"by":"ops"}', '--any-key', '--json', ...db], { cwd: dir, env });
     expect(anyKey.code).toBe(0);
     expect(JSON.parse(anyKey.stdout)).toMatchObject({ key: 'audit_note', payload: { by: 'ops' } });
 
-    const approve = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
+    const approve = await runCliInProcess(['signal', id, 'approval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
     expect(approve.code).toBe(0);
     expect(approve.stdout).toMatch(new RegExp(`^stored signal \\d+ "approval" \\(attempt 1\\) for workflow ${id}\\n$`));
     expect(approve.stderr).toContain('resolved the wait of decide');
-    await until(() => statusJson().workflow.state === 'completed', 30_000, 200);
-    const resolved = statusJson().tasks[1].wait;
+    await until(async () => (await statusJson()).workflow.state === 'completed', 30_000, 200);
+    const resolved = (await statusJson()).tasks[1].wait;
     expect(resolved.phase).toBe('resolved');
     expect(resolved.evidence.terms.map((t: { name: string; value: boolean }) => [t.name, t.value])).toEqual([
       ['approved', true],
       ['sla', false],
     ]);
     // a finished workflow takes no more signals; an accepted one replayed is still answered
-    const toFinished = runCli(['signal', id, 'approval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
+    const toFinished = await runCliInProcess(['signal', id, 'approval', '--payload', '{"ok":true}', ...db], { cwd: dir, env });
     expect(toFinished.code).toBe(1);
     expect(toFinished.stderr).toBe(`workflow ${id} is completed: it takes no more signals (retry it first to run it again)\n`);
-    expect(runCli(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', ...db], { cwd: dir, env }).code).toBe(0);
+    expect((await runCliInProcess(['signal', id, 'approval', '--payload', '{"ok":false}', '--idempotency-key', 'k1', ...db], { cwd: dir, env })).code).toBe(0);
     // values Postgres cannot store: exit 1 naming the field, not an internal error
-    const nul = runCli(['signal', id, 'approval', '--payload', '{"note":"a\\u0000b"}', ...db], { cwd: dir, env });
+    const nul = await runCliInProcess(['signal', id, 'approval', '--payload', '{"note":"a\\u0000b"}', ...db], { cwd: dir, env });
     expect(nul.code).toBe(1);
     expect(nul.stderr).toBe("the signal's payload holds U+0000 at /note, which Postgres cannot store\n");
-    const lone = runCli(['signal', id, 'approval', '--source', '["\\ud800"]', ...db], { cwd: dir, env });
+    const lone = await runCliInProcess(['signal', id, 'approval', '--source', '["\\ud800"]', ...db], { cwd: dir, env });
     expect(lone.stderr).toBe("the signal's source holds an unpaired surrogate U+D800 at /0, which Postgres cannot store\n");
-    const inputs = runCli(['start', 'greeting', '--inputs', '{"who":"\\u0000"}', ...db], { cwd: dir, env });
+    const inputs = await runCliInProcess(['start', 'greeting', '--inputs', '{"who":"\\u0000"}', ...db], { cwd: dir, env });
     expect(inputs.code).toBe(1);
     expect(inputs.stderr).toBe('the inputs hold U+0000 at /who, which Postgres cannot store\n');
     worker.child.kill('SIGTERM');
@@ -277,13 +296,13 @@ tasks:
 };
 `,
     );
-    const worker = startWorker(dir, db, env);
+    const worker = await startWorker(dir, db, env);
     await until(() => worker.output().includes('running 5 kind(s)'), 60_000);
-    const run = runCli(['start', 'hostile', '--wait', '--timeout', '60s', ...db], { cwd: dir, env });
+    const run = await runCliInProcess(['start', 'hostile', '--wait', '--timeout', '60s', ...db], { cwd: dir, env });
     expect(run.code, run.stderr).toBe(1);
     expect(run.stderr).toMatch(/ended failed/);
     const id = run.stdout.trim().split('\n')[0];
-    const status = JSON.parse(runCli(['status', id, '--json', ...db], { cwd: dir, env }).stdout);
+    const status = JSON.parse((await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env })).stdout);
     expect(status.tasks.map((t: { name: string; state: string }) => [t.name, t.state])).toEqual([
       ['trap', 'discarded'],
       ['stray', 'completed'],
@@ -293,29 +312,31 @@ tasks:
     expect(worker.output()).toMatch(/warning: unhandled promise rejection \(a handler's promise that nothing awaited\?\): nobody awaits me/);
     expect(worker.child.exitCode).toBeNull();
     // and it goes on working
-    const after = runCli(['start', 'greeting', '--inputs', '{"who":"still here"}', '--wait', ...db], { cwd: dir, env });
+    const after = await runCliInProcess(['start', 'greeting', '--inputs', '{"who":"still here"}', '--wait', ...db], { cwd: dir, env });
     expect(after.code).toBe(0);
     worker.child.kill('SIGTERM');
     expect(await exited(worker.child)).toBe(0);
   }, 120_000);
 
-  it('recovery timings are flags, checked like any other', () => {
+  it('recovery timings are flags, checked like any other', async () => {
     const dir = project();
-    const bad = runCli(['worker', '--handlers', 'handlers.mjs', '--dead-after', '1s', '--heartbeat', '2s'], { cwd: dir });
+    const bad = await runCliInProcess(['worker', '--handlers', 'handlers.mjs', '--dead-after', '1s', '--heartbeat', '2s'], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('braid: --dead-after must be longer than --heartbeat (a live worker would be taken for dead)\n');
-    expect(runCli(['worker', '--handlers', 'handlers.mjs', '--leader-lease', 'soon'], { cwd: dir }).stderr).toBe(
+    expect((await runCliInProcess(['worker', '--handlers', 'handlers.mjs', '--leader-lease', 'soon'], { cwd: dir })).stderr).toBe(
       'braid: --leader-lease must be a duration from 500 ms to 1 day, such as 2s or 500ms, not "soon"\n',
     );
-    expect(runCli(['dev', '--heartbeat', '10ms'], { cwd: dir }).code).toBe(2);
-    expect(runCli(['worker', '--help'], { cwd: dir }).stdout).toMatch(/--dead-after DURATION +a worker silent this long is dead/);
+    expect((await runCliInProcess(['dev', '--heartbeat', '10ms'], { cwd: dir })).code).toBe(2);
+    expect((await runCliInProcess(['worker', '--help'], { cwd: dir })).stdout).toMatch(/--dead-after DURATION +a worker silent this long is dead/);
   });
 
-  it('usage and connection errors are one line with their exit codes', () => {
+  it('usage and connection errors are one line with their exit codes', async () => {
     const dir = project();
-    expect(runCli(['worker'], { cwd: dir }).code).toBe(2);
-    expect(runCli(['worker', '--handlers', 'missing.mjs'], { cwd: dir }).stderr).toMatch(/^braid: cannot load handlers: handlers module not found/);
-    const bad = runCli(['status', 'x', '--database', 'postgres://nobody:wrong@127.0.0.1:1/none'], { cwd: dir });
+    expect((await runCliInProcess(['worker'], { cwd: dir })).code).toBe(2);
+    expect((await runCliInProcess(['worker', '--handlers', 'missing.mjs'], { cwd: dir })).stderr).toMatch(
+      /^braid: cannot load handlers: handlers module not found/,
+    );
+    const bad = await runCliInProcess(['status', 'x', '--database', 'postgres://nobody:wrong@127.0.0.1:1/none'], { cwd: dir });
     expect(bad.code).toBe(3);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
   });

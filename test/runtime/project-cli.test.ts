@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { braidBin, runCli } from '../helpers/cli.js';
+import { braidBin, runCliInProcess } from '../helpers/cli.js';
 import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
 /** A fresh application folder with the given files. */
@@ -24,7 +24,7 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
   const database = (schema: string) => (backend === 'postgres' ? `database: \${BRAID_TEST_PG}\nschema: ${schema}\n` : '');
   const env = backend === 'postgres' ? { BRAID_TEST_PG: postgresUrl, DATABASE_URL: '' } : { DATABASE_URL: '' };
 
-  it('register deploys the configured definitions: new, unchanged, all or nothing, dry run, json; start never registers', () => {
+  it('register deploys the configured definitions: new, unchanged, all or nothing, dry run, json; start never registers', async () => {
     const dir = app({
       'braid.config.yaml': `definitions: [workflows/**/*.yaml]\nignore: [workflows/drafts/**]\n${database(uniqueSchema())}`,
       'workflows/child.yaml': CHILD,
@@ -32,21 +32,21 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
       'workflows/drafts/broken.yaml': 'name: broken\ntasks: {}\n',
       'package.json': '{"name":"app"}',
     });
-    const unregistered = runCli(['start', 'child'], { cwd: dir, env });
+    const unregistered = await runCliInProcess(['start', 'child'], { cwd: dir, env });
     expect(unregistered.code).toBe(1);
     expect(unregistered.stderr).toBe('workflow child is not registered; run braid register\n');
-    const dry = runCli(['register', '--dry-run'], { cwd: dir, env });
+    const dry = await runCliInProcess(['register', '--dry-run'], { cwd: dir, env });
     expect(dry.code).toBe(0);
     expect(dry.stdout).toMatch(/^child new [0-9a-f]{12}\nparent new [0-9a-f]{12}\n$/);
-    expect(runCli(['start', 'child'], { cwd: dir, env }).code).toBe(1);
-    const first = runCli(['register'], { cwd: dir, env });
+    expect((await runCliInProcess(['start', 'child'], { cwd: dir, env })).code).toBe(1);
+    const first = await runCliInProcess(['register'], { cwd: dir, env });
     expect(first.code).toBe(0);
     expect(first.stdout.split('\n').map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(['child new', 'parent new', '']);
-    expect(runCli(['register'], { cwd: dir, env }).stdout).toBe('child unchanged\nparent unchanged\n');
+    expect((await runCliInProcess(['register'], { cwd: dir, env })).stdout).toBe('child unchanged\nparent unchanged\n');
     // a broken definition: nothing registers, the valid change included
     writeFileSync(join(dir, 'workflows/child.yaml'), CHILD.replace('kind: work', 'kind: work2'));
     writeFileSync(join(dir, 'workflows/billing/parent.yaml'), PARENT.replace('kids: {', 'kids: { deps: [nope],'));
-    const refused = runCli(['register', '--format', 'json'], { cwd: dir, env });
+    const refused = await runCliInProcess(['register', '--format', 'json'], { cwd: dir, env });
     expect(refused.code).toBe(1);
     const report = JSON.parse(refused.stdout);
     expect(report).toMatchObject({
@@ -57,24 +57,27 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
       ],
     });
     expect(report.diagnostics[0]).toMatchObject({ rule: 'unknown-dep', file: 'workflows/billing/parent.yaml' });
-    const versions = JSON.parse(runCli(['versions', 'child', '--json'], { cwd: dir, env }).stdout);
+    const versions = JSON.parse((await runCliInProcess(['versions', 'child', '--json'], { cwd: dir, env })).stdout);
     expect(versions).toHaveLength(1);
     expect(versions[0]).toMatchObject({ current: true, running: 0 });
-    const id = runCli(['start', 'child'], { cwd: dir, env }).stdout.trim();
+    const id = (await runCliInProcess(['start', 'child'], { cwd: dir, env })).stdout.trim();
     expect(id).toMatch(/^[0-9A-Z]{26}$/);
-    expect(runCli(['versions', 'child'], { cwd: dir, env }).stdout).toMatch(
+    expect((await runCliInProcess(['versions', 'child'], { cwd: dir, env })).stdout).toMatch(
       /^[0-9a-f]{12} {2}\d{4}-\d\d-\d\dT[\d:.]+Z {2}current {2}1 running {2}.*workflows\/child\.yaml\n$/,
     );
-    expect(runCli(['versions', 'nope'], { cwd: dir, env })).toMatchObject({ code: 1, stderr: 'workflow nope is not registered; run braid register\n' });
-    const list = runCli(['list', '--json'], { cwd: dir, env });
+    expect(await runCliInProcess(['versions', 'nope'], { cwd: dir, env })).toMatchObject({
+      code: 1,
+      stderr: 'workflow nope is not registered; run braid register\n',
+    });
+    const list = await runCliInProcess(['list', '--json'], { cwd: dir, env });
     expect(JSON.parse(list.stdout).workflows.map((w: { id: string; state: string }) => [w.id, w.state])).toEqual([[id, 'running']]);
-    expect(runCli(['list', '--state', 'running', '--name', 'child'], { cwd: dir, env }).stdout).toMatch(
+    expect((await runCliInProcess(['list', '--state', 'running', '--name', 'child'], { cwd: dir, env })).stdout).toMatch(
       new RegExp(`^ID +NAME +STATE +DONE +CREATED\\n${id} +child +running +0/1 +\\d{4}-`),
     );
-    expect(runCli(['list', '--state', 'sideways'], { cwd: dir, env }).code).toBe(2);
+    expect((await runCliInProcess(['list', '--state', 'sideways'], { cwd: dir, env })).code).toBe(2);
   }, 120_000);
 
-  it("validate: the configured set by default; a changed file alone answers as a full run; other tools' files are never definitions", () => {
+  it("validate: the configured set by default; a changed file alone answers as a full run; other tools' files are never definitions", async () => {
     const dir = app({
       'braid.config.yaml': 'definitions: definitions\n',
       'definitions/child.yaml': CHILD,
@@ -83,15 +86,18 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
       'package.json': '{"name":"app"}',
       'sub/dir/.keep': '',
     });
-    expect(runCli(['validate'], { cwd: dir })).toMatchObject({ code: 0, stdout: '2 files checked: 0 errors, 0 warnings\n' });
+    expect(await runCliInProcess(['validate'], { cwd: dir })).toMatchObject({ code: 0, stdout: '2 files checked: 0 errors, 0 warnings\n' });
     // from a subfolder, the config is found upwards
-    expect(runCli(['validate'], { cwd: join(dir, 'sub/dir') })).toMatchObject({ code: 0, stdout: '2 files checked: 0 errors, 0 warnings\n' });
+    expect(await runCliInProcess(['validate'], { cwd: join(dir, 'sub/dir') })).toMatchObject({ code: 0, stdout: '2 files checked: 0 errors, 0 warnings\n' });
     // the pre-commit case: only the changed file, whose start names a workflow in another file
-    expect(runCli(['validate', 'definitions/parent.yaml'], { cwd: dir })).toMatchObject({ code: 0, stdout: '1 file checked: 0 errors, 0 warnings\n' });
-    expect(runCli(['validate', '.'], { cwd: dir }).stdout).toBe('2 files checked: 0 errors, 0 warnings\n');
+    expect(await runCliInProcess(['validate', 'definitions/parent.yaml'], { cwd: dir })).toMatchObject({
+      code: 0,
+      stdout: '1 file checked: 0 errors, 0 warnings\n',
+    });
+    expect((await runCliInProcess(['validate', '.'], { cwd: dir })).stdout).toBe('2 files checked: 0 errors, 0 warnings\n');
     // without a config: the folder given, other tools' files skipped with a warning
     const bare = app({ 'child.yaml': CHILD, 'compose.yml': 'services: {}\n', 'tsconfig.json': '{"compilerOptions":{}}' });
-    const run = runCli(['validate', '.', '--format', 'json'], { cwd: bare });
+    const run = await runCliInProcess(['validate', '.', '--format', 'json'], { cwd: bare });
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).diagnostics.map((d: { file: string; severity: string; message: string }) => [d.file, d.severity, d.message])).toEqual([
       ['compose.yml', 'warning', 'not a workflow definition (it has neither "name" nor "tasks"): skipped'],
@@ -99,9 +105,9 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     ]);
   });
 
-  it('init scaffolds without overwriting, and what it writes validates and types', () => {
+  it('init scaffolds without overwriting, and what it writes validates and types', async () => {
     const dir = app({ 'src/handlers.ts': '// mine\n', '.gitignore': 'node_modules/' });
-    const init = runCli(['init'], { cwd: dir });
+    const init = await runCliInProcess(['init'], { cwd: dir });
     expect(init.code).toBe(0);
     expect(init.stdout).toContain('kept    src/handlers.ts (it exists)');
     expect(init.stdout).toContain('created definitions/hello.yaml');
@@ -109,22 +115,24 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     expect(init.stdout).toMatch(/next:\n {2}npx braid validate .*\n {2}npx braid test .*\n {2}npx braid dev .*\n {2}npx braid start hello .*\n$/);
     expect(readFileSync(join(dir, 'src/handlers.ts'), 'utf8')).toBe('// mine\n');
     expect(readFileSync(join(dir, '.gitignore'), 'utf8')).toBe('node_modules/\n.braid/\n');
-    expect(runCli(['init'], { cwd: dir }).stdout).not.toContain('created');
-    expect(runCli(['validate'], { cwd: dir }).code).toBe(0);
+    expect((await runCliInProcess(['init'], { cwd: dir })).stdout).not.toContain('created');
+    expect((await runCliInProcess(['validate'], { cwd: dir })).code).toBe(0);
     expect(readFileSync(join(dir, 'src/braid-types.d.ts'), 'utf8')).toContain(
       'export interface KindArgs {\n  goodbye: {\n    who: string;\n  };\n  greet: {\n    who: string;\n  };\n}',
     );
-    expect(runCli(['types', '--out', '-'], { cwd: dir }).stdout).toContain('export interface Inputs {\n  hello: {\n    who: string;\n  };\n}');
+    expect((await runCliInProcess(['types', '--out', '-'], { cwd: dir })).stdout).toContain('export interface Inputs {\n  hello: {\n    who: string;\n  };\n}');
   });
 
-  it('a config with problems stops every command with its diagnostics; flags override it; a JSON config works too', () => {
+  it('a config with problems stops every command with its diagnostics; flags override it; a JSON config works too', async () => {
     const bad = app({ 'braid.config.yaml': 'definitons: defs\n' });
-    const run = runCli(['list'], { cwd: bad });
+    const run = await runCliInProcess(['list'], { cwd: bad });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^braid\.config\.yaml:1:1: error: the config: unknown key "definitons" \[config\]/);
     const json = app({ 'braid.config.json': '{ "definitions": "flows" }', 'flows/child.yaml': CHILD, 'definitions/x.yaml': 'garbage: [' });
-    expect(runCli(['validate'], { cwd: json }).stdout).toBe('1 file checked: 0 errors, 0 warnings\n');
-    expect(runCli(['types', '--definitions', 'flows', '--out', '-'], { cwd: json }).stdout).toContain('t: Record<string, never>'.replace('t:', 'work:'));
+    expect((await runCliInProcess(['validate'], { cwd: json })).stdout).toBe('1 file checked: 0 errors, 0 warnings\n');
+    expect((await runCliInProcess(['types', '--definitions', 'flows', '--out', '-'], { cwd: json })).stdout).toContain(
+      't: Record<string, never>'.replace('t:', 'work:'),
+    );
     expect(existsSync(join(json, '.braid'))).toBe(false);
   });
 
@@ -134,15 +142,15 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
       'definitions/child.yaml': CHILD,
       'handlers.mjs': 'export default { other: async () => ({}) };\n',
     });
-    expect(runCli(['start', 'child', '--wait', '--timeout', '60'], { cwd: dir, env })).toMatchObject({
+    expect(await runCliInProcess(['start', 'child', '--wait', '--timeout', '60'], { cwd: dir, env })).toMatchObject({
       code: 2,
       stderr: 'braid: --timeout must be a duration such as 30s, 5m or 1h, not "60"\n',
     });
     // the deploy check knows the handlers module lacks the kind: register refuses, --force registers anyway
-    const refused = runCli(['register'], { cwd: dir, env });
+    const refused = await runCliInProcess(['register'], { cwd: dir, env });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('error: kind "work" has no handler in handlers.mjs: task "t" uses it [deploy-missing-handler]');
-    expect(runCli(['register', '--force'], { cwd: dir, env }).code).toBe(0);
+    expect((await runCliInProcess(['register', '--force'], { cwd: dir, env })).code).toBe(0);
     let log = '';
     const worker = spawn(process.execPath, [braidBin, 'worker'], { cwd: dir, env: { ...process.env, ...env } });
     worker.stdout.on('data', (d: Buffer) => (log += d.toString()));
@@ -150,7 +158,7 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     try {
       await until(() => log.includes('running 1 kind(s): other'), 60_000);
       expect(log).toContain('warning: no handler for kind "work" (used by child): its tasks wait for a worker that has one');
-      const waited = runCli(['start', 'child', '--wait', '--timeout', '2s'], { cwd: dir, env });
+      const waited = await runCliInProcess(['start', 'child', '--wait', '--timeout', '2s'], { cwd: dir, env });
       expect(waited.code).toBe(1);
       expect(waited.stderr).toMatch(/child \w+: 0\/1 tasks done; t waiting for a handler; no live handler for kind "work"\n/);
       expect(waited.stderr).toMatch(/is still running after 2s\n$/);

@@ -2,12 +2,12 @@ import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repoRoot, runCli } from '../helpers/cli.js';
+import { repoRoot, runCliInProcess } from '../helpers/cli.js';
 import { backend } from '../helpers/runtime.js';
 
 const fixture = join(repoRoot, 'test/fixtures/testing');
 const golden = join(repoRoot, 'test/testing/golden');
-const run = (args: string[], cwd = fixture) => runCli(['test', '--handlers', 'handlers.mjs', ...args], { cwd, env: { DATABASE_URL: '' }, timeoutMs: 120_000 });
+const run = (args: string[], cwd = fixture) => runCliInProcess(['test', '--handlers', 'handlers.mjs', ...args], { cwd, env: { DATABASE_URL: '' } });
 /** Real times vary between runs; virtual times do not. */
 const steady = (text: string) =>
   text
@@ -19,8 +19,8 @@ const steady = (text: string) =>
 describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 180_000 }, () => {
   it(
     'passing tests: every mock form, signals at virtual times, timers, backoff, the workflow timeout, ' + 'a child group with a quorum, a wait by id; exit 0',
-    () => {
-      const r = run(['definitions']);
+    async () => {
+      const r = await run(['definitions']);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect(r.stdout).toMatch(/^9 passed, 0 failed \(9 test\(s\) in 3 file\(s\), [\d.]+ s\)$/m);
@@ -41,21 +41,21 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
   );
 
   it('failing tests: a diff per failed expectation with its step and virtual time, exit 1; text, junit and github (golden)', async () => {
-    const text = run(['failing']);
+    const text = await run(['failing']);
     expect(text.code).toBe(1);
     await expect(steady(text.stdout)).toMatchFileSnapshot(join(golden, 'failing.txt'));
-    const junit = run(['failing', '--format', 'junit']);
+    const junit = await run(['failing', '--format', 'junit']);
     expect(junit.code).toBe(1);
     expect(junit.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="braid test" tests="3" failures="2"/);
     await expect(steady(junit.stdout)).toMatchFileSnapshot(join(golden, 'failing.junit.xml'));
-    const github = run(['failing', '--format', 'github']);
+    const github = await run(['failing', '--format', 'github']);
     expect(github.code).toBe(1);
     expect(github.stdout).toMatch(/^::error file=failing\/signup.test.yaml,line=14,title=braid test%3A expects the trial/m);
     await expect(github.stdout).toMatchFileSnapshot(join(golden, 'failing.github.txt'));
   });
 
-  it('json output, and --filter', () => {
-    const r = run(['failing', '--format', 'json', '--filter', 'too much']);
+  it('json output, and --filter', async () => {
+    const r = await run(['failing', '--format', 'json', '--filter', 'too much']);
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout);
     expect(report).toMatchObject({ passed: 0, failed: 1, files: 1 });
@@ -70,31 +70,31 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     });
   });
 
-  it('--update rewrites the final expect from the run, keeping comments; then it passes (a step expectation still fails)', () => {
+  it('--update rewrites the final expect from the run, keeping comments; then it passes (a step expectation still fails)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-update-'));
     cpSync(fixture, dir, { recursive: true });
-    const updated = run(['failing', '--update'], dir);
+    const updated = await run(['failing', '--update'], dir);
     expect(updated.stderr).toContain('braid: updated failing/signup.test.yaml');
     expect(updated.code).toBe(1);
     const text = readFileSync(join(dir, 'failing/signup.test.yaml'), 'utf8');
     expect(text).toContain('# the final expect is wrong: --update rewrites it');
     expect(text).toContain('reason: timeout');
     expect(text).toContain('trial: skipped');
-    const again = run(['failing', '--format', 'json'], dir);
+    const again = await run(['failing', '--format', 'json'], dir);
     const report = JSON.parse(again.stdout);
     expect(report.tests.map((t: { passed: boolean }) => t.passed)).toEqual([true, true, false]);
   });
 
-  it('--coverage: per workflow, the tasks never run and the wait terms never true', () => {
-    const r = run(['definitions', '--coverage', '--filter', 'verified on day one']);
+  it('--coverage: per workflow, the tasks never run and the wait terms never true', async () => {
+    const r = await run(['definitions', '--coverage', '--filter', 'verified on day one']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('coverage:\n  signup (1 test(s))\n    tasks run: 5 of 6; never run: reminder\n    skipped in some test: reminder\n');
     expect(r.stdout).toContain('    wait verify: verified true in some test, three_days never true\n');
     expect(r.stdout).toContain('    wait approve: approved true in some test\n');
   });
 
-  it('a diagnostic for each test-file rule (also from braid validate), and no test runs', () => {
-    const r = run(['bad', '--format', 'json']);
+  it('a diagnostic for each test-file rule (also from braid validate), and no test runs', async () => {
+    const r = await run(['bad', '--format', 'json']);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('bad/schema.test.yaml:6:9: error: tests.0.steps.0: unknown key "wait" [test-schema]');
@@ -103,7 +103,7 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     expect(r.stderr).toContain('bad/mock_kind.test.yaml:6:7: error: no task of signup runs kind "send_mail" [test-mock-kind]');
     expect(r.stderr).toContain('bad/duration_too_long.test.yaml:5:24: error: duration "100000000d" is longer than 100 years [test-schema]');
     expect(r.stderr.match(/\[test-schema\]/g)).toHaveLength(2);
-    const validate = runCli(['validate', '--format', 'json', 'bad'], { cwd: fixture });
+    const validate = await runCliInProcess(['validate', '--format', 'json', 'bad'], { cwd: fixture });
     expect(validate.code).toBe(1);
     expect(
       JSON.parse(validate.stdout)
@@ -112,30 +112,30 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     ).toEqual(['test-mock-kind', 'test-schema', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
   });
 
-  it('a task with no mock and no handler fails its test at once, naming it', () => {
-    const r = runCli(['test', 'definitions', '--filter', 'day one'], { cwd: fixture, env: { DATABASE_URL: '' }, timeoutMs: 120_000 });
+  it('a task with no mock and no handler fails its test at once, naming it', async () => {
+    const r = await runCliInProcess(['test', 'definitions', '--filter', 'day one'], { cwd: fixture, env: { DATABASE_URL: '' } });
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('no mock and no handler for verify (kind "record"), trial (kind "activate"), finish (kind "record"), approve (kind "record")');
   });
 
-  it('usage errors exit 2', () => {
-    expect(run(['definitions', '--format', 'xml']).code).toBe(2);
-    expect(run(['no-such-folder']).code).toBe(2);
+  it('usage errors exit 2', async () => {
+    expect((await run(['definitions', '--format', 'xml'])).code).toBe(2);
+    expect((await run(['no-such-folder'])).code).toBe(2);
     const empty = mkdtempSync(join(tmpdir(), 'braid-empty-'));
-    const none = runCli(['test'], { cwd: empty });
+    const none = await runCliInProcess(['test'], { cwd: empty });
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('no test files');
   });
 });
 
 describe.runIf(backend === 'pglite')("the examples' own workflow tests (definitions/*.test.yaml)", { timeout: 180_000 }, () => {
-  it('pass on the example handlers, covering every branch of the examples', () => {
-    const r = runCli(['test', '--handlers', 'examples/handlers.ts', '--coverage'], { env: { DATABASE_URL: '' }, timeoutMs: 170_000 });
+  it('pass on the example handlers, covering every branch of the examples', async () => {
+    const r = await runCliInProcess(['test', '--handlers', 'examples/handlers.ts', '--coverage'], { env: { DATABASE_URL: '' } });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^\d+ passed, 0 failed /m);
     // every task of every example ran in some test, and every wait term was true in one
     expect(r.stdout).not.toContain('never run');
     expect(r.stdout).not.toContain('never true');
-  });
+  }, 180_000);
 });

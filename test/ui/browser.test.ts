@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repoRoot, runCli } from '../helpers/cli.js';
+import { repoRoot, runCliInProcess } from '../helpers/cli.js';
 import { type DevProcess, startDev, tempProject } from '../helpers/dev-process.js';
 import { backend, postgresUrl, until } from '../helpers/runtime.js';
 
@@ -43,9 +43,9 @@ let page: Page;
 const consoleErrors: string[] = [];
 
 /** The CLI against the dev process, as a user in another terminal: through its API on the embedded database. */
-function cli(args: string[]): string {
+async function cli(args: string[]): Promise<string> {
   const db = backend === 'postgres' ? ['--database', postgresUrl, '--schema', dev.schema!] : [];
-  const r = runCli([...args, ...db], { cwd: dev.cwd, env: backend === 'postgres' ? {} : { DATABASE_URL: '' } });
+  const r = await runCliInProcess([...args, ...db], { cwd: dev.cwd, env: backend === 'postgres' ? {} : { DATABASE_URL: '' } });
   if (r.code !== 0) throw new Error(`braid ${args.join(' ')}: ${r.stderr}`);
   return r.stdout.trim();
 }
@@ -85,8 +85,8 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   let first: string;
 
   it('the list shows a started example with the right badge', async () => {
-    const expense = cli(['start', 'expense_approval', '--inputs', '{"expense_id":"exp_7","amount":1240.5,"requester":"grace"}']);
-    first = cli(['start', 'review_flow']);
+    const expense = await cli(['start', 'expense_approval', '--inputs', '{"expense_id":"exp_7","amount":1240.5,"requester":"grace"}']);
+    first = await cli(['start', 'review_flow']);
     await page.goto(`${dev.url}/#token=${dev.token}`);
     const row = page.locator(`tr[data-workflow="${expense}"]`);
     await row.waitFor();
@@ -121,8 +121,8 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
 
   it('signals emitted through the CLI recolour the nodes without a reload', async () => {
     await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
-    cli(['signal', first, 'approve', '--payload', '{"by":"ada"}']);
-    cli(['signal', first, 'approve', '--payload', '{"by":"grace"}']);
+    await cli(['signal', first, 'approve', '--payload', '{"by":"ada"}']);
+    await cli(['signal', first, 'approve', '--payload', '{"by":"grace"}']);
     await page.waitForFunction(() => document.querySelector('g.node[data-task="archive"]')?.getAttribute('data-state') === 'completed', undefined, {
       timeout: 15_000,
     });
@@ -133,7 +133,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   });
 
   it('clicking a node opens the inspector with the CEL, term counts and the timer time; a signal emitted from the UI resolves the wait', async () => {
-    const id = cli(['start', 'review_flow']);
+    const id = await cli(['start', 'review_flow']);
     await page.goto(`${dev.url}/workflows/${id}`);
     await page.waitForFunction(() => document.querySelector('g.node[data-task="review"] .waitnote')?.textContent?.includes('waiting'));
     await page.locator('g.node[data-task="review"]').click();
@@ -163,7 +163,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   });
 
   it('cancel and retry from the UI', async () => {
-    const id = cli(['start', 'review_flow']);
+    const id = await cli(['start', 'review_flow']);
     await page.goto(`${dev.url}/workflows/${id}`);
     await page.locator('[data-testid="cancel"]').click();
     await page.locator('[data-testid="dialog-confirm"]').click();
@@ -175,7 +175,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.locator('[data-testid="dialog-confirm"]').click();
     await page.waitForFunction(() => document.querySelector('.wf-header .badge')?.textContent === 'running', undefined, { timeout: 15_000 });
     await page.waitForFunction(() => document.querySelector('g.node[data-task="review"]')?.getAttribute('data-state') === 'pending');
-    expect(JSON.parse(cli(['status', id, '--json'])).workflow.attempt).toBe(2);
+    expect(JSON.parse(await cli(['status', id, '--json'])).workflow.attempt).toBe(2);
   });
 
   it('the definitions page lists versions and previews the graph', async () => {
@@ -216,12 +216,12 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   });
 
   it('a branch not taken is skipped: its own colour, in the legend, and the panel says why', async () => {
-    const id = cli(['start', 'user_onboarding', '--inputs', '{"user_id":"u_7","email":"u7@example.com"}']);
+    const id = await cli(['start', 'user_onboarding', '--inputs', '{"user_id":"u_7","email":"u7@example.com"}']);
     await page.goto(`${dev.url}/workflows/${id}`);
     await page.waitForFunction(() => document.querySelector('g.node[data-task="check_verified"] .waitnote')?.textContent?.includes('waiting'), undefined, {
       timeout: 15_000,
     });
-    cli(['signal', id, 'email_verified', '--payload', '{"user_id":"u_7"}']);
+    await cli(['signal', id, 'email_verified', '--payload', '{"user_id":"u_7"}']);
     await page.waitForFunction(() => document.querySelector('g.node[data-task="record_onboarding"]')?.getAttribute('data-state') === 'completed', undefined, {
       timeout: 15_000,
     });
@@ -241,7 +241,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   });
 
   it('stays usable at 2,000 tasks: drawn once, then recoloured live, and a node opens its panel', async () => {
-    const id = cli(['start', 'big', '--inputs', JSON.stringify({ items: Array.from({ length: 2000 }, (_, i) => i) })]);
+    const id = await cli(['start', 'big', '--inputs', JSON.stringify({ items: Array.from({ length: 2000 }, (_, i) => i) })]);
     const started = Date.now();
     await page.goto(`${dev.url}/workflows/${id}`);
     await page.waitForFunction(() => document.querySelectorAll('g.node').length === 2002, undefined, { timeout: 30_000 });
@@ -260,7 +260,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   }, 300_000);
 
   it('a new version: the old one shows draining with its running count and its changes; a moved workflow shows its upgrade', async () => {
-    const id = cli(['start', 'review_flow']);
+    const id = await cli(['start', 'review_flow']);
     const before = (await dev.api('GET', '/api/definitions')).body.definitions.find((d: { name: string }) => d.name === 'review_flow').current_hash as string;
     const file = join(dev.cwd, 'definitions', 'review_flow.yaml');
     writeFileSync(file, REVIEW.replace('count: 2, label: Two approvals', 'count: 3, label: Three approvals'));
@@ -278,7 +278,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
       await page.locator('[data-testid="changes"]').waitFor();
       expect(await page.locator('[data-testid="changes"] li[data-change="wait_changed"]').first().textContent()).toContain('count 2 -> 3');
       await page.screenshot({ path: join(ARTIFACTS, 'definitions-drain.png') });
-      expect(cli(['upgrade', 'review_flow', '--id', id])).toContain(`${id}  ${before.slice(0, 12)}  moved`);
+      expect(await cli(['upgrade', 'review_flow', '--id', id])).toContain(`${id}  ${before.slice(0, 12)}  moved`);
       await page.goto(`${dev.url}/workflows/${id}`);
       await page.locator('[data-testid="upgrade"]').waitFor();
       expect(await page.locator('[data-testid="upgrade"]').textContent()).toMatch(new RegExp(`^${before.slice(0, 12)} → [0-9a-f]{12} `));

@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,7 +21,7 @@ export async function loadHandlers(path: string, options: { fresh?: boolean } = 
     mod = (await (await import('tsx/esm/api')).tsImport(url, import.meta.url)) as typeof mod;
   } else {
     // TypeScript goes through tsx's loader, scoped to this import (ESM even outside a "type": "module" package)
-    mod = (/\.[mc]?ts$/.test(abs) ? await (await import('tsx/esm/api')).tsImport(url, import.meta.url) : await import(url)) as typeof mod;
+    mod = (/\.[mc]?ts$/.test(abs) ? await (await import('tsx/esm/api')).tsImport(url, import.meta.url) : await import(asOnDisk(abs, url))) as typeof mod;
   }
   let handlers = mod.default;
   // a TypeScript module outside an ESM package arrives through CommonJS interop: its default is nested once more
@@ -31,6 +32,21 @@ export async function loadHandlers(path: string, options: { fresh?: boolean } = 
     if (typeof fn !== 'function') throw new Error(`${path}: handler for kind "${kind}" is not a function`);
   }
   return handlers as Handlers;
+}
+
+/** The content of each module this process imported, by path: ESM keeps a module by its URL for good. */
+const imported = new Map<string, string>();
+
+/**
+ * The URL that imports the module as it is on disk now: its plain URL the first time (a CLI command's only
+ * time, so its stack traces name the file as it is), a versioned one when a process that embeds braid loads a
+ * module whose content changed since.
+ */
+function asOnDisk(abs: string, url: string): string {
+  const digest = createHash('sha256').update(readFileSync(abs)).digest('hex').slice(0, 16);
+  const first = imported.get(abs);
+  if (first === undefined) imported.set(abs, digest);
+  return first === undefined || first === digest ? url : `${url}?content=${digest}`;
 }
 
 /** Drops the project's own files under dir (not its packages) from require's cache. */
