@@ -1,30 +1,39 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { BACKEND_FREE, HEAVY } from './test/helpers/suites.js';
 
 /**
- * Files whose tests never touch the backend under test (pure passes; the CLI without a database; the embedded
- * database only): `BRAID_TEST_BACKEND_ONLY=1` leaves them out, so CI's second backend pass does not repeat them.
+ * `BRAID_TEST_BACKENDS=postgres,pglite` (CI) runs the suite once per backend in one run: a project each, so
+ * files of both share the workers and neither backend waits for the other's slowest files. Without it, the
+ * runtime suites run on the backend `BRAID_TEST_BACKEND` names (or on Postgres when `DATABASE_URL` is set).
+ * `BRAID_TEST_HEAVY=only` runs just the files that take turns on Postgres, `skip` all but them.
  */
-const BACKEND_FREE = [
-  'test/compiler/**',
-  'test/architecture.test.ts',
-  'test/error-codes.test.ts',
-  'test/cli.test.ts',
-  'test/bounded-inputs.test.ts',
-  'test/testing/test-file.properties.test.ts',
-  'test/deploy/{diff,fixtures,properties,worker-warnings,action}.test.ts',
-  'test/runtime/{attempt,robustness-units,decide,coalesced,embedded,load-handlers}.test.ts',
-];
+const backends = (process.env.BRAID_TEST_BACKENDS ?? '').split(',').filter(Boolean);
+const unknown = backends.filter((b) => b !== 'postgres' && b !== 'pglite');
+if (unknown.length > 0) throw new Error(`BRAID_TEST_BACKENDS: unknown backend(s) ${unknown.join(', ')} (postgres, pglite)`);
+const heavy = process.env.BRAID_TEST_HEAVY;
+if (heavy !== undefined && heavy !== 'only' && heavy !== 'skip') throw new Error(`BRAID_TEST_HEAVY must be only or skip, not "${heavy}"`);
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    exclude: process.env.BRAID_TEST_BACKEND_ONLY === '1' ? BACKEND_FREE : [],
+    include: heavy === 'only' ? HEAVY : ['test/**/*.test.ts'],
+    exclude: heavy === 'skip' ? HEAVY : [],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // most files wait on a database, a child process or a timer rather than the CPU: one more file than cores
     // runs at once (capped, as each file's pool holds Postgres connections)
     maxWorkers: Math.min(4, availableParallelism() + 1),
+    ...(backends.length > 0 && {
+      projects: backends.map((backend, i) => ({
+        extends: true,
+        test: {
+          name: backend,
+          // the embedded backend's run has no server: the commands it spawns must not find one either
+          env: backend === 'pglite' ? { BRAID_TEST_BACKEND: backend, DATABASE_URL: '' } : { BRAID_TEST_BACKEND: backend },
+          exclude: [...(heavy === 'skip' ? HEAVY : []), ...(i === backends.length - 1 ? [] : BACKEND_FREE)],
+        },
+      })),
+    }),
   },
 });

@@ -1,5 +1,5 @@
 // npm test's build: type-check and build (the web UI too) before the suites run. CI builds once and runs its
-// two backend passes side by side on that build (BRAID_TEST_PREBUILT=1), so neither rewrites what the other runs.
+// two lanes side by side on that build (BRAID_TEST_PREBUILT=1), so neither rewrites what the other runs.
 import { spawnSync } from 'node:child_process';
 
 if (process.env.BRAID_TEST_PREBUILT !== '1') {

@@ -3,6 +3,7 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { circles, importGraph, layerBreaks, misnamedErrors, oversized, statementsOutside, type Tree } from './helpers/architecture.js';
 import { repoRoot } from './helpers/cli.js';
+import { HEAVY } from './helpers/suites.js';
 
 /** Every module under src/ (the browser app aside), by its path from the repository. */
 function sourceTree(): Tree {
@@ -51,6 +52,21 @@ describe('the source tree', () => {
   it('finds statements where they are', () => {
     const inside = new Map([...tree].filter(([p]) => p.startsWith('src/runtime/sql/')));
     expect(statementsOutside(inside, []).length).toBeGreaterThan(50);
+  });
+});
+
+describe('the test suite', () => {
+  it("lists as heavy exactly the files that take turns on Postgres (CI's lane for them runs no other)", () => {
+    const files: string[] = [];
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (p.endsWith('.test.ts') && /^heavyFile\(\);$/m.test(readFileSync(p, 'utf8'))) files.push(relative(repoRoot, p).replace(/\\/g, '/'));
+      }
+    };
+    walk(join(repoRoot, 'test'));
+    expect(files.sort()).toEqual([...HEAVY].sort());
   });
 });
 

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,12 +29,24 @@ function sh(cmd: string, args: string[], cwd: string, timeout = 120_000) {
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** A fresh application with braid installed from the tarball. */
+/** The node_modules of the first application, which braid was installed into from the tarball. */
+let installed: string | undefined;
+
+/**
+ * A fresh application with braid installed from the tarball. What npm installs does not depend on the
+ * application's module type, and an install is most of this file's time: the first application installs,
+ * the others link to its node_modules.
+ */
 function application(type: 'module' | 'commonjs'): string {
   const dir = mkdtempSync(join(tmpdir(), `braid-app-${type}-`));
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'app', private: true, type }));
-  const installed = sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], dir, 240_000);
-  if (installed.code !== 0) throw new Error(`npm install failed: ${installed.stderr}`);
+  if (installed !== undefined) {
+    symlinkSync(installed, join(dir, 'node_modules'), 'dir');
+    return dir;
+  }
+  const install = sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], dir, 240_000);
+  if (install.code !== 0) throw new Error(`npm install failed: ${install.stderr}`);
+  installed = join(dir, 'node_modules');
   return dir;
 }
 

@@ -1,0 +1,30 @@
+/**
+ * How the suite's files divide, for vitest.config.ts (and the architecture test that keeps the lists true).
+ *
+ * Files whose tests never touch the backend under test (pure passes; the CLI without a database; the embedded
+ * database only): when several backends run, they run once, with the last.
+ */
+export const BACKEND_FREE = [
+  'test/compiler/**',
+  'test/architecture.test.ts',
+  'test/error-codes.test.ts',
+  'test/cli.test.ts',
+  'test/bounded-inputs.test.ts',
+  'test/package.test.ts',
+  'test/testing/**',
+  'test/deploy/{diff,fixtures,properties,worker-warnings,action}.test.ts',
+  'test/runtime/{attempt,robustness-units,decide,coalesced,embedded,load-handlers}.test.ts',
+];
+
+/**
+ * Files that run several braid processes against the shared Postgres (`heavyFile()`): they take turns, so CI
+ * runs them in a lane of their own from the start, beside the rest, instead of after it.
+ */
+export const HEAVY = [
+  'test/deploy/upgrade-faults.test.ts',
+  'test/runtime/busy-handler.test.ts',
+  'test/runtime/faults.test.ts',
+  'test/runtime/multi-process.test.ts',
+  'test/runtime/silent-outage.test.ts',
+  'test/runtime/timer-storm.test.ts',
+];
