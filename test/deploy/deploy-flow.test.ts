@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { braidBin, runCliInProcess } from '../helpers/cli.js';
+import { printed } from '../helpers/processes.js';
 import { databaseConfig, project, write } from '../helpers/project.js';
 import { backend, until } from '../helpers/runtime.js';
 
@@ -140,9 +141,7 @@ function startWorker(cwd: string, env: NodeJS.ProcessEnv): { ready: Promise<void
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   return {
     child,
-    ready: until(() => / running \d+ kind\(s\)/.test(log) || child.exitCode !== null, 60_000).then(() => {
-      if (child.exitCode !== null) throw new Error(`the worker exited: ${log}`);
-    }),
+    ready: printed({ child, output: () => log }, / running \d+ kind\(s\)/),
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;

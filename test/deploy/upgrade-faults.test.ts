@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { braidBin, runCli } from '../helpers/cli.js';
 import { heavyFile } from '../helpers/heavy.js';
-import { allFinal, exited, expectIntact, invocationTable, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
+import { allFinal, exited, expectIntact, invocationTable, printed, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
 import { backend, definitionsDir, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 
 heavyFile();
@@ -35,7 +35,7 @@ describe.runIf(backend === 'postgres')('braid upgrade under running workers and 
     const table = await invocationTable(rt.db);
     const spawnWorker = () => runtimeProcess({ schema: rt.schema, table, concurrency: 6, sleepMinMs: 20, sleepMaxMs: 150, defaultTimings: true });
     let workers: RuntimeProcess[] = [spawnWorker(), spawnWorker()];
-    await until(() => workers.every((p) => p.output().includes('ready')), 60_000);
+    await Promise.all(workers.map((p) => printed(p, 'ready')));
     const ids: string[] = [];
     for (let i = 0; i < 120; i++) ids.push(await rt.start('flow'));
     // one workflow whose gate has run (its hold keeps it running): v2 has no gate, so it cannot move

@@ -5,6 +5,12 @@ import type { Database } from '../../src/runtime/db/types.js';
 import { braidBin, repoRoot } from './cli.js';
 import { postgresUrl, until } from './runtime.js';
 
+export interface RuntimeProcess {
+  child: ChildProcess;
+  /** Everything it printed so far, stdout and stderr as they came. */
+  output: () => string;
+}
+
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -14,7 +20,7 @@ afterAll(() => {
  * `braid worker` as a user runs it, on the fault suite's handlers (test/fixtures/faults/handlers.mjs: each
  * invocation recorded in `table`, straight to the database), its output collected; killed after the file.
  */
-export function faultsWorker(url: string, schema: string, table: string, args: string[]): { child: ChildProcess; log: () => string } {
+export function faultsWorker(url: string, schema: string, table: string, args: string[]): RuntimeProcess {
   let out = '';
   const handlers = join(repoRoot, 'test/fixtures/faults/handlers.mjs');
   const child = spawn(process.execPath, [braidBin, 'worker', '--handlers', handlers, '--database', url, '--schema', schema, ...args], {
@@ -24,12 +30,7 @@ export function faultsWorker(url: string, schema: string, table: string, args: s
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   children.push(child);
-  return { child, log: () => out };
-}
-
-export interface RuntimeProcess {
-  child: ChildProcess;
-  output: () => string;
+  return { child, output: () => out };
 }
 
 /** A runtime in a process of its own (test/helpers/runtime-process.ts), killed after the file if still alive. */
@@ -43,6 +44,41 @@ export function runtimeProcess(config: Record<string, unknown>): RuntimeProcess 
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   children.push(child);
   return { child, output: () => out };
+}
+
+/**
+ * Resolves once a process has printed text matching `pattern` (its readiness line, say), checked as its output
+ * arrives rather than polled; rejects with what it printed when it exits first or prints nothing of the kind
+ * within `timeoutMs`.
+ */
+export function printed(proc: RuntimeProcess, pattern: RegExp | string, timeoutMs = 60_000): Promise<void> {
+  const seen = () => (typeof pattern === 'string' ? proc.output().includes(pattern) : pattern.test(proc.output()));
+  const { child } = proc;
+  return new Promise((resolve, reject) => {
+    if (seen()) return resolve();
+    const fail = (why: string) => {
+      done();
+      reject(new Error(`the process ${why} before printing ${pattern}; it printed:\n${proc.output()}`));
+    };
+    if (!alive(child)) return fail(`had exited (${child.exitCode ?? child.signalCode})`);
+    const check = () => {
+      if (!seen()) return;
+      done();
+      resolve();
+    };
+    const exit = () => fail(`exited (${child.exitCode ?? child.signalCode})`);
+    const timer = setTimeout(() => fail(`went on for ${timeoutMs} ms`), timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      child.stdout?.off('data', check);
+      child.stderr?.off('data', check);
+      child.off('exit', exit);
+    };
+    // after the listeners that collect the output, so a chunk is in output() when it is checked
+    child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
+    child.on('exit', exit);
+  });
 }
 
 export const exited = (child: ChildProcess) =>

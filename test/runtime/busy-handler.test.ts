@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { heavyFile } from '../helpers/heavy.js';
-import { allFinal, faultsWorker, invocationTable } from '../helpers/processes.js';
+import { allFinal, faultsWorker, invocationTable, printed } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 
 heavyFile();
@@ -21,22 +21,22 @@ describe.runIf(backend === 'postgres')('a handler that blocks its worker’s eve
     const rt = await testRuntime({ definitions: { busy: definition(5000, [1]) } });
     const table = await invocationTable(rt.db);
     const procs = [cliWorker(rt.schema, table, []), cliWorker(rt.schema, table, [])];
-    await until(() => procs.every((p) => / running \d+ kind\(s\)/.test(p.log())), 60_000);
+    await Promise.all(procs.map((p) => printed(p, / running \d+ kind\(s\)/)));
     const id = await rt.start('busy');
     await allFinal(rt.db, rt.schema, [id], 60_000);
     expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed' });
     const runs = await invocations(rt, table);
     expect(runs.map((r) => r.attempt)).toEqual([1]);
     const busy = procs.find((p) => p.child.pid === runs[0].pid)!;
-    expect(busy.log()).toMatch(/the event loop was blocked for [5-9]\.\d s \(running: block of [0-9A-Z]+\).*the liveness thread kept this worker alive/);
-    for (const p of procs) expect(p.log()).not.toMatch(/no heartbeat has committed|Error:|at .*\.[jt]s:\d+/);
+    expect(busy.output()).toMatch(/the event loop was blocked for [5-9]\.\d s \(running: block of [0-9A-Z]+\).*the liveness thread kept this worker alive/);
+    for (const p of procs) expect(p.output()).not.toMatch(/no heartbeat has committed|Error:|at .*\.[jt]s:\d+/);
   }, 120_000);
 
   it('past the stall limit: the worker is taken for hung, says so, and the task runs again elsewhere; the first result is dropped', async () => {
     const rt = await testRuntime({ definitions: { busy: definition(7000, [1]) } });
     const table = await invocationTable(rt.db);
     const procs = [cliWorker(rt.schema, table, ['--stall-limit', '2s']), cliWorker(rt.schema, table, ['--stall-limit', '2s'])];
-    await until(() => procs.every((p) => / running \d+ kind\(s\)/.test(p.log())), 60_000);
+    await Promise.all(procs.map((p) => printed(p, / running \d+ kind\(s\)/)));
     const id = await rt.start('busy');
     await until(async () => (await invocations(rt, table)).length === 2, 60_000);
     await allFinal(rt.db, rt.schema, [id], 60_000);
@@ -44,8 +44,8 @@ describe.runIf(backend === 'postgres')('a handler that blocks its worker’s eve
     expect(runs.map((r) => r.attempt)).toEqual([1, 2]);
     expect(runs[1].pid).not.toBe(runs[0].pid);
     const hung = procs.find((p) => p.child.pid === runs[0].pid)!;
-    await until(() => /no heartbeat has committed for/.test(hung.log()), 30_000);
-    expect(hung.log()).toMatch(/the event loop has been blocked for \d+\.\d s, past the stall limit \(2\.0 s\)/);
+    await printed(hung, /no heartbeat has committed for/, 30_000);
+    expect(hung.output()).toMatch(/the event loop has been blocked for \d+\.\d s, past the stall limit \(2\.0 s\)/);
     expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed' });
     expect((await rt.workflow(id).task('crunch')).output).toEqual({ pid: runs[1].pid });
   }, 120_000);

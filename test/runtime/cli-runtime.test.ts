@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { braidBin, repoRoot, runCli, runCliInProcess } from '../helpers/cli.js';
 import { normalise } from '../helpers/golden.js';
+import { printed } from '../helpers/processes.js';
 import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
 const children: ChildProcess[] = [];
@@ -86,7 +87,7 @@ describe(`CLI against a running worker (${backend})`, () => {
       expect((await runCliInProcess(['migrate', ...db], { cwd: dir, env })).stdout).toBe('up to date\n');
     }
     const worker = await startWorker(dir, db, { ...env, NAP_MS: '10' });
-    await until(() => worker.output().includes('running 3 kind(s): boom, nap, say'), 60_000);
+    await printed(worker, 'running 3 kind(s): boom, nap, say');
     if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(true);
 
     // this one as a user runs it, a process of its own; the rest in this process (the same main, without a Node start each)
@@ -162,7 +163,7 @@ describe(`CLI against a running worker (${backend})`, () => {
     if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(false);
 
     const slow = await startWorker(dir, db, { ...env, NAP_MS: '60000' });
-    await until(() => slow.output().includes('running 3 kind(s)'), 60_000);
+    await printed(slow, 'running 3 kind(s)');
     const id2 = (await runCliInProcess(['start', 'greeting', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env })).stdout.trim();
     await until(async () => (await runCliInProcess(['status', id2, '--json', ...db], { cwd: dir, env })).stdout.includes('"state": "running"'), 30_000, 200);
     const cancelled = await runCliInProcess(['cancel', id2, ...db], { cwd: dir, env });
@@ -196,7 +197,7 @@ tasks:
 `,
     );
     const worker = await startWorker(dir, db, { ...env, NAP_MS: '10' });
-    await until(() => worker.output().includes('running 3 kind(s)'), 60_000);
+    await printed(worker, 'running 3 kind(s)');
     const id = (await runCliInProcess(['start', 'review', ...db], { cwd: dir, env })).stdout.trim();
     const statusJson = async () => JSON.parse((await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env })).stdout);
     await until(async () => (await statusJson()).tasks[1].wait?.phase === 'waiting', 30_000, 200);
@@ -297,7 +298,7 @@ tasks:
 `,
     );
     const worker = await startWorker(dir, db, env);
-    await until(() => worker.output().includes('running 5 kind(s)'), 60_000);
+    await printed(worker, 'running 5 kind(s)');
     const run = await runCliInProcess(['start', 'hostile', '--wait', '--timeout', '60s', ...db], { cwd: dir, env });
     expect(run.code, run.stderr).toBe(1);
     expect(run.stderr).toMatch(/ended failed/);
@@ -308,7 +309,7 @@ tasks:
       ['stray', 'completed'],
     ]);
     expect(status.tasks[0].errors[1].message).toBe('the handler threw a value that cannot be described (reading it threw)');
-    await until(() => worker.output().includes('unhandled promise rejection'), 10_000);
+    await printed(worker, 'unhandled promise rejection', 10_000);
     expect(worker.output()).toMatch(/warning: unhandled promise rejection \(a handler's promise that nothing awaited\?\): nobody awaits me/);
     expect(worker.child.exitCode).toBeNull();
     // and it goes on working

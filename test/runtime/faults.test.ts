@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { heavyFile } from '../helpers/heavy.js';
-import { alive, allFinal, exited, expectIntact, invocationTable, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
+import { alive, allFinal, exited, expectIntact, invocationTable, printed, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -46,7 +46,7 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
     const procs = Array.from({ length: 3 }, () =>
       runtimeProcess({ url: proxy.url(postgresUrl), schema: rt.schema, table, concurrency: 8, sleepMinMs: 100, sleepMaxMs: 300, defaultTimings: true }),
     );
-    await until(() => procs.every((p) => p.output().includes('ready')), 60_000);
+    await Promise.all(procs.map((p) => printed(p, 'ready')));
     const ids = await startMixed(rt, 60, 20, 10);
     await until(async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n >= 60, 60_000);
     proxy.cut();
@@ -120,7 +120,7 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
     const table = await invocationTable(rt.db);
     const spawnWorker = () => runtimeProcess({ schema: rt.schema, table, concurrency: 6, sleepMinMs: 50, sleepMaxMs: 400, defaultTimings: true });
     let procs: RuntimeProcess[] = Array.from({ length: 3 }, spawnWorker);
-    await until(() => procs.every((p) => p.output().includes('ready')), 60_000);
+    await Promise.all(procs.map((p) => printed(p, 'ready')));
     const ids = await startMixed(rt, 200, 25, 20);
     const killedAt = new Map<number, number>();
     const leaderKills: number[] = [];
@@ -189,7 +189,8 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
     });
     const table = await invocationTable(rt.db);
     const procs = Array.from({ length: 2 }, () => runtimeProcess({ schema: rt.schema, table, defaultTimings: true }));
-    await until(() => procs.every((p) => p.output().includes('ready')) && procs.some((p) => p.output().includes('leading')), 60_000);
+    await Promise.all(procs.map((p) => printed(p, 'ready')));
+    await Promise.any(procs.map((p) => printed(p, 'leading')));
     const ids = await Promise.all(Array.from({ length: 20 }, () => rt.start('timed')));
     const { rows } = await rt.db.query<{ first: Date }>(`SELECT min(fire_at) AS first FROM "${rt.schema}".timers`);
     const leader = procs.find((p) => p.output().includes('leading'))!;

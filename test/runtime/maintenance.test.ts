@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, settled, testRuntime, until } from '../helpers/runtime.js';
 
 const HOUR = 3_600_000;
 
 describe(`leader maintenance (${backend})`, () => {
   it('workflow-aware retention: finalized workflows vanish as units after their period; running ones never', async () => {
     const clock = new VirtualClock(new Date());
+    // a workflow no handler runs stays running here: real time, as the driver stops at a task nobody handles
     const rt = await testRuntime({
       clock: clock.now,
       leader: false,
@@ -46,8 +47,8 @@ describe(`leader maintenance (${backend})`, () => {
 
   it('a finalized workflow goes with its signals, timers, evidence and wait registrations', async () => {
     const clock = new VirtualClock(new Date());
-    const rt = await testRuntime({
-      clock: clock.now,
+    const rt = await drivenRuntime({
+      virtualClock: clock,
       leader: false,
       workerDeadAfterMs: 10_000 * HOUR,
       handlers: { ok: async () => ({}) },
@@ -71,10 +72,10 @@ tasks:
     await rt.startWorker();
     const other = await rt.start('other');
     const id = await rt.start('waits', { ids: [other] });
-    await until(async () => (await rt.workflow(id).task('t')).wait?.phase === 'waiting');
+    await settled(rt, async () => (await rt.workflow(id).task('t')).wait?.phase === 'waiting');
     await rt.workflow(id).signals.emit('go', {});
-    await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
-    await rt.workflow(other).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    await final(rt, id);
+    await final(rt, other);
     const count = async (table: string, column = 'workflow_id') =>
       (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".${table} WHERE ${column} = $1`, [id])).rows[0].n;
     expect([await count('signals'), await count('timers')]).toEqual([1, 1]);
@@ -88,8 +89,8 @@ tasks:
 
   it('per-task mode (opt-in) deletes old finalized tasks of running workflows: dependents see a deleted dep', async () => {
     const clock = new VirtualClock(new Date());
-    const rt = await testRuntime({
-      clock: clock.now,
+    const rt = await drivenRuntime({
+      virtualClock: clock,
       leader: false,
       workerDeadAfterMs: 10_000 * HOUR,
       handlers: { ok: async () => ({}) },
@@ -106,7 +107,7 @@ tasks:
     });
     await rt.startWorker();
     const id = await rt.start('pair');
-    await until(async () => (await rt.workflow(id).task('a')).state === 'completed');
+    await settled(rt, async () => (await rt.workflow(id).task('a')).state === 'completed');
     clock.advance(30 * 60_000);
     expect((await rt.maintenance()).deleted).toBe(0);
     clock.advance(HOUR);
@@ -116,15 +117,15 @@ tasks:
     const lenient = await rt.workflow(id).task('lenient');
     expect(lenient).toMatchObject({ state: 'pending', deps_left: 1 });
     await rt.workflow(id).signals.emit('go', {});
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    const w = await final(rt, id);
     expect(w.state).toBe('failed');
     expect((await rt.workflow(id).task('lenient')).state).toBe('completed');
   });
 
   it('retention can be disabled per state', async () => {
     const clock = new VirtualClock(new Date());
-    const rt = await testRuntime({
-      clock: clock.now,
+    const rt = await drivenRuntime({
+      virtualClock: clock,
       leader: false,
       handlers: { ok: async () => ({}) },
       retention: { closedMs: null, cancelledMs: null },
@@ -132,7 +133,7 @@ tasks:
     });
     await rt.startWorker();
     const id = await rt.start('keep');
-    await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    await final(rt, id);
     clock.advance(10_000 * HOUR);
     expect((await rt.maintenance()).deleted).toBe(0);
     expect((await rt.workflow(id).load()).state).toBe('completed');
@@ -141,8 +142,8 @@ tasks:
   it('scheduled tasks are promoted when their time comes, by the one clock', async () => {
     const clock = new VirtualClock(new Date());
     // a two-hour jump would make the worker look dead (its heartbeat is two hours old): keep it alive here
-    const rt = await testRuntime({
-      clock: clock.now,
+    const rt = await drivenRuntime({
+      virtualClock: clock,
       leader: false,
       workerDeadAfterMs: 1000 * HOUR,
       handlers: { ok: async () => ({ ran: true }) },
@@ -154,7 +155,7 @@ tasks:
     expect((await rt.maintenance()).promoted).toBe(0);
     clock.advance(2 * HOUR + 1);
     expect((await rt.maintenance()).promoted).toBe(1);
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
   });
 
   it('an attempt whose worker stopped heartbeating is rescued and runs again at once', async () => {

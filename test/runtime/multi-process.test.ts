@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { heavyFile } from '../helpers/heavy.js';
-import { exited, invocationTable, runtimeProcess } from '../helpers/processes.js';
+import { exited, invocationTable, printed, runtimeProcess } from '../helpers/processes.js';
 import { backend, newDatabase, testRuntime, until } from '../helpers/runtime.js';
 
 heavyFile();
@@ -62,7 +62,7 @@ tasks:
     const rt = await testRuntime({ definitions: defs });
     const table = await invocationTable(rt.db);
     const procs = Array.from({ length: 3 }, () => runtimeProcess({ schema: rt.schema, table, concurrency: 8 }));
-    await until(() => procs.every((p) => p.output().includes('ready')), 60_000);
+    await Promise.all(procs.map((p) => printed(p, 'ready')));
     const parents = await Promise.all(Array.from({ length: 40 }, () => rt.start('parent')));
     for (const id of parents) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 120_000, pollMs: 100 })).state).toBe('completed');
     const { rows: children } = await rt.db.query<{ n: number }>(
@@ -107,7 +107,7 @@ tasks:
     const rt = await testRuntime({ definitions: SHAPES });
     const table = await invocationTable(rt.db);
     const victim = runtimeProcess({ schema: rt.schema, table, sleepMs: 3000, workerDeadAfterMs: 1000 });
-    await until(() => victim.output().includes('ready'), 60_000);
+    await printed(victim, 'ready');
     const ids = await Promise.all(Array.from({ length: 10 }, () => rt.start('single')));
     await until(async () => {
       const { rows } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
@@ -133,14 +133,14 @@ tasks:
     const rt = await testRuntime({ definitions: { later: 'name: later\ntasks:\n  t: { kind: work, delay: 3s }\n' } });
     const table = await invocationTable(rt.db);
     const a = runtimeProcess({ schema: rt.schema, table, leaderLeaseMs: 1000 });
-    await until(() => a.output().includes('leading'), 60_000);
+    await printed(a, 'leading');
     const b = runtimeProcess({ schema: rt.schema, table, leaderLeaseMs: 1000 });
-    await until(() => b.output().includes('ready'), 60_000);
+    await printed(b, 'ready');
     expect(b.output()).not.toContain('leading');
     const id = await rt.start('later');
     a.child.kill('SIGKILL');
     await exited(a.child);
-    await until(() => b.output().includes('leading'), 30_000);
+    await printed(b, 'leading', 30_000);
     const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 30_000, pollMs: 100 });
     expect(w.state).toBe('completed');
     const { rows } = await rt.db.query<{ pid: number }>(`SELECT pid FROM ${table}`);

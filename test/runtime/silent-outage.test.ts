@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { heavyFile } from '../helpers/heavy.js';
-import { allFinal, exited, expectIntact, faultsWorker, invocationTable } from '../helpers/processes.js';
+import { allFinal, exited, expectIntact, faultsWorker, invocationTable, printed } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 import { proxyFor, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -26,7 +26,7 @@ describe.runIf(backend === 'postgres')('a network that goes silent (sockets open
     proxies.push(proxy);
     await proxy.start();
     const procs = Array.from({ length: 3 }, () => cliWorker(proxy.url(postgresUrl), rt.schema, table));
-    await until(() => procs.every((p) => / running \d+ kind\(s\)/.test(p.log())), 60_000);
+    await Promise.all(procs.map((p) => printed(p, / running \d+ kind\(s\)/)));
     const ids: string[] = [];
     for (let i = 0; i < 80; i++) ids.push(await rt.start('chain'));
     await until(async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n >= 40, 60_000);
@@ -42,10 +42,10 @@ describe.runIf(backend === 'postgres')('a network that goes silent (sockets open
     await expectIntact(rt.db, rt.schema, table, ids);
     for (const p of procs) {
       expect(p.child.exitCode).toBeNull();
-      const lines = p.log().split('\n');
+      const lines = p.output().split('\n');
       expect(lines.filter((l) => l.includes('no heartbeat has committed for'))).toHaveLength(1);
       expect(lines.filter((l) => l.includes('the database answers again after'))).toHaveLength(1);
-      expect(p.log()).not.toMatch(/Error:|at .*\.[jt]s:\d+/);
+      expect(p.output()).not.toMatch(/Error:|at .*\.[jt]s:\d+/);
     }
     // SIGTERM while the network is silent: each exits within its shutdown timeout (2 s) and 2 s more
     proxy.blackhole();

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/runtime/db/types.js';
 import { leaseHistory } from '../../src/runtime/sql/leader.js';
 import { heavyFile } from '../helpers/heavy.js';
-import { allFinal, exited, expectIntact, invocationTable, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
+import { allFinal, exited, expectIntact, invocationTable, printed, type RuntimeProcess, runtimeProcess } from '../helpers/processes.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 heavyFile();
@@ -37,7 +37,7 @@ describe.runIf(backend === 'postgres')('a timer storm: many timers due in the sa
     const table = await invocationTable(rt.db);
     const spawn = () => runtimeProcess({ schema: rt.schema, table, concurrency: 5, leaderLeaseMs: 1000 });
     let procs: RuntimeProcess[] = [spawn(), spawn(), spawn()];
-    await until(() => procs.every((p) => p.output().includes('ready')), 60_000);
+    await Promise.all(procs.map((p) => printed(p, 'ready')));
     // one workflow started as users start it, waiting on its timer; then copied row for row (a storm of
     // starts would take a minute here), and every timer made due at the same instant
     const { rows } = await rt.db.query<{ now: Date }>('SELECT now() AS now');
