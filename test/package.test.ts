@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from './helpers/cli.js';
-import { backend, until } from './helpers/runtime.js';
+import { printed } from './helpers/processes.js';
+import { backend } from './helpers/runtime.js';
 
 /**
  * braid as a team meets it: packed, installed from the tarball into a fresh application, and used there by
@@ -88,7 +89,7 @@ describe.runIf(backend === 'pglite')('the package, installed into a fresh applic
     children.push(worker);
     worker.stdout.on('data', (d: Buffer) => (log += d.toString()));
     worker.stderr.on('data', (d: Buffer) => (log += d.toString()));
-    await until(() => log.includes('running 2 kind(s): goodbye, greet'), 60_000);
+    await printed({ child: worker, output: () => log }, 'running 2 kind(s): goodbye, greet');
     let out = '';
     const start = spawn(
       process.execPath,
@@ -98,7 +99,7 @@ describe.runIf(backend === 'pglite')('the package, installed into a fresh applic
     children.push(start);
     start.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((resolve) => start.on('exit', (code) => resolve(code)));
-    await until(() => /^[0-9A-Z]{26}\n/.test(out), 30_000);
+    await printed({ child: start, output: () => out }, /^[0-9A-Z]{26}\n/, 30_000);
     const id = out.split('\n')[0];
     expect(braid(dir, 'signal', id, 'answer', '--payload', '{"text":"hi!"}')).toMatchObject({ code: 0 });
     expect(await exited).toBe(0);

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/runtime/log.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { Arrivals } from '../helpers/arrivals.js';
+import { backend, testRuntime } from '../helpers/runtime.js';
 
 describe(`a handler that ignores its abort (${backend})`, () => {
   it('is said once when its attempt times out and it runs on, and once more when it settles and its result is dropped', async () => {
-    const lines: string[] = [];
-    const logger: Logger = { info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), taskDone: () => undefined };
+    const arrivals = new Arrivals<string>();
+    const lines = arrivals.items;
+    const logger: Logger = { info: (m) => arrivals.push(`info ${m}`), warn: (m) => arrivals.push(`warn ${m}`), taskDone: () => undefined };
     let release: () => void = () => undefined;
     let calls = 0;
     const rt = await testRuntime({
@@ -22,7 +24,7 @@ describe(`a handler that ignores its abort (${backend})`, () => {
     await rt.startWorker();
     const id = await rt.start('slow');
     expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'failed' });
-    await until(() => lines.some((l) => l.includes('is still running')));
+    await arrivals.when((all) => all.some((l) => l.includes('is still running')));
     expect(lines.filter((l) => l.startsWith('warn the handler of'))).toEqual([
       expect.stringMatching(
         new RegExp(
@@ -33,7 +35,7 @@ describe(`a handler that ignores its abort (${backend})`, () => {
       ),
     ]);
     release();
-    await until(() => lines.some((l) => l.includes('settled')));
+    await arrivals.when((all) => all.some((l) => l.includes('settled')));
     expect(lines.filter((l) => l.includes('settled'))).toEqual([
       expect.stringMatching(
         new RegExp(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { backend, drivenRuntime, run, settled, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, run, settled } from '../helpers/runtime.js';
 
 const fast = 'retry: { backoff: constant, initial: 10ms, jitter: false }';
 
@@ -58,12 +58,13 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
   });
 
   it('a timeout aborts the handler, counts as an error and frees the slot even when the abort is ignored', async () => {
-    let lateFinished = false;
+    let lateFinished!: () => void;
+    const late = new Promise<void>((resolve) => (lateFinished = resolve));
     const handlers: Handlers = {
       stubborn: async (_args, ctx) => {
         if (ctx.attempt === 1) {
           await new Promise((r) => setTimeout(r, 600));
-          lateFinished = true;
+          lateFinished();
           return { late: true };
         }
         return { attempt: ctx.attempt };
@@ -80,7 +81,7 @@ describe(`attempts: retries, timeouts, cancel and snooze (${backend})`, () => {
     expect(workflow.state).toBe('completed');
     expect(tasks.t).toMatchObject({ attempt: 2, output: { attempt: 2 } });
     expect(tasks.t.errors[0]).toMatchObject({ attempt: 1, kind: 'timeout', message: 'timed out after 100 ms' });
-    await until(() => lateFinished);
+    await late;
     await new Promise((r) => setTimeout(r, 100));
     expect((await rt.workflow(workflow.id).task('t')).output).toEqual({ attempt: 2 });
   });

@@ -2,18 +2,20 @@ import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/runtime/log.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
+import { Arrivals } from '../helpers/arrivals.js';
 import { backend, run, testRuntime, until } from '../helpers/runtime.js';
 
 /** One task, two attempts with no wait between them: a hostile handler's workflow must still end. */
 const once = (kind: string) => `name: ${kind}\ntasks:\n  t: { kind: ${kind}, max_attempts: 2, retry: { backoff: constant, initial: 1ms, jitter: false } }\n`;
 
-function recordingLogger(): Logger & { lines: string[] } {
-  const lines: string[] = [];
+function recordingLogger(): Logger & { lines: string[]; arrivals: Arrivals<string> } {
+  const arrivals = new Arrivals<string>();
   return {
-    lines,
-    info: (m) => lines.push(`info ${m}`),
-    warn: (m) => lines.push(`warn ${m}`),
-    taskDone: (t, outcome) => lines.push(`${t.name}#${t.attempt} ${outcome}`),
+    lines: arrivals.items,
+    arrivals,
+    info: (m) => arrivals.push(`info ${m}`),
+    warn: (m) => arrivals.push(`warn ${m}`),
+    taskDone: (t, outcome) => arrivals.push(`${t.name}#${t.attempt} ${outcome}`),
   };
 }
 
@@ -158,7 +160,7 @@ describe(`hostile handlers never hold a task or crash the worker (${backend})`, 
     expect(tasks.t).toMatchObject({ attempt: 2, output: { attempt: 2 } });
     expect(tasks.t.errors[0]).toMatchObject({ attempt: 1, kind: 'output', message: 'its output could not be stored: refused by a test trigger' });
     // the worker says completed after the commit it waits for, so a reader can see the commit a moment first
-    await until(() => log.lines.includes('t#2 completed'));
+    await log.arrivals.when((lines) => lines.includes('t#2 completed'));
     const done = log.lines.filter((l) => l.startsWith('t#'));
     expect(done).toEqual(['t#1 failed: its output could not be stored: refused by a test trigger', 't#2 completed']);
   });

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { braidBin, runCliInProcess } from '../helpers/cli.js';
-import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
+import { printed } from '../helpers/processes.js';
+import { backend, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
 
 /** A fresh application folder with the given files. */
 function app(files: Record<string, string>): string {
@@ -156,7 +157,7 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     worker.stdout.on('data', (d: Buffer) => (log += d.toString()));
     worker.stderr.on('data', (d: Buffer) => (log += d.toString()));
     try {
-      await until(() => log.includes('running 1 kind(s): other'), 60_000);
+      await printed({ child: worker, output: () => log }, 'running 1 kind(s): other');
       expect(log).toContain('warning: no handler for kind "work" (used by child): its tasks wait for a worker that has one');
       const waited = await runCliInProcess(['start', 'child', '--wait', '--timeout', '2s'], { cwd: dir, env });
       expect(waited.code).toBe(1);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { Arrivals } from '../helpers/arrivals.js';
 import { backend, drivenRuntime, final, settled, testRuntime, until } from '../helpers/runtime.js';
 
 /** Handlers that record each run (task name -> runs) and return their args. */
@@ -224,8 +225,16 @@ tasks:
 `;
     const { runs, handlers } = recording(['step']);
     const gates = new Map<string, () => void>();
+    const gated = new Arrivals<string>();
     const rt = await testRuntime({
-      handlers: { ...handlers, slow: async (_a, ctx) => new Promise((r) => gates.set(ctx.taskName, () => r({}))) },
+      handlers: {
+        ...handlers,
+        slow: async (_a, ctx) =>
+          new Promise((r) => {
+            gates.set(ctx.taskName, () => r({}));
+            gated.push(ctx.taskName);
+          }),
+      },
       clock: clock.now,
       workerDeadAfterMs: 86_400_000,
       definitions: { anchors },
@@ -234,7 +243,7 @@ tasks:
     const deadline = new Date(clock.now().getTime() + 20 * 60_000).toISOString();
     const id = await rt.start('anchors', { deadline });
     const h = rt.workflow(id);
-    await until(() => gates.size === 2);
+    await gated.when((names) => names.length === 2);
     expect((await h.task('root_at')).wait!.phase).toBe('waiting');
     // at minute 5, `first` finishes: after_started fires at 15, after_final counts 15 from 5 = 20 (second finishes at 8)
     clock.advance(5 * 60_000);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { channels } from '../../src/runtime/sql/channels.js';
+import { Arrivals } from '../helpers/arrivals.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 /**
@@ -12,22 +13,24 @@ describe(`wake-ups (${backend})`, () => {
       definitions: { fan: 'name: fan\ntasks:\n  a: { kind: k, queue: q1 }\n  b: { kind: k, queue: q1 }\n  c: { kind: k, queue: q2 }\n' },
     });
     const ch = channels(rt.schema);
-    const woken: string[] = [];
-    const ended: string[] = [];
-    const unlisten = [await rt.db.listen(ch.available, (p) => woken.push(p)), await rt.db.listen(ch.workflow, (p) => ended.push(p))];
+    const wakes = new Arrivals<string>();
+    const ends = new Arrivals<string>();
+    const woken = wakes.items;
+    const ended = ends.items;
+    const unlisten = [await rt.db.listen(ch.available, wakes.push), await rt.db.listen(ch.workflow, ends.push)];
     const id = await rt.start('fan');
-    await until(() => woken.length >= 2);
+    await wakes.when((w) => w.length >= 2);
     expect(woken.sort()).toEqual(['q1', 'q2']);
 
     // a statement braid's code never runs: the trigger still wakes the queue
     woken.length = 0;
     await rt.db.query(`UPDATE "${rt.schema}".tasks SET state = 'scheduled' WHERE workflow_id = $1 AND name = 'c'`, [id]);
     await rt.db.query(`UPDATE "${rt.schema}".tasks SET state = 'available' WHERE workflow_id = $1 AND name = 'c'`, [id]);
-    await until(() => woken.length >= 1);
+    await wakes.when((w) => w.length >= 1);
     expect(woken).toEqual(['q2']);
 
     await rt.workflow(id).cancel();
-    await until(() => ended.length >= 1);
+    await ends.when((e) => e.length >= 1);
     expect(ended).toEqual([`${id} cancelled`]);
     for (const u of unlisten) await u();
   });
