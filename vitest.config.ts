@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { measurePatience } from './test/helpers/patience.js';
 import { BACKEND_FREE, HEAVY } from './test/helpers/suites.js';
 
 /**
@@ -14,12 +15,16 @@ if (unknown.length > 0) throw new Error(`BRAID_TEST_BACKENDS: unknown backend(s)
 const heavy = process.env.BRAID_TEST_HEAVY;
 if (heavy !== undefined && heavy !== 'only' && heavy !== 'skip') throw new Error(`BRAID_TEST_HEAVY must be only or skip, not "${heavy}"`);
 
+// measured once here and handed to every test process (they inherit the environment)
+const patience = measurePatience();
+process.env.BRAID_TEST_PATIENCE = String(patience);
+
 export default defineConfig({
   test: {
     include: heavy === 'only' ? HEAVY : ['test/**/*.test.ts'],
     exclude: heavy === 'skip' ? HEAVY : [],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    testTimeout: Math.round(30_000 * patience),
+    hookTimeout: Math.round(60_000 * patience),
     pool: 'forks',
     // most files wait on a database, a child process or a timer rather than the CPU: one more file than cores
     // runs at once (capped, as each file's pool holds Postgres connections)

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiServer, startApiServer } from '../../src/api/server.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { normalise } from '../helpers/golden.js';
+import { patient } from '../helpers/patience.js';
 import { backend, definitionsDir, testRuntime, until } from '../helpers/runtime.js';
 
 const TOKEN = 'a'.repeat(48);
@@ -144,7 +145,7 @@ describe(`HTTP API (${backend})`, () => {
     await expect(normalise((await api('GET', '/api/definitions')).body)).toMatchFileSnapshot('golden/definitions.json');
     await expect(normalise((await api('GET', '/api/definitions/quick')).body)).toMatchFileSnapshot('golden/definition.json');
     await expect(normalise((await api('POST', `/api/workflows/${id}/cancel`, {})).body, ids)).toMatchFileSnapshot('golden/cancel.json');
-    await rt.workflow(id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
     await expect(normalise((await api('POST', `/api/workflows/${id}/retry`, { mode: 'all', reset_history: true })).body, ids)).toMatchFileSnapshot(
       'golden/retry.json',
     );
@@ -156,7 +157,7 @@ describe(`HTTP API (${backend})`, () => {
     for (let i = 0; i < 5; i++) started.push((await api('POST', '/api/workflows', { name: 'quick' })).body.id);
     const doomed = (await api('POST', '/api/workflows', { name: 'doomed' })).body.id;
     await until(async () => (await rt.workflow(doomed).load()).state === 'failed');
-    for (const id of started) await rt.workflow(id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    for (const id of started) await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -221,7 +222,7 @@ describe(`HTTP API (${backend})`, () => {
 
     // a change while away: the resumed stream starts with the current state, numbered after the old one
     await api('POST', `/api/workflows/${id}/signals`, { key: 'approve' });
-    await rt.workflow(id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
     const c = subscribe(`/api/workflows/${id}/events`, last);
     await until(() => snapshots(c).some((e) => e.data.workflow.state === 'completed'));
     expect(Number(snapshots(c)[0].id)).toBeGreaterThan(Number(last));
@@ -364,7 +365,7 @@ describe(`HTTP API (${backend})`, () => {
 
   it('a signal to a finished workflow is a 409 that says so; a replay of an accepted one is answered as before', async () => {
     const { body } = await api('POST', '/api/workflows', { name: 'quick' });
-    await rt.workflow(body.id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    await rt.workflow(body.id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
     const late = await api('POST', `/api/workflows/${body.id}/signals`, { key: 'approve', payload: {} });
     expect(late).toMatchObject({
       status: 409,
@@ -387,7 +388,7 @@ describe(`HTTP API (${backend})`, () => {
     expect(await codes('GET', '/api/workflows', undefined, { authorization: 'Bearer wrong' })).toEqual([401, 'unauthorized']);
     const { body } = await api('POST', '/api/workflows', { name: 'quick' });
     expect(await codes('GET', `/api/workflows/${body.id}/tasks/nope/diagnostics`)).toEqual([404, 'task_not_found']);
-    await rt.workflow(body.id).waitUntilFinal({ timeoutMs: 10_000, pollMs: 20 });
+    await rt.workflow(body.id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
     expect(await codes('POST', `/api/workflows/${body.id}/signals`, { key: 'k' })).toEqual([409, 'workflow_finished']);
     expect(await codes('POST', `/api/workflows/${body.id}/signals`, { key: '' })).toEqual([400, 'signal_invalid']);
     // the deploy routes: versions by prefix, diffs, moves; wrong types are one 400 each

@@ -1,3 +1,4 @@
+import { patient } from './patience.js';
 /**
  * A list the code under test appends to (log lines, notifications, handlers that started), which a test waits
  * on as items arrive instead of polling it.
@@ -22,8 +23,8 @@ export class Arrivals<T> {
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`not so within ${timeoutMs} ms; arrived: ${JSON.stringify(this.items).slice(0, 2000)}`));
-      }, timeoutMs);
+        reject(new Error(`not so within ${patient(timeoutMs)} ms; arrived: ${JSON.stringify(this.items).slice(0, 2000)}`));
+      }, patient(timeoutMs));
       const done = () => {
         clearTimeout(timer);
         this.#waiters.delete(look);

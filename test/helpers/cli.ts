@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { patient } from './patience.js';
 
 /** The repository root, found from this file whether tests run from test/ or dist/test/. */
 export const repoRoot = ((): string => {
@@ -27,7 +28,7 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
     env: { ...process.env, NO_COLOR: '1', ...options.env },
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
-    timeout: options.timeoutMs ?? 60_000,
+    timeout: patient(options.timeoutMs ?? 60_000),
   });
   if (result.error) throw result.error;
   return { code: result.status ?? -1, stdout: result.stdout, stderr: result.stderr, ms: performance.now() - started };

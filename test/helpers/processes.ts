@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, expect } from 'vitest';
 import type { Database } from '../../src/runtime/db/types.js';
 import { braidBin, repoRoot } from './cli.js';
+import { patient } from './patience.js';
 import { postgresUrl, until } from './runtime.js';
 
 export interface RuntimeProcess {
@@ -67,7 +68,7 @@ export function printed(proc: RuntimeProcess, pattern: RegExp | string, timeoutM
       resolve();
     };
     const exit = () => fail(`exited (${child.exitCode ?? child.signalCode})`);
-    const timer = setTimeout(() => fail(`went on for ${timeoutMs} ms`), timeoutMs);
+    const timer = setTimeout(() => fail(`went on for ${patient(timeoutMs)} ms`), patient(timeoutMs));
     const done = () => {
       clearTimeout(timer);
       child.stdout?.off('data', check);

@@ -9,6 +9,7 @@ import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runt
 import type { WorkflowRecord } from '../../src/runtime/wire.js';
 import { Driver } from '../../src/testing/run-test.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { patient } from './patience.js';
 
 /** Which database the runtime suites run on: CI runs them once per backend. */
 export const backend: 'postgres' | 'pglite' =
@@ -92,7 +93,7 @@ export async function run(rt: Runtime, name: string, inputs: unknown = {}, timeo
 }
 
 export async function until(check: () => Promise<boolean> | boolean, timeoutMs = 20_000, stepMs = 25): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + patient(timeoutMs);
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, stepMs));
@@ -151,7 +152,7 @@ export async function settled(rt: Runtime, check: () => Promise<boolean> | boole
  */
 export async function final(rt: Runtime, id: string, timeoutMs = 20_000): Promise<WorkflowRecord> {
   const d = drivers.get(rt);
-  if (!d) return rt.workflow(id).waitUntilFinal({ timeoutMs, pollMs: 50 });
+  if (!d) return rt.workflow(id).waitUntilFinal({ timeoutMs: patient(timeoutMs), pollMs: 50 });
   await d.driver.runToEnd(id, Number.POSITIVE_INFINITY);
   return rt.workflow(id).load();
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/runtime/log.js';
 import { Arrivals } from '../helpers/arrivals.js';
+import { patient } from '../helpers/patience.js';
 import { backend, testRuntime } from '../helpers/runtime.js';
 
 describe(`a handler that ignores its abort (${backend})`, () => {
@@ -23,7 +24,7 @@ describe(`a handler that ignores its abort (${backend})`, () => {
     });
     await rt.startWorker();
     const id = await rt.start('slow');
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'failed' });
+    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 })).toMatchObject({ state: 'failed' });
     await arrivals.when((all) => all.some((l) => l.includes('is still running')));
     expect(lines.filter((l) => l.startsWith('warn the handler of'))).toEqual([
       expect.stringMatching(

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/runtime/runtime.js';
+import { patient } from '../helpers/patience.js';
 import { backend, definitionsDir, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
 
 const pools: pg.Pool[] = [];
@@ -42,7 +43,7 @@ describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool
     await client.query('COMMIT');
     client.release();
     await rt.startWorker();
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed' });
+    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 })).toMatchObject({ state: 'completed' });
     expect((await rt.workflow(id).task('go')).output).toEqual({ shipped: 'o1' });
     expect((await rt.workflow(other).load()).state).toBe('cancelled');
     // braid's int8 parsing is its own: the application's pg still returns bigints as text

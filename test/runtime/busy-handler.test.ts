@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { heavyFile } from '../helpers/heavy.js';
+import { patient } from '../helpers/patience.js';
 import { allFinal, faultsWorker, invocationTable, printed } from '../helpers/processes.js';
 import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 
@@ -24,7 +25,7 @@ describe.runIf(backend === 'postgres')('a handler that blocks its worker’s eve
     await Promise.all(procs.map((p) => printed(p, / running \d+ kind\(s\)/)));
     const id = await rt.start('busy');
     await allFinal(rt.db, rt.schema, [id], 60_000);
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed' });
+    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 })).toMatchObject({ state: 'completed' });
     const runs = await invocations(rt, table);
     expect(runs.map((r) => r.attempt)).toEqual([1]);
     const busy = procs.find((p) => p.child.pid === runs[0].pid)!;
@@ -46,7 +47,7 @@ describe.runIf(backend === 'postgres')('a handler that blocks its worker’s eve
     const hung = procs.find((p) => p.child.pid === runs[0].pid)!;
     await printed(hung, /no heartbeat has committed for/, 30_000);
     expect(hung.output()).toMatch(/the event loop has been blocked for \d+\.\d s, past the stall limit \(2\.0 s\)/);
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 })).toMatchObject({ state: 'completed' });
+    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 })).toMatchObject({ state: 'completed' });
     expect((await rt.workflow(id).task('crunch')).output).toEqual({ pid: runs[1].pid });
   }, 120_000);
 });

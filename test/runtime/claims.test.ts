@@ -3,6 +3,7 @@ import { loadMigrations } from '../../src/runtime/migrate.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { completeTasks } from '../../src/runtime/sql/complete.js';
 import { fetchTasks } from '../../src/runtime/sql/fetch.js';
+import { patient } from '../helpers/patience.js';
 import { backend, definitionsDir, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 // Running tasks are found through their workers' claims (no index lists them), so that completing a task
@@ -32,7 +33,7 @@ describe(`claims and heap-only completions (${backend})`, () => {
     expect((await rt.maintenance()).rescued).toBe(0);
     expect(await claims(rt)).toHaveLength(1);
     release();
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
     // b and c were claimed by a's completion, d by theirs: each claim went once its attempts ended
     await until(async () => (await claims(rt)).length === 0);
   });
@@ -63,7 +64,7 @@ describe(`claims and heap-only completions (${backend})`, () => {
       return { upd: after.upd - before.upd, hot: after.hot - before.hot };
     });
     expect(hot).toEqual({ upd: 2, hot: 2 });
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 5_000, pollMs: 25 })).state).toBe('completed');
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(5_000), pollMs: 25 })).state).toBe('completed');
   });
 
   it("a dead worker's running attempts are found through its claims and rescued; then its claims go", async () => {
@@ -85,7 +86,7 @@ describe(`claims and heap-only completions (${backend})`, () => {
     expect((await rt.workflow(id).task(second.tasks[0].name)).errors[0]).toMatchObject({ kind: 'lost', attempt: 1 });
     // the rescued attempt runs again on a live worker
     await rt.startWorker();
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 });
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 });
     expect(w.state).toBe('completed');
     expect((await rt.workflow(id).task(second.tasks[0].name)).attempt).toBe(2);
   });
@@ -128,7 +129,7 @@ describe(`claims and heap-only completions (${backend})`, () => {
     expect(await claims(rt)).toEqual([{ worker_id: 'old', workflow_ids: [id], names: ['a'] }]);
     expect((await rt.maintenance()).rescued).toBe(1);
     await rt.startWorker();
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
     expect((await rt.workflow(id).task('a')).errors[0]).toMatchObject({ kind: 'lost', attempt: 1 });
     await rt.stop(1000);
   });

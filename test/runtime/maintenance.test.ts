@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { patient } from '../helpers/patience.js';
 import { backend, drivenRuntime, final, settled, testRuntime, until } from '../helpers/runtime.js';
 
 const HOUR = 3_600_000;
@@ -25,7 +26,7 @@ describe(`leader maintenance (${backend})`, () => {
     const stuck = await rt.start('stuck');
     const cancelled = await rt.start('stuck');
     await rt.workflow(cancelled).cancel();
-    for (const id of [done, broken]) await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    for (const id of [done, broken]) await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
 
     clock.advance(3 * HOUR);
     expect((await rt.maintenance()).deleted).toBe(1);
@@ -180,7 +181,7 @@ tasks:
     expect((await rt.maintenance()).rescued).toBe(1);
     // no backoff after a lost attempt: it is available at once, with no promotion to wait for (the worker
     // is alive after all, and its next heartbeat makes it current again)
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
     expect(w.state).toBe('completed');
     release();
     await new Promise((r) => setTimeout(r, 100));

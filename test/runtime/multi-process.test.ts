@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { heavyFile } from '../helpers/heavy.js';
+import { patient } from '../helpers/patience.js';
 import { exited, invocationTable, printed, runtimeProcess } from '../helpers/processes.js';
 import { backend, newDatabase, testRuntime, until } from '../helpers/runtime.js';
 
@@ -64,7 +65,7 @@ tasks:
     const procs = Array.from({ length: 3 }, () => runtimeProcess({ schema: rt.schema, table, concurrency: 8 }));
     await Promise.all(procs.map((p) => printed(p, 'ready')));
     const parents = await Promise.all(Array.from({ length: 40 }, () => rt.start('parent')));
-    for (const id of parents) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 120_000, pollMs: 100 })).state).toBe('completed');
+    for (const id of parents) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(120_000), pollMs: 100 })).state).toBe('completed');
     const { rows: children } = await rt.db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM "${rt.schema}".workflows WHERE parent_id = ANY($1::text[]) AND state = 'completed'`,
       [parents],
@@ -95,7 +96,7 @@ tasks:
     for (let round = 0; round < 5; round++) {
       const id = await first.start('fanin');
       if (round === 0) await Promise.all(runners.map((r) => r.startWorker()));
-      const w = await first.workflow(id).waitUntilFinal({ timeoutMs: 60_000, pollMs: 50 });
+      const w = await first.workflow(id).waitUntilFinal({ timeoutMs: patient(60_000), pollMs: 50 });
       expect(w.state).toBe('completed');
       expect((await first.workflow(id).task('join')).state).toBe('completed');
     }
@@ -116,7 +117,7 @@ tasks:
     victim.child.kill('SIGKILL');
     await exited(victim.child);
     const rescuer = runtimeProcess({ schema: rt.schema, table, sleepMs: 10, workerDeadAfterMs: 1000 });
-    for (const id of ids) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 60_000, pollMs: 100 })).state).toBe('completed');
+    for (const id of ids) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(60_000), pollMs: 100 })).state).toBe('completed');
     const { rows } = await rt.db.query<{ attempt: number; n: number }>(`SELECT attempt, count(*)::int AS n FROM ${table} GROUP BY attempt ORDER BY attempt`);
     expect(rows).toEqual([
       { attempt: 1, n: 10 },
@@ -141,7 +142,7 @@ tasks:
     a.child.kill('SIGKILL');
     await exited(a.child);
     await printed(b, 'leading', 30_000);
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 30_000, pollMs: 100 });
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(30_000), pollMs: 100 });
     expect(w.state).toBe('completed');
     const { rows } = await rt.db.query<{ pid: number }>(`SELECT pid FROM ${table}`);
     expect(rows).toEqual([{ pid: b.child.pid }]);

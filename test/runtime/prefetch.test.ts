@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
+import { patient } from '../helpers/patience.js';
 import { backend, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 const six = `name: six\ntasks:\n${['a', 'b', 'c', 'd', 'e', 'f'].map((n) => `  ${n}: { kind: hold }\n`).join('')}`;
@@ -29,7 +30,7 @@ describe(`prefetch: tasks claimed ahead of free slots (${backend})`, () => {
     await until(async () => (await rt.workflow(id).tasks()).filter((t) => t.state === 'running').length === 6 && h.runs.length >= 2);
     expect(h.runs).toHaveLength(2);
     h.open();
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 });
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 });
     expect(w.state).toBe('completed');
     expect(h.runs.sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
   });
@@ -55,7 +56,7 @@ describe(`prefetch: tasks claimed ahead of free slots (${backend})`, () => {
     second.open();
     const b = await testRuntime({ schema, database: await testDatabase(), handlers: second.handlers, queues: { default: 3 } });
     await b.startWorker();
-    expect((await b.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await b.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
     expect(second.runs.sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
     for (const t of await b.workflow(id).tasks()) expect(t.attempt).toBe(1);
   });
@@ -67,7 +68,7 @@ describe(`prefetch: tasks claimed ahead of free slots (${backend})`, () => {
     const id = await rt.start('six');
     await until(async () => (await rt.workflow(id).tasks()).filter((t) => t.state === 'running').length === 6);
     await rt.workflow(id).cancel();
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 });
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 });
     expect(w.state).toBe('cancelled');
     expect(h.runs).toHaveLength(1);
     const tasks = await rt.workflow(id).tasks();

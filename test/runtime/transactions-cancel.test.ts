@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compile, validate } from '../../src/index.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
+import { patient } from '../helpers/patience.js';
 import { backend, run, testDatabase, testRuntime, until } from '../helpers/runtime.js';
 
 const sleeper = (ms: number) => async (_args: unknown, ctx: { signal: AbortSignal }) =>
@@ -36,7 +37,7 @@ describe(`transactions (${backend})`, () => {
       await rt.insert(committed, { tx });
     });
     await rt.startWorker();
-    const w = await rt.workflow(committed.workflow.id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    const w = await rt.workflow(committed.workflow.id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
     expect(w.state).toBe('completed');
   });
 
@@ -99,7 +100,7 @@ describe(`cancel and shutdown (${backend})`, () => {
     const result = await rt.workflow(id).cancel();
     expect(result.cancelled).toEqual(['c']);
     expect(result.stopping.sort()).toEqual(['a', 'b']);
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
     expect(w.state).toBe('cancelled');
     expect(aborted).toBe(2);
     const states = Object.fromEntries((await rt.workflow(id).tasks()).map((t) => [t.name, t.state]));
@@ -119,7 +120,7 @@ describe(`cancel and shutdown (${backend})`, () => {
     await until(async () => (await rt.workflow(id).task('a')).state === 'running');
     await rt.workflow(id).cancel();
     release();
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
     expect(w.state).toBe('cancelled');
     expect(await rt.workflow(id).task('a')).toMatchObject({ state: 'completed', output: { done: true } });
     expect((await rt.workflow(id).task('b')).state).toBe('cancelled');
@@ -154,7 +155,7 @@ describe(`cancel and shutdown (${backend})`, () => {
 
     const again = await testRuntime({ schema: rt.schema, handlers: { quick: sleeper(1), slow: sleeper(1) } });
     await again.startWorker();
-    const w = await again.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 50 });
+    const w = await again.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
     expect(w.state).toBe('completed');
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { patient } from '../helpers/patience.js';
 import { backend, postgresUrl, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 const sla = `name: sla
@@ -38,7 +39,7 @@ describe(`timers are durable (${backend})`, () => {
     const after = counting();
     const b = await testRuntime({ schema, clock: clock.now, handlers: after.handlers, database: await testDatabase(), workerDeadAfterMs: 86_400_000 });
     await b.startWorker();
-    expect((await b.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await b.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
     expect(before.runs).toEqual(['first']);
     expect(after.runs).toEqual(['escalate']);
     expect((await b.maintenance()).timers).toBe(0);
@@ -66,7 +67,7 @@ describe(`timers are durable (${backend})`, () => {
     clock.advance(2 * 3_600_000);
     const [ra, rb] = await Promise.all([a.maintenance(), b.maintenance()]);
     expect(ra.timers + rb.timers).toBe(10);
-    for (const id of ids) expect((await a.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    for (const id of ids) expect((await a.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
     expect(runs.filter((r) => r === 'escalate')).toHaveLength(10);
     await b.stop();
     if (backend === 'postgres') await b.db.close();
@@ -83,7 +84,7 @@ describe(`timers are durable (${backend})`, () => {
     await until(() => rt.isLeader);
     const t0 = Date.now();
     const id = await rt.start('soon');
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 10 })).state).toBe('completed');
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 10 })).state).toBe('completed');
     const took = Date.now() - t0;
     expect(took).toBeGreaterThanOrEqual(300);
     // far less than the 60 s poll interval: the insert's NOTIFY woke the leader
@@ -108,7 +109,7 @@ describe.runIf(backend === 'postgres')('concurrent signals (real Postgres)', () 
     const others = await Promise.all(pools.map((db) => testRuntime({ schema: rt.schema, database: db })));
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) => others[i % 10].workflow(id).signals.emit('vote', { yes: true, i })));
     expect(results.filter((r) => r.resolved.length > 0)).toHaveLength(1);
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
     expect(runs).toEqual(['go']);
     const evidence = (await rt.workflow(id).task('go')).wait!.evidence!;
     expect(evidence.terms[0]).toMatchObject({ matched: 50, required: 50, value: true });

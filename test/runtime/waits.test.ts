@@ -3,6 +3,7 @@ import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { Arrivals } from '../helpers/arrivals.js';
+import { patient } from '../helpers/patience.js';
 import { backend, drivenRuntime, final, settled, testRuntime, until } from '../helpers/runtime.js';
 
 /** Handlers that record each run (task name -> runs) and return their args. */
@@ -119,7 +120,7 @@ describe(`waits: signals and timers (${backend})`, () => {
     expect(e.resolved).toEqual([]);
     expect((await rt.workflow(id).task('then')).wait?.phase).toBe('pending_deps');
     release();
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
     expect((await rt.workflow(id).task('then')).wait!.evidence!.signal_ids).toEqual([e.signal.id]);
   });
 
@@ -265,7 +266,7 @@ tasks:
     expect(await ran()).toEqual(['after_started', 'root_created']);
     clock.advance(2 * 60_000); // minute 21: both the absolute time (20) and first's finalization + 15 (20) passed
     expect(await ran()).toEqual(['after_final', 'after_started', 'root_at', 'root_created']);
-    expect((await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 25 })).state).toBe('completed');
+    expect((await h.waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
     const fireAt = async (task: string) => (await h.task(task)).wait!.evidence!.inputs.timers.t.fire_at!;
     const created = (await h.load()).created_at.getTime();
     expect(new Date(await fireAt('root_at')).toISOString()).toBe(deadline);

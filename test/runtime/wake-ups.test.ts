@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { channels } from '../../src/runtime/sql/channels.js';
 import { Arrivals } from '../helpers/arrivals.js';
+import { patient } from '../helpers/patience.js';
 import { backend, testRuntime, until } from '../helpers/runtime.js';
 
 /**
@@ -57,7 +58,7 @@ describe(`wake-ups (${backend})`, () => {
     const id = await rt.start('parent');
     await until(async () => (await rt.workflow(id).task('w')).wait?.phase === 'waiting');
     await rt.workflow(id).signals.emit('go', {});
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: 30_000, pollMs: 50 });
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(30_000), pollMs: 50 });
     expect(w.state).toBe('completed');
   });
 });

@@ -3,6 +3,7 @@ import { compile } from '../../src/compiler/instantiate.js';
 import { validate } from '../../src/compiler/validate.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { patient } from '../helpers/patience.js';
 import { backend, drivenRuntime, final, settled, until } from '../helpers/runtime.js';
 
 const verify = `name: verify
@@ -69,7 +70,7 @@ describe(`workflow timeout (${backend})`, () => {
     await until(async () => (await h.task('crunch')).state === 'running');
     clock.advance(3_600_000 + 1000);
     expect((await rt.maintenance()).timed_out).toBe(1);
-    const w = await h.waitUntilFinal({ timeoutMs: 20_000, pollMs: 20 });
+    const w = await h.waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 });
     expect(aborted).toBe(true);
     expect(w).toMatchObject({ state: 'failed', end_reason: 'timeout' });
     expect((await h.tasks()).map((t) => [t.name, t.state])).toEqual([
