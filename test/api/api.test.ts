@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiServer, startApiServer } from '../../src/api/server.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import { Arrivals } from '../helpers/arrivals.js';
 import { normalise } from '../helpers/golden.js';
 import { patient } from '../helpers/patience.js';
 import { backend, definitionsDir, testRuntime, until } from '../helpers/runtime.js';
@@ -67,11 +68,20 @@ interface SseEvent {
   data: any;
 }
 
+interface Subscription {
+  events: SseEvent[];
+  comments: string[];
+  /** Resolves once `check()` holds, looked at as each event or comment arrives. */
+  when: (check: () => boolean) => Promise<void>;
+  close: () => void;
+}
+
 /** An EventSource in a few lines: collects events and comments as they arrive. */
-function subscribe(path: string, lastEventId?: string): { events: SseEvent[]; comments: string[]; close: () => void } {
+function subscribe(path: string, lastEventId?: string): Subscription {
   const url = new URL(server.url);
   const events: SseEvent[] = [];
   const comments: string[] = [];
+  const arrivals = new Arrivals<string>();
   const req = request(
     {
       host: url.hostname,
@@ -89,19 +99,24 @@ function subscribe(path: string, lastEventId?: string): { events: SseEvent[]; co
           buffer = buffer.slice(end + 2);
           const e: Partial<SseEvent> = {};
           for (const line of block.split('\n')) {
-            if (line.startsWith(':')) comments.push(line.slice(1).trim());
-            else if (line.startsWith('id: ')) e.id = line.slice(4);
+            if (line.startsWith(':')) {
+              comments.push(line.slice(1).trim());
+              arrivals.push('comment');
+            } else if (line.startsWith('id: ')) e.id = line.slice(4);
             else if (line.startsWith('event: ')) e.event = line.slice(7);
             else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
           }
-          if (e.event) events.push(e as SseEvent);
+          if (e.event) {
+            events.push(e as SseEvent);
+            arrivals.push(e.event);
+          }
         }
       });
     },
   );
   req.on('error', () => undefined);
   req.end();
-  return { events, comments, close: () => req.destroy() };
+  return { events, comments, when: (check) => arrivals.when(() => check()), close: () => req.destroy() };
 }
 
 const snapshots = (s: { events: SseEvent[] }) => s.events.filter((e) => e.event === 'snapshot');
@@ -202,12 +217,12 @@ describe(`HTTP API (${backend})`, () => {
   it('streams snapshots of a workflow as it changes; a client resuming with Last-Event-ID gets only what it missed', async () => {
     const id = await waitingWorkflow(2);
     const a = subscribe(`/api/workflows/${id}/events`);
-    await until(() => snapshots(a).length === 1);
+    await a.when(() => snapshots(a).length === 1);
     const first = snapshots(a)[0];
     expect(first.data.workflow.id).toBe(id);
     expect(first.data.tasks.find((t: { name: string }) => t.name === 'decide').wait.phase).toBe('waiting');
     await api('POST', `/api/workflows/${id}/signals`, { key: 'approve' });
-    await until(() => snapshots(a).some((e) => e.data.tasks.find((t: { name: string }) => t.name === 'decide').wait.last_evaluation?.terms[0].matched === 1));
+    await a.when(() => snapshots(a).some((e) => e.data.tasks.find((t: { name: string }) => t.name === 'decide').wait.last_evaluation?.terms[0].matched === 1));
     const ids = snapshots(a).map((e) => Number(e.id));
     expect([...ids].sort((x, y) => x - y)).toEqual(ids);
     expect(new Set(ids).size).toBe(ids.length);
@@ -216,7 +231,7 @@ describe(`HTTP API (${backend})`, () => {
 
     // nothing changed since: no snapshot, only heartbeats
     const b = subscribe(`/api/workflows/${id}/events`, last);
-    await until(() => b.comments.includes('heartbeat'));
+    await b.when(() => b.comments.includes('heartbeat'));
     expect(snapshots(b)).toEqual([]);
     b.close();
 
@@ -224,12 +239,12 @@ describe(`HTTP API (${backend})`, () => {
     await api('POST', `/api/workflows/${id}/signals`, { key: 'approve' });
     await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
     const c = subscribe(`/api/workflows/${id}/events`, last);
-    await until(() => snapshots(c).some((e) => e.data.workflow.state === 'completed'));
+    await c.when(() => snapshots(c).some((e) => e.data.workflow.state === 'completed'));
     expect(Number(snapshots(c)[0].id)).toBeGreaterThan(Number(last));
     c.close();
 
     const gone = subscribe('/api/workflows/no-such-id/events');
-    await until(() => gone.events.some((e) => e.event === 'gone'));
+    await gone.when(() => gone.events.some((e) => e.event === 'gone'));
     gone.close();
   });
 
@@ -238,10 +253,10 @@ describe(`HTTP API (${backend})`, () => {
       (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".change_listeners WHERE expires_at > now()`)).rows[0].n;
     await until(async () => (await listeners()) === 0);
     const s = subscribe('/api/events?name=quick&limit=3');
-    await until(() => snapshots(s).length === 1);
+    await s.when(() => snapshots(s).length === 1);
     expect(await listeners()).toBe(1);
     const id = (await api('POST', '/api/workflows', { name: 'quick' })).body.id;
-    await until(() => snapshots(s).some((e) => e.data.workflows[0]?.id === id && e.data.workflows[0].state === 'completed'));
+    await s.when(() => snapshots(s).some((e) => e.data.workflows[0]?.id === id && e.data.workflows[0].state === 'completed'));
     expect(snapshots(s).every((e) => e.data.workflows.length <= 3 && e.data.workflows.every((w: { name: string }) => w.name === 'quick'))).toBe(true);
     const seen = snapshots(s)[snapshots(s).length - 1].id!;
     s.close();
@@ -250,7 +265,7 @@ describe(`HTTP API (${backend})`, () => {
     // nobody listened meanwhile, so the server cannot know what changed: a resumed stream gets the current state
     const later = (await api('POST', '/api/workflows', { name: 'quick' })).body.id;
     const resumed = subscribe('/api/events?name=quick&limit=3', seen);
-    await until(() => snapshots(resumed).some((e) => e.data.workflows.some((w: { id: string }) => w.id === later)));
+    await resumed.when(() => snapshots(resumed).some((e) => e.data.workflows.some((w: { id: string }) => w.id === later)));
     resumed.close();
   });
 
