@@ -3,7 +3,8 @@ export { CompileError, type CompileLimits, DEFAULT_COMPILE_LIMITS } from './comp
 export { type Diagnostic, RULES, type Rule, type Severity } from './diagnostics.js';
 export { parseDuration } from './duration.js';
 export { type CompileOptions, compile } from './instantiate.js';
-export { isDefinitionFile, listDefinitionFiles, loadDefinitions, readSources } from './load.js';
+export { isDefinitionFile, listDefinitionFiles, readSources } from './load.js';
+export { loadDefinitions } from './load-definitions.js';
 export type { NormalizedDefinition, NormalizedTask } from './normalize.js';
 export { DEFAULT_LIMITS, type Limits, type RawSource } from './parse.js';
 export type { Plan, PlanTask, PlanWait, PlanWorkflow } from './plan.js';

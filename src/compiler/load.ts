@@ -1,7 +1,6 @@
 import { closeSync, constants, type Dirent, fstatSync, openSync, readdirSync, readSync, realpathSync, type Stats, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { DEFAULT_LIMITS, type RawSource } from './parse.js';
-import { type ValidateOptions, type ValidationResult, validate } from './validate.js';
 
 export const DEFINITION_EXTENSIONS = ['.yaml', '.yml', '.json'];
 
@@ -150,9 +149,4 @@ function fsReason(error: unknown): string {
     default:
       return (error as Error).message ?? String(error);
   }
-}
-
-/** Validates every definition in a folder together; the valid ones come back ready to compile. */
-export function loadDefinitions(dir: string, options: ValidateOptions = {}): ValidationResult {
-  return validate(readSources([dir], { maxBytes: options.limits?.maxBytes }), options);
 }
