@@ -10,7 +10,7 @@ import { insertPlan } from './engine/insert.js';
 import { inFlightVersions } from './in-flight.js';
 import { compiler } from './lazy-compiler.js';
 import { type Logger, rateLimitedWarnings, silentLogger } from './log.js';
-import { LeaderService } from './maintenance/leader.js';
+import type { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
 import { migrate } from './migrate.js';
 import { definitionVersions, type RegisterOptions, type RegisterResult, registerDefinitions, type VersionState } from './registry.js';
@@ -24,7 +24,7 @@ import { assertStorable } from './storable.js';
 import { resolveVersion, type UpgradeReport, type UpgradeRequest, upgradeWorkflows } from './upgrades.js';
 import type { Handlers } from './worker/handlers.js';
 import { workerId } from './worker/outcome.js';
-import { Worker } from './worker/worker.js';
+import type { Worker } from './worker/worker.js';
 
 export type { RegisterOptions, RegisterResult, VersionState };
 
@@ -239,6 +239,8 @@ export class Runtime {
   /** Starts the worker (and the leader service) with the configured handlers and queues. */
   async startWorker(): Promise<void> {
     const o = this.options;
+    // the worker and the leader load when first started: a command that only reads (status, list) never does
+    const { Worker } = await import('./worker/worker.js');
     this.worker = new Worker({
       ...this.ctx,
       id: this.id,
@@ -254,13 +256,14 @@ export class Runtime {
     });
     await this.worker.start();
     if (o.leader !== false) {
-      this.leader = this.leaderService();
+      this.leader = await this.leaderService();
       await this.leader.start();
     }
   }
 
-  private leaderService(): LeaderService {
+  private async leaderService(): Promise<LeaderService> {
     const o = this.options;
+    const { LeaderService } = await import('./maintenance/leader.js');
     return new LeaderService({
       ...this.ctx,
       id: this.id,
@@ -278,13 +281,13 @@ export class Runtime {
    * interval): timers fired, effects applied, tasks promoted, attempts rescued, crash leftovers swept, rows deleted.
    * `only` names the services to run (the counts' keys), e.g. what moves runs along without a crash to mend.
    */
-  maintenance(options: { only?: readonly (keyof MaintenanceCounts)[] } = {}): Promise<MaintenanceCounts> {
-    this.maintainer ??= this.leader ?? this.leaderService();
-    return this.maintainer.runOnce(options.only);
+  async maintenance(options: { only?: readonly (keyof MaintenanceCounts)[] } = {}): Promise<MaintenanceCounts> {
+    this.maintainer ??= this.leader ? Promise.resolve(this.leader) : this.leaderService();
+    return (await this.maintainer).runOnce(options.only);
   }
 
-  /** The services `maintenance()` runs when this process has no leader of its own. */
-  private maintainer?: LeaderService;
+  /** The services `maintenance()` runs when this process has no leader of its own (made once, on first use). */
+  private maintainer?: Promise<LeaderService>;
 
   /** When maintenance next has work at a later time (a timer, a deadline, a scheduled or retrying task); null if never. */
   nextDue(): Promise<Date | null> {
