@@ -6,7 +6,6 @@ import { createPostgres } from './db/postgres.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
 import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
-import { insertPlan } from './engine/insert.js';
 import { inFlightVersions } from './in-flight.js';
 import { compiler } from './lazy-compiler.js';
 import { type Logger, rateLimitedWarnings, silentLogger } from './log.js';
@@ -21,10 +20,10 @@ import { quoteIdent } from './sql/schema.js';
 import type { Clock } from './sql/time.js';
 import { listWorkflows, lockWorkflowId, startedAs, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
 import { assertStorable } from './storable.js';
-import { resolveVersion, type UpgradeReport, type UpgradeRequest, upgradeWorkflows } from './upgrades.js';
+import type { UpgradeReport, UpgradeRequest } from './upgrades.js';
 import type { Handlers } from './worker/handlers.js';
-import { workerId } from './worker/outcome.js';
 import type { Worker } from './worker/worker.js';
+import { workerId } from './worker/worker-id.js';
 
 export type { RegisterOptions, RegisterResult, VersionState };
 
@@ -138,12 +137,14 @@ export class Runtime {
    * to the current one), each in its own transaction under its lock, or not at all with the reason: every task
    * that has started must exist in the target (by name or renamed_from) with the same kind.
    */
-  upgrade(name: string, request: UpgradeRequest = {}): Promise<UpgradeReport> {
+  async upgrade(name: string, request: UpgradeRequest = {}): Promise<UpgradeReport> {
+    const { upgradeWorkflows } = await import('./upgrades.js');
     return upgradeWorkflows(this.ctx, name, request, this.options.limits);
   }
 
   /** Inserts a compiled plan in one transaction (or in the caller's); workers are woken on commit. */
   async insert(plan: Plan, options: TxOption & InsertExtras = {}): Promise<string> {
+    const { insertPlan } = await import('./engine/insert.js');
     await inTransaction(this.db, options, async (tx) => insertPlan(tx, await advanceIn(this.ctx, tx), plan, options));
     return plan.workflow.id;
   }
@@ -161,7 +162,8 @@ export class Runtime {
   async startWorkflow(name: string, inputs: unknown = {}, options: StartOptions = {}): Promise<{ id: string; existing: boolean }> {
     if (options.id !== undefined && (typeof options.id !== 'string' || !WORKFLOW_ID.test(options.id))) throw new WorkflowIdInvalidError(options.id);
     assertStorable(inputs, 'the inputs');
-    const { compile } = await compiler();
+    // the compiler and the insertion load with the first start: commands that only read never load them
+    const [{ compile }, { insertPlan }] = await Promise.all([compiler(), import('./engine/insert.js')]);
     return workflowWrite(this.ctx, options, options.id ?? name, async (tx, { now }) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw new UnknownWorkflowError(name);
@@ -215,7 +217,8 @@ export class Runtime {
   }
 
   /** One registered version by hash or a unique prefix of it (the current one without): an error names what is wrong. */
-  version(name: string, hash?: string): Promise<StoredDefinition> {
+  async version(name: string, hash?: string): Promise<StoredDefinition> {
+    const { resolveVersion } = await import('./upgrades.js');
     return resolveVersion(this.db, this.s, name, hash);
   }
 

@@ -6,4 +6,4 @@
 export { currentDefinition } from './sql/definitions.js';
 export { anyAvailable, maintenanceDue } from './sql/next-due.js';
 export { recordEnded, resetRuns } from './sql/reset.js';
-export { declaredKeys } from './waits/decide.js';
+export { declaredKeys } from './waits/declared.js';

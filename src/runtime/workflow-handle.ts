@@ -1,12 +1,9 @@
 import { advanceIn, clockNow, workflowWrite } from './context.js';
 import { type Queryable, type TxOption, txQueryable } from './db/types.js';
-import { deleteTasks } from './engine/advance.js';
-import { cancelWorkflow } from './engine/cancel.js';
 import type { RetryMode } from './engine/decide.js';
-import { type ExtensionSpec, extendWorkflow } from './engine/extend.js';
-import { type RetryResult, retryWorkflow } from './engine/retry.js';
-import { emitSignal } from './engine/signal.js';
-import { type UpgradeOutcome, upgradeWorkflow } from './engine/upgrade.js';
+import type { ExtensionSpec } from './engine/extend.js';
+import type { RetryResult } from './engine/retry.js';
+import type { UpgradeOutcome } from './engine/upgrade.js';
 import { TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
 import type { Runtime } from './runtime.js';
 import { lockWorkflows } from './sql/advance.js';
@@ -17,9 +14,8 @@ import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
 import { liveKinds, loadWorkflow, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
 import { pendingReason, skipReason } from './status.js';
 import { loadTasks, loadTasksByName } from './task-records.js';
-import { resolveVersion, retryOnCurrent } from './upgrades.js';
 import type { SignalRow } from './waits/decide.js';
-import { type WaitDiagnostics, waitDiagnostics } from './waits/diagnostics.js';
+import type { WaitDiagnostics } from './waits/diagnostics.js';
 import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
 import type { WorkflowStatus } from './wire.js';
 
@@ -69,6 +65,7 @@ export class WorkflowHandle {
 
   /** Cancels every task not yet final; running handlers are asked to stop. */
   async cancel(options: TxOption = {}): Promise<{ cancelled: string[]; stopping: string[] }> {
+    const { cancelWorkflow } = await import('./engine/cancel.js');
     const result = await workflowWrite(this.rt.ctx, options, this.id, (tx, ctx) => cancelWorkflow(tx, ctx, this.id));
     if (!result.found) throw new WorkflowNotFoundError(this.id);
     return { cancelled: result.cancelled, stopping: result.stopping };
@@ -79,6 +76,7 @@ export class WorkflowHandle {
    * Retention's per-task mode does this to finalized tasks; use it by hand only to unstick a workflow.
    */
   async deleteTasks(names: readonly string[], options: TxOption = {}): Promise<void> {
+    const { deleteTasks } = await import('./engine/advance.js');
     await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       await lockWorkflows(tx, ctx.s, [this.id]);
       await deleteTasks(tx, ctx, this.id, names);
@@ -91,6 +89,7 @@ export class WorkflowHandle {
    * the tasks that run again (none, and the same attempt, when the mode selects nothing).
    */
   async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean; onCurrent?: boolean } = {}): Promise<RetryResult> {
+    const [{ retryOnCurrent }, { retryWorkflow }] = await Promise.all([import('./upgrades.js'), import('./engine/retry.js')]);
     const result = await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       const how = { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false };
       const retried = options.onCurrent ? await retryOnCurrent(tx, ctx, this.id, how) : await retryWorkflow(tx, ctx, this.id, how);
@@ -105,6 +104,7 @@ export class WorkflowHandle {
    * the caller's) under its lock, or leaves it as it is and says why (`skipped`, with the reason).
    */
   async upgrade(options: TxOption & { to?: string; dryRun?: boolean } = {}): Promise<UpgradeOutcome> {
+    const [{ resolveVersion }, { upgradeWorkflow }] = await Promise.all([import('./upgrades.js'), import('./engine/upgrade.js')]);
     return workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       const w = await workflowVersionRef(tx, ctx.s, this.id);
       if (!w) throw new WorkflowNotFoundError(this.id);
@@ -119,6 +119,7 @@ export class WorkflowHandle {
    * A name already taken is an ExtensionError. Returns the new tasks' names.
    */
   async extend(spec: ExtensionSpec, options: TxOption = {}): Promise<string[]> {
+    const { extendWorkflow } = await import('./engine/extend.js');
     const known = await registeredNames(this.rt.db, this.rt.ctx.s);
     return workflowWrite(this.rt.ctx, options, this.id, (tx, ctx) => extendWorkflow(tx, ctx, this.id, spec, known));
   }
@@ -130,6 +131,7 @@ export class WorkflowHandle {
 
   /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
   async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
+    const { waitDiagnostics } = await import('./waits/diagnostics.js');
     const d = await waitDiagnostics(this.q, await advanceIn(this.rt.ctx), this.id, task, options);
     if (!d) throw (await loadWorkflow(this.q, this.rt.ctx.s, this.id)) ? new TaskNotFoundError(this.id, task) : new WorkflowNotFoundError(this.id);
     return d;
@@ -183,6 +185,7 @@ export class WorkflowSignals {
    * SignalAttemptMismatchError when `attempt` is not the workflow's current attempt.
    */
   async emit(key: string, payload: unknown, options: EmitOptions & TxOption = {}): Promise<EmitResult> {
+    const { emitSignal } = await import('./engine/signal.js');
     const result = await workflowWrite(this.rt.ctx, options, this.workflowId, (tx, ctx) => emitSignal(tx, ctx, this.workflowId, key, payload, options));
     if (!result) throw new WorkflowNotFoundError(this.workflowId);
     return result;

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/types.js';
 import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, type TaskRow } from '../sql/insert.js';
 import { notifyTimer } from '../sql/waits.js';
 import { assertStorable } from '../storable.js';
-import { declaredKeys } from '../waits/decide.js';
+import { declaredKeys } from '../waits/declared.js';
 import { activateWaits } from './advance.js';
 import type { AdvanceContext } from './context.js';
 import { readyState } from './decide.js';

@@ -78,13 +78,6 @@ export function workflowsRequired(mode: 'all' | 'any' | 'quorum', quorum: number
 
 export const EMPTY_PROGRESS: SignalTermProgress = { cursor: '0', matched: [] };
 
-/** Signal keys a wait declares: those of its signal terms and of `wait.signals`. Emits of other keys never touch it. */
-export function declaredKeys(wait: PlanWait): string[] {
-  const keys = new Set(wait.signals);
-  for (const t of wait.terms) if (t.kind === 'signal') keys.add(t.signal);
-  return [...keys].sort();
-}
-
 /** Every timer a wait declares: its timer terms (named after the term) and `wait.timers`. */
 export function declaredTimers(wait: PlanWait): PlanTimer[] {
   return [...wait.terms.flatMap((t) => (t.kind === 'timer' ? [{ ...t.timer, name: t.name }] : [])), ...wait.timers];
@@ -228,11 +221,4 @@ function describe(v: unknown): string {
   if (v instanceof Date) return 'a timestamp';
   if (typeof v === 'object') return 'a map';
   return `${typeof v === 'bigint' ? 'int' : typeof v} ${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}`;
-}
-
-/** Where a wait stands: deps not yet satisfied, active, resolved (evidence stored), or its task ended first. */
-export function waitPhase(t: { state: string; wait_started_at: Date | string | null; wait_evidence: unknown }): WaitPhase {
-  if (t.wait_evidence) return 'resolved';
-  if (t.state !== 'pending') return 'abandoned';
-  return t.wait_started_at ? 'waiting' : 'pending_deps';
 }

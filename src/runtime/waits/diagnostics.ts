@@ -5,8 +5,9 @@ import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { loadWaitWorkflow, waitTask } from '../sql/waits.js';
 import type { WaitDiagnostics } from '../wire.js';
-import { evaluateWait, waitPhase } from './decide.js';
+import { evaluateWait } from './decide.js';
 import { gatherInputs } from './gather.js';
+import { waitPhase } from './phase.js';
 import { DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT } from './records.js';
 
 export type { WaitDiagnostics };

@@ -23,7 +23,6 @@ import {
   waitProgress,
 } from '../sql/waits.js';
 import {
-  declaredKeys,
   declaredTimers,
   EMPTY_PROGRESS,
   type SignalRow,
@@ -35,6 +34,7 @@ import {
   type WaitInputs,
   type WorkflowsTermInput,
 } from './decide.js';
+import { declaredKeys } from './declared.js';
 
 /** Signal rows read per query; generic terms see at most the scan limit of each declared key. */
 const PAGE = 10_000;

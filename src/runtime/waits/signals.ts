@@ -6,7 +6,8 @@ import { didYouMean } from '../../compiler/diagnostics.js';
 import type { Queryable } from '../db/types.js';
 import { listSignals, type SignalPage, signalScope } from '../sql/signals.js';
 import { atPointer, findUnstorable } from '../storable.js';
-import { declaredKeys, type SignalRow } from './decide.js';
+import type { SignalRow } from './decide.js';
+import { declaredKeys } from './declared.js';
 
 export interface EmitOptions {
   /** One row per (workflow, key, idempotency key): a replay with the same payload returns the original row. */

@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import { describeError, errorMessage, OutputError } from '../describe-error.js';
 import type { AttemptOutcome } from '../sql/attempts.js';
 import { atPointer, findUnstorable } from '../storable.js';
@@ -40,8 +39,4 @@ export function outcomeOf(thrown: unknown): AttemptOutcome {
     // a proxy whose prototype cannot be read: described below like any other thrown value
   }
   return { type: 'error', error: describeError(thrown) };
-}
-
-export function workerId(): string {
-  return `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
 }
