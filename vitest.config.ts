@@ -27,8 +27,9 @@ export default defineConfig({
     hookTimeout: Math.round(60_000 * patience),
     pool: 'forks',
     // most files wait on a database, a child process or a timer rather than the CPU: one more file than cores
-    // runs at once (capped, as each file's pool holds Postgres connections)
-    maxWorkers: Math.min(4, availableParallelism() + 1),
+    // runs at once (capped, as each file's pool holds Postgres connections); the heavy files take turns anyway,
+    // so their lane runs one at a time (set here: a --maxWorkers flag did not reach the projects)
+    maxWorkers: heavy === 'only' ? 1 : Math.min(4, availableParallelism() + 1),
     ...(backends.length > 0 && {
       projects: backends.map((backend, i) => ({
         extends: true,
