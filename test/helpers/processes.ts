@@ -61,7 +61,8 @@ export function printed(proc: RuntimeProcess, pattern: RegExp | string, timeoutM
       done();
       reject(new Error(`the process ${why} before printing ${pattern}; it printed:\n${proc.output()}`));
     };
-    if (!alive(child)) return fail(`had exited (${child.exitCode ?? child.signalCode})`);
+    if (!alive(child))
+      return reject(new Error(`the process had exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}; it printed:\n${proc.output()}`));
     const check = () => {
       if (!seen()) return;
       done();
