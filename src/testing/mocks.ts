@@ -84,10 +84,10 @@ async function play(mock: Mock, ctx: TaskContext, setup: MockSetup, workflow: st
     // a task's timeout holds in virtual time too
     const timeout = setup.tree.find((d) => d.name === workflow)?.tasks.find((t) => t.name === task)?.timeout_ms ?? null;
     if (timeout !== null && timeout < mock.delay_ms) {
-      await setup.clock.sleep(timeout);
+      await setup.clock.sleep(timeout, ctx.signal);
       throw new MockFailure(`timed out after ${timeout} ms (virtual time; the mock takes ${mock.delay_ms} ms)`);
     }
-    await setup.clock.sleep(mock.delay_ms);
+    await setup.clock.sleep(mock.delay_ms, ctx.signal);
   }
   if (mock.error !== undefined) throw new MockFailure(mock.error);
   if (mock.fail !== undefined && ctx.attempt <= mock.fail) throw new MockFailure(`mocked failure ${ctx.attempt} of ${mock.fail}`);

@@ -14,10 +14,29 @@ export class VirtualClock {
   /** The runtime's clock. */
   readonly now = (): Date => new Date(this.at);
 
-  /** Resolves when the clock has moved `ms` on. */
-  sleep(ms: number): Promise<void> {
+  /**
+   * Resolves when the clock has moved `ms` on; rejects with the signal's reason when it aborts first (a
+   * cancelled task), and sleeps no longer: an aborted sleeper neither counts as asleep nor pulls the clock on.
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     if (ms <= 0) return Promise.resolve();
-    return new Promise((wake) => this.sleepers.push({ at: this.at + ms, wake }));
+    return new Promise((wake, fail) => {
+      const sleeper = {
+        at: this.at + ms,
+        wake: () => {
+          signal?.removeEventListener('abort', abort);
+          wake();
+        },
+      };
+      const abort = () => {
+        const i = this.sleepers.indexOf(sleeper);
+        if (i >= 0) this.sleepers.splice(i, 1);
+        fail(signal!.reason);
+      };
+      signal?.addEventListener('abort', abort, { once: true });
+      this.sleepers.push(sleeper);
+    });
   }
 
   /** Handlers asleep on this clock. */

@@ -5,8 +5,7 @@ import { type ApiServer, startApiServer } from '../../src/api/server.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { Arrivals } from '../helpers/arrivals.js';
 import { normalise } from '../helpers/golden.js';
-import { patient } from '../helpers/patience.js';
-import { backend, definitionsDir, testRuntime, until } from '../helpers/runtime.js';
+import { backend, clockOf, definitionsDir, drivenRuntime, final, settle, settled, testRuntime, until } from '../helpers/runtime.js';
 
 const TOKEN = 'a'.repeat(48);
 
@@ -39,6 +38,8 @@ async function api<T = any>(
   body?: unknown,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; body: T; headers: Headers }> {
+  // a millisecond on between requests, so that what they start is ordered newest first as in real time
+  clockOf(rt).advance(1);
   const res = await fetch(`${server.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
@@ -122,7 +123,8 @@ function subscribe(path: string, lastEventId?: string): Subscription {
 const snapshots = (s: { events: SseEvent[] }) => s.events.filter((e) => e.event === 'snapshot');
 
 beforeAll(async () => {
-  rt = await testRuntime({
+  // driven: the test settles the runtime after each change it makes, rather than waiting in real time
+  rt = await drivenRuntime({
     definitions: DEFS,
     handlers: {
       work: async (args: { n?: number }) => ({ done: true, n: args?.n ?? null }),
@@ -141,7 +143,7 @@ afterAll(async () => {
 
 async function waitingWorkflow(n: number): Promise<string> {
   const { body } = await api('POST', '/api/workflows', { name: 'approval', inputs: { n } });
-  await until(async () => (await rt.workflow(body.id).task('decide')).wait?.phase === 'waiting');
+  await settled(rt, async () => (await rt.workflow(body.id).task('decide')).wait?.phase === 'waiting');
   return body.id;
 }
 
@@ -150,7 +152,8 @@ describe(`HTTP API (${backend})`, () => {
     const id = await waitingWorkflow(7);
     const emitted = await api('POST', `/api/workflows/${id}/signals`, { key: 'approve', payload: { by: 'ada' }, idempotency_key: 'k1' });
     expect(emitted.status).toBe(201);
-    await until(async () => (await rt.workflow(id).task('decide')).wait?.last_evaluation?.terms[0]?.matched === 1);
+    // the signal is judged in the transaction that stores it
+    expect((await rt.workflow(id).task('decide')).wait?.last_evaluation?.terms[0]?.matched).toBe(1);
     const ids = { 'workflow-id': id };
     await expect(normalise(emitted.body, ids)).toMatchFileSnapshot('golden/signal-emit.json');
     await expect(normalise((await api('GET', `/api/workflows/${id}`)).body, ids)).toMatchFileSnapshot('golden/workflow.json');
@@ -160,7 +163,7 @@ describe(`HTTP API (${backend})`, () => {
     await expect(normalise((await api('GET', '/api/definitions')).body)).toMatchFileSnapshot('golden/definitions.json');
     await expect(normalise((await api('GET', '/api/definitions/quick')).body)).toMatchFileSnapshot('golden/definition.json');
     await expect(normalise((await api('POST', `/api/workflows/${id}/cancel`, {})).body, ids)).toMatchFileSnapshot('golden/cancel.json');
-    await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
+    await final(rt, id);
     await expect(normalise((await api('POST', `/api/workflows/${id}/retry`, { mode: 'all', reset_history: true })).body, ids)).toMatchFileSnapshot(
       'golden/retry.json',
     );
@@ -171,8 +174,9 @@ describe(`HTTP API (${backend})`, () => {
     const started: string[] = [];
     for (let i = 0; i < 5; i++) started.push((await api('POST', '/api/workflows', { name: 'quick' })).body.id);
     const doomed = (await api('POST', '/api/workflows', { name: 'doomed' })).body.id;
-    await until(async () => (await rt.workflow(doomed).load()).state === 'failed');
-    for (const id of started) await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
+    await settle(rt);
+    expect((await rt.workflow(doomed).load()).state).toBe('failed');
+    for (const id of started) expect((await rt.workflow(id).load()).state).toBe('completed');
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -237,7 +241,7 @@ describe(`HTTP API (${backend})`, () => {
 
     // a change while away: the resumed stream starts with the current state, numbered after the old one
     await api('POST', `/api/workflows/${id}/signals`, { key: 'approve' });
-    await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
+    expect((await final(rt, id)).state).toBe('completed');
     const c = subscribe(`/api/workflows/${id}/events`, last);
     await c.when(() => snapshots(c).some((e) => e.data.workflow.state === 'completed'));
     expect(Number(snapshots(c)[0].id)).toBeGreaterThan(Number(last));
@@ -256,6 +260,7 @@ describe(`HTTP API (${backend})`, () => {
     await s.when(() => snapshots(s).length === 1);
     expect(await listeners()).toBe(1);
     const id = (await api('POST', '/api/workflows', { name: 'quick' })).body.id;
+    await settle(rt);
     await s.when(() => snapshots(s).some((e) => e.data.workflows[0]?.id === id && e.data.workflows[0].state === 'completed'));
     expect(snapshots(s).every((e) => e.data.workflows.length <= 3 && e.data.workflows.every((w: { name: string }) => w.name === 'quick'))).toBe(true);
     const seen = snapshots(s)[snapshots(s).length - 1].id!;
@@ -380,7 +385,7 @@ describe(`HTTP API (${backend})`, () => {
 
   it('a signal to a finished workflow is a 409 that says so; a replay of an accepted one is answered as before', async () => {
     const { body } = await api('POST', '/api/workflows', { name: 'quick' });
-    await rt.workflow(body.id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
+    await final(rt, body.id);
     const late = await api('POST', `/api/workflows/${body.id}/signals`, { key: 'approve', payload: {} });
     expect(late).toMatchObject({
       status: 409,
@@ -403,7 +408,7 @@ describe(`HTTP API (${backend})`, () => {
     expect(await codes('GET', '/api/workflows', undefined, { authorization: 'Bearer wrong' })).toEqual([401, 'unauthorized']);
     const { body } = await api('POST', '/api/workflows', { name: 'quick' });
     expect(await codes('GET', `/api/workflows/${body.id}/tasks/nope/diagnostics`)).toEqual([404, 'task_not_found']);
-    await rt.workflow(body.id).waitUntilFinal({ timeoutMs: patient(10_000), pollMs: 20 });
+    await final(rt, body.id);
     expect(await codes('POST', `/api/workflows/${body.id}/signals`, { key: 'k' })).toEqual([409, 'workflow_finished']);
     expect(await codes('POST', `/api/workflows/${body.id}/signals`, { key: '' })).toEqual([400, 'signal_invalid']);
     // the deploy routes: versions by prefix, diffs, moves; wrong types are one 400 each

@@ -114,7 +114,14 @@ const drivers = new WeakMap<Runtime, { driver: Driver; clock: VirtualClock }>();
 export async function drivenRuntime(options: TestRuntimeOptions & { virtualClock?: VirtualClock } = {}): Promise<Runtime> {
   const { virtualClock, ...rest } = options;
   const clock = virtualClock ?? new VirtualClock(new Date());
-  const rt = await testRuntime({ leader: false, workerDeadAfterMs: NEVER_MS, ...rest, clock: clock.now });
+  return drive(await testRuntime({ ...DRIVEN, ...rest, clock: clock.now }), clock);
+}
+
+/** What a runtime made elsewhere (createRuntime) needs to be driven: no leader, no worker taken for dead, and the driver's clock. */
+export const DRIVEN = { leader: false, workerDeadAfterMs: NEVER_MS } as const;
+
+/** Drives a runtime made with DRIVEN and `clock: clock.now`, as drivenRuntime's are. */
+export function drive(rt: Runtime, clock: VirtualClock): Runtime {
   drivers.set(rt, { driver: new Driver(rt, clock, { db: rt.db, s: `"${rt.schema}"` }), clock });
   return rt;
 }

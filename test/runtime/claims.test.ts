@@ -3,8 +3,8 @@ import { loadMigrations } from '../../src/runtime/migrate.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { completeTasks } from '../../src/runtime/sql/complete.js';
 import { fetchTasks } from '../../src/runtime/sql/fetch.js';
-import { patient } from '../helpers/patience.js';
-import { backend, definitionsDir, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { backend, DRIVEN, definitionsDir, drive, drivenRuntime, final, settled, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 // Running tasks are found through their workers' claims (no index lists them), so that completing a task
 // changes no indexed column and is a heap-only update (migration 009).
@@ -22,24 +22,27 @@ describe(`claims and heap-only completions (${backend})`, () => {
     ).rows;
 
   it('a fetch records its claim; the worker deletes it once every attempt in it has ended', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const rt = await testRuntime({ definitions, handlers: { k: async (_a, ctx) => (ctx.taskName === 'a' ? held.then(() => 'a') : ctx.taskName) } });
+    const clock = new VirtualClock(new Date());
+    // a takes a (virtual) minute
+    const rt = await drivenRuntime({
+      definitions,
+      virtualClock: clock,
+      handlers: { k: async (_a, ctx) => (ctx.taskName === 'a' ? clock.sleep(60_000).then(() => 'a') : ctx.taskName) },
+    });
     await rt.startWorker();
     const id = await rt.start('fan');
-    await until(async () => (await rt.workflow(id).task('a')).state === 'running');
+    await settled(rt, async () => (await rt.workflow(id).task('a')).state === 'running');
     expect(await claims(rt)).toEqual([{ worker_id: rt.id, workflow_ids: [id], names: ['a'] }]);
     // a live worker's claims are left alone
     expect((await rt.maintenance()).rescued).toBe(0);
     expect(await claims(rt)).toHaveLength(1);
-    release();
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
     // b and c were claimed by a's completion, d by theirs: each claim went once its attempts ended
-    await until(async () => (await claims(rt)).length === 0);
+    await settled(rt, async () => (await claims(rt)).length === 0);
   });
 
   it('completing a claimed task is a heap-only update (no index entry is written)', async () => {
-    const rt = await testRuntime({ definitions });
+    const rt = await drivenRuntime({ definitions });
     const id = await rt.start('pair');
     const { s } = rt.internals;
     const { tasks, claim } = await fetchTasks(rt.db, s, { queue: 'default', kinds: ['k'], limit: 10, workerId: 'w1', now: new Date() });
@@ -64,11 +67,11 @@ describe(`claims and heap-only completions (${backend})`, () => {
       return { upd: after.upd - before.upd, hot: after.hot - before.hot };
     });
     expect(hot).toEqual({ upd: 2, hot: 2 });
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(5_000), pollMs: 25 })).state).toBe('completed');
+    expect((await rt.workflow(id).load()).state).toBe('completed');
   });
 
   it("a dead worker's running attempts are found through its claims and rescued; then its claims go", async () => {
-    const rt = await testRuntime({ definitions, handlers: { k: async (_a, ctx) => ctx.attempt } });
+    const rt = await drivenRuntime({ definitions, handlers: { k: async (_a, ctx) => ctx.attempt } });
     const id = await rt.start('pair');
     const { s } = rt.internals;
     // claimed by a worker that never registered (or whose record is gone): dead
@@ -86,12 +89,13 @@ describe(`claims and heap-only completions (${backend})`, () => {
     expect((await rt.workflow(id).task(second.tasks[0].name)).errors[0]).toMatchObject({ kind: 'lost', attempt: 1 });
     // the rescued attempt runs again on a live worker
     await rt.startWorker();
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 });
-    expect(w.state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
     expect((await rt.workflow(id).task(second.tasks[0].name)).attempt).toBe(2);
   });
 
   it('a stopping worker releases what it prefetched and aborted, and leaves no claim behind', async () => {
+    // one runs (until it is aborted), the other waits in the worker's prefetch: real time, as a driven run
+    // settles only when nothing is in the worker's hands
     const rt = await testRuntime({
       definitions,
       queues: { default: 1 },
@@ -120,7 +124,8 @@ describe(`claims and heap-only completions (${backend})`, () => {
       await db.exec(m.sql.replaceAll('{{schema}}', s));
       await db.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [m.id, m.name]);
     }
-    const rt = createRuntime({ database: db, schema, handlers: { k: async () => 'again' }, pollIntervalMs: 50, heartbeatIntervalMs: 200, leaderLeaseMs: 1000 });
+    const clock = new VirtualClock(new Date());
+    const rt = drive(createRuntime({ ...DRIVEN, database: db, schema, handlers: { k: async () => 'again' }, clock: clock.now }), clock);
     await rt.registerDefinitions(definitionsDir(definitions));
     const id = await rt.start('pair');
     // claimed by an old worker, which then died
@@ -129,7 +134,7 @@ describe(`claims and heap-only completions (${backend})`, () => {
     expect(await claims(rt)).toEqual([{ worker_id: 'old', workflow_ids: [id], names: ['a'] }]);
     expect((await rt.maintenance()).rescued).toBe(1);
     await rt.startWorker();
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
     expect((await rt.workflow(id).task('a')).errors[0]).toMatchObject({ kind: 'lost', attempt: 1 });
     await rt.stop(1000);
   });

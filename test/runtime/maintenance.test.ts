@@ -1,23 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { patient } from '../helpers/patience.js';
-import { backend, drivenRuntime, final, settled, testRuntime, until } from '../helpers/runtime.js';
+import { advance, backend, drivenRuntime, final, settle, settled } from '../helpers/runtime.js';
 
 const HOUR = 3_600_000;
 
 describe(`leader maintenance (${backend})`, () => {
   it('workflow-aware retention: finalized workflows vanish as units after their period; running ones never', async () => {
     const clock = new VirtualClock(new Date());
-    // a workflow no handler runs stays running here: real time, as the driver stops at a task nobody handles
-    const rt = await testRuntime({
-      clock: clock.now,
-      leader: false,
+    const rt = await drivenRuntime({
+      virtualClock: clock,
       handlers: { ok: async () => ({}), fail: async () => Promise.reject(new Error('no')) },
       retention: { closedMs: 24 * HOUR, cancelledMs: 2 * HOUR },
       definitions: {
         done: 'name: done\ntasks:\n  a: { kind: ok }\n  b: { kind: ok, deps: [a] }\n',
         broken: 'name: broken\ntasks:\n  a: { kind: fail, max_attempts: 1 }\n',
-        stuck: 'name: stuck\ntasks:\n  a: { kind: nobody_handles_this }\n',
+        // waits for a signal that never comes: running for as long as the test lasts
+        stuck: 'name: stuck\ntasks:\n  a: { kind: ok, wait: { terms: { never: { signal: never } } } }\n',
       },
     });
     await rt.startWorker();
@@ -26,7 +24,7 @@ describe(`leader maintenance (${backend})`, () => {
     const stuck = await rt.start('stuck');
     const cancelled = await rt.start('stuck');
     await rt.workflow(cancelled).cancel();
-    for (const id of [done, broken]) await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
+    for (const id of [done, broken]) await final(rt, id);
 
     clock.advance(3 * HOUR);
     expect((await rt.maintenance()).deleted).toBe(1);
@@ -161,30 +159,28 @@ tasks:
 
   it('an attempt whose worker stopped heartbeating is rescued and runs again at once', async () => {
     const clock = new VirtualClock(new Date());
-    let release!: () => void;
-    const hang = new Promise<void>((r) => (release = r));
-    const rt = await testRuntime({
-      clock: clock.now,
-      leader: false,
+    const rt = await drivenRuntime({
+      virtualClock: clock,
       workerDeadAfterMs: 30_000,
       // no heartbeat during the test: one landing between the clock's jump and the rescue (a busy machine
       // spaces the two statements by seconds) would stamp the jumped time, and the worker would be alive
       heartbeatIntervalMs: 3_600_000,
-      handlers: { hang: async (_a, ctx) => (ctx.attempt === 1 ? hang.then(() => ({ late: true })) : { attempt: ctx.attempt }) },
+      // the first attempt hangs for ten hours and hears no abort; the second returns at once
+      handlers: { hang: async (_a, ctx) => (ctx.attempt === 1 ? clock.sleep(10 * HOUR).then(() => ({ late: true })) : { attempt: ctx.attempt }) },
       definitions: { lost: 'name: lost\ntasks:\n  a: { kind: hang, retry: { backoff: constant, initial: 1ms, jitter: false } }\n' },
     });
     await rt.startWorker();
     const id = await rt.start('lost');
-    await until(async () => (await rt.workflow(id).task('a')).state === 'running');
+    await settled(rt, async () => (await rt.workflow(id).task('a')).state === 'running');
     expect((await rt.maintenance()).rescued).toBe(0);
     clock.advance(60_000);
     expect((await rt.maintenance()).rescued).toBe(1);
     // no backoff after a lost attempt: it is available at once, with no promotion to wait for (the worker
     // is alive after all, and its next heartbeat makes it current again)
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
-    expect(w.state).toBe('completed');
-    release();
-    await new Promise((r) => setTimeout(r, 100));
+    await settle(rt);
+    expect((await rt.workflow(id).load()).state).toBe('completed');
+    // the lost attempt ends late: its result is not taken
+    await advance(rt, 10 * HOUR);
     const task = await rt.workflow(id).task('a');
     expect(task).toMatchObject({ attempt: 2, output: { attempt: 2 } });
     expect(task.errors[0]).toMatchObject({ kind: 'lost', attempt: 1 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { compile, validate } from '../../src/index.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
-import { patient } from '../helpers/patience.js';
-import { backend, run, testDatabase, testRuntime, until } from '../helpers/runtime.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { backend, definitionsDir, drivenRuntime, final, run, settled, testDatabase, testRuntime } from '../helpers/runtime.js';
 
 const sleeper = (ms: number) => async (_args: unknown, ctx: { signal: AbortSignal }) =>
   new Promise((resolve, reject) => {
@@ -17,7 +17,7 @@ describe(`transactions (${backend})`, () => {
   const def = validate([{ path: 'tx_flow.yaml', content: 'name: tx_flow\ntasks:\n  a: { kind: ok }\n' }]).definitions[0];
 
   it('an insert inside a caller transaction that rolls back leaves nothing; one that commits runs', async () => {
-    const rt = await testRuntime({ handlers: { ok: async () => ({ ok: 1 }) } });
+    const rt = await drivenRuntime({ handlers: { ok: async () => ({ ok: 1 }) } });
     const db = await testDatabase();
     const rolledBack = compile(def, {}, { id: `rb-${Date.now()}` });
     await expect(
@@ -28,17 +28,14 @@ describe(`transactions (${backend})`, () => {
     ).rejects.toThrow('caller changed its mind');
     await expect(rt.workflow(rolledBack.workflow.id).load()).rejects.toThrow(/no workflow/);
 
-    await rt.registerDefinitions(
-      await import('../helpers/runtime.js').then((m) => m.definitionsDir({ tx_flow: 'name: tx_flow\ntasks:\n  a: { kind: ok }\n' })),
-    );
+    await rt.registerDefinitions(definitionsDir({ tx_flow: 'name: tx_flow\ntasks:\n  a: { kind: ok }\n' }));
     const committed = compile(def, {}, { id: `ok-${Date.now()}` });
     await db.transaction(async (tx) => {
       await tx.query('SELECT 1');
       await rt.insert(committed, { tx });
     });
     await rt.startWorker();
-    const w = await rt.workflow(committed.workflow.id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
-    expect(w.state).toBe('completed');
+    expect((await final(rt, committed.workflow.id)).state).toBe('completed');
   });
 
   it('ctx.transaction: the handler writes commit with the completion, or roll back with a failed attempt', async () => {
@@ -52,7 +49,7 @@ describe(`transactions (${backend})`, () => {
         return { wrote: ctx.attempt };
       },
     };
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: { effects: 'name: effects\ntasks:\n  t: { kind: effect, max_attempts: 3, retry: { backoff: constant, initial: 10ms } }\n' },
     });
@@ -74,15 +71,12 @@ describe(`transactions (${backend})`, () => {
 
 describe(`cancel and shutdown (${backend})`, () => {
   it('cancel while tasks run: pending tasks are cancelled, running handlers get an abort, the workflow ends cancelled', async () => {
+    const clock = new VirtualClock(new Date());
     let aborted = 0;
-    let running = 0;
-    let bothRunning: () => void = () => undefined;
-    const ready = new Promise<void>((r) => (bothRunning = r));
     const handlers: Handlers = {
       long: async (_a, ctx) => {
-        if (++running === 2) bothRunning();
         try {
-          return await sleeper(10_000)(_a, ctx);
+          return await clock.sleep(10 * 60_000, ctx.signal);
         } catch (e) {
           aborted++;
           throw e;
@@ -90,18 +84,18 @@ describe(`cancel and shutdown (${backend})`, () => {
       },
       ok: async () => ({}),
     };
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
+      virtualClock: clock,
       definitions: { cancellable: 'name: cancellable\ntasks:\n  a: { kind: long }\n  b: { kind: long }\n  c: { kind: ok, deps: [a] }\n' },
     });
     await rt.startWorker();
     const id = await rt.start('cancellable');
-    await ready;
+    await settled(rt, () => clock.sleeping === 2);
     const result = await rt.workflow(id).cancel();
     expect(result.cancelled).toEqual(['c']);
     expect(result.stopping.sort()).toEqual(['a', 'b']);
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
-    expect(w.state).toBe('cancelled');
+    expect((await final(rt, id)).state).toBe('cancelled');
     expect(aborted).toBe(2);
     const states = Object.fromEntries((await rt.workflow(id).tasks()).map((t) => [t.name, t.state]));
     expect(states).toEqual({ a: 'cancelled', b: 'cancelled', c: 'cancelled' });
@@ -109,19 +103,18 @@ describe(`cancel and shutdown (${backend})`, () => {
   });
 
   it('a running handler that finishes after cancel still completes its task', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const rt = await testRuntime({
-      handlers: { stubborn: async () => gate.then(() => ({ done: true })) },
+    const clock = new VirtualClock(new Date());
+    const rt = await drivenRuntime({
+      // it takes a minute and does not listen for the abort
+      handlers: { stubborn: async () => clock.sleep(60_000).then(() => ({ done: true })) },
+      virtualClock: clock,
       definitions: { finish_anyway: 'name: finish_anyway\ntasks:\n  a: { kind: stubborn }\n  b: { kind: stubborn, deps: [a] }\n' },
     });
     await rt.startWorker();
     const id = await rt.start('finish_anyway');
-    await until(async () => (await rt.workflow(id).task('a')).state === 'running');
+    await settled(rt, async () => (await rt.workflow(id).task('a')).state === 'running');
     await rt.workflow(id).cancel();
-    release();
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
-    expect(w.state).toBe('cancelled');
+    expect((await final(rt, id)).state).toBe('cancelled');
     expect(await rt.workflow(id).task('a')).toMatchObject({ state: 'completed', output: { done: true } });
     expect((await rt.workflow(id).task('b')).state).toBe('cancelled');
   });
@@ -153,9 +146,9 @@ describe(`cancel and shutdown (${backend})`, () => {
     expect(tasks.s).toMatchObject({ state: 'available', attempt: 0 });
     expect(tasks.s.errors[0]).toMatchObject({ kind: 'shutdown' });
 
-    const again = await testRuntime({ schema: rt.schema, handlers: { quick: sleeper(1), slow: sleeper(1) } });
+    // a worker started later runs what the stop released
+    const again = await drivenRuntime({ schema: rt.schema, handlers: { quick: sleeper(1), slow: sleeper(1) } });
     await again.startWorker();
-    const w = await again.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 });
-    expect(w.state).toBe('completed');
+    expect((await final(again, id)).state).toBe('completed');
   });
 });

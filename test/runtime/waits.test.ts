@@ -2,9 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { Arrivals } from '../helpers/arrivals.js';
-import { patient } from '../helpers/patience.js';
-import { backend, drivenRuntime, final, settled, testRuntime, until } from '../helpers/runtime.js';
+import { advance, backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
 
 /** Handlers that record each run (task name -> runs) and return their args. */
 function recording(kinds: string[]) {
@@ -21,7 +19,7 @@ function recording(kinds: string[]) {
   return { runs, handlers };
 }
 
-/** Whether the task's wait is active (settled() checks it once a driven run is quiet; until() polls for it). */
+/** Whether the task's wait is active (settled() checks it once a driven run is quiet). */
 function waitingOn(rt: Runtime, id: string, task: string): () => Promise<boolean> {
   return async () => (await rt.workflow(id).task(task)).wait?.phase === 'waiting';
 }
@@ -105,22 +103,19 @@ describe(`waits: signals and timers (${backend})`, () => {
 
   it('a signal emitted before the wait became active still counts', async () => {
     const { handlers } = recording(['step']);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const rt = await testRuntime({
-      handlers: { ...handlers, slow: async () => gate.then(() => ({})) },
+    const rt = await drivenRuntime({
+      handlers,
       definitions: {
-        early: `name: early\ntasks:\n  first: { kind: slow }\n  then:\n    kind: step\n    deps: [first]\n    wait: { terms: { ok: { signal: go } } }\n`,
+        early: `name: early\ntasks:\n  first: { kind: step }\n  then:\n    kind: step\n    deps: [first]\n    wait: { terms: { ok: { signal: go } } }\n`,
       },
     });
     await rt.startWorker();
     const id = await rt.start('early');
-    await until(async () => (await rt.workflow(id).task('first')).state === 'running');
+    // nothing has run yet: `first` is open, so `then` still waits on its deps
     const e = await rt.workflow(id).signals.emit('go', {});
     expect(e.resolved).toEqual([]);
     expect((await rt.workflow(id).task('then')).wait?.phase).toBe('pending_deps');
-    release();
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
     expect((await rt.workflow(id).task('then')).wait!.evidence!.signal_ids).toEqual([e.signal.id]);
   });
 
@@ -213,7 +208,7 @@ tasks:
   root_created:
     kind: step
     wait: { terms: { t: { timer: { after_workflow_created: 10m } } } }
-  first: { kind: slow }
+  first: { kind: slow, args: { minutes: 5 } }
   after_started:
     kind: step
     deps: [first]
@@ -222,56 +217,37 @@ tasks:
     kind: step
     deps: [first, second]
     wait: { terms: { t: { timer: { after_task_finalized: { task: first, after: 15m } } } } }
-  second: { kind: slow }
+  second: { kind: slow, args: { minutes: 8 } }
 `;
     const { runs, handlers } = recording(['step']);
-    const gates = new Map<string, () => void>();
-    const gated = new Arrivals<string>();
-    const rt = await testRuntime({
-      handlers: {
-        ...handlers,
-        slow: async (_a, ctx) =>
-          new Promise((r) => {
-            gates.set(ctx.taskName, () => r({}));
-            gated.push(ctx.taskName);
-          }),
-      },
-      clock: clock.now,
-      workerDeadAfterMs: 86_400_000,
+    // `first` takes 5 virtual minutes, `second` 8
+    const rt = await drivenRuntime({
+      handlers: { ...handlers, slow: async (args: { minutes: number }) => clock.sleep(args.minutes * 60_000).then(() => ({})) },
+      virtualClock: clock,
       definitions: { anchors },
     });
     await rt.startWorker();
     const deadline = new Date(clock.now().getTime() + 20 * 60_000).toISOString();
     const id = await rt.start('anchors', { deadline });
     const h = rt.workflow(id);
-    await gated.when((names) => names.length === 2);
-    expect((await h.task('root_at')).wait!.phase).toBe('waiting');
-    // at minute 5, `first` finishes: after_started fires at 15, after_final counts 15 from 5 = 20 (second finishes at 8)
-    clock.advance(5 * 60_000);
-    gates.get('first')!();
-    await until(waitingOn(rt, id, 'after_started'));
-    clock.advance(3 * 60_000);
-    gates.get('second')!();
-    await until(waitingOn(rt, id, 'after_final'));
-    const ran = async () => {
-      await rt.maintenance();
-      await until(async () => !(await rt.workflow(id).tasks()).some((t) => t.state === 'available' || t.state === 'running'));
+    await settled(rt, waitingOn(rt, id, 'root_at'));
+    // after_started fires at 15 (first ends at 5), after_final at 20 (15 from first's end), root_at at 20
+    const at = async (minute: number) => {
+      await advance(rt, (await h.load()).created_at.getTime() + minute * 60_000 - clock.now().getTime());
       return [...runs].sort();
     };
-    clock.advance(3 * 60_000); // minute 11
-    expect(await ran()).toEqual(['root_created']);
-    clock.advance(5 * 60_000); // minute 16
-    expect(await ran()).toEqual(['after_started', 'root_created']);
-    clock.advance(3 * 60_000); // minute 19
-    expect(await ran()).toEqual(['after_started', 'root_created']);
-    clock.advance(2 * 60_000); // minute 21: both the absolute time (20) and first's finalization + 15 (20) passed
-    expect(await ran()).toEqual(['after_final', 'after_started', 'root_at', 'root_created']);
-    expect((await h.waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
+    expect(await at(11)).toEqual(['root_created']);
+    expect(await at(16)).toEqual(['after_started', 'root_created']);
+    expect(await at(19)).toEqual(['after_started', 'root_created']);
+    // minute 21: both the absolute time (20) and first's finalization + 15 (20) passed
+    expect(await at(21)).toEqual(['after_final', 'after_started', 'root_at', 'root_created']);
+    expect((await final(rt, id)).state).toBe('completed');
     const fireAt = async (task: string) => (await h.task(task)).wait!.evidence!.inputs.timers.t.fire_at!;
     const created = (await h.load()).created_at.getTime();
     expect(new Date(await fireAt('root_at')).toISOString()).toBe(deadline);
     expect(new Date(await fireAt('root_created')).getTime()).toBe(created + 10 * 60_000);
     const first = (await h.task('first')).finalized_at!.getTime();
+    expect(first).toBe(created + 5 * 60_000);
     expect(new Date(await fireAt('after_final')).getTime()).toBe(first + 15 * 60_000);
     expect(new Date(await fireAt('after_started')).getTime()).toBe(new Date((await h.task('after_started')).wait!.started_at!).getTime() + 10 * 60_000);
   });

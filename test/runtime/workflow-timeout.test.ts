@@ -3,8 +3,7 @@ import { compile } from '../../src/compiler/instantiate.js';
 import { validate } from '../../src/compiler/validate.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { patient } from '../helpers/patience.js';
-import { backend, drivenRuntime, final, settled, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
 
 const verify = `name: verify
 timeout: 3d
@@ -55,22 +54,21 @@ describe(`workflow timeout (${backend})`, () => {
     let aborted = false;
     const handlers: Handlers = {
       quick: async () => ({}),
+      // ten hours, unless aborted
       hang: (_a, ctx) =>
-        new Promise((_resolve, reject) =>
-          ctx.signal.addEventListener('abort', () => {
-            aborted = true;
-            reject(ctx.signal.reason);
-          }),
-        ),
+        clock.sleep(36_000_000, ctx.signal).catch((e: unknown) => {
+          aborted = true;
+          throw e;
+        }),
     };
     const rt = await drivenRuntime({ handlers, virtualClock: clock, workerDeadAfterMs: 86_400_000, leader: false, definitions: { slow } });
     await rt.startWorker();
     const id = await rt.start('slow');
     const h = rt.workflow(id);
-    await until(async () => (await h.task('crunch')).state === 'running');
+    await settled(rt, async () => (await h.task('crunch')).state === 'running');
     clock.advance(3_600_000 + 1000);
     expect((await rt.maintenance()).timed_out).toBe(1);
-    const w = await h.waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 });
+    const w = await final(rt, id);
     expect(aborted).toBe(true);
     expect(w).toMatchObject({ state: 'failed', end_reason: 'timeout' });
     expect((await h.tasks()).map((t) => [t.name, t.state])).toEqual([
