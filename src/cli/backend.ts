@@ -9,7 +9,7 @@ import { isShared, privateDir, writePrivateFile } from '../private-files.js';
 import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder, type PgliteDatabase } from '../runtime/db/pglite.js';
 import { createPostgres } from '../runtime/db/postgres.js';
 import { type Database, ping } from '../runtime/db/types.js';
-import { cachedImage, keepImage } from '../runtime/embedded-image.js';
+import { cachedImage, keepMigratedImage } from '../runtime/embedded-image.js';
 import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 import type { WorkflowStatus } from '../runtime/wire.js';
@@ -53,7 +53,7 @@ async function openEmbedded(dir: string, fromImage: boolean): Promise<PgliteData
   const db = await createPglite({ dataDir: dir, loadDataDir: image });
   if (fresh && fromImage && !image) {
     await createRuntime({ database: db, leader: false }).migrate();
-    await keepImage(db);
+    await keepMigratedImage(db);
   }
   return db;
 }

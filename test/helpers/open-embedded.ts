@@ -1,12 +1,16 @@
 /**
- * Opens an embedded database folder (argv[2]) as a braid process would, at the instant argv[3] (epoch ms, so
- * that several processes race for it), writes a row naming itself, holds it for a moment and closes; prints
- * "opened" or the error's name and message.
+ * Opens an embedded database folder (argv[2]) as a braid process would, at an instant its parent names (so that
+ * several processes race for it): says "ready" once loaded, then reads the instant (epoch ms) from stdin; writes
+ * a row naming itself, holds the folder for a moment and closes; prints "opened" or the error's name and message.
  */
+import { createInterface } from 'node:readline';
 import { createPglite } from '../../src/runtime/db/pglite.js';
 
 const dir = process.argv[2];
-const at = Number(process.argv[3] ?? 0);
+process.stdout.write('ready\n');
+const lines = createInterface({ input: process.stdin });
+const at = Number(await new Promise<string>((resolve) => lines.once('line', resolve)));
+lines.close();
 while (Date.now() < at - 20) await new Promise((r) => setTimeout(r, Math.min(50, at - 20 - Date.now())));
 while (Date.now() < at);
 try {

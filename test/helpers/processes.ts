@@ -34,10 +34,10 @@ export function faultsWorker(url: string, schema: string, table: string, args: s
   return { child, output: () => out };
 }
 
-/** A runtime in a process of its own (test/helpers/runtime-process.ts), killed after the file if still alive. */
+/** A runtime in a process of its own (test/helpers/runtime-process.ts, as built), killed after the file if still alive. */
 export function runtimeProcess(config: Record<string, unknown>): RuntimeProcess {
   let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/helpers/runtime-process.ts')], {
+  const child = spawn(process.execPath, [join(repoRoot, 'dist/test/helpers/runtime-process.js')], {
     cwd: repoRoot,
     env: { ...process.env, BRAID_PROC: JSON.stringify({ url: postgresUrl, ...config }) },
   });

@@ -1,29 +1,33 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { projectToken } from '../../src/cli/backend.js';
 import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder } from '../../src/runtime/db/pglite.js';
+import { keepImage, readImage } from '../../src/runtime/db/pglite-image.js';
 import { repoRoot, runCli } from '../helpers/cli.js';
+import { exited, printed } from '../helpers/processes.js';
 
-/** Starts `n` processes opening the same folder at the same instant; resolves with what each printed. */
-async function openAtOnce(dir: string, n: number): Promise<string[]> {
-  const at = Date.now() + 4000;
-  const children = Array.from({ length: n }, () =>
-    spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/helpers/open-embedded.ts'), dir, String(at)], { cwd: repoRoot }),
-  );
-  return Promise.all(
-    children.map(
-      (c) =>
-        new Promise<string>((resolve) => {
-          let out = '';
-          c.stdout.on('data', (d: Buffer) => (out += d.toString()));
-          c.stderr.on('data', (d: Buffer) => (out += d.toString()));
-          c.on('exit', () => resolve(out.trim()));
-        }),
-    ),
-  );
+/** test/helpers/open-embedded.ts as built (npm test builds first), as the CLI's processes run built too. */
+const openEmbedded = join(repoRoot, 'dist/test/helpers/open-embedded.js');
+
+/**
+ * Starts `n` processes opening the same folder at the same instant (a moment after all are loaded and say so);
+ * resolves with what each printed after "ready".
+ */
+async function openAtOnce(dir: string, n: number, env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+  const children = Array.from({ length: n }, () => spawn(process.execPath, [openEmbedded, dir], { cwd: repoRoot, env: { ...process.env, ...env } }));
+  const outputs = children.map((c) => {
+    let out = '';
+    c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    c.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    return { ready: printed({ child: c, output: () => out }, 'ready\n'), done: exited(c).then(() => out.replace(/^ready\n/, '').trim()) };
+  });
+  await Promise.all(outputs.map((o) => o.ready));
+  const at = String(Date.now() + 200);
+  for (const c of children) c.stdin.end(`${at}\n`);
+  return Promise.all(outputs.map((o) => o.done));
 }
 
 /** Every folder and file under a path with a mode wider than its owner's. */
@@ -50,6 +54,45 @@ describe('the embedded database (PGlite in a data folder)', () => {
     const again = await createPglite({ dataDir: dir });
     expect((await again.query<{ v: number }>('SELECT v FROM kept')).rows).toEqual([{ v: 42 }]);
     await again.close();
+  });
+
+  it('a new folder starts from the kept image of an initdb; with none, initdb runs and keeps one', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'braid-tmp-'));
+    const dir = mkdtempSync(join(tmpdir(), 'braid-pglite-'));
+    const image = () => {
+      const names = readdirSync(tmp).filter((f) => /^braid-initdb-[0-9a-f]{16}\.tar$/.test(f));
+      expect(names).toHaveLength(1);
+      return statSync(join(tmp, names[0]));
+    };
+    expect(await openAtOnce(join(dir, 'a'), 1, { TMPDIR: tmp })).toEqual(['opened']);
+    const kept = image();
+    expect(kept.mode & 0o777).toBe(0o600);
+    // loaded, not made again: the same file
+    expect(await openAtOnce(join(dir, 'b'), 1, { TMPDIR: tmp })).toEqual(['opened']);
+    expect(image().ino).toBe(kept.ino);
+    for (const name of ['a', 'b']) {
+      const db = await createPglite({ dataDir: join(dir, name) });
+      expect((await db.query('SELECT count(*)::int AS n FROM opened_by')).rows).toEqual([{ n: 1 }]);
+      await db.close();
+    }
+  }, 120_000);
+
+  it('an image is loaded only when this user wrote it and nobody else can write it', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'braid-tmp-'));
+    const path = join(tmp, 'braid-initdb-0123456789abcdef.tar');
+    expect(readImage(path)).toBeUndefined();
+    await keepImage(path, new Blob(['an image']));
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(await readImage(path)!.text()).toBe('an image');
+    expect(Buffer.from(await readImage(path)!.arrayBuffer()).toString()).toBe('an image');
+    chmodSync(path, 0o620);
+    expect(readImage(path)).toBeUndefined();
+    chmodSync(path, 0o644);
+    expect(readImage(path)).toBeDefined();
+    if (process.getuid?.() === 0) {
+      chownSync(path, 65534, 65534);
+      expect(readImage(path)).toBeUndefined();
+    }
   });
 
   it('a folder held by a live process is refused; a stale lock (dead pid) is taken over', async () => {

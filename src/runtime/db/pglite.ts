@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { privateDir, tightenTree } from '../../private-files.js';
+import { imagePath, keepImage, readImage } from './pglite-image.js';
 import { type Database, QUERYABLE, type Queryable } from './types.js';
 
 export interface PgliteOptions {
   /** A folder to persist to; in memory when absent. */
   dataDir?: string;
-  /** A data folder image to start from (fast clones in tests). */
+  /** A data folder image to start from (fast clones in tests); a new database otherwise starts from a kept image of an initdb. */
   loadDataDir?: Blob;
 }
 
@@ -161,7 +162,17 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
     if (dataDir) privateDir(join(dataDir, 'pgdata'));
     // loaded here, not at the top: a CLI command against Postgres (or the API) never pays for the WASM engine
     const { PGlite } = await import('@electric-sql/pglite');
-    db = await PGlite.create(dataDir ? join(dataDir, 'pgdata') : undefined, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
+    const fresh = !options.loadDataDir && !(dataDir && existsSync(join(dataDir, 'pgdata', 'PG_VERSION')));
+    const initdb = fresh ? imagePath('initdb') : undefined;
+    const image = options.loadDataDir ?? (initdb && readImage(initdb));
+    db = await PGlite.create(dataDir ? join(dataDir, 'pgdata') : undefined, {
+      ...(image ? { loadDataDir: image } : {}),
+      // 32 MB of shared buffers, not initdb's 128: the engine zeroes them at every start (half a second here),
+      // and a development database's working set fits
+      startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB'],
+    });
+    // the first new database made here: what initdb made, before anything else is written, for the next one
+    if (initdb && !image) await keepImage(initdb, (await db.dumpDataDir('none')) as Blob);
     // the engine writes its files readable by all: they are the owner's only (inside a 0700 folder anyway)
     if (dataDir) tightenTree(dataDir);
   } catch (error) {
