@@ -26,6 +26,10 @@ export default defineConfig({
     testTimeout: Math.round(30_000 * patience),
     hookTimeout: Math.round(60_000 * patience),
     pool: 'forks',
+    // a worker's files share its modules: the runtime, the compiler and the test database load once per worker,
+    // not once per file (what a file leaves behind, test/setup.ts undoes through helpers/file-end.ts)
+    isolate: false,
+    setupFiles: ['test/setup.ts'],
     // most files wait on a database, a child process or a timer rather than the CPU: one more file than cores
     // runs at once (capped, as each file's pool holds Postgres connections); the heavy files take turns anyway,
     // so their lane runs one at a time (set here: a --maxWorkers flag did not reach the projects)

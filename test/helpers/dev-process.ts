@@ -2,14 +2,14 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
 import { braidBin } from './cli.js';
+import { afterEachFile } from './file-end.js';
 import { printed } from './processes.js';
 import { backend, postgresUrl, uniqueSchema } from './runtime.js';
 
 const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+afterEachFile(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
 });
 
 /** A temporary project folder: definitions (file name -> text) and other files (path -> text). */

@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import type { Database } from '../../src/runtime/db/types.js';
 import { braidBin, repoRoot } from './cli.js';
+import { afterEachFile } from './file-end.js';
 import { patient } from './patience.js';
 import { postgresUrl, until } from './runtime.js';
 
@@ -13,8 +14,8 @@ export interface RuntimeProcess {
 }
 
 const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+afterEachFile(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
 
 /**

@@ -1,7 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Database } from '../../src/runtime/db/types.js';
 import { migratedDatabase } from '../../src/runtime/embedded-image.js';
@@ -9,6 +8,7 @@ import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runt
 import type { WorkflowRecord } from '../../src/runtime/wire.js';
 import { Driver } from '../../src/testing/run-test.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { afterEachFile } from './file-end.js';
 import { patient } from './patience.js';
 
 /** Which database the runtime suites run on: CI runs them once per backend. */
@@ -25,8 +25,8 @@ const runtimes: Runtime[] = [];
 const schemas: string[] = [];
 
 /**
- * One database per test file; each test gets a schema of its own, so tests never see each other's rows. An
- * embedded one starts from the migrated image braid test keeps (a fraction of a second, not an initdb).
+ * One database per test worker, for every file it runs; each test gets a schema of its own, so tests never see
+ * each other's rows. An embedded one starts from the migrated image braid test keeps (not an initdb).
  */
 export function testDatabase(): Promise<Database> {
   shared ??= backend === 'postgres' ? Promise.resolve(createPostgres({ connectionString: postgresUrl, max: 10, idleTimeoutMs: IDLE_MS })) : migratedDatabase();
@@ -37,13 +37,13 @@ export function newDatabase(): Database {
   return createPostgres({ connectionString: postgresUrl, max: 10, idleTimeoutMs: IDLE_MS });
 }
 
-afterAll(async () => {
+// the database stays open for the worker's next file; the file's runtimes stop and its schemas go
+afterEachFile(async () => {
   for (const rt of runtimes.splice(0)) await rt.stop(0).catch(() => undefined);
+  const dropped = schemas.splice(0);
   if (shared) {
     const db = await shared;
-    if (backend === 'postgres') for (const s of schemas.splice(0)) await db.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch(() => undefined);
-    await db.close();
-    shared = undefined;
+    for (const s of dropped) await db.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch(() => undefined);
   }
 });
 
