@@ -2,6 +2,7 @@ import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type DevProcess, startDev, tempProject } from '../helpers/dev-process.js';
+import { patient } from '../helpers/patience.js';
 import { backend, until } from '../helpers/runtime.js';
 
 const GREET = (text: string) => `name: greet
@@ -70,7 +71,8 @@ describe(`braid dev hot reload (${backend})`, () => {
       writeFileSync(join(dir, 'definitions', 'greet.yaml'), GREET('second'));
       writeFileSync(join(dir, 'definitions', 'held.yaml'), HELD_V2);
       await until(async () => (await currentHash(dev, 'greet')) !== first, 5000, 20);
-      expect(Date.now() - saved).toBeLessThan(1000);
+      // under a second on an idle machine; a busy one (CI runs the suite's lanes side by side) is given more
+      expect(Date.now() - saved).toBeLessThan(patient(3000));
       await dev.waitForOutput('registered greet version', mark);
       expect(await currentHash(dev, 'held')).not.toBe(heldBefore);
 
