@@ -3,6 +3,7 @@ import { DeadlineService } from '../../src/runtime/maintenance/deadlines.js';
 import { PromoterService } from '../../src/runtime/maintenance/promoter.js';
 import { SweeperService } from '../../src/runtime/maintenance/sweeper.js';
 import { TimerService } from '../../src/runtime/maintenance/timers.js';
+import { electLeader, leaseHistory, resignLeader } from '../../src/runtime/sql/leader.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { backend, testRuntime } from '../helpers/runtime.js';
 
@@ -52,5 +53,31 @@ describe(`maintenance services, one runOnce at a time (${backend})`, () => {
     expect(await deadlines.runOnce(rt.ctx)).toBe(0);
     expect(await rt.workflow(id).load()).toMatchObject({ state: 'failed', end_reason: 'timeout' });
     expect(await new SweeperService(1000).runOnce(rt.ctx)).toBe(0);
+  });
+
+  it('the lease: one holder at a time; a resignation lapses it at once, and the next leader takes the next epoch', async () => {
+    const rt = await testRuntime({ leader: false });
+    const { s } = rt.internals;
+    const t0 = Date.parse('2026-01-01T00:00:00Z');
+    const at = (ms: number) => new Date(t0 + ms);
+    expect(await electLeader(rt.db, s, 'a', 1000, at(0))).toBe(1);
+    expect(await electLeader(rt.db, s, 'b', 1000, at(10))).toBeNull();
+    expect(await electLeader(rt.db, s, 'a', 1000, at(500))).toBe(1);
+    // only the holder resigns
+    await resignLeader(rt.db, s, 'b', at(600));
+    expect(await electLeader(rt.db, s, 'b', 1000, at(700))).toBeNull();
+    await resignLeader(rt.db, s, 'a', at(800));
+    expect(await electLeader(rt.db, s, 'b', 1000, at(900))).toBe(2);
+    // an expired lease is taken over too, in the next epoch
+    expect(await electLeader(rt.db, s, 'a', 1000, at(3000))).toBe(3);
+    // and so on, past epoch 10: the history is in epoch order (a number's, not its text's)
+    for (let epoch = 4; epoch <= 12; epoch++) expect(await electLeader(rt.db, s, epoch % 2 ? 'a' : 'b', 1000, at(epoch * 2000))).toBe(epoch);
+    const history = (await leaseHistory(rt.db, s)).map((e) => [e.epoch, e.holder, e.elected_at.getTime() - t0, e.expires_at.getTime() - t0]);
+    expect(history.slice(0, 3)).toEqual([
+      [1, 'a', 0, 800],
+      [2, 'b', 900, 1900],
+      [3, 'a', 3000, 4000],
+    ]);
+    expect(history.map(([epoch]) => epoch)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
   });
 });

@@ -219,7 +219,12 @@ export class LeaderService {
       await this.unlisten?.().catch(() => undefined);
       for (const service of this.services) await service.settled?.();
       while (this.busy) await new Promise((r) => setTimeout(r, 10));
-      if (this.leading) await resignLeader(this.o.db.dedicated(), this.o.s, this.o.id, { deadlineMs: graceMs }).catch(() => undefined);
+      if (this.leading) {
+        const db = this.o.db.dedicated();
+        await clockNow(this.o, db)
+          .then((now) => resignLeader(db, this.o.s, this.o.id, now, { deadlineMs: graceMs }))
+          .catch(() => undefined);
+      }
     };
     await within(Date.now() + graceMs, settled());
     this.leading = false;

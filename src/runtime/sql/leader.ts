@@ -27,9 +27,20 @@ export async function electLeader(q: Queryable, s: string, holder: string, ttlMs
   return rows[0] ? Number(rows[0].epoch) : null;
 }
 
-/** Gives the lease up at shutdown, so another process takes over at once instead of after expiry. */
-export async function resignLeader(q: Queryable, s: string, holder: string, options: QueryOptions = {}): Promise<void> {
-  await q.query(`DELETE FROM ${s}.leader WHERE name = 'leader' AND holder = $1`, [holder], options);
+/**
+ * Gives the lease up at shutdown, so another process takes over at once instead of after expiry: the lease
+ * lapses now, and is kept with its epoch (deleted, the next leader would start again at epoch 1, reusing
+ * fencing tokens and rewriting the history of the epochs before).
+ */
+export async function resignLeader(q: Queryable, s: string, holder: string, now: Date, options: QueryOptions = {}): Promise<void> {
+  await q.query(
+    `WITH lapsed AS (
+       UPDATE ${s}.leader SET expires_at = $2 WHERE name = 'leader' AND holder = $1 AND expires_at > $2 RETURNING epoch
+     )
+     UPDATE ${s}.leader_history h SET expires_at = $2 FROM lapsed WHERE h.epoch = lapsed.epoch`,
+    [holder, now],
+    options,
+  );
 }
 
 /**
@@ -51,6 +62,8 @@ export interface LeaseEpoch {
 
 /** Every epoch of the lease, oldest first. */
 export async function leaseHistory(q: Queryable, s: string): Promise<LeaseEpoch[]> {
-  const { rows } = await q.query<LeaseEpoch & { epoch: string }>(`SELECT epoch::text, holder, elected_at, expires_at FROM ${s}.leader_history ORDER BY epoch`);
+  const { rows } = await q.query<LeaseEpoch & { epoch: string }>(
+    `SELECT h.epoch::text, h.holder, h.elected_at, h.expires_at FROM ${s}.leader_history h ORDER BY h.epoch`,
+  );
   return rows.map((r) => ({ ...r, epoch: Number(r.epoch) }));
 }
