@@ -1,14 +1,13 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { measurePatience } from './test/helpers/patience.js';
-import { BACKEND_FREE, SIDE_LANE } from './test/helpers/suites.js';
+import { BACKEND_FREE, HEAVY } from './test/helpers/suites.js';
 
 /**
  * `BRAID_TEST_BACKENDS=postgres,pglite` (CI) runs the suite once per backend in one run: a project each, so
  * files of both share the workers and neither backend waits for the other's slowest files. Without it, the
  * runtime suites run on the backend `BRAID_TEST_BACKEND` names (or on Postgres when `DATABASE_URL` is set).
- * `BRAID_TEST_HEAVY=only` runs just CI's side lane (the files that take turns on Postgres, and two that run many
- * processes), `skip` all but them.
+ * `BRAID_TEST_HEAVY=only` runs just the files that take turns on Postgres, `skip` all but them.
  */
 const backends = (process.env.BRAID_TEST_BACKENDS ?? '').split(',').filter(Boolean);
 const unknown = backends.filter((b) => b !== 'postgres' && b !== 'pglite');
@@ -22,8 +21,8 @@ process.env.BRAID_TEST_PATIENCE = String(patience);
 
 export default defineConfig({
   test: {
-    include: heavy === 'only' ? SIDE_LANE : ['test/**/*.test.ts'],
-    exclude: heavy === 'skip' ? SIDE_LANE : [],
+    include: heavy === 'only' ? HEAVY : ['test/**/*.test.ts'],
+    exclude: heavy === 'skip' ? HEAVY : [],
     testTimeout: Math.round(30_000 * patience),
     hookTimeout: Math.round(60_000 * patience),
     pool: 'forks',
@@ -32,10 +31,9 @@ export default defineConfig({
     isolate: false,
     setupFiles: ['test/setup.ts'],
     // most files wait on a database, a child process or a timer rather than the CPU: one more file than cores
-    // runs at once (capped, as each file's pool holds Postgres connections); in the side lane the heavy files
-    // take turns anyway, and a second worker runs the others beside them (set here: a --maxWorkers flag did not
-    // reach the projects)
-    maxWorkers: heavy === 'only' ? 2 : Math.min(4, availableParallelism() + 1),
+    // runs at once (capped, as each file's pool holds Postgres connections); the heavy files take turns anyway,
+    // so their lane runs one at a time (set here: a --maxWorkers flag did not reach the projects)
+    maxWorkers: heavy === 'only' ? 1 : Math.min(4, availableParallelism() + 1),
     ...(backends.length > 0 && {
       projects: backends.map((backend, i) => ({
         extends: true,
@@ -43,7 +41,7 @@ export default defineConfig({
           name: backend,
           // the embedded backend's run has no server: the commands it spawns must not find one either
           env: backend === 'pglite' ? { BRAID_TEST_BACKEND: backend, DATABASE_URL: '' } : { BRAID_TEST_BACKEND: backend },
-          exclude: [...(heavy === 'skip' ? SIDE_LANE : []), ...(i === backends.length - 1 ? [] : BACKEND_FREE)],
+          exclude: [...(heavy === 'skip' ? HEAVY : []), ...(i === backends.length - 1 ? [] : BACKEND_FREE)],
         },
       })),
     }),

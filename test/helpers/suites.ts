@@ -28,10 +28,3 @@ export const HEAVY = [
   'test/runtime/silent-outage.test.ts',
   'test/runtime/timer-storm.test.ts',
 ];
-
-/**
- * CI's side lane (BRAID_TEST_HEAVY=only), started beside the rest: the files that take turns on Postgres,
- * mostly waiting on the faults they make, and with them, filling that lane's idle time, two that run many
- * processes of their own (the embedded database's racing openers; npm installing the package).
- */
-export const SIDE_LANE = [...HEAVY, 'test/runtime/embedded.test.ts', 'test/package.test.ts'];
