@@ -4,12 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { braidBin } from './cli.js';
 import { afterEachFile } from './file-end.js';
-import { printed } from './processes.js';
+import { exited, printed } from './processes.js';
 import { backend, postgresUrl, uniqueSchema } from './runtime.js';
 
 const children: ChildProcess[] = [];
-afterEachFile(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+afterEachFile(async () => {
+  const alive = children.splice(0).filter((c) => c.exitCode === null && c.signalCode === null);
+  for (const c of alive) c.kill('SIGKILL');
+  await Promise.all(alive.map(exited));
 });
 
 /** A temporary project folder: definitions (file name -> text) and other files (path -> text). */

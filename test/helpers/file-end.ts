@@ -10,6 +10,7 @@ export function afterEachFile(cleanup: () => Promise<void> | void): void {
   cleanups.push(cleanup);
 }
 
+/** Runs the clean-ups, the last registered first: a helper's undoes what the helpers it builds on left (its processes before their schemas). */
 export async function endFile(): Promise<void> {
-  for (const cleanup of cleanups) await cleanup();
+  for (const cleanup of [...cleanups].reverse()) await cleanup();
 }

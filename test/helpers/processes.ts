@@ -14,8 +14,11 @@ export interface RuntimeProcess {
 }
 
 const children: ChildProcess[] = [];
-afterEachFile(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+// gone, not only signalled, before the file's schemas are emptied for the next file
+afterEachFile(async () => {
+  const alive = children.splice(0).filter((c) => c.exitCode === null && c.signalCode === null);
+  for (const c of alive) c.kill('SIGKILL');
+  await Promise.all(alive.map(exited));
 });
 
 /**
