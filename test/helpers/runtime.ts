@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Database } from '../../src/runtime/db/types.js';
 import { migratedDatabase } from '../../src/runtime/embedded-image.js';
@@ -117,7 +118,20 @@ export interface TestRuntimeOptions extends Omit<RuntimeOptions, 'database'> {
   database?: Database;
 }
 
-/** A migrated runtime in a fresh schema, with definitions registered; stopped after the file. */
+/**
+ * Stops a runtime when the test that made it ends (its worker polls, heartbeats and leads until stopped: a
+ * file's earlier runtimes would go on doing so beside its later tests); one made outside a test (beforeAll)
+ * stops after the file.
+ */
+function stopAfterTest(rt: Runtime): void {
+  try {
+    onTestFinished(() => rt.stop(0).catch(() => undefined));
+  } catch {
+    // not inside a test: the file's clean-up stops it
+  }
+}
+
+/** A migrated runtime in a fresh schema, with definitions registered; stopped after its test (or file). */
 export async function testRuntime(options: TestRuntimeOptions = {}): Promise<Runtime> {
   const rt = createRuntime({
     pollIntervalMs: 50,
@@ -128,6 +142,7 @@ export async function testRuntime(options: TestRuntimeOptions = {}): Promise<Run
     database: options.database ?? (await testDatabase()),
   });
   runtimes.push(rt);
+  stopAfterTest(rt);
   await rt.migrate();
   if (reusable.includes(rt.schema) && !shapes.has(rt.schema)) shapes.set(rt.schema, await shape(rt.db, rt.schema));
   if (options.definitions) {
@@ -170,8 +185,12 @@ export async function drivenRuntime(options: TestRuntimeOptions & { virtualClock
   return drive(await testRuntime({ ...DRIVEN, ...rest, clock: clock.now }), clock);
 }
 
-/** What a runtime made elsewhere (createRuntime) needs to be driven: no leader, no worker taken for dead, and the driver's clock. */
-export const DRIVEN = { leader: false, workerDeadAfterMs: NEVER_MS } as const;
+/**
+ * What a runtime made elsewhere (createRuntime) needs to be driven: no leader, no worker taken for dead, and
+ * the driver's clock. Its worker fetches when the driver (or a notification) says so, not on a poll of its own,
+ * and heartbeats once a second.
+ */
+export const DRIVEN = { leader: false, workerDeadAfterMs: NEVER_MS, pollIntervalMs: 3_600_000, heartbeatIntervalMs: 1000 } as const;
 
 /** Drives a runtime made with DRIVEN and `clock: clock.now`, as drivenRuntime's are. */
 export function drive(rt: Runtime, clock: VirtualClock): Runtime {
