@@ -18,6 +18,8 @@ if (heavy !== undefined && heavy !== 'only' && heavy !== 'skip') throw new Error
 // measured once here and handed to every test process (they inherit the environment)
 const patience = measurePatience();
 process.env.BRAID_TEST_PATIENCE = String(patience);
+// this run's mark on the schemas and tables its tests make in a shared database (test/global-setup.ts drops them)
+process.env.BRAID_TEST_RUN ??= Date.now().toString(36);
 
 export default defineConfig({
   test: {
@@ -30,6 +32,7 @@ export default defineConfig({
     // not once per file (what a file leaves behind, test/setup.ts undoes through helpers/file-end.ts)
     isolate: false,
     setupFiles: ['test/setup.ts'],
+    globalSetup: ['test/global-setup.ts'],
     // most files wait on a database, a child process or a timer rather than the CPU: one more file than cores
     // runs at once (capped, as each file's pool holds Postgres connections); the heavy files take turns anyway,
     // so their lane runs one at a time (set here: a --maxWorkers flag did not reach the projects)

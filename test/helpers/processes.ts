@@ -5,7 +5,7 @@ import type { Database } from '../../src/runtime/db/types.js';
 import { braidBin, repoRoot } from './cli.js';
 import { afterEachFile } from './file-end.js';
 import { patient } from './patience.js';
-import { postgresUrl, until } from './runtime.js';
+import { postgresUrl, scratchTable, until } from './runtime.js';
 
 export interface RuntimeProcess {
   child: ChildProcess;
@@ -93,10 +93,8 @@ export const exited = (child: ChildProcess) =>
 export const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
 
 /** A table the runtime processes' handlers record each invocation in (workflow, task, attempt, pid, whether its deps had all completed, time). */
-export async function invocationTable(db: Database): Promise<string> {
-  const table = `invocations_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 6)}`;
-  await db.query(`CREATE TABLE ${table} (workflow_id text, task text, attempt int, pid int, deps_ok boolean, at timestamptz DEFAULT clock_timestamp())`);
-  return table;
+export function invocationTable(db: Database): Promise<string> {
+  return scratchTable(db, 'workflow_id text, task text, attempt int, pid int, deps_ok boolean, at timestamptz DEFAULT clock_timestamp()');
 }
 
 /**

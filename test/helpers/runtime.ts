@@ -86,10 +86,28 @@ afterEachFile(async () => {
     else dropped.push(s);
   }
   for (const s of dropped) await db.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`).catch(() => undefined);
+  for (const t of scratch.splice(0)) await db.query(`DROP TABLE IF EXISTS ${t}`).catch(() => undefined);
 });
 
+/**
+ * This run's mark on what its tests make in the shared database (vitest.config.ts sets it once per run): the
+ * run's teardown (test/global-setup.ts) drops whatever of it a worker left, the spare schemas among them.
+ */
+export const RUN = process.env.BRAID_TEST_RUN ?? Date.now().toString(36);
+
 function schemaName(): string {
-  return `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  return `t_${RUN}_${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Tables a test made in the database's public schema, dropped after its file. */
+const scratch: string[] = [];
+
+/** A table of the test's own in the database's public schema (`columns` as CREATE TABLE takes them), dropped after the file. */
+export async function scratchTable(db: Database, columns: string): Promise<string> {
+  const table = `scratch_${RUN}_${Math.random().toString(36).slice(2, 8)}`;
+  await db.query(`CREATE TABLE ${table} (${columns})`);
+  scratch.push(table);
+  return table;
 }
 
 /** A schema of the test's own, dropped after the file. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compile, validate } from '../../src/index.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { backend, definitionsDir, drivenRuntime, final, run, settled, testDatabase, testRuntime } from '../helpers/runtime.js';
+import { backend, definitionsDir, drivenRuntime, final, run, scratchTable, settled, testDatabase, testRuntime } from '../helpers/runtime.js';
 
 const sleeper = (ms: number) => async (_args: unknown, ctx: { signal: AbortSignal }) =>
   new Promise((resolve, reject) => {
@@ -40,8 +40,7 @@ describe(`transactions (${backend})`, () => {
 
   it('ctx.transaction: the handler writes commit with the completion, or roll back with a failed attempt', async () => {
     const db = await testDatabase();
-    const table = `effects_${Math.random().toString(36).slice(2, 8)}`;
-    await db.query(`CREATE TABLE ${table} (workflow_id text, attempt int)`);
+    const table = await scratchTable(db, 'workflow_id text, attempt int');
     const handlers: Handlers = {
       effect: async (_args, ctx) => {
         await ctx.transaction((tx) => tx.query(`INSERT INTO ${table} VALUES ($1, $2)`, [ctx.workflowId, ctx.attempt]));
