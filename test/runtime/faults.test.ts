@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, onTestFailed } from 'vitest';
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { heavyFile } from '../helpers/heavy.js';
@@ -73,48 +73,61 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
     await Promise.all(procs.map((p) => exited(p.child)));
   }, 180_000);
 
-  it('the notification connection comes back after an outage: a cancel sent meanwhile still aborts the handler, and wake-ups work again', async () => {
-    const proxy = await startProxy();
-    const through = createPostgres({ connectionString: proxy.url(postgresUrl), max: 4 });
-    let aborted = 0;
-    const definitions = {
-      long: 'name: long\ntasks:\n  t: { kind: long }\n',
-      quick: 'name: quick\ntasks:\n  t: { kind: quick }\n',
-    };
-    const direct = await testRuntime({ definitions });
-    const worker = await testRuntime({
-      database: through,
-      schema: direct.schema,
-      // polling every minute: only notifications can wake this worker in time
-      pollIntervalMs: 60_000,
-      handlers: {
-        long: (_a, ctx) =>
-          new Promise((_, reject) =>
-            ctx.signal.addEventListener('abort', () => {
-              aborted++;
-              reject(new Error('aborted'));
-            }),
-          ),
-        quick: async () => ({ ok: true }),
-      },
-    });
-    await worker.startWorker();
-    const id = await direct.start('long');
-    await until(async () => (await direct.workflow(id).task('t')).state === 'running');
-    proxy.cut();
-    await direct.workflow(id).cancel();
-    await sleep(3000);
-    expect(aborted).toBe(0);
-    proxy.restore();
-    await until(() => aborted === 1, 20_000);
-    expect((await direct.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 100 })).state).toBe('cancelled');
-    const started = Date.now();
-    const quick = await direct.start('quick');
-    expect((await direct.workflow(quick).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 })).state).toBe('completed');
-    expect(Date.now() - started).toBeLessThan(5000);
-    await worker.stop(1000);
-    await through.close();
-  }, 60_000);
+  it(
+    'the notification connection comes back after an outage: a cancel sent meanwhile still aborts the handler, and wake-ups work again',
+    async () => {
+      // where it stood, should it time out: the phases below wait on different connections
+      let phase = 'opening';
+      onTestFailed(() => console.error(`the notification test failed while ${phase}`));
+      const proxy = await startProxy();
+      const through = createPostgres({ connectionString: proxy.url(postgresUrl), max: 4 });
+      let aborted = 0;
+      const definitions = {
+        long: 'name: long\ntasks:\n  t: { kind: long }\n',
+        quick: 'name: quick\ntasks:\n  t: { kind: quick }\n',
+      };
+      const direct = await testRuntime({ definitions });
+      const worker = await testRuntime({
+        database: through,
+        schema: direct.schema,
+        // polling every minute: only notifications can wake this worker in time
+        pollIntervalMs: 60_000,
+        handlers: {
+          long: (_a, ctx) =>
+            new Promise((_, reject) =>
+              ctx.signal.addEventListener('abort', () => {
+                aborted++;
+                reject(new Error('aborted'));
+              }),
+            ),
+          quick: async () => ({ ok: true }),
+        },
+      });
+      await worker.startWorker();
+      phase = 'starting the long task';
+      const id = await direct.start('long');
+      await until(async () => (await direct.workflow(id).task('t')).state === 'running');
+      phase = 'cancelling in the outage';
+      proxy.cut();
+      await direct.workflow(id).cancel();
+      await sleep(3000);
+      expect(aborted).toBe(0);
+      proxy.restore();
+      phase = 'waiting for the abort after the outage';
+      await until(() => aborted === 1, patient(20_000));
+      phase = 'waiting for the cancelled workflow';
+      expect((await direct.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 100 })).state).toBe('cancelled');
+      phase = 'running a workflow woken by a notification';
+      const started = Date.now();
+      const quick = await direct.start('quick');
+      expect((await direct.workflow(quick).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 50 })).state).toBe('completed');
+      expect(Date.now() - started).toBeLessThan(5000);
+      phase = 'stopping';
+      await worker.stop(1000);
+      await through.close();
+    },
+    patient(60_000),
+  );
 
   it('a SIGKILL loop (a worker killed every 1-3 s, replaced): nothing lost, doubled or out of order, and killed attempts run again within 10 s', async () => {
     const rt = await testRuntime({ definitions: SHAPES });
