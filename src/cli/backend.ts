@@ -134,12 +134,9 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     waitFinal: (id, timeoutMs) =>
       rethrow(io, async () => {
         const handle = rt.workflow(id);
-        // at the timeout the workflow is returned still running, as the API's long poll does
-        const w = await handle.waitUntilFinal({ timeoutMs, pollMs: 250 }).catch(async (error: unknown) => {
-          const now = await handle.load();
-          if (now.state === 'running') return now;
-          throw error;
-        });
+        // at the timeout the workflow is returned as it is then, as the API's long poll does: still running, or
+        // ended between the wait's last look and this one (a failure to read it is the error)
+        const w = await handle.waitUntilFinal({ timeoutMs, pollMs: 250 }).catch(() => handle.load());
         return jsonClone(w);
       }),
     versions: async (name) => jsonClone(await rt.versions(name)),

@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { formatText } from '../compiler/format/text.js';
 import { isDefinitionFile, isTestFile, listDefinitionFiles, readSnippetText } from '../compiler/load.js';
+import type { KindsConfig } from '../compiler/validate.js';
 import { expandEnv, findConfigFile, loadConfig, type ProjectConfig } from '../config/config.js';
 import { findFiles, globToRegExp, matchesAny } from '../config/globs.js';
 import { displayPath } from './definitions.js';
@@ -32,6 +33,11 @@ export function project(io: Io): Project {
   }
   projects.set(io, p);
   return p;
+}
+
+/** The project config's `kinds` (their output schemas), for every command that validates definitions. */
+export function projectKinds(io: Io): KindsConfig {
+  return project(io).config?.kinds ?? {};
 }
 
 /** Where the project's embedded database and local API address live. */

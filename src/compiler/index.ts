@@ -8,4 +8,4 @@ export { loadDefinitions } from './load-definitions.js';
 export type { NormalizedDefinition, NormalizedTask } from './normalize.js';
 export { DEFAULT_LIMITS, type Limits, type RawSource } from './parse.js';
 export type { Plan, PlanTask, PlanWait, PlanWorkflow } from './plan.js';
-export { type ValidateOptions, type ValidationResult, validate, type WorkflowDefinition } from './validate.js';
+export { type KindsConfig, type ValidateOptions, type ValidationResult, validate, type WorkflowDefinition } from './validate.js';

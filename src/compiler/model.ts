@@ -55,6 +55,10 @@ export interface TaskDef extends TaskDefaults {
   when?: string;
   /** The task's name in earlier versions, so running workflows follow the rename (plan, upgrade). */
   renamed_from?: string;
+  /** The JSON Schema of its handler's output: the task's own, else its kind's in the project config. */
+  returns?: Record<string, unknown>;
+  /** Where `returns` came from: the task itself, or the project config's `kinds`. */
+  returnsFrom?: 'task' | 'config';
 }
 
 export interface StartDef {
@@ -166,6 +170,7 @@ function readTask(name: string, index: number, v: Record<string, unknown>): Task
     metadata: obj(v.metadata),
     when: str(v.when),
     renamed_from: str(v.renamed_from),
+    ...(obj(v.returns) ? { returns: obj(v.returns), returnsFrom: 'task' as const } : {}),
   };
 }
 

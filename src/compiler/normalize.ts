@@ -69,6 +69,8 @@ export interface NormalizedTask {
   metadata: Record<string, unknown>;
   /** The task's name in earlier versions, when it says (absent otherwise, so other definitions keep their hash). */
   renamed_from?: string;
+  /** The JSON Schema of the handler's output, the task's own or its kind's from the project config (absent without one). */
+  returns?: Record<string, unknown>;
 }
 
 export interface NormalizedStart {
@@ -158,6 +160,7 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
   if ((task.ignore_skipped_deps ?? d.ignore_skipped_deps) === true) out.ignore_skipped_deps = true;
   if (task.when !== undefined) out.when = task.when;
   if (task.renamed_from !== undefined) out.renamed_from = task.renamed_from;
+  if (task.returns !== undefined) out.returns = task.returns;
   if (task.delay !== undefined) out.delay_ms = ms(task.delay);
   if (task.scheduled_at !== undefined) out.scheduled_at = task.scheduled_at;
   if (task.for_each !== undefined) out.for_each = task.for_each;

@@ -34,7 +34,12 @@ export interface ValidateOptions {
    * (package.json, docker-compose.yml) is not a definition, and gets a warning saying it was skipped.
    */
   found?: ReadonlySet<string>;
+  /** The project config's `kinds`: a task without its own `returns` takes its kind's. */
+  kinds?: KindsConfig;
 }
+
+/** Per handler kind, what every task of the kind shares (the project config's `kinds:`). */
+export type KindsConfig = Readonly<Record<string, { returns?: Record<string, unknown> }>>;
 
 export interface ValidationResult {
   diagnostics: Diagnostic[];
@@ -50,7 +55,9 @@ export interface ValidationResult {
 /** Validates a set of files together (cross-file rules included) and reports every problem of every file. */
 export function validate(sources: readonly RawSource[], options: ValidateOptions = {}): ValidationResult {
   const limits = { ...DEFAULT_LIMITS, planTasks: DEFAULT_COMPILE_LIMITS.planTasks, ...options.limits };
-  const checked: { reporter: Reporter; definition?: Definition }[] = sources.map((raw) => checkFile(raw, limits, options.found?.has(raw.path) ?? false));
+  const checked: { reporter: Reporter; definition?: Definition }[] = sources.map((raw) =>
+    checkFile(raw, limits, options.found?.has(raw.path) ?? false, options.kinds ?? {}),
+  );
   const withDefinitions = checked.filter((c): c is FileDefinition => c.definition !== undefined);
   checkWorkflowSet(withDefinitions, options.knownWorkflows);
   const diagnostics = sortDiagnostics(checked.flatMap((c) => c.reporter.diagnostics));
@@ -69,7 +76,12 @@ export function validate(sources: readonly RawSource[], options: ValidateOptions
 }
 
 /** Passes 1-4 for one file: parse, schema, semantics, CEL. */
-function checkFile(raw: RawSource, limits: Limits & { planTasks: number }, found: boolean): { reporter: Reporter; definition?: Definition } {
+function checkFile(
+  raw: RawSource,
+  limits: Limits & { planTasks: number },
+  found: boolean,
+  kinds: KindsConfig,
+): { reporter: Reporter; definition?: Definition } {
   const { reporter, value } = parseSource(raw, limits);
   if (reporter.diagnostics.length > 0) return { reporter };
   // counted before the passes that grow with it: a definition that can never start is said at once
@@ -96,6 +108,7 @@ function checkFile(raw: RawSource, limits: Limits & { planTasks: number }, found
   checkSchema(value, reporter);
   const definition = buildDefinition(value);
   if (!definition) return { reporter };
+  applyKinds(definition, kinds);
   checkTasks(definition, reporter);
   checkFileName(definition, reporter);
   checkDeps(definition, reporter);
@@ -103,6 +116,15 @@ function checkFile(raw: RawSource, limits: Limits & { planTasks: number }, found
   checkInputsSchema(definition, reporter);
   checkDefinitionCel(definition, reporter);
   return { reporter, definition };
+}
+
+/** A task without its own `returns` takes its kind's from the project config (checked where the config is read). */
+function applyKinds(definition: Definition, kinds: KindsConfig): void {
+  for (const task of definition.tasks) {
+    const returns =
+      task.kind !== undefined && !task.start && task.returns === undefined && Object.hasOwn(kinds, task.kind) ? kinds[task.kind].returns : undefined;
+    if (returns !== undefined) Object.assign(task, { returns, returnsFrom: 'config' });
+  }
 }
 
 /** The tasks a definition declares, a for_each over a literal list counting as its items (a template's items are known only at start). */

@@ -5,6 +5,7 @@ import { type Diagnostic, didYouMean, sortDiagnostics } from '../compiler/diagno
 import { parseDuration } from '../compiler/duration.js';
 import { readSource } from '../compiler/load.js';
 import { parseSource } from '../compiler/parse.js';
+import { checkUserSchema } from '../compiler/rules/inputs-schema.js';
 import { configSchemaValidator } from '../compiler/schemas.js';
 import type { Path } from '../compiler/source.js';
 
@@ -24,6 +25,8 @@ export interface ProjectConfig {
   database?: string;
   schema?: string;
   queues?: Record<string, number>;
+  /** Per handler kind: the JSON Schema of its output (kinds.<kind>.returns). */
+  kinds: Record<string, { returns?: Record<string, unknown> }>;
   worker: { heartbeatMs?: number; deadAfterMs?: number; stallLimitMs?: number; leaderLeaseMs?: number; prefetch?: number; shutdownTimeoutMs?: number };
   limits: { forEachItems?: number; planTasks?: number; celCost?: number };
   /** How long a write waits for a workflow another transaction holds (limits.lock_timeout). */
@@ -62,6 +65,10 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
     return { diagnostics: sortDiagnostics(reporter.diagnostics) };
   }
   const raw = (value ?? {}) as RawConfig;
+  for (const [kind, k] of Object.entries(raw.kinds ?? {})) {
+    if (k.returns !== undefined) checkUserSchema(k.returns, ['kinds', kind, 'returns'], `kinds.${kind}.returns`, 'config', reporter);
+  }
+  if (reporter.errorCount > 0) return { diagnostics: sortDiagnostics(reporter.diagnostics) };
   const ms = (d: string | undefined) => (d === undefined ? undefined : parseDuration(d));
   return {
     diagnostics: reporter.diagnostics,
@@ -75,6 +82,7 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
       database: raw.database,
       schema: raw.schema,
       queues: raw.queues,
+      kinds: raw.kinds ?? {},
       worker: {
         heartbeatMs: ms(raw.worker?.heartbeat),
         deadAfterMs: ms(raw.worker?.dead_after),
@@ -98,6 +106,7 @@ interface RawConfig {
   database?: string;
   schema?: string;
   queues?: Record<string, number>;
+  kinds?: Record<string, { returns?: Record<string, unknown> }>;
   worker?: { heartbeat?: string; dead_after?: string; stall_limit?: string; leader_lease?: string; prefetch?: number; shutdown_timeout?: string };
   limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string; statement_timeout?: string };
 }
@@ -118,7 +127,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 }
 
 const KNOWN: Record<string, string[]> = {
-  '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'worker', 'limits'],
+  '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'kinds', 'worker', 'limits'],
   '/worker': ['heartbeat', 'dead_after', 'stall_limit', 'leader_lease', 'prefetch', 'shutdown_timeout'],
   '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout', 'statement_timeout'],
 };

@@ -2,6 +2,7 @@ import { type FSWatcher, watch } from 'chokidar';
 import type { Diagnostic } from '../compiler/diagnostics.js';
 import { formatText } from '../compiler/format/text.js';
 import { isDefinitionFile, readSnippetText } from '../compiler/load.js';
+import type { KindsConfig } from '../compiler/validate.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DebouncedPass } from './debounced.js';
 
@@ -37,6 +38,8 @@ export interface DefinitionsWatcherOptions {
   display?: (file: string) => string;
   /** The definition files, worked out again on every reload (a config's globs); default: the watched folder's. */
   files?: () => string[];
+  /** The project config's `kinds` (their output schemas). */
+  kinds?: KindsConfig;
 }
 
 /**
@@ -83,7 +86,13 @@ export class DefinitionsWatcher {
     let state: ReloadState;
     let registeredBefore: ReadonlySet<string> = new Set();
     try {
-      const { validation, registered, registeredBefore: known } = await this.rt.registerDefinitions(this.options.files?.() ?? this.dir);
+      const {
+        validation,
+        registered,
+        registeredBefore: known,
+      } = await this.rt.registerDefinitions(this.options.files?.() ?? this.dir, {
+        kinds: this.options.kinds,
+      });
       registeredBefore = new Set(known);
       state = {
         generation: ++this.generation,

@@ -4,7 +4,11 @@ import { TaskTimeout } from './worker/handlers.js';
 
 /** A handler's error whose text is recorded as is (braid made it): its kind says what happened. */
 export class OutputError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** output_invalid: the output breaks its task's `returns`. */
+    readonly code?: 'output_invalid',
+  ) {
     super(message);
     this.name = 'OutputError';
   }
@@ -28,7 +32,7 @@ export function describeError(thrown: unknown): TaskError {
 
 function describe(thrown: unknown): TaskError {
   if (thrown instanceof TaskTimeout) return { message: thrown.message, name: thrown.name, kind: 'timeout' };
-  if (thrown instanceof OutputError) return { message: clip(thrown.message), name: thrown.name, kind: 'output' };
+  if (thrown instanceof OutputError) return { message: clip(thrown.message), name: thrown.name, kind: 'output', ...(thrown.code ? { code: thrown.code } : {}) };
   if (thrown instanceof Error) {
     const name = textOf(() => thrown.name);
     const message = textOf(() => thrown.message) || name || 'Error';

@@ -9,3 +9,6 @@ export const compiler = () => import('../compiler/instantiate.js');
 export const validator = () => import('../compiler/validate.js');
 
 export const sourceReader = () => import('../compiler/load.js');
+
+/** The check of an output against its task's `returns` (ajv): loaded with the first task that declares one. */
+export const outputChecker = () => import('../compiler/returns.js');

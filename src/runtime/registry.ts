@@ -1,4 +1,4 @@
-import type { ValidationResult } from '../compiler/validate.js';
+import type { KindsConfig, ValidationResult } from '../compiler/validate.js';
 import type { RuntimeContext } from './context.js';
 import { type DrainState, drainState } from './in-flight.js';
 import { sourceReader, validator } from './lazy-compiler.js';
@@ -26,6 +26,8 @@ export interface RegisterOptions {
   dryRun?: boolean;
   /** Register nothing when any definition has an error (the deploy step); otherwise valid ones register. */
   allOrNothing?: boolean;
+  /** The project config's `kinds`: a task without its own `returns` takes its kind's. */
+  kinds?: KindsConfig;
 }
 
 /** A registered version with how many workflows run on it and its drain state. */
@@ -42,6 +44,7 @@ export async function registerDefinitions(
   const [{ validate }, { readSources }] = await Promise.all([validator(), sourceReader()]);
   const validation = validate(readSources(typeof from === 'string' ? [from] : from), {
     knownWorkflows: known,
+    kinds: options.kinds,
     ...(planTasks !== undefined ? { limits: { planTasks } } : {}),
   });
   const valid = new Map(validation.definitions.map((d) => [d.file, d]));

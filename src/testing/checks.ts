@@ -1,10 +1,12 @@
 /**
  * The checks of a test file against the definitions it tests: every task it mocks or expects exists (rule
  * `test-unknown-task`), every signal it emits is one some task waits on (`test-unknown-signal`), every
- * `kind:NAME` it mocks is a kind the workflow runs (`test-mock-kind`). Pure: definitions in, diagnostics out.
+ * `kind:NAME` it mocks is a kind the workflow runs (`test-mock-kind`), every mock's output fits its task's
+ * `returns` (`test-mock-output`). Pure: definitions in, diagnostics out.
  */
-import { didYouMean } from '../compiler/diagnostics.js';
-import { type NormalizedDefinition, START_KIND } from '../compiler/normalize.js';
+import { didYouMean, pointer } from '../compiler/diagnostics.js';
+import { type NormalizedDefinition, type NormalizedTask, START_KIND } from '../compiler/normalize.js';
+import { describeOutputProblems, outputProblems } from '../compiler/returns.js';
 import type { Path, Reporter } from '../compiler/source.js';
 import { declaredKeys } from '../runtime/test-support.js';
 import { templateOf } from './mocks.js';
@@ -45,12 +47,29 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
   const tasks = def.tasks.map((t) => t.name);
   const keys = [...new Set(def.tasks.flatMap((t) => (t.wait ? declaredKeys(t.wait) : [])))].sort();
 
+  // a mock's output must be one the real handler could return: its task's `returns` (said once per mock)
+  const mockOutput = (mock: unknown, task: NormalizedTask, path: Path) => {
+    if (task.returns === undefined || typeof mock !== 'object' || mock === null || !('output' in mock)) return;
+    if (reporter.diagnostics.some((d) => d.rule === 'test-mock-output' && d.path === pointer([...path, 'output']))) return;
+    const problems = outputProblems(task.returns, (mock as { output: unknown }).output);
+    if (problems.length === 0) return;
+    reporter.report(
+      'test-mock-output',
+      `the mock's output breaks the returns schema of task "${task.name}": ${describeOutputProblems(problems)}`,
+      { path: [...path, 'output'], at: 'key' },
+      'the real handler could never return it: fix the mock (or the schema)',
+    );
+  };
+
   const mocks = (m: Record<string, unknown> | undefined, at: Path) => {
     for (const key of Object.keys(m ?? {})) {
       const path = [...at, key];
       if (key.startsWith('kind:')) {
         const kind = key.slice(5);
-        if (kinds.includes(kind)) continue;
+        if (kinds.includes(kind)) {
+          for (const t of tree.flatMap((d) => d.tasks.filter((x) => x.kind === kind))) mockOutput(m?.[key], t, path);
+          continue;
+        }
         const guess = didYouMean(kind, kinds);
         reporter.report(
           'test-mock-kind',
@@ -82,7 +101,9 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
           { path, at: 'key' },
           guess ? `did you mean "${key.includes('.') ? `${owner}.` : ''}${guess}"?` : `its tasks: ${names.join(', ')}`,
         );
-      } else if (found.kind === START_KIND) {
+      } else if (found.kind !== START_KIND) {
+        mockOutput(m?.[key], found, path);
+      } else {
         reporter.report(
           'test-unknown-task',
           `task "${task}" starts ${found.start!.workflow} workflows, which run for real: mock their tasks instead`,

@@ -9,6 +9,7 @@
  *   await t.expect({ state: 'completed', tasks: { send_reminder: 'skipped' } });
  */
 import { parseDuration } from '../compiler/duration.js';
+import type { KindsConfig } from '../compiler/validate.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskRecord, WorkflowRecord } from '../runtime/sql/workflows.js';
 import type { Handlers } from '../runtime/worker/handlers.js';
@@ -43,6 +44,8 @@ export interface TestWorkflowOptions {
   now?: Date | string;
   /** How far runToEnd() may take the clock past `now` (default 30d). */
   maxTime?: string;
+  /** The project config's `kinds` (their output schemas), when the definitions rely on them. */
+  kinds?: KindsConfig;
 }
 
 /** An expectation did not hold: the message lists each mismatch. */
@@ -82,9 +85,9 @@ const sessions = new Map<string, Promise<TestSession>>();
 /** One session per set of definitions and handlers in this process: migrated once, emptied per test. */
 function sessionFor(options: TestWorkflowOptions): Promise<TestSession> {
   const definitions = typeof options.definitions === 'string' ? [options.definitions] : [...options.definitions];
-  const key = JSON.stringify(definitions);
+  const key = JSON.stringify([definitions, options.kinds ?? {}]);
   let s = sessions.get(key);
-  if (!s) sessions.set(key, (s = TestSession.open({ definitions })));
+  if (!s) sessions.set(key, (s = TestSession.open({ definitions, kinds: options.kinds })));
   return s;
 }
 

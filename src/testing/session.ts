@@ -5,6 +5,7 @@
  * gives the same fresh start in milliseconds.)
  */
 import type { NormalizedDefinition } from '../compiler/normalize.js';
+import type { KindsConfig } from '../compiler/validate.js';
 import type { PgliteDatabase } from '../runtime/db/pglite.js';
 import { migratedDatabase } from '../runtime/embedded-image.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
@@ -23,6 +24,8 @@ export interface SessionOptions {
   definitions: string | readonly string[];
   /** The project's handlers, for tasks without a mock and mocks with handler: real. */
   handlers?: Handlers;
+  /** The project config's `kinds`: a task without its own `returns` takes its kind's. */
+  kinds?: KindsConfig;
 }
 
 export class TestSession {
@@ -39,7 +42,7 @@ export class TestSession {
     const db = await migratedDatabase();
     try {
       const rt = createRuntime({ database: db, leader: false });
-      const { validation } = await rt.registerDefinitions(options.definitions);
+      const { validation } = await rt.registerDefinitions(options.definitions, { kinds: options.kinds });
       if (validation.errors > 0)
         throw new SessionError(
           validation.diagnostics.filter((d) => d.severity === 'error').map((d) => `${d.file}:${d.line}:${d.column}: ${d.message} [${d.rule}]`),

@@ -5,6 +5,7 @@
 import type { Diagnostic } from '../compiler/diagnostics.js';
 import { readSource } from '../compiler/load.js';
 import type { NormalizedDefinition } from '../compiler/normalize.js';
+import type { KindsConfig } from '../compiler/validate.js';
 import type { Handlers } from '../runtime/worker/handlers.js';
 import { checkTestFile } from './checks.js';
 import { runTest, type TestResult } from './run-test.js';
@@ -47,12 +48,14 @@ export async function runSuite(options: {
   files: readonly { file: TestFile }[];
   definitions: string | readonly string[];
   handlers?: Handlers;
+  /** The project config's `kinds` (their output schemas). */
+  kinds?: KindsConfig;
   filter?: string;
   /** Each test's real-time bound (default 60 s). */
   timeoutMs?: number;
   onResult?: (r: TestResult) => void;
 }): Promise<{ results: TestResult[]; definitions: ReadonlyMap<string, NormalizedDefinition> }> {
-  const session = await TestSession.open({ definitions: options.definitions, handlers: options.handlers });
+  const session = await TestSession.open({ definitions: options.definitions, handlers: options.handlers, kinds: options.kinds });
   const results: TestResult[] = [];
   try {
     for (const { file } of options.files) {

@@ -125,3 +125,12 @@ const SARIF_2_1_0_SHAPE = {
     message: { type: 'object', anyOf: [{ required: ['text'] }, { required: ['id'] }], properties: { text: { type: 'string' } } },
   },
 };
+
+describe("golden text output of a project: the config's kinds type the outputs of every task of the kind", () => {
+  it('golden-project -> golden-project/validate.out', async () => {
+    const dir = join(repoRoot, 'test/compiler/golden-project');
+    const run = await runCliInProcess(['validate'], { cwd: dir });
+    expect(run.code).toBe(1);
+    await expect(run.stdout).toMatchFileSnapshot(join(dir, 'validate.out'));
+  });
+});

@@ -101,6 +101,9 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     expect(r.stderr).toContain('bad/unknown_task.test.yaml:6:7: error: signup has no task "welcom" [test-unknown-task]');
     expect(r.stderr).toContain('bad/unknown_signal.test.yaml:6:24: error: no task of signup waits on signal "email_verifed" [test-unknown-signal]');
     expect(r.stderr).toContain('bad/mock_kind.test.yaml:6:7: error: no task of signup runs kind "send_mail" [test-mock-kind]');
+    expect(r.stderr).toContain(
+      `bad/mock_output.test.yaml:6:16: error: the mock's output breaks the returns schema of task "check": /audited must be boolean (type) [test-mock-output]`,
+    );
     expect(r.stderr).toContain('bad/duration_too_long.test.yaml:5:24: error: duration "100000000d" is longer than 100 years [test-schema]');
     expect(r.stderr.match(/\[test-schema\]/g)).toHaveLength(2);
     const validate = await runCliInProcess(['validate', '--format', 'json', 'bad'], { cwd: fixture });
@@ -109,7 +112,7 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
       JSON.parse(validate.stdout)
         .diagnostics.map((d: { rule: string }) => d.rule)
         .sort(),
-    ).toEqual(['test-mock-kind', 'test-schema', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
+    ).toEqual(['test-mock-kind', 'test-mock-output', 'test-schema', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
   });
 
   it('a task with no mock and no handler fails its test at once, naming it', async () => {

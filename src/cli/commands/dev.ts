@@ -9,7 +9,7 @@ import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { braidDir, definitionSet, handlersModule as handlersModuleOf, project, schemaName } from '../project.js';
+import { braidDir, definitionSet, handlersModule as handlersModuleOf, project, projectKinds, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import {
   listenOn,
@@ -89,6 +89,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const runtime = rt;
     definitions = new DefinitionsWatcher(runtime, dir, {
       files: globs ? () => definitionSet(io, undefined).files : undefined,
+      kinds: projectKinds(io),
       print,
       display: (file) => displayPath(io, file),
       onReload: (state) => {

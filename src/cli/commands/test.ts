@@ -12,7 +12,7 @@ import { updatedText } from '../../testing/update.js';
 import { oneOf, parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, type Io, UsageError } from '../io.js';
-import { definitionSet, handlersModule, testFiles } from '../project.js';
+import { definitionSet, handlersModule, projectKinds, testFiles } from '../project.js';
 import { USAGE } from '../usage.js';
 import { version } from '../version.js';
 import { loadHandlersArg } from './serve.js';
@@ -67,7 +67,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const display = (p: string) => displayPath(io, p);
 
   // the definitions and the test files are checked first, without a database: problems stop the run
-  const validation = validate(readSources(defs.files).map((s) => ({ ...s, path: display(s.path) })));
+  const validation = validate(
+    readSources(defs.files).map((s) => ({ ...s, path: display(s.path) })),
+    { kinds: projectKinds(io) },
+  );
   const checked = checkTestFiles(files, new Map(validation.definitions.map((d) => [d.name, d.normalized])), display);
   const diagnostics = [...validation.diagnostics, ...checked.diagnostics];
   const problems = countBySeverity(diagnostics);
@@ -81,7 +84,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
 
   const module = handlersModule(io, values.handlers);
   const handlers = module === undefined ? undefined : await loadHandlersArg(module);
-  const { results, definitions } = await runSuite({ files: checked.files, definitions: defs.files, handlers, filter: values.filter, timeoutMs });
+  const { results, definitions } = await runSuite({
+    files: checked.files,
+    definitions: defs.files,
+    handlers,
+    kinds: projectKinds(io),
+    filter: values.filter,
+    timeoutMs,
+  });
   if (results.length === 0) throw new UsageError(`no test matches --filter ${JSON.stringify(values.filter)}`);
 
   if (flags.has('update')) {

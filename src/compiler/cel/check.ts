@@ -1,6 +1,7 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { didYouMean, type Rule } from '../diagnostics.js';
 import { type CelContext, CONTEXT_REFS, type RefKind } from './environments.js';
+import type { CelType } from './types.js';
 
 /** A problem inside one expression, with offsets relative to the expression text. */
 export interface CelProblem {
@@ -49,7 +50,7 @@ const REF_HINT: Record<RefKind, string> = {
  * Parses and type-checks one expression in its context: syntax, types, undeclared names, references to
  * deps/tasks/signals/timers that the definition does not declare.
  */
-export function checkCel(env: Environment, expr: string, context: CelContext, known: KnownRefs): CelCheck {
+export function checkCel(env: Environment, expr: string, context: CelContext, known: KnownRefs, variables: Record<string, CelType> = {}): CelCheck {
   let ast: AstNode;
   try {
     ast = (env.parse(expr) as unknown as { ast: AstNode }).ast;
@@ -65,11 +66,7 @@ export function checkCel(env: Environment, expr: string, context: CelContext, kn
     const code = (result.error as { code?: string } | undefined)?.code;
     const rule: Rule = code === 'unknown_variable' || code === 'no_such_key' ? 'cel-unknown-ref' : code === 'unexpected_token' ? 'cel-syntax' : 'cel-type';
     const problem = fromCelError(result.error, expr, rule);
-    if (code === 'no_such_key') {
-      const field = /no such key: (.*)$/i.exec(problem.message)?.[1] ?? expr.slice(problem.start, problem.end);
-      problem.message = `unknown field "${field}"`;
-      problem.hint = 'inputs fields must be declared under inputs.properties (the inputs schema)';
-    }
+    if (code === 'no_such_key') Object.assign(problem, unknownField(ast, problem, expr, variables));
     if (code === 'unknown_variable' && /^(item|index)$/.test(expr.slice(problem.start, problem.end))) {
       problem.hint = 'item and index exist only in a task with for_each (or in start.inputs under start.for_each)';
     }
@@ -79,6 +76,61 @@ export function checkCel(env: Environment, expr: string, context: CelContext, kn
     return { problems: [problem] };
   }
   return { problems: [], type: String(result.type), ast };
+}
+
+/**
+ * A field its declared type does not have: said with what declares the type (the inputs schema, a task's
+ * `returns`) and, from the fields that type has, a did-you-mean.
+ */
+function unknownField(ast: AstNode, problem: CelProblem, expr: string, variables: Record<string, CelType>): Pick<CelProblem, 'message' | 'hint'> {
+  const field = /no such key: (.*)$/i.exec(problem.message)?.[1] ?? expr.slice(problem.start, problem.end);
+  const path = memberPath(ast, problem) ?? [];
+  let type: CelType | undefined = variables[path[0] ?? ''];
+  for (const step of path.slice(1, -1)) type = typeof type === 'object' ? type[step] : undefined;
+  const fields = typeof type === 'object' ? Object.keys(type) : [];
+  const guess = didYouMean(field, fields);
+  const known = fields.length > 0 ? ` (fields: ${fields.join(', ')})` : '';
+  const [root, task, part] = path;
+  if ((root === 'deps' || root === 'tasks') && task !== undefined && path.length > 3 && part === 'output') {
+    return {
+      message: `the output of "${task}" has no field "${field}"${known}`,
+      hint: guess
+        ? `did you mean "${guess}"?`
+        : `the fields come from the returns schema of task "${task}" (or of its kind, under kinds: in braid.config.yaml)`,
+    };
+  }
+  if ((root === 'deps' || root === 'tasks') && path.length === 3) {
+    return { message: `"${field}" is not a field of a task's record (fields: state, output)`, hint: guess ? `did you mean "${guess}"?` : undefined };
+  }
+  return {
+    message: `unknown field "${field}"${known}`,
+    hint: guess ? `did you mean "${guess}"?` : 'inputs fields must be declared under inputs.properties (the inputs schema)',
+  };
+}
+
+/** The names from a variable down to the field at the problem (inputs.a.b -> [inputs, a, b]; deps["x"].output.y too). */
+function memberPath(ast: AstNode, problem: CelProblem): string[] | undefined {
+  let found: AstNode | undefined;
+  walk(ast, (node) => {
+    if ((node.op === '.' || node.op === '.?' || node.op === '[]') && node.end >= problem.end && node.start <= problem.start) {
+      if (!found || node.end - node.start < found.end - found.start) found = node;
+    }
+  });
+  const path: string[] = [];
+  let node: unknown = found;
+  while (isNode(node)) {
+    if (node.op === 'id') {
+      path.unshift(String(node.args));
+      return path;
+    }
+    if (node.op !== '.' && node.op !== '.?' && node.op !== '[]') return undefined;
+    const [target, key] = node.args as [AstNode, AstNode | string];
+    const name = typeof key === 'string' ? key : isNode(key) && key.op === 'value' && typeof key.args === 'string' ? key.args : undefined;
+    if (name === undefined) return undefined;
+    path.unshift(name);
+    node = target;
+  }
+  return undefined;
 }
 
 function fromCelError(error: unknown, expr: string, rule: Rule): CelProblem {

@@ -3,11 +3,11 @@ import { didYouMean, type Rule } from '../diagnostics.js';
 import { type Definition, type TaskDef, taskPath, termPath, type WaitDef } from '../model.js';
 import { nodeAt, type Path, type Reporter } from '../source.js';
 import { type CelProblem, checkCel, isNode, type KnownRefs, walk } from './check.js';
-import { type CelContext, checkEnvironment } from './environments.js';
+import { type CelContext, CONTEXT_REFS, checkEnvironment, contextVariables } from './environments.js';
 import { nestedCostWarning } from './nested-cost.js';
 import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
-import { type CelType, inputsType, isCelIdentifier } from './types.js';
+import { type CelType, celTypeOfSchema, inputsType, isCelIdentifier } from './types.js';
 
 type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids';
 
@@ -18,8 +18,12 @@ export function checkDefinitionCel(def: Definition, reporter: Reporter): void {
 
 class CelPass {
   private readonly inputs: CelType;
-  private readonly envs = new Map<CelContext, Environment>();
+  private readonly envs = new Map<string, Environment>();
   private readonly taskNames: string[];
+  /** The typed `deps` (or `tasks`) of what is being checked now: for the contexts that read them. */
+  private typed: Record<string, CelType> = {};
+  /** The names `deps` may read in the task being checked. */
+  private visibleDeps: readonly string[] = [];
 
   constructor(
     private readonly def: Definition,
@@ -31,41 +35,65 @@ class CelPass {
 
   run(): void {
     for (const task of this.def.tasks) this.task(task);
+    this.typed = this.taskRecords('tasks', this.taskNames);
     if (this.def.output !== undefined) this.templates(this.def.output, ['output'], 'output', { tasks: this.taskNames });
   }
 
-  private env(context: CelContext): Environment {
-    let env = this.envs.get(context);
+  private env(context: CelContext, typed: Record<string, CelType> = {}): Environment {
+    const key = `${context}\u0000${JSON.stringify(typed)}`;
+    let env = this.envs.get(key);
     if (!env) {
-      env = checkEnvironment(context, this.inputs);
-      this.envs.set(context, env);
+      env = checkEnvironment(context, this.inputs, typed);
+      this.envs.set(key, env);
     }
     return env;
+  }
+
+  /**
+   * How `deps` (or, for the workflow output, `tasks`) reads the named tasks: a task with `returns` as
+   * { state, output } with its output typed by the schema; the others dynamic. Nothing typed: none given.
+   */
+  private taskRecords(variable: 'deps' | 'tasks', names: readonly string[], real: readonly string[] = names): Record<string, CelType> {
+    const fields: Record<string, CelType> = {};
+    let typed = false;
+    for (const name of names) {
+      const t = real.includes(name) ? this.def.tasks.find((x) => x.name === name) : undefined;
+      if (t?.returns !== undefined && t.for_each === undefined) {
+        fields[name] = { state: 'string', output: celTypeOfSchema(t.returns) };
+        typed = true;
+      } else fields[name] = 'dyn';
+    }
+    if (!typed || !names.every(isCelIdentifier)) return {};
+    return { [variable]: fields };
   }
 
   private task(task: TaskDef): void {
     const atStart: CelContext = task.for_each !== undefined ? 'template_item' : 'template';
     const args: CelContext = task.for_each !== undefined ? 'args_item' : 'args';
-    if (task.args) this.templates(task.args, taskPath(task, 'args'), args, { deps: task.deps });
-    if (task.metadata) this.templates(task.metadata, taskPath(task, 'metadata'), args, { deps: task.deps });
+    // a dep that names no task is an unknown-dep error already: reads of the task it meant are not said again
+    const meant = task.deps.filter((d) => !this.taskNames.includes(d)).map((d) => didYouMean(d, this.taskNames));
+    this.visibleDeps = [...task.deps, ...meant.filter((m): m is string => m !== undefined && !task.deps.includes(m))];
+    this.typed = this.taskRecords('deps', this.visibleDeps, task.deps);
+    if (task.args) this.templates(task.args, taskPath(task, 'args'), args, { deps: this.visibleDeps });
+    if (task.metadata) this.templates(task.metadata, taskPath(task, 'metadata'), args, { deps: this.visibleDeps });
     if (task.scheduled_at !== undefined) this.templates(task.scheduled_at, taskPath(task, 'scheduled_at'), atStart, {}, 'time');
     if (typeof task.for_each === 'string') this.templates(task.for_each, taskPath(task, 'for_each'), 'template', {}, 'list');
     else if (Array.isArray(task.for_each)) this.templates(task.for_each, taskPath(task, 'for_each'), 'template', {});
     if (task.key !== undefined) this.templates(task.key, taskPath(task, 'key'), 'template_item', {}, 'key');
     if (task.start) {
-      const deps = { deps: task.deps };
+      const deps = { deps: this.visibleDeps };
       const fe = task.start.for_each;
       if (typeof fe === 'string') this.templates(fe, taskPath(task, 'start', 'for_each'), 'start', deps, 'list');
       else if (Array.isArray(fe)) this.templates(fe, taskPath(task, 'start', 'for_each'), 'start', deps);
       if (task.start.inputs) this.templates(task.start.inputs, taskPath(task, 'start', 'inputs'), fe !== undefined ? 'start_item' : 'start', deps);
     }
     if (task.wait) this.wait(task, task.wait, atStart);
-    if (task.when !== undefined) this.raw(task.when, taskPath(task, 'when'), 'when', { deps: task.deps }, 'bool');
+    if (task.when !== undefined) this.raw(task.when, taskPath(task, 'when'), 'when', { deps: this.visibleDeps }, 'bool');
   }
 
   private wait(task: TaskDef, wait: WaitDef, atStart: CelContext): void {
     const known: KnownRefs = {
-      deps: task.deps,
+      deps: this.visibleDeps,
       signals: [...wait.signals, ...wait.terms.flatMap((t) => (t.signal !== undefined ? [t.signal] : []))],
       timers: [...wait.timers.map((t) => t.name), ...wait.terms.filter((t) => t.timer).map((t) => t.name)],
       workflows: wait.terms.filter((t) => t.workflows).map((t) => t.name),
@@ -79,7 +107,7 @@ class CelPass {
       if (term.expr !== undefined) this.raw(term.expr, [...path, 'expr'], 'generic', known, 'bool');
       if (term.timer?.at !== undefined) this.templates(term.timer.at, [...path, 'timer', 'at'], atStart, {}, 'time');
       const ids = term.workflows?.ids;
-      if (typeof ids === 'string') this.templates(ids, [...path, 'workflows', 'ids'], 'ids', { deps: task.deps }, 'ids');
+      if (typeof ids === 'string') this.templates(ids, [...path, 'workflows', 'ids'], 'ids', { deps: this.visibleDeps }, 'ids');
     }
     if (wait.expr !== undefined) this.waitExpr(task, wait);
   }
@@ -179,7 +207,8 @@ class CelPass {
       ]);
       return;
     }
-    const result = checkCel(env ?? this.env(context), expr, context, known);
+    const typed = CONTEXT_REFS[context].some((r) => r === 'deps' || r === 'tasks') ? this.typed : {};
+    const result = checkCel(env ?? this.env(context, typed), expr, context, known, { ...contextVariables(context, this.inputs), ...typed });
     if (result.problems.length > 0) {
       this.reportProblems(path, offset, result.problems);
       return;

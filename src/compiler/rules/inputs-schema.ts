@@ -1,4 +1,5 @@
 import type { ErrorObject } from 'ajv';
+import type { Rule } from '../diagnostics.js';
 import type { Definition } from '../model.js';
 import { parsePointer } from '../schema-check.js';
 import { makeUserSchemaAjv } from '../schemas.js';
@@ -18,23 +19,40 @@ function onePerPlace(errors: ErrorObject[]): ErrorObject[] {
   return [...best.values()];
 }
 
-/** The inputs block must itself be a valid JSON Schema (2020-12) that compiles. */
+/** The inputs block, and each task's `returns`, must itself be a valid JSON Schema (2020-12) that compiles. */
 export function checkInputsSchema(def: Definition, reporter: Reporter): void {
-  if (def.inputs === undefined) return;
+  if (def.inputs !== undefined) checkUserSchema(def.inputs, ['inputs'], 'inputs', 'inputs-schema', reporter);
+  for (const task of def.tasks) {
+    if (task.returnsFrom !== 'task' || task.returns === undefined) continue;
+    if (task.start) {
+      reporter.report(
+        'returns-schema',
+        `task "${task.name}" starts workflows: its output is their ids, not a handler's`,
+        { path: ['tasks', task.name, 'returns'], at: 'key' },
+        'returns declares what a handler returns; remove it here',
+      );
+      continue;
+    }
+    checkUserSchema(task.returns, ['tasks', task.name, 'returns'], `returns of task "${task.name}"`, 'returns-schema', reporter);
+  }
+}
+
+/** One user-written JSON Schema checked against the meta-schema, then compiled. */
+export function checkUserSchema(schema: unknown, at: (string | number)[], what: string, rule: Rule, reporter: Reporter): void {
   const metaAjv = (meta ??= makeUserSchemaAjv());
-  if (!metaAjv.validateSchema(def.inputs)) {
+  if (!metaAjv.validateSchema(schema as object)) {
     for (const error of onePerPlace(metaAjv.errors ?? [])) {
-      const path = ['inputs', ...parsePointer(error.instancePath)];
+      const path = [...at, ...parsePointer(error.instancePath)];
       const detail = error.keyword === 'enum' ? `must be one of ${(error.params.allowedValues as unknown[]).join(', ')}` : error.message;
-      reporter.report('inputs-schema', `inputs is not a valid JSON Schema: ${error.instancePath || '/'} ${detail}`, { path });
+      reporter.report(rule, `${what} is not a valid JSON Schema: ${error.instancePath || '/'} ${detail}`, { path });
     }
     return;
   }
   try {
-    metaAjv.compile(def.inputs);
+    metaAjv.compile(schema as object);
   } catch (error) {
-    reporter.report('inputs-schema', `inputs is not a usable JSON Schema: ${(error as Error).message}`, { path: ['inputs'], at: 'key' });
+    reporter.report(rule, `${what} is not a usable JSON Schema: ${(error as Error).message}`, { path: at, at: 'key' });
   } finally {
-    metaAjv.removeSchema(def.inputs);
+    metaAjv.removeSchema(schema as object);
   }
 }

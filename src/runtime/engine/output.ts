@@ -17,6 +17,7 @@ export function evaluateOutput(
       tasks: tasksContext(
         tasks,
         def.tasks.filter((t) => t.for_each !== undefined).map((t) => t.name),
+        def,
       ),
     };
     return { output: renderTemplates(template, context) };

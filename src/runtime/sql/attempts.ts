@@ -17,6 +17,8 @@ export interface TaskError {
   name?: string;
   stack?: string;
   kind?: 'error' | 'timeout' | 'cancel' | 'lost' | 'shutdown' | 'output';
+  /** A code braid gives the error: output_invalid (the output breaks the task's `returns`). */
+  code?: 'output_invalid';
 }
 
 /** What a handler's attempt ended in, other than success. */

@@ -115,7 +115,7 @@ export async function gatherInputs(
       depOutputs = Object.fromEntries(mine.map((r) => [r.name, r.output]));
       inputs.generic = {
         inputs: celInputs,
-        deps: tasksContext(mine, expandedDeps(def, t.template)),
+        deps: tasksContext(mine, expandedDeps(def, t.template), def),
         signals: Object.fromEntries(Object.entries(genericSignals).map(([k, rows]) => [k, rows.map(signalCel)])),
         timers: timersCel(timers, ctx.now),
         workflow,
@@ -248,7 +248,7 @@ function resolveIds(
     try {
       value = renderTemplates(spec.ids, {
         ...baseContext(def, w),
-        deps: tasksContext(mine, expandedDeps(def, t.template)),
+        deps: tasksContext(mine, expandedDeps(def, t.template), def),
       });
     } catch (error) {
       return { ids: [], error: `ids: ${(error as Error).message}` };

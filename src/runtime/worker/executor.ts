@@ -1,12 +1,13 @@
 import type { CompileLimits } from '../../compiler/compile-error.js';
-import { START_KIND } from '../../compiler/normalize.js';
+import { type NormalizedDefinition, START_KIND } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
 import { advancing, type RuntimeContext } from '../context.js';
-import { errorMessage } from '../describe-error.js';
+import { errorMessage, OutputError } from '../describe-error.js';
 import { completeAttempt } from '../engine/completion.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { renderTaskArgs } from '../engine/render-args.js';
 import { runStartTask } from '../engine/start-children.js';
+import { outputChecker } from '../lazy-compiler.js';
 import type { Logger } from '../log.js';
 import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/attempts.js';
 import type { FetchedTask } from '../sql/fetch.js';
@@ -16,6 +17,18 @@ import type { Completer, CompletionEnd } from './completer.js';
 import type { EndRecorder } from './ends.js';
 import type { Handler, Handlers, TaskContext } from './handlers.js';
 import { outcomeOf, toJsonOutput } from './outcome.js';
+
+const returnsByTask = new WeakMap<NormalizedDefinition, Map<string, Record<string, unknown>>>();
+
+/** A task template's `returns`, looked up once per definition version. */
+function returnsOf(def: NormalizedDefinition, template: string): Record<string, unknown> | undefined {
+  let map = returnsByTask.get(def);
+  if (!map) {
+    map = new Map(def.tasks.flatMap((t) => (t.returns ? [[t.name, t.returns] as const] : [])));
+    returnsByTask.set(def, map);
+  }
+  return map.get(template);
+}
 
 /** A completion found its attempt no longer running: the transaction it was in rolls back, and nothing is wrong. */
 class AttemptEnded extends Error {
@@ -64,7 +77,9 @@ export class Executor {
       } finally {
         onHandlerSettled();
       }
-      const end = await this.persistCompletion(attempt, toJsonOutput(output, this.o.maxOutputBytes));
+      const json = toJsonOutput(output, this.o.maxOutputBytes);
+      await this.checkReturns(task, json);
+      const end = await this.persistCompletion(attempt, json);
       if (end === 'committed') this.o.log.taskDone(task, 'completed');
       else if (end === 'skipped') this.o.log.taskDone(task, 'completed, but the attempt was no longer running: result discarded');
       else if (end === 'gave-up') committed = false;
@@ -102,6 +117,19 @@ export class Executor {
       this.o.log.info(`${what} ${how} ${seconds(Date.now() - began)} after its attempt ended: its result was dropped (${this.outliving} still outlive theirs)`);
     };
     void running.then(settled('settled'), settled('failed'));
+  }
+
+  /** An output that breaks its task's `returns` is the attempt's error (output_invalid), naming where and why. */
+  private async checkReturns(task: FetchedTask, output: unknown): Promise<void> {
+    if (!task.definition || task.kind === START_KIND) return;
+    const def = await this.o.definitions.find(this.o.db, task.definition[0], task.definition[1]);
+    const returns = def && returnsOf(def, task.template);
+    if (!returns) return;
+    const { outputProblems, describeOutputProblems } = await outputChecker();
+    const problems = outputProblems(returns, output);
+    if (problems.length > 0) {
+      throw new OutputError(`the handler's output breaks the returns schema of task "${task.template}": ${describeOutputProblems(problems)}`, 'output_invalid');
+    }
   }
 
   /** Commits an attempt's completion: in the handler's own transaction, with its extensions, or in a batch. */
