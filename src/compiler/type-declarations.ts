@@ -1,6 +1,6 @@
 import { checkEnvironment } from './cel/environments.js';
 import { scanTemplates, singleTemplate } from './cel/templates.js';
-import { inputsType } from './cel/types.js';
+import { inputsType, taskRecordTypes } from './cel/types.js';
 import { START_KIND } from './normalize.js';
 import type { WorkflowDefinition } from './validate.js';
 
@@ -14,9 +14,10 @@ export interface LegacyVersion {
 
 /**
  * TypeScript declarations of what the definitions promise handlers and callers (`braid types`): each
- * workflow's start inputs, from its inputs schema, and the args each task kind receives, from the args as
- * written (a template's type is its CEL type; tasks sharing a kind give a union), over the definitions and
- * the older versions with running workflows (`legacy`).
+ * workflow's start inputs, from its inputs schema; the args each task kind receives, from the args as written
+ * (a template's type is its CEL type, a dep's output typed by its `returns`; tasks sharing a kind give a
+ * union); and what each kind returns (KindOutputs), over the definitions and the older versions with running
+ * workflows (`legacy`).
  */
 export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 'name' | 'normalized'>[], legacy: readonly LegacyVersion[] = []): string {
   const inputs = [...definitions].sort((a, b) => (a.name < b.name ? -1 : 1)).map((d) => `  ${key(d.name)}: ${schemaType(d.normalized.inputs, 2)};`);
@@ -29,18 +30,19 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
         onlyLegacy.set(kind, [...(onlyLegacy.get(kind) ?? []), `${v.name} ${v.hash.slice(0, 12)} (${v.running} running)`]);
     }
   }
+  const outputs = new Map<string, Set<string>>();
   for (const d of [...definitions, ...legacy]) {
-    const env = new Map<string, ReturnType<typeof checkEnvironment>>();
-    const envFor = (context: 'template' | 'template_item') => {
-      let e = env.get(context);
-      if (!e) env.set(context, (e = checkEnvironment(context, inputsType(d.normalized.inputs))));
-      return e;
-    };
     for (const t of d.normalized.tasks) {
       if (t.kind === START_KIND) continue;
-      const context = t.for_each !== undefined ? 'template_item' : 'template';
-      const type = valueType(t.args, (expr) => celToTs(String(envFor(context).check(expr).type ?? 'dyn')), 2);
+      // an arg rendered from a dep's output has that output's type, where the dep declares `returns`
+      const env = checkEnvironment(
+        t.for_each !== undefined ? 'args_item' : 'args',
+        inputsType(d.normalized.inputs),
+        taskRecordTypes('deps', d.normalized.tasks, t.deps),
+      );
+      const type = valueType(t.args, (expr) => celToTs(String(env.check(expr).type ?? 'dyn')), 2);
       kinds.set(t.kind, (kinds.get(t.kind) ?? new Set()).add(type));
+      outputs.set(t.kind, (outputs.get(t.kind) ?? new Set()).add(t.returns === undefined ? 'unknown' : schemaType(t.returns as Schema, 2)));
     }
   }
   const args = [...kinds]
@@ -50,6 +52,9 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
       ...(onlyLegacy.has(kind) ? [`  /** Only workflows running on older versions use this kind: ${onlyLegacy.get(kind)!.join(', ')}. */`] : []),
       `  ${key(kind)}: ${[...types].join(' | ')};`,
     ]);
+  const returned = [...outputs]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([kind, types]) => `  ${key(kind)}: ${types.has('unknown') ? 'unknown' : [...types].join(' | ')};`);
   return [
     '// Written by `braid types` from the definitions: do not edit; run it again after changing them.',
     '',
@@ -61,6 +66,11 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
     '/** The args each task kind receives (a union when several tasks share the kind). */',
     'export interface KindArgs {',
     ...args,
+    '}',
+    '',
+    "/** What each kind's handler returns, from its tasks' `returns` (unknown where a task of the kind has none). */",
+    'export interface KindOutputs {',
+    ...returned,
     '}',
     '',
   ].join('\n');

@@ -81,12 +81,13 @@ const HANDLERS = `/**
  * The handlers of this project's workflows: one function per task kind. A handler gets the task's args and a
  * context (ctx.signal aborts it on timeout, cancel or shutdown; ctx.signals reads the signals its wait saw)
  * and returns the task's output (JSON). \`npx braid types\` writes braid-types.d.ts from the definitions, so
- * args are typed and a kind the definitions use but this module lacks is a type error.
+ * args are typed, outputs are checked against their tasks' \`returns\`, and a kind the definitions use but this
+ * module lacks is a type error.
  */
 import { defineHandlers } from 'braid';
-import type { KindArgs } from './braid-types.js';
+import type { KindArgs, KindOutputs } from './braid-types.js';
 
-export default defineHandlers<KindArgs>({
+export default defineHandlers<KindArgs, KindOutputs>({
   greet: async (args) => ({ text: \`hello \${args.who}\` }),
   goodbye: async (args, ctx) => {
     const answer = await ctx.signals.latest('answer');

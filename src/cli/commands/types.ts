@@ -14,9 +14,10 @@ import { USAGE } from '../usage.js';
 
 export const usage = USAGE.types;
 
-export const help = `Write TypeScript declarations from the definitions: each workflow's start inputs (Inputs) and the
-args each task kind receives (KindArgs). \`defineHandlers<KindArgs>({...})\` then checks each handler's args,
-and that every kind the definitions use has one.
+export const help = `Write TypeScript declarations from the definitions: each workflow's start inputs (Inputs), the
+args each task kind receives (KindArgs) and what each kind returns (KindOutputs, from returns).
+\`defineHandlers<KindArgs, KindOutputs>({...})\` then checks each handler's args and output, and that every
+kind the definitions use has one.
 
 Usage: ${usage}
 

@@ -7,7 +7,7 @@ import { type CelContext, CONTEXT_REFS, checkEnvironment, contextVariables } fro
 import { nestedCostWarning } from './nested-cost.js';
 import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
-import { type CelType, celTypeOfSchema, inputsType, isCelIdentifier } from './types.js';
+import { type CelType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
 
 type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids';
 
@@ -35,7 +35,7 @@ class CelPass {
 
   run(): void {
     for (const task of this.def.tasks) this.task(task);
-    this.typed = this.taskRecords('tasks', this.taskNames);
+    this.typed = taskRecordTypes('tasks', this.def.tasks, this.taskNames);
     if (this.def.output !== undefined) this.templates(this.def.output, ['output'], 'output', { tasks: this.taskNames });
   }
 
@@ -49,31 +49,13 @@ class CelPass {
     return env;
   }
 
-  /**
-   * How `deps` (or, for the workflow output, `tasks`) reads the named tasks: a task with `returns` as
-   * { state, output } with its output typed by the schema; the others dynamic. Nothing typed: none given.
-   */
-  private taskRecords(variable: 'deps' | 'tasks', names: readonly string[], real: readonly string[] = names): Record<string, CelType> {
-    const fields: Record<string, CelType> = {};
-    let typed = false;
-    for (const name of names) {
-      const t = real.includes(name) ? this.def.tasks.find((x) => x.name === name) : undefined;
-      if (t?.returns !== undefined && t.for_each === undefined) {
-        fields[name] = { state: 'string', output: celTypeOfSchema(t.returns) };
-        typed = true;
-      } else fields[name] = 'dyn';
-    }
-    if (!typed || !names.every(isCelIdentifier)) return {};
-    return { [variable]: fields };
-  }
-
   private task(task: TaskDef): void {
     const atStart: CelContext = task.for_each !== undefined ? 'template_item' : 'template';
     const args: CelContext = task.for_each !== undefined ? 'args_item' : 'args';
     // a dep that names no task is an unknown-dep error already: reads of the task it meant are not said again
     const meant = task.deps.filter((d) => !this.taskNames.includes(d)).map((d) => didYouMean(d, this.taskNames));
     this.visibleDeps = [...task.deps, ...meant.filter((m): m is string => m !== undefined && !task.deps.includes(m))];
-    this.typed = this.taskRecords('deps', this.visibleDeps, task.deps);
+    this.typed = taskRecordTypes('deps', this.def.tasks, this.visibleDeps, task.deps);
     if (task.args) this.templates(task.args, taskPath(task, 'args'), args, { deps: this.visibleDeps });
     if (task.metadata) this.templates(task.metadata, taskPath(task, 'metadata'), args, { deps: this.visibleDeps });
     if (task.scheduled_at !== undefined) this.templates(task.scheduled_at, taskPath(task, 'scheduled_at'), atStart, {}, 'time');

@@ -83,6 +83,37 @@ export function celTypeOfSchema(schema: unknown, depth = 0): CelType {
   }
 }
 
+/** A task as its record's type needs it: a task with `returns` (and no for_each) has a typed output. */
+export interface TypedTask {
+  name: string;
+  returns?: Record<string, unknown>;
+  for_each?: unknown;
+}
+
+/**
+ * How `deps` (or, for the workflow output, `tasks`) reads the named tasks: a task with `returns` as
+ * { state, output } with its output typed by the schema, the others dynamic (as are names in `names` but not
+ * in `real`: a read excused elsewhere). Nothing typed: no declaration, so the context's map<string, dyn> stays.
+ */
+export function taskRecordTypes(
+  variable: 'deps' | 'tasks',
+  tasks: readonly TypedTask[],
+  names: readonly string[],
+  real: readonly string[] = names,
+): Record<string, CelType> {
+  const fields: Record<string, CelType> = {};
+  let typed = false;
+  for (const name of names) {
+    const t = real.includes(name) ? tasks.find((x) => x.name === name) : undefined;
+    if (t?.returns !== undefined && t.for_each === undefined) {
+      fields[name] = { state: 'string', output: celTypeOfSchema(t.returns) };
+      typed = true;
+    } else fields[name] = 'dyn';
+  }
+  if (!typed || !names.every(isCelIdentifier)) return {};
+  return { [variable]: fields };
+}
+
 /** The inputs variable's type: with no inputs schema, anything goes. */
 export function inputsType(inputsSchema: unknown): CelType {
   if (inputsSchema === undefined) return 'map<string, dyn>';

@@ -57,12 +57,20 @@ export type Handlers = Record<string, Handler>;
 
 /**
  * Handlers typed by kind: with `KindArgs` from `braid types`, `defineHandlers<KindArgs>({...})` types each
- * handler's args and makes a kind the definitions use but the map lacks a type error. Returns the map as is.
+ * handler's args and makes a kind the definitions use but the map lacks a type error; with `KindOutputs` too,
+ * `defineHandlers<KindArgs, KindOutputs>({...})` checks what each handler returns against its kind's `returns`
+ * (a promise of it, or it). Returns the map as is.
  */
-// biome-ignore lint/suspicious/noExplicitAny: without KindArgs, any kind's args are accepted as they are
-export function defineHandlers<A extends object = Record<string, any>>(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext) => unknown }): Handlers {
+export function defineHandlers<
+  // biome-ignore lint/suspicious/noExplicitAny: without KindArgs, any kind's args are accepted as they are
+  A extends object = Record<string, any>,
+  O extends { [K in keyof A]?: unknown } = { [K in keyof A]: unknown },
+>(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext) => OutputOf<O, K> | Promise<OutputOf<O, K>> }): Handlers {
   return handlers as Handlers;
 }
+
+/** What a kind's handler may return: its KindOutputs entry, or anything for a kind without one. */
+type OutputOf<O, K> = K extends keyof O ? O[K] : unknown;
 
 /** Thrown by ctx.cancel(): the task ends cancelled, not retried. */
 export class TaskCancelled extends Error {

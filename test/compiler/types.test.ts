@@ -1,0 +1,76 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot, runCliInProcess } from '../helpers/cli.js';
+import { patient } from '../helpers/patience.js';
+import { project } from '../helpers/project.js';
+
+const REFUND = `name: refund
+inputs: { type: object, required: [amount], properties: { amount: { type: number } } }
+tasks:
+  fraud_check:
+    kind: fraud_check
+    args: { amount: "\${{ inputs.amount }}" }
+  decide:
+    kind: decide
+    deps: [fraud_check]
+    args:
+      risk: '\${{ deps["fraud_check"].output.risk }}'
+      reasons: '\${{ deps["fraud_check"].output.reasons }}'
+  notify: { kind: notify, deps: [decide] }
+`;
+
+const CONFIG = `definitions: definitions
+kinds:
+  fraud_check:
+    returns:
+      type: object
+      required: [risk]
+      properties:
+        risk: { type: number }
+        reasons: { type: array, items: { type: string } }
+`;
+
+/** The handlers module an application writes, typed by what `braid types` wrote (braid's published types: dist). */
+const handlers = (fraudCheck: string) => `import { defineHandlers } from '${join(repoRoot, 'dist/src/index.js')}';
+import type { KindArgs, KindOutputs } from './braid-types.js';
+
+export default defineHandlers<KindArgs, KindOutputs>({
+  fraud_check: async (args) => (${fraudCheck}),
+  decide: async (args) => ({ approve: args.risk < 0.5, why: args.reasons.join(', ') }),
+  notify: async () => undefined,
+});
+`;
+
+/** tsc over the application's handlers, strict, as its own CI would run it. */
+function typeCheck(dir: string): { code: number; out: string } {
+  const r = spawnSync(
+    process.execPath,
+    [join(repoRoot, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--target', 'es2022', 'handlers.ts'],
+    { cwd: dir, encoding: 'utf8', timeout: patient(120_000) },
+  );
+  return { code: r.status ?? -1, out: r.stdout + r.stderr };
+}
+
+describe('braid types: what each kind returns, and args rendered from typed outputs', () => {
+  it('writes KindOutputs from returns (the config kinds too) and types a deferred arg by its dep output; tsc holds handlers to both', async () => {
+    const dir = project({ 'braid.config.yaml': CONFIG, 'definitions/refund.yaml': REFUND, 'package.json': '{ "type": "module" }' });
+    const run = await runCliInProcess(['types', '--out', 'braid-types.d.ts'], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const written = readFileSync(join(dir, 'braid-types.d.ts'), 'utf8');
+    expect(written).toContain('  decide: {\n    risk: number;\n    reasons: string[];\n  };');
+    expect(written).toContain(
+      "/** What each kind's handler returns, from its tasks' `returns` (unknown where a task of the kind has none). */\nexport interface KindOutputs {\n  decide: unknown;\n  fraud_check: {\n    risk: number;\n    reasons?: string[];\n  };\n  notify: unknown;\n}\n",
+    );
+
+    writeFileSync(join(dir, 'handlers.ts'), handlers("{ risk: args.amount > 100 ? 0.9 : 0.1, reasons: ['amount'] }"));
+    expect(typeCheck(dir)).toMatchObject({ code: 0, out: '' });
+
+    // a handler whose return breaks its kind's returns is a type error at the handler
+    writeFileSync(join(dir, 'handlers.ts'), handlers("{ risk: 'high' }"));
+    const broken = typeCheck(dir);
+    expect(broken.code).not.toBe(0);
+    expect(broken.out).toMatch(/^handlers\.ts\(5,\d+\): error TS2322: [\s\S]*Type '\{ risk: string; \}' is not assignable to type '\{ risk: number;/);
+  }, 240_000);
+});
