@@ -15,7 +15,7 @@ import {
   type NormalizedWait,
   START_KIND,
 } from './normalize.js';
-import type { Plan, PlanTask, PlanWait } from './plan.js';
+import type { Plan, PlanTask, PlanTerm, PlanWait } from './plan.js';
 import { isTimestamp } from './rules/tasks.js';
 import { makeUserSchemaAjv } from './schemas.js';
 import { locate, makeDiagnostic, nodeAt, type SourceFile } from './source.js';
@@ -249,6 +249,18 @@ function resolveTime(value: string, context: Record<string, unknown>, path: (str
   return new Date(rendered).toISOString();
 }
 
+/** A signal term's count: a number as written, or its template over inputs, which must yield an int from 1 to 100,000. */
+function resolveCount(value: number | string, context: Record<string, unknown>, path: (string | number)[], problems: Problems): number | typeof FAILED {
+  if (typeof value === 'number') return value;
+  const rendered = problems.render(value, context, path);
+  if (rendered === FAILED) return FAILED;
+  if (typeof rendered !== 'number' || !Number.isInteger(rendered) || rendered < 1 || rendered > 100_000) {
+    problems.at(path, `count yielded ${describe(rendered)}, not an integer from 1 to 100000`);
+    return FAILED;
+  }
+  return rendered;
+}
+
 function instantiateWait(task: NormalizedTask, wait: NormalizedWait, context: Record<string, unknown>, problems: Problems): PlanWait | typeof FAILED {
   let failed = false;
   const timer = (t: NormalizedTimer, path: (string | number)[]): NormalizedTimer => {
@@ -261,7 +273,13 @@ function instantiateWait(task: NormalizedTask, wait: NormalizedWait, context: Re
     return { ...t, at };
   };
   const base = ['tasks', task.name, 'wait'];
-  const terms = wait.terms.map((term) => (term.kind === 'timer' ? { ...term, timer: timer(term.timer, [...base, 'terms', term.name, 'timer', 'at']) } : term));
+  const terms = wait.terms.map((term): PlanTerm => {
+    if (term.kind === 'timer') return { ...term, timer: timer(term.timer, [...base, 'terms', term.name, 'timer', 'at']) };
+    if (term.kind !== 'signal') return term;
+    const count = resolveCount(term.count, context, [...base, 'terms', term.name, 'count'], problems);
+    if (count === FAILED) failed = true;
+    return { ...term, count: count === FAILED ? 1 : count };
+  });
   const timers = wait.timers.map((t) => timer(t, [...base, 'timers', t.name, 'at']));
   return failed ? FAILED : { expr: wait.expr, terms, signals: wait.signals, timers };
 }

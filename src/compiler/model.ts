@@ -84,7 +84,10 @@ export interface TermDef {
   label?: string;
   signal?: string;
   where?: string;
-  count?: number;
+  /** A number, or a template over inputs evaluated at compile. */
+  count?: number | string;
+  /** Raw CEL over one signal row: count counts its distinct values. */
+  distinct?: string;
   timer?: TimerDef;
   expr?: string;
   workflows?: WorkflowsDef;
@@ -199,7 +202,8 @@ function readTerm(name: string, v: Record<string, unknown>): TermDef {
     label: str(v.label),
     signal: str(v.signal),
     where: str(v.where),
-    count: num(v.count),
+    count: num(v.count) ?? str(v.count),
+    distinct: str(v.distinct),
     timer: timer ? readTimer(name, timer) : undefined,
     expr: str(v.expr),
     workflows: wf

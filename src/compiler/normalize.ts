@@ -88,7 +88,7 @@ export interface NormalizedWait {
 }
 
 export type NormalizedTerm = { name: string; label?: string } & (
-  | { kind: 'signal'; signal: string; where?: string; count: number }
+  | { kind: 'signal'; signal: string; where?: string; count: number | string; distinct?: string }
   | { kind: 'timer'; timer: NormalizedTimer }
   | { kind: 'expr'; expr: string }
   | { kind: 'workflows'; workflows: NormalizedWorkflows }
@@ -222,7 +222,14 @@ function normalizeRetry(r: RetryDef | undefined): NormalizedRetry {
 function normalizeTerm(term: TermDef): NormalizedTerm {
   const head = term.label !== undefined ? { name: term.name, label: term.label } : { name: term.name };
   if (term.signal !== undefined) {
-    return { ...head, kind: 'signal', signal: term.signal, ...(term.where !== undefined ? { where: term.where } : {}), count: term.count ?? 1 };
+    return {
+      ...head,
+      kind: 'signal',
+      signal: term.signal,
+      ...(term.where !== undefined ? { where: term.where } : {}),
+      count: term.count ?? 1,
+      ...(term.distinct !== undefined ? { distinct: term.distinct } : {}),
+    };
   }
   if (term.timer) return { ...head, kind: 'timer', timer: normalizeTimer(term.timer) };
   if (term.workflows) return { ...head, kind: 'workflows', workflows: normalizeWorkflows(term.workflows) };

@@ -60,4 +60,5 @@ export interface PlanWait {
 
 /** Timers with `at` are resolved to an absolute RFC 3339 time at compile. */
 export type PlanTimer = NormalizedTimer;
-export type PlanTerm = NormalizedTerm;
+/** A term as the plan holds it: a signal term's count resolved to a number at compile. */
+export type PlanTerm = Exclude<NormalizedTerm, { kind: 'signal' }> | (Extract<NormalizedTerm, { kind: 'signal' }> & { count: number });

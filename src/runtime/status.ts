@@ -1,6 +1,7 @@
 import { isFinal } from './engine/decide.js';
 import type { TaskRecord, WaitSnapshot } from './sql/workflows.js';
 import type { TermValue } from './waits/decide.js';
+import { signalCountText } from './wire.js';
 
 /** Why a task was skipped: its condition was false, or a dep it does not ignore was skipped. Null unless skipped. */
 export function skipReason(task: TaskRecord, byName: ReadonlyMap<string, TaskRecord>): string | null {
@@ -50,7 +51,7 @@ function termText(t: TermValue): string {
   const error = t.error ? ` (error: ${t.error})` : '';
   switch (t.kind) {
     case 'signal':
-      return `${t.name} ${t.matched}/${t.required} signal${t.required === 1 ? '' : 's'}${error}`;
+      return `${t.name} ${signalCountText(t)}${t.distinct ? '' : ` signal${t.required === 1 ? '' : 's'}`}${error}`;
     case 'timer':
       return `${t.name} ${t.fired ? 'fired' : t.fire_at ? `fires at ${t.fire_at}` : 'not scheduled'}`;
     case 'workflows':

@@ -68,10 +68,14 @@ export interface SignalRow {
   created_at: Date;
 }
 
-/** A signal term's progress: the ids that matched (at most `count`), the last id scanned, the last predicate error. */
+/**
+ * A signal term's progress: the ids that counted (at most `count`), the last id scanned, the last predicate
+ * error; with `distinct`, the values counted so far (canonical JSON), in the order they came.
+ */
 export interface SignalTermProgress {
   cursor: string;
   matched: string[];
+  distinct?: string[];
   error?: string;
 }
 
@@ -86,6 +90,8 @@ export interface TermValue {
   error?: string;
   matched?: number;
   required?: number;
+  /** A signal term that counts distinct values (`distinct:`): the values counted, in the order they came. */
+  distinct?: unknown[];
   signal_ids?: string[];
   fire_at?: string | null;
   fired?: boolean;
@@ -95,6 +101,17 @@ export interface TermValue {
   completed?: number;
   failed?: number;
   on_failure?: 'cancel' | 'continue';
+}
+
+/**
+ * A signal term's count as every view says it (status, diagnose, the UI): `1/2`, or with `distinct`,
+ * `1/2 distinct (grace)` with the values counted.
+ */
+export function signalCountText(t: Pick<TermValue, 'matched' | 'required' | 'distinct'>): string {
+  const count = `${t.matched ?? 0}/${t.required ?? 1}`;
+  if (t.distinct === undefined) return count;
+  const values = t.distinct.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+  return `${count} distinct${values.length > 0 ? ` (${values.join(', ')})` : ''}`;
 }
 
 export interface AwaitedWorkflow {

@@ -1,4 +1,5 @@
 import type { WaitDiagnostics } from '../../runtime/waits/diagnostics.js';
+import { signalCountText } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';
@@ -50,7 +51,8 @@ export function renderDiagnostics(d: WaitDiagnostics): string {
   ];
   for (const t of d.terms) {
     let detail = '';
-    if (t.kind === 'signal') detail = `${t.matched}/${t.required} matching signal(s)${t.signal_ids?.length ? ` [${t.signal_ids.join(', ')}]` : ''}`;
+    if (t.kind === 'signal')
+      detail = `${signalCountText(t)}${t.distinct ? '' : ' matching signal(s)'}${t.signal_ids?.length ? ` [${t.signal_ids.join(', ')}]` : ''}`;
     if (t.kind === 'timer') detail = t.fire_at ? `${t.fired ? 'fired' : 'fires'} at ${t.fire_at}` : 'not scheduled yet (its anchor is not known)';
     lines.push(
       `  ${t.name.padEnd(24)} ${t.kind.padEnd(9)} ${String(t.value).padEnd(5)} ${detail}` +

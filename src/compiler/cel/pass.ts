@@ -9,7 +9,7 @@ import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
 import { type CelType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
 
-type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids';
+type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids' | 'int';
 
 /** Pass 4: every template and every wait expression parsed and type-checked in its own context. */
 export function checkDefinitionCel(def: Definition, reporter: Reporter): void {
@@ -86,6 +86,8 @@ class CelPass {
     for (const term of wait.terms) {
       const path = termPath(task, term);
       if (term.where !== undefined) this.raw(term.where, [...path, 'where'], 'where', {}, 'bool');
+      if (term.distinct !== undefined) this.raw(term.distinct, [...path, 'distinct'], 'where', {}, 'any');
+      if (typeof term.count === 'string') this.templates(term.count, [...path, 'count'], 'template', {}, 'int');
       if (term.expr !== undefined) this.raw(term.expr, [...path, 'expr'], 'generic', known, 'bool');
       if (term.timer?.at !== undefined) this.templates(term.timer.at, [...path, 'timer', 'at'], atStart, {}, 'time');
       const ids = term.workflows?.ids;
@@ -231,6 +233,8 @@ function typeMismatch(type: string, expect: Expect): { rule: Rule; message: stri
   switch (expect) {
     case 'bool':
       return type === 'bool' ? undefined : { rule: 'cel-type', message: 'the expression must return a bool' };
+    case 'int':
+      return type === 'int' ? undefined : { rule: 'cel-type', message: 'count must yield an int' };
     case 'list':
       return type.startsWith('list') ? undefined : { rule: 'for-each', message: 'for_each must yield a list' };
     case 'ids':

@@ -32,7 +32,7 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
         });
       }
       if (!term.kinds.includes('signal')) {
-        for (const field of ['where', 'count'] as const) {
+        for (const field of ['where', 'count', 'distinct'] as const) {
           if (term[field] !== undefined)
             reporter.report('wait-shape', `term "${term.name}": "${field}" belongs to signal terms only`, { path: [...path, field], at: 'key' });
         }

@@ -3,7 +3,9 @@
  * The runtime loads the inputs under the workflow's lock and applies the outcome; diagnostics call the same
  * functions without writing; tests call them directly.
  */
+import { canonicalJson } from '../../compiler/canonical-json.js';
 import { evaluateRaw } from '../../compiler/cel/evaluate.js';
+import { fromCelValue } from '../../compiler/cel/types.js';
 import type { PlanTerm, PlanTimer, PlanWait } from '../../compiler/plan.js';
 import type { AwaitedWorkflow, SignalRow, SignalTermProgress, TermKind, TermValue, WaitPhase, WorkflowsOutcome } from '../wire.js';
 
@@ -98,8 +100,9 @@ export function signalCel(row: SignalRow): Record<string, unknown> {
 /**
  * Feeds a signal term the rows of its key emitted since its cursor (ascending ids). A row matches when the
  * `where` predicate is true; a predicate that fails on a row (a missing field, a wrong type) skips that row
- * and is recorded, so a later good signal can still satisfy the term. Once `count` rows matched the term is
- * true for good: signals are facts and never go away within an attempt.
+ * and is recorded, so a later good signal can still satisfy the term. With `distinct`, a matching row counts
+ * only when its value of the expression was not counted before (first come, first counted). Once `count`
+ * rows counted the term is true for good: signals are facts and never go away within an attempt.
  */
 export function scanSignalTerm(
   term: Extract<PlanTerm, { kind: 'signal' }>,
@@ -110,23 +113,29 @@ export function scanSignalTerm(
 ): SignalTermProgress {
   let { cursor, error } = progress;
   const matched = [...progress.matched];
+  const distinct = [...(progress.distinct ?? [])];
   for (const row of rows) {
     if (BigInt(row.id) <= BigInt(cursor)) continue;
     cursor = row.id;
     if (matched.length >= term.count || row.key !== term.signal) continue;
-    if (term.where === undefined) {
-      matched.push(row.id);
-      continue;
-    }
+    const fields = { ...scope, ...signalCel(row) };
     try {
-      const v = evaluateRaw(term.where, { ...scope, ...signalCel(row) });
-      if (v === true) matched.push(row.id);
-      else if (typeof v !== 'boolean') error = `signal ${row.id}: the predicate returned ${describe(v)}, not a bool`;
+      if (term.where !== undefined) {
+        const v = evaluateRaw(term.where, fields);
+        if (typeof v !== 'boolean') error = `signal ${row.id}: the predicate returned ${describe(v)}, not a bool`;
+        if (v !== true) continue;
+      }
+      if (term.distinct !== undefined) {
+        const value = canonicalJson(fromCelValue(evaluateRaw(term.distinct, fields)));
+        if (distinct.includes(value)) continue;
+        distinct.push(value);
+      }
+      matched.push(row.id);
     } catch (e) {
       error = `signal ${row.id}: ${celMessage(e)}`;
     }
   }
-  return error === undefined ? { cursor, matched } : { cursor, matched, error };
+  return { cursor, matched, ...(term.distinct !== undefined ? { distinct } : {}), ...(error === undefined ? {} : { error }) };
 }
 
 /** Where a timer fires, once its anchor is known. */
@@ -167,7 +176,15 @@ function evaluateTerm(term: PlanTerm, inputs: WaitInputs): TermValue {
     case 'signal': {
       const p = inputs.signalTerms[term.name] ?? EMPTY_PROGRESS;
       const value = p.matched.length >= term.count;
-      return { ...base, value, matched: p.matched.length, required: term.count, signal_ids: p.matched, ...(!value && p.error ? { error: p.error } : {}) };
+      return {
+        ...base,
+        value,
+        matched: p.matched.length,
+        required: term.count,
+        ...(term.distinct !== undefined ? { distinct: (p.distinct ?? []).map((v) => JSON.parse(v) as unknown) } : {}),
+        signal_ids: p.matched,
+        ...(!value && p.error ? { error: p.error } : {}),
+      };
     }
     case 'timer': {
       const at = inputs.timers[term.name] ?? null;

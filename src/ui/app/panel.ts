@@ -1,3 +1,4 @@
+import { signalCountText } from '../../runtime/wire.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, h, json, time } from './dom.js';
@@ -210,14 +211,14 @@ export class TaskPanel {
 function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
   const source =
     term.kind === 'signal'
-      ? `signal ${term.signal}${term.where ? ` where ${term.where}` : ''}${term.count && term.count > 1 ? ` × ${term.count}` : ''}`
+      ? `signal ${term.signal}${term.where ? ` where ${term.where}` : ''}${term.count && term.count > 1 ? ` × ${term.count}` : ''}${term.distinct ? ` distinct by ${term.distinct}` : ''}`
       : term.kind === 'expr'
         ? (term.expr ?? '')
         : term.kind === 'timer'
           ? timerText(term)
           : `workflows (${term.workflows?.mode}${term.workflows?.quorum ? ` ${term.workflows.quorum}` : ''})`;
   let shown = value ? String(value.value) : '—';
-  if (value?.kind === 'signal') shown = `${value.matched ?? 0}/${value.required ?? (term.kind === 'signal' ? term.count : 1)}`;
+  if (value?.kind === 'signal') shown = signalCountText({ required: term.kind === 'signal' ? term.count : 1, ...value });
   if (value?.kind === 'timer') shown = value.fired ? `fired (${time(value.fire_at)})` : value.fire_at ? `fires ${time(value.fire_at)}` : 'not scheduled';
   if (value?.kind === 'workflows') shown = `${value.completed ?? 0}/${value.required ?? 0} completed${value.failed ? `, ${value.failed} failed` : ''}`;
   return h(
