@@ -15,6 +15,8 @@ export const ERROR_CODES = {
   workflow_id_invalid: { http: 400, exit: 'failed' },
   inputs_invalid: { http: 422, exit: 'failed' },
   signal_key_unknown: { http: 422, exit: 'failed' },
+  // a library caller's tx that is not a transaction (a client without BEGIN, a pool): nothing was written
+  tx_not_in_transaction: { http: 400, exit: 'failed' },
   // what was asked for is not there
   workflow_not_found: { http: 404, exit: 'failed' },
   workflow_not_registered: { http: 404, exit: 'failed' },

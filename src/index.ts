@@ -3,7 +3,7 @@ export { type GraphFormat, renderGraph } from './compiler/graph.js';
 export * from './compiler/index.js';
 export { createPglite, DatabaseDamagedError, DatabaseLockedError, type PgliteOptions } from './runtime/db/pglite.js';
 export { createPostgres, type PostgresOptions } from './runtime/db/postgres.js';
-export type { Database, Queryable, TxOption } from './runtime/db/types.js';
+export { type Database, type Queryable, TxNotInTransactionError, type TxOption } from './runtime/db/types.js';
 export type { RetryMode } from './runtime/engine/decide.js';
 export { ExtensionError, type ExtensionSpec } from './runtime/engine/extend.js';
 export { type RetryResult, WorkflowNotFinalError } from './runtime/engine/retry.js';

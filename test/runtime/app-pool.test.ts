@@ -53,6 +53,36 @@ describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool
     expect((await pool.query(`SELECT count(*)::int AS n FROM "${schema}".orders`)).rows[0].n).toBe(1);
   });
 
+  it('a tx that is no transaction is refused before anything is written: a client without BEGIN, one whose transaction failed, a pool', async () => {
+    const pool = new pg.Pool({ connectionString: postgresUrl, max: 2 });
+    pools.push(pool);
+    const rt = createRuntime({ database: pool, schema: uniqueSchema() });
+    await rt.migrate();
+    await rt.registerDefinitions(definitionsDir({ one: 'name: one\ntasks:\n  a: { kind: work, wait: { terms: { go: { signal: go } } } }\n' }));
+    const id = await rt.start('one');
+    const client = await pool.connect();
+    try {
+      const refused = (why: RegExp) =>
+        expect.objectContaining({ code: 'tx_not_in_transaction', name: 'TxNotInTransactionError', message: expect.stringMatching(why) });
+      // without BEGIN each statement would commit at once, and the caller's ROLLBACK undo nothing
+      await expect(rt.start('one', {}, { tx: client })).rejects.toEqual(refused(/has not sent BEGIN/));
+      await expect(rt.workflow(id).signals.emit('go', {}, { tx: client })).rejects.toEqual(refused(/has not sent BEGIN/));
+      await expect(rt.workflow(id).cancel({ tx: client })).rejects.toEqual(refused(/has not sent BEGIN/));
+      await client.query('BEGIN');
+      await client.query('SELECT 1/0').catch(() => undefined);
+      await expect(rt.start('one', {}, { tx: client })).rejects.toEqual(refused(/has failed/));
+      await client.query('ROLLBACK');
+      await expect(rt.start('one', {}, { tx: pool as never })).rejects.toEqual(refused(/a pool/));
+      // nothing was stored: one workflow, its wait still waiting, no signal
+      expect((await rt.listWorkflows({})).workflows.map((w) => w.id)).toEqual([id]);
+      expect((await rt.workflow(id).load()).state).toBe('running');
+      expect((await rt.workflow(id).signals.list()).signals).toEqual([]);
+    } finally {
+      client.release();
+      await rt.close(1000);
+    }
+  });
+
   it('takes a connection string, and closes what it opened', async () => {
     const rt = createRuntime({ database: postgresUrl, schema: uniqueSchema() });
     expect(await rt.migrate()).toContain('001_core');

@@ -81,7 +81,34 @@ export function txQueryable(tx: Queryable | PgClientLike): Queryable {
 }
 
 export async function inTransaction<T>(db: Database, options: TxOption | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  return options?.tx ? fn(txQueryable(options.tx)) : db.transaction(fn);
+  if (!options?.tx) return db.transaction(fn);
+  assertInTransaction(options.tx);
+  return fn(txQueryable(options.tx));
+}
+
+/** A caller's `tx` that is no open transaction: its writes would commit at once, out of reach of its ROLLBACK. */
+export class TxNotInTransactionError extends Error {
+  readonly code = 'tx_not_in_transaction' as const;
+  constructor(why: string) {
+    super(`the tx passed is not in a transaction (tx_not_in_transaction): ${why}; nothing was written`);
+    this.name = 'TxNotInTransactionError';
+  }
+}
+
+/**
+ * Refuses, before anything is written, a pg client whose connection is not inside a transaction (the status
+ * its server sent with its last ready-for-query: idle, or a failed transaction) and a pool, whose queries
+ * each take any connection. braid's own transactions are transactions.
+ */
+function assertInTransaction(tx: Queryable | PgClientLike): void {
+  if (isQueryable(tx)) return;
+  const client = tx as { getTransactionStatus?: () => string | null; totalCount?: unknown; connect?: unknown };
+  if (typeof client.totalCount === 'number' && typeof client.connect === 'function') {
+    throw new TxNotInTransactionError('it is a pool, whose queries each take any connection: pass a client after BEGIN');
+  }
+  const status = typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : undefined;
+  if (status === 'I') throw new TxNotInTransactionError('the client has not sent BEGIN, so each statement would commit on its own');
+  if (status === 'E') throw new TxNotInTransactionError('its transaction has failed (an earlier statement errored): ROLLBACK, then BEGIN again');
 }
 
 /** The same queryable with no client-side deadline on its statements, unless one is asked for: a handler's own SQL. */
