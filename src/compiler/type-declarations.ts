@@ -32,14 +32,16 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   }
   const outputs = new Map<string, Set<string>>();
   for (const d of [...definitions, ...legacy]) {
+    const byName = new Map(d.normalized.tasks.map((t) => [t.name, t]));
+    const envs = new Map<string, ReturnType<typeof checkEnvironment>>();
     for (const t of d.normalized.tasks) {
       if (t.kind === START_KIND) continue;
       // an arg rendered from a dep's output has that output's type, where the dep declares `returns`
-      const env = checkEnvironment(
-        t.for_each !== undefined ? 'args_item' : 'args',
-        inputsType(d.normalized.inputs),
-        taskRecordTypes('deps', d.normalized.tasks, t.deps),
-      );
+      const context = t.for_each !== undefined ? 'args_item' : 'args';
+      const deps = taskRecordTypes('deps', byName, t.deps);
+      const envKey = `${context}\u0000${JSON.stringify(deps)}`;
+      let env = envs.get(envKey);
+      if (!env) envs.set(envKey, (env = checkEnvironment(context, inputsType(d.normalized.inputs), deps)));
       const type = valueType(t.args, (expr) => celToTs(String(env.check(expr).type ?? 'dyn')), 2);
       kinds.set(t.kind, (kinds.get(t.kind) ?? new Set()).add(type));
       outputs.set(t.kind, (outputs.get(t.kind) ?? new Set()).add(t.returns === undefined ? 'unknown' : schemaType(t.returns as Schema, 2)));

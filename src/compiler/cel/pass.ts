@@ -20,6 +20,7 @@ class CelPass {
   private readonly inputs: CelType;
   private readonly envs = new Map<string, Environment>();
   private readonly taskNames: string[];
+  private readonly byName: ReadonlyMap<string, TaskDef>;
   /** The typed `deps` (or `tasks`) of what is being checked now: for the contexts that read them. */
   private typed: Record<string, CelType> = {};
   /** The names `deps` may read in the task being checked. */
@@ -31,11 +32,12 @@ class CelPass {
   ) {
     this.inputs = inputsType(def.inputs);
     this.taskNames = def.tasks.map((t) => t.name);
+    this.byName = new Map(def.tasks.map((t) => [t.name, t]));
   }
 
   run(): void {
     for (const task of this.def.tasks) this.task(task);
-    this.typed = taskRecordTypes('tasks', this.def.tasks, this.taskNames);
+    this.typed = taskRecordTypes('tasks', this.byName, this.taskNames);
     if (this.def.output !== undefined) this.templates(this.def.output, ['output'], 'output', { tasks: this.taskNames });
   }
 
@@ -53,9 +55,15 @@ class CelPass {
     const atStart: CelContext = task.for_each !== undefined ? 'template_item' : 'template';
     const args: CelContext = task.for_each !== undefined ? 'args_item' : 'args';
     // a dep that names no task is an unknown-dep error already: reads of the task it meant are not said again
-    const meant = task.deps.filter((d) => !this.taskNames.includes(d)).map((d) => didYouMean(d, this.taskNames));
-    this.visibleDeps = [...task.deps, ...meant.filter((m): m is string => m !== undefined && !task.deps.includes(m))];
-    this.typed = taskRecordTypes('deps', this.def.tasks, this.visibleDeps, task.deps);
+    const unknown = task.deps.filter((d) => !this.byName.has(d));
+    if (unknown.length === 0) {
+      this.visibleDeps = task.deps;
+      this.typed = taskRecordTypes('deps', this.byName, task.deps);
+    } else {
+      const meant = unknown.map((d) => didYouMean(d, this.taskNames)).filter((m): m is string => m !== undefined && !task.deps.includes(m));
+      this.visibleDeps = [...task.deps, ...meant];
+      this.typed = taskRecordTypes('deps', this.byName, this.visibleDeps, new Set(task.deps));
+    }
     if (task.args) this.templates(task.args, taskPath(task, 'args'), args, { deps: this.visibleDeps });
     if (task.metadata) this.templates(task.metadata, taskPath(task, 'metadata'), args, { deps: this.visibleDeps });
     if (task.scheduled_at !== undefined) this.templates(task.scheduled_at, taskPath(task, 'scheduled_at'), atStart, {}, 'time');

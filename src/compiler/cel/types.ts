@@ -97,14 +97,14 @@ export interface TypedTask {
  */
 export function taskRecordTypes(
   variable: 'deps' | 'tasks',
-  tasks: readonly TypedTask[],
+  tasks: ReadonlyMap<string, TypedTask>,
   names: readonly string[],
-  real: readonly string[] = names,
+  real?: ReadonlySet<string>,
 ): Record<string, CelType> {
   const fields: Record<string, CelType> = {};
   let typed = false;
   for (const name of names) {
-    const t = real.includes(name) ? tasks.find((x) => x.name === name) : undefined;
+    const t = real === undefined || real.has(name) ? tasks.get(name) : undefined;
     if (t?.returns !== undefined && t.for_each === undefined) {
       fields[name] = { state: 'string', output: celTypeOfSchema(t.returns) };
       typed = true;

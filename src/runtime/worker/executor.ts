@@ -78,7 +78,7 @@ export class Executor {
         onHandlerSettled();
       }
       const json = toJsonOutput(output, this.o.maxOutputBytes);
-      await this.checkReturns(task, json);
+      if (this.mayReturnTo(task)) await this.checkReturns(task, json);
       const end = await this.persistCompletion(attempt, json);
       if (end === 'committed') this.o.log.taskDone(task, 'completed');
       else if (end === 'skipped') this.o.log.taskDone(task, 'completed, but the attempt was no longer running: result discarded');
@@ -117,6 +117,13 @@ export class Executor {
       this.o.log.info(`${what} ${how} ${seconds(Date.now() - began)} after its attempt ended: its result was dropped (${this.outliving} still outlive theirs)`);
     };
     void running.then(settled('settled'), settled('failed'));
+  }
+
+  /** Whether the task may have a `returns` to check: known at once for a version this process has read (most). */
+  private mayReturnTo(task: FetchedTask): boolean {
+    if (!task.definition || task.kind === START_KIND) return false;
+    const def = this.o.definitions.cached(task.definition[0], task.definition[1]);
+    return def === undefined || returnsOf(def, task.template) !== undefined;
   }
 
   /** An output that breaks its task's `returns` is the attempt's error (output_invalid), naming where and why. */
