@@ -21,7 +21,6 @@ function task(timeout_ms: number | null = null): FetchedTask {
     dep_outputs: null,
     deferred: null,
     tid: '(0,1)',
-    definition: null,
   };
 }
 

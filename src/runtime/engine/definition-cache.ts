@@ -29,11 +29,6 @@ export class DefinitionCache {
     return stored?.normalized;
   }
 
-  /** The version if this process has read it already: no await on the hot path. */
-  cached(name: string, hash: string): NormalizedDefinition | undefined {
-    return this.byVersion.get(`${name}:${hash}`);
-  }
-
   remember(name: string, hash: string, def: NormalizedDefinition): void {
     this.byVersion.set(`${name}:${hash}`, def);
   }

@@ -165,7 +165,7 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
      )
      SELECT (SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
               WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped,
-            (SELECT json_agg(${claimedJson(s, 'c', depOutputsSql(s, 'c'))}
+            (SELECT json_agg(${claimedJson('c', depOutputsSql(s, 'c'))}
                              ORDER BY c.workflow_id, c.name)
                FROM advanced c WHERE c.claimed) AS claimed,
             (SELECT id::text FROM recorded) AS claim,

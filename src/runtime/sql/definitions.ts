@@ -46,6 +46,21 @@ export async function currentDefinitions(q: Queryable, s: string): Promise<Store
   return rows;
 }
 
+/** The kinds some registered version gives a `returns` (their outputs are checked): one pass over the versions. */
+export async function kindsWithReturns(q: Queryable, s: string): Promise<string[]> {
+  const { rows } = await q.query<{ kind: string }>(
+    `SELECT DISTINCT t->>'kind' AS kind FROM ${s}.definitions d CROSS JOIN LATERAL jsonb_array_elements(d.normalized->'tasks') t
+      WHERE t ? 'returns'`,
+  );
+  return rows.map((r) => r.kind);
+}
+
+/** The definition version a workflow runs on. */
+export async function workflowVersion(q: Queryable, s: string, workflowId: string): Promise<{ name: string; hash: string } | undefined> {
+  const { rows } = await q.query<{ name: string; hash: string }>(`SELECT name, definition_hash AS hash FROM ${s}.workflows WHERE id = $1`, [workflowId]);
+  return rows[0];
+}
+
 export async function definitionByHash(q: Queryable, s: string, name: string, hash: string): Promise<StoredDefinition | undefined> {
   const { rows } = await q.query<StoredDefinition>(`SELECT name, hash, normalized FROM ${s}.definitions WHERE name = $1 AND hash = $2`, [name, hash]);
   return rows[0];

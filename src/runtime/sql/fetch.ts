@@ -19,8 +19,6 @@ export type FetchedTask = Pick<
   dep_outputs: Record<string, unknown> | null;
   /** Where the claimed row version lives ("(page,item)"): its completion finds it there unless it moved since. */
   tid: string;
-  /** The workflow's definition version, [name, hash]: what its output is checked against (a task's `returns`). */
-  definition: [string, string] | null;
 };
 
 /** A claimed task's fields, in the order of its JSON array: claimedJson() writes them, decodeClaimed() reads them. */
@@ -41,7 +39,6 @@ const CLAIMED = [
   'tid',
   'dep_outputs',
   'deferred',
-  'definition',
 ] as const satisfies readonly (keyof FetchedTask)[];
 
 /** A claimed task as claimedJson() writes it. */
@@ -51,14 +48,8 @@ export type ClaimedJson = unknown[];
  * A claimed task as one JSON array (no keys: a claim returns hundreds); `c` is the claimed row, `depOutputs`
  * the SQL of its deps' outputs. decodeClaimed() reads it back.
  */
-export function claimedJson(s: string, c: string, depOutputs: string): string {
-  const field = (f: (typeof CLAIMED)[number]) => (f === 'dep_outputs' ? depOutputs : f === 'definition' ? definitionSql(s, c) : `${c}.${f}`);
-  return `json_build_array(${CLAIMED.map(field).join(', ')})`;
-}
-
-/** The claimed task's workflow's definition version: one key lookup. */
-function definitionSql(s: string, c: string): string {
-  return `(SELECT json_build_array(w.name, w.definition_hash) FROM ${s}.workflows w WHERE w.id = ${c}.workflow_id)`;
+export function claimedJson(c: string, depOutputs: string): string {
+  return `json_build_array(${CLAIMED.map((f) => (f === 'dep_outputs' ? depOutputs : `${c}.${f}`)).join(', ')})`;
 }
 
 /**
@@ -105,7 +96,7 @@ export async function fetchTasks(
      ), forgotten AS (
        ${forgetClaimsSql(s, '$6', '$4')}
      )
-     SELECT json_agg(${claimedJson(s, 'c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)}) AS tasks,
+     SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)}) AS tasks,
             (SELECT id::text FROM recorded) AS claim
        FROM claimed c`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? []],

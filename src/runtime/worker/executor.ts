@@ -10,6 +10,7 @@ import { runStartTask } from '../engine/start-children.js';
 import { outputChecker } from '../lazy-compiler.js';
 import type { Logger } from '../log.js';
 import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/attempts.js';
+import { kindsWithReturns, workflowVersion } from '../sql/definitions.js';
 import type { FetchedTask } from '../sql/fetch.js';
 import { assertStorable } from '../storable.js';
 import { type Attempt, AttemptContext } from './attempt.js';
@@ -17,6 +18,9 @@ import type { Completer, CompletionEnd } from './completer.js';
 import type { EndRecorder } from './ends.js';
 import type { Handler, Handlers, TaskContext } from './handlers.js';
 import { outcomeOf, toJsonOutput } from './outcome.js';
+
+/** How long the kinds with a `returns` are taken as read: a version registered since counts within this. */
+const TYPED_KINDS_MS = 5_000;
 
 const returnsByTask = new WeakMap<NormalizedDefinition, Map<string, Record<string, unknown>>>();
 
@@ -51,6 +55,10 @@ export interface ExecutorOptions extends RuntimeContext {
 export class Executor {
   /** Handlers still running after their attempts ended. */
   private outliving = 0;
+  /** The kinds whose outputs some registered version checks (`returns`), and when they were read. */
+  private typedKinds: Set<string> | undefined;
+  private typedKindsAt = 0;
+  private refreshingKinds: Promise<void> | undefined;
 
   constructor(
     private readonly o: ExecutorOptions,
@@ -78,7 +86,8 @@ export class Executor {
         onHandlerSettled();
       }
       const json = toJsonOutput(output, this.o.maxOutputBytes);
-      if (this.mayReturnTo(task)) await this.checkReturns(task, json);
+      const typed = this.mayReturnTo(task);
+      if (typed === true || (typed !== false && (await typed))) await this.checkReturns(task, json);
       const end = await this.persistCompletion(attempt, json);
       if (end === 'committed') this.o.log.taskDone(task, 'completed');
       else if (end === 'skipped') this.o.log.taskDone(task, 'completed, but the attempt was no longer running: result discarded');
@@ -119,17 +128,35 @@ export class Executor {
     void running.then(settled('settled'), settled('failed'));
   }
 
-  /** Whether the task may have a `returns` to check: known at once for a version this process has read (most). */
-  private mayReturnTo(task: FetchedTask): boolean {
-    if (!task.definition || task.kind === START_KIND) return false;
-    const def = this.o.definitions.cached(task.definition[0], task.definition[1]);
-    return def === undefined || returnsOf(def, task.template) !== undefined;
+  /**
+   * Whether the task's kind has a `returns` in some registered version: the kinds are read once, then again
+   * when a look finds them older than TYPED_KINDS_MS (in the background), so a task of a kind without one
+   * costs no statement and no wait.
+   */
+  private mayReturnTo(task: FetchedTask): boolean | Promise<boolean> {
+    if (task.kind === START_KIND) return false;
+    const known = () => this.typedKinds?.has(task.kind) ?? false;
+    if (this.typedKinds === undefined) return this.refreshTypedKinds().then(known);
+    if (Date.now() - this.typedKindsAt > TYPED_KINDS_MS) void this.refreshTypedKinds().catch(() => undefined);
+    return known();
+  }
+
+  private refreshTypedKinds(): Promise<void> {
+    this.typedKindsAt = Date.now();
+    this.refreshingKinds ??= kindsWithReturns(this.o.db, this.o.s)
+      .then((kinds) => {
+        this.typedKinds = new Set(kinds);
+      })
+      .finally(() => {
+        this.refreshingKinds = undefined;
+      });
+    return this.refreshingKinds;
   }
 
   /** An output that breaks its task's `returns` is the attempt's error (output_invalid), naming where and why. */
   private async checkReturns(task: FetchedTask, output: unknown): Promise<void> {
-    if (!task.definition || task.kind === START_KIND) return;
-    const def = await this.o.definitions.find(this.o.db, task.definition[0], task.definition[1]);
+    const version = await workflowVersion(this.o.db, this.o.s, task.workflow_id);
+    const def = version && (await this.o.definitions.find(this.o.db, version.name, version.hash));
     const returns = def && returnsOf(def, task.template);
     if (!returns) return;
     const { outputProblems, describeOutputProblems } = await outputChecker();
