@@ -2,6 +2,7 @@ import type { CompileLimits } from '../../compiler/compile-error.js';
 import { type NormalizedDefinition, START_KIND } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
 import { advancing, type RuntimeContext } from '../context.js';
+import type { Queryable } from '../db/types.js';
 import { errorMessage, OutputError } from '../describe-error.js';
 import { completeAttempt } from '../engine/completion.js';
 import { endAttempt } from '../engine/end-attempt.js';
@@ -86,8 +87,10 @@ export class Executor {
         onHandlerSettled();
       }
       const json = toJsonOutput(output, this.o.maxOutputBytes);
-      const typed = this.mayReturnTo(task);
-      if (typed === true || (typed !== false && (await typed))) await this.checkReturns(task, json);
+      // inside the handler's own transaction while it is open (the embedded database runs one at a time)
+      const q = attempt.tx?.queryable ?? this.o.db;
+      const typed = this.mayReturnTo(task, q);
+      if (typed === true || (typed !== false && (await typed))) await this.checkReturns(task, json, q);
       const end = await this.persistCompletion(attempt, json);
       if (end === 'committed') this.o.log.taskDone(task, 'completed');
       else if (end === 'skipped') this.o.log.taskDone(task, 'completed, but the attempt was no longer running: result discarded');
@@ -133,17 +136,17 @@ export class Executor {
    * when a look finds them older than TYPED_KINDS_MS (in the background), so a task of a kind without one
    * costs no statement and no wait.
    */
-  private mayReturnTo(task: FetchedTask): boolean | Promise<boolean> {
+  private mayReturnTo(task: FetchedTask, q: Queryable): boolean | Promise<boolean> {
     if (task.kind === START_KIND) return false;
     const known = () => this.typedKinds?.has(task.kind) ?? false;
-    if (this.typedKinds === undefined) return this.refreshTypedKinds().then(known);
-    if (Date.now() - this.typedKindsAt > TYPED_KINDS_MS) void this.refreshTypedKinds().catch(() => undefined);
+    if (this.typedKinds === undefined) return this.refreshTypedKinds(q).then(known);
+    if (Date.now() - this.typedKindsAt > TYPED_KINDS_MS) void this.refreshTypedKinds(this.o.db).catch(() => undefined);
     return known();
   }
 
-  private refreshTypedKinds(): Promise<void> {
+  private refreshTypedKinds(q: Queryable): Promise<void> {
     this.typedKindsAt = Date.now();
-    this.refreshingKinds ??= kindsWithReturns(this.o.db, this.o.s)
+    this.refreshingKinds ??= kindsWithReturns(q, this.o.s)
       .then((kinds) => {
         this.typedKinds = new Set(kinds);
       })
@@ -154,9 +157,9 @@ export class Executor {
   }
 
   /** An output that breaks its task's `returns` is the attempt's error (output_invalid), naming where and why. */
-  private async checkReturns(task: FetchedTask, output: unknown): Promise<void> {
-    const version = await workflowVersion(this.o.db, this.o.s, task.workflow_id);
-    const def = version && (await this.o.definitions.find(this.o.db, version.name, version.hash));
+  private async checkReturns(task: FetchedTask, output: unknown, q: Queryable): Promise<void> {
+    const version = await workflowVersion(q, this.o.s, task.workflow_id);
+    const def = version && (await this.o.definitions.find(q, version.name, version.hash));
     const returns = def && returnsOf(def, task.template);
     if (!returns) return;
     const { outputProblems, describeOutputProblems } = await outputChecker();
