@@ -42,6 +42,21 @@ export type {
   WorkflowStatus,
   WorkflowSummary,
 } from './runtime/wire.js';
-export { defineHandlers, type Handler, type Handlers, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout } from './runtime/worker/handlers.js';
+export {
+  defineHandlers,
+  type ExprTermEvidence,
+  type Handler,
+  type Handlers,
+  type SignalTermEvidence,
+  TaskCancelled,
+  type TaskContext,
+  TaskSnoozed,
+  TaskTimeout,
+  type TaskWait,
+  type TimerTermEvidence,
+  type WaitOf,
+  type WaitTermEvidence,
+  type WorkflowsTermEvidence,
+} from './runtime/worker/handlers.js';
 export { loadHandlers } from './runtime/worker/load-handlers.js';
 export { WorkflowHandle, WorkflowSignals } from './runtime/workflow-handle.js';

@@ -67,6 +67,15 @@ describe.runIf(backend === 'pglite')('the package, installed into a fresh applic
     const init = braid(dir, 'init');
     expect(init.code).toBe(0);
     expect(braid(dir, 'validate')).toMatchObject({ code: 0, stdout: '2 files checked: 0 errors, 0 warnings\n' });
+    // the scaffolded handlers type-check against braid's published types, strict and without skipLibCheck
+    // (braid's own .d.ts files are checked too: the types they import come with braid)
+    const tsc = sh(
+      process.execPath,
+      [join(repoRoot, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--module', 'nodenext', '--target', 'es2022', 'src/handlers.ts'],
+      dir,
+    );
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.code).toBe(0);
     // the scaffolded test runs on the project's own handlers (src/handlers.ts) in virtual time
     const tested = braid(dir, 'test');
     expect(tested.stderr).toBe('');

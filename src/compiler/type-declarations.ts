@@ -1,7 +1,7 @@
 import { checkEnvironment } from './cel/environments.js';
 import { scanTemplates, singleTemplate } from './cel/templates.js';
 import { inputsType, taskRecordTypes } from './cel/types.js';
-import { START_KIND } from './normalize.js';
+import { type NormalizedTask, START_KIND } from './normalize.js';
 import type { WorkflowDefinition } from './validate.js';
 
 /** An older version that workflows still run on: its kinds' args stay in KindArgs until they end. */
@@ -31,6 +31,7 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
     }
   }
   const outputs = new Map<string, Set<string>>();
+  const waits = new Map<string, Set<string>>();
   for (const d of [...definitions, ...legacy]) {
     const byName = new Map(d.normalized.tasks.map((t) => [t.name, t]));
     const envs = new Map<string, ReturnType<typeof checkEnvironment>>();
@@ -45,6 +46,7 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
       const type = valueType(t.args, (expr) => celToTs(String(env.check(expr).type ?? 'dyn')), 2);
       kinds.set(t.kind, (kinds.get(t.kind) ?? new Set()).add(type));
       outputs.set(t.kind, (outputs.get(t.kind) ?? new Set()).add(t.returns === undefined ? 'unknown' : schemaType(t.returns as Schema, 2)));
+      waits.set(t.kind, (waits.get(t.kind) ?? new Set()).add(waitShape(t.wait)));
     }
   }
   const args = [...kinds]
@@ -57,6 +59,7 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   const returned = [...outputs]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([kind, types]) => `  ${key(kind)}: ${types.has('unknown') ? 'unknown' : [...types].join(' | ')};`);
+  const waited = [...waits].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, shapes]) => `  ${key(kind)}: ${[...shapes].join(' | ')};`);
   return [
     '// Written by `braid types` from the definitions: do not edit; run it again after changing them.',
     '',
@@ -75,7 +78,18 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
     ...returned,
     '}',
     '',
+    "/** The terms of each kind's wait and their kinds, as ctx.wait shows them (null where a task of the kind has no wait). */",
+    'export interface KindWaits {',
+    ...waited,
+    '}',
+    '',
   ].join('\n');
+}
+
+/** A wait's terms by name with their kinds (`{ approvals: 'signal'; sla: 'timer' }`), or null without one. */
+function waitShape(wait: NormalizedTask['wait']): string {
+  if (!wait) return 'null';
+  return `{ ${wait.terms.map((t) => `${key(t.name)}: '${t.kind}';`).join(' ')} }`;
 }
 
 function key(name: string): string {

@@ -18,6 +18,11 @@ tasks:
     args:
       risk: '\${{ deps["fraud_check"].output.risk }}'
       reasons: '\${{ deps["fraud_check"].output.reasons }}'
+    wait:
+      expr: review || sla
+      terms:
+        review: { signal: review, where: payload.ok == true }
+        sla: { timer: { after_wait_started: 1h } }
   notify: { kind: notify, deps: [decide] }
 `;
 
@@ -33,12 +38,15 @@ kinds:
 `;
 
 /** The handlers module an application writes, typed by what `braid types` wrote (braid's published types: dist). */
-const handlers = (fraudCheck: string) => `import { defineHandlers } from '${join(repoRoot, 'dist/src/index.js')}';
-import type { KindArgs, KindOutputs } from './braid-types.js';
+const handlers = (
+  fraudCheck: string,
+  reviewers = 'ctx.wait.terms.review.signals.map((s) => s.id)',
+) => `import { defineHandlers } from '${join(repoRoot, 'dist/src/index.js')}';
+import type { KindArgs, KindOutputs, KindWaits } from './braid-types.js';
 
-export default defineHandlers<KindArgs, KindOutputs>({
+export default defineHandlers<KindArgs, KindOutputs, KindWaits>({
   fraud_check: async (args) => (${fraudCheck}),
-  decide: async (args) => ({ approve: args.risk < 0.5, why: args.reasons.join(', ') }),
+  decide: async (args, ctx) => ({ approve: args.risk < 0.5, why: args.reasons.join(', '), by: ${reviewers}, late: ctx.wait.terms.sla.value }),
   notify: async () => undefined,
 });
 `;
@@ -54,7 +62,7 @@ function typeCheck(dir: string): { code: number; out: string } {
 }
 
 describe('braid types: what each kind returns, and args rendered from typed outputs', () => {
-  it('writes KindOutputs from returns (the config kinds too) and types a deferred arg by its dep output; tsc holds handlers to both', async () => {
+  it('writes KindOutputs from returns (the config kinds too), KindWaits from waits, and types a deferred arg by its dep output; tsc holds handlers to all three', async () => {
     const dir = project({ 'braid.config.yaml': CONFIG, 'definitions/refund.yaml': REFUND, 'package.json': '{ "type": "module" }' });
     const run = await runCliInProcess(['types', '--out', 'braid-types.d.ts'], { cwd: dir });
     expect(run.code, run.stderr).toBe(0);
@@ -72,5 +80,13 @@ describe('braid types: what each kind returns, and args rendered from typed outp
     const broken = typeCheck(dir);
     expect(broken.code).not.toBe(0);
     expect(broken.out).toMatch(/^handlers\.ts\(5,\d+\): error TS2322: [\s\S]*Type '\{ risk: string; \}' is not assignable to type '\{ risk: number;/);
+
+    // ctx.wait names the kind's terms: a misspelled one is a type error, and so is reading a timer's rows
+    expect(written).toContain("export interface KindWaits {\n  decide: { review: 'signal'; sla: 'timer'; };\n  fraud_check: null;\n  notify: null;\n}\n");
+    writeFileSync(join(dir, 'handlers.ts'), handlers('{ risk: 0.1 }', 'ctx.wait.terms.reveiw.signals.length + ctx.wait.terms.sla.signals.length'));
+    const misread = typeCheck(dir);
+    expect(misread.code).not.toBe(0);
+    expect(misread.out).toContain("Property 'reveiw' does not exist");
+    expect(misread.out).toContain("Property 'signals' does not exist on type 'TimerTermEvidence'");
   }, 240_000);
 });

@@ -20,6 +20,7 @@ function task(timeout_ms: number | null = null): FetchedTask {
     start: null,
     dep_outputs: null,
     deferred: null,
+    wait_evidence: null,
     tid: '(0,1)',
   };
 }

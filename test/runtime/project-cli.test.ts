@@ -122,6 +122,10 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
       'export interface KindArgs {\n  goodbye: {\n    who: string;\n  };\n  greet: {\n    who: string;\n  };\n}',
     );
     expect((await runCliInProcess(['types', '--out', '-'], { cwd: dir })).stdout).toContain('export interface Inputs {\n  hello: {\n    who: string;\n  };\n}');
+    // in an empty folder, both folders that are never committed are ignored
+    const empty = app({});
+    expect((await runCliInProcess(['init'], { cwd: empty })).stdout).toContain('created .gitignore (.braid/, node_modules/)\n');
+    expect(readFileSync(join(empty, '.gitignore'), 'utf8')).toBe('.braid/\nnode_modules/\n');
   });
 
   it('a config with problems stops every command with its diagnostics; flags override it; a JSON config works too', async () => {

@@ -8,7 +8,8 @@ import { run as writeTypes } from './types.js';
 export const usage = USAGE.init;
 
 export const help = `Scaffold braid into the current folder, overwriting nothing: braid.config.yaml, an example
-workflow in definitions/ (with a wait) and its test, a typed handlers module in src/, and .braid/ in .gitignore.
+workflow in definitions/ (with a wait) and its test, a typed handlers module in src/ with its types
+(src/braid-types.d.ts), and .braid/ and node_modules/ in .gitignore.
 
 Usage: ${usage}
 `;
@@ -79,18 +80,19 @@ tests:
 
 const HANDLERS = `/**
  * The handlers of this project's workflows: one function per task kind. A handler gets the task's args and a
- * context (ctx.signal aborts it on timeout, cancel or shutdown; ctx.signals reads the signals its wait saw)
- * and returns the task's output (JSON). \`npx braid types\` writes braid-types.d.ts from the definitions, so
- * args are typed, outputs are checked against their tasks' \`returns\`, and a kind the definitions use but this
- * module lacks is a type error.
+ * context (ctx.signal aborts it on timeout, cancel or shutdown; ctx.wait says what made its wait true) and
+ * returns the task's output (JSON). \`npx braid types\` writes braid-types.d.ts from the definitions, so args
+ * are typed, outputs are checked against their tasks' \`returns\`, ctx.wait names the wait's terms, and a kind
+ * the definitions use but this module lacks is a type error.
  */
 import { defineHandlers } from 'braid';
-import type { KindArgs, KindOutputs } from './braid-types.js';
+import type { KindArgs, KindOutputs, KindWaits } from './braid-types.js';
 
-export default defineHandlers<KindArgs, KindOutputs>({
+export default defineHandlers<KindArgs, KindOutputs, KindWaits>({
   greet: async (args) => ({ text: \`hello \${args.who}\` }),
   goodbye: async (args, ctx) => {
-    const answer = await ctx.signals.latest('answer');
+    // the answer signal that made the wait true (none when the 30 seconds passed first)
+    const answer = ctx.wait.terms.answered.signals[0];
     return { text: answer ? \`\${args.who} said: \${JSON.stringify(answer.payload)}\` : \`goodbye \${args.who}, no answer\` };
   },
 });
@@ -133,7 +135,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       typed ? 'created src/braid-types.d.ts (npx braid types writes it again)\n' : 'warning: could not write src/braid-types.d.ts: run npx braid types\n',
     );
   }
-  ignoreBraidFolder(io);
+  ignoreLocalFolders(io);
   io.stdout(`
 next:
   npx braid validate                                      # check the definitions (CI runs this too)
@@ -144,11 +146,13 @@ next:
   return EXIT.ok;
 }
 
-/** .braid/ (the embedded database and the local API's token) is never committed. */
-function ignoreBraidFolder(io: Io): void {
+/** .braid/ (the embedded database and the local API's token) and node_modules/ are never committed. */
+function ignoreLocalFolders(io: Io): void {
   const path = join(io.cwd, '.gitignore');
   const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
-  if (/^\/?\.braid\/?$/m.test(text)) return;
-  appendFileSync(path, `${text.length > 0 && !text.endsWith('\n') ? '\n' : ''}.braid/\n`);
-  io.stdout(`${text ? 'updated' : 'created'} .gitignore (.braid/)\n`);
+  const missing = ['.braid', 'node_modules'].filter((folder) => !new RegExp(`^/?${folder.replace('.', '\\.')}/?$`, 'm').test(text));
+  if (missing.length === 0) return;
+  const lines = missing.map((folder) => `${folder}/`);
+  appendFileSync(path, `${text.length > 0 && !text.endsWith('\n') ? '\n' : ''}${lines.map((l) => `${l}\n`).join('')}`);
+  io.stdout(`${text ? 'updated' : 'created'} .gitignore (${lines.join(', ')})\n`);
 }

@@ -15,9 +15,9 @@ import { USAGE } from '../usage.js';
 export const usage = USAGE.types;
 
 export const help = `Write TypeScript declarations from the definitions: each workflow's start inputs (Inputs), the
-args each task kind receives (KindArgs) and what each kind returns (KindOutputs, from returns).
-\`defineHandlers<KindArgs, KindOutputs>({...})\` then checks each handler's args and output, and that every
-kind the definitions use has one.
+args each task kind receives (KindArgs), what each kind returns (KindOutputs, from returns) and each kind's
+wait terms (KindWaits, for ctx.wait). \`defineHandlers<KindArgs, KindOutputs, KindWaits>({...})\` then checks
+each handler's args, output and the terms it reads, and that every kind the definitions use has one.
 
 Usage: ${usage}
 

@@ -1,5 +1,6 @@
 import type { Deferred } from '../../compiler/cel/deferred.js';
 import type { Queryable } from '../db/types.js';
+import type { WaitEvidence } from '../wire.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
 import type { TaskRecord } from './workflows.js';
 
@@ -17,6 +18,8 @@ export type FetchedTask = Pick<
   dependents_wait: boolean;
   /** Direct deps' outputs by name, read in the same statement that claimed the task. */
   dep_outputs: Record<string, unknown> | null;
+  /** What satisfied the task's wait, stored when it resolved (null without a wait): the handler's ctx.wait. */
+  wait_evidence: WaitEvidence | null;
   /** Where the claimed row version lives ("(page,item)"): its completion finds it there unless it moved since. */
   tid: string;
 };
@@ -39,6 +42,7 @@ const CLAIMED = [
   'tid',
   'dep_outputs',
   'deferred',
+  'wait_evidence',
 ] as const satisfies readonly (keyof FetchedTask)[];
 
 /** A claimed task as claimedJson() writes it. */
@@ -90,7 +94,7 @@ export async function fetchTasks(
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.ctid AS tid
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid
      ), recorded AS (
        ${recordClaimSql(s, 'claimed', '$4', '$5')}
      ), forgotten AS (

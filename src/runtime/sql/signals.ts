@@ -87,3 +87,12 @@ export async function signalScope(
   );
   return rows[0];
 }
+
+/** Some of one workflow's signals by id, in id order (the rows a resolved wait's evidence names). */
+export async function signalsByIds(q: Queryable, s: string, workflowId: string, ids: readonly string[]): Promise<SignalRow[]> {
+  const { rows } = await q.query<SignalRow>(`SELECT ${COLUMNS} FROM ${s}.signals WHERE workflow_id = $1 AND id = ANY($2::bigint[]) ORDER BY id`, [
+    workflowId,
+    ids,
+  ]);
+  return rows;
+}

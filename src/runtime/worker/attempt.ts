@@ -13,7 +13,7 @@ import { loadTasksByName } from '../task-records.js';
 import type { SignalRow } from '../waits/decide.js';
 import { workflowResults } from '../waits/gather.js';
 import { listTaskSignals } from '../waits/signals.js';
-import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout } from './handlers.js';
+import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout, type TaskWait } from './handlers.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
 export type AttemptEnv = RuntimeContext;
@@ -57,6 +57,8 @@ export class Attempt {
   private pending?: Promise<unknown>;
   /** When the handler was called (ms). */
   startedAt = 0;
+  /** What satisfied the task's wait (ctx.wait), loaded before the handler runs; null without a wait. */
+  wait: TaskWait | null = null;
 
   constructor(
     readonly task: FetchedTask,
@@ -131,6 +133,7 @@ export class AttemptContext implements TaskContext {
   readonly attempt: number;
   readonly maxAttempts: number;
   readonly deps: Record<string, unknown>;
+  readonly wait: TaskWait | null;
   readonly signals: TaskContext['signals'];
 
   constructor(
@@ -145,6 +148,7 @@ export class AttemptContext implements TaskContext {
     this.maxAttempts = t.max_attempts;
     this.deps = {};
     for (const d of t.deps) this.deps[d] = t.dep_outputs?.[d] ?? null;
+    this.wait = current.wait;
     this.signals = new TaskSignals(env, t);
   }
 

@@ -13,11 +13,14 @@ import type { Logger } from '../log.js';
 import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/attempts.js';
 import { kindsWithReturns, workflowVersion } from '../sql/definitions.js';
 import type { FetchedTask } from '../sql/fetch.js';
+import { signalsByIds } from '../sql/signals.js';
 import { assertStorable } from '../storable.js';
+import { evidenceSignalIds, taskWait } from '../waits/task-wait.js';
+import type { WaitEvidence } from '../wire.js';
 import { type Attempt, AttemptContext } from './attempt.js';
 import type { Completer, CompletionEnd } from './completer.js';
 import type { EndRecorder } from './ends.js';
-import type { Handler, Handlers, TaskContext } from './handlers.js';
+import type { Handler, Handlers, TaskContext, TaskWait } from './handlers.js';
 import { outcomeOf, toJsonOutput } from './outcome.js';
 
 /** How long the kinds with a `returns` are taken as read: a version registered since counts within this. */
@@ -81,6 +84,7 @@ export class Executor {
       let output: unknown;
       try {
         if (task.deferred) await this.renderArgs(attempt);
+        if (task.wait_evidence) attempt.wait = await this.loadWait(task.workflow_id, task.wait_evidence);
         const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : handlers[task.kind];
         output = await attempt.run(handler, new AttemptContext(this.o, attempt));
       } finally {
@@ -104,6 +108,12 @@ export class Executor {
     }
     if (outcome) committed = await this.fail(task, ref, outcome);
     return committed;
+  }
+
+  /** The handler's ctx.wait: the stored evidence, with the signal rows it names. */
+  private async loadWait(workflowId: string, evidence: WaitEvidence): Promise<TaskWait> {
+    const ids = evidenceSignalIds(evidence);
+    return taskWait(evidence, ids.length === 0 ? [] : await signalsByIds(this.o.db, this.o.s, workflowId, ids));
   }
 
   /**

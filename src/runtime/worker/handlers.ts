@@ -6,8 +6,64 @@ import type { TaskRecord } from '../sql/workflows.js';
 import type { SignalRow } from '../waits/decide.js';
 import type { TaskScopedOptions } from '../waits/signals.js';
 
+/** A signal term's evidence: the rows that counted toward it (at most its `count`), in the order they came. */
+export interface SignalTermEvidence {
+  kind: 'signal';
+  /** Whether the term was true when the wait resolved. */
+  value: boolean;
+  signals: SignalRow[];
+  matched: number;
+  required: number;
+  /** With `distinct:`, the values counted, one per row of `signals`. */
+  distinct?: unknown[];
+}
+
+export interface TimerTermEvidence {
+  kind: 'timer';
+  value: boolean;
+  /** When it fires (null: its anchor has not happened). */
+  fireAt: Date | null;
+}
+
+export interface ExprTermEvidence {
+  kind: 'expr';
+  value: boolean;
+  /** Why the term could not be evaluated (it then counted as false). */
+  error?: string;
+}
+
+/** A workflows term's evidence: the awaited workflows, in the order of their ids, with their outputs once completed. */
+export interface WorkflowsTermEvidence {
+  kind: 'workflows';
+  value: boolean;
+  outcome: 'satisfied' | 'failed' | 'undecided';
+  workflows: { id: string; state: string | null; output: unknown }[];
+  completed: number;
+  failed: number;
+  required: number;
+}
+
+export type WaitTermEvidence = SignalTermEvidence | TimerTermEvidence | ExprTermEvidence | WorkflowsTermEvidence;
+type TermKinds = Record<string, WaitTermEvidence['kind']>;
+
+/**
+ * What made a task's wait true, as it stood when it resolved: each term's value and evidence (by term name;
+ * `KindWaits` from `braid types` names a kind's terms and their kinds).
+ */
+export interface TaskWait<Terms extends TermKinds = TermKinds> {
+  expr: string;
+  startedAt: Date;
+  resolvedAt: Date;
+  /** The terms that were true, in the order the wait declares them. */
+  satisfied: (keyof Terms & string)[];
+  terms: { [N in keyof Terms]: Extract<WaitTermEvidence, { kind: Terms[N] }> };
+}
+
+/** The `ctx.wait` of a kind's tasks given their waits' terms (a union when tasks of the kind differ; null for none). */
+export type WaitOf<Shape> = Shape extends TermKinds ? TaskWait<Shape> : null;
+
 /** What a handler sees besides its args. */
-export interface TaskContext {
+export interface TaskContext<Wait extends TaskWait | null = TaskWait | null> {
   workflowId: string;
   /** The task's name in its workflow (`ship[p1]` for an expansion). */
   taskName: string;
@@ -18,6 +74,11 @@ export interface TaskContext {
   signal: AbortSignal;
   /** Direct deps' outputs by task name. */
   deps: Record<string, unknown>;
+  /**
+   * What satisfied the task's wait when it resolved: which terms were true, the signal rows that counted toward
+   * each signal term (not every row of the key), each workflows term's awaited workflows. Null without a wait.
+   */
+  wait: Wait;
   /** Direct deps (or, recursively, all upstream tasks) with their state and output. */
   loadDeps(options?: { recursive?: boolean }): Promise<Record<string, TaskRecord>>;
   /**
@@ -59,18 +120,22 @@ export type Handlers = Record<string, Handler>;
  * Handlers typed by kind: with `KindArgs` from `braid types`, `defineHandlers<KindArgs>({...})` types each
  * handler's args and makes a kind the definitions use but the map lacks a type error; with `KindOutputs` too,
  * `defineHandlers<KindArgs, KindOutputs>({...})` checks what each handler returns against its kind's `returns`
- * (a promise of it, or it). Returns the map as is.
+ * (a promise of it, or it); with `KindWaits` as well, each handler's `ctx.wait` names its wait's terms.
+ * Returns the map as is.
  */
 export function defineHandlers<
   // biome-ignore lint/suspicious/noExplicitAny: without KindArgs, any kind's args are accepted as they are
   A extends object = Record<string, any>,
   O extends { [K in keyof A]?: unknown } = { [K in keyof A]: unknown },
->(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext) => OutputOf<O, K> | Promise<OutputOf<O, K>> }): Handlers {
+  W extends { [K in keyof A]?: unknown } = { [K in keyof A]: TermKinds | null },
+>(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext<WaitFor<W, K>>) => OutputOf<O, K> | Promise<OutputOf<O, K>> }): Handlers {
   return handlers as Handlers;
 }
 
 /** What a kind's handler may return: its KindOutputs entry, or anything for a kind without one. */
 type OutputOf<O, K> = K extends keyof O ? O[K] : unknown;
+/** A kind's ctx.wait: from its KindWaits entry, or any wait for a kind without one. */
+type WaitFor<W, K> = K extends keyof W ? WaitOf<W[K]> : TaskWait | null;
 
 /** Thrown by ctx.cancel(): the task ends cancelled, not retried. */
 export class TaskCancelled extends Error {
