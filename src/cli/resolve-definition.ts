@@ -1,5 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { didYouMean } from '../compiler/diagnostics.js';
 import { formatDiagnostics } from '../compiler/format/index.js';
 import { isDefinitionFile, readSource } from '../compiler/load.js';
 import { validate, type WorkflowDefinition } from '../compiler/validate.js';
@@ -36,5 +37,8 @@ export function resolveDefinition(io: Io, target: string, set: { files: string[]
   }
   if (isFile) throw new SubjectError(`${wanted}: not a valid definition`);
   const known = result.definitions.map((d) => d.name);
-  throw new SubjectError(`no workflow named "${target}" in ${definitionsDir}${known.length > 0 ? ` (known: ${known.join(', ')})` : ''}`);
+  const like = didYouMean(target, known);
+  throw new SubjectError(
+    `no workflow named "${target}" in ${definitionsDir}${like ? `; did you mean "${like}"?` : known.length > 0 ? ` (known: ${known.join(', ')})` : ''}`,
+  );
 }

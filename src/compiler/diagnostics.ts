@@ -102,17 +102,25 @@ export function didYouMean(word: string, candidates: Iterable<string>): string |
     }
   }
   const limit = Math.max(1, Math.floor(word.length / 3));
-  return best !== undefined && bestDistance <= limit ? best : undefined;
+  if (best !== undefined && bestDistance <= limit) return best;
+  // a name cut short or run on (`refund` for `refund_id`), when only one candidate fits
+  if (word.length < 3) return undefined;
+  const fits = [...new Set(candidates)].filter((c) => c.length >= 3 && (c.startsWith(word) || word.startsWith(c)));
+  return fits.length === 1 ? fits[0] : undefined;
 }
 
+/** Edits from a to b, a swap of two neighbouring letters counting as one (the commonest typo: `chidl`). */
 function editDistance(a: string, b: string): number {
   if (Math.abs(a.length - b.length) > 8) return Infinity;
+  let before: number[] = [];
   let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
     for (let j = 1; j <= b.length; j++) {
       row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j], before[j - 2] + 1);
     }
+    before = prev;
     prev = row;
   }
   return prev[b.length];

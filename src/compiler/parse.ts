@@ -76,7 +76,8 @@ export function parseSource(raw: RawSource, limits: Limits = DEFAULT_LIMITS): Pa
     reporter.report(rule, yamlMessage(error.code, error.message), { path: [], span: [start, end] });
   }
   if (doc.errors.length > 0) return { file, reporter };
-  if (reportDuplicateKeys(doc, reporter)) return { file, reporter };
+  // the later of two equal keys stands (as in yaml's own reading), so the file's other problems are found too
+  reportDuplicateKeys(doc, reporter);
 
   let value: unknown;
   try {
@@ -99,8 +100,7 @@ export function parseSource(raw: RawSource, limits: Limits = DEFAULT_LIMITS): Pa
 }
 
 /** Every key that repeats within one mapping, at the repeated key. */
-function reportDuplicateKeys(doc: Document.Parsed, reporter: Reporter): boolean {
-  let found = false;
+function reportDuplicateKeys(doc: Document.Parsed, reporter: Reporter): void {
   visit(doc, {
     Map(_, map) {
       if (!isMap(map)) return;
@@ -111,13 +111,11 @@ function reportDuplicateKeys(doc: Document.Parsed, reporter: Reporter): boolean 
           const range = (pair.key as { range?: [number, number, number] } | null)?.range ?? [0, 0, 0];
           const shown = isScalar(pair.key) ? ` "${String(pair.key.value)}"` : '';
           reporter.report('duplicate-key', `duplicate key${shown}: a mapping cannot hold the same key twice`, { path: [], span: [range[0], range[1]] });
-          found = true;
         }
         seen.add(key);
       }
     },
   });
-  return found;
 }
 
 function decode(content: Uint8Array | string): { text: string; badOffset?: number } {

@@ -83,7 +83,8 @@ function checkFile(
   kinds: KindsConfig,
 ): { reporter: Reporter; definition?: Definition } {
   const { reporter, value } = parseSource(raw, limits);
-  if (reporter.diagnostics.length > 0) return { reporter };
+  // a duplicate key leaves a readable document (the later key stands): its other problems are found too
+  if (reporter.diagnostics.some((d) => d.rule !== 'duplicate-key')) return { reporter };
   // counted before the passes that grow with it: a definition that can never start is said at once
   const count = staticTaskCount(value);
   if (count > limits.planTasks) {

@@ -1,3 +1,4 @@
+import { didYouMean } from '../compiler/diagnostics.js';
 /** A task name a workflow does not have. */
 export class TaskNotFoundError extends Error {
   readonly code = 'task_not_found' as const;
@@ -15,10 +16,12 @@ export class InvalidCursorError extends Error {
   }
 }
 
+/** A name no registered workflow has: with the registered name it is likely a typo of, when there is one. */
 export class UnknownWorkflowError extends Error {
   readonly code = 'workflow_not_registered' as const;
-  constructor(name: string) {
-    super(`workflow ${name} is not registered; run braid register`);
+  constructor(name: string, registered: readonly string[] = []) {
+    const like = didYouMean(name, registered);
+    super(`workflow ${name} is not registered; ${like ? `did you mean "${like}"?` : 'run braid register'}`);
     this.name = 'UnknownWorkflowError';
   }
 }

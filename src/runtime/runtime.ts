@@ -13,7 +13,7 @@ import type { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
 import { migrate } from './migrate.js';
 import { definitionVersions, type RegisterOptions, type RegisterResult, registerDefinitions, type VersionState } from './registry.js';
-import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
+import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition, unknownWorkflow } from './sql/definitions.js';
 import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
 import { quoteIdent } from './sql/schema.js';
@@ -28,7 +28,7 @@ import { workerId } from './worker/worker-id.js';
 export type { RegisterOptions, RegisterResult, VersionState };
 
 import { advanceAt, advanceIn, type RuntimeContext, workflowWrite } from './context.js';
-import { UnknownWorkflowError, WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
+import { WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { WorkflowHandle } from './workflow-handle.js';
@@ -166,7 +166,7 @@ export class Runtime {
     const [{ compile }, { insertPlan }] = await Promise.all([compiler(), import('./engine/insert.js')]);
     return workflowWrite(this.ctx, options, options.id ?? name, async (tx, { now }) => {
       const def = await currentDefinition(tx, this.s, name);
-      if (!def) throw new UnknownWorkflowError(name);
+      if (!def) throw await unknownWorkflow(tx, this.s, name);
       const plan = compile(def.normalized, inputs, { id: options.id, now, limits: this.options.limits });
       if (options.id !== undefined) {
         await lockWorkflowId(tx, this.schema, options.id);

@@ -5,9 +5,9 @@ import type { AdvanceContext } from './engine/context.js';
 import { type RetryMode, retrySelection } from './engine/decide.js';
 import { type RetryResult, retryWorkflow } from './engine/retry.js';
 import { type UpgradeOutcome, upgradeWorkflow } from './engine/upgrade.js';
-import { DefinitionNotFoundError, UnknownWorkflowError, WorkflowBusyError, WorkflowNotMovableError } from './errors.js';
+import { DefinitionNotFoundError, WorkflowBusyError, WorkflowNotMovableError } from './errors.js';
 import { lockWorkflows } from './sql/advance.js';
-import { currentDefinition, definitionsByPrefix, type StoredDefinition } from './sql/definitions.js';
+import { currentDefinition, definitionsByPrefix, type StoredDefinition, unknownWorkflow } from './sql/definitions.js';
 import { retryCandidates } from './sql/retry.js';
 import { upgradeCandidates } from './sql/upgrade.js';
 import { workflowVersionRef } from './sql/workflows.js';
@@ -40,7 +40,7 @@ const PAGE = 200;
 export async function resolveVersion(q: Queryable, s: string, name: string, hash: string | undefined): Promise<StoredDefinition> {
   if (hash === undefined) {
     const current = await currentDefinition(q, s, name);
-    if (!current) throw new UnknownWorkflowError(name);
+    if (!current) throw await unknownWorkflow(q, s, name);
     return current;
   }
   const found = /^[0-9a-f]{1,64}$/.test(hash) ? await definitionsByPrefix(q, s, name, hash) : [];

@@ -61,6 +61,17 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     const versions = JSON.parse((await runCliInProcess(['versions', 'child', '--json'], { cwd: dir, env })).stdout);
     expect(versions).toHaveLength(1);
     expect(versions[0]).toMatchObject({ current: true, running: 0 });
+    // a typo of a registered name says which one it likely is, whatever the command
+    for (const command of [
+      ['start', 'chidl'],
+      ['versions', 'chidl'],
+      ['upgrade', 'chidl'],
+    ])
+      expect(await runCliInProcess(command, { cwd: dir, env })).toMatchObject({ code: 1, stderr: 'workflow chidl is not registered; did you mean "child"?\n' });
+    expect(await runCliInProcess(['compile', 'chidl'], { cwd: dir, env })).toMatchObject({
+      code: 1,
+      stderr: 'no workflow named "chidl" in braid.config.yaml definitions (workflows/**/*.yaml); did you mean "child"?\n',
+    });
     const id = (await runCliInProcess(['start', 'child'], { cwd: dir, env })).stdout.trim();
     expect(id).toMatch(/^[0-9A-Z]{26}$/);
     expect((await runCliInProcess(['versions', 'child'], { cwd: dir, env })).stdout).toMatch(

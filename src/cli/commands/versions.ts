@@ -1,5 +1,6 @@
 import { diffDefinitions } from '../../deploy/diff.js';
 import { changeText } from '../../deploy/format.js';
+import { UnknownWorkflowError } from '../../runtime/errors.js';
 import { drainLabel } from '../../runtime/in-flight.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
@@ -47,7 +48,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return EXIT.ok;
     }
     const versions = await backend.versions(name);
-    if (versions.length === 0) throw new SubjectError(`workflow ${name} is not registered; run braid register`);
+    if (versions.length === 0) {
+      const registered = [...new Set((await backend.deployBaseline()).map((v) => v.name))];
+      throw new SubjectError(new UnknownWorkflowError(name, registered).message);
+    }
     if (flags.has('json')) {
       io.stdout(
         `${JSON.stringify(
