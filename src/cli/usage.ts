@@ -10,7 +10,7 @@ export const USAGE = {
   graph: 'braid graph FILE|NAME [--format mermaid|dot] [--definitions DIR]',
   migrate: 'braid migrate [--database URL] [--schema NAME]',
   start: 'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--database URL]',
-  worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL]',
+  worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL] [--port N]',
   status: 'braid status ID [--json] [--database URL]',
   list: 'braid list [--state S] [--name N] [--limit N] [--json] [--database URL]',
   versions: 'braid versions NAME [--diff HASH1 HASH2] [--json] [--database URL]',

@@ -114,6 +114,14 @@ export function signalCountText(t: Pick<TermValue, 'matched' | 'required' | 'dis
   return `${count} distinct${values.length > 0 ? ` (${values.join(', ')})` : ''}`;
 }
 
+/**
+ * A task's attempt as every view says it: `2/5`; past max_attempts (a workflow retry without reset_history
+ * runs a task once more after its budget was spent) `6 (max 5, retried)`, not `6/5`.
+ */
+export function attemptText(attempt: number, maxAttempts: number): string {
+  return attempt <= maxAttempts ? `${attempt}/${maxAttempts}` : `${attempt} (max ${maxAttempts}, retried)`;
+}
+
 export interface AwaitedWorkflow {
   id: string;
   /** null: no such workflow yet (a child not started yet, or an id that never existed). */
@@ -168,7 +176,7 @@ export interface TaskRecord {
   max_attempts: number;
   args: unknown;
   output: unknown;
-  errors: { attempt: number; at: string; message: string; kind?: string; name?: string; stack?: string }[];
+  errors: { attempt: number; at: string; message: string; kind?: string; code?: string; name?: string; stack?: string }[];
   deps: string[];
   dependents: string[];
   deps_left: number;

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -44,12 +45,17 @@ output: { said: "\${{ tasks.again.output }}", state: "\${{ tasks.again.state }}"
   );
   writeFileSync(join(defs, 'doomed.yaml'), 'name: doomed\ntasks:\n  t: { kind: boom, max_attempts: 1 }\n');
   writeFileSync(
+    join(defs, 'typed.yaml'),
+    'name: typed\ntasks:\n  score:\n    kind: score\n    max_attempts: 1\n    returns: { type: object, required: [risk], properties: { risk: { type: number } } }\n',
+  );
+  writeFileSync(
     join(dir, 'handlers.mjs'),
     `export default {
   say: async (args) => ({ text: args.text }),
   nap: (args, ctx) => new Promise((resolve, reject) => { const t = setTimeout(resolve, Number(process.env.NAP_MS ` +
       `?? 10), {}); ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }); }),
   boom: async () => { throw new Error('boom'); },
+  score: async () => ({ risk: 'high' }),
 };
 `,
   );
@@ -66,6 +72,18 @@ async function startWorker(dir: string, args: string[], env: NodeJS.ProcessEnv =
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   children.push(child);
   return { child, output: () => out };
+}
+
+/** A port nothing listens on now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 const exited = (child: ChildProcess) =>
@@ -87,7 +105,7 @@ describe(`CLI against a running worker (${backend})`, () => {
       expect((await runCliInProcess(['migrate', ...db], { cwd: dir, env })).stdout).toBe('up to date\n');
     }
     const worker = await startWorker(dir, db, { ...env, NAP_MS: '10' });
-    await printed(worker, 'running 3 kind(s): boom, nap, say');
+    await printed(worker, 'running 4 kind(s): boom, nap, say, score');
     if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(true);
 
     // this one as a user runs it, a process of its own; the rest in this process (the same main, without a Node start each)
@@ -136,6 +154,14 @@ describe(`CLI against a running worker (${backend})`, () => {
     );
     expect((await runCliInProcess(['retry', doomedId, '--mode', 'sideways', ...db], { cwd: dir, env })).code).toBe(2);
 
+    // an output that breaks its task's returns ends the attempt as output_invalid, and status says where
+    const typed = await runCliInProcess(['start', 'typed', '--wait', ...db], { cwd: dir, env });
+    expect(typed.code).toBe(1);
+    const typedStatus = await runCliInProcess(['status', typed.stdout.trim().split('\n')[0], ...db], { cwd: dir, env });
+    expect(typedStatus.stdout).toMatch(
+      /^score +score +discarded +1\/1 +output_invalid: the handler's output breaks the returns schema of task "score": \/risk must be number \(type\)$/m,
+    );
+
     expect((await runCliInProcess(['status', 'no-such-id', ...db], { cwd: dir, env })).code).toBe(1);
     expect((await runCliInProcess(['start', 'nope', ...db], { cwd: dir, env })).code).toBe(1);
     expect((await runCliInProcess(['start', 'greeting', '--inputs', '{}', ...db], { cwd: dir, env })).stderr).toContain('[invalid-inputs]');
@@ -163,7 +189,7 @@ describe(`CLI against a running worker (${backend})`, () => {
     if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(false);
 
     const slow = await startWorker(dir, db, { ...env, NAP_MS: '60000' });
-    await printed(slow, 'running 3 kind(s)');
+    await printed(slow, 'running 4 kind(s)');
     const id2 = (await runCliInProcess(['start', 'greeting', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env })).stdout.trim();
     await until(async () => (await runCliInProcess(['status', id2, '--json', ...db], { cwd: dir, env })).stdout.includes('"state": "running"'), 30_000, 200);
     const cancelled = await runCliInProcess(['cancel', id2, ...db], { cwd: dir, env });
@@ -197,7 +223,7 @@ tasks:
 `,
     );
     const worker = await startWorker(dir, db, { ...env, NAP_MS: '10' });
-    await printed(worker, 'running 3 kind(s)');
+    await printed(worker, 'running 4 kind(s)');
     const id = (await runCliInProcess(['start', 'review', ...db], { cwd: dir, env })).stdout.trim();
     const statusJson = async () => JSON.parse((await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env })).stdout);
     await until(async () => (await statusJson()).tasks[1].wait?.phase === 'waiting', 30_000, 200);
@@ -329,6 +355,30 @@ tasks:
     );
     expect((await runCliInProcess(['dev', '--heartbeat', '10ms'], { cwd: dir })).code).toBe(2);
     expect((await runCliInProcess(['worker', '--help'], { cwd: dir })).stdout).toMatch(/--dead-after DURATION +a worker silent this long is dead/);
+    expect((await runCliInProcess(['worker', '--handlers', 'handlers.mjs', '--port', '70000'], { cwd: dir })).stderr).toBe(
+      'braid: --port must be a port number from 0 to 65535, not "70000"\n',
+    );
+    expect((await runCliInProcess(['worker', '--handlers', 'handlers.mjs', '--port', '4781', '--database', postgresUrl], { cwd: dir })).stderr).toBe(
+      "braid: --port is the embedded database's local API; on Postgres a worker serves no API (run braid ui for one)\n",
+    );
+  });
+
+  it.runIf(backend === 'pglite')('on the embedded database, --port is where the worker serves the project its local API', async () => {
+    const dir = project();
+    const port = await freePort();
+    const worker = spawn(process.execPath, [braidBin, 'worker', '--handlers', 'handlers.mjs', '--port', String(port)], {
+      cwd: dir,
+      env: { ...process.env, DATABASE_URL: '' },
+    });
+    children.push(worker);
+    let out = '';
+    worker.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    await printed({ child: worker, output: () => out }, 'running 4 kind(s)');
+    expect(JSON.parse(readFileSync(join(dir, '.braid', 'api.json'), 'utf8')).url).toBe(`http://127.0.0.1:${port}`);
+    // the project's commands reach the worker there
+    expect(await runCliInProcess(['list'], { cwd: dir, env: { DATABASE_URL: '' } })).toMatchObject({ code: 0 });
+    worker.kill('SIGTERM');
+    expect(await exited(worker)).toBe(0);
   });
 
   it('usage and connection errors are one line with their exit codes', async () => {

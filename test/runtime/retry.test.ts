@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { renderStatus } from '../../src/cli/commands/status.js';
 import { retrySelection } from '../../src/runtime/engine/decide.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
@@ -66,6 +67,8 @@ describe(`whole-workflow retry (${backend})`, () => {
     expect(bad.attempt).toBe(2);
     expect(bad.errors.map((e) => e.message)).toEqual(['down for maintenance']);
     expect((await h.load()).attempt).toBe(2);
+    // past its max_attempts by the retry: status says so rather than `2/1`
+    expect(renderStatus(await h.status())).toMatch(/^bad +flaky +completed +2 \(max 1, retried\)$/m);
     await rt.stop();
   });
 

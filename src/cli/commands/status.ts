@@ -1,4 +1,4 @@
-import type { WorkflowStatus } from '../../runtime/wire.js';
+import { attemptText, type WorkflowStatus } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';
@@ -45,8 +45,8 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
   if (w.output_error) lines.push(`output error: ${w.output_error}`);
   const rows = tasks.map((t) => {
     const last = t.errors.at(-1);
-    const note = t.pending_reason ?? t.skip_reason ?? (last && t.state !== 'completed' ? `${last.kind ?? 'error'}: ${last.message}` : '');
-    return [t.name, t.kind, t.state, `${t.attempt}/${t.max_attempts}`, note];
+    const note = t.pending_reason ?? t.skip_reason ?? (last && t.state !== 'completed' ? `${last.code ?? last.kind ?? 'error'}: ${last.message}` : '');
+    return [t.name, t.kind, t.state, attemptText(t.attempt, t.max_attempts), note];
   });
   const header = ['TASK', 'KIND', 'STATE', 'ATTEMPT', 'WAITING FOR / WHY SKIPPED / LAST ERROR'];
   const widths = header.map((h, i) => Math.min(40, Math.max(h.length, ...rows.map((r) => r[i].length))));

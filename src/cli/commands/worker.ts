@@ -11,7 +11,9 @@ import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
 import { databaseUrl, project, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import {
+  listenOn,
   loadHandlersArg,
+  parsePort,
   queuesOption,
   RECOVERY_OPTIONS,
   recoveryHelp,
@@ -38,6 +40,8 @@ Usage: ${usage}
                             short handlers, but a prefetched task waits for this process
   --database URL            Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME             the schema of braid's tables (default: braid)
+  --port N                  on the embedded database, the port of its local API, which the project's other
+                            commands reach it through (default: 0, a free one; written to .braid/api.json)
   --shutdown-timeout SECS   how long running handlers get to finish at shutdown (default: 10)
 ${recoveryHelp}
 `;
@@ -47,7 +51,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     values,
     help: wantsHelp,
     positionals,
-  } = parse(argv, ['handlers', 'queues', 'prefetch', 'database', 'schema', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
+  } = parse(argv, ['handlers', 'queues', 'prefetch', 'database', 'schema', 'port', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -59,6 +63,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) throw new UsageError('--prefetch must be a whole number from 0 to 10000');
   const stopMs = shutdownMs(io, values['shutdown-timeout']);
   const recovery = recoveryOptions(io, values);
+  const embedded = !databaseUrl(io, values.database);
+  const port = parsePort(values.port, 0);
+  if (values.port !== undefined && !embedded)
+    throw new UsageError("--port is the embedded database's local API; on Postgres a worker serves no API (run braid ui for one)");
   const handlers = await loadHandlersArg(handlersPath);
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const log = consoleLogger((line) => io.stdout(`${line}\n`));
@@ -83,8 +91,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       ...recovery,
     });
     await rt.startWorker();
-    if (!databaseUrl(io, values.database)) {
-      const server = await startApiServer(rt, { token: projectToken(io), log });
+    if (embedded) {
+      const server = await listenOn(port, () => startApiServer(rt!, { port, token: projectToken(io), log }));
       api = server;
       unpublish = publishApi(io, server);
     }

@@ -1,4 +1,4 @@
-import { signalCountText } from '../../runtime/wire.js';
+import { attemptText, signalCountText } from '../../runtime/wire.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, h, json, time } from './dom.js';
@@ -42,7 +42,7 @@ export class TaskPanel {
           h('h2', {}, task.name, ' ', badge(task.state)),
           h('button', { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.onClose() }, '×'),
         ),
-        h('p', { class: 'muted' }, `${task.kind} · queue ${task.queue} · attempt ${task.attempt} of ${task.max_attempts}`),
+        h('p', { class: 'muted' }, `${task.kind} · queue ${task.queue} · attempt ${attemptText(task.attempt, task.max_attempts)}`),
         task.pending_reason && h('p', { class: 'reason', 'data-testid': 'pending-reason' }, task.pending_reason),
         task.skip_reason && h('p', { class: 'reason', 'data-testid': 'skip-reason' }, task.skip_reason),
         task.when &&
