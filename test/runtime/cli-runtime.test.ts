@@ -56,6 +56,7 @@ output: { said: "\${{ tasks.again.output }}", state: "\${{ tasks.again.state }}"
       `?? 10), {}); ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }); }),
   boom: async () => { throw new Error('boom'); },
   score: async () => ({ risk: 'high' }),
+  who: async (args, ctx) => ({ by: ctx.wait.terms.approved.signals.map((s) => s.payload) }),
 };
 `,
   );
@@ -105,7 +106,7 @@ describe(`CLI against a running worker (${backend})`, () => {
       expect((await runCliInProcess(['migrate', ...db], { cwd: dir, env })).stdout).toBe('up to date\n');
     }
     const worker = await startWorker(dir, db, { ...env, NAP_MS: '10' });
-    await printed(worker, 'running 4 kind(s): boom, nap, say, score');
+    await printed(worker, 'running 5 kind(s): boom, nap, say, score, who');
     if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(true);
 
     // this one as a user runs it, a process of its own; the rest in this process (the same main, without a Node start each)
@@ -189,7 +190,7 @@ describe(`CLI against a running worker (${backend})`, () => {
     if (backend === 'pglite') expect(existsSync(join(dir, '.braid', 'api.json'))).toBe(false);
 
     const slow = await startWorker(dir, db, { ...env, NAP_MS: '60000' });
-    await printed(slow, 'running 4 kind(s)');
+    await printed(slow, 'running 5 kind(s)');
     const id2 = (await runCliInProcess(['start', 'greeting', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env })).stdout.trim();
     await until(async () => (await runCliInProcess(['status', id2, '--json', ...db], { cwd: dir, env })).stdout.includes('"state": "running"'), 30_000, 200);
     const cancelled = await runCliInProcess(['cancel', id2, ...db], { cwd: dir, env });
@@ -222,8 +223,24 @@ tasks:
         sla: { timer: { after_wait_started: 1h }, label: An hour passed }
 `,
     );
+    writeFileSync(
+      join(dir, 'definitions', 'quorum.yaml'),
+      `name: quorum
+inputs: { type: object, properties: { approvers: { type: array, items: { type: string } } } }
+tasks:
+  decide:
+    kind: who
+    wait:
+      terms:
+        approved:
+          signal: approval
+          where: payload.approved == true
+          distinct: payload.approver
+          count: "\${{ size(inputs.approvers) }}"
+`,
+    );
     const worker = await startWorker(dir, db, { ...env, NAP_MS: '10' });
-    await printed(worker, 'running 4 kind(s)');
+    await printed(worker, 'running 5 kind(s)');
     const id = (await runCliInProcess(['start', 'review', ...db], { cwd: dir, env })).stdout.trim();
     const statusJson = async () => JSON.parse((await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env })).stdout);
     await until(async () => (await statusJson()).tasks[1].wait?.phase === 'waiting', 30_000, 200);
@@ -302,6 +319,34 @@ tasks:
     const inputs = await runCliInProcess(['start', 'greeting', '--inputs', '{"who":"\\u0000"}', ...db], { cwd: dir, env });
     expect(inputs.code).toBe(1);
     expect(inputs.stderr).toBe('the inputs hold U+0000 at /who, which Postgres cannot store\n');
+
+    // a quorum of distinct approvers, its count from the inputs: one approver twice is not two; the handler's
+    // ctx.wait names exactly the rows that counted
+    const quorum = (await runCliInProcess(['start', 'quorum', '--inputs', '{"approvers":["grace","linus"]}', ...db], { cwd: dir, env })).stdout.trim();
+    const approveAs = (approver: string, approved = true) =>
+      runCliInProcess(['signal', quorum, 'approval', '--payload', JSON.stringify({ approved, approver }), ...db], { cwd: dir, env });
+    for (const [who, approved] of [
+      ['grace', true],
+      ['grace', true],
+      ['linus', false],
+    ] as const)
+      expect((await approveAs(who, approved)).code).toBe(0);
+    expect((await runCliInProcess(['status', quorum, ...db], { cwd: dir, env })).stdout).toMatch(
+      /^decide +who +pending +0\/25 +waiting on approved: approved 1\/2 distinct \(grace\)$/m,
+    );
+    expect((await approveAs('linus')).stderr).toContain('resolved the wait of decide');
+    await until(
+      async () => JSON.parse((await runCliInProcess(['status', quorum, '--json', ...db], { cwd: dir, env })).stdout).workflow.state === 'completed',
+      30_000,
+      200,
+    );
+    const decided = JSON.parse((await runCliInProcess(['status', quorum, '--json', ...db], { cwd: dir, env })).stdout).tasks[0];
+    expect(decided.output).toEqual({
+      by: [
+        { approved: true, approver: 'grace' },
+        { approved: true, approver: 'linus' },
+      ],
+    });
     worker.child.kill('SIGTERM');
     expect(await exited(worker.child)).toBe(0);
   }, 240_000);
@@ -373,7 +418,7 @@ tasks:
     children.push(worker);
     let out = '';
     worker.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    await printed({ child: worker, output: () => out }, 'running 4 kind(s)');
+    await printed({ child: worker, output: () => out }, 'running 5 kind(s)');
     expect(JSON.parse(readFileSync(join(dir, '.braid', 'api.json'), 'utf8')).url).toBe(`http://127.0.0.1:${port}`);
     // the project's commands reach the worker there
     expect(await runCliInProcess(['list'], { cwd: dir, env: { DATABASE_URL: '' } })).toMatchObject({ code: 0 });
