@@ -10,7 +10,7 @@ import type { DrainState } from '../runtime/in-flight.js';
 import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
 import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
-import type { WaitDiagnostics, WorkflowPage, WorkflowRecord, WorkflowStatus } from '../runtime/wire.js';
+import type { LogPage, WaitDiagnostics, WorkflowPage, WorkflowRecord, WorkflowStatus } from '../runtime/wire.js';
 
 /** One version of a definition, with the workflows still running on it and whether it drains. */
 export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
@@ -66,6 +66,16 @@ export class ApiClient {
 
   status(id: string): Promise<WorkflowStatus> {
     return this.call('GET', at(id));
+  }
+
+  logs(id: string, options: { task?: string; attempt?: number; after?: string; limit?: number }): Promise<LogPage> {
+    const q = new URLSearchParams();
+    if (options.task !== undefined) q.set('task', options.task);
+    if (options.attempt !== undefined) q.set('attempt', String(options.attempt));
+    if (options.after !== undefined) q.set('after', options.after);
+    if (options.limit !== undefined) q.set('limit', String(options.limit));
+    const query = q.toString();
+    return this.call('GET', `${at(id)}/logs${query ? `?${query}` : ''}`);
   }
 
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }> {

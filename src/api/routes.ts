@@ -101,6 +101,13 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
           );
         }
       }
+      if (action === 'logs' && parts.length === 4 && method === 'GET') {
+        const after = url.searchParams.get('after') ?? undefined;
+        if (after !== undefined && !/^[0-9]{1,18}$/.test(after)) throw new HttpError(400, '"after" is a log line id from a previous page');
+        const attempt = integerParam(url, 'attempt');
+        if (attempt === 0) throw new HttpError(400, '"attempt" is a whole number from 1');
+        return send(res, 200, await wf.logs({ task: url.searchParams.get('task') ?? undefined, attempt, after, limit: integerParam(url, 'limit', 5000) }));
+      }
       if (action === 'tasks' && task && parts.length === 6 && method === 'GET') {
         if (sub === 'diagnostics') return send(res, 200, await wf.waitDiagnostics(task, { signalScanLimit: integerParam(url, 'signal_scan_limit') }));
         if (sub === 'signals') {

@@ -12,7 +12,7 @@ import { type Database, ping } from '../runtime/db/types.js';
 import { cachedImage, keepMigratedImage } from '../runtime/embedded-image.js';
 import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
-import type { WorkflowStatus } from '../runtime/wire.js';
+import type { LogPage, WorkflowStatus } from '../runtime/wire.js';
 
 export type { ListFilter, WorkflowVersion };
 
@@ -82,6 +82,7 @@ export interface Backend {
   /** Starts a workflow (with `id`, a business key: the same start again finds it, `existing`). */
   start(name: string, inputs: unknown, options?: { id?: string }): Promise<{ id: string; existing: boolean }>;
   status(id: string): Promise<WorkflowStatus>;
+  logs(id: string, options: { task?: string; attempt?: number; after?: string; limit?: number }): Promise<LogPage>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
   signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult>;
   retry(id: string, options: { mode: RetryMode; resetHistory: boolean; onCurrent?: boolean }): Promise<RetryResult>;
@@ -125,6 +126,7 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     remote: false,
     start: (name, inputs, options = {}) => rethrow(io, () => rt.startWorkflow(name, inputs, options)),
     status: (id) => rethrow(io, async () => jsonClone(await rt.workflow(id).status())),
+    logs: (id, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).logs(options))),
     cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
     signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
     diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
@@ -189,6 +191,7 @@ function remoteBackend(io: Io, holder: number): Backend {
     // the holding process registers its own definitions folder before it starts one
     start: (name, inputs, options) => guard(() => api.start(name, inputs, options)),
     status: (id) => guard(() => api.status(id)),
+    logs: (id, options) => guard(() => api.logs(id, options)),
     cancel: (id) => guard(() => api.cancel(id)),
     signal: (id, key, payload, options) => guard(() => api.signal(id, key, payload, options)),
     retry: (id, options) => guard(() => api.retry(id, options)),

@@ -21,6 +21,7 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   start: () => import('./commands/start.js'),
   worker: () => import('./commands/worker.js'),
   status: () => import('./commands/status.js'),
+  logs: () => import('./commands/logs.js'),
   list: () => import('./commands/list.js'),
   versions: () => import('./commands/versions.js'),
   cancel: () => import('./commands/cancel.js'),

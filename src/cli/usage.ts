@@ -12,6 +12,7 @@ export const USAGE = {
   start: 'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--database URL]',
   worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL] [--port N]',
   status: 'braid status ID [--json] [--database URL]',
+  logs: 'braid logs ID [TASK] [--attempt N] [--follow] [--json] [--database URL]',
   list: 'braid list [--state S] [--name N] [--limit N] [--json] [--database URL]',
   versions: 'braid versions NAME [--diff HASH1 HASH2] [--json] [--database URL]',
   cancel: 'braid cancel ID [--json] [--database URL]',

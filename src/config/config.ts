@@ -27,7 +27,16 @@ export interface ProjectConfig {
   queues?: Record<string, number>;
   /** Per handler kind: the JSON Schema of its output (kinds.<kind>.returns). */
   kinds: Record<string, { returns?: Record<string, unknown> }>;
-  worker: { heartbeatMs?: number; deadAfterMs?: number; stallLimitMs?: number; leaderLeaseMs?: number; prefetch?: number; shutdownTimeoutMs?: number };
+  worker: {
+    heartbeatMs?: number;
+    deadAfterMs?: number;
+    stallLimitMs?: number;
+    leaderLeaseMs?: number;
+    prefetch?: number;
+    shutdownTimeoutMs?: number;
+    logLines?: number;
+    logBytes?: number;
+  };
   limits: { forEachItems?: number; planTasks?: number; celCost?: number };
   /** How long a write waits for a workflow another transaction holds (limits.lock_timeout). */
   lockTimeoutMs?: number;
@@ -90,6 +99,8 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
         leaderLeaseMs: ms(raw.worker?.leader_lease),
         prefetch: raw.worker?.prefetch,
         shutdownTimeoutMs: ms(raw.worker?.shutdown_timeout),
+        logLines: raw.worker?.log_lines,
+        logBytes: raw.worker?.log_bytes,
       },
       limits: { forEachItems: raw.limits?.for_each_items, planTasks: raw.limits?.plan_tasks, celCost: raw.limits?.cel_cost },
       lockTimeoutMs: ms(raw.limits?.lock_timeout),
@@ -107,7 +118,16 @@ interface RawConfig {
   schema?: string;
   queues?: Record<string, number>;
   kinds?: Record<string, { returns?: Record<string, unknown> }>;
-  worker?: { heartbeat?: string; dead_after?: string; stall_limit?: string; leader_lease?: string; prefetch?: number; shutdown_timeout?: string };
+  worker?: {
+    heartbeat?: string;
+    dead_after?: string;
+    stall_limit?: string;
+    leader_lease?: string;
+    prefetch?: number;
+    shutdown_timeout?: string;
+    log_lines?: number;
+    log_bytes?: number;
+  };
   limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string; statement_timeout?: string };
 }
 
@@ -128,7 +148,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 
 const KNOWN: Record<string, string[]> = {
   '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'kinds', 'worker', 'limits'],
-  '/worker': ['heartbeat', 'dead_after', 'stall_limit', 'leader_lease', 'prefetch', 'shutdown_timeout'],
+  '/worker': ['heartbeat', 'dead_after', 'stall_limit', 'leader_lease', 'prefetch', 'shutdown_timeout', 'log_lines', 'log_bytes'],
   '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout', 'statement_timeout'],
 };
 

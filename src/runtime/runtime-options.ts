@@ -49,6 +49,8 @@ export interface RuntimeOptions {
   retention?: Partial<RetentionPolicy>;
   retentionIntervalMs?: number;
   maxOutputBytes?: number;
+  /** Bounds of each attempt's ctx.log: lines and bytes stored (defaults 1,000 and 256 KiB); past them, a count. */
+  taskLog?: { maxLines?: number; maxBytes?: number };
   /** Run the leader's maintenance in this process (default true when it runs a worker). */
   leader?: boolean;
   /**

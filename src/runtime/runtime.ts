@@ -255,6 +255,7 @@ export class Runtime {
       abandonAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
       stallLimitMs: o.workerStallLimitMs ?? DEFAULT_STALL_LIMIT_MS,
       maxOutputBytes: o.maxOutputBytes ?? 1024 * 1024,
+      logBounds: o.taskLog,
       limits: o.limits,
     });
     await this.worker.start();

@@ -207,6 +207,28 @@ export interface WaitSnapshot extends PlanWait {
   evidence: WaitEvidence | null;
 }
 
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** A line of a task's log: written by its handler (ctx.log), or by braid about the attempt. */
+export interface LogLine {
+  /** bigint ids travel as decimal strings; they order a workflow's lines. */
+  id: string;
+  task: string;
+  attempt: number;
+  at: Date;
+  level: LogLevel;
+  source: 'handler' | 'braid';
+  message: string;
+  fields: Record<string, unknown> | null;
+}
+
+export interface LogPage {
+  lines: LogLine[];
+  /** Pass as `after` for the lines stored since (when following), or for the next page when has_more. */
+  next_after: string | null;
+  has_more: boolean;
+}
+
 export interface SignalPage {
   signals: SignalRow[];
   /** Pass as `cursorId` for the next page; null on the last page. */

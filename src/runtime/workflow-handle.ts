@@ -4,12 +4,13 @@ import type { RetryMode } from './engine/decide.js';
 import type { ExtensionSpec } from './engine/extend.js';
 import type { RetryResult } from './engine/retry.js';
 import type { UpgradeOutcome } from './engine/upgrade.js';
-import { TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
+import { InvalidCursorError, TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
 import type { Runtime } from './runtime.js';
 import { lockWorkflows } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { registeredNames } from './sql/definitions.js';
 import type { SignalPage } from './sql/signals.js';
+import { listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
 import { liveKinds, loadWorkflow, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
 import { pendingReason, skipReason } from './status.js';
@@ -17,7 +18,7 @@ import { loadTasks, loadTasksByName } from './task-records.js';
 import type { SignalRow } from './waits/decide.js';
 import type { WaitDiagnostics } from './waits/diagnostics.js';
 import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
-import type { WorkflowStatus } from './wire.js';
+import type { LogPage, WorkflowStatus } from './wire.js';
 
 export class WorkflowHandle {
   constructor(
@@ -122,6 +123,25 @@ export class WorkflowHandle {
     const { extendWorkflow } = await import('./engine/extend.js');
     const known = await registeredNames(this.rt.db, this.rt.ctx.s);
     return workflowWrite(this.rt.ctx, options, this.id, (tx, ctx) => extendWorkflow(tx, ctx, this.id, spec, known));
+  }
+
+  /**
+   * The workflow's task logs in the order they were stored: its handlers' ctx.log lines and braid's lines
+   * about attempts; of one task (and attempt) when given, after `after` (a line's id: to follow, pass the
+   * page's next_after), at most `limit` (default 500, at most 5,000).
+   */
+  async logs(options: { task?: string; attempt?: number; after?: string; limit?: number } = {}): Promise<LogPage> {
+    const limit = options.limit ?? 500;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 5000) throw new RangeError('limit is a whole number from 1 to 5000');
+    if (options.attempt !== undefined && (!Number.isInteger(options.attempt) || options.attempt < 1)) throw new RangeError('attempt is a whole number from 1');
+    if (options.after !== undefined && !/^[0-9]{1,19}$/.test(options.after)) throw new InvalidCursorError();
+    const page = await listLogLines(this.q, this.rt.ctx.s, { workflowId: this.id, ...options, limit });
+    if (page.lines.length === 0 && options.after === undefined) {
+      // nothing logged, or nothing there: say which
+      if (!(await loadWorkflow(this.q, this.rt.ctx.s, this.id))) throw new WorkflowNotFoundError(this.id);
+      if (options.task !== undefined && (await this.tasks()).every((t) => t.name !== options.task)) throw new TaskNotFoundError(this.id, options.task);
+    }
+    return page;
   }
 
   /** Emit and read this workflow's signals. */

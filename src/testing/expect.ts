@@ -4,7 +4,7 @@
  */
 
 import { templateOf } from './mocks.js';
-import type { Expect, TaskExpect } from './test-file.js';
+import type { Expect, LogExpect, TaskExpect } from './test-file.js';
 
 /** What a run looks like at one moment, in the terms expectations use. */
 export interface Observed {
@@ -23,6 +23,8 @@ export interface ObservedTask {
   output: unknown;
   /** Each wait term's value when the wait resolved, else at its last evaluation. */
   wait: Record<string, boolean>;
+  /** The lines its handler wrote (ctx.log), every attempt's, in order. */
+  logs: { level: string; message: string }[];
 }
 
 export interface Mismatch {
@@ -88,8 +90,25 @@ function compareTask(name: string, want: TaskExpect, tasks: Record<string, Obser
       const actual = t.wait[term] ?? false;
       if (actual !== value) out.push({ path: `tasks.${n}.wait.${term}`, expected: value, actual });
     }
+    if (spec.logs !== undefined) {
+      const missing = firstMissingLine(spec.logs, t.logs);
+      if (missing !== undefined)
+        out.push({ path: `tasks.${n}.logs[${missing}]`, expected: spec.logs[missing], actual: t.logs.map((l) => `${l.level}: ${l.message}`) });
+    }
   }
   return out;
+}
+
+/** The first expected line not found, in order, among the lines written (others may come between); undefined when all are. */
+function firstMissingLine(expected: readonly LogExpect[], lines: readonly { level: string; message: string }[]): number | undefined {
+  let at = 0;
+  for (let i = 0; i < expected.length; i++) {
+    const want = typeof expected[i] === 'string' ? { message: expected[i] as string } : (expected[i] as { level?: string; message: string });
+    while (at < lines.length && !(lines[at].message === want.message && (want.level === undefined || lines[at].level === want.level))) at++;
+    if (at === lines.length) return i;
+    at++;
+  }
+  return undefined;
 }
 
 /** The final expectation a run would pass, as `--update` writes it: state, reason, output, every task's state, time. */

@@ -205,16 +205,17 @@ export class Driver {
 export async function observe(rt: Runtime, id: string, clock: VirtualClock): Promise<Observed> {
   const w = await rt.workflow(id).load();
   const tasks = await rt.workflow(id).tasks();
+  const logs = await handlerLines(rt, id);
   return {
     state: w.state,
     reason: w.end_reason ?? null,
     output: w.output ?? null,
-    tasks: Object.fromEntries(tasks.map((t) => [t.name, observeTask(t)])),
+    tasks: Object.fromEntries(tasks.map((t) => [t.name, observeTask(t, logs.get(t.name) ?? [])])),
     time: clock.now().toISOString(),
   };
 }
 
-function observeTask(t: TaskRecord): ObservedTask {
+function observeTask(t: TaskRecord, logs: { level: string; message: string }[]): ObservedTask {
   const terms = t.wait?.evidence?.terms ?? t.wait?.last_evaluation?.terms ?? [];
   return {
     state: t.state,
@@ -222,7 +223,20 @@ function observeTask(t: TaskRecord): ObservedTask {
     args: t.args,
     output: t.output,
     wait: Object.fromEntries(terms.map((term) => [term.name, term.value === true])),
+    logs,
   };
+}
+
+/** The lines the workflow's handlers wrote, by task, in order (braid's own lines left out). */
+async function handlerLines(rt: Runtime, id: string): Promise<Map<string, { level: string; message: string }[]>> {
+  const byTask = new Map<string, { level: string; message: string }[]>();
+  let after: string | undefined;
+  for (;;) {
+    const page = await rt.workflow(id).logs({ after, limit: 5000 });
+    for (const l of page.lines) if (l.source === 'handler') byTask.set(l.task, [...(byTask.get(l.task) ?? []), { level: l.level, message: l.message }]);
+    if (!page.has_more) return byTask;
+    after = page.next_after ?? undefined;
+  }
 }
 
 async function runsOf(rt: Runtime): Promise<{ name: string; tasks: TaskRecord[] }[]> {

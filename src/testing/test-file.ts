@@ -21,7 +21,10 @@ export interface Mock {
   handler?: 'real';
 }
 
-export type TaskExpect = string | { state?: string; attempts?: number; args?: unknown; output?: unknown; wait?: Record<string, boolean> };
+export type TaskExpect = string | { state?: string; attempts?: number; args?: unknown; output?: unknown; wait?: Record<string, boolean>; logs?: LogExpect[] };
+
+/** A line a task's handler wrote: its message, or its level and message. */
+export type LogExpect = string | { level?: 'debug' | 'info' | 'warn' | 'error'; message: string };
 
 export interface Expect {
   state?: string;
@@ -254,9 +257,10 @@ function describe(e: ErrorObject): { message: string; path: Path; hint?: string;
     case 'required':
       return { message: `${where}: missing required key "${String(e.params.missingProperty)}"`, path, at: path.length > 0 ? 'key' : 'value' };
     case 'oneOf':
+      if (path.includes('logs')) return { message: `${where}: a log line is a message, or { level, message }`, path };
       return isStepPath(e.instancePath)
         ? { message: `${where}: a step is one of advance, signal, expect, cancel, retry`, path }
-        : { message: `${where}: a task's expectation is a state, or { state, attempts, args, output, wait }`, path };
+        : { message: `${where}: a task's expectation is a state, or { state, attempts, args, output, wait, logs }`, path };
     case 'enum':
       return { message: `${where}: must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`, path };
     case 'not':

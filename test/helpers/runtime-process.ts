@@ -54,6 +54,7 @@ const rt = createRuntime({
         ctx.attempt,
         Object.values(deps).every((d) => d.state === 'completed'),
       );
+      ctx.log.info('working', { pid: process.pid });
       await new Promise((r) => setTimeout(r, sleepMs()));
       return { pid: process.pid };
     },

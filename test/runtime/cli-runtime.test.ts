@@ -56,7 +56,7 @@ output: { said: "\${{ tasks.again.output }}", state: "\${{ tasks.again.state }}"
       `?? 10), {}); ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }); }),
   boom: async () => { throw new Error('boom'); },
   score: async () => ({ risk: 'high' }),
-  who: async (args, ctx) => ({ by: ctx.wait.terms.approved.signals.map((s) => s.payload) }),
+  who: async (args, ctx) => { ctx.log.info('decided', { approvals: ctx.wait.terms.approved.signals.length }); return { by: ctx.wait.terms.approved.signals.map((s) => s.payload) }; },
 };
 `,
   );
@@ -347,6 +347,20 @@ tasks:
         { approved: true, approver: 'linus' },
       ],
     });
+    // the handler's log line, and braid's, through braid logs (text, JSON, and --follow of a finished workflow)
+    const logs = await runCliInProcess(['logs', quorum, 'decide', ...db], { cwd: dir, env });
+    expect(logs.stdout).toMatch(
+      /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}decide#1 {2}info {3}\[braid\] attempt 1 started on worker \S+ {2}\{"worker":"\S+"\}\n\d{4}-[\d\-T:.]+Z {2}decide#1 {2}info {3}decided {2}\{"approvals":2\}\n$/,
+    );
+    const json = await runCliInProcess(['logs', quorum, '--json', '--follow', ...db], { cwd: dir, env });
+    expect(
+      json.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).message),
+    ).toEqual([expect.stringMatching(/^attempt 1 started/), 'decided']);
+    expect((await runCliInProcess(['logs', quorum, '--attempt', '1', ...db], { cwd: dir, env })).stderr).toBe('braid: --attempt needs a TASK\n');
+    expect((await runCliInProcess(['logs', quorum, 'nope', ...db], { cwd: dir, env })).stderr).toBe(`workflow ${quorum} has no task "nope"\n`);
     worker.child.kill('SIGTERM');
     expect(await exited(worker.child)).toBe(0);
   }, 240_000);

@@ -114,6 +114,9 @@ tasks:
       const { rows } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
       return rows[0].n === 10;
     }, 60_000);
+    // the handlers' log lines are stored a second after they are written: those survive the kill
+    const logged = async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".task_logs WHERE source = 'handler'`)).rows[0].n;
+    await until(async () => (await logged()) === 10, 60_000);
     victim.child.kill('SIGKILL');
     await exited(victim.child);
     const rescuer = runtimeProcess({ schema: rt.schema, table, sleepMs: 10, workerDeadAfterMs: 1000 });
@@ -125,6 +128,14 @@ tasks:
     ]);
     const task = await rt.workflow(ids[0]).task('only');
     expect(task.errors[0]).toMatchObject({ attempt: 1, kind: 'lost' });
+    const lines = (await rt.workflow(ids[0]).logs({ task: 'only' })).lines.map((l) => [l.attempt, l.source, l.message]);
+    expect(lines).toEqual([
+      [1, 'braid', expect.stringMatching(/^attempt 1 started on worker /)],
+      [1, 'handler', 'working'],
+      [1, 'braid', expect.stringMatching(/^attempt 1 lost \(worker \S+ stopped heartbeating while running this attempt\): runs again at once$/)],
+      [2, 'braid', expect.stringMatching(/^attempt 2 started on worker /)],
+      [2, 'handler', 'working'],
+    ]);
     expect(rescuer.output()).toMatch(/rescued \d+ attempt/);
     rescuer.child.kill('SIGTERM');
     await exited(rescuer.child);

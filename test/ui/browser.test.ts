@@ -64,10 +64,12 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     // the repository's examples (what a new user runs first), and two workflows of the test's own
     const examples = Object.fromEntries(readdirSync(join(repoRoot, 'definitions')).map((f) => [f, readFileSync(join(repoRoot, 'definitions', f), 'utf8')]));
     const dir = tempProject(
-      { ...examples, 'review_flow.yaml': REVIEW, 'big.yaml': BIG },
+      { ...examples, 'review_flow.yaml': REVIEW, 'big.yaml': BIG, 'speaking.yaml': 'name: speaking\ntasks:\n  speak: { kind: speak }\n' },
       {
         'example-handlers.ts': readFileSync(join(repoRoot, 'examples', 'handlers.ts'), 'utf8'),
-        'handlers.ts': "import examples from './example-handlers.ts';\nexport default { ...examples, work: async () => ({ ok: true }) };\n",
+        'handlers.ts':
+          "import examples from './example-handlers.ts';\nexport default { ...examples, work: async () => ({ ok: true }),\n" +
+          "  speak: async (_args, ctx) => { ctx.log.info('hello from the handler', { n: 1 }); ctx.log.warn('careful now'); return {}; } };\n",
       },
     );
     dev = await startDev(dir, ['--handlers', 'handlers.ts']);
@@ -161,6 +163,18 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.waitForFunction(() => document.querySelector('[data-testid="wait-phase"]')?.textContent === 'resolved', undefined, { timeout: 15_000 });
     await page.waitForFunction(() => document.querySelector('g.node[data-task="review"]')?.getAttribute('data-state') === 'completed');
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="signal-history"] li').length === 2);
+  });
+
+  it("the task panel shows the handler's log lines, braid's own marked", async () => {
+    const id = await cli(['start', 'speaking']);
+    await page.goto(`${dev.url}/workflows/${id}?selected=speak`);
+    await page.waitForFunction(() => document.querySelector('[data-testid="task-logs"]')?.textContent?.includes('careful now'), undefined, { timeout: 15_000 });
+    const lines = await page.locator('[data-testid="task-logs"] li').allTextContents();
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/#1 info \[braid\] attempt 1 started on worker /);
+    expect(lines[1]).toMatch(/#1 info hello from the handler {"n":1}$/);
+    expect(lines[2]).toMatch(/#1 warn careful now$/);
+    expect(await page.locator('[data-testid="task-logs"] li.log-braid').count()).toBe(1);
   });
 
   it('cancel and retry from the UI', async () => {

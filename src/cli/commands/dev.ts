@@ -84,7 +84,16 @@ export async function run(argv: string[], io: Io): Promise<number> {
   let handlersWatcher: HandlersWatcher | undefined;
   let unpublish: () => void = () => undefined;
   try {
-    rt = createRuntime({ database: db, schema, handlers, queues: fixedQueues ?? { default: DEFAULT_CONCURRENCY }, logger: log, ...recovery });
+    const worker = project(io).config?.worker;
+    rt = createRuntime({
+      database: db,
+      schema,
+      handlers,
+      queues: fixedQueues ?? { default: DEFAULT_CONCURRENCY },
+      logger: log,
+      taskLog: { maxLines: worker?.logLines, maxBytes: worker?.logBytes },
+      ...recovery,
+    });
     await rt.migrate();
     const runtime = rt;
     definitions = new DefinitionsWatcher(runtime, dir, {

@@ -87,6 +87,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       handlers,
       queues: queues ?? queuesOf(versions.filter((v) => v.current || (v.running ?? 0) > 0)),
       prefetch: values.prefetch === undefined ? project(io).config?.worker.prefetch : prefetch,
+      taskLog: { maxLines: project(io).config?.worker.logLines, maxBytes: project(io).config?.worker.logBytes },
       logger: log,
       ...recovery,
     });

@@ -12,6 +12,7 @@ import {
   type TaskError,
   unclaim,
 } from '../sql/attempts.js';
+import { insertLogLines } from '../sql/task-logs.js';
 import { storableText } from '../storable.js';
 import { advanceWorkflow } from './advance.js';
 import type { AdvanceContext } from './context.js';
@@ -47,6 +48,15 @@ export async function endAttempt(
     const at = new Date(now.getTime() + (outcome.type === 'snooze' ? outcome.ms : 0));
     const state = dueState(at, now);
     await requeueAttempt(q, s, ref, state, at, outcome.type === 'release' ? [{ attempt: ref.attempt, at: now.toISOString(), ...outcome.error }] : []);
+    await logEnd(
+      q,
+      ctx,
+      ref,
+      outcome.type === 'snooze' ? 'info' : 'warn',
+      outcome.type === 'snooze'
+        ? `snoozed for ${outcome.ms} ms: runs again at ${at.toISOString()} (the attempt is given back)`
+        : `released (${storableText(outcome.error.message)}): runs again at once (the attempt is given back)`,
+    );
     return true;
   }
   const entry: ErrorEntry = {
@@ -59,19 +69,38 @@ export async function endAttempt(
     // a lost attempt (its worker died, or could not record the end) is no failure of the handler's to back
     // off from: detecting it took long enough, so it runs again at once, keeping its place in the queue
     const lost = entry.kind === 'lost';
-    await retryAttempt(
+    const retryAt = lost ? null : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random));
+    await retryAttempt(q, s, ref, lost ? 'available' : 'retryable', retryAt, entry);
+    await logEnd(
       q,
-      s,
+      ctx,
       ref,
-      lost ? 'available' : 'retryable',
-      lost ? null : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random)),
-      entry,
+      lost ? 'warn' : 'error',
+      lost
+        ? `attempt ${ref.attempt} lost (${entry.message}): runs again at once`
+        : `attempt ${ref.attempt} of ${task.max_attempts} failed (${entry.code ?? entry.kind ?? 'error'}): ${entry.message}; retry at ${retryAt!.toISOString()}`,
     );
     return true;
   }
   await finalizeAttempt(q, s, ref, next, now, entry);
+  await logEnd(
+    q,
+    ctx,
+    ref,
+    next === 'cancelled' ? 'warn' : 'error',
+    next === 'cancelled'
+      ? `cancelled: ${entry.message}`
+      : `attempt ${ref.attempt} of ${task.max_attempts} failed (${entry.code ?? entry.kind ?? 'error'}): ${entry.message}; the task is discarded`,
+  );
   await advanceWorkflow(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
   return true;
+}
+
+/** braid's own line about how an attempt ended, in the task's log (with the end, in its transaction). */
+function logEnd(q: Queryable, ctx: AdvanceContext, ref: AttemptRef, level: 'info' | 'warn' | 'error', message: string): Promise<void> {
+  return insertLogLines(q, ctx.s, [
+    { workflow_id: ref.workflowId, task: ref.name, attempt: ref.attempt, at: ctx.now, level, source: 'braid', message, fields: { worker: ref.workerId } },
+  ]);
 }
 
 /**

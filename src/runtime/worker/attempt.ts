@@ -14,6 +14,7 @@ import type { SignalRow } from '../waits/decide.js';
 import { workflowResults } from '../waits/gather.js';
 import { listTaskSignals } from '../waits/signals.js';
 import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout, type TaskWait } from './handlers.js';
+import { AttemptLog, DEFAULT_LOG_BOUNDS, type LogWriter, type TaskLogger } from './task-log.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
 export type AttemptEnv = RuntimeContext;
@@ -59,6 +60,8 @@ export class Attempt {
   startedAt = 0;
   /** What satisfied the task's wait (ctx.wait), loaded before the handler runs; null without a wait. */
   wait: TaskWait | null = null;
+  /** The handler's log (ctx.log), opened when it first asks for it. */
+  log?: AttemptLog;
 
   constructor(
     readonly task: FetchedTask,
@@ -139,6 +142,7 @@ export class AttemptContext implements TaskContext {
   constructor(
     private readonly env: AttemptEnv,
     private readonly current: Attempt,
+    private readonly logs?: LogWriter,
   ) {
     const t = current.task;
     this.workflowId = t.workflow_id;
@@ -154,6 +158,16 @@ export class AttemptContext implements TaskContext {
 
   get signal(): AbortSignal {
     return this.current.signal;
+  }
+
+  get log(): TaskLogger {
+    if (!this.current.log) {
+      const t = this.current.task;
+      const task = { workflow_id: t.workflow_id, name: t.name, attempt: t.attempt, worker: this.current.ref.workerId };
+      // without a writer (a context made outside a worker) the lines are kept nowhere
+      this.current.log = this.logs ? this.logs.open(task) : new AttemptLog(task, DEFAULT_LOG_BOUNDS, () => undefined);
+    }
+    return this.current.log;
   }
 
   loadDeps(options: { recursive?: boolean } = {}): Promise<Record<string, TaskRecord>> {

@@ -22,6 +22,7 @@ import type { Completer, CompletionEnd } from './completer.js';
 import type { EndRecorder } from './ends.js';
 import type { Handler, Handlers, TaskContext, TaskWait } from './handlers.js';
 import { outcomeOf, toJsonOutput } from './outcome.js';
+import { type LogBounds, LogWriter } from './task-log.js';
 
 /** How long the kinds with a `returns` are taken as read: a version registered since counts within this. */
 const TYPED_KINDS_MS = 5_000;
@@ -50,6 +51,8 @@ export interface ExecutorOptions extends RuntimeContext {
   /** Limits of the compiles start tasks make (children). */
   limits?: Partial<CompileLimits>;
   log: Logger;
+  /** Bounds of each attempt's ctx.log (default 1,000 lines and 256 KiB). */
+  logBounds?: Partial<LogBounds>;
 }
 
 /**
@@ -63,12 +66,16 @@ export class Executor {
   private typedKinds: Set<string> | undefined;
   private typedKindsAt = 0;
   private refreshingKinds: Promise<void> | undefined;
+  /** Stores the attempts' ctx.log lines. */
+  readonly logs: LogWriter;
 
   constructor(
     private readonly o: ExecutorOptions,
     private readonly ends: EndRecorder,
     private readonly completer: Completer,
-  ) {}
+  ) {
+    this.logs = new LogWriter({ db: o.db, s: o.s, log: o.log, bounds: o.logBounds });
+  }
 
   /**
    * One attempt: the handler with its timeout, then its completion, or its failure. Never throws, and never
@@ -86,7 +93,7 @@ export class Executor {
         if (task.deferred) await this.renderArgs(attempt);
         if (task.wait_evidence) attempt.wait = await this.loadWait(task.workflow_id, task.wait_evidence);
         const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : handlers[task.kind];
-        output = await attempt.run(handler, new AttemptContext(this.o, attempt));
+        output = await attempt.run(handler, new AttemptContext(this.o, attempt, this.logs));
       } finally {
         onHandlerSettled();
       }
@@ -95,6 +102,7 @@ export class Executor {
       const q = attempt.tx?.queryable ?? this.o.db;
       const typed = this.mayReturnTo(task, q);
       if (typed === true || (typed !== false && (await typed))) await this.checkReturns(task, json, q);
+      if (attempt.log) await this.logs.end(attempt.log, attempt.tx?.queryable);
       const end = await this.persistCompletion(attempt, json);
       if (end === 'committed') this.o.log.taskDone(task, 'completed');
       else if (end === 'skipped') this.o.log.taskDone(task, 'completed, but the attempt was no longer running: result discarded');
@@ -103,6 +111,7 @@ export class Executor {
     } catch (error) {
       if (attempt.tx) await attempt.tx.rollback();
       outcome = outcomeOf(error);
+      if (attempt.log) await this.logs.end(attempt.log);
       // (what the handler threw may be hostile to look at: the attempt knows why it ended)
       this.watchAbandoned(attempt);
     }

@@ -5,6 +5,7 @@ import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
 import type { SignalRow } from '../waits/decide.js';
 import type { TaskScopedOptions } from '../waits/signals.js';
+import type { TaskLogger } from './task-log.js';
 
 /** A signal term's evidence: the rows that counted toward it (at most its `count`), in the order they came. */
 export interface SignalTermEvidence {
@@ -72,6 +73,11 @@ export interface TaskContext<Wait extends TaskWait | null = TaskWait | null> {
   maxAttempts: number;
   /** Aborted at the task's timeout, when its workflow is cancelled, and at shutdown. */
   signal: AbortSignal;
+  /**
+   * The attempt's log: lines stored with the task (`braid logs`, the API, the UI), a second after they are
+   * written and at the attempt's end; bounded per attempt (1,000 lines and 256 KiB by default). Never throws.
+   */
+  log: TaskLogger;
   /** Direct deps' outputs by task name. */
   deps: Record<string, unknown>;
   /**

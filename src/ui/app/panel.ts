@@ -2,7 +2,7 @@ import { attemptText, signalCountText } from '../../runtime/wire.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, h, json, time } from './dom.js';
-import type { Diagnostics, PlanTerm, SignalPage, Task, TermValue, WorkflowStatus } from './types.js';
+import type { Diagnostics, LogPage, PlanTerm, SignalPage, Task, TermValue, WorkflowStatus } from './types.js';
 
 /**
  * The selected task: args, output, errors by attempt, its timeline, and for a task with a wait the
@@ -15,6 +15,9 @@ export class TaskPanel {
   private lastRefresh = 0;
   private readonly live = h('div', { class: 'wait-live' });
   private readonly history = h('div', { class: 'signals' });
+  private readonly logs = h('div', { class: 'logs', 'data-testid': 'task-logs' });
+  /** While the shown task runs, its log is read again every LOG_POLL_MS (its lines are stored each second). */
+  private logTimer?: number;
 
   constructor(
     private readonly root: HTMLElement,
@@ -27,6 +30,7 @@ export class TaskPanel {
     this.root.hidden = !task;
     if (!task) {
       this.shown = undefined;
+      this.close();
       return;
     }
     const first = this.shown !== task.name;
@@ -55,6 +59,8 @@ export class TaskPanel {
           ),
         timeline(task),
         task.wait && this.inspector(task),
+        h('h3', {}, 'Log'),
+        this.logs,
         h('h3', {}, 'Args'),
         json(task.args),
         h('h3', {}, 'Output'),
@@ -79,6 +85,10 @@ export class TaskPanel {
             ),
       ),
     );
+    if (first) this.logs.replaceChildren(h('p', { class: 'muted' }, 'loading'));
+    void this.loadLogs(task.name);
+    window.clearInterval(this.logTimer);
+    this.logTimer = task.state === 'running' ? window.setInterval(() => void this.loadLogs(task.name), LOG_POLL_MS) : undefined;
     // diagnostics and signal history are reads of their own: at most one refresh a second while changes stream in
     if (task.wait && (first || Date.now() - this.lastRefresh > 1000)) this.loadLive(task);
     else if (task.wait && !this.refresh) this.refresh = window.setTimeout(() => this.loadLive(task), 1000);
@@ -203,10 +213,48 @@ export class TaskPanel {
     }
   }
 
+  /** The task's log lines (the latest 1,000), braid's own marked. */
+  private async loadLogs(name: string): Promise<void> {
+    try {
+      const page = await get<LogPage>(`/api/workflows/${encodeURIComponent(this.workflowId)}/logs?task=${encodeURIComponent(name)}&limit=1000`);
+      if (this.shown !== name) return;
+      if (page.lines.length === 0) {
+        this.logs.replaceChildren(h('p', { class: 'muted' }, 'no lines: its handler wrote none with ctx.log'));
+        return;
+      }
+      this.logs.replaceChildren(
+        h(
+          'ol',
+          { class: 'log-lines' },
+          page.lines.map((l) =>
+            h(
+              'li',
+              { class: `log-${l.level}${l.source === 'braid' ? ' log-braid' : ''}`, 'data-source': l.source },
+              h('time', {}, time(l.at)),
+              ` #${l.attempt} `,
+              h('span', { class: 'level' }, l.level),
+              ' ',
+              l.source === 'braid' ? h('span', { class: 'muted' }, '[braid] ') : null,
+              l.message,
+              l.fields ? h('code', {}, ` ${JSON.stringify(l.fields)}`) : null,
+            ),
+          ),
+        ),
+        page.has_more ? h('p', { class: 'muted' }, 'more lines: braid logs ID TASK shows them all') : '',
+      );
+    } catch (error) {
+      if (this.shown === name) this.logs.replaceChildren(h('p', { class: 'error' }, (error as Error).message));
+    }
+  }
+
   close(): void {
     clearTimeout(this.refresh);
+    window.clearInterval(this.logTimer);
+    this.logTimer = undefined;
   }
 }
+
+const LOG_POLL_MS = 1500;
 
 function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
   const source =

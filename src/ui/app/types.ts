@@ -22,3 +22,4 @@ export type WorkflowPage = Omit<Wire.WorkflowPage, 'workflows'> & { workflows: W
 export type SignalRow = Json<Wire.SignalRow>;
 export type SignalPage = Omit<Wire.SignalPage, 'signals'> & { signals: SignalRow[] };
 export type Diagnostics = Wire.WaitDiagnostics;
+export type LogPage = Omit<Wire.LogPage, 'lines'> & { lines: Json<Wire.LogLine>[] };

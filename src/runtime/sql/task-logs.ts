@@ -1,0 +1,35 @@
+import type { Queryable } from '../db/types.js';
+import type { LogLine, LogPage } from '../wire.js';
+
+/** A line as written: the task and attempt it belongs to, and what it says. */
+export type NewLogLine = Omit<LogLine, 'id' | 'at'> & { workflow_id: string; at: Date };
+
+/** Stores lines in one statement, in the order given (their ids follow it). */
+export async function insertLogLines(q: Queryable, s: string, lines: readonly NewLogLine[]): Promise<void> {
+  if (lines.length === 0) return;
+  await q.query(
+    `INSERT INTO ${s}.task_logs (workflow_id, task, attempt, at, level, source, message, fields)
+     SELECT l.workflow_id, l.task, l.attempt, l.at, l.level, l.source, l.message, l.fields
+       FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (workflow_id text, task text, attempt int, at timestamptz, level text, source text, message text, fields jsonb))
+            WITH ORDINALITY AS l(workflow_id, task, attempt, at, level, source, message, fields, n)
+      ORDER BY l.n`,
+    [JSON.stringify(lines)],
+  );
+}
+
+/** A workflow's lines in the order they were stored, after a cursor, optionally of one task (and attempt). */
+export async function listLogLines(
+  q: Queryable,
+  s: string,
+  p: { workflowId: string; task?: string; attempt?: number; after?: string; limit: number },
+): Promise<LogPage> {
+  const { rows } = await q.query<LogLine>(
+    `SELECT id::text AS id, task, attempt, at, level, source, message, fields FROM ${s}.task_logs
+      WHERE workflow_id = $1 AND ($2::text IS NULL OR task = $2) AND ($3::int IS NULL OR attempt = $3) AND ($4::bigint IS NULL OR id > $4)
+      ORDER BY task_logs.id LIMIT $5`,
+    [p.workflowId, p.task ?? null, p.attempt ?? null, p.after ?? null, p.limit + 1],
+  );
+  const has_more = rows.length > p.limit;
+  const lines = rows.slice(0, p.limit);
+  return { lines, next_after: lines.length > 0 ? lines[lines.length - 1].id : (p.after ?? null), has_more };
+}
