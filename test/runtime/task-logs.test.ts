@@ -103,7 +103,7 @@ describe(`task logs (${backend})`, () => {
     expect(lines[101]).toMatchObject({
       source: 'braid',
       level: 'warn',
-      message: '999900 more line(s) (' + String(lines[101].fields?.dropped_bytes) + ' bytes) were dropped: an attempt keeps 100 lines and 262144 bytes',
+      message: `999900 more line(s) (${String(lines[101].fields?.dropped_bytes)} bytes) were dropped: an attempt keeps 100 lines and 262144 bytes`,
       fields: { dropped_lines: 999_900 },
     });
   }, 120_000);
