@@ -1,8 +1,9 @@
 /**
  * Records as the API serves them, defined once for the server, the API client, the web UI and the public
- * types (src/ui/app imports this module for its types, so it imports only types). `Json<T>` is a record as it
+ * types (src/ui/app imports it: beside types, only small pure functions and pretty-ms). `Json<T>` is a record as it
  * arrives over HTTP: dates as ISO strings. Wait progress and evidence are stored as they are served.
  */
+import prettyMs from 'pretty-ms';
 import type { PlanWait } from '../compiler/plan.js';
 
 export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded' | 'skipped';
@@ -122,6 +123,51 @@ export function attemptText(attempt: number, maxAttempts: number): string {
   return attempt <= maxAttempts ? `${attempt}/${maxAttempts}` : `${attempt} (max ${maxAttempts}, retried)`;
 }
 
+/** A duration as people read it, everywhere braid shows one: 850ms, 12.3s, 4m 5s, 2h 10m, 2d (pretty-ms); `roughly`, its largest unit only. */
+export function humanDuration(ms: number, roughly = false): string {
+  return prettyMs(Math.max(0, ms), roughly ? { unitCount: 1 } : {});
+}
+
+/** One attempt of a task, as its timeline shows it. */
+export interface AttemptSpan {
+  attempt: number;
+  started_at: string | null;
+  /** null while it runs. */
+  ended_at: string | null;
+  worker: string | null;
+  /** completed, running, or how it ended otherwise (error, timeout, lost, cancel, shutdown, output). */
+  outcome: string;
+  message: string | null;
+}
+
+/** A task's attempts, oldest first: those that did not complete (its errors), then the current one. */
+export function attemptHistory(
+  t: Pick<TaskRecord, 'attempt' | 'state' | 'errors' | 'worker_id' | 'completed_by'> & { started_at: Date | string | null; finalized_at: Date | string | null },
+): AttemptSpan[] {
+  const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+  const spans: AttemptSpan[] = t.errors.map((e) => ({
+    attempt: e.attempt,
+    started_at: e.started_at ?? null,
+    ended_at: e.at,
+    worker: e.worker ?? null,
+    outcome: e.code ?? e.kind ?? 'error',
+    message: e.message,
+  }));
+  const last = t.errors.at(-1);
+  // the current attempt, unless its end is the last error (a task retrying, discarded or cancelled by it)
+  const endedByError = last !== undefined && last.attempt === t.attempt && t.state !== 'running' && t.state !== 'completed';
+  if (t.attempt > 0 && t.started_at !== null && !endedByError)
+    spans.push({
+      attempt: t.attempt,
+      started_at: iso(t.started_at),
+      ended_at: t.state === 'running' ? null : iso(t.finalized_at),
+      worker: t.worker_id ?? t.completed_by,
+      outcome: t.state,
+      message: null,
+    });
+  return spans;
+}
+
 export interface AwaitedWorkflow {
   id: string;
   /** null: no such workflow yet (a child not started yet, or an id that never existed). */
@@ -176,7 +222,8 @@ export interface TaskRecord {
   max_attempts: number;
   args: unknown;
   output: unknown;
-  errors: { attempt: number; at: string; message: string; kind?: string; code?: string; name?: string; stack?: string }[];
+  /** Each attempt that did not complete, oldest first: when it started and ended, the worker that ran it, why. */
+  errors: { attempt: number; at: string; started_at?: string; worker?: string; message: string; kind?: string; code?: string; name?: string; stack?: string }[];
   deps: string[];
   dependents: string[];
   deps_left: number;
@@ -192,6 +239,8 @@ export interface TaskRecord {
   when_met: boolean | null;
   cancel_requested: boolean;
   worker_id: string | null;
+  /** The worker that ran its completed attempt. */
+  completed_by: string | null;
   created_at: Date;
   started_at: Date | null;
   finalized_at: Date | null;

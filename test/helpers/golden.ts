@@ -7,7 +7,7 @@ export function normalise(value: unknown, ids: Record<string, string> = {}): str
   const walk = (v: unknown, key?: string): unknown => {
     if (typeof v === 'string') {
       if (names.has(v)) return names.get(v);
-      if (key === 'worker_id' || key === 'holder') return '<worker>';
+      if (key === 'worker_id' || key === 'completed_by' || key === 'holder') return '<worker>';
       if ((key === 'next_cursor' || key === 'file') && v) return `<${key}>`;
       let out = v.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>');
       for (const [id, name] of names) out = out.split(id).join(name);

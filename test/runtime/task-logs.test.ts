@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/client.js';
 import { startApiServer } from '../../src/api/server.js';
 import { renderLine } from '../../src/cli/commands/logs.js';
+import { renderStatus } from '../../src/cli/commands/status.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { backend, drivenRuntime, final } from '../helpers/runtime.js';
@@ -48,6 +49,17 @@ describe(`task logs (${backend})`, () => {
       [2, 'handler', 'debug', 'charged'],
     ]);
     expect(page.lines[1].fields).toEqual({ amount: 12.5, card: 'visa' });
+    // status lists every attempt with when it started, how long it took, its worker and how it ended
+    const text = renderStatus(JSON.parse(JSON.stringify(await rt.workflow(id).status())));
+    const attempts = text
+      .slice(text.indexOf('\nATTEMPTS\n') + 10)
+      .trim()
+      .split('\n');
+    expect(attempts).toEqual([
+      expect.stringMatching(/^charge#1 {2}\d{4}-[\d\-T:.]+Z {2}\d+(\.\d)?m?s {2}worker \S+ {2}error: declined$/),
+      expect.stringMatching(/^charge#2 {2}\d{4}-[\d\-T:.]+Z {2}\d+(\.\d)?m?s {2}worker \S+ {2}completed$/),
+      expect.stringMatching(/^quiet#1 {2}\d{4}-[\d\-T:.]+Z {2}\d+(\.\d)?m?s {2}worker \S+ {2}completed$/),
+    ]);
     expect(page.has_more).toBe(false);
     // a task that logs nothing has no lines; one attempt's lines; paging by `after`
     expect((await rt.workflow(id).logs({ task: 'quiet' })).lines).toEqual([]);

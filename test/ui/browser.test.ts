@@ -145,6 +145,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await inspector.waitFor();
     expect(await inspector.locator('[data-testid="wait-expr"]').textContent()).toBe('approved || deadline');
     expect(await inspector.locator('tr[data-term="approved"] code.cel').textContent()).toBe('signal approve × 2');
+    expect(await inspector.locator('tr[data-term="deadline"] code.cel').textContent()).toBe('1h after wait started');
     await page.waitForFunction(() => document.querySelector('[data-testid="term-approved"]')?.textContent === '0/2');
     expect(await inspector.locator('[data-testid="term-deadline"]').textContent()).toMatch(/^fires /);
     await page.locator('[data-testid="diagnostics"]').waitFor();
@@ -175,6 +176,10 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     expect(lines[1]).toMatch(/#1 info hello from the handler {"n":1}$/);
     expect(lines[2]).toMatch(/#1 warn careful now$/);
     expect(await page.locator('[data-testid="task-logs"] li.log-braid').count()).toBe(1);
+    // its attempts: one date format (ISO, with the relative time beside it), a humanised duration, the worker
+    const attempts = await page.locator('[data-testid="attempts"] li').allTextContents();
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatch(/^#1 \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((now|\d+\w+ ago)\) · \d+(\.\d)?m?s · \S+ · completed$/);
   });
 
   it('cancel and retry from the UI', async () => {

@@ -1,4 +1,4 @@
-import { attemptText, type WorkflowStatus } from '../../runtime/wire.js';
+import { type AttemptSpan, attemptHistory, attemptText, humanDuration, type WorkflowStatus } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';
@@ -55,5 +55,14 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
       .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i])))
       .join('  ')
       .trimEnd();
-  return `${[...lines, '', fmt(header), ...rows.map(fmt)].join('\n')}\n`;
+  const attempts = tasks.flatMap((t) => attemptHistory(t).map((a) => attemptLine(t.name, a)));
+  return `${[...lines, '', fmt(header), ...rows.map(fmt), ...(attempts.length > 0 ? ['', 'ATTEMPTS', ...attempts] : [])].join('\n')}\n`;
+}
+
+/** `charge#2  2026-01-01T00:00:00.000Z  1.2s  worker vm:1:abc  completed`, the outcome's message after it. */
+function attemptLine(task: string, a: AttemptSpan): string {
+  const took = a.started_at && a.ended_at ? humanDuration(new Date(a.ended_at).getTime() - new Date(a.started_at).getTime()) : a.ended_at ? '' : 'running';
+  return [`${task}#${a.attempt}`, a.started_at ?? '', took, a.worker ? `worker ${a.worker}` : '', `${a.outcome}${a.message ? `: ${a.message}` : ''}`]
+    .filter((c) => c !== '')
+    .join('  ');
 }

@@ -47,7 +47,15 @@ export async function endAttempt(
   if ((outcome.type === 'snooze' || outcome.type === 'release') && !task.cancel_requested) {
     const at = new Date(now.getTime() + (outcome.type === 'snooze' ? outcome.ms : 0));
     const state = dueState(at, now);
-    await requeueAttempt(q, s, ref, state, at, outcome.type === 'release' ? [{ attempt: ref.attempt, at: now.toISOString(), ...outcome.error }] : []);
+    const started = task.started_at ? { started_at: new Date(task.started_at).toISOString() } : {};
+    await requeueAttempt(
+      q,
+      s,
+      ref,
+      state,
+      at,
+      outcome.type === 'release' ? [{ attempt: ref.attempt, at: now.toISOString(), ...outcome.error, ...started, worker: ref.workerId }] : [],
+    );
     await logEnd(
       q,
       ctx,
@@ -63,6 +71,8 @@ export async function endAttempt(
     attempt: ref.attempt,
     at: now.toISOString(),
     ...storableError('error' in outcome ? outcome.error : { kind: 'cancel', message: 'workflow cancelled' }),
+    ...(task.started_at ? { started_at: new Date(task.started_at).toISOString() } : {}),
+    worker: ref.workerId,
   };
   const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task);
   if (next === 'retryable') {

@@ -28,8 +28,8 @@ export type AttemptOutcome =
   | { type: 'snooze'; ms: number }
   | { type: 'release'; error: TaskError };
 
-/** An error as stored in the task's history. */
-export type ErrorEntry = TaskError & { attempt: number; at: string };
+/** An error as stored in the task's history: with when its attempt started and the worker that ran it (its timeline). */
+export type ErrorEntry = TaskError & { attempt: number; at: string; started_at?: string; worker?: string };
 
 export interface RunningRow {
   state: string;
@@ -39,6 +39,7 @@ export interface RunningRow {
   cancel_requested: boolean;
   worker_id: string | null;
   queue: string;
+  started_at: Date | null;
 }
 
 /** Whether this attempt still runs on this worker (not timed out, cancelled or rescued). */
@@ -53,7 +54,7 @@ export async function attemptRunning(q: Queryable, s: string, ref: AttemptRef): 
 /** The task's row, locked (the workflow's lock is the caller's). */
 export async function lockTask(q: Queryable, s: string, workflowId: string, name: string): Promise<RunningRow | undefined> {
   const { rows } = await q.query<RunningRow>(
-    `SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, queue FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2 FOR UPDATE`,
+    `SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, queue, started_at FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2 FOR UPDATE`,
     [workflowId, name],
   );
   return rows[0];

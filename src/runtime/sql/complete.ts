@@ -118,7 +118,7 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
        SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, (a->>2)::tid AS tid, a->3 AS output
          FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
      ), done AS (
-       UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL
+       UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
          FROM items v
         WHERE ${
           byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''

@@ -1,3 +1,5 @@
+import { humanDuration } from '../../runtime/wire.js';
+
 type Child = Node | string | number | null | undefined | false | Child[];
 type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
 
@@ -42,19 +44,20 @@ export function badge(state: string): HTMLElement {
   return h('span', { class: `badge state-${state}`, 'data-state': state }, state);
 }
 
+/** One date format throughout: ISO in UTC (to the second), with the relative time beside it. */
 export function time(value: string | null | undefined): string {
   if (!value) return '—';
   const d = new Date(value);
-  return `${d.toLocaleDateString()} ${d.toLocaleTimeString()}`;
+  if (Number.isNaN(d.getTime())) return String(value);
+  const ms = Date.now() - d.getTime();
+  const relative = Math.abs(ms) < 1000 ? 'now' : ms > 0 ? `${humanDuration(ms, true)} ago` : `in ${humanDuration(-ms, true)}`;
+  return `${d.toISOString().slice(0, 19)}Z (${relative})`;
 }
 
+/** How long from `from` to `to` (or now), humanised: 850ms, 12.3s, 4m 5s, 2h 10m, 2d. */
 export function duration(from: string | null | undefined, to: string | null | undefined): string {
   if (!from) return '—';
-  const ms = (to ? new Date(to).getTime() : Date.now()) - new Date(from).getTime();
-  if (ms < 1000) return `${Math.max(0, ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
-  return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
+  return humanDuration((to ? new Date(to).getTime() : Date.now()) - new Date(from).getTime());
 }
 
 export function json(value: unknown): HTMLElement {

@@ -1,7 +1,7 @@
-import { attemptText, signalCountText } from '../../runtime/wire.js';
+import { attemptHistory, attemptText, humanDuration, signalCountText } from '../../runtime/wire.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
-import { badge, clear, h, json, time } from './dom.js';
+import { badge, clear, duration, h, json, time } from './dom.js';
 import type { Diagnostics, LogPage, PlanTerm, SignalPage, Task, TermValue, WorkflowStatus } from './types.js';
 
 /**
@@ -58,6 +58,7 @@ export class TaskPanel {
             task.when_met === null ? '' : ` (${task.when_met ? 'true' : 'false'})`,
           ),
         timeline(task),
+        attempts(task),
         task.wait && this.inspector(task),
         h('h3', {}, 'Log'),
         this.logs,
@@ -282,8 +283,35 @@ function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
 function timerText(term: Extract<PlanTerm, { kind: 'timer' }>): string {
   const t = term.timer;
   if (t.anchor === 'at') return `at ${t.at}`;
-  const after = `${Math.round((t.after_ms ?? 0) / 1000)} s`;
+  const after = humanDuration(t.after_ms ?? 0);
   return t.anchor === 'task_finalized' ? `${after} after ${t.task} finalized` : `${after} after ${t.anchor.replace('_', ' ')}`;
+}
+
+/** Every attempt: when it started, how long it took, the worker that ran it and how it ended. */
+function attempts(task: Task): HTMLElement | null {
+  const spans = attemptHistory(task);
+  if (spans.length === 0) return null;
+  return h(
+    'section',
+    {},
+    h('h3', {}, 'Attempts'),
+    h(
+      'ol',
+      { class: 'attempts', 'data-testid': 'attempts' },
+      spans.map((a) =>
+        h(
+          'li',
+          { 'data-outcome': a.outcome },
+          h('strong', {}, `#${a.attempt}`),
+          ` ${time(a.started_at)} · ${a.ended_at ? duration(a.started_at, a.ended_at) : `running ${duration(a.started_at, null)}`}`,
+          a.worker ? ` · ${a.worker}` : '',
+          ' · ',
+          badge(a.outcome),
+          a.message ? h('span', { class: 'muted' }, ` ${a.message}`) : null,
+        ),
+      ),
+    ),
+  );
 }
 
 function timeline(task: Task): HTMLElement {
