@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { benchCli } from './cli.js';
 import { benchCompiler } from './compiler.js';
 import { benchRuntime } from './runtime.js';
+import { benchSearch } from './search.js';
 import { benchTesting } from './testing.js';
 import { benchWaits } from './waits.js';
 
@@ -22,5 +23,6 @@ const only = process.env.BENCH_ONLY;
 if (only === undefined || only === 'compiler') benchCompiler(repoRoot);
 if (only === undefined || only === 'runtime') await benchRuntime();
 if (only === undefined || only === 'waits') await benchWaits();
+if (only === undefined || only === 'search') await benchSearch();
 if (only === undefined || only === 'testing') benchTesting(repoRoot);
 if (only === undefined || only === 'cli') await benchCli(repoRoot);

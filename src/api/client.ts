@@ -10,17 +10,13 @@ import type { DrainState } from '../runtime/in-flight.js';
 import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
 import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
-import type { LogPage, WaitDiagnostics, WorkflowPage, WorkflowRecord, WorkflowStatus } from '../runtime/wire.js';
+import type { LogPage, WaitDiagnostics, WorkflowPage, WorkflowRecord, WorkflowSearch, WorkflowStatus } from '../runtime/wire.js';
+import { searchToParams } from './search-params.js';
 
 /** One version of a definition, with the workflows still running on it and whether it drains. */
 export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
 
-export interface ListFilter {
-  state?: WorkflowRecord['state'];
-  name?: string;
-  limit?: number;
-  cursor?: string;
-}
+export type ListFilter = WorkflowSearch;
 
 /** The server answered with an error: its status, its error code (error-codes.ts) and its message. */
 export class ApiError extends Error {
@@ -135,12 +131,7 @@ export class ApiClient {
   }
 
   list(filter: ListFilter): Promise<WorkflowPage> {
-    const query = new URLSearchParams(
-      Object.entries(filter)
-        .filter(([, v]) => v !== undefined)
-        .map(([k, v]) => [k, String(v)]),
-    );
-    return this.call('GET', `/api/workflows?${query}`);
+    return this.call('GET', `/api/workflows?${searchToParams(filter)}`);
   }
 
   private async call<T>(method: 'GET' | 'POST', path: string, payload?: unknown, waitsMs = 0): Promise<T> {

@@ -2,28 +2,22 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { diffDefinitions } from '../deploy/diff.js';
 import { InvalidCursorError } from '../runtime/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { WORKFLOW_STATES, type WorkflowRecord } from '../runtime/wire.js';
 import { listEvents, type StreamContext, workflowEvents } from './events.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
+import { SearchParamError, searchFromParams } from './search-params.js';
 
 export interface RouteContext extends StreamContext {
   /** Registered before a start that names it (the CLI's `start --definitions`). */
   definitionsDir?: string;
 }
 
-const STATES: ReadonlySet<string> = new Set(WORKFLOW_STATES);
-
 function listFilter(url: URL): Parameters<Runtime['listWorkflows']>[0] {
-  const state = url.searchParams.get('state') ?? undefined;
-  if (state !== undefined && !STATES.has(state)) throw new HttpError(400, '"state" is running, completed, failed or cancelled');
-  const name = url.searchParams.get('name') || undefined;
-  if (name !== undefined && name.length > 200) throw new HttpError(400, '"name" is too long');
-  return {
-    state: state as WorkflowRecord['state'] | undefined,
-    name,
-    cursor: url.searchParams.get('cursor') ?? undefined,
-    limit: integerParam(url, 'limit', 500),
-  };
+  try {
+    return { ...searchFromParams(url.searchParams), limit: integerParam(url, 'limit', 500) };
+  } catch (error) {
+    if (error instanceof SearchParamError) throw new HttpError(400, error.message);
+    throw error;
+  }
 }
 
 /** The JSON API under /api (snake_case); answers 404 for a path it does not know. */

@@ -13,7 +13,7 @@ export const USAGE = {
   worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL] [--port N]',
   status: 'braid status ID [--json] [--database URL]',
   logs: 'braid logs ID [TASK] [--attempt N] [--follow] [--json] [--database URL]',
-  list: 'braid list [--state S] [--name N] [--limit N] [--json] [--database URL]',
+  list: 'braid list [--state S] [--name N] [--id-prefix P] [--input PATH=VALUE...] [--created-after ISO] [--created-before ISO] [--error TEXT] [--top-level] [--limit N] [--json] [--database URL]',
   versions: 'braid versions NAME [--diff HASH1 HASH2] [--json] [--database URL]',
   cancel: 'braid cancel ID [--json] [--database URL]',
   signal: 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--any-key] [--json] [--database URL]',

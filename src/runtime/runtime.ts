@@ -18,9 +18,10 @@ import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
 import { quoteIdent } from './sql/schema.js';
 import type { Clock } from './sql/time.js';
-import { listWorkflows, lockWorkflowId, startedAs, type WorkflowListFilter, type WorkflowRecord, type WorkflowSummary } from './sql/workflows.js';
+import { listWorkflows, lockWorkflowId, startedAs, type WorkflowListFilter, type WorkflowSummary } from './sql/workflows.js';
 import { assertStorable } from './storable.js';
 import type { UpgradeReport, UpgradeRequest } from './upgrades.js';
+import type { WorkflowSearch } from './wire.js';
 import type { Handlers } from './worker/handlers.js';
 import type { Worker } from './worker/worker.js';
 import { workerId } from './worker/worker-id.js';
@@ -184,14 +185,14 @@ export class Runtime {
   }
 
   /**
-   * Workflows newest first, filtered by state and name, `limit` per page (at most 500); pass the page's
+   * Workflows newest first, searched by every filter given (WorkflowSearch: state, name, id prefix, inputs values,
+   * created and finalized ranges, error text, top level, parent), `limit` per page (at most 500); pass the page's
    * `next_cursor` back as `cursor` for the next one.
    */
-  async listWorkflows(
-    filter: { state?: WorkflowRecord['state']; name?: string; cursor?: string; limit?: number } = {},
-  ): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
-    const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500);
-    const f: WorkflowListFilter = { state: filter.state, name: filter.name, after: filter.cursor ? decodeCursor(filter.cursor) : undefined, limit: limit + 1 };
+  async listWorkflows(filter: WorkflowSearch = {}): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
+    const { cursor, limit: asked, ...search } = filter;
+    const limit = Math.min(Math.max(asked ?? 50, 1), 500);
+    const f: WorkflowListFilter = { ...search, after: cursor ? decodeCursor(cursor) : undefined, limit: limit + 1 };
     const rows = await listWorkflows(this.db, this.s, f);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];

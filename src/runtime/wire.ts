@@ -323,6 +323,31 @@ export interface WaitDiagnostics {
   evidence: WaitEvidence | null;
 }
 
+/**
+ * What the workflow list is searched by (braid list's flags, the API's query, the UI's search): every given
+ * filter must hold. Newest first, paged by `cursor`.
+ */
+export interface WorkflowSearch {
+  state?: 'running' | 'completed' | 'failed' | 'cancelled';
+  name?: string;
+  /** The id begins with it: a business key's prefix (`refund:r1`). */
+  idPrefix?: string;
+  /** Inputs values: `{ path: 'customer.id', value: 'c1' }` holds when inputs.customer.id is "c1" (or the JSON value c1 is). */
+  inputs?: { path: string; value: string }[];
+  createdAfter?: string;
+  createdBefore?: string;
+  finalizedAfter?: string;
+  finalizedBefore?: string;
+  /** Some task's error, or the workflow's output error, contains this text (case-insensitive). */
+  error?: string;
+  /** Only workflows no `start` task started. */
+  topLevel?: boolean;
+  /** Only the children of this workflow. */
+  parentId?: string;
+  cursor?: string;
+  limit?: number;
+}
+
 /** A page of the workflow list (GET /api/workflows). */
 export interface WorkflowPage {
   workflows: WorkflowSummary[];

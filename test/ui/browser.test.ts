@@ -64,7 +64,13 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     // the repository's examples (what a new user runs first), and two workflows of the test's own
     const examples = Object.fromEntries(readdirSync(join(repoRoot, 'definitions')).map((f) => [f, readFileSync(join(repoRoot, 'definitions', f), 'utf8')]));
     const dir = tempProject(
-      { ...examples, 'review_flow.yaml': REVIEW, 'big.yaml': BIG, 'speaking.yaml': 'name: speaking\ntasks:\n  speak: { kind: speak }\n' },
+      {
+        ...examples,
+        'review_flow.yaml': REVIEW,
+        'big.yaml': BIG,
+        'speaking.yaml': 'name: speaking\ntasks:\n  speak: { kind: speak }\n',
+        'chorus.yaml': "name: chorus\ntasks:\n  voices:\n    start: { workflow: speaking, group: voices, for_each: '${{ [1, 2] }}' }\n",
+      },
       {
         'example-handlers.ts': readFileSync(join(repoRoot, 'examples', 'handlers.ts'), 'utf8'),
         'handlers.ts':
@@ -180,6 +186,42 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     const attempts = await page.locator('[data-testid="attempts"] li').allTextContents();
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatch(/^#1 \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((now|\d+\w+ ago)\) · \d+(\.\d)?m?s · \S+ · completed$/);
+  });
+
+  it('parent and children link both ways; the list hides children by default and searches by key prefix and input', async () => {
+    const parent = await cli(['start', 'chorus']);
+    await cli(['start', 'review_flow', '--id', 'review:k1']);
+    await cli(['start', 'review_flow', '--id', 'review:k2']);
+    await page.goto(`${dev.url}/workflows/${parent}?selected=voices`);
+    await page.locator('[data-testid="child-links"] li a').nth(1).waitFor({ timeout: 15_000 });
+    const child = (await page.locator('[data-testid="child-links"] li a').first().textContent())!;
+    await page.locator('[data-testid="child-links"] li a').first().click();
+    await page.locator('[data-testid="parent-link"]').waitFor();
+    expect(await page.locator('[data-testid="parent-link"]').textContent()).toBe(parent);
+    await page.locator('[data-testid="parent-link"]').click();
+    await page.locator('[data-testid="children-link"]').click();
+    await page.waitForFunction((c) => document.querySelector(`tr[data-workflow="${c}"]`) !== null, child);
+    expect(await page.locator('tr[data-workflow] [data-testid="parent"]').allTextContents()).toEqual([parent, parent]);
+
+    // the list: top level only by default (no children), then every workflow with the box unticked
+    await page.goto(`${dev.url}/`);
+    await page.locator(`tr[data-workflow="${parent}"]`).waitFor();
+    expect(await page.locator(`tr[data-workflow="${child}"]`).count()).toBe(0);
+    await page.locator('[data-testid="filter-top-level"]').uncheck();
+    await page.locator('[data-testid="filter-apply"]').click();
+    await page.locator(`tr[data-workflow="${child}"]`).waitFor();
+
+    await page.locator('[data-testid="filter-id"]').fill('review:k1*');
+    await page.locator('[data-testid="filter-apply"]').click();
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-workflow]').length === 1);
+    expect(await page.locator('tr[data-workflow]').getAttribute('data-workflow')).toBe('review:k1');
+    expect(page.url()).toContain('id_prefix=review%3Ak1');
+
+    await page.locator('[data-testid="filter-id"]').fill('');
+    await page.locator('[data-testid="filter-input"]').fill('inputs.expense_id = exp_7');
+    await page.locator('[data-testid="filter-apply"]').click();
+    await page.waitForFunction(() => [...document.querySelectorAll('tr[data-workflow] td:nth-child(2)')].every((td) => td.textContent === 'expense_approval'));
+    expect(await page.locator('tr[data-workflow]').count()).toBe(1);
   });
 
   it('cancel and retry from the UI', async () => {

@@ -1,4 +1,5 @@
-import { isFinal, WORKFLOW_STATES, type WorkflowRecord } from '../../runtime/wire.js';
+import { SearchParamError, searchFromParams } from '../../api/search-params.js';
+import { isFinal, WORKFLOW_STATES, type WorkflowRecord, type WorkflowSearch } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';
@@ -6,14 +7,23 @@ import { USAGE } from '../usage.js';
 
 export const usage = USAGE.list;
 
-export const help = `List recent workflows, newest first.
+export const help = `List recent workflows, newest first, searched by every filter given.
 
 Usage: ${usage}
 
-  --state STATE     running, completed, failed or cancelled
-  --name NAME       only workflows of this name
-  --limit N         how many (default 20, at most 500)
-  --json            { "workflows": [...], "next_cursor" }
+  --state STATE            running, completed, failed or cancelled
+  --name NAME              only workflows of this name
+  --id-prefix P            ids that begin with P (a business key's prefix: refund:r1)
+  --input PATH=VALUE       an inputs value (repeatable): --input customer_id=c1, --input customer.tier=gold
+  --created-after ISO      created at or after (2026-01-31, 2026-01-31T12:00:00Z)
+  --created-before ISO     created before
+  --finalized-after ISO    finalized at or after
+  --finalized-before ISO   finalized before
+  --error TEXT             some task's error (or the output's) contains TEXT, any case
+  --top-level              only workflows no start task started
+  --parent ID              only the children of workflow ID
+  --limit N                how many (default 20, at most 500)
+  --json                   { "workflows": [...], "next_cursor" }
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
 `;
@@ -21,7 +31,19 @@ Usage: ${usage}
 const STATES: readonly string[] = WORKFLOW_STATES;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['state', 'name', 'limit', 'database', 'schema'], usage, ['json']);
+  const {
+    values,
+    flags,
+    lists,
+    help: wantsHelp,
+    positionals,
+  } = parse(
+    argv,
+    ['state', 'name', 'id-prefix', 'created-after', 'created-before', 'finalized-after', 'finalized-before', 'error', 'parent', 'limit', 'database', 'schema'],
+    usage,
+    ['json', 'top-level'],
+    ['input'],
+  );
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -30,9 +52,36 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (values.state !== undefined && !STATES.includes(values.state)) throw new UsageError(`--state must be one of ${STATES.join(', ')}, not "${values.state}"`);
   const limit = values.limit === undefined ? 20 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError('--limit must be a whole number from 1 to 500');
+  const query = new URLSearchParams();
+  const flagged: [string, string][] = [
+    ['id-prefix', 'id_prefix'],
+    ['created-after', 'created_after'],
+    ['created-before', 'created_before'],
+    ['finalized-after', 'finalized_after'],
+    ['finalized-before', 'finalized_before'],
+    ['error', 'error'],
+    ['parent', 'parent_id'],
+  ];
+  for (const [flag, param] of flagged) if (values[flag] !== undefined) query.set(param, values[flag]);
+  for (const i of lists.input) query.append('input', i);
+  let search: Omit<WorkflowSearch, 'limit'>;
+  try {
+    // the API's reading of a search, so the CLI and the API take the same filters and refuse the same
+    search = searchFromParams(query);
+  } catch (error) {
+    if (error instanceof SearchParamError)
+      throw new UsageError(error.message.replace(/"(\w+)"/, (_, p: string) => `--${p.replace(/_/g, '-').replace('parent-id', 'parent')}`));
+    throw error;
+  }
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    const page = await backend.list({ state: values.state as WorkflowRecord['state'] | undefined, name: values.name, limit });
+    const page = await backend.list({
+      ...search,
+      state: values.state as WorkflowRecord['state'] | undefined,
+      name: values.name,
+      topLevel: flags.has('top-level') || undefined,
+      limit,
+    });
     if (flags.has('json')) {
       io.stdout(`${JSON.stringify(page, null, 2)}\n`);
       return EXIT.ok;
@@ -41,6 +90,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
       io.stdout('no workflows\n');
       return EXIT.ok;
     }
+    // the parent column only when some workflow listed has one
+    const parents = page.workflows.some((w) => w.parent_id);
     const rows = page.workflows.map((w) => [
       w.id,
       w.name,
@@ -48,9 +99,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
       `${Object.entries(w.task_counts ?? {})
         .filter(([s]) => isFinal(s))
         .reduce((n, [, c]) => n + Number(c), 0)}/${w.tasks_total}`,
+      ...(parents ? [w.parent_id ?? '-'] : []),
       new Date(w.created_at).toISOString(),
     ]);
-    const header = ['ID', 'NAME', 'STATE', 'DONE', 'CREATED'];
+    const header = ['ID', 'NAME', 'STATE', 'DONE', ...(parents ? ['PARENT'] : []), 'CREATED'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
     io.stdout(`${[fmt(header), ...rows.map(fmt)].join('\n')}\n`);

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSummary } from '../wire.js';
+import type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSearch, WorkflowSummary } from '../wire.js';
 import { TASK_COLUMNS } from './task-columns.js';
 
 export type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSummary };
@@ -68,27 +68,72 @@ export async function liveKinds(q: Queryable, s: string, aliveMs: number, now: D
   return new Set(rows.map((r) => r.kind));
 }
 
-export interface WorkflowListFilter {
-  state?: WorkflowRecord['state'];
-  name?: string;
+export interface WorkflowListFilter extends Omit<WorkflowSearch, 'cursor' | 'limit'> {
   /** Continue after this row (from the previous page's last row), newest first. */
   after?: { created_at: string; id: string };
   limit: number;
 }
 
-/** Workflows newest first, filtered and paged by (created_at, id); `cursor` holds the exact created_at text. */
+/** Escapes LIKE's wildcards, so a prefix or a text is matched as written. */
+const likeText = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** An inputs filter as jsonb containment: `a.b=v` is {"a":{"b":"v"}}, and when v is JSON (42, true) also {"a":{"b":42}}. */
+function inputsContainment(path: string, value: string): string[] {
+  const nest = (v: unknown) => JSON.stringify(path.split('.').reduceRight<unknown>((inner, key) => ({ [key]: inner }), v));
+  const out = [nest(value)];
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (typeof parsed !== 'string') out.push(nest(parsed));
+  } catch {
+    // not JSON: the text alone
+  }
+  return out;
+}
+
+/**
+ * Workflows newest first, filtered and paged by (created_at, id); `cursor` holds the exact created_at text.
+ * Each filter is a condition with its own parameter; the indexes of migration 018 serve the id prefix
+ * (text_pattern_ops), the inputs (GIN, jsonb_path_ops) and the top-level list.
+ */
 export async function listWorkflows(q: Queryable, s: string, f: WorkflowListFilter): Promise<(WorkflowSummary & { cursor_at: string })[]> {
+  const params: unknown[] = [];
+  const p = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const where: string[] = [];
+  if (f.state) where.push(`w.state = ${p(f.state)}`);
+  if (f.name) where.push(`w.name = ${p(f.name)}`);
+  if (f.idPrefix) where.push(`w.id LIKE ${p(`${likeText(f.idPrefix)}%`)}`);
+  for (const i of f.inputs ?? [])
+    where.push(
+      `(${inputsContainment(i.path, i.value)
+        .map((c) => `w.inputs @> ${p(c)}::jsonb`)
+        .join(' OR ')})`,
+    );
+  if (f.createdAfter) where.push(`w.created_at >= ${p(f.createdAfter)}::timestamptz`);
+  if (f.createdBefore) where.push(`w.created_at < ${p(f.createdBefore)}::timestamptz`);
+  if (f.finalizedAfter) where.push(`w.finalized_at >= ${p(f.finalizedAfter)}::timestamptz`);
+  if (f.finalizedBefore) where.push(`w.finalized_at < ${p(f.finalizedBefore)}::timestamptz`);
+  if (f.topLevel) where.push('w.parent_id IS NULL');
+  if (f.parentId) where.push(`w.parent_id = ${p(f.parentId)}`);
+  if (f.error) {
+    const text = p(`%${likeText(f.error)}%`);
+    where.push(
+      `(w.output_error ILIKE ${text} OR EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.errors <> '[]'::jsonb AND t.errors::text ILIKE ${text}))`,
+    );
+  }
+  if (f.after) where.push(`(w.created_at, w.id) < (${p(f.after.created_at)}::timestamptz, ${p(f.after.id)}::text)`);
   const { rows } = await q.query<WorkflowSummary & { cursor_at: string }>(
     `SELECT w.id, w.name, w.definition_hash, w.state, w.attempt, w.tasks_total, w.parent_id, w.created_at, w.finalized_at,
             w.created_at::text AS cursor_at,
             COALESCE((SELECT jsonb_object_agg(c.state, c.n) FROM (
                SELECT t.state, count(*)::int AS n FROM ${s}.tasks t WHERE t.workflow_id = w.id GROUP BY t.state) c), '{}') AS task_counts
        FROM ${s}.workflows w
-      WHERE ($1::text IS NULL OR w.state = $1) AND ($2::text IS NULL OR w.name = $2)
-        AND ($3::timestamptz IS NULL OR (w.created_at, w.id) < ($3::timestamptz, $4::text))
+      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY w.created_at DESC, w.id DESC
-      LIMIT $5`,
-    [f.state ?? null, f.name ?? null, f.after?.created_at ?? null, f.after?.id ?? null, f.limit],
+      LIMIT ${p(f.limit)}`,
+    params,
   );
   return rows;
 }

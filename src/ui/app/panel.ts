@@ -65,6 +65,7 @@ export class TaskPanel {
         h('h3', {}, 'Args'),
         json(task.args),
         h('h3', {}, 'Output'),
+        childLinks(task),
         json(task.output),
         h('h3', {}, 'Errors'),
         task.errors.length === 0
@@ -285,6 +286,17 @@ function timerText(term: Extract<PlanTerm, { kind: 'timer' }>): string {
   if (t.anchor === 'at') return `at ${t.at}`;
   const after = humanDuration(t.after_ms ?? 0);
   return t.anchor === 'task_finalized' ? `${after} after ${t.task} finalized` : `${after} after ${t.anchor.replace('_', ' ')}`;
+}
+
+/** A start task's children (its output's workflow_ids), each a link to its page. */
+function childLinks(task: Task): HTMLElement | null {
+  const ids = (task.output as { workflow_ids?: unknown } | null)?.workflow_ids;
+  if (!task.start || !Array.isArray(ids) || ids.length === 0) return null;
+  return h(
+    'ol',
+    { class: 'children', 'data-testid': 'child-links' },
+    ids.map((id) => h('li', {}, h('a', { href: `/workflows/${encodeURIComponent(String(id))}`, 'data-link': true, class: 'mono' }, String(id)))),
+  );
 }
 
 /** Every attempt: when it started, how long it took, the worker that ran it and how it ended. */

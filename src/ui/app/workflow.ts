@@ -85,6 +85,22 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
         { class: 'facts' },
         h('dt', {}, 'Id'),
         h('dd', { class: 'mono' }, w.id),
+        ...(w.parent_id
+          ? [
+              h('dt', {}, 'Parent'),
+              h(
+                'dd',
+                {},
+                h('a', { href: `/workflows/${encodeURIComponent(w.parent_id)}`, 'data-link': true, class: 'mono', 'data-testid': 'parent-link' }, w.parent_id),
+              ),
+            ]
+          : []),
+        ...(s.tasks.some((t) => t.start)
+          ? [
+              h('dt', {}, 'Children'),
+              h('dd', {}, h('a', { href: `/?parent_id=${encodeURIComponent(w.id)}`, 'data-link': true, 'data-testid': 'children-link' }, 'list them')),
+            ]
+          : []),
         h('dt', {}, 'Version'),
         h(
           'dd',
