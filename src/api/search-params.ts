@@ -5,7 +5,9 @@
 import { WORKFLOW_STATES, type WorkflowSearch } from '../runtime/wire.js';
 
 /** A search that the query cannot hold, said as the API says a bad request. */
-export class SearchParamError extends Error {}
+export class SearchParamError extends Error {
+  override name = 'SearchParamError';
+}
 
 const TIMES = [
   ['createdAfter', 'created_after'],
