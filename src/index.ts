@@ -9,6 +9,7 @@ export { ExtensionError, type ExtensionSpec } from './runtime/engine/extend.js';
 export { type RetryResult, WorkflowNotFinalError } from './runtime/engine/retry.js';
 export type { StartOutput } from './runtime/engine/start-children.js';
 export { UnknownWorkflowError, WorkflowNotFoundError } from './runtime/errors.js';
+export { Metrics } from './runtime/metrics.js';
 export { migrate } from './runtime/migrate.js';
 export { createRuntime, Runtime, type RuntimeOptions, type StartOptions } from './runtime/runtime.js';
 export { UnstorableValueError } from './runtime/storable.js';

@@ -6,11 +6,13 @@ import { httpStatus, isCallerError } from '../error-codes.js';
 import { isTransientError } from '../runtime/db/transient.js';
 import { errorMessage } from '../runtime/describe-error.js';
 import type { Logger } from '../runtime/log.js';
+import type { Metrics } from '../runtime/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { serveUi } from '../ui/assets.js';
 import type { DevState } from './events.js';
 import { ChangeFeed } from './feed.js';
 import { HttpError, send } from './http.js';
+import { sendMetrics } from './metrics-server.js';
 import { route } from './routes.js';
 import { Guard } from './security.js';
 
@@ -41,6 +43,8 @@ export interface ApiServerOptions {
   listenLingerMs?: number;
   /** Where internal errors are reported (their text never goes to the client). */
   log?: Logger;
+  /** Served at GET /metrics (Prometheus text), with the API's token like everything else. */
+  metrics?: Metrics;
 }
 
 /**
@@ -80,6 +84,10 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
     try {
       guard.checkHost(req);
       const url = new URL(req.url ?? '/', 'http://localhost');
+      if (url.pathname === '/metrics' && options.metrics && req.method === 'GET') {
+        if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
+        return sendMetrics(options.metrics, res, options.log);
+      }
       if (url.pathname !== '/api' && !url.pathname.startsWith('/api/')) {
         if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'the UI is read with GET');
         return serveUi(url.pathname, res);

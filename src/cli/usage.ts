@@ -10,7 +10,7 @@ export const USAGE = {
   graph: 'braid graph FILE|NAME [--format mermaid|dot] [--definitions DIR]',
   migrate: 'braid migrate [--database URL] [--schema NAME]',
   start: 'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--database URL]',
-  worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL] [--port N]',
+  worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL] [--port N] [--metrics-port N]',
   status: 'braid status ID [--json] [--database URL]',
   logs: 'braid logs ID [TASK] [--attempt N] [--follow] [--json] [--database URL]',
   list: 'braid list [--state S] [--name N] [--id-prefix P] [--input PATH=VALUE...] [--created-after ISO] [--created-before ISO] [--error TEXT] [--top-level] [--limit N] [--json] [--database URL]',

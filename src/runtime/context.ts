@@ -3,6 +3,7 @@ import type { AdvanceContext } from './engine/context.js';
 import type { DefinitionCache } from './engine/definition-cache.js';
 import { WorkflowBusyError } from './errors.js';
 import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import { isLockTimeout, setLockTimeout } from './sql/session.js';
 import { type Clock, currentTime } from './sql/time.js';
 
@@ -21,6 +22,8 @@ export interface RuntimeContext {
   log: Logger;
   /** How long a write of the API waits for its workflow's lock before it fails as busy. */
   lockTimeoutMs: number;
+  /** Where the worker and the leader count what they do (braid worker --metrics-port); none by default. */
+  metrics?: Metrics;
 }
 
 /** The clock's reading (through `tx` when given: everything in one transaction sees one time). */

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { CompileLimits } from '../compiler/compile-error.js';
 import type { Database } from './db/types.js';
 import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
 import type { Handlers } from './worker/handlers.js';
 
@@ -49,6 +50,11 @@ export interface RuntimeOptions {
   retention?: Partial<RetentionPolicy>;
   retentionIntervalMs?: number;
   maxOutputBytes?: number;
+  /**
+   * Counts what this runtime's worker and leader do, and reads queue depth and workflow counts when scraped
+   * (`new Metrics(db, schema)`; `metrics.text()` is the Prometheus exposition). None by default.
+   */
+  metrics?: Metrics;
   /** Bounds of each attempt's ctx.log: lines and bytes stored (defaults 1,000 and 256 KiB); past them, a count. */
   taskLog?: { maxLines?: number; maxBytes?: number };
   /** Run the leader's maintenance in this process (default true when it runs a worker). */

@@ -97,7 +97,9 @@ export class Runtime {
       clock: this.clock,
       log: this.log,
       lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+      metrics: options.metrics,
     };
+    options.metrics?.bind(this.db, this.schema);
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */

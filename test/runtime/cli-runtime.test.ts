@@ -425,7 +425,7 @@ tasks:
   it.runIf(backend === 'pglite')('on the embedded database, --port is where the worker serves the project its local API', async () => {
     const dir = project();
     const port = await freePort();
-    const worker = spawn(process.execPath, [braidBin, 'worker', '--handlers', 'handlers.mjs', '--port', String(port)], {
+    const worker = spawn(process.execPath, [braidBin, 'worker', '--handlers', 'handlers.mjs', '--port', String(port), '--metrics-port', '0'], {
       cwd: dir,
       env: { ...process.env, DATABASE_URL: '' },
     });
@@ -436,6 +436,11 @@ tasks:
     expect(JSON.parse(readFileSync(join(dir, '.braid', 'api.json'), 'utf8')).url).toBe(`http://127.0.0.1:${port}`);
     // the project's commands reach the worker there
     expect(await runCliInProcess(['list'], { cwd: dir, env: { DATABASE_URL: '' } })).toMatchObject({ code: 0 });
+    // and --metrics-port serves its metrics as Prometheus text
+    const metricsUrl = /metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(out)![1];
+    const text = await (await fetch(metricsUrl)).text();
+    expect(text).toContain('# TYPE braid_tasks_started_total counter');
+    expect(text).toContain('# TYPE braid_queue_depth gauge');
     worker.kill('SIGTERM');
     expect(await exited(worker)).toBe(0);
   });

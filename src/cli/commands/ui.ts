@@ -4,6 +4,7 @@ import { createRuntime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
+import { schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import { listenOn, parsePort, waitForStopSignal } from './serve.js';
 
@@ -39,10 +40,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
   let api: ApiServer | undefined;
   let unpublish: () => void = () => undefined;
   try {
-    const rt = createRuntime({ database: db, schema: values.schema });
+    const schema = schemaName(io, values.schema);
+    // /metrics: the database's side (queue depth and age, workflows by name and state); workers count the rest
+    const { Metrics } = await import('../../runtime/metrics.js');
+    const rt = createRuntime({ database: db, schema });
     await rt.migrate();
+    const metrics = new Metrics(db, schema);
     api = await listenOn(port, () =>
       startApiServer(rt, {
+        metrics,
         port,
         host: values.host,
         token: envToken ?? projectToken(io),

@@ -2,6 +2,7 @@ import { startApiServer } from '../../api/server.js';
 import { type NormalizedDefinition, START_KIND } from '../../compiler/normalize.js';
 import type { BaselineVersion } from '../../deploy/baseline.js';
 import { consoleLogger, type Logger } from '../../runtime/log.js';
+import type { Metrics } from '../../runtime/metrics.js';
 import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
 import { within } from '../../runtime/within.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
@@ -40,6 +41,9 @@ Usage: ${usage}
                             short handlers, but a prefetched task waits for this process
   --database URL            Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME             the schema of braid's tables (default: braid)
+  --metrics-port N          serve GET /metrics (Prometheus text: what this worker ran, queue depth, workflows)
+                            on this port (0 picks a free one)
+  --metrics-host ADDR       where /metrics listens (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere)
   --port N                  on the embedded database, the port of its local API, which the project's other
                             commands reach it through (default: 0, a free one; written to .braid/api.json)
   --shutdown-timeout SECS   how long running handlers get to finish at shutdown (default: 10)
@@ -51,7 +55,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
     values,
     help: wantsHelp,
     positionals,
-  } = parse(argv, ['handlers', 'queues', 'prefetch', 'database', 'schema', 'port', 'shutdown-timeout', ...RECOVERY_OPTIONS], usage);
+  } = parse(
+    argv,
+    ['handlers', 'queues', 'prefetch', 'database', 'schema', 'port', 'metrics-port', 'metrics-host', 'shutdown-timeout', ...RECOVERY_OPTIONS],
+    usage,
+  );
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -67,6 +75,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const port = parsePort(values.port, 0);
   if (values.port !== undefined && !embedded)
     throw new UsageError("--port is the embedded database's local API; on Postgres a worker serves no API (run braid ui for one)");
+  const metricsPort = values['metrics-port'] === undefined ? undefined : parsePort(values['metrics-port'], 0);
+  if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
   const handlers = await loadHandlersArg(handlersPath);
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const log = consoleLogger((line) => io.stdout(`${line}\n`));
@@ -75,13 +85,20 @@ export async function run(argv: string[], io: Io): Promise<number> {
   let rt: Runtime | undefined;
   let unpublish: () => void = () => undefined;
   let api: { close(): Promise<void> } | undefined;
+  let metricsServer: { close(): Promise<void> } | undefined;
   try {
     const reader = createRuntime({ database: db, schema });
     await reader.migrate();
     // the kinds and queues of the current versions, and of every older version that workflows still run on
     const versions = await reader.deployBaseline();
     warnMissingKinds(log, versions, handlers);
+    let metrics: Metrics | undefined;
+    if (metricsPort !== undefined) {
+      const { Metrics } = await import('../../runtime/metrics.js');
+      metrics = new Metrics(db, schema);
+    }
     rt = createRuntime({
+      metrics,
       database: db,
       schema,
       handlers,
@@ -97,6 +114,12 @@ export async function run(argv: string[], io: Io): Promise<number> {
       api = server;
       unpublish = publishApi(io, server);
     }
+    if (metrics && metricsPort !== undefined) {
+      const { serveMetrics } = await import('../../api/metrics-server.js');
+      const served = await listenOn(metricsPort, () => serveMetrics(metrics, metricsPort, values['metrics-host'] ?? '127.0.0.1', log));
+      metricsServer = served;
+      log.info(`metrics at ${served.url}`);
+    }
     log.info(`worker ${rt.id} running ${Object.keys(handlers).length} kind(s): ${Object.keys(handlers).sort().join(', ')}`);
     if (!versions.some((v) => v.current)) log.warn('no workflow is registered yet: run `braid register` to deploy the definitions');
     const signal = await waitForStopSignal();
@@ -110,6 +133,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     // a database (or a client) that hangs cannot hold a worker asked to stop: a quarter of a second at most for these
     const closing = Date.now() + 250;
     await within(closing, api?.close() ?? Promise.resolve());
+    await within(closing, metricsServer?.close() ?? Promise.resolve());
     unpublish();
     await within(closing, db.close());
     undoSurvive();

@@ -189,7 +189,10 @@ export class LeaderService {
         this.epoch = epoch!;
         this.leaseUntil = asked + this.leaseTtlMs;
       }
-      if (this.leading && !was) this.o.log.info(`${this.o.id} is the leader (epoch ${epoch})`);
+      if (this.leading && !was) {
+        this.o.log.info(`${this.o.id} is the leader (epoch ${epoch})`);
+        this.o.metrics?.leaderChanges.inc();
+      }
     } catch (error) {
       this.o.log.warn(`leader: renewing the lease failed: ${errorMessage(error)}`);
     } finally {

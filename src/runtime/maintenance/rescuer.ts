@@ -35,7 +35,10 @@ export class RescuerService implements MaintenanceService {
         ctx.log.warn(`leader: rescuing ${a.workflow_id}/${a.name} failed: ${errorMessage(error)}`);
       }
     }
-    if (rescued > 0) ctx.log.info(`rescued ${rescued} attempt(s) from dead workers`);
+    if (rescued > 0) {
+      ctx.log.info(`rescued ${rescued} attempt(s) from dead workers`);
+      ctx.metrics?.rescues.inc(rescued);
+    }
     await leaderWrite(ctx, (tx) => forgetLostClaims(tx, s, deadBefore));
     return rescued;
   }

@@ -10,6 +10,7 @@ import { renderTaskArgs } from '../engine/render-args.js';
 import { runStartTask } from '../engine/start-children.js';
 import { outputChecker } from '../lazy-compiler.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/attempts.js';
 import { kindsWithReturns, workflowVersion } from '../sql/definitions.js';
 import type { FetchedTask } from '../sql/fetch.js';
@@ -37,6 +38,26 @@ function returnsOf(def: NormalizedDefinition, template: string): Record<string, 
     returnsByTask.set(def, map);
   }
   return map.get(template);
+}
+
+/**
+ * What a handler's resolved wait says about the engine's latency: from the wait's activation to its resolution
+ * (once per task: its first attempt), from the last signal that counted to this start, and how late a timer
+ * that made it true was seen.
+ */
+function observeWait(metrics: Metrics, task: FetchedTask, wait: TaskWait): void {
+  const labels = { kind: task.kind };
+  const now = Date.now();
+  if (task.attempt === 1) metrics.waitResolution.observe(labels, Math.max(0, wait.resolvedAt.getTime() - wait.startedAt.getTime()) / 1000);
+  const signals = Object.values(wait.terms).flatMap((t) => (t.kind === 'signal' && t.value ? t.signals : []));
+  if (signals.length > 0) {
+    const last = Math.max(...signals.map((r) => new Date(r.created_at).getTime()));
+    metrics.signalToStart.observe(labels, Math.max(0, now - last) / 1000);
+  }
+  for (const name of wait.satisfied) {
+    const t = wait.terms[name];
+    if (t.kind === 'timer' && t.fireAt) metrics.timerLateness.observe(labels, Math.max(0, wait.resolvedAt.getTime() - t.fireAt.getTime()) / 1000);
+  }
 }
 
 /** A completion found its attempt no longer running: the transaction it was in rolls back, and nothing is wrong. */
@@ -92,6 +113,8 @@ export class Executor {
       try {
         if (task.deferred) await this.renderArgs(attempt);
         if (task.wait_evidence) attempt.wait = await this.loadWait(task.workflow_id, task.wait_evidence);
+        this.o.metrics?.tasksStarted.inc({ kind: task.kind, queue: task.queue });
+        if (attempt.wait && this.o.metrics) observeWait(this.o.metrics, task, attempt.wait);
         const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : handlers[task.kind];
         output = await attempt.run(handler, new AttemptContext(this.o, attempt, this.logs));
       } finally {
@@ -116,6 +139,12 @@ export class Executor {
       this.watchAbandoned(attempt);
     }
     if (outcome) committed = await this.fail(task, ref, outcome);
+    if (this.o.metrics && attempt.startedAt > 0) {
+      const ended = outcome ? (outcome.type === 'error' ? (outcome.error.kind ?? 'error') : outcome.type) : 'completed';
+      const labels = { kind: task.kind, queue: task.queue, outcome: ended };
+      this.o.metrics.tasksEnded.inc(labels);
+      this.o.metrics.attemptDuration.observe(labels, (Date.now() - attempt.startedAt) / 1000);
+    }
     return committed;
   }
 

@@ -1,0 +1,125 @@
+import parsePrometheus from 'parse-prometheus-text-format';
+import { describe, expect, it } from 'vitest';
+import { serveMetrics } from '../../src/api/metrics-server.js';
+import { startApiServer } from '../../src/api/server.js';
+import { Metrics } from '../../src/runtime/metrics.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { advance, backend, drivenRuntime, final, settle, settled, testRuntime, until } from '../helpers/runtime.js';
+
+const HOUR = 3_600_000;
+
+const DEFS = {
+  flaky: 'name: flaky\ntasks:\n  a: { kind: flaky, max_attempts: 2, retry: { backoff: constant, initial: 1ms, jitter: false } }\n',
+  signalled: 'name: signalled\ntasks:\n  go: { kind: ok, wait: { terms: { ok: { signal: ok } } } }\n',
+  timed: 'name: timed\ntasks:\n  go: { kind: ok, wait: { terms: { t: { timer: { after_wait_started: 1m } } } } }\n',
+  stuck: 'name: stuck\ntasks:\n  a: { kind: nobody_runs_this }\n',
+  lost: 'name: lost\ntasks:\n  a: { kind: hang }\n',
+};
+
+type Family = ReturnType<typeof parsePrometheus>[number];
+const family = (families: Family[], name: string) => {
+  const f = families.find((x) => x.name === name);
+  if (!f) throw new Error(`no metric ${name} in the scrape`);
+  return f;
+};
+const value = (f: Family, labels: Record<string, string> = {}) =>
+  f.metrics.filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v)).reduce((n, m) => n + Number(m.value ?? 0), 0);
+/**
+ * A histogram's observations with these labels, from its `_count` lines (the parser reads counters and gauges,
+ * but loses a histogram's labels when `le` comes first, as prom-client writes it).
+ */
+const observations = (text: string, name: string, labels: Record<string, string> = {}) =>
+  [...text.matchAll(new RegExp(`^${name}_count\\{([^}]*)\\} (\\d+)$`, 'gm'))]
+    .filter((m) => Object.entries(labels).every(([k, v]) => m[1].split(',').includes(`${k}="${v}"`)))
+    .reduce((n, m) => n + Number(m[2]), 0);
+
+describe(`metrics as Prometheus text (${backend})`, () => {
+  it('every metric braid names is present and moves with what the worker and the leader do', async () => {
+    const clock = new VirtualClock(new Date());
+    const metrics = new Metrics();
+    let calls = 0;
+    const rt = await drivenRuntime({
+      virtualClock: clock,
+      metrics,
+      workerDeadAfterMs: 30_000,
+      heartbeatIntervalMs: 3_600_000,
+      definitions: DEFS,
+      handlers: {
+        flaky: async () => {
+          if (++calls === 1) throw new Error('once');
+          return {};
+        },
+        ok: async () => ({}),
+        hang: () => clock.sleep(10 * HOUR).then(() => ({})),
+      },
+    });
+    await rt.startWorker();
+    const flaky = await rt.start('flaky');
+    await final(rt, flaky);
+    const signalled = await rt.start('signalled');
+    await settle(rt);
+    await rt.workflow(signalled).signals.emit('ok', {});
+    await final(rt, signalled);
+    const timed = await rt.start('timed');
+    await settle(rt);
+    await advance(rt, 60_000);
+    await final(rt, timed);
+    // an attempt whose worker stopped heartbeating is rescued by the leader's pass
+    const lost = await rt.start('lost');
+    await settled(rt, async () => (await rt.workflow(lost).task('a')).state === 'running');
+    clock.advance(60_000);
+    expect((await rt.maintenance()).rescued).toBe(1);
+    // a task no handler here runs, waiting in its queue (started last: the driver runs what it can)
+    await rt.start('stuck');
+
+    const server = await serveMetrics(metrics, 0, '127.0.0.1');
+    let text: string;
+    try {
+      const res = await fetch(server.url);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      text = await res.text();
+      expect((await fetch(server.url.replace('/metrics', '/other'))).status).toBe(404);
+    } finally {
+      await server.close();
+    }
+    const families = parsePrometheus(text);
+    expect(value(family(families, 'braid_tasks_started_total'), { kind: 'flaky', queue: 'default' })).toBe(2);
+    const ended = family(families, 'braid_tasks_ended_total');
+    expect(value(ended, { kind: 'flaky', outcome: 'error' })).toBe(1);
+    expect(value(ended, { kind: 'flaky', outcome: 'completed' })).toBe(1);
+    expect(value(ended, { kind: 'ok', outcome: 'completed' })).toBe(2);
+    for (const name of ['braid_attempt_duration_seconds', 'braid_wait_resolution_seconds', 'braid_signal_to_start_seconds', 'braid_timer_lateness_seconds'])
+      expect(family(families, name).type).toBe('HISTOGRAM');
+    expect(observations(text, 'braid_attempt_duration_seconds', { kind: 'ok' })).toBe(2);
+    expect(observations(text, 'braid_attempt_duration_seconds', { kind: 'flaky', outcome: 'error' })).toBe(1);
+    expect(observations(text, 'braid_wait_resolution_seconds', { kind: 'ok' })).toBe(2);
+    expect(observations(text, 'braid_signal_to_start_seconds', { kind: 'ok' })).toBe(1);
+    expect(observations(text, 'braid_timer_lateness_seconds', { kind: 'ok' })).toBe(1);
+    expect(value(family(families, 'braid_rescues_total'))).toBe(1);
+    expect(family(families, 'braid_leader_changes_total').type).toBe('COUNTER');
+    // what the database holds, read when scraped: the task nobody runs waits in its queue
+    expect(value(family(families, 'braid_queue_depth'), { queue: 'default' })).toBeGreaterThanOrEqual(1);
+    expect(value(family(families, 'braid_queue_oldest_age_seconds'), { queue: 'default' })).toBeGreaterThanOrEqual(0);
+    const workflows = family(families, 'braid_workflows');
+    expect(value(workflows, { name: 'flaky', state: 'completed' })).toBe(1);
+    expect(value(workflows, { name: 'stuck', state: 'running' })).toBe(1);
+    // no label carries an id
+    for (const f of families) for (const m of f.metrics) for (const v of Object.values(m.labels ?? {})) expect(v).not.toMatch(/^[0-9A-Z]{26}$/);
+  });
+
+  it('a process that becomes the leader counts it; braid ui serves /metrics behind its token', async () => {
+    const metrics = new Metrics();
+    const rt = await testRuntime({ metrics, leader: true, leaderLeaseMs: 1000 });
+    await rt.startWorker();
+    await until(() => rt.isLeader, 30_000);
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1', metrics });
+    try {
+      expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
+      const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer tok-tok-tok-tok-1' } })).text();
+      expect(value(family(parsePrometheus(text), 'braid_leader_changes_total'))).toBe(1);
+    } finally {
+      await server.close();
+      await rt.stop();
+    }
+  });
+});
