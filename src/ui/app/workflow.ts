@@ -1,3 +1,4 @@
+import { attemptHistory, humanDuration } from '../../runtime/wire.js';
 import { type Live, live, post } from './api.js';
 import { type DagEdge, type DagNode, DagView } from './dag.js';
 import { confirmAction, toast } from './dialog.js';
@@ -31,8 +32,9 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
   const side = h('aside', { class: 'side', 'data-testid': 'task-panel', hidden: true });
   const panel = new TaskPanel(side, id, () => select(undefined));
   const details = h('details', { class: 'io' });
+  const timeline = h('details', { class: 'wf-timeline', 'data-testid': 'workflow-timeline' });
   clear(app);
-  app.append(header, h('div', { class: 'wf-body' }, graph, side), details);
+  app.append(header, h('div', { class: 'wf-body' }, graph, side), timeline, details);
 
   function select(name: string | undefined): void {
     selected = name;
@@ -56,6 +58,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
     panel.show(s, selected);
     dag.render(s.workflow.definition_hash, nodes, edges);
     dag.select(selected);
+    renderTimeline(timeline, s);
     clear(details);
     details.append(
       h('summary', {}, 'Inputs and output'),
@@ -166,6 +169,51 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
       panel.close();
     },
   };
+}
+
+/**
+ * Every attempt of every task on one time axis, from the workflow's creation to its end (or now): a bar per
+ * attempt, placed and sized by its start and duration, coloured by its outcome, titled with its worker.
+ */
+function renderTimeline(root: HTMLElement, s: WorkflowStatus): void {
+  const open = (root as HTMLDetailsElement).open;
+  clear(root);
+  const rows = s.tasks.flatMap((t) => attemptHistory(t).map((a) => ({ task: t.name, a })));
+  root.append(h('summary', {}, `Timeline (${rows.length} attempt${rows.length === 1 ? '' : 's'})`));
+  (root as HTMLDetailsElement).open = open;
+  if (rows.length === 0) return;
+  const from = new Date(s.workflow.created_at).getTime();
+  const to = Math.max(
+    s.workflow.finalized_at ? new Date(s.workflow.finalized_at).getTime() : Date.now(),
+    ...rows.map(({ a }) => (a.ended_at ? new Date(a.ended_at).getTime() : Date.now())),
+  );
+  const span = Math.max(1, to - from);
+  const pct = (t: number) => `${(((t - from) / span) * 100).toFixed(2)}%`;
+  root.append(
+    h('p', { class: 'muted' }, `${time(s.workflow.created_at)} → ${s.workflow.finalized_at ? time(s.workflow.finalized_at) : 'now'} (${humanDuration(span)})`),
+    h(
+      'ol',
+      { class: 'timeline-rows' },
+      rows.map(({ task, a }) => {
+        const start = a.started_at ? new Date(a.started_at).getTime() : from;
+        const end = a.ended_at ? new Date(a.ended_at).getTime() : Date.now();
+        const bar = h('span', {
+          class: `timeline-bar state-${a.outcome}`,
+          title: `${task} attempt ${a.attempt}: ${a.outcome}${a.message ? ` (${a.message})` : ''}, ${humanDuration(end - start)}${a.worker ? ` on ${a.worker}` : ''}`,
+        });
+        // placed through the CSSOM: the page's content security policy allows no inline style attribute
+        bar.style.left = pct(start);
+        bar.style.width = `max(2px, ${(((end - start) / span) * 100).toFixed(2)}%)`;
+        return h(
+          'li',
+          { 'data-task': task, 'data-attempt': a.attempt, 'data-outcome': a.outcome },
+          h('span', { class: 'timeline-label mono' }, `${task}#${a.attempt}`),
+          h('span', { class: 'timeline-track' }, bar),
+          h('span', { class: 'timeline-note' }, `${humanDuration(end - start)} · ${a.outcome}${a.worker ? ` · ${a.worker}` : ''}`),
+        );
+      }),
+    ),
+  );
 }
 
 function edgeKind(depState: string): string {
