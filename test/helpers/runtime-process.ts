@@ -19,6 +19,8 @@ interface Config {
   defaultTimings?: boolean;
   workerDeadAfterMs?: number;
   leaderLeaseMs?: number;
+  /** Handlers write a ctx.log line per attempt (off by default: each costs a statement at the attempt's end). */
+  log?: boolean;
 }
 
 const config = JSON.parse(process.env.BRAID_PROC ?? '{}') as Config;
@@ -54,7 +56,7 @@ const rt = createRuntime({
         ctx.attempt,
         Object.values(deps).every((d) => d.state === 'completed'),
       );
-      ctx.log.info('working', { pid: process.pid });
+      if (config.log) ctx.log.info('working', { pid: process.pid });
       await new Promise((r) => setTimeout(r, sleepMs()));
       return { pid: process.pid };
     },

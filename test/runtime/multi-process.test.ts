@@ -107,7 +107,7 @@ tasks:
   it('a runtime killed with SIGKILL while handlers run: another process rescues and finishes everything', async () => {
     const rt = await testRuntime({ definitions: SHAPES });
     const table = await invocationTable(rt.db);
-    const victim = runtimeProcess({ schema: rt.schema, table, sleepMs: 3000, workerDeadAfterMs: 1000 });
+    const victim = runtimeProcess({ schema: rt.schema, table, sleepMs: 3000, workerDeadAfterMs: 1000, log: true });
     await printed(victim, 'ready');
     const ids = await Promise.all(Array.from({ length: 10 }, () => rt.start('single')));
     await until(async () => {
@@ -119,7 +119,7 @@ tasks:
     await until(async () => (await logged()) === 10, 60_000);
     victim.child.kill('SIGKILL');
     await exited(victim.child);
-    const rescuer = runtimeProcess({ schema: rt.schema, table, sleepMs: 10, workerDeadAfterMs: 1000 });
+    const rescuer = runtimeProcess({ schema: rt.schema, table, sleepMs: 10, workerDeadAfterMs: 1000, log: true });
     for (const id of ids) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(60_000), pollMs: 100 })).state).toBe('completed');
     const { rows } = await rt.db.query<{ attempt: number; n: number }>(`SELECT attempt, count(*)::int AS n FROM ${table} GROUP BY attempt ORDER BY attempt`);
     expect(rows).toEqual([
