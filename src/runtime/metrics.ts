@@ -32,10 +32,7 @@ export class Metrics {
   constructor(db?: Queryable, schema = 'braid') {
     if (db) this.bind(db, schema);
     const registers = [this.registry];
-    const source = () => {
-      if (!this.source) throw new Error('these metrics belong to no runtime yet: pass them to createRuntime({ metrics })');
-      return this.source;
-    };
+    const source = () => this.bound();
     const queueRows = () => this.queueRows();
     this.tasksStarted = new Counter({
       name: 'braid_tasks_started_total',
@@ -126,10 +123,21 @@ export class Metrics {
     return this.registry.contentType;
   }
 
+  /** Where the gauges read, once a runtime (or the constructor) bound them. */
+  private bound(): { db: Queryable; s: string } {
+    if (!this.source) throw new Error('these metrics belong to no runtime yet: pass them to createRuntime({ metrics })');
+    return this.source;
+  }
+
   private queueRows(): Promise<{ queue: string; depth: number; oldest_age_s: number }[]> {
     if (this.queues && Date.now() - this.queues.at < 1000) return this.queues.rows;
-    if (!this.source) return Promise.reject(new Error('these metrics belong to no runtime yet: pass them to createRuntime({ metrics })'));
-    const rows = queueDepths(this.source.db, this.source.s);
+    let rows: Promise<{ queue: string; depth: number; oldest_age_s: number }[]>;
+    try {
+      const { db, s } = this.bound();
+      rows = queueDepths(db, s);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     this.queues = { at: Date.now(), rows };
     return rows;
   }
