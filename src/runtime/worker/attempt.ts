@@ -67,7 +67,8 @@ export class Attempt {
     readonly task: FetchedTask,
     workerId: string,
   ) {
-    this.key = `${task.workflow_id}\u0000${task.name}`;
+    // with the attempt: a lost attempt's handler may still run here when the task's next attempt starts
+    this.key = `${task.workflow_id}\u0000${task.name}\u0000${task.attempt}`;
     this.ref = attemptRef(task, workerId);
   }
 
