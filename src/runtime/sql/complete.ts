@@ -200,6 +200,6 @@ export async function workflowsToFinalize(q: Queryable, s: string, ids: readonly
 
 /** Workflows a crash left with every task closed but not finalized (the leader sweeps them). */
 export async function unfinalized(q: Queryable, s: string, limit = 100): Promise<string[]> {
-  const { rows } = await q.query<{ id: string }>(`SELECT id FROM ${s}.workflows WHERE state = 'running' AND tasks_open = 0 LIMIT $1`, [limit]);
+  const { rows } = await q.query<{ id: string }>(`SELECT id FROM ${s}.workflows WHERE state = 'running' AND tasks_done LIMIT $1`, [limit]);
   return rows.map((r) => r.id);
 }
