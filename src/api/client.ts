@@ -52,12 +52,14 @@ export class ApiClient {
     private readonly token: string,
   ) {}
 
-  start(name: string, inputs: unknown, options: { id?: string } = {}): Promise<{ id: string; existing: boolean }> {
-    return this.call<{ id: string; existing?: boolean }>('POST', '/api/workflows', {
-      name,
-      inputs,
-      ...(options.id !== undefined ? { id: options.id } : {}),
-    }).then((r) => ({ id: r.id, existing: r.existing === true }));
+  start(name: string, inputs: unknown, options: { id?: string; traceparent?: string } = {}): Promise<{ id: string; existing: boolean }> {
+    return this.call<{ id: string; existing?: boolean }>(
+      'POST',
+      '/api/workflows',
+      { name, inputs, ...(options.id !== undefined ? { id: options.id } : {}) },
+      0,
+      options.traceparent,
+    ).then((r) => ({ id: r.id, existing: r.existing === true }));
   }
 
   status(id: string): Promise<WorkflowStatus> {
@@ -79,14 +81,20 @@ export class ApiClient {
   }
 
   signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult> {
-    return this.call('POST', `${at(id)}/signals`, {
-      key,
-      payload,
-      ...(options.idempotencyKey !== undefined ? { idempotency_key: options.idempotencyKey } : {}),
-      ...(options.source !== undefined ? { source: options.source } : {}),
-      ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
-      ...(options.anyKey ? { any_key: true } : {}),
-    });
+    return this.call(
+      'POST',
+      `${at(id)}/signals`,
+      {
+        key,
+        payload,
+        ...(options.idempotencyKey !== undefined ? { idempotency_key: options.idempotencyKey } : {}),
+        ...(options.source !== undefined ? { source: options.source } : {}),
+        ...(options.attempt !== undefined ? { attempt: options.attempt } : {}),
+        ...(options.anyKey ? { any_key: true } : {}),
+      },
+      0,
+      options.traceparent,
+    );
   }
 
   retry(id: string, options: { mode: RetryMode; resetHistory: boolean; onCurrent?: boolean }): Promise<RetryResult> {
@@ -134,13 +142,17 @@ export class ApiClient {
     return this.call('GET', `/api/workflows?${searchToParams(filter)}`);
   }
 
-  private async call<T>(method: 'GET' | 'POST', path: string, payload?: unknown, waitsMs = 0): Promise<T> {
+  private async call<T>(method: 'GET' | 'POST', path: string, payload?: unknown, waitsMs = 0, traceparent?: string): Promise<T> {
     let res: Response;
     let body: T & { error?: string; code?: string; diagnostics?: unknown[] };
     try {
       res = await fetch(`${this.url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${this.token}`, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(traceparent !== undefined ? { traceparent } : {}),
+        },
         body: payload !== undefined ? JSON.stringify(payload) : undefined,
         signal: AbortSignal.timeout(REQUEST_DEADLINE_MS + waitsMs),
       });

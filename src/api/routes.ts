@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { diffDefinitions } from '../deploy/diff.js';
 import { InvalidCursorError } from '../runtime/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { parseTraceParent } from '../runtime/telemetry/traceparent.js';
 import { listEvents, type StreamContext, workflowEvents } from './events.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
@@ -46,7 +47,7 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
         if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
         // only the folder this server was started with: a client never names files on the server
         if (c.definitionsDir) await rt.registerDefinitions(c.definitionsDir);
-        const started = await rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id });
+        const started = await rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id, ...traceHeaders(req) });
         return started.existing ? send(res, 200, started) : send(res, 201, { id: started.id });
       }
     }
@@ -79,6 +80,7 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
             source: b.source,
             attempt: b.attempt as number | undefined,
             anyKey: b.any_key === true,
+            ...traceHeaders(req),
           });
           return send(res, result.replayed ? 200 : 201, result);
         }
@@ -195,4 +197,15 @@ async function definitions(c: RouteContext, req: IncomingMessage, res: ServerRes
     return send(res, 200, def);
   }
   throw new HttpError(404, `no route ${method} ${url.pathname}`);
+}
+
+/**
+ * The caller's W3C trace context headers, which the workflow's or signal's span continues; a malformed
+ * traceparent is ignored, as the W3C recommendation says (the request still runs, in a trace of its own).
+ */
+function traceHeaders(req: IncomingMessage): { traceparent?: string; tracestate?: string } {
+  const traceparent = req.headers.traceparent;
+  if (typeof traceparent !== 'string' || !parseTraceParent(traceparent)) return {};
+  const tracestate = req.headers.tracestate;
+  return { traceparent, ...(typeof tracestate === 'string' && tracestate ? { tracestate } : {}) };
 }

@@ -80,7 +80,7 @@ export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Data
 /** What the operating commands (start, status, cancel) need, whether the database is here or behind the API. */
 export interface Backend {
   /** Starts a workflow (with `id`, a business key: the same start again finds it, `existing`). */
-  start(name: string, inputs: unknown, options?: { id?: string }): Promise<{ id: string; existing: boolean }>;
+  start(name: string, inputs: unknown, options?: { id?: string; traceparent?: string }): Promise<{ id: string; existing: boolean }>;
   status(id: string): Promise<WorkflowStatus>;
   logs(id: string, options: { task?: string; attempt?: number; after?: string; limit?: number }): Promise<LogPage>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;

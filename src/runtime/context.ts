@@ -6,6 +6,7 @@ import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import { isLockTimeout, setLockTimeout } from './sql/session.js';
 import { type Clock, currentTime } from './sql/time.js';
+import type { Tracing } from './telemetry/tracing.js';
 
 /**
  * What every part of the runtime works with, built once by the Runtime and handed to its worker, its leader,
@@ -24,6 +25,8 @@ export interface RuntimeContext {
   lockTimeoutMs: number;
   /** Where the worker and the leader count what they do (braid worker --metrics-port); none by default. */
   metrics?: Metrics;
+  /** Where spans go (OpenTelemetry, when the application registers a provider). */
+  tracing?: Tracing;
 }
 
 /** The clock's reading (through `tx` when given: everything in one transaction sees one time). */
@@ -33,7 +36,7 @@ export function clockNow(ctx: RuntimeContext, tx?: Queryable): Promise<Date> {
 
 /** What an advancing transaction needs, at one clock reading. */
 export function advanceAt(ctx: RuntimeContext, now: Date): AdvanceContext {
-  return { s: ctx.s, schema: ctx.schema, now, definitions: ctx.definitions };
+  return { s: ctx.s, schema: ctx.schema, now, definitions: ctx.definitions, tracing: ctx.tracing };
 }
 
 /** What advancing needs at the clock's reading through `tx`: a sequence in a transaction sees one time. */

@@ -4,6 +4,7 @@ import type { Database } from './db/types.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
+import type { MeterProviderLike, TracerProviderLike } from './telemetry/otel-api.js';
 import type { Handlers } from './worker/handlers.js';
 
 /** What a runtime is created with (createRuntime). */
@@ -55,6 +56,13 @@ export interface RuntimeOptions {
    * (`new Metrics(db, schema)`; `metrics.text()` is the Prometheus exposition). None by default.
    */
   metrics?: Metrics;
+  /**
+   * The OpenTelemetry TracerProvider braid's spans go to (braid.workflow, braid.task, braid.wait, braid.signal);
+   * the globally registered one by default. Needs `@opentelemetry/api` installed; with no provider, no spans.
+   */
+  tracerProvider?: TracerProviderLike;
+  /** The OpenTelemetry MeterProvider braid's metrics also go to; the globally registered one by default. */
+  meterProvider?: MeterProviderLike;
   /** Bounds of each attempt's ctx.log: lines and bytes stored (defaults 1,000 and 256 KiB); past them, a count. */
   taskLog?: { maxLines?: number; maxBytes?: number };
   /** Run the leader's maintenance in this process (default true when it runs a worker). */

@@ -4,6 +4,7 @@ import type { Plan } from '../compiler/plan.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
 import { createPostgres } from './db/postgres.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
+import { errorMessage } from './describe-error.js';
 import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
 import { inFlightVersions } from './in-flight.js';
@@ -20,6 +21,9 @@ import { quoteIdent } from './sql/schema.js';
 import type { Clock } from './sql/time.js';
 import { listWorkflows, lockWorkflowId, startedAs, type WorkflowListFilter, type WorkflowSummary } from './sql/workflows.js';
 import { assertStorable } from './storable.js';
+import { otelApi } from './telemetry/otel-api.js';
+import { checkTraceParent } from './telemetry/traceparent.js';
+import { continued, Tracing } from './telemetry/tracing.js';
 import type { UpgradeReport, UpgradeRequest } from './upgrades.js';
 import type { WorkflowSearch } from './wire.js';
 import type { Handlers } from './worker/handlers.js';
@@ -42,6 +46,12 @@ export const WORKFLOW_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
   parentId?: string;
   group?: string;
+  /**
+   * The W3C traceparent (and tracestate) of the caller's span, when it is not the active OpenTelemetry context
+   * (a request's header, `braid start --traceparent`): the workflow's spans continue that trace.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /**
@@ -98,6 +108,7 @@ export class Runtime {
       log: this.log,
       lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
       metrics: options.metrics,
+      tracing: new Tracing(otelApi(), options.tracerProvider),
     };
     options.metrics?.bind(this.db, this.schema);
   }
@@ -167,6 +178,7 @@ export class Runtime {
     assertStorable(inputs, 'the inputs');
     // the compiler and the insertion load with the first start: commands that only read never load them
     const [{ compile }, { insertPlan }] = await Promise.all([compiler(), import('./engine/insert.js')]);
+    const caller = checkTraceParent(options.traceparent, options.tracestate);
     return workflowWrite(this.ctx, options, options.id ?? name, async (tx, { now }) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw await unknownWorkflow(tx, this.s, name);
@@ -181,7 +193,20 @@ export class Runtime {
         }
       }
       plan.workflow.definition.hash = def.hash;
-      await insertPlan(tx, this.advanceContext(now), plan, { parentId: options.parentId, group: options.group });
+      const tracing = this.ctx.tracing!;
+      const span = tracing.begin(
+        `braid.workflow ${name}`,
+        'producer',
+        { 'braid.workflow.id': plan.workflow.id, 'braid.workflow.name': name, 'braid.workflow.version': def.hash.slice(0, 12), 'braid.workflow.attempt': 1 },
+        tracing.callerContext(caller),
+      );
+      try {
+        await insertPlan(tx, this.advanceContext(now), plan, { parentId: options.parentId, group: options.group, traceContext: continued(span, caller) });
+      } catch (error) {
+        tracing.end(span, { message: errorMessage(error), type: error instanceof Error ? error.name : 'error' });
+        throw error;
+      }
+      tracing.end(span, undefined, { 'braid.workflow.tasks': plan.tasks.length });
       return { id: plan.workflow.id, existing: false };
     });
   }

@@ -1,3 +1,4 @@
+import { parseTraceParent } from '../../runtime/telemetry/traceparent.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { readJson } from '../inputs.js';
@@ -18,6 +19,8 @@ Usage: ${usage}
   --source JSON           who or what sent it (inline JSON or @file)
   --attempt N             refuse the signal unless the workflow is on attempt N
   --any-key               store it even when no task of the workflow waits on KEY
+  --traceparent TP        the sender's W3C trace (00-<trace id>-<span id>-<flags>): the signal's span
+                          continues it, and the wait it resolves links to it (OpenTelemetry)
   --json                  print the signal row as JSON
   --database URL          Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME           the schema of braid's tables (default: braid)
@@ -29,7 +32,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     flags,
     help: wantsHelp,
     positionals,
-  } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema'], usage, ['json', 'any-key']);
+  } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema', 'traceparent'], usage, ['json', 'any-key']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -43,9 +46,17 @@ export async function run(argv: string[], io: Io): Promise<number> {
     if (!/^[1-9][0-9]{0,8}$/.test(values.attempt)) throw new UsageError('--attempt must be a whole number from 1');
     attempt = Number(values.attempt);
   }
+  if (values.traceparent !== undefined && !parseTraceParent(values.traceparent))
+    throw new UsageError(`--traceparent must be a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>), not "${values.traceparent}"`);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    const result = await backend.signal(id, key, payload, { idempotencyKey: values['idempotency-key'], source, attempt, anyKey: flags.has('any-key') });
+    const result = await backend.signal(id, key, payload, {
+      idempotencyKey: values['idempotency-key'],
+      source,
+      attempt,
+      anyKey: flags.has('any-key'),
+      traceparent: values.traceparent,
+    });
     if (flags.has('json')) io.stdout(`${JSON.stringify(result.signal)}\n`);
     else
       io.stdout(

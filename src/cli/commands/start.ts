@@ -1,5 +1,6 @@
 import { parseDuration } from '../../compiler/duration.js';
 import { WORKFLOW_ID } from '../../runtime/runtime.js';
+import { parseTraceParent } from '../../runtime/telemetry/traceparent.js';
 import { isFinal, type WorkflowStatus } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { type Backend, databaseUrl, openBackend } from '../backend.js';
@@ -19,6 +20,8 @@ Usage: ${usage}
                       128); starting again with the same id, NAME and inputs finds that workflow (said on
                       stderr, exit 0); another NAME or other inputs is a conflict (exit 1)
   --inputs JSON       start inputs as JSON, or @path to read them from a file (default: {})
+  --traceparent TP    continue this W3C trace (00-<trace id>-<span id>-<flags>): the workflow's spans
+                      hang under that span (OpenTelemetry, in the process that starts it)
   --wait              wait until the workflow ends; exit 1 when it failed or was cancelled
   --timeout DURATION  with --wait, give up after this long (30s, 5m, 1h): exit 1, still running
   --database URL      Postgres (default: DATABASE_URL, else the config's database, else .braid/)
@@ -26,7 +29,7 @@ Usage: ${usage}
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['id', 'inputs', 'database', 'schema', 'timeout'], usage, ['wait']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['id', 'inputs', 'database', 'schema', 'timeout', 'traceparent'], usage, ['wait']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -38,13 +41,15 @@ export async function run(argv: string[], io: Io): Promise<number> {
     throw new UsageError(`--timeout must be a duration such as 30s, 5m or 1h, not "${values.timeout}"`);
   if (values.id !== undefined && !WORKFLOW_ID.test(values.id))
     throw new UsageError(`--id is 1 to 128 letters, digits and _ . : - starting with a letter or digit, not "${values.id}"`);
+  if (values.traceparent !== undefined && !parseTraceParent(values.traceparent))
+    throw new UsageError(`--traceparent must be a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>), not "${values.traceparent}"`);
   const inputs = readInputs(io, values.inputs);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     if (flags.has('wait') && !backend.remote && !databaseUrl(io, values.database)) {
       throw new UsageError('--wait needs a running `braid worker` (or `braid dev`) for the embedded database: start one, then run this again');
     }
-    const { id, existing } = await backend.start(positionals[0], inputs, { id: values.id });
+    const { id, existing } = await backend.start(positionals[0], inputs, { id: values.id, traceparent: values.traceparent });
     io.stdout(`${id}\n`);
     if (existing) io.stderr(`braid: workflow ${id} already started\n`);
     if (!flags.has('wait')) return EXIT.ok;

@@ -3,8 +3,11 @@
  * caller's transaction (SPEC "Signals commit with the evaluation they trigger").
  */
 import type { Queryable } from '../db/types.js';
+import { errorMessage } from '../describe-error.js';
 import { insertSignal, signalByIdempotencyKey, waitedKeys } from '../sql/signals.js';
 import { loadWaitWorkflow } from '../sql/waits.js';
+import { checkTraceParent } from '../telemetry/traceparent.js';
+import { continued } from '../telemetry/tracing.js';
 import {
   checkSignal,
   type EmitOptions,
@@ -31,6 +34,7 @@ export async function emitSignal(
   options: EmitOptions,
 ): Promise<EmitResult | undefined> {
   checkSignal(key, payload, options);
+  const caller = checkTraceParent(options.traceparent, options.tracestate);
   const w = await loadWaitWorkflow(q, ctx.s, workflowId, { lock: true });
   if (!w) return undefined;
   const attempt = w.attempt;
@@ -47,18 +51,33 @@ export async function emitSignal(
   }
   // nothing would ever read it: the sender is told, rather than the signal stored where no wait looks
   if (w.state !== 'running') throw new WorkflowFinishedError(workflowId, w.state);
-  const inserted = await insertSignal(q, ctx.s, {
-    workflowId,
-    key,
-    payload: body,
-    source: options.source,
-    idempotencyKey: options.idempotencyKey ?? null,
-    attempt,
-    now: ctx.now,
-    anyKey: options.anyKey === true,
-  });
-  if (!inserted) throw new UnknownSignalKeyError(workflowId, key, await waitedKeys(q, ctx.s, workflowId));
-  const { row: signal, previousId } = inserted;
-  const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
-  return { signal, replayed: false, resolved: pass.resolved };
+  // the sender's span: the waits this signal resolves link to it
+  const span =
+    ctx.tracing?.begin(
+      `braid.signal ${key}`,
+      'producer',
+      { 'braid.workflow.id': workflowId, 'braid.workflow.name': w.name, 'braid.signal.key': key },
+      ctx.tracing.callerContext(caller),
+    ) ?? null;
+  try {
+    const inserted = await insertSignal(q, ctx.s, {
+      workflowId,
+      key,
+      payload: body,
+      source: options.source,
+      idempotencyKey: options.idempotencyKey ?? null,
+      attempt,
+      now: ctx.now,
+      anyKey: options.anyKey === true,
+      traceContext: continued(span, caller),
+    });
+    if (!inserted) throw new UnknownSignalKeyError(workflowId, key, await waitedKeys(q, ctx.s, workflowId));
+    const { row: signal, previousId } = inserted;
+    const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
+    ctx.tracing?.end(span, undefined, { 'braid.signal.id': signal.id, 'braid.wait.resolved': pass.resolved });
+    return { signal, replayed: false, resolved: pass.resolved };
+  } catch (error) {
+    ctx.tracing?.end(span, { message: errorMessage(error), type: error instanceof Error ? error.name : 'error' });
+    throw error;
+  }
 }

@@ -15,6 +15,7 @@ import { depsScope } from '../scopes.js';
 import { currentDefinition } from '../sql/definitions.js';
 import { recordChildStarts } from '../sql/effects.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
+import { formatTraceParent } from '../telemetry/traceparent.js';
 import type { TaskContext } from '../worker/handlers.js';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -78,6 +79,7 @@ export async function runStartTask(
       definitionHash: child.hash,
       now,
       children: starts,
+      traceContext: ctx.span.isRecording() ? formatTraceParent(ctx.span.spanContext()) : null,
     });
   });
   return { group: spec.group, workflow_ids: starts.map((s) => s.id) };

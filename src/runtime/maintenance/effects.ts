@@ -30,6 +30,8 @@ interface StartPayload {
   definition_hash: string;
   inputs: unknown;
   requested_at: string;
+  /** The start task attempt's span, when it recorded (absent in effects recorded before braid traced). */
+  trace_context?: string | null;
 }
 
 /** Rounds of one pass: effects that make more (fan-outs) are applied in the same pass, up to this many rounds. */
@@ -100,7 +102,23 @@ async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: str
   const { compile } = await compiler();
   const plan = compile(def, p.inputs, { id, now: new Date(p.requested_at), limits: UNLIMITED });
   plan.workflow.definition.hash = p.definition_hash;
-  await insertPlan(tx, ctx, plan, { parentId: p.parent_id, group: p.group });
+  // the child's workflow span, under the start task attempt's that asked for it
+  const span =
+    ctx.tracing?.begin(
+      `braid.workflow ${p.name}`,
+      'producer',
+      {
+        'braid.workflow.id': id,
+        'braid.workflow.name': p.name,
+        'braid.workflow.version': p.definition_hash.slice(0, 12),
+        'braid.workflow.attempt': 1,
+        'braid.workflow.parent_id': p.parent_id,
+        'braid.workflow.group': p.group,
+      },
+      ctx.tracing.contextOf(p.trace_context),
+    ) ?? null;
+  await insertPlan(tx, ctx, plan, { parentId: p.parent_id, group: p.group, traceContext: span?.stored });
+  ctx.tracing?.end(span, undefined, { 'braid.workflow.tasks': plan.tasks.length });
 }
 
 /** Effects as a maintenance service: passes never overlap; one effect that fails is kept and tried again later. */

@@ -75,6 +75,8 @@ export interface ChildStart {
   definitionHash: string;
   now: Date;
   children: readonly { id: string; inputs: unknown }[];
+  /** The start task attempt's span (a stored traceparent): the children's workflow spans are its children. */
+  traceContext: string | null;
 }
 
 /** A `start` effect per child of a start task (each applied in its own transaction), notified. */
@@ -82,9 +84,9 @@ export async function recordChildStarts(q: Queryable, s: string, schema: string,
   await q.query(
     `INSERT INTO ${s}.effects (workflow_id, kind, payload, created_at)
      SELECT x.id, 'start', jsonb_build_object('parent_id', $1::text, 'parent_task', $2::text, 'group', $3::text, 'name', $4::text, 'definition_hash', $5::text,
-                                              'inputs', x.inputs, 'requested_at', $6::timestamptz), $6
+                                              'inputs', x.inputs, 'requested_at', $6::timestamptz, 'trace_context', $8::text), $6
        FROM jsonb_to_recordset($7::jsonb) AS x(id text, inputs jsonb)`,
-    [c.parentId, c.parentTask, c.group, c.name, c.definitionHash, c.now, JSON.stringify(c.children)],
+    [c.parentId, c.parentTask, c.group, c.name, c.definitionHash, c.now, JSON.stringify(c.children), c.traceContext],
   );
   await q.query('SELECT pg_notify($1, $2)', [channels(schema).effect, c.parentId]);
 }

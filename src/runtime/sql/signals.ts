@@ -15,16 +15,36 @@ const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key,
 export async function insertSignal(
   q: Queryable,
   s: string,
-  p: { workflowId: string; key: string; payload: unknown; source: unknown; idempotencyKey: string | null; attempt: number; now: Date; anyKey: boolean },
+  p: {
+    workflowId: string;
+    key: string;
+    payload: unknown;
+    source: unknown;
+    idempotencyKey: string | null;
+    attempt: number;
+    now: Date;
+    anyKey: boolean;
+    traceContext?: string | null;
+  },
 ): Promise<{ row: SignalRow; previousId: string } | undefined> {
   // only a key some task of the workflow waits on (unless anyKey): checked in the same statement, after the lock
   const { rows } = await q.query<SignalRow & { previous_id: string | null }>(
     `WITH previous AS (SELECT max(id)::text AS id FROM ${s}.signals WHERE workflow_id = $1 AND key = $3)
-     INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, source, idempotency_key, created_at)
-     SELECT $1::text, $2::int, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::timestamptz
+     INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, source, idempotency_key, created_at, trace_context)
+     SELECT $1::text, $2::int, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::timestamptz, $9::text
       WHERE $8::boolean OR EXISTS (SELECT 1 FROM ${s}.tasks WHERE workflow_id = $1::text AND $3::text = ANY(wait_keys))
      RETURNING ${COLUMNS}, (SELECT id FROM previous) AS previous_id`,
-    [p.workflowId, p.attempt, p.key, JSON.stringify(p.payload), p.source === undefined ? null : JSON.stringify(p.source), p.idempotencyKey, p.now, p.anyKey],
+    [
+      p.workflowId,
+      p.attempt,
+      p.key,
+      JSON.stringify(p.payload),
+      p.source === undefined ? null : JSON.stringify(p.source),
+      p.idempotencyKey,
+      p.now,
+      p.anyKey,
+      p.traceContext ?? null,
+    ],
     { prepare: true },
   );
   if (rows.length === 0) return undefined;
@@ -95,4 +115,13 @@ export async function signalsByIds(q: Queryable, s: string, workflowId: string, 
     ids,
   ]);
   return rows;
+}
+
+/** The stored traceparents of the spans that sent some of one workflow's signals (a resolved wait's links). */
+export async function signalTraceContexts(q: Queryable, s: string, workflowId: string, ids: readonly string[]): Promise<Map<string, string | null>> {
+  const { rows } = await q.query<{ id: string; trace_context: string | null }>(
+    `SELECT id::text AS id, trace_context FROM ${s}.signals WHERE workflow_id = $1 AND id = ANY($2::bigint[])`,
+    [workflowId, ids],
+  );
+  return new Map(rows.map((r) => [r.id, r.trace_context]));
 }

@@ -157,3 +157,11 @@ export async function workflowVersionRef(q: Queryable, s: string, workflowId: st
   );
   return rows[0];
 }
+
+/** The stored traceparents of some workflows' current attempts (the parents and links of later spans). */
+export async function workflowTraceContexts(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, string | null>> {
+  const { rows } = await q.query<{ id: string; trace_context: string | null }>(`SELECT id, trace_context FROM ${s}.workflows WHERE id = ANY($1::text[])`, [
+    ids,
+  ]);
+  return new Map(rows.map((r) => [r.id, r.trace_context]));
+}

@@ -18,6 +18,12 @@ export interface EmitOptions {
   attempt?: number;
   /** Store it even when no task of the workflow waits on its key (by default that is refused, as a typo). */
   anyKey?: boolean;
+  /**
+   * The W3C traceparent (and tracestate) of the sender's span, when it is not the active OpenTelemetry context
+   * (a request's header, `braid signal --traceparent`): the signal's span continues that trace.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface EmitResult {

@@ -10,10 +10,11 @@ import type { FetchedTask } from '../sql/fetch.js';
 import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
 import { loadTasksByName } from '../task-records.js';
+import { NOOP_SPAN, type OpenSpan } from '../telemetry/tracing.js';
 import type { SignalRow } from '../waits/decide.js';
 import { workflowResults } from '../waits/gather.js';
 import { listTaskSignals } from '../waits/signals.js';
-import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, TaskTimeout, type TaskWait } from './handlers.js';
+import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, type TaskSpan, TaskTimeout, type TaskWait } from './handlers.js';
 import { AttemptLog, DEFAULT_LOG_BOUNDS, type LogWriter, type TaskLogger } from './task-log.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
@@ -62,6 +63,8 @@ export class Attempt {
   wait: TaskWait | null = null;
   /** The handler's log (ctx.log), opened when it first asks for it. */
   log?: AttemptLog;
+  /** The attempt's span, when a tracer provider records. */
+  span: OpenSpan | null = null;
 
   constructor(
     readonly task: FetchedTask,
@@ -159,6 +162,10 @@ export class AttemptContext implements TaskContext {
 
   get signal(): AbortSignal {
     return this.current.signal;
+  }
+
+  get span(): TaskSpan {
+    return (this.current.span?.span as TaskSpan | undefined) ?? NOOP_SPAN;
   }
 
   get log(): TaskLogger {

@@ -14,8 +14,11 @@ import type { Metrics } from '../metrics.js';
 import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/attempts.js';
 import { kindsWithReturns, workflowVersion } from '../sql/definitions.js';
 import type { FetchedTask } from '../sql/fetch.js';
-import { signalsByIds } from '../sql/signals.js';
+import { signalsByIds, signalTraceContexts } from '../sql/signals.js';
+import { workflowTraceContexts } from '../sql/workflows.js';
 import { assertStorable } from '../storable.js';
+import { WorkflowTraceParents } from '../telemetry/trace-parents.js';
+import type { Tracing } from '../telemetry/tracing.js';
 import { evidenceSignalIds, taskWait } from '../waits/task-wait.js';
 import type { WaitEvidence } from '../wire.js';
 import { type Attempt, AttemptContext } from './attempt.js';
@@ -89,6 +92,8 @@ export class Executor {
   private refreshingKinds: Promise<void> | undefined;
   /** Stores the attempts' ctx.log lines. */
   readonly logs: LogWriter;
+  /** Workflows' stored trace contexts, read only while spans record. */
+  private traceParents?: WorkflowTraceParents;
 
   constructor(
     private readonly o: ExecutorOptions,
@@ -115,8 +120,10 @@ export class Executor {
         if (task.wait_evidence) attempt.wait = await this.loadWait(task.workflow_id, task.wait_evidence);
         this.o.metrics?.tasksStarted.inc({ kind: task.kind, queue: task.queue });
         if (attempt.wait && this.o.metrics) observeWait(this.o.metrics, task, attempt.wait);
+        if (this.o.tracing?.enabled()) await this.beginSpans(attempt, this.o.tracing);
         const handler: Handler = task.kind === START_KIND ? (_args, ctx) => this.startChildren(task, ctx) : handlers[task.kind];
-        output = await attempt.run(handler, new AttemptContext(this.o, attempt, this.logs));
+        const ctx = new AttemptContext(this.o, attempt, this.logs);
+        output = await (attempt.span ? this.o.tracing!.run(attempt.span, () => attempt.run(handler, ctx)) : attempt.run(handler, ctx));
       } finally {
         onHandlerSettled();
       }
@@ -139,13 +146,83 @@ export class Executor {
       this.watchAbandoned(attempt);
     }
     if (outcome) committed = await this.fail(task, ref, outcome);
+    const ended = outcome ? (outcome.type === 'error' ? (outcome.error.kind ?? 'error') : outcome.type) : 'completed';
+    if (attempt.span) {
+      const error = outcome?.type === 'error' ? { message: outcome.error.message, type: outcome.error.code ?? outcome.error.kind ?? 'error' } : undefined;
+      this.o.tracing!.end(attempt.span, error, { 'braid.task.outcome': ended });
+    }
     if (this.o.metrics && attempt.startedAt > 0) {
-      const ended = outcome ? (outcome.type === 'error' ? (outcome.error.kind ?? 'error') : outcome.type) : 'completed';
       const labels = { kind: task.kind, queue: task.queue, outcome: ended };
       this.o.metrics.tasksEnded.inc(labels);
       this.o.metrics.attemptDuration.observe(labels, (Date.now() - attempt.startedAt) / 1000);
     }
     return committed;
+  }
+
+  /**
+   * The attempt's span, under its workflow attempt's, and, for a task's first attempt after its wait resolved,
+   * the wait's span, linked to the spans that sent the signals and began the awaited workflows that counted.
+   */
+  private async beginSpans(attempt: Attempt, tracing: Tracing): Promise<void> {
+    const { task } = attempt;
+    this.traceParents ??= new WorkflowTraceParents(this.o);
+    const parent = await this.traceParents.get(task.workflow_id);
+    const attributes = { 'braid.workflow.id': task.workflow_id, 'braid.task.name': task.name, 'braid.task.kind': task.kind };
+    attempt.span = tracing.begin(
+      `braid.task ${task.template}`,
+      'consumer',
+      {
+        ...attributes,
+        'braid.task.queue': task.queue,
+        'braid.task.attempt': task.attempt,
+        'braid.task.max_attempts': task.max_attempts,
+        'braid.worker.id': this.o.id,
+      },
+      tracing.contextOf(parent),
+    );
+    const wait = attempt.wait;
+    if (!wait || task.attempt !== 1) return;
+    const signals = wait.satisfied.flatMap((term) => {
+      const t = wait.terms[term];
+      return t.kind === 'signal' ? t.signals.map((row) => ({ term, row })) : [];
+    });
+    const awaited = wait.satisfied.flatMap((term) => {
+      const t = wait.terms[term];
+      return t.kind === 'workflows' ? t.workflows.map((w) => ({ term, w })) : [];
+    });
+    const [signalContexts, workflowContexts] = await Promise.all([
+      signals.length === 0
+        ? new Map<string, string | null>()
+        : signalTraceContexts(
+            this.o.db,
+            this.o.s,
+            task.workflow_id,
+            signals.map((x) => x.row.id),
+          ),
+      awaited.length === 0
+        ? new Map<string, string | null>()
+        : workflowTraceContexts(
+            this.o.db,
+            this.o.s,
+            awaited.map((x) => x.w.id),
+          ),
+    ]).catch(() => [new Map<string, string | null>(), new Map<string, string | null>()]);
+    tracing.emit(
+      `braid.wait ${task.template}`,
+      parent,
+      { start: wait.startedAt, end: wait.resolvedAt },
+      { ...attributes, 'braid.wait.expr': wait.expr, 'braid.wait.satisfied': wait.satisfied },
+      [
+        ...signals.map(({ term, row }) => ({
+          stored: signalContexts.get(row.id) ?? null,
+          attributes: { 'braid.link': 'signal', 'braid.wait.term': term, 'braid.signal.id': row.id, 'braid.signal.key': row.key },
+        })),
+        ...awaited.map(({ term, w }) => ({
+          stored: workflowContexts.get(w.id) ?? null,
+          attributes: { 'braid.link': 'workflow', 'braid.wait.term': term, 'braid.workflow.id': w.id, 'braid.workflow.state': w.state ?? 'unknown' },
+        })),
+      ],
+    );
   }
 
   /** The handler's ctx.wait: the stored evidence, with the signal rows it names. */

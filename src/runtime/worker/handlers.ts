@@ -63,6 +63,21 @@ export interface TaskWait<Terms extends TermKinds = TermKinds> {
 /** The `ctx.wait` of a kind's tasks given their waits' terms (a union when tasks of the kind differ; null for none). */
 export type WaitOf<Shape> = Shape extends TermKinds ? TaskWait<Shape> : null;
 
+/** A span attribute's value, as OpenTelemetry takes it. */
+export type SpanAttributeValue = string | number | boolean | string[] | number[] | boolean[];
+
+/**
+ * What a handler may do with its attempt's span: an OpenTelemetry `Span` is one (braid's types do not need
+ * `@opentelemetry/api` installed; with it, `trace.getActiveSpan()` in the handler returns the span itself).
+ */
+export interface TaskSpan {
+  spanContext(): { traceId: string; spanId: string; traceFlags: number };
+  isRecording(): boolean;
+  setAttribute(key: string, value: SpanAttributeValue): TaskSpan;
+  setAttributes(attributes: Record<string, SpanAttributeValue>): TaskSpan;
+  addEvent(name: string, attributes?: Record<string, SpanAttributeValue>): TaskSpan;
+}
+
 /** What a handler sees besides its args. */
 export interface TaskContext<Wait extends TaskWait | null = TaskWait | null> {
   workflowId: string;
@@ -78,6 +93,11 @@ export interface TaskContext<Wait extends TaskWait | null = TaskWait | null> {
    * written and at the attempt's end; bounded per attempt (1,000 lines and 256 KiB by default). Never throws.
    */
   log: TaskLogger;
+  /**
+   * The attempt's OpenTelemetry span (`braid.task NAME`), active while the handler runs, so spans the handler
+   * makes nest under it; a span that records nothing when no tracer provider is registered.
+   */
+  span: TaskSpan;
   /** Direct deps' outputs by task name. */
   deps: Record<string, unknown>;
   /**
