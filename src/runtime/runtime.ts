@@ -21,7 +21,7 @@ import { quoteIdent } from './sql/schema.js';
 import type { Clock } from './sql/time.js';
 import { listWorkflows, lockWorkflowId, startedAs, type WorkflowListFilter, type WorkflowSummary } from './sql/workflows.js';
 import { assertStorable } from './storable.js';
-import { otelApi } from './telemetry/otel-api.js';
+import { otelApi, otelMetricsActive } from './telemetry/otel-api.js';
 import { checkTraceParent } from './telemetry/traceparent.js';
 import { continued, Tracing } from './telemetry/tracing.js';
 import type { UpgradeReport, UpgradeRequest } from './upgrades.js';
@@ -99,6 +99,8 @@ export class Runtime {
     this.definitions = new DefinitionCache(this.s);
     this.log = rateLimitedWarnings(options.logger ?? silentLogger);
     this.clock = options.clock;
+    options.metrics?.attach(options.meterProvider);
+    options.metrics?.bind(this.db, this.schema);
     this.ctx = {
       db: this.db,
       schema: this.schema,
@@ -110,7 +112,6 @@ export class Runtime {
       metrics: options.metrics,
       tracing: new Tracing(otelApi(), options.tracerProvider),
     };
-    options.metrics?.bind(this.db, this.schema);
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */
@@ -272,6 +273,7 @@ export class Runtime {
     const o = this.options;
     // the worker and the leader load when first started: a command that only reads (status, list) never does
     const { Worker } = await import('./worker/worker.js');
+    await this.otelMetrics();
     this.worker = new Worker({
       ...this.ctx,
       id: this.id,
@@ -293,7 +295,18 @@ export class Runtime {
     }
   }
 
+  /**
+   * OpenTelemetry metrics need no Metrics of the caller's: one is made (prom-client loads then, not with every
+   * command) when a meter provider records and the worker or the leader starts.
+   */
+  private async otelMetrics(): Promise<void> {
+    if (this.ctx.metrics || !otelMetricsActive(this.options.meterProvider)) return;
+    const { Metrics } = await import('./metrics.js');
+    this.ctx.metrics = new Metrics(this.db, this.schema, { meterProvider: this.options.meterProvider });
+  }
+
   private async leaderService(): Promise<LeaderService> {
+    await this.otelMetrics();
     const o = this.options;
     const { LeaderService } = await import('./maintenance/leader.js');
     return new LeaderService({

@@ -1,3 +1,4 @@
+import { DataPointType, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import parsePrometheus from 'parse-prometheus-text-format';
 import { describe, expect, it } from 'vitest';
 import { serveMetrics } from '../../src/api/metrics-server.js';
@@ -33,45 +34,52 @@ const observations = (text: string, name: string, labels: Record<string, string>
     .filter((m) => Object.entries(labels).every(([k, v]) => m[1].split(',').includes(`${k}="${v}"`)))
     .reduce((n, m) => n + Number(m[2]), 0);
 
+/**
+ * What moves every metric: a task retried, a signal wait, a timer wait, an attempt rescued from a worker that
+ * stopped heartbeating, and a task no handler runs waiting in its queue.
+ */
+async function scenario(telemetry: { metrics?: Metrics; meterProvider?: MeterProvider }): Promise<void> {
+  const clock = new VirtualClock(new Date());
+  let calls = 0;
+  const rt = await drivenRuntime({
+    virtualClock: clock,
+    ...telemetry,
+    workerDeadAfterMs: 30_000,
+    heartbeatIntervalMs: 3_600_000,
+    definitions: DEFS,
+    handlers: {
+      flaky: async () => {
+        if (++calls === 1) throw new Error('once');
+        return {};
+      },
+      ok: async () => ({}),
+      hang: () => clock.sleep(10 * HOUR).then(() => ({})),
+    },
+  });
+  await rt.startWorker();
+  const flaky = await rt.start('flaky');
+  await final(rt, flaky);
+  const signalled = await rt.start('signalled');
+  await settle(rt);
+  await rt.workflow(signalled).signals.emit('ok', {});
+  await final(rt, signalled);
+  const timed = await rt.start('timed');
+  await settle(rt);
+  await advance(rt, 60_000);
+  await final(rt, timed);
+  // an attempt whose worker stopped heartbeating is rescued by the leader's pass
+  const lost = await rt.start('lost');
+  await settled(rt, async () => (await rt.workflow(lost).task('a')).state === 'running');
+  clock.advance(60_000);
+  expect((await rt.maintenance()).rescued).toBe(1);
+  // a task no handler here runs, waiting in its queue (started last: the driver runs what it can)
+  await rt.start('stuck');
+}
+
 describe(`metrics as Prometheus text (${backend})`, () => {
   it('every metric braid names is present and moves with what the worker and the leader do', async () => {
-    const clock = new VirtualClock(new Date());
     const metrics = new Metrics();
-    let calls = 0;
-    const rt = await drivenRuntime({
-      virtualClock: clock,
-      metrics,
-      workerDeadAfterMs: 30_000,
-      heartbeatIntervalMs: 3_600_000,
-      definitions: DEFS,
-      handlers: {
-        flaky: async () => {
-          if (++calls === 1) throw new Error('once');
-          return {};
-        },
-        ok: async () => ({}),
-        hang: () => clock.sleep(10 * HOUR).then(() => ({})),
-      },
-    });
-    await rt.startWorker();
-    const flaky = await rt.start('flaky');
-    await final(rt, flaky);
-    const signalled = await rt.start('signalled');
-    await settle(rt);
-    await rt.workflow(signalled).signals.emit('ok', {});
-    await final(rt, signalled);
-    const timed = await rt.start('timed');
-    await settle(rt);
-    await advance(rt, 60_000);
-    await final(rt, timed);
-    // an attempt whose worker stopped heartbeating is rescued by the leader's pass
-    const lost = await rt.start('lost');
-    await settled(rt, async () => (await rt.workflow(lost).task('a')).state === 'running');
-    clock.advance(60_000);
-    expect((await rt.maintenance()).rescued).toBe(1);
-    // a task no handler here runs, waiting in its queue (started last: the driver runs what it can)
-    await rt.start('stuck');
-
+    await scenario({ metrics });
     const server = await serveMetrics(metrics, 0, '127.0.0.1');
     let text: string;
     try {
@@ -121,5 +129,41 @@ describe(`metrics as Prometheus text (${backend})`, () => {
       await server.close();
       await rt.stop();
     }
+  });
+
+  it('the same metrics go to an OpenTelemetry meter provider, with no Metrics of the application', async () => {
+    class Reader extends MetricReader {
+      protected override async onForceFlush(): Promise<void> {}
+      protected override async onShutdown(): Promise<void> {}
+    }
+    const reader = new Reader();
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    await scenario({ meterProvider });
+    const { resourceMetrics, errors } = await reader.collect();
+    expect(errors).toEqual([]);
+    const all = resourceMetrics.scopeMetrics.filter((m) => m.scope.name === 'braid').flatMap((m) => m.metrics);
+    const metric = (name: string) => {
+      const m = all.find((x) => x.descriptor.name === name);
+      if (!m) throw new Error(`no metric ${name} collected`);
+      return m;
+    };
+    const sum = (name: string, labels: Record<string, string> = {}) =>
+      metric(name)
+        .dataPoints.filter((p) => Object.entries(labels).every(([k, v]) => p.attributes[k] === v))
+        .reduce((n, p) => n + (typeof p.value === 'number' ? p.value : (p.value as { count: number }).count), 0);
+    expect(sum('braid_tasks_started_total', { kind: 'flaky', queue: 'default' })).toBe(2);
+    expect(sum('braid_tasks_ended_total', { kind: 'flaky', outcome: 'error' })).toBe(1);
+    expect(sum('braid_tasks_ended_total', { kind: 'ok', outcome: 'completed' })).toBe(2);
+    for (const name of ['braid_attempt_duration_seconds', 'braid_wait_resolution_seconds', 'braid_signal_to_start_seconds', 'braid_timer_lateness_seconds'])
+      expect(metric(name).dataPointType).toBe(DataPointType.HISTOGRAM);
+    expect(sum('braid_attempt_duration_seconds', { kind: 'ok' })).toBe(2);
+    expect(sum('braid_signal_to_start_seconds', { kind: 'ok' })).toBe(1);
+    expect(sum('braid_timer_lateness_seconds', { kind: 'ok' })).toBe(1);
+    expect(sum('braid_rescues_total')).toBe(1);
+    expect(sum('braid_queue_depth', { queue: 'default' })).toBeGreaterThanOrEqual(1);
+    expect(metric('braid_queue_oldest_age_seconds').dataPointType).toBe(DataPointType.GAUGE);
+    expect(sum('braid_workflows', { name: 'flaky', state: 'completed' })).toBe(1);
+    expect(sum('braid_workflows', { name: 'stuck', state: 'running' })).toBe(1);
+    await meterProvider.shutdown();
   });
 });

@@ -37,7 +37,7 @@ export class RescuerService implements MaintenanceService {
     }
     if (rescued > 0) {
       ctx.log.info(`rescued ${rescued} attempt(s) from dead workers`);
-      ctx.metrics?.rescues.inc(rescued);
+      ctx.metrics?.rescues.inc({}, rescued);
     }
     await leaderWrite(ctx, (tx) => forgetLostClaims(tx, s, deadBefore));
     return rescued;

@@ -29,3 +29,12 @@ export interface TracerProviderLike {
 export interface MeterProviderLike {
   getMeter(name: string, version?: string): unknown;
 }
+
+/** Whether OpenTelemetry metrics would go anywhere: a provider given, or one registered globally. */
+export function otelMetricsActive(provider?: MeterProviderLike): boolean {
+  const api = otelApi();
+  if (!api) return false;
+  if (provider) return true;
+  const noop = api.createNoopMeter().constructor;
+  return !(api.metrics.getMeterProvider().getMeter('braid') instanceof noop);
+}
