@@ -354,6 +354,22 @@ describe(`HTTP API (${backend})`, () => {
     expect((await rt.workflow(id).signals.list()).signals.map((r) => r.key)).toEqual(['aprove']);
   });
 
+  it('a traceparent header on a start or a signal is kept for the spans that continue it; a malformed one is ignored', async () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const stored = async (table: 'workflows' | 'signals', column: string, value: string) =>
+      (await rt.db.query<{ trace_context: string | null }>(`SELECT trace_context FROM "${rt.schema}".${table} WHERE ${column} = $1`, [value])).rows[0]
+        .trace_context;
+    const started = await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 1 } }, { traceparent, tracestate: 'vendor=1' });
+    expect(started.status).toBe(201);
+    expect(await stored('workflows', 'id', started.body.id)).toBe(`${traceparent}\nvendor=1`);
+    const signal = await api('POST', `/api/workflows/${started.body.id}/signals`, { key: 'approve' }, { traceparent });
+    expect(signal.status).toBe(201);
+    expect(await stored('signals', 'id::text', signal.body.signal.id)).toBe(traceparent);
+    const plain = await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 1 } }, { traceparent: 'garbage' });
+    expect(plain.status).toBe(201);
+    expect(await stored('workflows', 'id', plain.body.id)).toBeNull();
+  });
+
   it('a caller-chosen id: 201 when started, 200 with existing when found, 409 on a conflict, 400 when malformed', async () => {
     const first = await api('POST', '/api/workflows', { name: 'approval', inputs: { n: 7 }, id: 'inv-7' });
     expect(first).toMatchObject({ status: 201, body: { id: 'inv-7' } });
