@@ -40,7 +40,16 @@ export function checkInputsSchema(def: Definition, reporter: Reporter): void {
 /** One user-written JSON Schema checked against the meta-schema, then compiled. */
 export function checkUserSchema(schema: unknown, at: (string | number)[], what: string, rule: Rule, reporter: Reporter): void {
   const metaAjv = (meta ??= makeUserSchemaAjv());
-  if (!metaAjv.validateSchema(schema as object)) {
+  let valid: boolean;
+  try {
+    valid = metaAjv.validateSchema(schema as object) as boolean;
+  } catch (error) {
+    // the meta-schema's own checks can throw on hostile values (a uniqueItems list whose objects have a
+    // "toString" that is not a function)
+    reporter.report(rule, `${what} is not a valid JSON Schema: checking it failed (${(error as Error).message})`, { path: at, at: 'key' });
+    return;
+  }
+  if (!valid) {
     for (const error of onePerPlace(metaAjv.errors ?? [])) {
       const path = [...at, ...parsePointer(error.instancePath)];
       const detail = error.keyword === 'enum' ? `must be one of ${(error.params.allowedValues as unknown[]).join(', ')}` : error.message;
