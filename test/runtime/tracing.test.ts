@@ -157,6 +157,38 @@ describe(`OpenTelemetry spans (${backend})`, () => {
     expect(gatherWait.links.every((l) => l.attributes?.['braid.link'] === 'workflow' && l.attributes['braid.workflow.state'] === 'completed')).toBe(true);
   });
 
+  it('a workflow retry begins a new workflow span, linked to the attempt before it; its tasks hang under the new one', async () => {
+    const { exporter, provider } = tracer();
+    let fail = true;
+    const rt = await drivenRuntime({
+      definitions: { once: 'name: once\ntasks:\n  a: { kind: once, max_attempts: 1 }\n' },
+      handlers: {
+        once: async () => {
+          if (fail) throw new Error('not yet');
+          return {};
+        },
+      },
+      tracerProvider: provider,
+    });
+    await rt.startWorker();
+    const id = await rt.start('once');
+    expect((await final(rt, id)).state).toBe('failed');
+    fail = false;
+    await rt.workflow(id).retry();
+    expect((await final(rt, id)).state).toBe('completed');
+    const spans = exporter.getFinishedSpans();
+    const workflows = spans
+      .filter((s) => s.name === 'braid.workflow once')
+      .sort((a, b) => Number(a.attributes['braid.workflow.attempt']) - Number(b.attributes['braid.workflow.attempt']));
+    expect(workflows.map((s) => s.attributes['braid.workflow.attempt'])).toEqual([1, 2]);
+    expect(workflows[1].links.map((l) => l.context.spanId)).toEqual([idOf(workflows[0])]);
+    const tasks = spans.filter((s) => s.name === 'braid.task a');
+    expect(tasks.map((t) => [t.attributes['braid.task.outcome'], parentOf(t)])).toEqual([
+      ['error', idOf(workflows[0])],
+      ['completed', idOf(workflows[1])],
+    ]);
+  });
+
   it('a traceparent given to start is the parent; a malformed one is refused', async () => {
     const { exporter, provider } = tracer();
     const rt = await drivenRuntime({ definitions: { leaf: LEAF }, handlers: { ok: async () => ({}) }, tracerProvider: provider });

@@ -1,6 +1,8 @@
 import type { Queryable } from '../db/types.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { restartWorkflow, retryCandidates } from '../sql/retry.js';
+import { workflowTraceRow } from '../sql/workflows.js';
+import type { OpenSpan, Tracing } from '../telemetry/tracing.js';
 import { activateWaits } from './advance.js';
 import type { AdvanceContext } from './context.js';
 import { isFailed, type RetryMode, readyState, retrySelection } from './decide.js';
@@ -56,7 +58,9 @@ export async function retryWorkflow(
       };
     });
   const stillFailed = tasks.filter((t) => !selected.has(t.name) && isFailed(t.state)).length;
-  await restartWorkflow(q, s, { id, attempt, now, open: rows.length, failed: stillFailed }, rows, options.resetHistory);
+  const span = ctx.tracing?.enabled() ? await beginAttemptSpan(q, ctx.tracing, ctx.s, id, attempt) : null;
+  await restartWorkflow(q, s, { id, attempt, now, open: rows.length, failed: stillFailed, traceContext: span?.stored ?? null }, rows, options.resetHistory);
+  ctx.tracing?.end(span, undefined, { 'braid.workflow.tasks': rows.length });
   await activateWaits(
     q,
     ctx,
@@ -64,4 +68,17 @@ export async function retryWorkflow(
     rows.filter((r) => r.deps_left === 0 && r.state === 'pending').map((r) => r.name),
   );
   return { attempt, retried: rows.map((r) => r.name) };
+}
+
+/** A new workflow attempt's span, under the caller's context, linked to the attempt before it. */
+async function beginAttemptSpan(q: Queryable, tracing: Tracing, s: string, id: string, attempt: number): Promise<OpenSpan | null> {
+  const w = await workflowTraceRow(q, s, id);
+  if (!w) return null;
+  return tracing.begin(
+    `braid.workflow ${w.name}`,
+    'producer',
+    { 'braid.workflow.id': id, 'braid.workflow.name': w.name, 'braid.workflow.attempt': attempt },
+    tracing.callerContext(),
+    [{ stored: w.trace_context, attributes: { 'braid.link': 'previous_attempt', 'braid.workflow.attempt': attempt - 1 } }],
+  );
 }

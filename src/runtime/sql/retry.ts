@@ -29,15 +29,15 @@ export async function retryCandidates(q: Queryable, s: string, workflowId: strin
 export async function restartWorkflow(
   q: Queryable,
   s: string,
-  w: { id: string; attempt: number; now: Date; open: number; failed: number },
+  w: { id: string; attempt: number; now: Date; open: number; failed: number; traceContext: string | null },
   tasks: readonly { name: string; state: string; deps_left: number }[],
   resetHistory: boolean,
 ): Promise<void> {
   await q.query(
     `UPDATE ${s}.workflows SET attempt = $2, attempt_started_at = $3, state = 'running', finalized_at = NULL, output = NULL, output_error = NULL,
             cancel_requested = false, tasks_open = $4, tasks_failed = $5, end_reason = NULL,
-            deadline_at = $3::timestamptz + timeout_ms * interval '1 millisecond' WHERE id = $1`,
-    [w.id, w.attempt, w.now, w.open, w.failed],
+            deadline_at = $3::timestamptz + timeout_ms * interval '1 millisecond', trace_context = COALESCE($6, trace_context) WHERE id = $1`,
+    [w.id, w.attempt, w.now, w.open, w.failed, w.traceContext],
   );
   await q.query(
     `UPDATE ${s}.tasks t SET state = r.state, deps_left = r.deps_left, output = NULL, finalized_at = NULL, started_at = NULL, worker_id = NULL, completed_by = NULL,

@@ -165,3 +165,9 @@ export async function workflowTraceContexts(q: Queryable, s: string, ids: readon
   ]);
   return new Map(rows.map((r) => [r.id, r.trace_context]));
 }
+
+/** A workflow's name and stored traceparent (a retry's span names the attempt before it). */
+export async function workflowTraceRow(q: Queryable, s: string, id: string): Promise<{ name: string; trace_context: string | null } | undefined> {
+  const { rows } = await q.query<{ name: string; trace_context: string | null }>(`SELECT name, trace_context FROM ${s}.workflows WHERE id = $1`, [id]);
+  return rows[0];
+}

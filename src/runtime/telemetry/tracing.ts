@@ -96,11 +96,17 @@ export class Tracing {
   }
 
   /** Begins a span under `parent`; null when nothing records. */
-  begin(name: string, kind: 'producer' | 'consumer' | 'internal', attributes: Attributes, parent: Context | undefined): OpenSpan | null {
+  begin(
+    name: string,
+    kind: 'producer' | 'consumer' | 'internal',
+    attributes: Attributes,
+    parent: Context | undefined,
+    links: { stored: string | null; attributes: Attributes }[] = [],
+  ): OpenSpan | null {
     if (!this.api || !this.enabled()) return null;
     const api = this.api;
     const spanKind = kind === 'producer' ? api.SpanKind.PRODUCER : kind === 'consumer' ? api.SpanKind.CONSUMER : api.SpanKind.INTERNAL;
-    const span = this.tracer().startSpan(name, { kind: spanKind, attributes }, parent ?? api.ROOT_CONTEXT);
+    const span = this.tracer().startSpan(name, { kind: spanKind, attributes, links: this.links(links) }, parent ?? api.ROOT_CONTEXT);
     const sc = span.spanContext();
     const context = api.trace.setSpan(parent ?? api.ROOT_CONTEXT, span);
     const traceState = sc.traceState?.serialize();
@@ -109,6 +115,16 @@ export class Tracing {
       context,
       stored: storeTraceParent({ traceId: sc.traceId, spanId: sc.spanId, traceFlags: sc.traceFlags, traceState: traceState || undefined }),
     };
+  }
+
+  /** Links to stored span contexts (those never recorded are left out). */
+  private links(links: { stored: string | null; attributes: Attributes }[]): Link[] {
+    const resolved: Link[] = [];
+    for (const l of links) {
+      const p = loadTraceParent(l.stored);
+      if (p) resolved.push({ context: this.spanContextOf(p), attributes: l.attributes });
+    }
+    return resolved;
   }
 
   /** Ends a span braid began: an error marks it failed (its type as `error.type`). */
@@ -140,14 +156,9 @@ export class Tracing {
     links: { stored: string | null; attributes: Attributes }[],
   ): void {
     if (!this.api || !this.enabled()) return;
-    const resolved: Link[] = [];
-    for (const l of links) {
-      const p = loadTraceParent(l.stored);
-      if (p) resolved.push({ context: this.spanContextOf(p), attributes: l.attributes });
-    }
     const span = this.tracer().startSpan(
       name,
-      { kind: this.api.SpanKind.INTERNAL, attributes, links: resolved, startTime: times.start },
+      { kind: this.api.SpanKind.INTERNAL, attributes, links: this.links(links), startTime: times.start },
       this.contextOf(parent),
     );
     span.end(new Date(Math.max(times.end.getTime(), times.start.getTime())));
