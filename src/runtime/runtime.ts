@@ -4,7 +4,6 @@ import type { Plan } from '../compiler/plan.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
 import { createPostgres } from './db/postgres.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
-import { errorMessage } from './describe-error.js';
 import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
 import { inFlightVersions } from './in-flight.js';
@@ -204,7 +203,7 @@ export class Runtime {
       try {
         await insertPlan(tx, this.advanceContext(now), plan, { parentId: options.parentId, group: options.group, traceContext: continued(span, caller) });
       } catch (error) {
-        tracing.end(span, { message: errorMessage(error), type: error instanceof Error ? error.name : 'error' });
+        tracing.fail(span, error);
         throw error;
       }
       tracing.end(span, undefined, { 'braid.workflow.tasks': plan.tasks.length });

@@ -3,7 +3,6 @@
  * caller's transaction (SPEC "Signals commit with the evaluation they trigger").
  */
 import type { Queryable } from '../db/types.js';
-import { errorMessage } from '../describe-error.js';
 import { insertSignal, signalByIdempotencyKey, waitedKeys } from '../sql/signals.js';
 import { loadWaitWorkflow } from '../sql/waits.js';
 import { checkTraceParent } from '../telemetry/traceparent.js';
@@ -77,7 +76,7 @@ export async function emitSignal(
     ctx.tracing?.end(span, undefined, { 'braid.signal.id': signal.id, 'braid.wait.resolved': pass.resolved });
     return { signal, replayed: false, resolved: pass.resolved };
   } catch (error) {
-    ctx.tracing?.end(span, { message: errorMessage(error), type: error instanceof Error ? error.name : 'error' });
+    ctx.tracing?.fail(span, error);
     throw error;
   }
 }

@@ -8,6 +8,7 @@
  * registered, nothing is made and nothing is read for it.
  */
 import type { Attributes, Context, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
+import { errorMessage } from '../describe-error.js';
 import type { TaskSpan } from '../worker/handlers.js';
 import { type OtelApi, otelApi, type TracerProviderLike } from './otel-api.js';
 import { loadTraceParent, storeTraceParent, type TraceParent } from './traceparent.js';
@@ -137,6 +138,11 @@ export class Tracing {
       span.setStatus({ code: this.api!.SpanStatusCode.ERROR, message: error.message });
     }
     span.end();
+  }
+
+  /** Ends a span braid began whose work threw: the error's message, and its name as `error.type`. */
+  fail(open: OpenSpan | null, error: unknown): void {
+    this.end(open, { message: errorMessage(error), type: error instanceof Error ? error.name : 'error' });
   }
 
   /** Runs fn with the span active (so spans made inside it, by the handler, nest under it). */
