@@ -117,7 +117,7 @@ describe(`metrics as Prometheus text (${backend})`, () => {
 
   it('a process that becomes the leader counts it; braid ui serves /metrics behind its token', async () => {
     const metrics = new Metrics();
-    const rt = await testRuntime({ metrics, leader: true, leaderLeaseMs: 1000 });
+    const rt = await testRuntime({ metrics, leader: true, leaderLeaseMs: 30_000 }); // a lease a busy machine cannot miss renewing, so it is won once
     await rt.startWorker();
     await until(() => rt.isLeader, 30_000);
     const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1', metrics });
