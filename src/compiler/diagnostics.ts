@@ -40,6 +40,7 @@ export const RULES = [
   'deploy-signal-key',
   'deploy-args-shape',
   'deploy-inputs',
+  'schedule',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

@@ -13,6 +13,8 @@ export interface Definition {
   output?: unknown;
   /** How long the workflow may run (a duration). */
   timeout?: string;
+  /** Clocks that start the workflow. */
+  schedules: ScheduleDef[];
   /** The plain JSON value as parsed. */
   raw: Record<string, unknown>;
 }
@@ -27,6 +29,24 @@ export interface TaskDefaults {
   ignore_discarded_deps?: boolean;
   ignore_deleted_deps?: boolean;
   ignore_skipped_deps?: boolean;
+}
+
+export interface ScheduleDef {
+  /** Its place in the list, for paths. */
+  index: number;
+  name?: string;
+  description?: string;
+  cron?: string;
+  every?: string;
+  timezone?: string;
+  inputs?: Record<string, unknown>;
+  overlap?: 'skip' | 'buffer_one' | 'allow' | 'cancel_previous';
+  catchup?: string;
+  jitter?: string;
+  dst?: { repeated?: 'first' | 'both'; skipped?: 'shift' | 'skip' };
+  start_at?: string;
+  end_at?: string;
+  paused?: boolean;
 }
 
 export interface RetryDef {
@@ -128,8 +148,36 @@ export function buildDefinition(value: unknown): Definition | undefined {
     tasks: Object.entries(tasks).map(([name, t], index) => readTask(name, index, obj(t) ?? {})),
     output: value.output,
     timeout: str(value.timeout),
+    schedules: Array.isArray(value.schedules) ? value.schedules.map((v, index) => readSchedule(index, obj(v) ?? {})) : [],
     raw: value,
   };
+}
+
+const OVERLAPS = ['skip', 'buffer_one', 'allow', 'cancel_previous'] as const;
+const oneOf = <T extends string>(v: unknown, options: readonly T[]): T | undefined => (options.includes(v as T) ? (v as T) : undefined);
+
+function readSchedule(index: number, v: Record<string, unknown>): ScheduleDef {
+  const dst = obj(v.dst);
+  return {
+    index,
+    name: str(v.name),
+    description: str(v.description),
+    cron: str(v.cron),
+    every: str(v.every),
+    timezone: str(v.timezone),
+    inputs: obj(v.inputs),
+    overlap: oneOf(v.overlap, OVERLAPS),
+    catchup: str(v.catchup),
+    jitter: str(v.jitter),
+    dst: dst ? { repeated: oneOf(dst.repeated, ['first', 'both'] as const), skipped: oneOf(dst.skipped, ['shift', 'skip'] as const) } : undefined,
+    start_at: str(v.start_at),
+    end_at: str(v.end_at),
+    paused: bool(v.paused),
+  };
+}
+
+export function schedulePath(schedule: ScheduleDef, ...rest: (string | number)[]): (string | number)[] {
+  return ['schedules', schedule.index, ...rest];
 }
 
 function readDefaults(v: Record<string, unknown>): TaskDefaults {

@@ -1,6 +1,7 @@
 import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { parseDuration } from './duration.js';
-import type { Definition, RetryDef, TaskDef, TermDef, TimerDef, WorkflowsDef } from './model.js';
+import type { Definition, RetryDef, ScheduleDef, TaskDef, TermDef, TimerDef, WorkflowsDef } from './model.js';
+import { DEFAULT_DST, type ScheduleTiming } from './schedule/ticks.js';
 
 /**
  * The normalised definition: defaults resolved into every task, durations in milliseconds, ordered maps
@@ -21,6 +22,19 @@ export interface NormalizedDefinition {
   defaults?: NormalizedDefaults;
   /** The workflow's timeout, when it sets one. */
   timeout_ms?: number;
+  /** Its schedules, when it declares some (absent otherwise, so other definitions keep their hash). */
+  schedules?: NormalizedSchedule[];
+}
+
+/** A schedule with its defaults filled in and durations in milliseconds. */
+export interface NormalizedSchedule extends ScheduleTiming {
+  name: string;
+  description?: string;
+  inputs: Record<string, unknown>;
+  overlap: 'skip' | 'buffer_one' | 'allow' | 'cancel_previous';
+  catchup_ms: number;
+  jitter_ms: number;
+  paused: boolean;
 }
 
 export interface NormalizedDefaults {
@@ -127,7 +141,30 @@ export function normalizeDefinition(def: Definition): NormalizedDefinition {
   if (def.timeout !== undefined) out.timeout_ms = ms(def.timeout);
   const defaults = normalizeDefaults(def.defaults);
   if (Object.keys(defaults).length > 0) out.defaults = defaults;
+  if (def.schedules.length > 0) out.schedules = def.schedules.map(normalizeSchedule);
   return out;
+}
+
+export function normalizeSchedule(s: ScheduleDef): NormalizedSchedule {
+  const out: NormalizedSchedule = {
+    name: s.name!,
+    ...(s.cron !== undefined ? { cron: s.cron } : { every_ms: ms(s.every!)! }),
+    timezone: s.timezone ?? 'UTC',
+    dst: { ...DEFAULT_DST, ...definedOnly(s.dst ?? {}) },
+    inputs: s.inputs ?? {},
+    overlap: s.overlap ?? 'skip',
+    catchup_ms: ms(s.catchup) ?? 0,
+    jitter_ms: ms(s.jitter) ?? 0,
+    paused: s.paused ?? false,
+  };
+  if (s.description !== undefined) out.description = s.description;
+  if (s.start_at !== undefined) out.start_at = new Date(s.start_at).toISOString();
+  if (s.end_at !== undefined) out.end_at = new Date(s.end_at).toISOString();
+  return out;
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 export function definitionHash(normalized: NormalizedDefinition): string {

@@ -6,6 +6,7 @@ import { definitionHash, type NormalizedDefinition, normalizeDefinition } from '
 import { DEFAULT_LIMITS, type Limits, parseSource, type RawSource } from './parse.js';
 import { checkDeps } from './rules/deps.js';
 import { checkInputsSchema } from './rules/inputs-schema.js';
+import { checkScheduleInputs, checkSchedules } from './rules/schedules.js';
 import { checkFileName, checkTasks } from './rules/tasks.js';
 import { checkWaits } from './rules/waits.js';
 import { checkWorkflowSet, type FileDefinition } from './rules/workflows.js';
@@ -115,7 +116,9 @@ function checkFile(
   checkDeps(definition, reporter);
   checkWaits(definition, reporter);
   checkInputsSchema(definition, reporter);
+  checkSchedules(definition, reporter);
   checkDefinitionCel(definition, reporter);
+  checkScheduleInputs(definition, reporter);
   return { reporter, definition };
 }
 

@@ -92,3 +92,23 @@ export class WorkflowBusyError extends Error {
     this.name = 'WorkflowBusyError';
   }
 }
+
+export class ScheduleNotFoundError extends Error {
+  readonly code = 'schedule_not_found' as const;
+  constructor(
+    readonly workflow: string,
+    readonly schedule: string,
+    known: readonly string[],
+  ) {
+    super(`workflow "${workflow}" has no schedule "${schedule}"${known.length > 0 ? ` (its schedules: ${known.join(', ')})` : ' (it has no schedules)'}`);
+    this.name = 'ScheduleNotFoundError';
+  }
+}
+
+export class BackfillRangeError extends Error {
+  readonly code = 'backfill_range' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'BackfillRangeError';
+  }
+}

@@ -1,5 +1,5 @@
 import type { KindsConfig, ValidationResult } from '../compiler/validate.js';
-import type { RuntimeContext } from './context.js';
+import { clockNow, type RuntimeContext } from './context.js';
 import { type DrainState, drainState } from './in-flight.js';
 import { sourceReader, validator } from './lazy-compiler.js';
 import { currentHashes, type DefinitionVersion, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion } from './sql/definitions.js';
@@ -58,11 +58,16 @@ export async function registerDefinitions(
   const applied = !options.dryRun && !(options.allOrNothing && validation.errors > 0);
   const registered: { name: string; hash: string }[] = [];
   if (applied) {
+    const { deploySchedules } = await import('./schedules/deploy.js');
     await ctx.db.transaction(async (tx) => {
+      const now = await clockNow(ctx, tx);
       for (const def of validation.definitions) {
         const r = await registerVersion(tx, ctx.s, { name: def.name, hash: def.hash, normalized: def.normalized, file: def.file });
         ctx.definitions.remember(def.name, def.hash, def.normalized);
-        if (r.madeCurrent) registered.push({ name: def.name, hash: def.hash });
+        if (!r.madeCurrent) continue;
+        registered.push({ name: def.name, hash: def.hash });
+        // the version that becomes current brings its schedules; one without any takes the old ones away
+        await deploySchedules(tx, ctx.s, def.name, def.hash, def.normalized.schedules ?? [], now);
       }
     });
   }

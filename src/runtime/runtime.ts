@@ -7,22 +7,22 @@ import { type Database, inTransaction, type TxOption } from './db/types.js';
 import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
 import { inFlightVersions } from './in-flight.js';
-import { compiler } from './lazy-compiler.js';
 import { type Logger, rateLimitedWarnings, silentLogger } from './log.js';
 import type { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
 import { migrate } from './migrate.js';
 import { definitionVersions, type RegisterOptions, type RegisterResult, registerDefinitions, type VersionState } from './registry.js';
+import { type ScheduleOps, scheduleOps } from './schedule-ops.js';
 import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition, unknownWorkflow } from './sql/definitions.js';
 import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
 import { quoteIdent } from './sql/schema.js';
 import type { Clock } from './sql/time.js';
-import { listWorkflows, lockWorkflowId, startedAs, type WorkflowListFilter, type WorkflowSummary } from './sql/workflows.js';
+import { listWorkflows, type WorkflowListFilter, type WorkflowSummary } from './sql/workflows.js';
 import { assertStorable } from './storable.js';
 import { otelApi, otelMetricsActive } from './telemetry/otel-api.js';
 import { checkTraceParent } from './telemetry/traceparent.js';
-import { continued, Tracing } from './telemetry/tracing.js';
+import { Tracing } from './telemetry/tracing.js';
 import type { UpgradeReport, UpgradeRequest } from './upgrades.js';
 import type { WorkflowSearch } from './wire.js';
 import type { Handlers } from './worker/handlers.js';
@@ -32,7 +32,7 @@ import { workerId } from './worker/worker-id.js';
 export type { RegisterOptions, RegisterResult, VersionState };
 
 import { advanceAt, advanceIn, type RuntimeContext, workflowWrite } from './context.js';
-import { WorkflowConflictError, WorkflowIdInvalidError } from './errors.js';
+import { WorkflowIdInvalidError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { WorkflowHandle } from './workflow-handle.js';
@@ -177,37 +177,17 @@ export class Runtime {
     if (options.id !== undefined && (typeof options.id !== 'string' || !WORKFLOW_ID.test(options.id))) throw new WorkflowIdInvalidError(options.id);
     assertStorable(inputs, 'the inputs');
     // the compiler and the insertion load with the first start: commands that only read never load them
-    const [{ compile }, { insertPlan }] = await Promise.all([compiler(), import('./engine/insert.js')]);
+    const { startIn } = await import('./engine/start.js');
     const caller = checkTraceParent(options.traceparent, options.tracestate);
-    return workflowWrite(this.ctx, options, options.id ?? name, async (tx, { now }) => {
+    return workflowWrite(this.ctx, options, options.id ?? name, async (tx, advance) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw await unknownWorkflow(tx, this.s, name);
-      const plan = compile(def.normalized, inputs, { id: options.id, now, limits: this.options.limits });
-      if (options.id !== undefined) {
-        await lockWorkflowId(tx, this.schema, options.id);
-        // the inputs as started (defaults applied) decide, as the stored ones were
-        const existing = await startedAs(tx, this.s, options.id, plan.workflow.inputs);
-        if (existing) {
-          if (existing.name !== name || !existing.same_inputs) throw new WorkflowConflictError(options.id, existing, name);
-          return { id: options.id, existing: true };
-        }
-      }
-      plan.workflow.definition.hash = def.hash;
-      const tracing = this.ctx.tracing!;
-      const span = tracing.begin(
-        `braid.workflow ${name}`,
-        'producer',
-        { 'braid.workflow.id': plan.workflow.id, 'braid.workflow.name': name, 'braid.workflow.version': def.hash.slice(0, 12), 'braid.workflow.attempt': 1 },
-        tracing.callerContext(caller),
-      );
-      try {
-        await insertPlan(tx, this.advanceContext(now), plan, { parentId: options.parentId, group: options.group, traceContext: continued(span, caller) });
-      } catch (error) {
-        tracing.fail(span, error);
-        throw error;
-      }
-      tracing.end(span, undefined, { 'braid.workflow.tasks': plan.tasks.length });
-      return { id: plan.workflow.id, existing: false };
+      return startIn(tx, advance, def, inputs, {
+        id: options.id,
+        limits: this.options.limits,
+        caller,
+        extras: { parentId: options.parentId, group: options.group },
+      });
     });
   }
 
@@ -228,6 +208,14 @@ export class Runtime {
       next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
     };
   }
+
+  /** Schedules: read with their next ticks and runs, paused, resumed, a tick now, a range backfilled. */
+  get schedules(): ScheduleOps {
+    this.scheduleOps ??= scheduleOps(this.ctx);
+    return this.scheduleOps;
+  }
+
+  private scheduleOps?: ScheduleOps;
 
   /** The current version of every registered workflow. */
   currentDefinitions(): Promise<StoredDefinition[]> {

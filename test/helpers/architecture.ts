@@ -82,7 +82,14 @@ export function circles(graph: ReadonlyMap<string, string[]>): string[][] {
  * face — runtime.ts, workflow-handle.ts, wire.ts, errors.ts and the other top-level modules, db/ (the adapters),
  * and the handler API below. Types may be imported from anywhere: they are contracts, erased at run time.
  */
-const RUNTIME_ROOMS = ['src/runtime/sql/', 'src/runtime/engine/', 'src/runtime/waits/', 'src/runtime/maintenance/', 'src/runtime/worker/'];
+const RUNTIME_ROOMS = [
+  'src/runtime/sql/',
+  'src/runtime/engine/',
+  'src/runtime/waits/',
+  'src/runtime/maintenance/',
+  'src/runtime/worker/',
+  'src/runtime/schedules/',
+];
 /** What a handlers module is written against and loaded by. */
 const HANDLER_API = ['src/runtime/worker/handlers.ts', 'src/runtime/worker/load-handlers.ts'];
 

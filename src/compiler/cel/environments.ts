@@ -17,7 +17,8 @@ export type CelContext =
   | 'output' // workflow output: at completion
   | 'generic' // generic wait term expr
   | 'where' // signal term predicate, over one signal row
-  | 'expr'; // wait.expr: term names only
+  | 'expr' // wait.expr: term names only
+  | 'schedule'; // a schedule's inputs: at each tick
 
 export const TIMESTAMP = 'google.protobuf.Timestamp';
 
@@ -37,6 +38,7 @@ export const CONTEXT_REFS: Record<CelContext, readonly RefKind[]> = {
   generic: ['deps', 'signals', 'timers', 'workflows'],
   where: [],
   expr: [],
+  schedule: [],
 };
 
 export function contextVariables(context: CelContext, inputs: CelType): Record<string, CelType> {
@@ -74,6 +76,8 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
       return { inputs, payload: 'dyn', source: 'dyn', key: 'string', id: 'int', attempt: 'int', created_at: TIMESTAMP };
     case 'expr':
       return {};
+    case 'schedule':
+      return { schedule: { name: 'string', time: TIMESTAMP } };
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { didYouMean, type Rule } from '../diagnostics.js';
-import { type Definition, type TaskDef, taskPath, termPath, type WaitDef } from '../model.js';
+import { type Definition, schedulePath, type TaskDef, taskPath, termPath, type WaitDef } from '../model.js';
 import { nodeAt, type Path, type Reporter } from '../source.js';
 import { type CelProblem, checkCel, isNode, type KnownRefs, walk } from './check.js';
 import { type CelContext, CONTEXT_REFS, checkEnvironment, contextVariables } from './environments.js';
@@ -39,6 +39,8 @@ class CelPass {
     for (const task of this.def.tasks) this.task(task);
     this.typed = taskRecordTypes('tasks', this.byName, this.taskNames);
     if (this.def.output !== undefined) this.templates(this.def.output, ['output'], 'output', { tasks: this.taskNames });
+    this.typed = {};
+    for (const s of this.def.schedules) if (s.inputs) this.templates(s.inputs, schedulePath(s, 'inputs'), 'schedule', {});
   }
 
   private env(context: CelContext, typed: Record<string, CelType> = {}): Environment {

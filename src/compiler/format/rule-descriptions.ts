@@ -2,6 +2,7 @@ import type { Rule } from '../diagnostics.js';
 
 /** One line per rule, for SARIF rule metadata and `braid validate --help`. */
 export const RULE_DESCRIPTIONS: Record<Rule, string> = {
+  schedule: 'A schedule that cannot tick as written: its cron line, time zone, interval, jitter, bounds or inputs.',
   'yaml-syntax': 'The file is not well-formed YAML or JSON (or not UTF-8 text).',
   'duplicate-key': 'A mapping holds the same key twice (including duplicate task names).',
   'yaml-alias-limit': 'Aliases expand to too many nodes (an alias bomb).',

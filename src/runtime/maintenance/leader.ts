@@ -9,6 +9,7 @@ import { EffectService } from './effects.js';
 import { PromoterService } from './promoter.js';
 import { RescuerService } from './rescuer.js';
 import { RetentionService } from './retention.js';
+import { SchedulerService } from './scheduler.js';
 import { LeaseLost, type MaintenanceContext, type MaintenanceCounts, type MaintenanceService } from './service.js';
 import { SweeperService } from './sweeper.js';
 import { TimerService } from './timers.js';
@@ -60,6 +61,7 @@ export class LeaderService {
   private readonly timers: TimerService;
   private readonly effects: EffectService;
   private readonly deadlines: DeadlineService;
+  private readonly schedules: SchedulerService;
   /** In the order a round runs them. */
   readonly services: readonly MaintenanceService[];
 
@@ -69,10 +71,12 @@ export class LeaderService {
     this.timers = new TimerService(poll, (at, nowMs) => this.wakeFor(at, nowMs));
     this.effects = new EffectService(poll);
     this.deadlines = new DeadlineService(poll, (at, nowMs) => this.wakeFor(at, nowMs));
+    this.schedules = new SchedulerService(poll, (at, nowMs) => this.wakeFor(at, nowMs));
     this.services = [
       this.timers,
       this.deadlines,
       this.effects,
+      this.schedules,
       new PromoterService(o.promoteIntervalMs),
       new RescuerService(o.promoteIntervalMs, o.workerDeadAfterMs),
       new SweeperService(o.promoteIntervalMs),
@@ -142,6 +146,7 @@ export class LeaderService {
       const ctx = this.fenced;
       void this.timers.runOnce(ctx).catch((error: Error) => this.passFailed('timers', error));
       void this.deadlines.runOnce(ctx).catch((error: Error) => this.passFailed('timeouts', error));
+      void this.schedules.runOnce(ctx).catch((error: Error) => this.passFailed('schedules', error));
     }, delay);
     this.wake.unref();
   }

@@ -11,6 +11,8 @@ export interface InsertExtras {
   group?: string | null;
   /** The workflow attempt's span as a stored traceparent (OpenTelemetry), when one records. */
   traceContext?: string | null;
+  /** The schedule whose tick started it. */
+  schedule?: string | null;
 }
 
 /** A workflow's row, under the advisory lock of its id, which orders this insert with a wait registering on it. */
@@ -24,8 +26,8 @@ export async function insertWorkflow(
     `WITH l AS (SELECT pg_advisory_xact_lock(${awaitLockKey('$1::text')}))
      INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total,
        tasks_open, parent_id, group_name, created_at, attempt_started_at,
-                                 timeout_ms, deadline_at, trace_context)
-     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9::timestamptz, $9::timestamptz, $10::bigint, $9::timestamptz + $10::bigint * interval '1 millisecond', $11 FROM l`,
+                                 timeout_ms, deadline_at, trace_context, schedule)
+     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9::timestamptz, $9::timestamptz, $10::bigint, $9::timestamptz + $10::bigint * interval '1 millisecond', $11, $12 FROM l`,
     [
       w.id,
       w.name,
@@ -38,6 +40,7 @@ export async function insertWorkflow(
       w.created,
       w.timeoutMs,
       extras.traceContext ?? null,
+      extras.schedule ?? null,
     ],
   );
 }

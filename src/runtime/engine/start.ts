@@ -1,0 +1,61 @@
+import type { CompileLimits } from '../../compiler/compile-error.js';
+import type { Queryable } from '../db/types.js';
+import { WorkflowConflictError } from '../errors.js';
+import { compiler } from '../lazy-compiler.js';
+import type { StoredDefinition } from '../sql/definitions.js';
+import type { InsertExtras } from '../sql/insert.js';
+import { lockWorkflowId, startedAs } from '../sql/workflows.js';
+import type { TraceParent } from '../telemetry/traceparent.js';
+import { continued } from '../telemetry/tracing.js';
+import type { AdvanceContext } from './context.js';
+import { insertPlan } from './insert.js';
+
+export interface StartIn {
+  /** A caller-chosen id (a business key): a second start with the same name and inputs finds the first. */
+  id?: string;
+  limits?: Partial<CompileLimits>;
+  /** The caller's trace, when it passed one. */
+  caller?: TraceParent;
+  extras?: Omit<InsertExtras, 'traceContext'>;
+}
+
+/**
+ * Starts a workflow of a definition version in the caller's transaction: compiled with its inputs, then
+ * inserted, under the business key's lock when it has one. Says whether the id was there already.
+ */
+export async function startIn(
+  tx: Queryable,
+  ctx: AdvanceContext,
+  def: StoredDefinition,
+  inputs: unknown,
+  o: StartIn = {},
+): Promise<{ id: string; existing: boolean }> {
+  const { compile } = await compiler();
+  const plan = compile(def.normalized, inputs, { id: o.id, now: ctx.now, limits: o.limits });
+  if (o.id !== undefined) {
+    await lockWorkflowId(tx, ctx.schema, o.id);
+    // the inputs as started (defaults applied) decide, as the stored ones were
+    const existing = await startedAs(tx, ctx.s, o.id, plan.workflow.inputs);
+    if (existing) {
+      if (existing.name !== def.name || !existing.same_inputs) throw new WorkflowConflictError(o.id, existing, def.name);
+      return { id: o.id, existing: true };
+    }
+  }
+  plan.workflow.definition.hash = def.hash;
+  const tracing = ctx.tracing;
+  const span =
+    tracing?.begin(
+      `braid.workflow ${def.name}`,
+      'producer',
+      { 'braid.workflow.id': plan.workflow.id, 'braid.workflow.name': def.name, 'braid.workflow.version': def.hash.slice(0, 12), 'braid.workflow.attempt': 1 },
+      tracing.callerContext(o.caller),
+    ) ?? null;
+  try {
+    await insertPlan(tx, ctx, plan, { ...o.extras, traceContext: continued(span, o.caller) });
+  } catch (error) {
+    tracing?.fail(span, error);
+    throw error;
+  }
+  tracing?.end(span, undefined, { 'braid.workflow.tasks': plan.tasks.length });
+  return { id: plan.workflow.id, existing: false };
+}

@@ -1,0 +1,57 @@
+import { CoalescedPass } from '../coalesced.js';
+import { clockNow } from '../context.js';
+import { fireSchedule } from '../schedules/fire.js';
+import { dueSchedules, nextScheduleFire } from '../sql/schedules.js';
+import { LeaseLost, type MaintenanceContext, type MaintenanceService, stillLeading } from './service.js';
+
+/** Due schedules read at a time. */
+const DUE = 500;
+/** Schedules ticked side by side: each tick is a transaction of its own, so a minute of 10,000 due ticks drains in parallel. */
+const PARALLEL = 8;
+
+/**
+ * Starts the runs of due schedule ticks (schedules/fire.ts), several schedules at once, each tick in its own
+ * transaction under its schedule's row lock, so a second leader or a crash mid-pass can never start one twice
+ * (the run's business key holds it too). After a pass, `onNext` learns when the soonest schedule fires, so the
+ * leader wakes for it rather than wait for its poll.
+ */
+export class SchedulerService implements MaintenanceService {
+  readonly name = 'scheduled';
+  private readonly pass = new CoalescedPass<number, MaintenanceContext>((ctx) => this.fire(ctx));
+
+  constructor(
+    readonly intervalMs: number,
+    private readonly onNext: (atMs: number, nowMs: number) => void,
+  ) {}
+
+  runOnce(ctx: MaintenanceContext): Promise<number> {
+    return this.pass.run(ctx);
+  }
+
+  async settled(): Promise<void> {
+    await this.pass.settled();
+  }
+
+  private async fire(ctx: MaintenanceContext): Promise<number> {
+    let started = 0;
+    for (let round = 0; round < 100; round++) {
+      const due = await dueSchedules(ctx.db, ctx.s, await clockNow(ctx), DUE);
+      let next = 0;
+      const lane = async () => {
+        while (next < due.length && stillLeading(ctx)) {
+          const { workflow_name, name } = due[next++];
+          started += await fireSchedule(ctx, workflow_name, name).catch((error: Error) => {
+            if (error instanceof LeaseLost) return 0;
+            ctx.log.warn(`leader: schedule ${workflow_name}/${name}: ${error.message} (tried again at the next pass)`);
+            return 0;
+          });
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(PARALLEL, due.length) }, lane));
+      if (due.length < DUE || !stillLeading(ctx)) break;
+    }
+    const at = await nextScheduleFire(ctx.db, ctx.s);
+    if (at) this.onNext(at.getTime(), (await clockNow(ctx)).getTime());
+    return started;
+  }
+}

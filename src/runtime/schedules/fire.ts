@@ -1,0 +1,131 @@
+import { jitterOffset, tickRunId } from '../../compiler/schedule/ticks.js';
+import { workflowWrite } from '../context.js';
+import type { Queryable } from '../db/types.js';
+import { describeError } from '../describe-error.js';
+import type { AdvanceContext } from '../engine/context.js';
+import { leaderWrite, type MaintenanceContext } from '../maintenance/service.js';
+import { currentDefinition } from '../sql/definitions.js';
+import { undoneOnError } from '../sql/effects.js';
+import { lockSchedule, recordTick, runningRuns, type ScheduleRow } from '../sql/schedules.js';
+import { dueTick, overlapAction, tickAfter } from './decide.js';
+
+/** Ticks one schedule handles in a pass at most: a long catch-up goes on in the next pass. */
+const TICKS_PER_PASS = 100;
+
+/**
+ * Handles a schedule's due ticks, each in a transaction of its own that locks the schedule's row (a second
+ * leader skips it while it is held; the leader's lease fences it) and records what the tick did with the run it started.
+ * Runs that must be cancelled first (overlap cancel_previous) are cancelled each in its own transaction, as
+ * every write on a workflow is. Returns how many runs it started.
+ */
+export async function fireSchedule(ctx: MaintenanceContext, workflow: string, name: string): Promise<number> {
+  let started = 0;
+  for (let i = 0; i < TICKS_PER_PASS; i++) {
+    const step = await leaderWrite(ctx, (tx, advance) => tickOnce(tx, advance, workflow, name));
+    if (step.kind === 'idle') break;
+    if (step.kind === 'started') started++;
+    if (step.kind === 'cancel') {
+      const { cancelWorkflow } = await import('../engine/cancel.js');
+      for (const id of step.ids) await workflowWrite(ctx, undefined, id, (tx, advance) => cancelWorkflow(tx, advance, id));
+    }
+  }
+  return started;
+}
+
+type Step = { kind: 'idle' } | { kind: 'started' } | { kind: 'handled' } | { kind: 'cancel'; ids: string[] };
+
+async function tickOnce(tx: Queryable, advance: AdvanceContext, workflow: string, name: string): Promise<Step> {
+  const row = await lockSchedule(tx, advance.s, workflow, name);
+  if (!row || row.paused) return { kind: 'idle' };
+  const now = advance.now.getTime();
+  const spec = row.spec;
+  const running = spec.overlap === 'allow' ? [] : await runningRuns(tx, advance.s, workflow, name);
+  const state = { lastTick: time(row.last_tick), nextTick: time(row.next_tick), buffered: time(row.buffered_tick) };
+  const jitter = jitterOffset(workflow, name, spec.jitter_ms);
+  // a buffered tick starts as soon as nothing of its schedule runs
+  if (state.buffered !== null && running.length === 0) {
+    const run = await startTick(tx, advance, row, state.buffered);
+    await record(tx, advance, row, { ...state, buffered: null }, run);
+    return run.error ? { kind: 'handled' } : { kind: 'started' };
+  }
+  const tick = dueTick(spec, jitter, { since: row.since.getTime(), lastTick: state.lastTick }, now);
+  if (tick === undefined) return { kind: 'idle' };
+  const action = overlapAction(spec.overlap, running.length, state.buffered !== null);
+  if (action === 'cancel_previous') {
+    const stopping = running.filter((r) => !r.cancel_requested).map((r) => r.id);
+    if (stopping.length > 0) return { kind: 'cancel', ids: stopping };
+  }
+  const next = tickAfter(spec, tick) ?? null;
+  const after = { lastTick: tick, nextTick: next, buffered: state.buffered };
+  if (action === 'skip') {
+    await record(tx, advance, row, after, { outcome: 'skipped' });
+    return { kind: 'handled' };
+  }
+  if (action === 'buffer') {
+    await record(tx, advance, row, { ...after, buffered: tick }, { outcome: 'buffered' });
+    return { kind: 'handled' };
+  }
+  const run = await startTick(tx, advance, row, tick);
+  await record(tx, advance, row, after, run);
+  return run.error ? { kind: 'handled' } : { kind: 'started' };
+}
+
+interface TickRun {
+  outcome: string;
+  runId?: string;
+  error?: string;
+}
+
+/**
+ * Starts a tick's run with its business key, from the workflow's current version. A run that cannot start
+ * (its inputs no longer fit the inputs schema) is recorded as the tick's failure, and the schedule goes on.
+ */
+export async function startTick(
+  tx: Queryable,
+  advance: AdvanceContext,
+  row: Pick<ScheduleRow, 'workflow_name' | 'name' | 'spec'>,
+  tick: number,
+  id?: string,
+): Promise<TickRun> {
+  const runId = id ?? tickRunId(row.workflow_name, row.name, tick);
+  const def = await currentDefinition(tx, advance.s, row.workflow_name);
+  if (!def) return { outcome: 'failed', error: `workflow "${row.workflow_name}" has no registered version` };
+  const [{ tickInputs }, { startIn }] = await Promise.all([import('../../compiler/schedule/inputs.js'), import('../engine/start.js')]);
+  try {
+    const { existing } = await undoneOnError(tx, () => startIn(tx, advance, def, tickInputs(row.spec, tick), { id: runId, extras: { schedule: row.name } }));
+    return { outcome: existing ? 'existing' : 'started', runId };
+  } catch (error) {
+    // the database failing is the pass's failure (tried again); anything else is this tick's
+    if (isDatabaseError(error)) throw error;
+    return { outcome: 'failed', runId, error: describeError(error).message };
+  }
+}
+
+/** An error of the database or the connection to it: a SQLSTATE, a system error code, or a deadline passed. */
+function isDatabaseError(error: unknown): boolean {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  return (typeof code === 'string' && /^([0-9A-Z]{5}|E[A-Z]+)$/.test(code)) || (typeof name === 'string' && /Deadline|Timeout|Connection|Database/.test(name));
+}
+
+async function record(
+  tx: Queryable,
+  advance: AdvanceContext,
+  row: ScheduleRow,
+  state: { lastTick: number | null; nextTick: number | null; buffered: number | null },
+  run: TickRun,
+): Promise<void> {
+  const jitter = jitterOffset(row.workflow_name, row.name, row.spec.jitter_ms);
+  await recordTick(tx, advance.s, row.workflow_name, row.name, {
+    lastTick: date(state.lastTick),
+    nextTick: date(state.nextTick),
+    nextFireAt: date(state.nextTick === null ? null : state.nextTick + jitter),
+    bufferedTick: date(state.buffered),
+    runId: run.runId,
+    outcome: run.outcome,
+    error: run.error,
+    now: advance.now,
+  });
+}
+
+const time = (d: Date | null): number | null => (d ? new Date(d).getTime() : null);
+const date = (t: number | null): Date | null => (t === null ? null : new Date(t));
