@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   task_not_found: { http: 404, exit: 'failed' },
   definition_not_found: { http: 404, exit: 'failed' },
   definition_ambiguous: { http: 400, exit: 'failed' },
+  schedule_not_found: { http: 404, exit: 'failed' },
+  backfill_range: { http: 400, exit: 'failed' },
   route_not_found: { http: 404, exit: 'failed' },
   // it conflicts with what is stored
   signal_payload_mismatch: { http: 409, exit: 'failed' },

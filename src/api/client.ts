@@ -10,7 +10,7 @@ import type { DrainState } from '../runtime/in-flight.js';
 import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
 import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
-import type { LogPage, WaitDiagnostics, WorkflowPage, WorkflowRecord, WorkflowSearch, WorkflowStatus } from '../runtime/wire.js';
+import type { LogPage, ScheduleRecord, ScheduleStart, WaitDiagnostics, WorkflowPage, WorkflowRecord, WorkflowSearch, WorkflowStatus } from '../runtime/wire.js';
 import { searchToParams } from './search-params.js';
 
 /** One version of a definition, with the workflows still running on it and whether it drains. */
@@ -45,6 +45,7 @@ const REQUEST_DEADLINE_MS = 30_000;
 const LONG_POLL_MS = 60_000;
 
 const at = (id: string) => `/api/workflows/${encodeURIComponent(id)}`;
+const scheduleAt = (workflow: string, schedule: string) => `/api/schedules/${encodeURIComponent(workflow)}/${encodeURIComponent(schedule)}`;
 
 export class ApiClient {
   constructor(
@@ -74,6 +75,27 @@ export class ApiClient {
     if (options.limit !== undefined) q.set('limit', String(options.limit));
     const query = q.toString();
     return this.call('GET', `${at(id)}/logs${query ? `?${query}` : ''}`);
+  }
+
+  schedules(workflow?: string, shown: { next?: number; runs?: number } = {}): Promise<ScheduleRecord[]> {
+    const q = new URLSearchParams();
+    if (workflow !== undefined) q.set('workflow', workflow);
+    if (shown.next !== undefined) q.set('next', String(shown.next));
+    if (shown.runs !== undefined) q.set('runs', String(shown.runs));
+    return this.call<{ schedules: ScheduleRecord[] }>('GET', `/api/schedules?${q}`).then((r) => r.schedules);
+  }
+
+  schedule(workflow: string, schedule: string, action: 'pause' | 'resume'): Promise<ScheduleRecord> {
+    return this.call('POST', `${scheduleAt(workflow, schedule)}/${action}`, {});
+  }
+
+  trigger(workflow: string, schedule: string): Promise<ScheduleStart> {
+    return this.call('POST', `${scheduleAt(workflow, schedule)}/trigger`, {});
+  }
+
+  backfill(workflow: string, schedule: string, from: Date, to: Date, dryRun: boolean): Promise<ScheduleStart[]> {
+    const body = { from: from.toISOString(), to: to.toISOString(), dry_run: dryRun };
+    return this.call<{ runs: ScheduleStart[] }>('POST', `${scheduleAt(workflow, schedule)}/backfill`, body).then((r) => r.runs);
   }
 
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }> {

@@ -5,6 +5,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { parseTraceParent } from '../runtime/telemetry/traceparent.js';
 import { listEvents, type StreamContext, workflowEvents } from './events.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
+import { scheduleRoutes } from './schedule-routes.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
 
 export interface RouteContext extends StreamContext {
@@ -31,6 +32,7 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
     if (resource === 'events' && parts.length === 2 && method === 'GET') return await listEvents(req, res, c, listFilter(url));
     if (resource === 'dev' && parts.length === 2 && method === 'GET') return send(res, 200, c.dev?.() ?? { definitions: null, handlers: null });
     if (resource === 'definitions') return await definitions(c, req, res, method, parts, url);
+    if (resource === 'schedules') return await scheduleRoutes(rt, req, res, method, parts, url);
     if (resource === 'deploy' && id === 'baseline' && parts.length === 3 && method === 'GET') {
       const names = url.searchParams.get('names');
       return send(res, 200, { versions: await rt.deployBaseline(names === null ? undefined : names.split(',').filter(Boolean)) });

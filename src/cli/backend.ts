@@ -12,7 +12,7 @@ import { type Database, ping } from '../runtime/db/types.js';
 import { cachedImage, keepMigratedImage } from '../runtime/embedded-image.js';
 import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
-import type { LogPage, WorkflowStatus } from '../runtime/wire.js';
+import type { LogPage, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire.js';
 
 export type { ListFilter, WorkflowVersion };
 
@@ -96,6 +96,11 @@ export interface Backend {
   /** The versions a deploy compares with: current ones and those with running workflows (of the names given, or all). */
   deployBaseline(names?: readonly string[]): Promise<BaselineVersion[]>;
   list(filter: ListFilter): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }>;
+  /** Schedules (of one workflow), with their next ticks and latest runs. */
+  schedules(workflow: string | undefined, shown: { next?: number; runs?: number }): Promise<ScheduleRecord[]>;
+  schedule(workflow: string, schedule: string, action: 'pause' | 'resume'): Promise<ScheduleRecord>;
+  trigger(workflow: string, schedule: string): Promise<ScheduleStart>;
+  backfill(workflow: string, schedule: string, from: Date, to: Date, dryRun: boolean): Promise<ScheduleStart[]>;
   /** Whether some process is running handlers (a `--wait` without one would wait forever). */
   readonly remote: boolean;
   close(): Promise<void>;
@@ -144,6 +149,10 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     versions: async (name) => jsonClone(await rt.versions(name)),
     deployBaseline: (names) => rt.deployBaseline(names),
     list: (filter) => rethrow(io, async () => jsonClone(await rt.listWorkflows(filter))),
+    schedules: (workflow, shown) => rethrow(io, async () => jsonClone(await rt.schedules.list(workflow, shown))),
+    schedule: (workflow, schedule, action) => rethrow(io, async () => jsonClone(await rt.schedules[action](workflow, schedule))),
+    trigger: (workflow, schedule) => rethrow(io, () => rt.schedules.trigger(workflow, schedule)),
+    backfill: (workflow, schedule, from, to, dryRun) => rethrow(io, () => rt.schedules.backfill(workflow, schedule, from, to, { dryRun })),
     close: async () => {
       await rt.stop(0);
       await db.close();
@@ -202,6 +211,10 @@ function remoteBackend(io: Io, holder: number): Backend {
     versions: (name) => guard(() => api.versions(name)),
     deployBaseline: (names) => guard(() => api.deployBaseline(names)),
     list: (filter) => guard(() => api.list(filter)),
+    schedules: (workflow, shown) => guard(() => api.schedules(workflow, shown)),
+    schedule: (workflow, schedule, action) => guard(() => api.schedule(workflow, schedule, action)),
+    trigger: (workflow, schedule) => guard(() => api.trigger(workflow, schedule)),
+    backfill: (workflow, schedule, from, to, dryRun) => guard(() => api.backfill(workflow, schedule, from, to, dryRun)),
     close: async () => undefined,
   };
 }

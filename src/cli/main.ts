@@ -25,6 +25,8 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   list: () => import('./commands/list.js'),
   versions: () => import('./commands/versions.js'),
   cancel: () => import('./commands/cancel.js'),
+  schedules: () => import('./commands/schedules.js'),
+  schedule: () => import('./commands/schedule.js'),
   signal: () => import('./commands/signal.js'),
   diagnose: () => import('./commands/diagnose.js'),
   retry: () => import('./commands/retry.js'),

@@ -16,6 +16,8 @@ export const USAGE = {
   list: 'braid list [--state S] [--name N] [--id-prefix P] [--input PATH=VALUE...] [--created-after ISO] [--created-before ISO] [--error TEXT] [--top-level] [--limit N] [--json] [--database URL]',
   versions: 'braid versions NAME [--diff HASH1 HASH2] [--json] [--database URL]',
   cancel: 'braid cancel ID [--json] [--database URL]',
+  schedules: 'braid schedules [NAME] [--next N] [--json] [--database URL]',
+  schedule: 'braid schedule pause|resume|trigger|backfill NAME SCHEDULE [--from ISO --to ISO] [--dry-run] [--json] [--database URL]',
   signal: 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--any-key] [--traceparent TP] [--json] [--database URL]',
   diagnose: 'braid diagnose ID TASK [--json] [--signal-scan-limit N] [--database URL]',
   retry: 'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--on-current] [--json] [--database URL]',

@@ -1,6 +1,7 @@
 import { get, type Live, live } from './api.js';
 import { DagView } from './dag.js';
 import { badge, clear, h, time } from './dom.js';
+import { schedulesSection } from './schedules.js';
 
 interface DefinitionEntry {
   name: string;
@@ -94,8 +95,10 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
 
   async function showGraph(name: string, hash: string | undefined): Promise<void> {
     const def = await get<StoredDefinition>(`/api/definitions/${encodeURIComponent(name)}${hash ? `?hash=${hash}` : ''}`);
+    const schedules = await schedulesSection(name);
     clear(preview);
     preview.append(h('h2', {}, `${def.name} `, h('span', { class: 'mono muted' }, def.hash.slice(0, 12))), h('div', { class: 'graph' }, dag.element));
+    if (schedules) preview.append(schedules);
     const nodes = def.normalized.tasks.map((t) => ({
       id: t.name,
       title: t.for_each !== undefined ? `${t.name} (for each)` : t.name,
