@@ -38,6 +38,8 @@ export interface WorkflowRecord {
   deadline_at: Date | null;
   parent_id: string | null;
   group_name: string | null;
+  /** The schedule whose tick started it (its id is then NAME:SCHEDULE:TICK). */
+  schedule: string | null;
   created_at: Date;
   finalized_at: Date | null;
 }

@@ -146,10 +146,43 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
     }
   };
 
+  const schedules = (def.schedules ?? []).map((x) => x.name);
+  // the schedules a test runs, and those its expected runs name, are the workflow's
+  const scheduleNamed = (name: string, path: Path) => {
+    if (schedules.includes(name)) return;
+    const guess = didYouMean(name, schedules);
+    reporter.report(
+      'test-schema',
+      `${raw.workflow} has no schedule "${name}"`,
+      { path },
+      guess ? `did you mean "${guess}"?` : schedules.length ? `its schedules: ${schedules.join(', ')}` : `${raw.workflow} declares no schedules`,
+    );
+  };
+
   mocks(raw.mocks, ['mocks']);
   raw.tests.forEach((t, i) => {
     mocks(t.mocks, ['tests', i, 'mocks']);
     expectation(t.expect, ['tests', i, 'expect']);
+    if (t.schedules === true && schedules.length === 0)
+      reporter.report('test-schema', `${raw.workflow} declares no schedules to run`, { path: ['tests', i, 'schedules'] });
+    for (const [j, name] of (Array.isArray(t.schedules) ? t.schedules : []).entries()) scheduleNamed(name, ['tests', i, 'schedules', j]);
+    for (const [j, r] of (t.expect?.runs ?? []).entries()) scheduleNamed(r.schedule, ['tests', i, 'expect', 'runs', j, 'schedule']);
+    const started = t.inputs !== undefined || !t.schedules;
+    for (const key of ['state', 'reason', 'output', 'tasks'] as const)
+      if (!started && t.expect && key in t.expect)
+        reporter.report('test-schema', `expect.${key} is about the test's own run: give the test inputs, or expect the schedules' runs`, {
+          path: ['tests', i, 'expect', key],
+          at: 'key',
+        });
+    if (!started)
+      (t.steps ?? []).forEach((step, j) => {
+        for (const key of ['signal', 'cancel', 'retry'])
+          if (key in step)
+            reporter.report('test-schema', `a ${key} step needs the test's own run: give the test inputs (only the schedules start runs without)`, {
+              path: ['tests', i, 'steps', j, key],
+              at: 'key',
+            });
+      });
     (t.steps ?? []).forEach((step, j) => {
       if ('expect' in step) expectation(step.expect as Expect, ['tests', i, 'steps', j, 'expect']);
       if ('signal' in step) {

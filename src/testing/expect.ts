@@ -4,7 +4,7 @@
  */
 
 import { templateOf } from './mocks.js';
-import type { Expect, LogExpect, TaskExpect } from './test-file.js';
+import type { Expect, LogExpect, RunExpect, TaskExpect } from './test-file.js';
 
 /** What a run looks like at one moment, in the terms expectations use. */
 export interface Observed {
@@ -14,6 +14,15 @@ export interface Observed {
   /** Every task by name (expansions as `ship[p1]`). */
   tasks: Record<string, ObservedTask>;
   time: string;
+  /** The runs the schedules started, oldest tick first. */
+  runs: ObservedRun[];
+}
+
+export interface ObservedRun {
+  schedule: string;
+  /** The nominal tick, ISO 8601 UTC. */
+  time: string;
+  state: string;
 }
 
 export interface ObservedTask {
@@ -67,6 +76,26 @@ export function compare(expect: Expect, observed: Observed): Mismatch[] {
   if (expect.time !== undefined && new Date(expect.time).getTime() !== new Date(observed.time).getTime())
     out.push({ path: 'time', expected: expect.time, actual: observed.time });
   for (const [name, want] of Object.entries(expect.tasks ?? {})) out.push(...compareTask(name, want, observed.tasks));
+  if (expect.runs !== undefined) out.push(...compareRuns(expect.runs, observed.runs));
+  return out;
+}
+
+/** The schedules' runs, one for one in order: the same schedule and tick, and the state where one is given. */
+function compareRuns(expected: readonly RunExpect[], actual: readonly ObservedRun[]): Mismatch[] {
+  const shown = (r: { schedule: string; time: string; state?: string }) =>
+    `${r.schedule} ${new Date(r.time).toISOString().replace('.000Z', 'Z')}${r.state ? ` ${r.state}` : ''}`;
+  const out: Mismatch[] = [];
+  for (let i = 0; i < Math.max(expected.length, actual.length); i++) {
+    const want = expected[i];
+    const got = actual[i];
+    const same =
+      want !== undefined &&
+      got !== undefined &&
+      want.schedule === got.schedule &&
+      new Date(want.time).getTime() === new Date(got.time).getTime() &&
+      (want.state === undefined || want.state === got.state);
+    if (!same) out.push({ path: `runs[${i}]`, expected: want ? shown(want) : 'no more runs', actual: got ? shown(got) : 'no more runs' });
+  }
   return out;
 }
 
@@ -113,11 +142,14 @@ function firstMissingLine(expected: readonly LogExpect[], lines: readonly { leve
 
 /** The final expectation a run would pass, as `--update` writes it: state, reason, output, every task's state, time. */
 export function snapshotOf(observed: Observed): Expect {
+  const runs = observed.runs.map((r) => ({ schedule: r.schedule, time: r.time.replace('.000Z', 'Z'), state: r.state }));
+  if (observed.state === 'none') return { ...(runs.length > 0 ? { runs } : {}), time: observed.time };
   return {
     state: observed.state,
     ...(observed.reason !== null ? { reason: observed.reason } : {}),
     ...(observed.output !== null && observed.output !== undefined ? { output: observed.output } : {}),
     tasks: Object.fromEntries(Object.entries(observed.tasks).map(([n, t]) => [n, t.state])),
+    ...(runs.length > 0 ? { runs } : {}),
     time: observed.time,
   };
 }

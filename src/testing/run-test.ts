@@ -7,9 +7,9 @@
 import type { Queryable } from '../runtime/db/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskRecord } from '../runtime/sql/workflows.js';
-import { anyAvailable, currentDefinition, maintenanceDue, recordEnded } from '../runtime/test-support.js';
+import { anyAvailable, currentDefinition, deployTestSchedules, maintenanceDue, recordEnded } from '../runtime/test-support.js';
 import { workflowTree } from './checks.js';
-import { compare, type Mismatch, type Observed, type ObservedTask } from './expect.js';
+import { compare, type Mismatch, type Observed, type ObservedRun, type ObservedTask } from './expect.js';
 import { unhandled } from './mocks.js';
 import type { TestSession } from './session.js';
 import type { TestCase, TestFile } from './test-file.js';
@@ -76,9 +76,14 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
       if (!def) throw new Error(`workflows: no workflow named "${w.name}" is defined (for ${w.id})`);
       await recordEnded(session.db, session.s, { id: w.id, name: w.name, hash: def.hash, state: w.state, output: w.output, at: clock.now() });
     }
+    if (test.schedules) await deployTestSchedules(session.db, session.s, file.workflow, test.schedules, clock.now());
     await rt.startWorker();
     // a fixed id: the run's jittered backoffs and children's ids, and so its virtual times, repeat
-    const id = await rt.start(file.workflow, test.inputs, { id: `test-${test.index + 1}` });
+    const id = test.inputs !== undefined ? await rt.start(file.workflow, test.inputs, { id: `test-${test.index + 1}` }) : undefined;
+    const own = () => {
+      if (id === undefined) throw new Error("this step needs the test's own run: give the test inputs");
+      return rt.workflow(id);
+    };
     await driver.settle();
     for (const [i, step] of test.steps.entries()) {
       at = { step: i, line: step.line, where: `at step ${i + 1} (line ${step.line})` };
@@ -87,15 +92,15 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
           await driver.advanceTo(clock.now().getTime() + step.ms);
           break;
         case 'signal':
-          await rt.workflow(id).signals.emit(step.key, step.payload, { idempotencyKey: step.idempotency_key, source: step.source });
+          await own().signals.emit(step.key, step.payload, { idempotencyKey: step.idempotency_key, source: step.source });
           await driver.settle();
           break;
         case 'cancel':
-          await rt.workflow(id).cancel();
+          await own().cancel();
           await driver.settle();
           break;
         case 'retry':
-          await rt.workflow(id).retry({ mode: step.mode });
+          await own().retry({ mode: step.mode });
           await driver.settle();
           break;
         case 'expect': {
@@ -107,7 +112,12 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
     }
     // then on to the end: time skips to whatever comes next, until the workflow is final or max_time passed
     at = { step: 'run', line: test.line, where: 'running on after its steps' };
-    await driver.runToEnd(id, end);
+    if (id !== undefined) await driver.runToEnd(id, end);
+    else {
+      // only the schedules started runs: no tick after the steps starts, and the runs started go on to their end
+      for (const s of await rt.schedules.list(file.workflow, { next: 0, runs: 0 })) await rt.schedules.pause(file.workflow, s.name);
+      for (const w of (await rt.listWorkflows({ state: 'running', limit: 500 })).workflows) await driver.runToEnd(w.id, end);
+    }
     const observed = await observe(rt, id, clock);
     result.observed = observed;
     result.runs = await runsOf(rt);
@@ -201,8 +211,10 @@ export class Driver {
   }
 }
 
-/** The run in the terms expectations use. */
-export async function observe(rt: Runtime, id: string, clock: VirtualClock): Promise<Observed> {
+/** The run in the terms expectations use (none when the test started none: only its schedules did), and the schedules' runs. */
+export async function observe(rt: Runtime, id: string | undefined, clock: VirtualClock): Promise<Observed> {
+  const runs = await scheduledRuns(rt);
+  if (id === undefined) return { state: 'none', reason: null, output: null, tasks: {}, time: clock.now().toISOString(), runs };
   const w = await rt.workflow(id).load();
   const tasks = await rt.workflow(id).tasks();
   const logs = await handlerLines(rt, id);
@@ -212,7 +224,25 @@ export async function observe(rt: Runtime, id: string, clock: VirtualClock): Pro
     output: w.output ?? null,
     tasks: Object.fromEntries(tasks.map((t) => [t.name, observeTask(t, logs.get(t.name) ?? [])])),
     time: clock.now().toISOString(),
+    runs,
   };
+}
+
+/** Every run a schedule started, oldest tick first: its schedule, nominal tick (UTC, from its key) and state. */
+async function scheduledRuns(rt: Runtime): Promise<ObservedRun[]> {
+  const out: ObservedRun[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await rt.listWorkflows({ limit: 500, cursor });
+    for (const summary of page.workflows) {
+      const w = await rt.workflow(summary.id).load();
+      if (w.schedule === null) continue;
+      const time = w.id.slice(w.name.length + w.schedule.length + 2);
+      out.push({ schedule: w.schedule, time: new Date(time).toISOString(), state: w.state });
+    }
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  return out.sort((a, b) => a.time.localeCompare(b.time) || a.schedule.localeCompare(b.schedule));
 }
 
 function observeTask(t: TaskRecord, logs: { level: string; message: string }[]): ObservedTask {

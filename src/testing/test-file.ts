@@ -32,6 +32,15 @@ export interface Expect {
   output?: unknown;
   tasks?: Record<string, TaskExpect>;
   time?: string;
+  /** The runs the schedules started, oldest tick first. */
+  runs?: RunExpect[];
+}
+
+/** A run a schedule started: its schedule, its nominal tick (UTC), and its state when given. */
+export interface RunExpect {
+  schedule: string;
+  time: string;
+  state?: string;
 }
 
 export type Step =
@@ -51,7 +60,10 @@ export interface KnownOutcome {
 export interface TestCase {
   name: string;
   index: number;
+  /** Undefined: the test starts nothing itself (its schedules do). */
   inputs: unknown;
+  /** The schedules that run on the virtual clock: all of the workflow's, or these. */
+  schedules?: true | string[];
   /** The file's mocks with the test's own over them. */
   mocks: Record<string, Mock>;
   workflows: KnownOutcome[];
@@ -89,6 +101,7 @@ export interface RawTestFile {
   tests: {
     name: string;
     inputs?: unknown;
+    schedules?: boolean | string[];
     mocks?: Record<string, RawMock>;
     workflows?: KnownOutcome[];
     steps?: Record<string, unknown>[];
@@ -191,7 +204,9 @@ function toModel(raw: RawTestFile, file: SourceFile): TestFile {
     tests: raw.tests.map((t, index) => ({
       name: t.name,
       index,
-      inputs: t.inputs ?? {},
+      // with schedules and no inputs the test starts nothing itself
+      inputs: t.inputs ?? (t.schedules ? undefined : {}),
+      ...(t.schedules ? { schedules: t.schedules } : {}),
       mocks: { ...shared, ...mocksOf(t.mocks) },
       workflows: (t.workflows ?? []).map((w) => ({ ...w, output: w.output ?? null })),
       steps: (t.steps ?? []).map((s, i) => toStep(s, line(file, ['tests', index, 'steps', i]))),

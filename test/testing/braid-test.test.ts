@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -113,6 +113,32 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
         .diagnostics.map((d: { rule: string }) => d.rule)
         .sort(),
     ).toEqual(['test-mock-kind', 'test-mock-output', 'test-schema', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
+  });
+
+  it("schedules: a test runs the workflow's schedules on the virtual clock across both 2027 DST changes in Berlin and New York, each policy", async () => {
+    const dir = join(repoRoot, 'test/fixtures/testing/schedules');
+    const r = await runCliInProcess(['test', 'definitions', '--format', 'json'], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout) as { passed: number; failed: number };
+    expect([report.passed, report.failed]).toEqual([8, 0]);
+    // a run that is not where the test says is a failure naming the run
+    const wrong = join(dir, 'definitions', 'wrong_night.test.yaml');
+    writeFileSync(wrong, readFileSync(join(dir, 'definitions', 'berlin_spring.test.yaml'), 'utf8').replace('2027-03-28T01:00:00Z', '2027-03-28T01:30:00Z'));
+    try {
+      const failed = await runCliInProcess(['test', 'definitions/wrong_night.test.yaml'], { cwd: dir, env: { DATABASE_URL: '' } });
+      expect(failed.code).toBe(1);
+      expect(failed.stdout).toContain('runs[1]: expected "berlin 2027-03-28T01:30:00Z completed", got "berlin 2027-03-28T01:00:00Z completed"');
+    } finally {
+      rmSync(wrong);
+    }
+    const bad = await runCliInProcess(['test', 'bad'], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('bad/schedules.test.yaml:5:17: error: nightly has no schedule "berln" [test-schema]');
+    expect(bad.stderr).toContain('hint: did you mean "berlin"?');
+    expect(bad.stderr).toContain("bad/schedules.test.yaml:8:9: error: a signal step needs the test's own run");
+    expect(bad.stderr).toContain("bad/schedules.test.yaml:10:7: error: expect.state is about the test's own run");
+    expect(bad.stderr).toContain('bad/schedules.test.yaml:12:23: error: nightly has no schedule "new_yrok" [test-schema]');
   });
 
   it('a task with no mock and no handler fails its test at once, naming it', async () => {

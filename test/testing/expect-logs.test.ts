@@ -7,6 +7,7 @@ const observed = (logs: { level: string; message: string }[]): Observed => ({
   output: null,
   time: '2026-01-01T00:00:00.000Z',
   tasks: { charge: { state: 'completed', attempts: 2, args: {}, output: {}, wait: {}, logs } },
+  runs: [],
 });
 
 describe("braid test's logs expectation", () => {

@@ -1,6 +1,7 @@
 import type { NormalizedSchedule } from '../../compiler/normalize.js';
 import { jitterOffset } from '../../compiler/schedule/ticks.js';
 import type { Queryable } from '../db/types.js';
+import { currentDefinition } from '../sql/definitions.js';
 import { deleteSchedules, lockSchedulesOf, putSchedule } from '../sql/schedules.js';
 import { deployed } from './decide.js';
 
@@ -43,4 +44,15 @@ export async function deploySchedules(
       nextFireAt: fireAt,
     });
   }
+}
+
+/**
+ * A test's schedules (`braid test` with `schedules:`), deployed on its virtual clock: the workflow's current
+ * version's schedules (all, or those named), unpaused, ticking from `now`; every other schedule is gone.
+ */
+export async function deployTestSchedules(q: Queryable, s: string, workflow: string, names: true | readonly string[], now: Date): Promise<void> {
+  const def = await currentDefinition(q, s, workflow);
+  if (!def) return;
+  const chosen = (def.normalized.schedules ?? []).filter((x) => names === true || names.includes(x.name)).map((x) => ({ ...x, paused: false }));
+  await deploySchedules(q, s, workflow, def.hash, chosen, now);
 }
