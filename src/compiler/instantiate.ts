@@ -29,6 +29,8 @@ export interface CompileOptions {
   /** The creation time everything relative is measured from; the current time by default. */
   now?: Date | string;
   limits?: Partial<CompileLimits>;
+  /** The definition's hash when the caller has it (a registered version's): not worked out again. */
+  hash?: string;
 }
 
 const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -47,7 +49,7 @@ export function compile(definition: WorkflowDefinition | NormalizedDefinition, i
 function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, inputs: unknown, options: CompileOptions, limits: CompileLimits): Plan {
   const normalized = 'normalized' in definition ? definition.normalized : definition;
   const source = 'source' in definition ? definition.source : undefined;
-  const hash = 'hash' in definition ? definition.hash : undefined;
+  const hash = 'hash' in definition ? definition.hash : options.hash;
   const problems = new Problems(source ?? { path: `<${normalized.name}>` });
   // a definition with more tasks than a plan may have is refused before any of them is worked on
   if (normalized.tasks.length > limits.planTasks) {

@@ -25,6 +25,7 @@ export const HEAVY = [
   'test/runtime/busy-handler.test.ts',
   'test/runtime/faults.test.ts',
   'test/runtime/multi-process.test.ts',
+  'test/runtime/schedule-processes.test.ts',
   'test/runtime/silent-outage.test.ts',
   'test/runtime/timer-storm.test.ts',
 ];

@@ -23,9 +23,21 @@ export interface DstPolicy {
 
 export const DEFAULT_DST: DstPolicy = { repeated: 'first', skipped: 'shift' };
 
-/** The cron arithmetic itself (croner), on wall times: 5 fields, or 6 with seconds, or a macro. */
+const crons = new Map<string, Cron>();
+
+/**
+ * The cron arithmetic itself (croner), on wall times: 5 fields, or 6 with seconds, or a macro. Parsed once per
+ * pattern (a Cron without a function schedules nothing; its next and previous runs are pure).
+ */
 export function cronOf(pattern: string): Cron {
-  return new Cron(pattern, { timezone: 'UTC', mode: '5-or-6-parts' });
+  let cron = crons.get(pattern);
+  if (!cron) {
+    // wall times are read as UTC: an offset of 0, not the zone UTC, which costs croner an Intl reading per step
+    cron = new Cron(pattern, { utcOffset: 0, mode: '5-or-6-parts' });
+    if (crons.size >= 10_000) crons.clear();
+    crons.set(pattern, cron);
+  }
+  return cron;
 }
 
 const MAX_STEPS = 1_000_000;
@@ -83,8 +95,10 @@ function insertSorted(list: number[], t: number): void {
   list.splice(i, 0, t);
 }
 
+/** The zone's offsets two days either side of an instant and at it: probed on the hour, so nearby instants share them. */
 function offsetsNear(zone: string, t: number): number[] {
-  return [t - 2 * DAY, t, t + 2 * DAY].map((x) => offsetAt(zone, x));
+  const hour = Math.floor(t / 3_600_000) * 3_600_000;
+  return [hour - 2 * DAY, hour, hour + 2 * DAY + 3_600_000].map((x) => offsetAt(zone, x));
 }
 
 function largestOffsetNear(zone: string, wall: number): number {
@@ -127,39 +141,61 @@ export function ticksBetween(timing: ScheduleTiming, from: number, to: number, m
   return { ticks, more: false };
 }
 
-/** The latest nominal tick at or before an instant, after `after` (undefined when none). */
+/**
+ * The latest nominal tick at or before an instant, after `after` (undefined when none). A cron's wall times are
+ * walked backwards (croner's previousRuns) from the zone's reading of the instant, a few at a time, until none
+ * earlier could map past the best found: a long downtime costs the same as a short one.
+ */
 export function latestTickBetween(timing: ScheduleTiming, after: number, atOrBefore: number): number | undefined {
+  const start = timing.start_at ? Date.parse(timing.start_at) : Number.NEGATIVE_INFINITY;
+  const end = timing.end_at ? Date.parse(timing.end_at) : Number.POSITIVE_INFINITY;
+  const lower = Math.max(after, start - 1);
+  const upper = Math.min(atOrBefore, end - 1);
+  if (upper <= lower) return undefined;
   if (timing.every_ms) {
-    const anchor = timing.start_at ? Date.parse(timing.start_at) : 0;
-    if (atOrBefore < anchor) return undefined;
-    const t = anchor + Math.floor((atOrBefore - anchor) / timing.every_ms) * timing.every_ms;
-    const end = timing.end_at ? Date.parse(timing.end_at) : Number.POSITIVE_INFINITY;
-    return t > after && t < end ? t : undefined;
+    const anchor = timing.start_at ? start : 0;
+    if (upper < anchor) return undefined;
+    const t = anchor + Math.floor((upper - anchor) / timing.every_ms) * timing.every_ms;
+    return t > lower ? t : undefined;
   }
-  let latest: number | undefined;
-  // a cron's ticks are walked from `after`, a day at a time back from the end, so a long downtime costs little
-  let from = Math.max(after, atOrBefore - 86_400_000);
-  for (;;) {
-    for (const t of ticksAfter(timing, from)) {
-      if (t > atOrBefore) break;
-      latest = t;
-    }
-    if (latest !== undefined || from <= after) return latest;
-    from = Math.max(after, atOrBefore - (atOrBefore - from) * 8);
+  const cron = cronOf(timing.cron ?? '');
+  const zone = timing.timezone;
+  const near = offsetsNear(zone, upper);
+  const [least, most] = [Math.min(...near), Math.max(...near)];
+  let best: number | undefined;
+  // one past the latest wall time that can map to `upper` or before (previousRuns counts from before its reference)
+  let reference = upper + most + 1;
+  for (let round = 0; round < 10_000; round++) {
+    const walls = cron.previousRuns(4, new Date(reference)).map((d) => d.getTime());
+    for (const wall of walls) for (const t of instantsFor(zone, wall, timing.dst)) if (t <= upper && t > lower && (best === undefined || t > best)) best = t;
+    const earliest = walls[walls.length - 1];
+    // earlier wall times map no later than this, read with the smallest offset near
+    if (walls.length < 4 || earliest - least <= (best ?? lower)) return best;
+    reference = earliest;
   }
+  return best;
 }
 
-/** The shortest gap between consecutive ticks over a reference year (for "a jitter longer than the interval"). */
+const intervals = new Map<string, number | undefined>();
+
+/**
+ * The shortest gap between consecutive ticks among the first hundred of a reference year (for "a jitter longer
+ * than the interval"), kept per clock: a project with thousands of schedules on a few cron lines works it out once each.
+ */
 export function shortestInterval(timing: ScheduleTiming): number | undefined {
   if (timing.every_ms) return timing.every_ms;
+  const key = JSON.stringify([timing.cron, timing.timezone, timing.dst]);
+  if (intervals.has(key)) return intervals.get(key);
   let shortest: number | undefined;
   let previous: number | undefined;
   let n = 0;
   for (const t of ticksAfter({ ...timing, start_at: undefined, end_at: undefined }, Date.UTC(2027, 0, 1))) {
     if (previous !== undefined) shortest = Math.min(shortest ?? Number.POSITIVE_INFINITY, t - previous);
     previous = t;
-    if (++n > 400 || t > Date.UTC(2028, 0, 1)) break;
+    if (++n > 100 || t > Date.UTC(2028, 0, 1)) break;
   }
+  if (intervals.size >= 10_000) intervals.clear();
+  intervals.set(key, shortest);
   return shortest;
 }
 

@@ -45,14 +45,11 @@ export function wallOf(zone: string, instant: number): number {
 }
 
 const MINUTE = 60_000;
+const HOUR_MS = 3_600_000;
 const offsets = new Map<string, number>();
 
-/**
- * The zone's offset from UTC at an instant. The zones change their offsets on whole minutes, so the answer is
- * kept per zone and minute (a cron with seconds asks sixty times a minute); the cache is dropped when it grows.
- */
-export function offsetAt(zone: string, instant: number): number {
-  const minute = Math.floor(instant / MINUTE) * MINUTE;
+/** The zone's offset at a whole minute, read from the platform (kept, the cache dropped when it grows). */
+function offsetAtMinute(zone: string, minute: number): number {
   const key = `${zone}@${minute}`;
   let offset = offsets.get(key);
   if (offset === undefined) {
@@ -63,6 +60,19 @@ export function offsetAt(zone: string, instant: number): number {
     offsets.set(key, offset);
   }
   return offset;
+}
+
+/**
+ * The zone's offset from UTC at an instant. Zones change their offsets on whole minutes, at most once an hour:
+ * an hour whose two ends read the same offset has it throughout (two readings, kept); only an hour with a change
+ * in it is read minute by minute.
+ */
+export function offsetAt(zone: string, instant: number): number {
+  if (zone === 'UTC') return 0;
+  const hour = Math.floor(instant / HOUR_MS) * HOUR_MS;
+  const start = offsetAtMinute(zone, hour);
+  if (offsetAtMinute(zone, hour + HOUR_MS) === start) return start;
+  return offsetAtMinute(zone, Math.floor(instant / MINUTE) * MINUTE);
 }
 
 const HOUR = 3_600_000;

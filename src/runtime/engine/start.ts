@@ -31,7 +31,7 @@ export async function startIn(
   o: StartIn = {},
 ): Promise<{ id: string; existing: boolean }> {
   const { compile } = await compiler();
-  const plan = compile(def.normalized, inputs, { id: o.id, now: ctx.now, limits: o.limits });
+  const plan = compile(def.normalized, inputs, { id: o.id, now: ctx.now, limits: o.limits, hash: def.hash });
   if (o.id !== undefined) {
     await lockWorkflowId(tx, ctx.schema, o.id);
     // the inputs as started (defaults applied) decide, as the stored ones were
@@ -41,7 +41,6 @@ export async function startIn(
       return { id: o.id, existing: true };
     }
   }
-  plan.workflow.definition.hash = def.hash;
   const tracing = ctx.tracing;
   const span =
     tracing?.begin(

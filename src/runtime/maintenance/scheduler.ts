@@ -40,11 +40,13 @@ export class SchedulerService implements MaintenanceService {
       const lane = async () => {
         while (next < due.length && stillLeading(ctx)) {
           const { workflow_name, name } = due[next++];
-          started += await fireSchedule(ctx, workflow_name, name).catch((error: Error) => {
+          // awaited before adding: `started += await ...` would read `started` before the other lanes add theirs
+          const n = await fireSchedule(ctx, workflow_name, name).catch((error: Error) => {
             if (error instanceof LeaseLost) return 0;
             ctx.log.warn(`leader: schedule ${workflow_name}/${name}: ${error.message} (tried again at the next pass)`);
             return 0;
           });
+          started += n;
         }
       };
       await Promise.all(Array.from({ length: Math.min(PARALLEL, due.length) }, lane));

@@ -11,17 +11,30 @@ export interface TickState {
 }
 
 /**
- * The tick to handle now, if any: a nominal tick fires at its time plus the schedule's jitter offset. Of the
- * ticks missed (after the last one handled), those within `catchup` of now run each in turn, oldest first;
- * when none is, only the latest missed one does.
+ * The tick to handle now, if any, and the one after it: a nominal tick fires at its time plus the schedule's
+ * jitter offset. Of the ticks missed (after the last one handled), those within `catchup` of now run each in
+ * turn, oldest first; when none is, only the latest missed one does. The stored next tick answers the common
+ * case (the schedule is on time) with one step of the clock.
  */
-export function dueTick(spec: NormalizedSchedule, jitter: number, state: TickState, now: number): number | undefined {
+export function dueTick(
+  spec: NormalizedSchedule,
+  jitter: number,
+  state: TickState & { nextTick?: number | null },
+  now: number,
+): { tick: number; next: number | undefined } | undefined {
   const horizon = now - jitter;
   const lower = Math.max(state.lastTick ?? Number.NEGATIVE_INFINITY, state.since);
   if (horizon <= lower) return undefined;
+  const stored = state.nextTick;
+  if (stored !== undefined && stored !== null && stored > lower) {
+    // the stored next tick is the first after the last one handled: not yet due, nothing is
+    if (stored > horizon) return undefined;
+    const next = tickAfter(spec, stored);
+    if (next === undefined || next > horizon) return { tick: stored, next };
+  }
   const first = ticksAfter(spec, Math.max(lower, horizon - spec.catchup_ms - 1)).next();
-  if (!first.done && first.value <= horizon) return first.value;
-  return latestTickBetween(spec, lower, horizon);
+  const tick = !first.done && first.value <= horizon ? first.value : latestTickBetween(spec, lower, horizon);
+  return tick === undefined ? undefined : { tick, next: tickAfter(spec, tick) };
 }
 
 /** The tick after one (or after an instant), if the schedule has another. */

@@ -1,27 +1,28 @@
 import { jitterOffset, tickRunId } from '../../compiler/schedule/ticks.js';
-import { workflowWrite } from '../context.js';
+import { advancing, workflowWrite } from '../context.js';
 import type { Queryable } from '../db/types.js';
 import { describeError } from '../describe-error.js';
 import type { AdvanceContext } from '../engine/context.js';
-import { leaderWrite, type MaintenanceContext } from '../maintenance/service.js';
-import { currentDefinition } from '../sql/definitions.js';
-import { undoneOnError } from '../sql/effects.js';
+import { type MaintenanceContext, stillLeading } from '../maintenance/service.js';
 import { lockSchedule, recordTick, runningRuns, type ScheduleRow } from '../sql/schedules.js';
-import { dueTick, overlapAction, tickAfter } from './decide.js';
+import { dueTick, overlapAction } from './decide.js';
 
 /** Ticks one schedule handles in a pass at most: a long catch-up goes on in the next pass. */
 const TICKS_PER_PASS = 100;
 
 /**
  * Handles a schedule's due ticks, each in a transaction of its own that locks the schedule's row (a second
- * leader skips it while it is held; the leader's lease fences it) and records what the tick did with the run it started.
+ * leader skips it while it is held) and records what the tick did with the run it started.
  * Runs that must be cancelled first (overlap cancel_previous) are cancelled each in its own transaction, as
  * every write on a workflow is. Returns how many runs it started.
  */
 export async function fireSchedule(ctx: MaintenanceContext, workflow: string, name: string): Promise<number> {
   let started = 0;
   for (let i = 0; i < TICKS_PER_PASS; i++) {
-    const step = await leaderWrite(ctx, (tx, advance) => tickOnce(tx, advance, workflow, name));
+    // not fenced by the lease (a share lock on it per tick would hold its renewal back behind thousands of ticks):
+    // the schedule's row lock and the run's business key already make each tick start once, whoever leads
+    if (!stillLeading(ctx)) break;
+    const step = await advancing(ctx, (tx, advance) => tickOnce(tx, advance, workflow, name));
     if (step.kind === 'idle') break;
     if (step.kind === 'started') started++;
     if (step.kind === 'cancel') {
@@ -48,15 +49,15 @@ async function tickOnce(tx: Queryable, advance: AdvanceContext, workflow: string
     await record(tx, advance, row, { ...state, buffered: null }, run);
     return run.error ? { kind: 'handled' } : { kind: 'started' };
   }
-  const tick = dueTick(spec, jitter, { since: row.since.getTime(), lastTick: state.lastTick }, now);
-  if (tick === undefined) return { kind: 'idle' };
+  const due = dueTick(spec, jitter, { since: row.since.getTime(), lastTick: state.lastTick, nextTick: state.nextTick }, now);
+  if (due === undefined) return { kind: 'idle' };
+  const { tick } = due;
   const action = overlapAction(spec.overlap, running.length, state.buffered !== null);
   if (action === 'cancel_previous') {
     const stopping = running.filter((r) => !r.cancel_requested).map((r) => r.id);
     if (stopping.length > 0) return { kind: 'cancel', ids: stopping };
   }
-  const next = tickAfter(spec, tick) ?? null;
-  const after = { lastTick: tick, nextTick: next, buffered: state.buffered };
+  const after = { lastTick: tick, nextTick: due.next ?? null, buffered: state.buffered };
   if (action === 'skip') {
     await record(tx, advance, row, after, { outcome: 'skipped' });
     return { kind: 'handled' };
@@ -83,29 +84,28 @@ interface TickRun {
 export async function startTick(
   tx: Queryable,
   advance: AdvanceContext,
-  row: Pick<ScheduleRow, 'workflow_name' | 'name' | 'spec'>,
+  row: Pick<ScheduleRow, 'workflow_name' | 'name' | 'spec' | 'definition_hash'>,
   tick: number,
   id?: string,
 ): Promise<TickRun> {
   const runId = id ?? tickRunId(row.workflow_name, row.name, tick);
-  const def = await currentDefinition(tx, advance.s, row.workflow_name);
-  if (!def) return { outcome: 'failed', error: `workflow "${row.workflow_name}" has no registered version` };
+  // the version that deployed the schedule is the current one (a deploy replaces the rows): cached by hash
+  const normalized = await advance.definitions.get(tx, row.workflow_name, row.definition_hash);
   const [{ tickInputs }, { startIn }] = await Promise.all([import('../../compiler/schedule/inputs.js'), import('../engine/start.js')]);
   try {
-    const { existing } = await undoneOnError(tx, () => startIn(tx, advance, def, tickInputs(row.spec, tick), { id: runId, extras: { schedule: row.name } }));
+    // what refuses a tick (its inputs, a conflicting id, a value Postgres cannot store) is found before any write
+    const def = { name: row.workflow_name, hash: row.definition_hash, normalized };
+    const { existing } = await startIn(tx, advance, def, tickInputs(row.spec, tick), { id: runId, extras: { schedule: row.name } });
     return { outcome: existing ? 'existing' : 'started', runId };
   } catch (error) {
-    // the database failing is the pass's failure (tried again); anything else is this tick's
-    if (isDatabaseError(error)) throw error;
+    // what is wrong with this tick is its failure; anything else (the database) fails the pass, tried again
+    if (!TICK_PROBLEMS.has((error as Error)?.name)) throw error;
     return { outcome: 'failed', runId, error: describeError(error).message };
   }
 }
 
-/** An error of the database or the connection to it: a SQLSTATE, a system error code, or a deadline passed. */
-function isDatabaseError(error: unknown): boolean {
-  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
-  return (typeof code === 'string' && /^([0-9A-Z]{5}|E[A-Z]+)$/.test(code)) || (typeof name === 'string' && /Deadline|Timeout|Connection|Database/.test(name));
-}
+/** The errors that refuse one tick's run for what it is: its inputs, a taken id, a value Postgres cannot store. */
+const TICK_PROBLEMS = new Set(['CompileError', 'TemplateError', 'WorkflowConflictError', 'UnstorableValueError', 'RangeError']);
 
 async function record(
   tx: Queryable,

@@ -39,19 +39,6 @@ export async function underSavepoint(tx: Queryable, fn: () => Promise<boolean>, 
   }
 }
 
-/** Runs fn under a savepoint of tx: when it throws, what it did is undone, the transaction goes on, and the error is rethrown. */
-export async function undoneOnError<T>(tx: Queryable, fn: () => Promise<T>): Promise<T> {
-  await tx.query('SAVEPOINT braid_undo');
-  try {
-    const result = await fn();
-    await tx.query('RELEASE SAVEPOINT braid_undo');
-    return result;
-  } catch (error) {
-    await tx.query('ROLLBACK TO SAVEPOINT braid_undo');
-    throw error;
-  }
-}
-
 export async function deleteEffect(q: Queryable, s: string, workflowId: string, id: string): Promise<void> {
   await q.query(`DELETE FROM ${s}.effects WHERE workflow_id = $1 AND id = $2`, [workflowId, id]);
 }
