@@ -254,6 +254,12 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.locator('article[data-definition="review_flow"]').waitFor();
     await page.waitForFunction(() => document.querySelectorAll('.preview g.node').length === 5);
     expect(await page.locator('article[data-definition="review_flow"] .badge').textContent()).toBe('valid');
+    // a workflow with a schedule shows it: its clock, its next ticks in UTC and in its zone
+    await page.goto(`${dev.url}/definitions?name=monthly_billing`);
+    await page.locator('[data-testid="schedules"] article[data-schedule="monthly"]').waitFor();
+    expect(await page.locator('article[data-schedule="monthly"] .mono').first().textContent()).toBe('cron 0 6 1 * * (Europe/Berlin)');
+    expect(await page.locator('article[data-schedule="monthly"] tr[data-tick]').count()).toBe(5);
+    expect(await page.locator('article[data-schedule="monthly"] tr[data-tick] td').nth(1).textContent()).toMatch(/^\d{4}-\d{2}-01T06:00:00\+0[12]:00$/);
   });
 
   it('a broken save shows the hot-reload banner until it is fixed', async () => {
