@@ -1,15 +1,44 @@
 import { humanDuration, type ScheduleRecord } from '../../runtime/wire.js';
-import { get } from './api.js';
-import { badge, h, time } from './dom.js';
+import { get, post } from './api.js';
+import { confirmAction, toast } from './dialog.js';
+import { badge, clear, h, time } from './dom.js';
 
-/** A workflow's deployed schedules: clock and policies, paused or not, the next ticks (UTC and local), the latest runs. */
+/**
+ * A workflow's deployed schedules: clock and policies, paused or not, the next ticks (UTC and local), the latest
+ * runs; and the operator's pause, resume and run-now, each confirmed, the section read again after.
+ */
 export async function schedulesSection(workflow: string): Promise<HTMLElement | null> {
-  const { schedules } = await get<{ schedules: ScheduleRecord[] }>(`/api/schedules?workflow=${encodeURIComponent(workflow)}&next=5&runs=5`);
+  const load = () => get<{ schedules: ScheduleRecord[] }>(`/api/schedules?workflow=${encodeURIComponent(workflow)}&next=5&runs=5`);
+  const { schedules } = await load();
   if (schedules.length === 0) return null;
-  return h('section', { class: 'schedules', 'data-testid': 'schedules' }, h('h3', {}, 'Schedules'), schedules.map(scheduleCard));
+  const section = h('section', { class: 'schedules', 'data-testid': 'schedules' });
+  const render = (list: ScheduleRecord[]) => {
+    clear(section);
+    section.append(h('h3', {}, 'Schedules'), ...list.map((s) => scheduleCard(s, act)));
+  };
+  async function act(s: ScheduleRecord, action: 'pause' | 'resume' | 'trigger'): Promise<void> {
+    const what = { pause: 'Pause', resume: 'Resume', trigger: 'Run now' }[action];
+    const why = {
+      pause: 'No tick starts until it is resumed.',
+      resume: 'It ticks again from now; the ticks missed while paused do not run.',
+      trigger: 'A run starts now, outside the clock.',
+    }[action];
+    if (!(await confirmAction(`${what} ${s.workflow}/${s.name}?`, why, what))) return;
+    try {
+      await post(`/api/schedules/${encodeURIComponent(s.workflow)}/${encodeURIComponent(s.name)}/${action}`, {});
+      toast(`${s.name}: ${action === 'trigger' ? 'a run started' : action === 'pause' ? 'paused' : 'resumed'}.`);
+      render((await load()).schedules);
+    } catch (error) {
+      toast((error as Error).message, 'error');
+    }
+  }
+  render(schedules);
+  return section;
 }
 
-function scheduleCard(s: ScheduleRecord): HTMLElement {
+type Act = (s: ScheduleRecord, action: 'pause' | 'resume' | 'trigger') => Promise<void>;
+
+function scheduleCard(s: ScheduleRecord, act: Act): HTMLElement {
   const clock = s.cron !== undefined ? `cron ${s.cron} (${s.timezone})` : `every ${humanDuration(s.every_ms ?? 0)}`;
   const policies = [
     `overlap ${s.overlap}`,
@@ -22,6 +51,17 @@ function scheduleCard(s: ScheduleRecord): HTMLElement {
     'article',
     { class: 'schedule', 'data-schedule': s.name },
     h('h4', {}, s.name, ' ', s.paused ? badge('paused') : null),
+    h(
+      'div',
+      { class: 'actions' },
+      h(
+        'button',
+        { type: 'button', 'data-testid': 'schedule-toggle', onclick: () => void act(s, s.paused ? 'resume' : 'pause') },
+        s.paused ? 'Resume' : 'Pause',
+      ),
+      ' ',
+      h('button', { type: 'button', 'data-testid': 'schedule-trigger', onclick: () => void act(s, 'trigger') }, 'Run now'),
+    ),
     h('p', { class: 'mono' }, clock),
     h('p', { class: 'muted' }, policies),
     s.last_tick
