@@ -46,6 +46,9 @@ describe(`braid schedules and braid schedule (${backend})`, () => {
     );
     expect((await cli('schedule', 'backfill', 'nightly_report', 'nightly', ...range)).stdout).toMatch(/3 tick\(s\): 3 started, 0 already there, 0 failed\n$/);
     expect((await cli('schedule', 'backfill', 'nightly_report', 'nightly', ...range)).stdout).toMatch(/3 tick\(s\): 0 started, 3 already there, 0 failed\n$/);
+    expect((await cli('status', 'nightly_report:nightly:2027-03-28T01:00:00Z')).stdout).toContain(
+      'started by schedule nightly for its tick 2027-03-28T01:00:00Z\n',
+    );
     const triggered = JSON.parse((await cli('schedule', 'trigger', 'nightly_report', 'nightly', '--json')).stdout);
     expect(triggered).toMatchObject({ status: 'started', id: `nightly_report:nightly:${triggered.time}` });
     expect((await cli('schedule', 'resume', 'nightly_report', 'nightly')).stdout).not.toContain('PAUSED');

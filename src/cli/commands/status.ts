@@ -39,6 +39,8 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
       `${w.state === 'running' ? '' : ` at ${w.finalized_at}`}  (attempt ${w.attempt}, created ${w.created_at})`,
     `tasks: ${tasks.length} total, ${w.tasks_open} open, ${w.tasks_failed} failed`,
   ];
+  // a run a schedule started says which, and its tick (the rest of its key)
+  if (w.schedule) lines.push(`started by schedule ${w.schedule} for its tick ${w.id.slice(w.name.length + w.schedule.length + 2)}`);
   // a workflow moved between versions says so: what it runs now, and each move
   for (const u of upgrades ?? []) lines.push(`upgraded ${new Date(u.at).toISOString()}: ${u.from.slice(0, 12)} -> ${u.to.slice(0, 12)}`);
   if (w.output !== null && w.output !== undefined) lines.push(`output: ${JSON.stringify(w.output)}`);
