@@ -260,14 +260,16 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     expect(await page.locator('article[data-schedule="monthly"] .mono').first().textContent()).toBe('cron 0 6 1 * * (Europe/Berlin)');
     expect(await page.locator('article[data-schedule="monthly"] tr[data-tick]').count()).toBe(5);
     expect(await page.locator('article[data-schedule="monthly"] tr[data-tick] td').nth(1).textContent()).toMatch(/^\d{4}-\d{2}-01T06:00:00\+0[12]:00$/);
-    // the operator pauses it (confirmed), and the CLI sees it paused
+    // the operator pauses it (confirmed): the CLI sees it paused, and so does the page when read again
+    const paused = async () => JSON.parse(await cli(['schedules', 'monthly_billing', '--json']))[0].paused as boolean;
     await page.locator('article[data-schedule="monthly"] [data-testid="schedule-toggle"]').click();
     await page.locator('[data-testid="dialog-confirm"]').click();
+    await until(paused, 30_000, 200);
+    await page.goto(`${dev.url}/definitions?name=monthly_billing`);
     await page.locator('article[data-schedule="monthly"] .badge[data-state="paused"]').waitFor();
-    expect(JSON.parse(await cli(['schedules', 'monthly_billing', '--json']))[0].paused).toBe(true);
     await page.locator('article[data-schedule="monthly"] [data-testid="schedule-toggle"]').click();
     await page.locator('[data-testid="dialog-confirm"]').click();
-    await page.waitForFunction(() => !document.querySelector('article[data-schedule="monthly"] .badge[data-state="paused"]'));
+    await until(async () => !(await paused()), 30_000, 200);
   });
 
   it('a broken save shows the hot-reload banner until it is fixed', async () => {

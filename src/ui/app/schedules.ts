@@ -12,9 +12,9 @@ export async function schedulesSection(workflow: string): Promise<HTMLElement | 
   const { schedules } = await load();
   if (schedules.length === 0) return null;
   const section = h('section', { class: 'schedules', 'data-testid': 'schedules' });
-  const render = (list: ScheduleRecord[]) => {
-    clear(section);
-    section.append(h('h3', {}, 'Schedules'), ...list.map((s) => scheduleCard(s, act)));
+  const render = (target: HTMLElement, list: ScheduleRecord[]) => {
+    clear(target);
+    target.append(h('h3', {}, 'Schedules'), ...list.map((s) => scheduleCard(s, act)));
   };
   async function act(s: ScheduleRecord, action: 'pause' | 'resume' | 'trigger'): Promise<void> {
     const what = { pause: 'Pause', resume: 'Resume', trigger: 'Run now' }[action];
@@ -27,12 +27,14 @@ export async function schedulesSection(workflow: string): Promise<HTMLElement | 
     try {
       await post(`/api/schedules/${encodeURIComponent(s.workflow)}/${encodeURIComponent(s.name)}/${action}`, {});
       toast(`${s.name}: ${action === 'trigger' ? 'a run started' : action === 'pause' ? 'paused' : 'resumed'}.`);
-      render((await load()).schedules);
+      // into whichever section is on the page: a reload of the view may have replaced this one meanwhile
+      const shown = section.isConnected ? section : document.querySelector<HTMLElement>('[data-testid="schedules"]');
+      if (shown) render(shown, (await load()).schedules);
     } catch (error) {
       toast((error as Error).message, 'error');
     }
   }
-  render(schedules);
+  render(section, schedules);
   return section;
 }
 
