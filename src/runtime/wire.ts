@@ -393,3 +393,8 @@ export interface ScheduleStart {
   status: 'started' | 'existing' | 'failed' | 'would_start';
   error?: string;
 }
+
+/** The tick a schedule's run was started for: its key is NAME:SCHEDULE:TICK (null for a run no schedule started). */
+export function scheduledTick(w: Pick<WorkflowRecord, 'id' | 'name' | 'schedule'>): string | null {
+  return w.schedule === null ? null : w.id.slice(w.name.length + w.schedule.length + 2);
+}

@@ -8,6 +8,7 @@ import type { Queryable } from '../runtime/db/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskRecord } from '../runtime/sql/workflows.js';
 import { anyAvailable, currentDefinition, deployTestSchedules, maintenanceDue, recordEnded } from '../runtime/test-support.js';
+import { scheduledTick } from '../runtime/wire.js';
 import { workflowTree } from './checks.js';
 import { compare, type Mismatch, type Observed, type ObservedRun, type ObservedTask } from './expect.js';
 import { unhandled } from './mocks.js';
@@ -237,8 +238,7 @@ async function scheduledRuns(rt: Runtime): Promise<ObservedRun[]> {
     for (const summary of page.workflows) {
       const w = await rt.workflow(summary.id).load();
       if (w.schedule === null) continue;
-      const time = w.id.slice(w.name.length + w.schedule.length + 2);
-      out.push({ schedule: w.schedule, time: new Date(time).toISOString(), state: w.state });
+      out.push({ schedule: w.schedule, time: new Date(scheduledTick(w)!).toISOString(), state: w.state });
     }
     cursor = page.next_cursor ?? undefined;
   } while (cursor);

@@ -1,4 +1,4 @@
-import { type AttemptSpan, attemptHistory, attemptText, humanDuration, type WorkflowStatus } from '../../runtime/wire.js';
+import { type AttemptSpan, attemptHistory, attemptText, humanDuration, scheduledTick, type WorkflowStatus } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';
@@ -40,7 +40,7 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
     `tasks: ${tasks.length} total, ${w.tasks_open} open, ${w.tasks_failed} failed`,
   ];
   // a run a schedule started says which, and its tick (the rest of its key)
-  if (w.schedule) lines.push(`started by schedule ${w.schedule} for its tick ${w.id.slice(w.name.length + w.schedule.length + 2)}`);
+  if (w.schedule) lines.push(`started by schedule ${w.schedule} for its tick ${scheduledTick(w)}`);
   // a workflow moved between versions says so: what it runs now, and each move
   for (const u of upgrades ?? []) lines.push(`upgraded ${new Date(u.at).toISOString()}: ${u.from.slice(0, 12)} -> ${u.to.slice(0, 12)}`);
   if (w.output !== null && w.output !== undefined) lines.push(`output: ${JSON.stringify(w.output)}`);
