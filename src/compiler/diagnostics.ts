@@ -41,6 +41,7 @@ export const RULES = [
   'deploy-args-shape',
   'deploy-inputs',
   'schedule',
+  'flow-control',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

@@ -7,6 +7,7 @@ import { scalarOffsets } from './cel/scalar-offsets.js';
 import { hasTemplate } from './cel/templates.js';
 import { CompileError, type CompileLimits, DEFAULT_COMPILE_LIMITS } from './compile-error.js';
 import { type Diagnostic, pointer, printable, type Rule } from './diagnostics.js';
+import { FLOW_FAILED, resolveFlow } from './flow.js';
 import {
   definitionHash as definitionHashOf,
   type NormalizedDefinition,
@@ -94,7 +95,7 @@ function compileWithin(definition: WorkflowDefinition | NormalizedDefinition, in
         if (key === null) return;
       }
       const name = item === NO_ITEM ? task.name : `${task.name}[${key ?? index}]`;
-      const planTask = instantiateTask(task, name, item === NO_ITEM ? null : index, key, itemContext, now, problems);
+      const planTask = instantiateTask(task, name, item === NO_ITEM ? null : index, key, itemContext, now, problems, normalized.concurrency);
       if (planTask) {
         tasks.push(planTask);
         names.push(name);
@@ -199,6 +200,7 @@ function instantiateTask(
   context: Record<string, unknown>,
   now: Date,
   problems: Problems,
+  workflowConcurrency: NormalizedDefinition['concurrency'],
 ): PlanTask | undefined {
   const base = ['tasks', task.name];
   // templates reading deps wait for them: kept as written, rendered when the task becomes available
@@ -208,6 +210,8 @@ function instantiateTask(
   const scheduledAt = resolveScheduledAt(task, context, now, problems);
   const wait = task.wait ? instantiateWait(task, task.wait, context, problems) : null;
   if (args === FAILED || metadata === FAILED || scheduledAt === FAILED || wait === FAILED) return undefined;
+  const flow = resolveFlow(task.flow, workflowConcurrency, { ...context, args }, base, (path, message) => problems.at(path, message, 'flow-control'));
+  if (flow === FLOW_FAILED) return undefined;
   return {
     name,
     template: task.name,
@@ -232,6 +236,7 @@ function instantiateTask(
     start: task.kind === START_KIND && task.start ? task.start : null,
     metadata,
     deferred: deferredAt.length === 0 ? null : { paths: deferredAt, ...(index !== null ? { item: context.item } : {}) },
+    ...(flow ? { flow } : {}),
   };
 }
 

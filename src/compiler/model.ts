@@ -15,6 +15,14 @@ export interface Definition {
   timeout?: string;
   /** Clocks that start the workflow. */
   schedules: ScheduleDef[];
+  /** At most `limit` runs per key with a task in flight. */
+  concurrency?: ConcurrencyDef;
+  /** The fairness of every task that sets none (as `defaults:` would). */
+  fairness?: FairnessDef;
+  /** The rate limit of every task that sets none (as `defaults:` would). */
+  rate_limit?: RateLimitDef;
+  /** Starts with one key within `quiet` make one run. */
+  debounce?: DebounceDef;
   /** The plain JSON value as parsed. */
   raw: Record<string, unknown>;
 }
@@ -29,7 +37,35 @@ export interface TaskDefaults {
   ignore_discarded_deps?: boolean;
   ignore_deleted_deps?: boolean;
   ignore_skipped_deps?: boolean;
+  concurrency?: ConcurrencyDef;
+  fairness?: FairnessDef;
+  rate_limit?: RateLimitDef;
 }
+
+/** Flow control: `key` is raw CEL; a count is an integer or raw CEL yielding one. Absent fields were schema errors. */
+export interface ConcurrencyDef {
+  key?: string;
+  limit?: number | string;
+}
+
+export interface FairnessDef {
+  key?: string;
+  weight?: number | string;
+}
+
+export interface RateLimitDef {
+  key?: string;
+  limit?: number;
+  per?: string;
+}
+
+export interface DebounceDef {
+  key?: string;
+  quiet?: string;
+}
+
+/** The flow controls a task or `defaults:` may set. */
+export const FLOW_CONTROLS = ['concurrency', 'fairness', 'rate_limit'] as const;
 
 export interface ScheduleDef {
   /** Its place in the list, for paths. */
@@ -149,6 +185,8 @@ export function buildDefinition(value: unknown): Definition | undefined {
     output: value.output,
     timeout: str(value.timeout),
     schedules: Array.isArray(value.schedules) ? value.schedules.map((v, index) => readSchedule(index, obj(v) ?? {})) : [],
+    ...readFlow(value),
+    ...(obj(value.debounce) ? { debounce: { key: str(obj(value.debounce)!.key), quiet: str(obj(value.debounce)!.quiet) } } : {}),
     raw: value,
   };
 }
@@ -180,8 +218,22 @@ export function schedulePath(schedule: ScheduleDef, ...rest: (string | number)[]
   return ['schedules', schedule.index, ...rest];
 }
 
+const countOrCel = (v: unknown): number | string | undefined => num(v) ?? str(v);
+
+function readFlow(v: Record<string, unknown>): Pick<TaskDefaults, 'concurrency' | 'fairness' | 'rate_limit'> {
+  const c = obj(v.concurrency);
+  const f = obj(v.fairness);
+  const r = obj(v.rate_limit);
+  return {
+    ...(c ? { concurrency: { key: str(c.key), limit: countOrCel(c.limit) } } : {}),
+    ...(f ? { fairness: { key: str(f.key), weight: countOrCel(f.weight) } } : {}),
+    ...(r ? { rate_limit: { key: str(r.key), limit: num(r.limit), per: str(r.per) } } : {}),
+  };
+}
+
 function readDefaults(v: Record<string, unknown>): TaskDefaults {
   return {
+    ...readFlow(v),
     queue: str(v.queue),
     priority: num(v.priority),
     max_attempts: num(v.max_attempts),

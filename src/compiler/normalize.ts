@@ -1,6 +1,6 @@
 import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { parseDuration } from './duration.js';
-import type { Definition, RetryDef, ScheduleDef, TaskDef, TermDef, TimerDef, WorkflowsDef } from './model.js';
+import type { ConcurrencyDef, Definition, FairnessDef, RateLimitDef, RetryDef, ScheduleDef, TaskDef, TermDef, TimerDef, WorkflowsDef } from './model.js';
 import { DEFAULT_DST, type ScheduleTiming } from './schedule/ticks.js';
 
 /**
@@ -24,6 +24,22 @@ export interface NormalizedDefinition {
   timeout_ms?: number;
   /** Its schedules, when it declares some (absent otherwise, so other definitions keep their hash). */
   schedules?: NormalizedSchedule[];
+  /** At most `limit` runs per key with a task in flight, when it says. */
+  concurrency?: NormalizedConcurrency;
+  /** Starts with one key within `quiet_ms` make one run, when it says. */
+  debounce?: { key: string; quiet_ms: number };
+}
+
+/** Flow control as declared (keys and CEL counts raw), each present only when set. */
+export interface NormalizedFlow {
+  concurrency?: NormalizedConcurrency;
+  fairness?: { key: string; weight: number | string };
+  rate_limit?: { key: string; limit: number; per_ms: number };
+}
+
+export interface NormalizedConcurrency {
+  key: string;
+  limit: number | string;
 }
 
 /** A schedule with its defaults filled in and durations in milliseconds. */
@@ -47,6 +63,9 @@ export interface NormalizedDefaults {
   ignore_discarded_deps?: boolean;
   ignore_deleted_deps?: boolean;
   ignore_skipped_deps?: boolean;
+  concurrency?: NormalizedConcurrency;
+  fairness?: NonNullable<NormalizedFlow['fairness']>;
+  rate_limit?: NonNullable<NormalizedFlow['rate_limit']>;
 }
 
 export interface NormalizedRetry {
@@ -85,6 +104,8 @@ export interface NormalizedTask {
   renamed_from?: string;
   /** The JSON Schema of the handler's output, the task's own or its kind's from the project config (absent without one). */
   returns?: Record<string, unknown>;
+  /** Its flow control (its own, else `defaults:`, else the workflow's fairness and rate limit), when any applies. */
+  flow?: NormalizedFlow;
 }
 
 export interface NormalizedStart {
@@ -139,10 +160,38 @@ export function normalizeDefinition(def: Definition): NormalizedDefinition {
   if (def.inputs !== undefined) out.inputs = def.inputs;
   if (def.output !== undefined) out.output = def.output;
   if (def.timeout !== undefined) out.timeout_ms = ms(def.timeout);
-  const defaults = normalizeDefaults(def.defaults);
+  const defaults = normalizeDefaults(def);
   if (Object.keys(defaults).length > 0) out.defaults = defaults;
   if (def.schedules.length > 0) out.schedules = def.schedules.map(normalizeSchedule);
+  if (def.concurrency) out.concurrency = normalizeConcurrency(def.concurrency);
+  if (def.debounce) out.debounce = { key: def.debounce.key!, quiet_ms: ms(def.debounce.quiet)! };
   return out;
+}
+
+function normalizeConcurrency(c: ConcurrencyDef): NormalizedConcurrency {
+  return { key: c.key!, limit: c.limit! };
+}
+
+function normalizeFairness(f: FairnessDef): NonNullable<NormalizedFlow['fairness']> {
+  return { key: f.key!, weight: f.weight ?? 1 };
+}
+
+function normalizeRateLimit(r: RateLimitDef): NonNullable<NormalizedFlow['rate_limit']> {
+  return { key: r.key!, limit: r.limit!, per_ms: ms(r.per)! };
+}
+
+/** A task's flow control: each control its own, else the defaults', else (fairness, rate limit) the workflow's. */
+function taskFlow(def: Definition, task: TaskDef): NormalizedFlow | undefined {
+  const d = def.defaults;
+  const concurrency = task.concurrency ?? d.concurrency;
+  const fairness = task.fairness ?? d.fairness ?? def.fairness;
+  const rate = task.rate_limit ?? d.rate_limit ?? def.rate_limit;
+  const flow: NormalizedFlow = {
+    ...(concurrency ? { concurrency: normalizeConcurrency(concurrency) } : {}),
+    ...(fairness ? { fairness: normalizeFairness(fairness) } : {}),
+    ...(rate ? { rate_limit: normalizeRateLimit(rate) } : {}),
+  };
+  return Object.keys(flow).length > 0 ? flow : undefined;
 }
 
 export function normalizeSchedule(s: ScheduleDef): NormalizedSchedule {
@@ -198,6 +247,8 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
   if (task.when !== undefined) out.when = task.when;
   if (task.renamed_from !== undefined) out.renamed_from = task.renamed_from;
   if (task.returns !== undefined) out.returns = task.returns;
+  const flow = taskFlow(def, task);
+  if (flow) out.flow = flow;
   if (task.delay !== undefined) out.delay_ms = ms(task.delay);
   if (task.scheduled_at !== undefined) out.scheduled_at = task.scheduled_at;
   if (task.for_each !== undefined) out.for_each = task.for_each;
@@ -219,8 +270,14 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
 }
 
 /** The defaults that differ from the built-in ones (spelling a built-in default out changes nothing, not even the hash). */
-function normalizeDefaults(d: Definition['defaults']): NormalizedDefaults {
+function normalizeDefaults(def: Definition): NormalizedDefaults {
+  const d = def.defaults;
   const out: NormalizedDefaults = {};
+  if (d.concurrency) out.concurrency = normalizeConcurrency(d.concurrency);
+  const fairness = d.fairness ?? def.fairness;
+  if (fairness) out.fairness = normalizeFairness(fairness);
+  const rate = d.rate_limit ?? def.rate_limit;
+  if (rate) out.rate_limit = normalizeRateLimit(rate);
   if (d.queue !== undefined && d.queue !== BUILTIN_DEFAULTS.queue) out.queue = d.queue;
   if (d.priority !== undefined && d.priority !== BUILTIN_DEFAULTS.priority) out.priority = d.priority;
   if (d.max_attempts !== undefined && d.max_attempts !== BUILTIN_DEFAULTS.max_attempts) out.max_attempts = d.max_attempts;
@@ -238,9 +295,10 @@ function normalizeDefaults(d: Definition['defaults']): NormalizedDefaults {
 
 /** Normalized defaults back in the definition language (durations as ms), for definitions written from them. */
 export function defaultsAsWritten(d: NormalizedDefaults): Record<string, unknown> {
-  const { timeout_ms, retry, ...rest } = d;
+  const { timeout_ms, retry, rate_limit, ...rest } = d;
   return {
     ...rest,
+    ...(rate_limit !== undefined ? { rate_limit: { key: rate_limit.key, limit: rate_limit.limit, per: `${rate_limit.per_ms}ms` } } : {}),
     ...(timeout_ms !== undefined ? { timeout: `${timeout_ms}ms` } : {}),
     ...(retry !== undefined ? { retry: { backoff: retry.backoff, initial: `${retry.initial_ms}ms`, max: `${retry.max_ms}ms`, jitter: retry.jitter } } : {}),
   };

@@ -1,4 +1,5 @@
 import type { Deferred } from './cel/deferred.js';
+import type { PlanFlow } from './flow.js';
 import type { NormalizedRetry, NormalizedStart, NormalizedTerm, NormalizedTimer } from './normalize.js';
 
 /** The insertion plan: everything the runtime inserts, fully resolved. Described by schema/plan.schema.json. */
@@ -49,6 +50,8 @@ export interface PlanTask {
   metadata: unknown;
   /** Strings of args and metadata whose templates read deps: rendered when the task becomes available (cel/deferred.ts). */
   deferred: Deferred | null;
+  /** Its flow control, keys and counts resolved (absent without any). */
+  flow?: PlanFlow;
 }
 
 export interface PlanWait {

@@ -5,6 +5,7 @@ import { buildDefinition, type Definition } from './model.js';
 import { definitionHash, type NormalizedDefinition, normalizeDefinition } from './normalize.js';
 import { DEFAULT_LIMITS, type Limits, parseSource, type RawSource } from './parse.js';
 import { checkDeps } from './rules/deps.js';
+import { checkFlowControl } from './rules/flow-control.js';
 import { checkInputsSchema } from './rules/inputs-schema.js';
 import { checkScheduleInputs, checkSchedules } from './rules/schedules.js';
 import { checkFileName, checkTasks } from './rules/tasks.js';
@@ -117,6 +118,7 @@ function checkFile(
   checkWaits(definition, reporter);
   checkInputsSchema(definition, reporter);
   checkSchedules(definition, reporter);
+  checkFlowControl(definition, reporter);
   checkDefinitionCel(definition, reporter);
   checkScheduleInputs(definition, reporter);
   return { reporter, definition };

@@ -1,6 +1,6 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { didYouMean, type Rule } from '../diagnostics.js';
-import { type CelContext, CONTEXT_REFS, type RefKind } from './environments.js';
+import { type CelContext, CONTEXT_REFS, evaluationEnvironment, type RefKind } from './environments.js';
 import type { CelType } from './types.js';
 
 /** A problem inside one expression, with offsets relative to the expression text. */
@@ -193,3 +193,23 @@ export function walk(node: AstNode, visit: (node: AstNode) => void): void {
 }
 
 export type { AstNode };
+
+/** The variables an expression reads, each with the field read of it when there is one (inputs.a -> [inputs, a]); undefined when it does not parse. */
+export function readsOf(expr: string): string[][] | undefined {
+  let ast: AstNode;
+  try {
+    ast = (evaluationEnvironment().parse(expr) as unknown as { ast: AstNode }).ast;
+  } catch {
+    return undefined;
+  }
+  const reads: string[][] = [];
+  walk(ast, (node) => {
+    if (node.op === 'id') reads.push([String(node.args)]);
+    if (node.op !== '[]' && node.op !== '.' && node.op !== '.?') return;
+    const [target, key] = node.args as [AstNode, AstNode | string];
+    if (!isNode(target) || target.op !== 'id') return;
+    const name = typeof key === 'string' ? key : isNode(key) && key.op === 'value' && typeof key.args === 'string' ? key.args : undefined;
+    if (name !== undefined) reads.push([String(target.args), name]);
+  });
+  return reads;
+}

@@ -18,7 +18,11 @@ export type CelContext =
   | 'generic' // generic wait term expr
   | 'where' // signal term predicate, over one signal row
   | 'expr' // wait.expr: term names only
-  | 'schedule'; // a schedule's inputs: at each tick
+  | 'schedule' // a schedule's inputs: at each tick
+  | 'flow' // a task's flow-control key, limit, weight: when the task is added
+  | 'flow_item' // the same inside a for_each task
+  | 'flow_workflow' // the workflow's concurrency, fairness, rate limit: at start
+  | 'debounce'; // the workflow's debounce key: at each start, before the run exists
 
 export const TIMESTAMP = 'google.protobuf.Timestamp';
 
@@ -39,6 +43,10 @@ export const CONTEXT_REFS: Record<CelContext, readonly RefKind[]> = {
   where: [],
   expr: [],
   schedule: [],
+  flow: [],
+  flow_item: [],
+  flow_workflow: [],
+  debounce: [],
 };
 
 export function contextVariables(context: CelContext, inputs: CelType): Record<string, CelType> {
@@ -78,6 +86,14 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
       return {};
     case 'schedule':
       return { schedule: { name: 'string', time: TIMESTAMP } };
+    case 'flow':
+      return { ...base, args: 'map<string, dyn>' };
+    case 'flow_item':
+      return { ...base, args: 'map<string, dyn>', ...withItem };
+    case 'flow_workflow':
+      return base;
+    case 'debounce':
+      return { inputs };
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { didYouMean, type Rule } from '../diagnostics.js';
-import { type Definition, schedulePath, type TaskDef, taskPath, termPath, type WaitDef } from '../model.js';
+import { type Definition, type FLOW_CONTROLS, schedulePath, type TaskDef, taskPath, termPath, type WaitDef } from '../model.js';
 import { nodeAt, type Path, type Reporter } from '../source.js';
 import { type CelProblem, checkCel, isNode, type KnownRefs, walk } from './check.js';
 import { type CelContext, CONTEXT_REFS, checkEnvironment, contextVariables } from './environments.js';
@@ -9,7 +9,7 @@ import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
 import { type CelType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
 
-type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids' | 'int';
+type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids' | 'int' | 'limit';
 
 /** Pass 4: every template and every wait expression parsed and type-checked in its own context. */
 export function checkDefinitionCel(def: Definition, reporter: Reporter): void {
@@ -41,6 +41,19 @@ class CelPass {
     if (this.def.output !== undefined) this.templates(this.def.output, ['output'], 'output', { tasks: this.taskNames });
     this.typed = {};
     for (const s of this.def.schedules) if (s.inputs) this.templates(s.inputs, schedulePath(s, 'inputs'), 'schedule', {});
+    this.flow(this.def.defaults, ['defaults'], 'flow');
+    this.flow(this.def, [], 'flow_workflow');
+    if (this.def.debounce?.key !== undefined) this.raw(this.def.debounce.key, ['debounce', 'key'], 'debounce', {}, 'key');
+  }
+
+  /** Flow-control keys (a string or an int) and counts written as CEL (an int). */
+  private flow(owner: Pick<TaskDef, (typeof FLOW_CONTROLS)[number]>, path: Path, context: CelContext): void {
+    const { concurrency: c, fairness: f, rate_limit: r } = owner;
+    if (c?.key !== undefined) this.raw(c.key, [...path, 'concurrency', 'key'], context, {}, 'key');
+    if (typeof c?.limit === 'string') this.raw(c.limit, [...path, 'concurrency', 'limit'], context, {}, 'limit');
+    if (f?.key !== undefined) this.raw(f.key, [...path, 'fairness', 'key'], context, {}, 'key');
+    if (typeof f?.weight === 'string') this.raw(f.weight, [...path, 'fairness', 'weight'], context, {}, 'limit');
+    if (r?.key !== undefined) this.raw(r.key, [...path, 'rate_limit', 'key'], context, {}, 'key');
   }
 
   private env(context: CelContext, typed: Record<string, CelType> = {}): Environment {
@@ -81,6 +94,7 @@ class CelPass {
     }
     if (task.wait) this.wait(task, task.wait, atStart);
     if (task.when !== undefined) this.raw(task.when, taskPath(task, 'when'), 'when', { deps: this.visibleDeps }, 'bool');
+    this.flow(task, taskPath(task), task.for_each !== undefined ? 'flow_item' : 'flow');
   }
 
   private wait(task: TaskDef, wait: WaitDef, atStart: CelContext): void {
@@ -245,6 +259,8 @@ function typeMismatch(type: string, expect: Expect): { rule: Rule; message: stri
       return type === 'bool' ? undefined : { rule: 'cel-type', message: 'the expression must return a bool' };
     case 'int':
       return type === 'int' ? undefined : { rule: 'cel-type', message: 'count must yield an int' };
+    case 'limit':
+      return type === 'int' ? undefined : { rule: 'cel-type', message: 'a limit or weight must yield an int' };
     case 'list':
       return type.startsWith('list') ? undefined : { rule: 'for-each', message: 'for_each must yield a list' };
     case 'ids':

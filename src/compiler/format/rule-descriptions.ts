@@ -3,6 +3,8 @@ import type { Rule } from '../diagnostics.js';
 /** One line per rule, for SARIF rule metadata and `braid validate --help`. */
 export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   schedule: 'A schedule that cannot tick as written: its cron line, time zone, interval, jitter, bounds or inputs.',
+  'flow-control':
+    'Flow control that cannot work as written: a limit, weight or window under 1, a key read before it exists, or a key whose every value is new (a warning).',
   'yaml-syntax': 'The file is not well-formed YAML or JSON (or not UTF-8 text).',
   'duplicate-key': 'A mapping holds the same key twice (including duplicate task names).',
   'yaml-alias-limit': 'Aliases expand to too many nodes (an alias bomb).',
