@@ -36,20 +36,26 @@ export function resolveFlow(
   if (!flow && !workflow) return undefined;
   const out: PlanFlow = {};
   let failed = false;
+  /** Records a problem (none when evaluation already reported one) and returns a placeholder. */
+  const fail = <T>(placeholder: T, path: (string | number)[], message?: string): T => {
+    failed = true;
+    if (message !== undefined) problem(path, message);
+    return placeholder;
+  };
   const key = (expr: string, path: (string | number)[]): string => {
     const v = evaluate(expr, context, path, problem);
-    if (v === FLOW_FAILED) return ((failed = true), '');
+    if (v === FLOW_FAILED) return fail('', path);
     if (typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) return String(v);
-    if (typeof v !== 'string') return ((failed = true), problem(path, `the key yielded ${describe(v)}, not a string or an int`), '');
-    if (v.length > FLOW_KEY_MAX) return ((failed = true), problem(path, `the key is ${v.length} characters long, over ${FLOW_KEY_MAX}`), '');
+    if (typeof v !== 'string') return fail('', path, `the key yielded ${describe(v)}, not a string or an int`);
+    if (v.length > FLOW_KEY_MAX) return fail('', path, `the key is ${v.length} characters long, over ${FLOW_KEY_MAX}`);
     return v;
   };
   const count = (value: number | string, path: (string | number)[]): number => {
     const v = typeof value === 'number' ? value : evaluate(value, context, path, problem);
-    if (v === FLOW_FAILED) return ((failed = true), 1);
+    if (v === FLOW_FAILED) return fail(1, path);
     const n = typeof v === 'bigint' ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > COUNT_MAX)
-      return ((failed = true), problem(path, `yielded ${describe(v)}, not an integer from 1 to ${COUNT_MAX}`), 1);
+      return fail(1, path, `yielded ${describe(v)}, not an integer from 1 to ${COUNT_MAX}`);
     return n;
   };
   if (flow?.concurrency) {
