@@ -31,7 +31,7 @@ import { workerId } from './worker/worker-id.js';
 
 export type { RegisterOptions, RegisterResult, VersionState };
 
-import { advanceAt, advanceIn, type RuntimeContext, workflowWrite } from './context.js';
+import { advanceAt, advanceIn, clockNow, type RuntimeContext, workflowWrite } from './context.js';
 import { WorkflowIdInvalidError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
 import type { RuntimeOptions } from './runtime-options.js';
@@ -322,8 +322,8 @@ export class Runtime {
   private maintainer?: Promise<LeaderService>;
 
   /** When maintenance next has work at a later time (a timer, a deadline, a scheduled or retrying task); null if never. */
-  nextDue(): Promise<Date | null> {
-    return nextDue(this.db, this.s);
+  async nextDue(): Promise<Date | null> {
+    return nextDue(this.db, this.s, await clockNow(this.ctx));
   }
 
   /**

@@ -15,7 +15,13 @@ export function skipReason(task: TaskRecord, byName: ReadonlyMap<string, TaskRec
  * Why a task is not running, in words, derived from its row: the deps it waits on, its wait, its schedule,
  * or a kind that no live runtime process handles. Null for running and final tasks.
  */
-export function pendingReason(task: TaskRecord, byName: ReadonlyMap<string, TaskRecord>, liveKinds: ReadonlySet<string>): string | null {
+export function pendingReason(
+  task: TaskRecord,
+  byName: ReadonlyMap<string, TaskRecord>,
+  liveKinds: ReadonlySet<string>,
+  /** What holds an available task with flow control back (runtime/flow/reason.ts), when something does. */
+  flow: string | null = null,
+): string | null {
   const noHandler = liveKinds.has(task.kind) || task.kind === 'braid.start' ? '' : `; no live handler for kind "${task.kind}"`;
   switch (task.state) {
     case 'pending': {
@@ -34,7 +40,12 @@ export function pendingReason(task: TaskRecord, byName: ReadonlyMap<string, Task
     case 'retryable':
       return `retrying at ${new Date(task.scheduled_at).toISOString()} (attempt ${task.attempt} of ${task.max_attempts} failed)${noHandler}`;
     case 'available':
-      return noHandler ? `waiting for a handler${noHandler}` : 'waiting for a free worker';
+      if (flow) return `${flow}${noHandler}`;
+      return noHandler
+        ? `waiting for a handler${noHandler}`
+        : task.flow?.fairness
+          ? `waiting its turn (fairness key "${task.flow.fairness.key}")`
+          : 'waiting for a free worker';
     default:
       return null;
   }

@@ -5,10 +5,12 @@ import type { ExtensionSpec } from './engine/extend.js';
 import type { RetryResult } from './engine/retry.js';
 import type { UpgradeOutcome } from './engine/upgrade.js';
 import { InvalidCursorError, TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
+import { flowReason } from './flow/reason.js';
 import type { Runtime } from './runtime.js';
 import { lockWorkflows } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { registeredNames } from './sql/definitions.js';
+import { flowHoldings } from './sql/flow.js';
 import type { SignalPage } from './sql/signals.js';
 import { listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
@@ -165,7 +167,15 @@ export class WorkflowHandle {
     const kinds = await liveKinds(this.q, s, workerDeadAfterMs, await clockNow(this.rt.ctx));
     const byName = new Map(tasks.map((t) => [t.name, t]));
     const upgrades = await upgradeHistory(this.q, s, this.id);
-    return { workflow, tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds), skip_reason: skipReason(t, byName) })), upgrades };
+    const flows = tasks.filter((t) => t.state === 'available' && t.flow !== null).map((t) => t.flow!);
+    const held = flows.length > 0 ? await flowHoldings(this.q, s, flows) : undefined;
+    const now = await clockNow(this.rt.ctx);
+    const flowWhy = (t: TaskRecord) => (held && t.state === 'available' && t.flow ? flowReason(t.flow, this.id, held, now) : null);
+    return {
+      workflow,
+      tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds, flowWhy(t)), skip_reason: skipReason(t, byName) })),
+      upgrades,
+    };
   }
 
   /** Resolves when the workflow is final (checks on every finalize notification, and polls as a fallback). */

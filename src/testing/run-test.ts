@@ -194,7 +194,7 @@ export class Driver {
         await new Promise((r) => setTimeout(r, 1));
         continue;
       }
-      const available = await anyAvailable(this.session.db, this.session.s);
+      const available = await anyAvailable(this.session.db, this.session.s, this.clock.now());
       // what moves a run along (nothing crashes in a test, so there is nothing to rescue or sweep), when due
       let changed = false;
       if (await maintenanceDue(this.session.db, this.session.s, this.clock.now())) {

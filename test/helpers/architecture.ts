@@ -89,6 +89,7 @@ const RUNTIME_ROOMS = [
   'src/runtime/maintenance/',
   'src/runtime/worker/',
   'src/runtime/schedules/',
+  'src/runtime/flow/',
 ];
 /** What a handlers module is written against and loaded by. */
 const HANDLER_API = ['src/runtime/worker/handlers.ts', 'src/runtime/worker/load-handlers.ts'];

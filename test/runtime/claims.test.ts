@@ -120,18 +120,19 @@ describe(`claims and heap-only completions (${backend})`, () => {
     await db.exec(
       `CREATE SCHEMA ${s}; CREATE TABLE ${s}.migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());`,
     );
-    // the schema before 009 and 010 (with the later ones, whose columns today's start writes)
-    for (const m of loadMigrations().filter((m) => m.id < 9 || m.id > 10)) {
+    // the schema before 009 and 010 (with the later ones, whose columns today's start writes; 022 redefines 009's lane)
+    for (const m of loadMigrations().filter((m) => m.id < 9 || (m.id > 10 && m.id < 22))) {
       await db.exec(m.sql.replaceAll('{{schema}}', s));
       await db.query(`INSERT INTO ${s}.migrations (id, name) VALUES ($1, $2)`, [m.id, m.name]);
     }
+    await db.exec(`ALTER TABLE ${s}.tasks ADD COLUMN flow jsonb`);
     const clock = new VirtualClock(new Date());
     const rt = drive(createRuntime({ ...DRIVEN, database: db, schema, handlers: { k: async () => 'again' }, clock: clock.now }), clock);
     await rt.registerDefinitions(definitionsDir(definitions));
     const id = await rt.start('pair');
     // claimed by an old worker, which then died
     await db.query(`UPDATE ${s}.tasks SET state = 'running', attempt = 1, worker_id = 'old', started_at = now() WHERE workflow_id = $1 AND name = 'a'`, [id]);
-    expect(await rt.migrate()).toEqual(['009_hot_completions', '010_abandoned_attempts']);
+    expect(await rt.migrate()).toEqual(['009_hot_completions', '010_abandoned_attempts', '022_flow_control']);
     expect(await claims(rt)).toEqual([{ worker_id: 'old', workflow_ids: [id], names: ['a'] }]);
     expect((await rt.maintenance()).rescued).toBe(1);
     await rt.startWorker();

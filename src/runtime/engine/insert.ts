@@ -58,6 +58,7 @@ export function taskRows(
       condition: t.when,
       // the templates as written: each attempt renders them again (a retried workflow's deps may differ)
       deferred: t.deferred && { ...t.deferred, index: t.index, args: t.args, metadata: t.metadata },
+      flow: t.flow ?? null,
       wait: t.wait,
       start: t.start,
       metadata: t.metadata,

@@ -30,6 +30,10 @@ export async function startIn(
   inputs: unknown,
   o: StartIn = {},
 ): Promise<{ id: string; existing: boolean }> {
+  if (def.normalized.debounce && o.id === undefined) {
+    const { debouncedStart } = await import('./debounce.js');
+    return debouncedStart(tx, ctx, def, inputs, o, { ...o.extras, traceContext: null });
+  }
   const { compile } = await compiler();
   const plan = compile(def.normalized, inputs, { id: o.id, now: ctx.now, limits: o.limits, hash: def.hash });
   if (o.id !== undefined) {

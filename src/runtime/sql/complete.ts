@@ -134,7 +134,8 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
            FROM edges e
            JOIN ${s}.tasks t ON t.workflow_id = e.w AND t.name = e.n
            JOIN jsonb_to_recordset($4::jsonb) AS l(queue text, n int) ON l.queue = t.queue
-          WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($5::text[])) r
+          WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($5::text[])
+            AND t.flow IS NULL /* a task with flow control is claimed by flow_pick() alone */) r
         WHERE r.rank <= r.n
      ), advanced AS (
        UPDATE ${s}.tasks t

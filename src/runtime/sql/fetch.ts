@@ -73,38 +73,58 @@ export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
 export interface Fetched {
   tasks: FetchedTask[];
   claim: string | null;
+  /** When a rate-limited task of the queue may start next (a token frees), when one waits for it. */
+  wakeAt: Date | null;
 }
+
+const CLAIMED_RETURNING = `t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid`;
 
 /**
  * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
- * rows other workers hold, so each task attempt runs once at a time. The same statement records the claim
- * and deletes the worker's claims listed in `forget` (those whose attempts have all ended).
+ * rows other workers hold, so each task attempt runs once at a time. Tasks with flow control (lane 'flow')
+ * are picked by flow_pick() (migration 022), up to `flowLimit` (no prefetch: a flow-controlled task counts
+ * against its limits from its claim, so it is claimed only for a free slot); the function is not called when
+ * the queue has none. The same statement records the claim and deletes the worker's claims listed in `forget`
+ * (those whose attempts have all ended).
  */
 export async function fetchTasks(
   q: Queryable,
   s: string,
-  p: { queue: string; kinds: readonly string[]; limit: number; workerId: string; now: Date; forget?: readonly string[] },
+  p: { queue: string; kinds: readonly string[]; limit: number; flowLimit?: number; workerId: string; now: Date; forget?: readonly string[] },
 ): Promise<Fetched> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
-  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null }>(
-    `WITH claimed AS (
+  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null }>(
+    `WITH flowed AS MATERIALIZED (
+       SELECT f.* FROM (SELECT $7::int > 0 AND EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'flow' AND queue = $1) AS any) g
+        CROSS JOIN LATERAL ${s}.flow_pick($1, $2::text[], $7::int, $5::timestamptz, false) f
+        WHERE g.any
+     ), claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
                 WHERE lane = 'available' AND queue = $1 AND kind = ANY($2::text[])
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
-        RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid
+        RETURNING ${CLAIMED_RETURNING}, 0 AS ord
+     ), claimed_flow AS (
+       UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
+         FROM flowed f
+        WHERE f.wid IS NOT NULL AND t.workflow_id = f.wid AND t.name = f.tname AND t.lane = 'flow'
+        RETURNING ${CLAIMED_RETURNING}, f.ord
+     ), every_claimed AS (
+       SELECT * FROM claimed UNION ALL SELECT * FROM claimed_flow
      ), recorded AS (
-       ${recordClaimSql(s, 'claimed', '$4', '$5')}
+       ${recordClaimSql(s, 'every_claimed', '$4', '$5')}
      ), forgotten AS (
        ${forgetClaimsSql(s, '$6', '$4')}
      )
-     SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)}) AS tasks,
-            (SELECT id::text FROM recorded) AS claim
-       FROM claimed c`,
-    [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? []],
+     SELECT (SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)} ORDER BY c.ord)
+               FROM every_claimed c) AS tasks,
+            (SELECT id::text FROM recorded) AS claim,
+            (SELECT min(wake) FROM flowed WHERE wid IS NULL) AS wake_at`,
+    [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0],
     { prepare: true },
   );
-  return { tasks: decodeClaimed(rows[0]?.tasks ?? null), claim: rows[0]?.claim ?? null };
+  const r = rows[0];
+  return { tasks: decodeClaimed(r?.tasks ?? null), claim: r?.claim ?? null, wakeAt: r?.wake_at ? new Date(r.wake_at) : null };
 }

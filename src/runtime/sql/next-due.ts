@@ -2,25 +2,35 @@ import type { Queryable } from '../db/types.js';
 import { bufferedFree } from './schedules.js';
 
 /**
- * When maintenance next has something to do at a later time: the nearest unfired timer, deadline of a running
- * workflow, scheduled or retrying task, or schedule tick. Null when nothing is waiting on the clock. (A test's virtual clock
- * jumps there when nothing else can run.)
+ * When something next becomes due at a later time: the nearest unfired timer, deadline of a running workflow,
+ * scheduled or retrying task, schedule tick, or token of a rate limit a waiting task needs. Null when nothing is
+ * waiting on the clock. (A test's virtual clock jumps there when nothing else can run.)
  */
-export async function nextDue(q: Queryable, s: string): Promise<Date | null> {
+export async function nextDue(q: Queryable, s: string, now: Date): Promise<Date | null> {
   const { rows } = await q.query<{ at: Date | null }>(
     `SELECT least(
        (SELECT min(fire_at) FROM ${s}.timers WHERE fired_at IS NULL),
        (SELECT min(deadline_at) FROM ${s}.workflows WHERE state = 'running' AND deadline_at IS NOT NULL AND end_reason IS NULL AND NOT cancel_requested),
        (SELECT min(scheduled_at) FROM ${s}.tasks WHERE lane IN ('scheduled', 'retryable')),
-       (SELECT min(next_fire_at) FROM ${s}.schedules WHERE NOT paused)
+       (SELECT min(next_fire_at) FROM ${s}.schedules WHERE NOT paused),
+       (SELECT min(r.starts[1] + l.per_ms * interval '1 millisecond')
+          FROM (SELECT DISTINCT flow #>> '{rate_limit,key}' AS key, (flow #>> '{rate_limit,limit}')::int AS lim, (flow #>> '{rate_limit,per_ms}')::bigint AS per_ms
+                  FROM ${s}.tasks WHERE lane = 'flow' AND flow ? 'rate_limit') l
+          JOIN ${s}.flow_rates r ON r.key = l.key WHERE cardinality(r.starts) >= l.lim AND r.starts[1] + l.per_ms * interval '1 millisecond' > $1)
      ) AS at`,
+    [now],
   );
   return rows[0]?.at ? new Date(rows[0].at) : null;
 }
 
-/** Whether any task is available to run (claimable now). */
-export async function anyAvailable(q: Queryable, s: string): Promise<boolean> {
-  const { rows } = await q.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'available') AS any`);
+/** Whether any task could be claimed at `now`: an available one, or one with flow control that its limits let start. */
+export async function anyAvailable(q: Queryable, s: string, now: Date): Promise<boolean> {
+  const { rows } = await q.query<{ any: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'available')
+         OR EXISTS (SELECT 1 FROM (SELECT DISTINCT queue FROM ${s}.tasks WHERE lane = 'flow') q
+                     CROSS JOIN LATERAL ${s}.flow_pick(q.queue, NULL, 1, $1, true) f WHERE f.wid IS NOT NULL) AS any`,
+    [now],
+  );
   return rows[0].any;
 }
 

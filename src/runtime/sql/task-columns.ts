@@ -24,6 +24,7 @@ export interface TaskRow extends Pick<TaskRecord, Shared | 'deps_left' | 'timeou
   ignore_skipped_deps: boolean;
   condition: string | null;
   deferred: DeferredRow | null;
+  flow: PlanTask['flow'] | null;
   wait: PlanTask['wait'];
   start: PlanTask['start'];
 }
@@ -58,6 +59,7 @@ const INSERTED: readonly (readonly [string, string, string?])[] = [
   ['wait_keys', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(x.wait_keys))'],
   ['condition', 'text'],
   ['deferred', 'jsonb'],
+  ['flow', 'jsonb'],
 ];
 
 /**
@@ -76,5 +78,5 @@ export const TASK_COLUMNS = [
   'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors',
   'deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description',
   'condition AS "when", condition_met AS when_met, cancel_requested, worker_id, completed_by, created_at, started_at, finalized_at',
-  'wait_started_at, wait_progress, wait_evidence',
+  'wait_started_at, wait_progress, wait_evidence, flow',
 ].join(', ');

@@ -17,6 +17,7 @@ import { Executor, type ExecutorOptions } from './executor.js';
 import { type Handlers, handledKinds, TaskCancelled } from './handlers.js';
 import { Heartbeat } from './heartbeat.js';
 import { newQueueState, type QueueState, reserveSlots } from './queue-state.js';
+import { TokenWakes } from './token-wakes.js';
 
 export interface WorkerOptions extends ExecutorOptions {
   handlers: Handlers;
@@ -47,6 +48,7 @@ export class Worker {
   private fetchFailures = 0;
   private fetchPausedUntil = 0;
   private fetchRetry?: NodeJS.Timeout;
+  private readonly tokenWakes = new TokenWakes((queue) => this.wakeQueue(queue));
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly claims: ClaimLedger;
   private readonly ends: EndRecorder;
@@ -95,10 +97,7 @@ export class Worker {
   /** The kinds this worker runs: its handlers', and the built-in start handler's. */
   kinds: string[];
 
-  /**
-   * Swaps the handlers (hot reload): attempts that start from now on run the new code, running ones finish
-   * on the old; the kinds this process runs are recorded again.
-   */
+  /** Swaps the handlers (hot reload): attempts starting from now run the new code; the kinds it runs are recorded again. */
   async setHandlers(handlers: Handlers): Promise<void> {
     this.handlers = handlers;
     this.kinds = handledKinds(handlers);
@@ -120,6 +119,12 @@ export class Worker {
   /** Every queue may have work: fetch where there is room (a poll, new handlers, or a caller who knows). */
   wakeAll(): void {
     for (const [queue, q] of this.perQueue) this.wake(queue, q);
+  }
+
+  /** Work may be waiting in a queue this worker serves (a notification, a rate limit's token): fetch if there is room. */
+  private wakeQueue(queue: string): void {
+    const q = this.perQueue.get(queue);
+    if (q) this.wake(queue, q);
   }
 
   /** Work may be waiting in a queue (a notification, a poll): fetch where there is room. */
@@ -161,19 +166,12 @@ export class Worker {
     this.unlisten.push(
       await db.listen(
         ch.available,
-        (queue) => {
-          const q = this.perQueue.get(queue);
-          if (q) this.wake(queue, q);
-        },
+        (queue) => this.wakeQueue(queue),
         () => this.resume(),
       ),
       await db.listen(ch.cancel, (workflowId) => this.cancelled(new Set([workflowId]))),
     );
-    this.timers.push(
-      setInterval(() => {
-        this.wakeAll();
-      }, this.o.pollIntervalMs),
-    );
+    this.timers.push(setInterval(() => this.wakeAll(), this.o.pollIntervalMs));
     for (const t of this.timers) t.unref();
     this.beat.start();
     for (const queue of this.perQueue.keys()) this.pump(queue);
@@ -217,7 +215,7 @@ export class Worker {
   /**
    * Starts prefetched attempts in free slots, then claims work for a queue while it has room and work seems to
    * be there. A fetch reserves the room it asks for, so a second fetch can fill slots freed meanwhile without
-   * ever claiming more than the concurrency plus the prefetch.
+   * ever claiming more than the concurrency plus the prefetch. Tasks with flow control fill free slots only.
    */
   private pump(queue: string): void {
     const q = this.perQueue.get(queue)!;
@@ -231,6 +229,7 @@ export class Worker {
     if (this.completer.uncommitted >= MAX_UNCOMMITTED) return;
     const room = concurrency + this.o.prefetch;
     const free = room - q.active - q.reserved - q.buffer.length;
+    const flowFree = Math.max(0, Math.min(free, concurrency - q.active - q.reserved - q.buffer.length));
     // small refills wait until a quarter of the room is free, rather than one fetch per freed slot
     if (free <= 0 || ((q.fetching > 0 || q.buffer.length > 0) && free < room / 4)) return;
     q.fetching++;
@@ -242,9 +241,10 @@ export class Worker {
         const wakeups = q.wakeups;
         const at = (now = await clockNow(this.o));
         const fetched = await this.claims.withSettled((forget) =>
-          fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, workerId: this.o.id, now: at, forget }),
+          fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, flowLimit: flowFree, workerId: this.o.id, now: at, forget }),
         );
         this.fetchFailures = 0;
+        if (fetched.wakeAt) this.tokenWakes.set(queue, fetched.wakeAt.getTime() - at.getTime());
         const tasks = this.claims.track(fetched.tasks, fetched.claim);
         // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
         q.more = tasks.length === free || q.wakeups !== wakeups;
@@ -354,6 +354,7 @@ export class Worker {
     for (const t of this.timers) clearInterval(t);
     void this.beat.stop();
     clearTimeout(this.fetchRetry);
+    this.tokenWakes.clear();
     const until = Date.now() + deadlineMs;
     const hard = until + STOP_GRACE_MS;
     this.ends.deadline = hard;

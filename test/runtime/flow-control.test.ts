@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { advance, backend, drivenRuntime, final, settle } from '../helpers/runtime.js';
+
+const T0 = new Date('2027-01-01T00:00:00Z');
+
+/** A run of `n` parallel `work` tasks for a tenant, with the flow control given (task-level lines, or workflow-level in `top`). */
+const jobs = (flow: string, o: { n?: number; top?: string } = {}) => `name: jobs
+inputs:
+  type: object
+  required: [tenant]
+  properties:
+    tenant: { type: string }
+    tier: { type: string }
+${o.top ?? ''}
+tasks:
+  work:
+    kind: work
+    for_each: ${JSON.stringify(Array.from({ length: o.n ?? 6 }, (_, i) => i))}
+    args: { tenant: "\${{ inputs.tenant }}" }
+${flow
+  .split('\n')
+  .filter(Boolean)
+  .map((l) => `    ${l}`)
+  .join('\n')}
+`;
+
+interface Span {
+  tenant: string;
+  from: number;
+  to: number;
+}
+
+/** A driven runtime whose `work` handlers take `ms` of virtual time, recording each attempt's span. */
+async function timed(definition: string, o: { ms?: number; concurrency?: number } = {}): Promise<{ rt: Runtime; spans: Span[]; clock: VirtualClock }> {
+  const spans: Span[] = [];
+  const clock = new VirtualClock(T0);
+  const rt = await drivenRuntime({
+    definitions: { jobs: definition },
+    virtualClock: clock,
+    queues: { default: o.concurrency ?? 20 },
+    handlers: {
+      work: async (args) => {
+        const span = { tenant: String((args as { tenant: string }).tenant), from: clock.now().getTime(), to: Number.POSITIVE_INFINITY };
+        spans.push(span);
+        await clock.sleep(o.ms ?? 1000);
+        span.to = clock.now().getTime();
+        return {};
+      },
+    },
+  });
+  await rt.startWorker();
+  return { rt, spans, clock };
+}
+
+/** The most spans of a tenant open at any instant. */
+function peak(spans: readonly Span[], tenant: string): number {
+  const mine = spans.filter((s) => s.tenant === tenant);
+  return Math.max(0, ...mine.map((s) => mine.filter((o) => o.from <= s.from && s.from < o.to).length));
+}
+
+describe(`flow control (${backend})`, () => {
+  it('concurrency: at most `limit` attempts of a key in flight; the rest wait, with the reason, and start as slots free', async () => {
+    const { rt, spans } = await timed(jobs('concurrency: { key: inputs.tenant, limit: 2 }'));
+    const a = await rt.start('jobs', { tenant: 'a' });
+    const b = await rt.start('jobs', { tenant: 'b' });
+    await settle(rt);
+    expect(spans.map((s) => s.tenant).sort()).toEqual(['a', 'a', 'b', 'b']);
+    const waiting = (await rt.workflow(a).status()).tasks.filter((t) => t.state === 'available');
+    expect(waiting).toHaveLength(4);
+    expect(waiting[0].pending_reason).toBe('concurrency 2/2 for key "a"');
+    await final(rt, a);
+    await final(rt, b);
+    expect(peak(spans, 'a')).toBe(2);
+    expect(peak(spans, 'b')).toBe(2);
+    // six tasks two at a time, a second each
+    expect(Math.max(...spans.map((s) => s.to)) - T0.getTime()).toBe(3000);
+  });
+
+  it('a dynamic limit from inputs: premium tenants get more slots', async () => {
+    const { rt, spans } = await timed(jobs(`concurrency: { key: inputs.tenant, limit: "inputs.tier == 'premium' ? 3 : 1" }`));
+    await rt.start('jobs', { tenant: 'p', tier: 'premium' });
+    await rt.start('jobs', { tenant: 'f', tier: 'free' });
+    await settle(rt);
+    expect(spans.filter((s) => s.tenant === 'p')).toHaveLength(3);
+    expect(spans.filter((s) => s.tenant === 'f')).toHaveLength(1);
+  });
+
+  it('workflow concurrency: at most `limit` runs of a key have tasks in flight; a run holding a slot starts all its tasks', async () => {
+    const { rt, spans } = await timed(jobs('', { n: 3, top: 'concurrency: { key: inputs.tenant, limit: 1 }' }));
+    const first = await rt.start('jobs', { tenant: 'a' });
+    const second = await rt.start('jobs', { tenant: 'a' });
+    await settle(rt);
+    expect(spans).toHaveLength(3);
+    const waiting = (await rt.workflow(second).status()).tasks;
+    expect(waiting.every((t) => t.pending_reason === 'workflow concurrency 1/1 runs for key "a"')).toBe(true);
+    await final(rt, first);
+    await final(rt, second);
+    expect(spans.map((s) => s.from - T0.getTime())).toEqual([0, 0, 0, 1000, 1000, 1000]);
+  });
+
+  it('rate limit: at most `limit` starts of a key in any window of `per`; the next start waits for a token, with the reason', async () => {
+    const { rt, spans } = await timed(jobs('rate_limit: { key: inputs.tenant, limit: 2, per: 1s }', { n: 7 }), { ms: 10 });
+    const id = await rt.start('jobs', { tenant: 'a' });
+    await settle(rt);
+    expect(spans).toHaveLength(2);
+    await advance(rt, 10);
+    const waiting = (await rt.workflow(id).status()).tasks.filter((t) => t.state === 'available');
+    expect(waiting[0].pending_reason).toBe('rate limit 2 per 1s for key "a": next token in 990ms');
+    await final(rt, id);
+    expect(spans.map((s) => s.from - T0.getTime())).toEqual([0, 0, 1000, 1000, 2000, 2000, 3000]);
+  });
+
+  it('debounce: ten starts within a second make one run, with the last inputs, once the quiet period passes', async () => {
+    const { rt, spans } = await timed(jobs('', { n: 1, top: 'debounce: { key: inputs.tenant, quiet: 2s }' }));
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      ids.push(await rt.start('jobs', { tenant: 'a', tier: `t${i}` }));
+      await advance(rt, 100);
+    }
+    const other = await rt.start('jobs', { tenant: 'b' });
+    expect(new Set(ids).size).toBe(1);
+    expect(other).not.toBe(ids[0]);
+    expect(spans).toHaveLength(0);
+    const w = await final(rt, ids[0]);
+    expect(w.state).toBe('completed');
+    expect(w.inputs).toEqual({ tenant: 'a', tier: 't9' });
+    expect((await rt.listWorkflows({ name: 'jobs' })).workflows).toHaveLength(2);
+    // the last start was at 900 ms: its quiet period ends 2 s later
+    expect(spans.find((s) => s.tenant === 'a')?.from).toBe(T0.getTime() + 2900);
+  });
+});
