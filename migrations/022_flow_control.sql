@@ -15,18 +15,23 @@ ALTER TABLE {{schema}}.tasks
     CASE WHEN state = 'available' AND flow IS NOT NULL THEN 'flow'
          WHEN state IN ('pending', 'scheduled', 'available', 'retryable') THEN state END) STORED,
   ADD COLUMN flow_slot text GENERATED ALWAYS AS (CASE WHEN worker_id IS NOT NULL THEN flow #>> '{concurrency,key}' END) STORED,
-  ADD COLUMN flow_run_slot text GENERATED ALWAYS AS (CASE WHEN worker_id IS NOT NULL THEN flow #>> '{workflow_concurrency,key}' END) STORED;
+  ADD COLUMN flow_run_slot text GENERATED ALWAYS AS (CASE WHEN worker_id IS NOT NULL THEN flow #>> '{workflow_concurrency,key}' END) STORED,
+  -- the turn a task waits in: its fairness key, else the key of what limits it, so a key at its limit never
+  -- holds back the tasks of another key queued behind it
+  ADD COLUMN flow_bucket text GENERATED ALWAYS AS (
+    CASE WHEN flow IS NOT NULL THEN coalesce('f ' || (flow #>> '{fairness,key}'), 'c ' || (flow #>> '{concurrency,key}'),
+                                             'w ' || (flow #>> '{workflow_concurrency,key}'), 'r ' || (flow #>> '{rate_limit,key}'), '') END) STORED;
 CREATE INDEX tasks_fetch ON {{schema}}.tasks (queue, priority, scheduled_at, id) WHERE lane = 'available';
 CREATE INDEX tasks_due ON {{schema}}.tasks (scheduled_at) WHERE lane IN ('scheduled', 'retryable');
 CREATE INDEX tasks_waiting ON {{schema}}.tasks (workflow_id) WHERE lane = 'pending' AND wait_started_at IS NOT NULL;
 CREATE INDEX tasks_wait_unevaluated ON {{schema}}.tasks (workflow_id) WHERE lane = 'pending' AND wait_started_at IS NOT NULL AND wait_progress IS NULL;
--- available tasks with flow control, by queue and fairness key, in each key's own order
-CREATE INDEX tasks_flow ON {{schema}}.tasks (queue, (coalesce(flow #>> '{fairness,key}', '')), priority, scheduled_at, id) WHERE lane = 'flow';
+-- available tasks with flow control, by queue and turn, in each turn's own order
+CREATE INDEX tasks_flow ON {{schema}}.tasks (queue, flow_bucket, priority, scheduled_at, id) WHERE lane = 'flow';
 CREATE INDEX tasks_flow_slot ON {{schema}}.tasks (flow_slot) WHERE flow_slot IS NOT NULL;
 CREATE INDEX tasks_flow_run_slot ON {{schema}}.tasks (flow_run_slot, workflow_id) WHERE flow_run_slot IS NOT NULL;
 
--- Fairness: each key's pass (turns taken, divided by its weight) per queue, and each queue's virtual time (the
--- pass the last turn began at): a key back from idle starts at the virtual time, not where it stopped.
+-- Fairness: each turn's pass (tasks taken, divided by its weight) per queue, and each queue's virtual time (the
+-- pass the last pick began at): a key back from idle starts at the virtual time, not where it stopped.
 CREATE TABLE {{schema}}.flow_turns (
   queue text NOT NULL,
   key text NOT NULL,
@@ -87,13 +92,13 @@ DECLARE
   v_picked_start double precision;
 BEGIN
   IF p_limit <= 0 THEN RETURN; END IF;
-  -- the fairness keys with tasks waiting (a skip scan of tasks_flow), at most 1000 a claim
+  -- the turns with tasks waiting (a skip scan of tasks_flow), at most 1000 a claim
   WITH RECURSIVE k(key) AS (
-    (SELECT coalesce(t.flow #>> '{fairness,key}', '') FROM {{schema}}.tasks t WHERE t.lane = 'flow' AND t.queue = p_queue
+    (SELECT t.flow_bucket FROM {{schema}}.tasks t WHERE t.lane = 'flow' AND t.queue = p_queue
       ORDER BY 1 LIMIT 1)
     UNION ALL
-    SELECT (SELECT coalesce(t.flow #>> '{fairness,key}', '') FROM {{schema}}.tasks t
-             WHERE t.lane = 'flow' AND t.queue = p_queue AND coalesce(t.flow #>> '{fairness,key}', '') > k.key ORDER BY 1 LIMIT 1)
+    SELECT (SELECT t.flow_bucket FROM {{schema}}.tasks t
+             WHERE t.lane = 'flow' AND t.queue = p_queue AND t.flow_bucket > k.key ORDER BY 1 LIMIT 1)
       FROM k WHERE k.key IS NOT NULL
   )
   SELECT array_agg(key) INTO v_keys FROM (SELECT key FROM k WHERE key IS NOT NULL LIMIT 1000) x;
@@ -111,7 +116,7 @@ BEGIN
       LEFT JOIN {{schema}}.flow_turns f ON f.queue = p_queue AND f.key = k.key
       CROSS JOIN LATERAL (
         SELECT t.workflow_id, t.name, t.flow, t.priority, t.scheduled_at, t.id FROM {{schema}}.tasks t
-         WHERE t.lane = 'flow' AND t.queue = p_queue AND coalesce(t.flow #>> '{fairness,key}', '') = k.key
+         WHERE t.lane = 'flow' AND t.queue = p_queue AND t.flow_bucket = k.key
            AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
          ORDER BY t.priority, t.scheduled_at, t.id LIMIT p_limit + 16 FOR UPDATE SKIP LOCKED) t
      ORDER BY finish, priority, scheduled_at, id

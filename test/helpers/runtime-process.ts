@@ -21,6 +21,11 @@ interface Config {
   leaderLeaseMs?: number;
   /** Handlers write a ctx.log line per attempt (off by default: each costs a statement at the attempt's end). */
   log?: boolean;
+  /**
+   * Where `limited` handlers say what they hold: a row per attempt (its tenant, pid, and how many attempts of the
+   * tenant it saw in flight in live processes as it began), marked done as it ends.
+   */
+  holdingTable?: string;
 }
 
 const config = JSON.parse(process.env.BRAID_PROC ?? '{}') as Config;
@@ -33,6 +38,16 @@ const record = async (workflowId: string, task: string, attempt: number, depsOk:
     process.pid,
     depsOk,
   ]);
+
+/** Whether a process is alive (a SIGKILLed worker's attempts hold nothing in a handler any more). */
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
 
 const sleepMs = () => config.sleepMs ?? (config.sleepMinMs ?? 0) + Math.random() * ((config.sleepMaxMs ?? 5) - (config.sleepMinMs ?? 0));
 const timings = config.defaultTimings
@@ -59,6 +74,18 @@ const rt = createRuntime({
       if (config.log) ctx.log.info('working', { pid: process.pid });
       await new Promise((r) => setTimeout(r, sleepMs()));
       return { pid: process.pid };
+    },
+    limited: async (args, ctx) => {
+      const tenant = (args as { tenant: string }).tenant;
+      const key = [ctx.workflowId, ctx.taskName, ctx.attempt];
+      await record(ctx.workflowId, ctx.taskName, ctx.attempt, true);
+      await db.query(`INSERT INTO ${config.holdingTable} (tenant, pid, workflow_id, task, attempt) VALUES ($1, $2, $3, $4, $5)`, [tenant, process.pid, ...key]);
+      const { rows } = await db.query<{ pid: number }>(`SELECT pid FROM ${config.holdingTable} WHERE tenant = $1 AND NOT done`, [tenant]);
+      const seen = rows.filter((r) => r.pid === process.pid || alive(r.pid)).length;
+      await db.query(`UPDATE ${config.holdingTable} SET seen = $4 WHERE workflow_id = $1 AND task = $2 AND attempt = $3`, [...key, seen]);
+      await new Promise((r) => setTimeout(r, sleepMs()));
+      await db.query(`UPDATE ${config.holdingTable} SET done = true WHERE workflow_id = $1 AND task = $2 AND attempt = $3`, key);
+      return {};
     },
   },
 });

@@ -78,6 +78,14 @@ describe(`flow control (${backend})`, () => {
     expect(Math.max(...spans.map((s) => s.to)) - T0.getTime()).toBe(3000);
   });
 
+  it('a key at its limit does not hold back another key queued behind it', async () => {
+    const { rt, spans } = await timed(jobs('concurrency: { key: inputs.tenant, limit: 2 }', { n: 200 }));
+    await rt.start('jobs', { tenant: 'a' });
+    await rt.start('jobs', { tenant: 'b' });
+    await settle(rt);
+    expect(spans.map((s) => s.tenant).sort()).toEqual(['a', 'a', 'b', 'b']);
+  });
+
   it('a dynamic limit from inputs: premium tenants get more slots', async () => {
     const { rt, spans } = await timed(jobs(`concurrency: { key: inputs.tenant, limit: "inputs.tier == 'premium' ? 3 : 1" }`));
     await rt.start('jobs', { tenant: 'p', tier: 'premium' });
@@ -129,5 +137,26 @@ describe(`flow control (${backend})`, () => {
     expect((await rt.listWorkflows({ name: 'jobs' })).workflows).toHaveLength(2);
     // the last start was at 900 ms: its quiet period ends 2 s later
     expect(spans.find((s) => s.tenant === 'a')?.from).toBe(T0.getTime() + 2900);
+  });
+
+  it("fairness: with 2,000 of tenant a queued and 20 each of b and c, b and c all finish before a's 200th", async () => {
+    const definition = jobs('fairness: { key: inputs.tenant }', { n: 2000 })
+      .replace(/for_each: \[[^\]]*\]/, 'for_each: "${{ inputs.items }}"')
+      .replace('tier: { type: string }', 'tier: { type: string }\n    items: { type: array }');
+    const { rt, spans } = await timed(definition, { ms: 10, concurrency: 4 });
+    const items = (n: number) => Array.from({ length: n }, (_, i) => i);
+    const a = await rt.start('jobs', { tenant: 'a', items: items(2000) });
+    const b = await rt.start('jobs', { tenant: 'b', items: items(20) });
+    const c = await rt.start('jobs', { tenant: 'c', items: items(20) });
+    await final(rt, b);
+    await final(rt, c);
+    const ends = (tenant: string) => spans.filter((s) => s.tenant === tenant && Number.isFinite(s.to)).map((s) => s.to);
+    const lastSmall = Math.max(...ends('b'), ...ends('c'));
+    expect(ends('b')).toHaveLength(20);
+    expect(ends('c')).toHaveLength(20);
+    expect(ends('a').filter((t) => t <= lastSmall).length).toBeLessThan(200);
+    // round robin: a gets one turn for each of b's and c's
+    expect(ends('a').filter((t) => t <= lastSmall).length).toBeLessThanOrEqual(25);
+    await rt.workflow(a).cancel();
   });
 });
