@@ -16,6 +16,10 @@ export interface Observed {
   time: string;
   /** The runs the schedules started, oldest tick first. */
   runs: ObservedRun[];
+  /** Every attempt's start, in order (a child's task as WORKFLOW.TASK). */
+  started: string[];
+  /** The workflows under test declare flow control: `--update` then writes the order tasks started. */
+  flowControlled: boolean;
 }
 
 export interface ObservedRun {
@@ -77,7 +81,17 @@ export function compare(expect: Expect, observed: Observed): Mismatch[] {
     out.push({ path: 'time', expected: expect.time, actual: observed.time });
   for (const [name, want] of Object.entries(expect.tasks ?? {})) out.push(...compareTask(name, want, observed.tasks));
   if (expect.runs !== undefined) out.push(...compareRuns(expect.runs, observed.runs));
+  if (expect.started !== undefined) {
+    const at = firstDifference(expect.started, observed.started);
+    if (at !== undefined) out.push({ path: `started[${at}]`, expected: expect.started.slice(at, at + 5), actual: observed.started.slice(at, at + 5) });
+  }
   return out;
+}
+
+/** Where two lists first differ (one ending first counts); undefined when they are the same. */
+function firstDifference(a: readonly string[], b: readonly string[]): number | undefined {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) return i;
+  return undefined;
 }
 
 /** The schedules' runs, one for one in order: the same schedule and tick, and the state where one is given. */
@@ -150,6 +164,7 @@ export function snapshotOf(observed: Observed): Expect {
     ...(observed.output !== null && observed.output !== undefined ? { output: observed.output } : {}),
     tasks: Object.fromEntries(Object.entries(observed.tasks).map(([n, t]) => [n, t.state])),
     ...(runs.length > 0 ? { runs } : {}),
+    ...(observed.flowControlled ? { started: observed.started } : {}),
     time: observed.time,
   };
 }

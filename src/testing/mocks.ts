@@ -18,6 +18,8 @@ export interface MockSetup {
   clock: VirtualClock;
   /** The workflow name of a running workflow id (children are started by the runtime). */
   nameOf: (workflowId: string) => Promise<string>;
+  /** Where each attempt's start is written, in order: the task's name (a child's as WORKFLOW.TASK). */
+  started?: string[];
 }
 
 /** The task a for_each expansion comes from: `ship[p1]` is a `ship`. */
@@ -64,6 +66,7 @@ export function mockHandlers(setup: MockSetup): Handlers {
 function dispatch(setup: MockSetup, kind: string): Handler {
   return async (args: unknown, ctx: TaskContext) => {
     const workflow = await setup.nameOf(ctx.workflowId);
+    setup.started?.push(workflow === setup.workflow ? ctx.taskName : `${workflow}.${ctx.taskName}`);
     const task = templateOf(ctx.taskName);
     const mock = findMock(setup.mocks, setup.workflow, workflow, task, kind);
     const real = setup.project?.[kind];

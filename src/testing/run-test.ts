@@ -63,7 +63,8 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
     failures: [],
     ms: 0,
   };
-  const { rt, clock } = await session.runtime(file.workflow, test.mocks, file.now);
+  const { rt, clock, started: starts } = await session.runtime(file.workflow, test.mocks, file.now, session.handlers, file.queues);
+  const flowControlled = workflowTree(file.workflow, session.definitions).some((d) => d.concurrency || d.debounce || d.tasks.some((t) => t.flow));
   const end = file.now.getTime() + file.maxTimeMs;
   const driver = new Driver(rt, clock, session, started + timeoutMs);
   // where the run is, for a timeout's message: its start, the step playing, or the run to the end after them
@@ -105,7 +106,7 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
           await driver.settle();
           break;
         case 'expect': {
-          const mismatches = compare(step.expect, await observe(rt, id, clock));
+          const mismatches = compare(step.expect, await observe(rt, id, clock, { starts, flowControlled }));
           if (mismatches.length > 0) result.failures.push({ step: i, line: step.line, time: clock.now().toISOString(), mismatches });
           break;
         }
@@ -119,7 +120,7 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
       for (const s of await rt.schedules.list(file.workflow, { next: 0, runs: 0 })) await rt.schedules.pause(file.workflow, s.name);
       for (const w of (await rt.listWorkflows({ state: 'running', limit: 500 })).workflows) await driver.runToEnd(w.id, end);
     }
-    const observed = await observe(rt, id, clock);
+    const observed = await observe(rt, id, clock, { starts, flowControlled });
     result.observed = observed;
     result.runs = await runsOf(rt);
     if (test.expect) {
@@ -216,9 +217,15 @@ export class Driver {
 }
 
 /** The run in the terms expectations use (none when the test started none: only its schedules did), and the schedules' runs. */
-export async function observe(rt: Runtime, id: string | undefined, clock: VirtualClock): Promise<Observed> {
+export async function observe(
+  rt: Runtime,
+  id: string | undefined,
+  clock: VirtualClock,
+  s: { starts: readonly string[]; flowControlled: boolean } = { starts: [], flowControlled: false },
+): Promise<Observed> {
   const runs = await scheduledRuns(rt);
-  if (id === undefined) return { state: 'none', reason: null, output: null, tasks: {}, time: clock.now().toISOString(), runs };
+  const started = { started: [...s.starts], flowControlled: s.flowControlled };
+  if (id === undefined) return { state: 'none', reason: null, output: null, tasks: {}, time: clock.now().toISOString(), runs, ...started };
   const w = await rt.workflow(id).load();
   const tasks = await rt.workflow(id).tasks();
   const logs = await handlerLines(rt, id);
@@ -229,6 +236,7 @@ export async function observe(rt: Runtime, id: string | undefined, clock: Virtua
     tasks: Object.fromEntries(tasks.map((t) => [t.name, observeTask(t, logs.get(t.name) ?? [])])),
     time: clock.now().toISOString(),
     runs,
+    ...started,
   };
 }
 

@@ -64,13 +64,16 @@ export class TestSession {
     mocks: Record<string, Mock>,
     now: Date,
     project: Handlers | undefined = this.handlers,
-  ): Promise<{ rt: Runtime; clock: VirtualClock }> {
+    slots: Record<string, number> = {},
+  ): Promise<{ rt: Runtime; clock: VirtualClock; started: string[] }> {
     await resetRuns(this.db, this.s);
     const clock = new VirtualClock(now);
     const tree = workflowTree(workflow, this.definitions);
     const names = new Map<string, string>();
     let rt: Runtime;
+    const started: string[] = [];
     const handlers = mockHandlers({
+      started,
       workflow,
       tree,
       mocks,
@@ -82,7 +85,7 @@ export class TestSession {
         return name;
       },
     });
-    const queues = Object.fromEntries([...new Set([...this.definitions.values()].flatMap((d) => d.tasks.map((t) => t.queue)))].map((q) => [q, 16]));
+    const queues = Object.fromEntries([...new Set([...this.definitions.values()].flatMap((d) => d.tasks.map((t) => t.queue)))].map((q) => [q, slots[q] ?? 16]));
     rt = createRuntime({
       database: this.db,
       clock: clock.now,
@@ -94,7 +97,7 @@ export class TestSession {
       workerDeadAfterMs: NEVER_MS,
       retention: { closedMs: null, cancelledMs: null },
     });
-    return { rt, clock };
+    return { rt, clock, started };
   }
 
   async close(): Promise<void> {

@@ -34,6 +34,8 @@ export interface Expect {
   time?: string;
   /** The runs the schedules started, oldest tick first. */
   runs?: RunExpect[];
+  /** Every attempt's start, in order (a child's task as WORKFLOW.TASK). */
+  started?: string[];
 }
 
 /** A run a schedule started: its schedule, its nominal tick (UTC), and its state when given. */
@@ -79,6 +81,8 @@ export interface TestFile {
   workflow: string;
   now: Date;
   maxTimeMs: number;
+  /** Slots per queue of the test's worker (the file's `queues`; 16 for any other). */
+  queues: Record<string, number>;
   tests: TestCase[];
   source: SourceFile;
 }
@@ -97,6 +101,7 @@ export interface RawTestFile {
   workflow: string;
   now?: string;
   max_time?: string;
+  queues?: Record<string, number>;
   mocks?: Record<string, RawMock>;
   tests: {
     name: string;
@@ -200,6 +205,7 @@ function toModel(raw: RawTestFile, file: SourceFile): TestFile {
     workflow: raw.workflow,
     now: new Date(raw.now ?? DEFAULT_NOW),
     maxTimeMs: raw.max_time === undefined ? DEFAULT_MAX_TIME_MS : durationMs(raw.max_time),
+    queues: raw.queues ?? {},
     source: file,
     tests: raw.tests.map((t, index) => ({
       name: t.name,

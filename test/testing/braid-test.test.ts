@@ -141,6 +141,35 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     expect(bad.stderr).toContain('bad/schedules.test.yaml:12:23: error: nightly has no schedule "new_yrok" [test-schema]');
   });
 
+  it('flow control on the virtual clock: the order tasks started is a golden (fairness between tenants, two at once per tenant, three slots)', async () => {
+    const dir = join(repoRoot, 'test/fixtures/testing/flow');
+    const r = await runCliInProcess(['test', 'definitions'], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const file = join(dir, 'definitions', 'tenant_exports.test.yaml');
+    const golden = readFileSync(file, 'utf8');
+    // a schedule the policy does not make fails, showing where the order parts
+    const wrong = join(dir, 'definitions', 'wrong_order.test.yaml');
+    writeFileSync(wrong, golden.replace('        - export[big1]\n        - export[small1]', '        - export[big1]\n        - export[big2]'));
+    try {
+      const failed = await runCliInProcess(['test', 'definitions/wrong_order.test.yaml'], { cwd: dir, env: { DATABASE_URL: '' } });
+      expect(failed.code).toBe(1);
+      expect(failed.stdout).toContain('started[1]');
+    } finally {
+      rmSync(wrong);
+    }
+    // --update writes the order from the run
+    const stripped = golden.replace(/ {6}# the order[\s\S]*?(?= {6}time:)/, '');
+    expect(stripped).not.toContain('started:');
+    writeFileSync(wrong, stripped);
+    try {
+      expect((await runCliInProcess(['test', 'definitions/wrong_order.test.yaml', '--update'], { cwd: dir, env: { DATABASE_URL: '' } })).code).toBe(0);
+      expect(readFileSync(wrong, 'utf8')).toContain('      started:\n        - export[big1]\n        - export[small1]\n        - export[tiny1]\n');
+    } finally {
+      rmSync(wrong);
+    }
+  });
+
   it('a task with no mock and no handler fails its test at once, naming it', async () => {
     const r = await runCliInProcess(['test', 'definitions', '--filter', 'day one'], { cwd: fixture, env: { DATABASE_URL: '' } });
     expect(r.code).toBe(1);

@@ -8,6 +8,8 @@ const observed = (logs: { level: string; message: string }[]): Observed => ({
   time: '2026-01-01T00:00:00.000Z',
   tasks: { charge: { state: 'completed', attempts: 2, args: {}, output: {}, wait: {}, logs } },
   runs: [],
+  started: [],
+  flowControlled: false,
 });
 
 describe("braid test's logs expectation", () => {
