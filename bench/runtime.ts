@@ -19,6 +19,9 @@ const DEFS = {
   fan:
     'name: fan\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  root: { kind: ' +
     'noop }\n  leaf: { kind: noop, deps: [root], for_each: "${{ inputs.items }}" }\n  join: { kind: noop, deps: [leaf] }\n',
+  flowed:
+    'name: flowed\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  t: { kind: noop, for_each: "${{ inputs.items }}", ' +
+    'concurrency: { key: item.tenant, limit: 50 } }\n',
   chain: `name: chain\ntasks:\n${Array.from({ length: 200 }, (_, i) => `  c${i}: { kind: hop${i > 0 ? `, deps: [c${i - 1}]` : ''} }\n`).join('')}`,
 };
 
@@ -76,6 +79,19 @@ async function openWorkflows(rt: Runtime): Promise<number> {
 async function braidOneWorkflow(prefetch: number): Promise<number> {
   const { rt, close } = await freshBraid({ noop: async () => null }, prefetch);
   const id = await rt.start('many', { items: Array.from({ length: N }, (_, i) => i) });
+  await settle(rt.db, `${SCHEMA}.tasks`);
+  const t0 = performance.now();
+  await rt.startWorker();
+  await rt.workflow(id).waitUntilFinal({ pollMs: 20 });
+  const ms = performance.now() - t0;
+  await close();
+  return ms;
+}
+
+/** The same, each task under `concurrency: { key: item.tenant, limit: 50 }` over 10 tenants (claimed through flow_pick). */
+async function braidOneWorkflowFlowControlled(): Promise<number> {
+  const { rt, close } = await freshBraid({ noop: async () => null });
+  const id = await rt.start('flowed', { items: Array.from({ length: N }, (_, i) => ({ tenant: `t${i % 10}` })) });
   await settle(rt.db, `${SCHEMA}.tasks`);
   const t0 = performance.now();
   await rt.startWorker();
@@ -211,12 +227,13 @@ export async function benchRuntime(): Promise<void> {
     gBatched: () => graphileThroughput(true),
     one: () => braidOneWorkflow(0),
     oneBatched: () => braidOneWorkflow(PREFETCH),
+    flowed: () => braidOneWorkflowFlowControlled(),
     many: () => braidManyWorkflows(0),
     manyBatched: () => braidManyWorkflows(PREFETCH),
   };
   const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, [] as number[]])) as Record<keyof typeof cases, number[]>;
   for (let r = 0; r < ROUNDS; r++) for (const [k, run] of Object.entries(cases)) samples[k as keyof typeof cases].push(rate(await run()));
-  const [gDefault, gBatched, one, oneBatched, many, manyBatched] = Object.values(samples).map((v) => pct(v, 50));
+  const [gDefault, gBatched, one, oneBatched, flowed, many, manyBatched] = Object.values(samples).map((v) => pct(v, 50));
   const range = (k: keyof typeof cases) => (ROUNDS > 1 ? ` [${Math.min(...samples[k]).toFixed(0)}-${Math.max(...samples[k]).toFixed(0)}]` : '');
   const row = (k: keyof typeof cases, label: string, value: number, unit: string, note = '') =>
     console.log(`  ${label.padEnd(52)} ${value.toFixed(0).padStart(7)} ${unit}${range(k).padEnd(16)}${note}`);
@@ -230,6 +247,7 @@ export async function benchRuntime(): Promise<void> {
     'tasks/s',
     `${(oneBatched / gBatched).toFixed(2)}x graphile batched (goal >= 1.0)`,
   );
+  row('flowed', `braid, the same with concurrency 50 per tenant x 10`, flowed, 'tasks/s', `${(flowed / one).toFixed(2)}x braid uncontrolled (goal >= 0.70)`);
   row('many', `braid, ${N} one-task workflows, default`, many, 'tasks/s', `${(many / gDefault).toFixed(2)}x graphile default`);
   row(
     'manyBatched',

@@ -153,7 +153,13 @@ export class WorkflowHandle {
 
   /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
   async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
-    const { waitDiagnostics } = await import('./waits/diagnostics.js');
+    const { DiagnosticsError, waitDiagnostics } = await import('./waits/diagnostics.js');
+    // an available task with flow control has no wait to evaluate: what holds it back is said instead
+    const held = (await this.tasks()).find((t) => t.name === task && t.state === 'available' && t.flow !== null && !t.wait);
+    if (held) {
+      const why = (await this.status()).tasks.find((t) => t.name === task)?.pending_reason;
+      throw new DiagnosticsError(`task "${task}" has no wait: it is available and not started yet: ${why}`);
+    }
     const d = await waitDiagnostics(this.q, await advanceIn(this.rt.ctx), this.id, task, options);
     if (!d) throw (await loadWorkflow(this.q, this.rt.ctx.s, this.id)) ? new TaskNotFoundError(this.id, task) : new WorkflowNotFoundError(this.id);
     return d;

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/runtime/runtime.js';
 import { patient } from '../helpers/patience.js';
-import { backend, definitionsDir, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
+import { backend, definitionsDir, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
 const pools: pg.Pool[] = [];
 afterAll(async () => {
@@ -70,6 +70,8 @@ describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool
       await expect(rt.workflow(id).cancel({ tx: client })).rejects.toEqual(refused(/has not sent BEGIN/));
       await client.query('BEGIN');
       await client.query('SELECT 1/0').catch(() => undefined);
+      // the query's error can arrive before the server's ready-for-query that marks the transaction failed
+      await until(() => (client as unknown as { getTransactionStatus: () => string }).getTransactionStatus() === 'E');
       await expect(rt.start('one', {}, { tx: client })).rejects.toEqual(refused(/has failed/));
       await client.query('ROLLBACK');
       await expect(rt.start('one', {}, { tx: pool as never })).rejects.toEqual(refused(/a pool/));

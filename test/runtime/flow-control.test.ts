@@ -70,6 +70,9 @@ describe(`flow control (${backend})`, () => {
     const waiting = (await rt.workflow(a).status()).tasks.filter((t) => t.state === 'available');
     expect(waiting).toHaveLength(4);
     expect(waiting[0].pending_reason).toBe('concurrency 2/2 for key "a"');
+    await expect(rt.workflow(a).waitDiagnostics(waiting[0].name)).rejects.toThrow(
+      `task "${waiting[0].name}" has no wait: it is available and not started yet: concurrency 2/2 for key "a"`,
+    );
     await final(rt, a);
     await final(rt, b);
     expect(peak(spans, 'a')).toBe(2);

@@ -83,9 +83,9 @@ const CLAIMED_RETURNING = `t.workflow_id, t.name, t.template, t.kind, t.queue, t
 /**
  * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
  * rows other workers hold, so each task attempt runs once at a time. Tasks with flow control (lane 'flow')
- * are picked by flow_pick() (migration 022), up to `flowLimit` (no prefetch: a flow-controlled task counts
- * against its limits from its claim, so it is claimed only for a free slot); the function is not called when
- * the queue has none. The same statement records the claim and deletes the worker's claims listed in `forget`
+ * are picked by flow_pick() (migration 022) for the room the others left, up to `flowLimit` (no prefetch: a
+ * flow-controlled task counts against its limits from its claim, so it is claimed only for a free slot); the
+ * function is not called when the queue has none. The same statement records the claim and deletes the worker's claims listed in `forget`
  * (those whose attempts have all ended).
  */
 export async function fetchTasks(
@@ -95,17 +95,17 @@ export async function fetchTasks(
 ): Promise<Fetched> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
   const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null }>(
-    `WITH flowed AS MATERIALIZED (
-       SELECT f.* FROM (SELECT $7::int > 0 AND EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'flow' AND queue = $1) AS any) g
-        CROSS JOIN LATERAL ${s}.flow_pick($1, $2::text[], $7::int, $5::timestamptz, false) f
-        WHERE g.any
-     ), claimed AS (
+    `WITH claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
                 WHERE lane = 'available' AND queue = $1 AND kind = ANY($2::text[])
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING ${CLAIMED_RETURNING}, 0 AS ord
+     ), flowed AS MATERIALIZED (
+       SELECT f.* FROM (SELECT least($7::int, $3::int - (SELECT count(*)::int FROM claimed)) AS n) r
+        CROSS JOIN LATERAL ${s}.flow_pick($1, $2::text[], r.n, $5::timestamptz, false) f
+        WHERE r.n > 0 AND EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'flow' AND queue = $1)
      ), claimed_flow AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
          FROM flowed f
