@@ -232,7 +232,10 @@ export async function benchRuntime(): Promise<void> {
     manyBatched: () => braidManyWorkflows(PREFETCH),
   };
   const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, [] as number[]])) as Record<keyof typeof cases, number[]>;
-  for (let r = 0; r < ROUNDS; r++) for (const [k, run] of Object.entries(cases)) samples[k as keyof typeof cases].push(rate(await run()));
+  // BENCH_CASES=one,flowed runs only those (the others print as 0)
+  const only = process.env.BENCH_CASES?.split(',');
+  for (let r = 0; r < ROUNDS; r++)
+    for (const [k, run] of Object.entries(cases)) samples[k as keyof typeof cases].push(only && !only.includes(k) ? 0 : rate(await run()));
   const [gDefault, gBatched, one, oneBatched, flowed, many, manyBatched] = Object.values(samples).map((v) => pct(v, 50));
   const range = (k: keyof typeof cases) => (ROUNDS > 1 ? ` [${Math.min(...samples[k]).toFixed(0)}-${Math.max(...samples[k]).toFixed(0)}]` : '');
   const row = (k: keyof typeof cases, label: string, value: number, unit: string, note = '') =>

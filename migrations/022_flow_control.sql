@@ -20,27 +20,26 @@ ALTER TABLE {{schema}}.tasks
   -- holds back the tasks of another key queued behind it
   ADD COLUMN flow_bucket text GENERATED ALWAYS AS (
     CASE WHEN flow IS NOT NULL THEN coalesce('f ' || (flow #>> '{fairness,key}'), 'c ' || (flow #>> '{concurrency,key}'),
-                                             'w ' || (flow #>> '{workflow_concurrency,key}'), 'r ' || (flow #>> '{rate_limit,key}'), '') END) STORED;
+                                             'w ' || (flow #>> '{workflow_concurrency,key}'), 'r ' || (flow #>> '{rate_limit,key}'), '') END) STORED,
+  -- its place in its queue's fair order (start-time fair queueing): given once it waits, by flow_tag_waiting()
+  ADD COLUMN flow_tag double precision;
 CREATE INDEX tasks_fetch ON {{schema}}.tasks (queue, priority, scheduled_at, id) WHERE lane = 'available';
 CREATE INDEX tasks_due ON {{schema}}.tasks (scheduled_at) WHERE lane IN ('scheduled', 'retryable');
 CREATE INDEX tasks_waiting ON {{schema}}.tasks (workflow_id) WHERE lane = 'pending' AND wait_started_at IS NOT NULL;
 CREATE INDEX tasks_wait_unevaluated ON {{schema}}.tasks (workflow_id) WHERE lane = 'pending' AND wait_started_at IS NOT NULL AND wait_progress IS NULL;
--- available tasks with flow control, by queue and turn, in each turn's own order
-CREATE INDEX tasks_flow ON {{schema}}.tasks (queue, flow_bucket, priority, scheduled_at, id) WHERE lane = 'flow';
+-- available tasks with flow control, by queue in fair order (those not yet placed last)
+CREATE INDEX tasks_flow ON {{schema}}.tasks (queue, flow_tag, id) WHERE lane = 'flow';
 CREATE INDEX tasks_flow_slot ON {{schema}}.tasks (flow_slot) WHERE flow_slot IS NOT NULL;
 CREATE INDEX tasks_flow_run_slot ON {{schema}}.tasks (flow_run_slot, workflow_id) WHERE flow_run_slot IS NOT NULL;
 
--- Fairness: each turn's pass (tasks taken, divided by its weight) per queue, and each queue's virtual time (the
--- pass the last pick began at): a key back from idle starts at the virtual time, not where it stopped.
+-- Fairness: each turn's last tag per queue. A task that starts to wait is placed after its turn's last one, and
+-- never before the queue's head (its first waiting tag), so a turn back from idle does not jump the queue; a
+-- task weighs 1/weight, so a turn of weight 3 gets three places to another's one.
 CREATE TABLE {{schema}}.flow_turns (
   queue text NOT NULL,
   key text NOT NULL,
-  pass double precision NOT NULL,
+  last_tag double precision NOT NULL,
   PRIMARY KEY (queue, key)
-);
-CREATE TABLE {{schema}}.flow_queues (
-  queue text PRIMARY KEY,
-  vtime double precision NOT NULL
 );
 
 -- Rate limits: each key's latest starts (at most its limit of them); a start needs fewer than `limit` of them
@@ -65,152 +64,153 @@ CREATE FUNCTION {{schema}}.flow_rate_next(p_starts timestamptz[], p_limit int, p
     FROM unnest(p_starts) AS s WHERE s > p_now - p_per_ms * interval '1 millisecond'
 $$;
 
--- Picks up to p_limit tasks of lane 'flow' of a queue to claim now: candidates in fair order (each key's next
--- tasks, by pass plus turns over weight), each taken while its concurrency key, its workflow's run key and its
--- rate key have room. A key's count is read after its advisory lock is taken, in a statement of its own (so its
--- snapshot shows every claim committed under that lock before); a key another claim holds is left to that
--- claim. The caller updates the picked tasks in the same transaction, so the locks cover the claim. A last row
--- without a task says when the earliest rate-limited key has a token again. p_dry: nothing locked or written,
--- for a look at whether anything could start (braid test's driver). p_kinds NULL: any kind.
+-- Places a queue's waiting tasks that have no place yet (at most p_limit a call, the oldest first): each turn's
+-- after its last tag, or after the queue's head when the turn was idle, spaced by 1/weight. A start places the
+-- tasks it adds; a worker places those that became available since (after deps, a retry), when its claim saw
+-- some (in a statement of its own: the claim updates the same rows). Until then they come after the placed ones.
+CREATE FUNCTION {{schema}}.flow_tag_waiting(p_queue text, p_limit int) RETURNS void LANGUAGE sql AS $$
+  WITH head AS (
+    SELECT coalesce((SELECT min(flow_tag) FROM {{schema}}.tasks WHERE lane = 'flow' AND queue = p_queue AND flow_tag IS NOT NULL),
+                    (SELECT max(last_tag) FROM {{schema}}.flow_turns WHERE queue = p_queue), 0) AS tag
+  ), fresh AS MATERIALIZED (
+    SELECT t.ctid AS tid, t.flow_bucket AS bucket, 1.0 / greatest(coalesce((t.flow #>> '{fairness,weight}')::int, 1), 1) AS step,
+           t.priority, t.scheduled_at, t.id
+      FROM {{schema}}.tasks t WHERE t.lane = 'flow' AND t.queue = p_queue AND t.flow_tag IS NULL
+     ORDER BY t.flow_tag, t.id LIMIT p_limit FOR UPDATE SKIP LOCKED
+  ), placed AS (
+    SELECT f.tid, f.bucket,
+           greatest(coalesce(ft.last_tag, h.tag), h.tag) + sum(f.step) OVER (PARTITION BY f.bucket ORDER BY f.priority, f.scheduled_at, f.id) AS tag
+      FROM fresh f CROSS JOIN head h LEFT JOIN {{schema}}.flow_turns ft ON ft.queue = p_queue AND ft.key = f.bucket
+  ), tagged AS (
+    UPDATE {{schema}}.tasks t SET flow_tag = p.tag FROM placed p WHERE t.ctid = p.tid
+  )
+  INSERT INTO {{schema}}.flow_turns AS ft (queue, key, last_tag)
+  SELECT p_queue, bucket, max(tag) FROM placed GROUP BY bucket ORDER BY bucket
+  ON CONFLICT (queue, key) DO UPDATE SET last_tag = greatest(ft.last_tag, excluded.last_tag)
+$$;
+
+-- Picks up to p_limit tasks of lane 'flow' of a queue to claim now. The candidates are the queue's first
+-- waiting tasks in fair order (one index range, as a plain claim reads); each is taken while its concurrency
+-- key, its workflow's run key and its rate key have room. The keys are locked first (advisory locks, one per
+-- key, tried: a key another claim holds is left to that claim, as full), then what they hold is read, and the
+-- picks made, in a statement of its own, whose snapshot shows every claim committed under those locks before.
+-- The caller updates the picked tasks in the same transaction, so the locks cover the claim. A last row without
+-- a task says when the earliest rate-limited key has a token again. p_dry: nothing locked or written, for a
+-- look at whether anything could start (braid test's driver). p_kinds NULL: any kind.
 CREATE FUNCTION {{schema}}.flow_pick(p_queue text, p_kinds text[], p_limit int, p_now timestamptz, p_dry boolean)
-  RETURNS TABLE (wid text, tname text, ord int, wake timestamptz) LANGUAGE plpgsql AS $$
+  RETURNS TABLE (wid text, tname text, ord int, wake timestamptz) LANGUAGE plpgsql ROWS 16 AS $$
 DECLARE
+  v_window int := least(p_limit + 16, 1000);
   v_keys text[];
-  v_vtime double precision;
-  c record;
-  v_n int := 0;
-  v_key text;
-  v_count int;
-  v_ids jsonb;
-  v_starts timestamptz[];
+  v_full boolean;
+  v_wids text[];
+  v_names text[];
+  v_rkeys text[];
+  v_rlims int[];
+  v_blocked jsonb;
   v_wake timestamptz;
-  v_next timestamptz;
-  v_room jsonb := '{}';
-  v_runs jsonb := '{}';
-  v_rate jsonb := '{}';
-  v_turns jsonb := '{}';
-  v_picked_start double precision;
 BEGIN
   IF p_limit <= 0 THEN RETURN; END IF;
-  -- the turns with tasks waiting (a skip scan of tasks_flow), at most 1000 a claim
-  WITH RECURSIVE k(key) AS (
-    (SELECT t.flow_bucket FROM {{schema}}.tasks t WHERE t.lane = 'flow' AND t.queue = p_queue
-      ORDER BY 1 LIMIT 1)
-    UNION ALL
-    SELECT (SELECT t.flow_bucket FROM {{schema}}.tasks t
-             WHERE t.lane = 'flow' AND t.queue = p_queue AND t.flow_bucket > k.key ORDER BY 1 LIMIT 1)
-      FROM k WHERE k.key IS NOT NULL
-  )
-  SELECT array_agg(key) INTO v_keys FROM (SELECT key FROM k WHERE key IS NOT NULL LIMIT 1000) x;
-  IF v_keys IS NULL THEN RETURN; END IF;
-  SELECT vtime INTO v_vtime FROM {{schema}}.flow_queues WHERE queue = p_queue;
-  v_vtime := coalesce(v_vtime, 0);
+  -- the keys the first waiting tasks in fair order name, each locked unless another claim holds it; and whether
+  -- any has more than a concurrency limit (the picks below are simpler without)
+  SELECT coalesce(array_agg(k.kind || k.key) FILTER (WHERE p_dry OR pg_try_advisory_xact_lock(hashtextextended('braid.flow.' || k.kind || k.key, 0))), '{}'),
+         coalesce(bool_or(k.kind <> 'c '), false)
+    INTO v_keys, v_full
+    FROM (SELECT DISTINCT x.kind, x.key
+            FROM (SELECT t.flow FROM {{schema}}.tasks t
+                   WHERE t.lane = 'flow' AND t.queue = p_queue AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
+                   ORDER BY t.flow_tag, t.id LIMIT v_window) c
+            CROSS JOIN LATERAL (VALUES ('c ', c.flow #>> '{concurrency,key}'), ('w ', c.flow #>> '{workflow_concurrency,key}'),
+                                       ('r ', c.flow #>> '{rate_limit,key}')) x(kind, key)
+           WHERE x.key IS NOT NULL ORDER BY 1, 2) k;
 
-  FOR c IN
-    SELECT t.workflow_id, t.name, t.flow, k.key AS fkey, greatest(coalesce(f.pass, v_vtime), v_vtime) AS start,
-           greatest(coalesce(f.pass, v_vtime), v_vtime)
-             + (row_number() OVER (PARTITION BY k.key ORDER BY t.priority, t.scheduled_at, t.id))::double precision
-               / greatest(coalesce((t.flow #>> '{fairness,weight}')::int, 1), 1) AS finish,
-           t.priority, t.scheduled_at, t.id
-      FROM unnest(v_keys) AS k(key)
-      LEFT JOIN {{schema}}.flow_turns f ON f.queue = p_queue AND f.key = k.key
-      CROSS JOIN LATERAL (
-        SELECT t.workflow_id, t.name, t.flow, t.priority, t.scheduled_at, t.id FROM {{schema}}.tasks t
-         WHERE t.lane = 'flow' AND t.queue = p_queue AND t.flow_bucket = k.key
-           AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
-         ORDER BY t.priority, t.scheduled_at, t.id LIMIT p_limit + 16 FOR UPDATE SKIP LOCKED) t
-     ORDER BY finish, priority, scheduled_at, id
-  LOOP
-    EXIT WHEN v_n >= p_limit;
-    -- concurrency: attempts of the key in flight
-    v_key := c.flow #>> '{concurrency,key}';
-    IF v_key IS NOT NULL THEN
-      IF NOT v_room ? v_key THEN
-        IF p_dry OR pg_try_advisory_xact_lock(hashtextextended('braid.flow.c ' || v_key, 0)) THEN
-          SELECT count(*) INTO v_count FROM {{schema}}.tasks WHERE flow_slot = v_key;
-        ELSE
-          v_count := 2147483647;
-        END IF;
-        v_room := v_room || jsonb_build_object(v_key, v_count);
-      END IF;
-      CONTINUE WHEN (v_room ->> v_key)::bigint >= (c.flow #>> '{concurrency,limit}')::int;
-    END IF;
-    -- workflow concurrency: runs of the key with a task in flight (a run holding one may start more)
-    v_key := c.flow #>> '{workflow_concurrency,key}';
-    IF v_key IS NOT NULL THEN
-      IF NOT v_runs ? v_key THEN
-        IF p_dry OR pg_try_advisory_xact_lock(hashtextextended('braid.flow.w ' || v_key, 0)) THEN
-          SELECT coalesce(jsonb_object_agg(d.workflow_id, true), '{}') INTO v_ids
-            FROM (SELECT DISTINCT workflow_id FROM {{schema}}.tasks WHERE flow_run_slot = v_key) d;
-        ELSE
-          v_ids := '{"": false}';
-        END IF;
-        v_runs := v_runs || jsonb_build_object(v_key, v_ids);
-      END IF;
-      CONTINUE WHEN v_runs -> v_key -> '' = 'false'::jsonb;
-      CONTINUE WHEN NOT (v_runs -> v_key) ? c.workflow_id
-                AND (SELECT count(*) FROM jsonb_object_keys(v_runs -> v_key)) >= (c.flow #>> '{workflow_concurrency,limit}')::int;
-    END IF;
-    -- rate limit: tokens left in the window
-    v_key := c.flow #>> '{rate_limit,key}';
-    IF v_key IS NOT NULL THEN
-      IF NOT v_rate ? v_key THEN
-        IF p_dry OR pg_try_advisory_xact_lock(hashtextextended('braid.flow.r ' || v_key, 0)) THEN
-          SELECT starts INTO v_starts FROM {{schema}}.flow_rates WHERE key = v_key;
-          v_count := (c.flow #>> '{rate_limit,limit}')::int
-                     - {{schema}}.flow_rate_used(coalesce(v_starts, '{}'), (c.flow #>> '{rate_limit,per_ms}')::bigint, p_now);
-          v_rate := v_rate || jsonb_build_object(v_key, jsonb_build_object('left', v_count, 'taken', 0, 'flow', c.flow -> 'rate_limit'));
-          IF v_count <= 0 THEN
-            v_wake := least(v_wake, {{schema}}.flow_rate_next(coalesce(v_starts, '{}'), (c.flow #>> '{rate_limit,limit}')::int,
-                                                                 (c.flow #>> '{rate_limit,per_ms}')::bigint, p_now));
-          END IF;
-        ELSE
-          v_rate := v_rate || jsonb_build_object(v_key, jsonb_build_object('left', 0, 'taken', 0));
-        END IF;
-      END IF;
-      CONTINUE WHEN (v_rate #>> ARRAY[v_key, 'left'])::int <= 0;
-    END IF;
-
-    -- taken: what it holds is counted for the candidates after it
-    v_key := c.flow #>> '{concurrency,key}';
-    IF v_key IS NOT NULL THEN v_room := jsonb_set(v_room, ARRAY[v_key], to_jsonb((v_room ->> v_key)::bigint + 1)); END IF;
-    v_key := c.flow #>> '{workflow_concurrency,key}';
-    IF v_key IS NOT NULL THEN v_runs := jsonb_set(v_runs, ARRAY[v_key, c.workflow_id], 'true'); END IF;
-    v_key := c.flow #>> '{rate_limit,key}';
-    IF v_key IS NOT NULL THEN
-      v_rate := jsonb_set(jsonb_set(v_rate, ARRAY[v_key, 'left'], to_jsonb((v_rate #>> ARRAY[v_key, 'left'])::int - 1)),
-                          ARRAY[v_key, 'taken'], to_jsonb((v_rate #>> ARRAY[v_key, 'taken'])::int + 1));
-    END IF;
-    v_turns := v_turns || jsonb_build_object(c.fkey, jsonb_build_object('pass', c.finish));
-    v_picked_start := least(v_picked_start, c.finish - 1.0 / greatest(coalesce((c.flow #>> '{fairness,weight}')::int, 1), 1));
-    v_n := v_n + 1;
-    wid := c.workflow_id; tname := c.name; ord := v_n; wake := NULL;
-    RETURN NEXT;
-    EXIT WHEN p_dry;
-  END LOOP;
-  IF p_dry THEN RETURN; END IF;
-
-  -- what the picks used: each rate key's starts (the latest `limit` of them), each fairness key's pass
-  INSERT INTO {{schema}}.flow_rates AS r (key, starts)
-  SELECT x.key, (SELECT array_agg(s ORDER BY s) FROM (
-           SELECT s FROM unnest(coalesce((SELECT starts FROM {{schema}}.flow_rates WHERE key = x.key), '{}') || array_fill(p_now, ARRAY[x.taken])) AS s
-            ORDER BY s DESC LIMIT x.lim) l)
-    FROM (SELECT e.key, (e.value ->> 'taken')::int AS taken, (e.value #>> '{flow,limit}')::int AS lim
-            FROM jsonb_each(v_rate) e WHERE (e.value ->> 'taken')::int > 0 ORDER BY e.key) x
-  ON CONFLICT (key) DO UPDATE SET starts = excluded.starts;
-  FOR v_key IN SELECT e.key FROM jsonb_each(v_rate) e WHERE (e.value ->> 'taken')::int > 0 AND (e.value ->> 'left')::int <= 0 LOOP
-    SELECT {{schema}}.flow_rate_next(starts, (v_rate #>> ARRAY[v_key, 'flow', 'limit'])::int, (v_rate #>> ARRAY[v_key, 'flow', 'per_ms'])::bigint, p_now)
-      INTO v_next FROM {{schema}}.flow_rates WHERE key = v_key;
-    v_wake := least(v_wake, v_next);
-  END LOOP;
-  IF v_n > 0 THEN
-    INSERT INTO {{schema}}.flow_turns AS f (queue, key, pass)
-    SELECT p_queue, e.key, (e.value ->> 'pass')::double precision FROM jsonb_each(v_turns) e ORDER BY e.key
-    ON CONFLICT (queue, key) DO UPDATE SET pass = greatest(f.pass, excluded.pass);
-    INSERT INTO {{schema}}.flow_queues AS q (queue, vtime) VALUES (p_queue, v_picked_start)
-    ON CONFLICT (queue) DO UPDATE SET vtime = greatest(q.vtime, excluded.vtime);
+  -- then, after the locks (a statement of its own): what each key holds, and the candidates each has room for,
+  -- in fair order; a key not locked has none
+  IF NOT v_full THEN
+    WITH cand AS (
+      SELECT t.workflow_id AS w, t.name AS n, t.flow_tag, t.id, t.flow #>> '{concurrency,key}' AS ckey, (t.flow #>> '{concurrency,limit}')::int AS clim
+        FROM {{schema}}.tasks t
+       WHERE t.lane = 'flow' AND t.queue = p_queue AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
+       ORDER BY t.flow_tag, t.id LIMIT v_window
+    ), held AS (
+      SELECT flow_slot AS key, count(*)::int AS n FROM {{schema}}.tasks
+       WHERE flow_slot = ANY(ARRAY(SELECT substr(k, 3) FROM unnest(v_keys) k)) GROUP BY 1
+    )
+    SELECT array_agg(x.w ORDER BY x.flow_tag, x.id), array_agg(x.n ORDER BY x.flow_tag, x.id) INTO v_wids, v_names
+      FROM (SELECT c.* FROM (SELECT c.*, row_number() OVER (PARTITION BY c.ckey ORDER BY c.flow_tag, c.id) AS rank FROM cand c) c
+              LEFT JOIN held h ON h.key = c.ckey
+             WHERE c.ckey IS NULL OR (('c ' || c.ckey) = ANY(v_keys) AND c.rank <= c.clim - coalesce(h.n, 0))
+             ORDER BY c.flow_tag, c.id LIMIT CASE WHEN p_dry THEN 1 ELSE p_limit END) x;
+  ELSE
+    WITH cand AS (
+      SELECT t.workflow_id AS w, t.name AS n, t.flow_tag, t.id,
+             t.flow #>> '{concurrency,key}' AS ckey, (t.flow #>> '{concurrency,limit}')::int AS clim,
+             t.flow #>> '{workflow_concurrency,key}' AS wkey, (t.flow #>> '{workflow_concurrency,limit}')::int AS wlim,
+             t.flow #>> '{rate_limit,key}' AS rkey, (t.flow #>> '{rate_limit,limit}')::int AS rlim, (t.flow #>> '{rate_limit,per_ms}')::bigint AS rper
+        FROM {{schema}}.tasks t
+       WHERE t.lane = 'flow' AND t.queue = p_queue AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
+       ORDER BY t.flow_tag, t.id LIMIT v_window
+    ), held_c AS (
+      SELECT flow_slot AS key, count(*)::int AS n FROM {{schema}}.tasks
+       WHERE flow_slot = ANY(ARRAY(SELECT substr(k, 3) FROM unnest(v_keys) k WHERE k LIKE 'c %')) GROUP BY 1
+    ), held_w AS (
+      SELECT flow_run_slot AS key, array_agg(DISTINCT workflow_id) AS ids FROM {{schema}}.tasks
+       WHERE flow_run_slot = ANY(ARRAY(SELECT substr(k, 3) FROM unnest(v_keys) k WHERE k LIKE 'w %')) GROUP BY 1
+    ), held_r AS (
+      SELECT key, starts FROM {{schema}}.flow_rates WHERE key = ANY(ARRAY(SELECT substr(k, 3) FROM unnest(v_keys) k WHERE k LIKE 'r %'))
+    ), scored AS (
+      SELECT c.*,
+             CASE WHEN c.ckey IS NULL THEN NULL WHEN ('c ' || c.ckey) = ANY(v_keys) THEN c.clim - coalesce(hc.n, 0) ELSE 0 END AS c_room,
+             row_number() OVER (PARTITION BY c.ckey ORDER BY c.flow_tag, c.id) AS c_rank,
+             CASE WHEN c.wkey IS NULL THEN NULL WHEN ('w ' || c.wkey) = ANY(v_keys) THEN c.wlim - coalesce(cardinality(hw.ids), 0) ELSE 0 END AS w_room,
+             c.w = ANY(coalesce(hw.ids, '{}')) AS w_holds,
+             CASE WHEN c.rkey IS NULL THEN NULL
+                  WHEN ('r ' || c.rkey) = ANY(v_keys) THEN c.rlim - {{schema}}.flow_rate_used(coalesce(hr.starts, '{}'), c.rper, p_now) ELSE 0 END AS r_room,
+             row_number() OVER (PARTITION BY c.rkey ORDER BY c.flow_tag, c.id) AS r_rank
+        FROM cand c
+        LEFT JOIN held_c hc ON hc.key = c.ckey
+        LEFT JOIN held_w hw ON hw.key = c.wkey
+        LEFT JOIN held_r hr ON hr.key = c.rkey
+    ), runs AS (
+      -- a run not holding its key's slot yet takes one of the slots left, runs in the order they come
+      SELECT s.*, dense_rank() OVER (PARTITION BY s.wkey, s.w_holds ORDER BY s.first) AS w_rank
+        FROM (SELECT s.*, min(row(s.flow_tag, s.id)::text) OVER (PARTITION BY s.wkey, s.w) AS first FROM scored s) s
+    )
+    , picked AS (
+      SELECT r.* FROM runs r
+       WHERE (r.c_room IS NULL OR r.c_rank <= r.c_room)
+         AND (r.w_room IS NULL OR r.w_holds OR r.w_rank <= r.w_room)
+         AND (r.r_room IS NULL OR r.r_rank <= r.r_room)
+       ORDER BY r.flow_tag, r.id LIMIT CASE WHEN p_dry THEN 1 ELSE p_limit END
+    )
+    SELECT array_agg(x.w ORDER BY x.flow_tag, x.id), array_agg(x.n ORDER BY x.flow_tag, x.id),
+           array_agg(x.rkey ORDER BY x.flow_tag, x.id), array_agg(x.rlim ORDER BY x.flow_tag, x.id),
+           -- the rate keys locked here that leave a candidate waiting: the claim says when their next token frees
+           (SELECT jsonb_object_agg(b.rkey, jsonb_build_array(b.rlim, b.rper)) FROM runs b
+             WHERE b.rkey IS NOT NULL AND ('r ' || b.rkey) = ANY(v_keys) AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.w = b.w AND p.n = b.n))
+      INTO v_wids, v_names, v_rkeys, v_rlims, v_blocked
+      FROM picked x;
   END IF;
-  IF v_wake IS NOT NULL THEN
+
+  RETURN QUERY SELECT p.w, p.n, p.i::int, NULL::timestamptz FROM unnest(v_wids, v_names) WITH ORDINALITY AS p(w, n, i);
+  IF p_dry OR NOT v_full THEN RETURN; END IF;
+
+  -- each rate key's starts: the latest `limit` of them, with this claim's; then when the next token frees, for
+  -- the rate keys that left a task waiting
+  WITH used AS (
+    SELECT k AS key, count(*)::int AS taken, max(l) AS lim FROM unnest(v_rkeys, v_rlims) AS p(k, l) WHERE k IS NOT NULL GROUP BY k
+  ), written AS (
+    INSERT INTO {{schema}}.flow_rates AS r (key, starts)
+    SELECT u.key, (SELECT array_agg(s ORDER BY s) FROM (
+             SELECT s FROM unnest(coalesce((SELECT starts FROM {{schema}}.flow_rates WHERE key = u.key), '{}') || array_fill(p_now, ARRAY[u.taken])) AS s
+              ORDER BY s DESC LIMIT u.lim) l)
+      FROM used u ORDER BY u.key
+    ON CONFLICT (key) DO UPDATE SET starts = excluded.starts
+    RETURNING r.key, r.starts
+  )
+  SELECT min({{schema}}.flow_rate_next(coalesce(w.starts, r.starts, '{}'), (b.value ->> 0)::int, (b.value ->> 1)::bigint, p_now)) INTO v_wake
+    FROM jsonb_each(coalesce(v_blocked, '{}')) b LEFT JOIN written w ON w.key = b.key LEFT JOIN {{schema}}.flow_rates r ON r.key = b.key;
+  IF v_wake IS NOT NULL AND v_wake > p_now THEN
     wid := NULL; tname := NULL; ord := NULL; wake := v_wake;
     RETURN NEXT;
   END IF;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { advance, backend, drivenRuntime, final, settle } from '../helpers/runtime.js';
+import { runCliInProcess } from '../helpers/cli.js';
+import { advance, backend, drivenRuntime, final, postgresUrl, settle } from '../helpers/runtime.js';
 
 const T0 = new Date('2027-01-01T00:00:00Z');
 
@@ -70,6 +71,13 @@ describe(`flow control (${backend})`, () => {
     const waiting = (await rt.workflow(a).status()).tasks.filter((t) => t.state === 'available');
     expect(waiting).toHaveLength(4);
     expect(waiting[0].pending_reason).toBe('concurrency 2/2 for key "a"');
+    if (backend === 'postgres') {
+      // braid status says it too, and braid diagnose on the task
+      const db = ['--database', postgresUrl, '--schema', rt.schema];
+      expect((await runCliInProcess(['status', a, ...db])).stdout).toContain('concurrency 2/2 for key "a"');
+      const diagnosed = await runCliInProcess(['diagnose', a, waiting[0].name, ...db]);
+      expect(diagnosed.stderr).toContain('it is available and not started yet: concurrency 2/2 for key "a"');
+    }
     await expect(rt.workflow(a).waitDiagnostics(waiting[0].name)).rejects.toThrow(
       `task "${waiting[0].name}" has no wait: it is available and not started yet: concurrency 2/2 for key "a"`,
     );
@@ -158,8 +166,8 @@ describe(`flow control (${backend})`, () => {
     expect(ends('b')).toHaveLength(20);
     expect(ends('c')).toHaveLength(20);
     expect(ends('a').filter((t) => t <= lastSmall).length).toBeLessThan(200);
-    // round robin: a gets one turn for each of b's and c's
-    expect(ends('a').filter((t) => t <= lastSmall).length).toBeLessThanOrEqual(25);
+    // turn by turn: a gets about one turn for each of b's and c's (and the head start it had before they came)
+    expect(ends('a').filter((t) => t <= lastSmall).length).toBeLessThanOrEqual(40);
     await rt.workflow(a).cancel();
   });
 });

@@ -15,7 +15,7 @@ import type { StoredDefinition } from '../sql/definitions.js';
 import { type InsertExtras, insertTaskRows } from '../sql/insert.js';
 import { activateWaits } from './advance.js';
 import type { AdvanceContext } from './context.js';
-import { insertPlan, isHeld, taskRows } from './insert.js';
+import { insertPlan, isHeld, placeFlowTasks, taskRows } from './insert.js';
 import type { StartIn } from './start.js';
 
 export async function debouncedStart(
@@ -48,7 +48,9 @@ export async function debouncedStart(
   }
   const plan = holdUntil(compile(def.normalized, inputs, { ...options, id: pending.id }), until);
   await resetDebounced(tx, ctx.s, pending.id, { inputs: plan.workflow.inputs, tasks: plan.tasks.length, until });
-  if (plan.tasks.length > 0) await insertTaskRows(tx, ctx, pending.id, taskRows(plan.tasks, new Date(pending.created_at), ctx.now), ctx.now);
+  const rows = taskRows(plan.tasks, new Date(pending.created_at), ctx.now);
+  if (rows.length > 0) await insertTaskRows(tx, ctx, pending.id, rows, ctx.now);
+  await placeFlowTasks(tx, ctx.s, rows);
   const roots = plan.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name);
   if (roots.length > 0) await activateWaits(tx, ctx, pending.id, roots);
   return { id: pending.id, existing: true };

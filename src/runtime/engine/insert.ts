@@ -1,5 +1,6 @@
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
+import { placeWaiting } from '../sql/flow.js';
 import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, type TaskRow } from '../sql/insert.js';
 import { notifyTimer } from '../sql/waits.js';
 import { assertStorable } from '../storable.js';
@@ -67,6 +68,13 @@ export function taskRows(
   });
 }
 
+/** Places the rows inserted available with flow control in their queues' fair order, in the inserting transaction. */
+export async function placeFlowTasks(q: Queryable, s: string, rows: readonly TaskRow[]): Promise<void> {
+  const waiting = new Map<string, number>();
+  for (const r of rows) if (r.flow && r.state === 'available') waiting.set(r.queue, (waiting.get(r.queue) ?? 0) + 1);
+  for (const [queue, n] of waiting) await placeWaiting(q, s, queue, n);
+}
+
 /**
  * Inserts a plan: the workflow row and every task, with initial states and reverse edges; root tasks that
  * wait become active at once. Workers are woken on commit.
@@ -95,6 +103,7 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
     return;
   }
   await insertTaskRows(q, ctx, w.id, rows, now, { markAwaited: true });
+  await placeFlowTasks(q, ctx.s, rows);
   const roots = plan.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name);
   if (roots.length > 0) await activateWaits(q, ctx, w.id, roots);
 }

@@ -75,6 +75,8 @@ export interface Fetched {
   claim: string | null;
   /** When a rate-limited task of the queue may start next (a token frees), when one waits for it. */
   wakeAt: Date | null;
+  /** Tasks with flow control wait in the queue without a place in its fair order yet: placeWaiting() gives them one. */
+  unplaced: boolean;
 }
 
 const CLAIMED_RETURNING = `t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
@@ -94,7 +96,7 @@ export async function fetchTasks(
   p: { queue: string; kinds: readonly string[]; limit: number; flowLimit?: number; workerId: string; now: Date; forget?: readonly string[] },
 ): Promise<Fetched> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
-  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null }>(
+  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null }>(
     `WITH claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
@@ -102,14 +104,20 @@ export async function fetchTasks(
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING ${CLAIMED_RETURNING}, 0 AS ord
+     ), waiting AS MATERIALIZED (
+       -- a scalar subquery ordered as the index is (an EXISTS would drop the order): no plan reads the table instead,
+       -- as one did when its statistics said every row matched
+       SELECT coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND queue = $1 ORDER BY queue, flow_tag, id LIMIT 1), false) AS present
      ), flowed AS MATERIALIZED (
        SELECT f.* FROM (SELECT least($7::int, $3::int - (SELECT count(*)::int FROM claimed)) AS n) r
         CROSS JOIN LATERAL ${s}.flow_pick($1, $2::text[], r.n, $5::timestamptz, false) f
-        WHERE r.n > 0 AND EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'flow' AND queue = $1)
+        WHERE r.n > 0 AND (SELECT present FROM waiting)
      ), claimed_flow AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
          FROM flowed f
-        WHERE f.wid IS NOT NULL AND t.workflow_id = f.wid AND t.name = f.tname AND t.lane = 'flow'
+        -- one key lookup per pick (by address: a join could plan a scan of the queue's tasks)
+        WHERE t.ctid = ANY(ARRAY(SELECT (SELECT x.ctid FROM ${s}.tasks x WHERE x.workflow_id = p.wid AND x.name = p.tname) FROM flowed p WHERE p.wid IS NOT NULL))
+          AND t.workflow_id = f.wid AND t.name = f.tname AND t.lane = 'flow'
         RETURNING ${CLAIMED_RETURNING}, f.ord
      ), every_claimed AS (
        SELECT * FROM claimed UNION ALL SELECT * FROM claimed_flow
@@ -121,10 +129,13 @@ export async function fetchTasks(
      SELECT (SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)} ORDER BY c.ord)
                FROM every_claimed c) AS tasks,
             (SELECT id::text FROM recorded) AS claim,
-            (SELECT min(wake) FROM flowed WHERE wid IS NULL) AS wake_at`,
+            (SELECT min(wake) FROM flowed WHERE wid IS NULL) AS wake_at,
+            (SELECT present FROM waiting)
+              AND coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND queue = $1 AND flow_tag IS NULL ORDER BY queue, flow_tag, id LIMIT 1), false)
+              AS unplaced`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0],
     { prepare: true },
   );
   const r = rows[0];
-  return { tasks: decodeClaimed(r?.tasks ?? null), claim: r?.claim ?? null, wakeAt: r?.wake_at ? new Date(r.wake_at) : null };
+  return { tasks: decodeClaimed(r?.tasks ?? null), claim: r?.claim ?? null, wakeAt: r?.wake_at ? new Date(r.wake_at) : null, unplaced: r?.unplaced === true };
 }

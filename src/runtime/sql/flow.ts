@@ -28,3 +28,8 @@ export async function flowHoldings(q: Queryable, s: string, flows: readonly Plan
     starts: new Map(Object.entries(r?.starts ?? {}).map(([k, list]) => [k, list.map((t) => new Date(t))])),
   };
 }
+
+/** Gives up to `limit` of a queue's waiting tasks with flow control their place in its fair order (migration 022's flow_tag_waiting). */
+export async function placeWaiting(q: Queryable, s: string, queue: string, limit = 5000): Promise<void> {
+  await q.query(`SELECT ${s}.flow_tag_waiting($1, $2)`, [queue, limit]);
+}
