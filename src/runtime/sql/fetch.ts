@@ -2,6 +2,7 @@ import type { Deferred } from '../../compiler/cel/deferred.js';
 import type { Queryable } from '../db/types.js';
 import type { WaitEvidence } from '../wire.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
+import { placeWaiting } from './flow.js';
 import type { TaskRecord } from './workflows.js';
 
 /** A task's deferred strings as stored: the plan's pointers and item, the index, and the args and metadata as written. */
@@ -137,5 +138,8 @@ export async function fetchTasks(
     { prepare: true },
   );
   const r = rows[0];
+  // tasks that began to wait since get their place in the fair order, in a statement of their own (the claim
+  // updated the same rows); a failure leaves them for the next claim to place (this claim has its tasks already)
+  if (r?.unplaced) await placeWaiting(q, s, p.queue).catch(() => undefined);
   return { tasks: decodeClaimed(r?.tasks ?? null), claim: r?.claim ?? null, wakeAt: r?.wake_at ? new Date(r.wake_at) : null, unplaced: r?.unplaced === true };
 }

@@ -7,7 +7,6 @@ import { completeBatch } from '../engine/completion.js';
 import { channels } from '../sql/channels.js';
 import type { Completion } from '../sql/complete.js';
 import { type FetchedTask, fetchTasks } from '../sql/fetch.js';
-import { placeWaiting } from '../sql/flow.js';
 import { cancelRequested, registerWorker, stopWorker } from '../sql/workers.js';
 import { within } from '../within.js';
 import { Attempt, attemptRef, FencedAbort, ShutdownAbort } from './attempt.js';
@@ -246,7 +245,6 @@ export class Worker {
         );
         this.fetchFailures = 0;
         if (fetched.wakeAt) this.tokenWakes.set(queue, fetched.wakeAt.getTime() - at.getTime());
-        if (fetched.unplaced) await placeWaiting(this.o.db, this.o.s, queue);
         const tasks = this.claims.track(fetched.tasks, fetched.claim);
         // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
         q.more = tasks.length === free || q.wakeups !== wakeups || fetched.unplaced;
