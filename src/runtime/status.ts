@@ -19,7 +19,7 @@ export function pendingReason(
   task: TaskRecord,
   byName: ReadonlyMap<string, TaskRecord>,
   liveKinds: ReadonlySet<string>,
-  /** What holds an available task with flow control back (runtime/flow/reason.ts), when something does. */
+  /** What holds the task back beyond its state: flow control for an available one (runtime/flow/reason.ts), a debounce for a scheduled one. */
   flow: string | null = null,
 ): string | null {
   const noHandler = liveKinds.has(task.kind) || task.kind === 'braid.start' ? '' : `; no live handler for kind "${task.kind}"`;
@@ -36,6 +36,7 @@ export function pendingReason(
       return `pending${noHandler}`;
     }
     case 'scheduled':
+      if (flow) return `${flow}${noHandler}`;
       return `scheduled for ${new Date(task.scheduled_at).toISOString()}${noHandler}`;
     case 'retryable':
       return `retrying at ${new Date(task.scheduled_at).toISOString()} (attempt ${task.attempt} of ${task.max_attempts} failed)${noHandler}`;

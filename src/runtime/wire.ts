@@ -41,6 +41,8 @@ export interface WorkflowRecord {
   group_name: string | null;
   /** The schedule whose tick started it (its id is then NAME:SCHEDULE:TICK). */
   schedule: string | null;
+  /** A debounced run's quiet period's end: a start with the same key before then replaces its inputs (null otherwise). */
+  debounce_until: Date | null;
   created_at: Date;
   finalized_at: Date | null;
 }

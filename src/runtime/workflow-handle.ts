@@ -176,7 +176,12 @@ export class WorkflowHandle {
     const flows = tasks.filter((t) => t.state === 'available' && t.flow !== null).map((t) => t.flow!);
     const held = flows.length > 0 ? await flowHoldings(this.q, s, flows) : undefined;
     const now = await clockNow(this.rt.ctx);
-    const flowWhy = (t: TaskRecord) => (held && t.state === 'available' && t.flow ? flowReason(t.flow, this.id, held, now) : null);
+    const debounced = workflow.debounce_until !== null && new Date(workflow.debounce_until) > now ? new Date(workflow.debounce_until) : null;
+    const flowWhy = (t: TaskRecord) => {
+      if (debounced && t.state === 'scheduled' && new Date(t.scheduled_at).getTime() === debounced.getTime())
+        return `debounced until ${debounced.toISOString()} (a start with the same key before then replaces this run's inputs)`;
+      return held && t.state === 'available' && t.flow ? flowReason(t.flow, this.id, held, now) : null;
+    };
     return {
       workflow,
       tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds, flowWhy(t)), skip_reason: skipReason(t, byName) })),

@@ -140,6 +140,8 @@ describe(`flow control (${backend})`, () => {
     }
     const other = await rt.start('jobs', { tenant: 'b' });
     expect(new Set(ids).size).toBe(1);
+    const [waiting] = (await rt.workflow(ids[0]).status()).tasks;
+    expect(waiting.pending_reason).toBe("debounced until 2027-01-01T00:00:02.900Z (a start with the same key before then replaces this run's inputs)");
     expect(other).not.toBe(ids[0]);
     expect(spans).toHaveLength(0);
     const w = await final(rt, ids[0]);

@@ -9,7 +9,7 @@ import type { WaitEvidence, WaitProgressRecord } from '../wire.js';
 
 const WORKFLOW_COLUMNS =
   'id, name, definition_hash, state, attempt, inputs, output, output_error, tasks_total, tasks_open, tasks_failed, ' +
-  'cancel_requested, end_reason, deadline_at, parent_id, group_name, schedule, created_at, finalized_at';
+  'cancel_requested, end_reason, deadline_at, parent_id, group_name, schedule, debounce_until, created_at, finalized_at';
 export type TaskRow = Omit<TaskRecord, 'wait'> & {
   wait: PlanWait | null;
   wait_started_at: Date | null;
