@@ -2,7 +2,7 @@ import { jitterOffset, nextTicks, tickIso, tickRunId, ticksBetween } from '../..
 import { localIso } from '../../compiler/schedule/zone.js';
 import { advancing, clockNow, type RuntimeContext } from '../context.js';
 import { BackfillRangeError, ScheduleNotFoundError } from '../errors.js';
-import { lockSchedule, readSchedules, recentRuns, resumeSchedule, type ScheduleRow, setSchedulePaused } from '../sql/schedules.js';
+import { lockSchedule, readSchedules, recentRuns, resumeSchedule, type ScheduleRow, type ScheduleRun, setSchedulePaused } from '../sql/schedules.js';
 import type { ScheduleRecord, ScheduleStart } from '../wire.js';
 import { tickAfter } from './decide.js';
 import { startTick } from './fire.js';
@@ -21,9 +21,13 @@ export class Schedules {
   async list(workflow?: string, o: { next?: number; runs?: number } = {}): Promise<ScheduleRecord[]> {
     const rows = await readSchedules(this.ctx.db, this.ctx.s, workflow);
     const now = (await clockNow(this.ctx)).getTime();
-    const out: ScheduleRecord[] = [];
-    for (const row of rows) out.push(await this.record(row, now, o.next ?? 5, o.runs ?? 10));
-    return out;
+    const runs = await recentRuns(
+      this.ctx.db,
+      this.ctx.s,
+      rows.map((r) => ({ workflow: r.workflow_name, name: r.name })),
+      o.runs ?? 10,
+    );
+    return rows.map((row) => this.record(row, now, o.next ?? 5, runs.get(`${row.workflow_name}\u0000${row.name}`) ?? []));
   }
 
   /** One schedule; a ScheduleNotFoundError when the workflow's current version has no such schedule. */
@@ -38,7 +42,7 @@ export class Schedules {
     const now = await clockNow(this.ctx);
     const row = await setSchedulePaused(this.ctx.db, this.ctx.s, workflow, name, true, now);
     if (!row) throw await this.notFound(workflow, name);
-    return this.record(row, now.getTime(), 5, 10);
+    return this.withRuns(row, now.getTime());
   }
 
   /** Ticks again from now: the ticks it missed while paused do not run. */
@@ -53,7 +57,7 @@ export class Schedules {
       return resumeSchedule(tx, advance.s, workflow, name, advance.now, next === undefined ? null : new Date(next), fireAt);
     });
     if (!row) throw await this.notFound(workflow, name);
-    return this.record(row, (await clockNow(this.ctx)).getTime(), 5, 10);
+    return this.withRuns(row, (await clockNow(this.ctx)).getTime());
   }
 
   /** A tick now, outside the clock (paused or not, whatever runs): its run has its own key, of this instant. */
@@ -93,7 +97,13 @@ export class Schedules {
     return out;
   }
 
-  private async record(row: ScheduleRow, now: number, next: number, runs: number): Promise<ScheduleRecord> {
+  /** One schedule's record with its latest runs (read for it alone). */
+  private async withRuns(row: ScheduleRow, now: number): Promise<ScheduleRecord> {
+    const runs = await recentRuns(this.ctx.db, this.ctx.s, [{ workflow: row.workflow_name, name: row.name }], 10);
+    return this.record(row, now, 5, runs.get(`${row.workflow_name}\u0000${row.name}`) ?? []);
+  }
+
+  private record(row: ScheduleRow, now: number, next: number, runs: ScheduleRun[]): ScheduleRecord {
     const spec = row.spec;
     const jitter = jitterOffset(row.workflow_name, row.name, spec.jitter_ms);
     const from = row.next_tick ? new Date(row.next_tick).getTime() - 1 : now;
@@ -122,7 +132,7 @@ export class Schedules {
         local: localIso(spec.timezone, t),
         fire_at: tickIso(t + jitter),
       })),
-      recent_runs: (await recentRuns(this.ctx.db, this.ctx.s, row.workflow_name, row.name, runs)) as ScheduleRecord['recent_runs'],
+      recent_runs: runs as ScheduleRecord['recent_runs'],
     };
   }
 

@@ -158,11 +158,20 @@ export interface ScheduleRun {
   finalized_at: Date | null;
 }
 
-/** A schedule's latest runs, newest first. */
-export async function recentRuns(q: Queryable, s: string, workflow: string, schedule: string, limit: number): Promise<ScheduleRun[]> {
-  const { rows } = await q.query<ScheduleRun>(
-    `SELECT id, state, created_at, finalized_at FROM ${s}.workflows WHERE name = $1 AND schedule = $2 ORDER BY created_at DESC, id DESC LIMIT $3`,
-    [workflow, schedule, limit],
+/** The latest runs of each schedule given, newest first, in one statement (an index range per schedule), keyed WORKFLOW\u0000SCHEDULE. */
+export async function recentRuns(
+  q: Queryable,
+  s: string,
+  schedules: readonly { workflow: string; name: string }[],
+  limit: number,
+): Promise<Map<string, ScheduleRun[]>> {
+  const { rows } = await q.query<ScheduleRun & { w: string; n: string }>(
+    `SELECT k.w, k.n, r.id, r.state, r.created_at, r.finalized_at FROM unnest($1::text[], $2::text[]) AS k(w, n)
+      CROSS JOIN LATERAL (SELECT id, state, created_at, finalized_at FROM ${s}.workflows
+                           WHERE name = k.w AND schedule = k.n ORDER BY created_at DESC, id DESC LIMIT $3) r`,
+    [schedules.map((x) => x.workflow), schedules.map((x) => x.name), limit],
   );
-  return rows;
+  const out = new Map<string, ScheduleRun[]>();
+  for (const { w, n, ...run } of rows) out.set(`${w}\u0000${n}`, [...(out.get(`${w}\u0000${n}`) ?? []), run]);
+  return out;
 }
