@@ -183,6 +183,10 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     expect(lines[2]).toMatch(/#1 warn careful now$/);
     expect(await page.locator('[data-testid="task-logs"] li.log-braid').count()).toBe(1);
     // its attempts: one date format (ISO, with the relative time beside it), a humanised duration, the worker
+    // (once the completion shows: the handler's lines can be on the page while the attempt still commits)
+    await page.waitForFunction(() => document.querySelector('[data-testid="attempts"] li')?.textContent?.endsWith('completed'), undefined, {
+      timeout: 15_000,
+    });
     const attempts = await page.locator('[data-testid="attempts"] li').allTextContents();
     expect(attempts).toHaveLength(1);
     expect(attempts[0]).toMatch(/^#1 \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((now|\d+(\.\d)?\w+ ago)\) · \d+(\.\d)?m?s · \S+ · completed$/);
