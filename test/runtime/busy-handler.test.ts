@@ -39,7 +39,11 @@ describe.runIf(backend === 'postgres')('a handler that blocks its worker’s eve
     const procs = [cliWorker(rt.schema, table, ['--stall-limit', '2s']), cliWorker(rt.schema, table, ['--stall-limit', '2s'])];
     await Promise.all(procs.map((p) => printed(p, / running \d+ kind\(s\)/)));
     const id = await rt.start('busy');
-    await until(async () => (await invocations(rt, table)).length === 2, 60_000);
+    // when the second attempt does not come, the workers' own words say why
+    await until(async () => (await invocations(rt, table)).length === 2, 60_000).catch(async (error: Error) => {
+      const task = await rt.workflow(id).task('crunch');
+      throw new Error(`${error.message}: task ${task.state} attempt ${task.attempt}\n${procs.map((p) => p.output()).join('\n---\n')}`);
+    });
     await allFinal(rt.db, rt.schema, [id], 60_000);
     const runs = await invocations(rt, table);
     expect(runs.map((r) => r.attempt)).toEqual([1, 2]);
