@@ -77,21 +77,26 @@ async function openWorkflows(rt: Runtime): Promise<number> {
 
 /** Tasks already inserted; from worker start to the last completion committed. */
 async function braidOneWorkflow(prefetch: number): Promise<number> {
-  const { rt, close } = await freshBraid({ noop: async () => null }, prefetch);
-  const id = await rt.start('many', { items: Array.from({ length: N }, (_, i) => i) });
-  await settle(rt.db, `${SCHEMA}.tasks`);
-  const t0 = performance.now();
-  await rt.startWorker();
-  await rt.workflow(id).waitUntilFinal({ pollMs: 20 });
-  const ms = performance.now() - t0;
-  await close();
-  return ms;
+  return timedOneWorkflow(
+    'many',
+    Array.from({ length: N }, (_, i) => i),
+    prefetch,
+  );
 }
 
 /** The same, each task under `concurrency: { key: item.tenant, limit: 50 }` over 10 tenants (claimed through flow_pick). */
 async function braidOneWorkflowFlowControlled(): Promise<number> {
-  const { rt, close } = await freshBraid({ noop: async () => null });
-  const id = await rt.start('flowed', { items: Array.from({ length: N }, (_, i) => ({ tenant: `t${i % 10}` })) });
+  return timedOneWorkflow(
+    'flowed',
+    Array.from({ length: N }, (_, i) => ({ tenant: `t${i % 10}` })),
+    0,
+  );
+}
+
+/** One workflow of definition `name` over `items`, inserted first; from worker start to its last completion committed. */
+async function timedOneWorkflow(name: string, items: unknown[], prefetch: number): Promise<number> {
+  const { rt, close } = await freshBraid({ noop: async () => null }, prefetch);
+  const id = await rt.start(name, { items });
   await settle(rt.db, `${SCHEMA}.tasks`);
   const t0 = performance.now();
   await rt.startWorker();

@@ -155,9 +155,9 @@ export class WorkflowHandle {
   async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
     const { DiagnosticsError, waitDiagnostics } = await import('./waits/diagnostics.js');
     // an available task with flow control has no wait to evaluate: what holds it back is said instead
-    const held = (await this.tasks()).find((t) => t.name === task && t.state === 'available' && t.flow !== null && !t.wait);
-    if (held) {
-      const why = (await this.status()).tasks.find((t) => t.name === task)?.pending_reason;
+    const t = (await this.tasks()).find((x) => x.name === task);
+    if (t && t.state === 'available' && t.flow !== null && !t.wait) {
+      const why = (await this.status()).tasks.find((x) => x.name === task)?.pending_reason;
       throw new DiagnosticsError(`task "${task}" has no wait: it is available and not started yet: ${why}`);
     }
     const d = await waitDiagnostics(this.q, await advanceIn(this.rt.ctx), this.id, task, options);

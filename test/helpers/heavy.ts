@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
+import { pidAlive } from './pid-alive.js';
 import { backend } from './runtime.js';
 
 /** Files run side by side; this lock is shared by every clone on the machine, as they share one server. */
@@ -14,15 +15,6 @@ const mtime = (path: string) => {
     return statSync(path).mtimeMs;
   } catch {
     return Date.now();
-  }
-};
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 };
 
@@ -50,7 +42,7 @@ export function heavyFile(): void {
           // being written, or being removed: look again
         }
         // a holder that died (or a lock older than any file takes: its pid reused) gives the lock up
-        const stale = (Number.isInteger(holder) && holder > 0 && !alive(holder)) || Date.now() - mtime(LOCK) > WAIT_MS;
+        const stale = (Number.isInteger(holder) && holder > 0 && !pidAlive(holder)) || Date.now() - mtime(LOCK) > WAIT_MS;
         if (stale) rmSync(LOCK, { recursive: true, force: true });
       }
       if (Date.now() > until) throw new Error(`another heavy test file has held ${LOCK} for ${WAIT_MS / 60_000} minutes`);

@@ -5,6 +5,7 @@
 import { createPostgres } from '../../src/runtime/db/postgres.js';
 import { consoleLogger } from '../../src/runtime/log.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
+import { pidAlive } from './pid-alive.js';
 
 interface Config {
   url: string;
@@ -39,16 +40,6 @@ const record = async (workflowId: string, task: string, attempt: number, depsOk:
     depsOk,
   ]);
 
-/** Whether a process is alive (a SIGKILLed worker's attempts hold nothing in a handler any more). */
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
-
 const sleepMs = () => config.sleepMs ?? (config.sleepMinMs ?? 0) + Math.random() * ((config.sleepMaxMs ?? 5) - (config.sleepMinMs ?? 0));
 const timings = config.defaultTimings
   ? {}
@@ -81,7 +72,7 @@ const rt = createRuntime({
       await record(ctx.workflowId, ctx.taskName, ctx.attempt, true);
       await db.query(`INSERT INTO ${config.holdingTable} (tenant, pid, workflow_id, task, attempt) VALUES ($1, $2, $3, $4, $5)`, [tenant, process.pid, ...key]);
       const { rows } = await db.query<{ pid: number }>(`SELECT pid FROM ${config.holdingTable} WHERE tenant = $1 AND NOT done`, [tenant]);
-      const seen = rows.filter((r) => r.pid === process.pid || alive(r.pid)).length;
+      const seen = rows.filter((r) => r.pid === process.pid || pidAlive(r.pid)).length;
       await db.query(`UPDATE ${config.holdingTable} SET seen = $4 WHERE workflow_id = $1 AND task = $2 AND attempt = $3`, [...key, seen]);
       await new Promise((r) => setTimeout(r, sleepMs()));
       await db.query(`UPDATE ${config.holdingTable} SET done = true WHERE workflow_id = $1 AND task = $2 AND attempt = $3`, key);

@@ -27,7 +27,7 @@ export function flowReason(flow: PlanFlow, workflowId: string, held: FlowHolding
 }
 
 /** When a key's next start is allowed (ms since the epoch): now while fewer than `limit` starts fall in the window. */
-export function nextToken(starts: readonly Date[], limit: number, perMs: number, now: Date): number {
+function nextToken(starts: readonly Date[], limit: number, perMs: number, now: Date): number {
   const inWindow = starts
     .map((d) => d.getTime())
     .filter((t) => t > now.getTime() - perMs)
