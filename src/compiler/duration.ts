@@ -24,3 +24,12 @@ export function durationRangeProblem(text: string): string | undefined {
   const ms = parseDuration(text);
   return ms !== undefined && ms > MAX_DURATION_MS ? `duration ${JSON.stringify(text)} is longer than 100 years` : undefined;
 }
+
+/** The longest a task's attempt may run: a worker times it with one timer, and a timer waits at most 2^31-1 ms. */
+export const MAX_TASK_TIMEOUT_MS = 24 * 86_400_000;
+
+/** Why a well-formed task timeout cannot be used (over 24 days), or undefined when it can. */
+export function taskTimeoutProblem(text: string): string | undefined {
+  const ms = parseDuration(text);
+  return ms !== undefined && ms > MAX_TASK_TIMEOUT_MS ? `a task's timeout is at most 24d, got ${text}` : undefined;
+}

@@ -20,8 +20,11 @@ export interface PlanFlow {
 
 /** Keys are stored and compared as text: a longer one is a mistake (a whole document as a key). */
 export const FLOW_KEY_MAX = 256;
-/** A count above this is no limit at all, and would not fit the claim's arithmetic. */
-const COUNT_MAX = 1_000_000;
+/** A count above this is no limit at all, and would not fit the claim's arithmetic (the schema's maximum). */
+export const COUNT_MAX = 1_000_000;
+/** A rate limit's window: shorter than a second is no rate a claim can keep; longer than a day, a quota. */
+export const RATE_WINDOW_MIN_MS = 1000;
+export const RATE_WINDOW_MAX_MS = 86_400_000;
 
 export type FlowProblem = (path: (string | number)[], message: string) => void;
 
@@ -69,7 +72,13 @@ export function resolveFlow(
   }
   if (flow?.rate_limit) {
     const r = flow.rate_limit;
-    out.rate_limit = { key: key(r.key, [...taskPath, 'rate_limit', 'key']), limit: r.limit, per_ms: r.per_ms };
+    // static, and ranged at validate; checked again for versions registered before the ranges were
+    const limit = count(r.limit, [...taskPath, 'rate_limit', 'limit']);
+    const perMs =
+      r.per_ms >= RATE_WINDOW_MIN_MS && r.per_ms <= RATE_WINDOW_MAX_MS
+        ? r.per_ms
+        : fail(RATE_WINDOW_MIN_MS, [...taskPath, 'rate_limit', 'per'], `the window is ${r.per_ms}ms, not from 1s to 1d`);
+    out.rate_limit = { key: key(r.key, [...taskPath, 'rate_limit', 'key']), limit, per_ms: perMs };
   }
   return failed ? FLOW_FAILED : out;
 }

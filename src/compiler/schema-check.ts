@@ -6,7 +6,11 @@ import type { Reporter } from './source.js';
 interface SchemaNode {
   pattern?: string;
   properties?: Record<string, unknown>;
+  anyOf?: { type?: string; minimum?: number; maximum?: number }[];
 }
+
+/** The flow controls: a count of theirs out of range is their rule's problem, not the file format's. */
+const FLOW_CONTROL_KEYS = new Set(['concurrency', 'fairness', 'rate_limit']);
 
 const defs = loadJsonSchema('workflow').$defs as Record<string, SchemaNode>;
 const NAME_PATTERNS = new Set([defs.name.pattern, defs.key.pattern]);
@@ -91,8 +95,13 @@ function describe(error: ErrorObject, path: (string | number)[]): Described {
     }
     case 'enum':
       return { rule: 'schema', message: `${where}: must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` };
+    case 'minimum':
+    case 'maximum':
+      return outOfRange(where, path, error.data, (parent as { minimum?: number }).minimum, (parent as { maximum?: number }).maximum);
     case 'anyOf': {
       const last = path[path.length - 1];
+      const range = typeof error.data === 'number' ? parent.anyOf?.find((b) => b.type === 'integer' && (b.minimum ?? b.maximum) !== undefined) : undefined;
+      if (range && typeof error.data === 'number') return outOfRange(where, path, error.data, range.minimum, range.maximum);
       if (last === 'for_each') return { rule: 'for-each', message: `${where}: must be a list or a single \${{ }} template that yields one` };
       if (last === 'ids') return { rule: 'schema', message: `${where}: must be a list of workflow ids or a single \${{ }} template that yields one` };
       return { rule: 'schema', message: `${where}: ${error.message}` };
@@ -112,6 +121,22 @@ function describe(error: ErrorObject, path: (string | number)[]): Described {
     default:
       return { rule: 'schema', message: `${where}: ${error.message ?? 'invalid'}` };
   }
+}
+
+/** A number outside its range: the range, and what was given (a zero count is a pause in disguise). */
+function outOfRange(where: string, path: readonly (string | number)[], value: unknown, min: number | undefined, max: number | undefined): Described {
+  const bounds =
+    min !== undefined && max !== undefined
+      ? `from ${min.toLocaleString('en-US')} to ${max.toLocaleString('en-US')}`
+      : min !== undefined
+        ? `at least ${min.toLocaleString('en-US')}`
+        : `at most ${(max ?? 0).toLocaleString('en-US')}`;
+  const flow = path.some((p) => typeof p === 'string' && FLOW_CONTROL_KEYS.has(p));
+  return {
+    rule: flow ? 'flow-control' : 'schema',
+    message: `${where}: must be ${Number.isInteger(value) ? '' : 'an integer '}${bounds}, got ${JSON.stringify(value)}`,
+    hint: flow && value === 0 ? 'to stop a task from running, pause what starts it' : undefined,
+  };
 }
 
 /** propertyNames runs the name schema on each key: its inner error (on the object) duplicates the outer one. */

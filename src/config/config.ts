@@ -2,12 +2,12 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ErrorObject } from 'ajv';
 import { type Diagnostic, didYouMean, sortDiagnostics } from '../compiler/diagnostics.js';
-import { parseDuration } from '../compiler/duration.js';
+import { MAX_TASK_TIMEOUT_MS, parseDuration } from '../compiler/duration.js';
 import { readSource } from '../compiler/load.js';
 import { parseSource } from '../compiler/parse.js';
 import { checkUserSchema } from '../compiler/rules/inputs-schema.js';
 import { configSchemaValidator } from '../compiler/schemas.js';
-import type { Path } from '../compiler/source.js';
+import type { Path, Reporter } from '../compiler/source.js';
 
 /** The file names a project config may have, in the order they are looked for. */
 export const CONFIG_FILES = ['braid.config.yaml', 'braid.config.yml', 'braid.config.json'];
@@ -66,6 +66,7 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
   const { reporter, value } = parseSource({ ...readSource(file), path: display });
   if (reporter.errorCount > 0 || value === undefined) return { diagnostics: reporter.diagnostics };
   const validate = configSchemaValidator();
+  if (typeof value === 'object' && value !== null) checkDurationRanges(value as RawConfig, reporter);
   if (value !== null && !validate(value)) {
     for (const e of relevant(validate.errors ?? [])) {
       const { message, path, hint, at } = describe(e);
@@ -107,6 +108,20 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
       statementTimeoutMs: ms(raw.limits?.statement_timeout),
     },
   };
+}
+
+/** Each duration is a timer's or a Postgres setting's: from 1ms to 24d (a timer waits at most 2^31-1 ms). */
+function checkDurationRanges(raw: RawConfig, reporter: Reporter): void {
+  const sections = { worker: raw.worker, limits: raw.limits } as Record<string, unknown>;
+  for (const [section, values] of Object.entries(sections)) {
+    if (typeof values !== 'object' || values === null) continue;
+    for (const [key, text] of Object.entries(values)) {
+      if (typeof text !== 'string') continue;
+      const ms = parseDuration(text);
+      if (ms !== undefined && (ms < 1 || ms > MAX_TASK_TIMEOUT_MS))
+        reporter.report('config', `${section}.${key}: must be from 1ms to 24d, got ${text}`, { path: [section, key] });
+    }
+  }
 }
 
 interface RawConfig {

@@ -172,3 +172,28 @@ describe('the definition hash (the version)', () => {
     expect(hash(base)).toMatch(/^[0-9a-f]{64}$/);
   });
 });
+
+describe('ranges at start', () => {
+  it('a version registered before the ranges, with a rate limit out of range, does not compile', () => {
+    const def = define(`
+name: ranged
+tasks:
+  charge:
+    kind: charge
+    rate_limit: { key: '"stripe"', limit: 5, per: 1s }
+`);
+    // what an older braid registered: the stored definition as it was then
+    const flow = def.normalized.tasks[0].flow!;
+    flow.rate_limit = { ...flow.rate_limit!, limit: 1e12, per_ms: 100 };
+    let error: CompileError | undefined;
+    try {
+      compile(def, {});
+    } catch (e) {
+      error = e as CompileError;
+    }
+    expect(error?.diagnostics.map((d) => d.message)).toEqual([
+      expect.stringContaining('not an integer from 1 to 1000000'),
+      expect.stringContaining('the window is 100ms, not from 1s to 1d'),
+    ]);
+  });
+});

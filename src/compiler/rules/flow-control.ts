@@ -1,6 +1,7 @@
 import { readsOf } from '../cel/check.js';
 import { isDeferredString } from '../cel/deferred.js';
 import { parseDuration } from '../duration.js';
+import { RATE_WINDOW_MAX_MS, RATE_WINDOW_MIN_MS } from '../flow.js';
 import { type Definition, FLOW_CONTROLS, type TaskDef, taskPath } from '../model.js';
 import type { Path, Reporter } from '../source.js';
 
@@ -8,7 +9,7 @@ import type { Path, Reporter } from '../source.js';
 const UNIQUE_FORMATS = new Set(['uuid', 'date-time', 'date', 'time']);
 
 /**
- * Rule `flow-control`: counts of at least 1, windows of at least 1ms, keys that read what exists when the
+ * Rule `flow-control`: rate windows from 1s to 1d (counts are ranged by the schema), keys that read what exists when the
  * task is added (args rendered from deps do not yet), and a warning for a key whose every value is new.
  * The CEL pass type-checks the expressions themselves.
  */
@@ -19,12 +20,16 @@ export function checkFlowControl(def: Definition, reporter: Reporter): void {
     ...def.tasks.map((task) => ({ owner: task, path: taskPath(task), task })),
   ];
   for (const { owner, path, task } of owners) {
-    const { concurrency: c, fairness: f, rate_limit: r } = owner;
-    if (typeof c?.limit === 'number' && c.limit < 1) atLeastOne(reporter, [...path, 'concurrency', 'limit'], 'concurrency limit', c.limit);
-    if (typeof f?.weight === 'number' && f.weight < 1) atLeastOne(reporter, [...path, 'fairness', 'weight'], 'fairness weight', f.weight);
-    if (typeof r?.limit === 'number' && r.limit < 1) atLeastOne(reporter, [...path, 'rate_limit', 'limit'], 'rate limit', r.limit);
-    if (r?.per !== undefined && (parseDuration(r.per) ?? 1) < 1)
-      reporter.report('flow-control', `a rate limit's window must be at least 1ms, got ${r.per}`, { path: [...path, 'rate_limit', 'per'] });
+    // counts are ranged by the schema (mapped to this rule there); a window is a duration, ranged here
+    const per = owner.rate_limit?.per;
+    const perMs = per === undefined ? undefined : parseDuration(per);
+    if (perMs !== undefined && (perMs < RATE_WINDOW_MIN_MS || perMs > RATE_WINDOW_MAX_MS))
+      reporter.report(
+        'flow-control',
+        `a rate limit's window must be from 1s to 1d, got ${per}`,
+        { path: [...path, 'rate_limit', 'per'] },
+        'a limit per minute or per hour says the same over a window in range',
+      );
     for (const control of FLOW_CONTROLS) {
       const key = owner[control]?.key;
       if (key !== undefined) checkKey(def, reporter, [...path, control, 'key'], key, task);
@@ -33,15 +38,6 @@ export function checkFlowControl(def: Definition, reporter: Reporter): void {
   if (def.debounce?.quiet !== undefined && (parseDuration(def.debounce.quiet) ?? 1) < 1)
     reporter.report('flow-control', `debounce's quiet period must be at least 1ms, got ${def.debounce.quiet}`, { path: ['debounce', 'quiet'] });
   if (def.debounce?.key !== undefined) checkKey(def, reporter, ['debounce', 'key'], def.debounce.key);
-}
-
-function atLeastOne(reporter: Reporter, path: Path, what: string, value: number): void {
-  reporter.report(
-    'flow-control',
-    `a ${what} must be at least 1, got ${value}`,
-    { path },
-    value === 0 ? 'to stop a task from running, pause what starts it' : undefined,
-  );
 }
 
 function checkKey(def: Definition, reporter: Reporter, path: Path, key: string, task?: TaskDef): void {

@@ -1,7 +1,7 @@
 import { basename, extname } from 'node:path';
 import { hasTemplate } from '../cel/templates.js';
 import { isCelReserved } from '../cel/types.js';
-import { durationRangeProblem, parseDuration } from '../duration.js';
+import { durationRangeProblem, parseDuration, taskTimeoutProblem } from '../duration.js';
 import { type Definition, type TimerDef, taskPath, termPath } from '../model.js';
 import type { Reporter } from '../source.js';
 
@@ -96,11 +96,16 @@ function checkDurationRanges(def: Definition, reporter: Reporter): void {
     check(t.after_wait_started, [...path, 'after_wait_started']);
     check(t.after_task_finalized?.after, [...path, 'after_task_finalized', 'after']);
   };
+  const timeout = (text: string | undefined, path: (string | number)[]) => {
+    const problem = text === undefined ? undefined : taskTimeoutProblem(text);
+    if (problem) reporter.report('invalid-duration', problem, { path }, 'an attempt is timed by one timer; for longer work, split it or wait on a signal');
+    else check(text, path);
+  };
   check(def.timeout, ['timeout']);
-  check(def.defaults.timeout, ['defaults', 'timeout']);
+  timeout(def.defaults.timeout, ['defaults', 'timeout']);
   retry(def.defaults.retry, ['defaults']);
   for (const task of def.tasks) {
-    check(task.timeout, taskPath(task, 'timeout'));
+    timeout(task.timeout, taskPath(task, 'timeout'));
     check(task.delay, taskPath(task, 'delay'));
     retry(task.retry, taskPath(task));
     for (const term of task.wait?.terms ?? []) if (term.timer) timer(term.timer, termPath(task, term, 'timer'));
