@@ -22,6 +22,7 @@ function task(timeout_ms: number | null = null): FetchedTask {
     deferred: null,
     wait_evidence: null,
     tid: '(0,1)',
+    flow_error: null,
   };
 }
 

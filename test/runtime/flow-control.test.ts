@@ -172,4 +172,76 @@ describe(`flow control (${backend})`, () => {
     expect(ends('a').filter((t) => t <= lastSmall).length).toBeLessThanOrEqual(40);
     await rt.workflow(a).cancel();
   });
+
+  it('a free key never waits behind full ones: 200 keys at their limit ahead of it, and its task starts at once', async () => {
+    // one turn for all (first come, first served), a slot per tenant
+    const flow = `concurrency: { key: inputs.tenant, limit: 1 }\nfairness: { key: '"all"' }`;
+    const { rt, spans } = await timed(jobs(flow, { n: 2 }), { ms: 20_000, concurrency: 210 });
+    for (let i = 0; i < 200; i++) await rt.start('jobs', { tenant: `busy${i}` });
+    await settle(rt);
+    // each busy key runs one task and has one waiting, ahead of the free key's in fair order
+    expect(spans).toHaveLength(200);
+    const free = await rt.start('jobs', { tenant: 'free' });
+    await settle(rt);
+    const started = spans.filter((s) => s.tenant === 'free');
+    expect(started.map((s) => s.from - T0.getTime())).toEqual([0]);
+    // the busy keys' second tasks still wait, and start as their slots free
+    const busy = await Promise.all(
+      (await rt.listWorkflows({ name: 'jobs', limit: 1000 })).workflows.filter((w) => w.id !== free).map((w) => rt.workflow(w.id).load()),
+    );
+    expect((await rt.workflow(busy[0].id).status()).tasks.filter((t) => t.state === 'available')[0].pending_reason).toMatch(
+      /^concurrency 1\/1 for key "busy\d+"$/,
+    );
+    await final(rt, busy[0].id);
+    expect(spans.filter((s) => s.tenant === (busy[0].inputs as { tenant: string }).tenant)).toHaveLength(2);
+  });
+
+  it('a task whose stored flow control cannot be read ends with the reason; its queue goes on', async () => {
+    const { rt, spans } = await timed(jobs('rate_limit: { key: inputs.tenant, limit: 5, per: 1s }', { n: 1 }), { ms: 10 });
+    // what an older braid stored: a rate limit out of the claim's range
+    const bad = await rt.db.transaction(async (tx) => {
+      const id = await rt.start('jobs', { tenant: 'bad' }, { tx });
+      await tx.query(`UPDATE ${rt.schema}.tasks SET flow = jsonb_set(flow, '{rate_limit,limit}', '1000000000000') WHERE workflow_id = $1`, [id]);
+      return id;
+    });
+    const good = await rt.start('jobs', { tenant: 'good' });
+    const badRun = await final(rt, bad);
+    expect((await final(rt, good)).state).toBe('completed');
+    expect(badRun.state).toBe('failed');
+    const [task] = (await rt.workflow(bad).status()).tasks;
+    expect(task.state).toBe('cancelled');
+    expect(task.errors.at(-1)).toMatchObject({ code: 'flow_invalid' });
+    expect(task.errors.at(-1)?.message).toContain('its flow control cannot be enforced (rate limit {"key": "bad", "limit": 1000000000000');
+    expect(spans.map((s) => s.tenant)).toEqual(['good']);
+  });
+
+  it('bookkeeping ends: 20,000 one-off keys leave no flow_turns or flow_rates rows an hour after their tasks end', async () => {
+    const definition = `name: oneoff
+inputs:
+  type: object
+  properties: { items: { type: array } }
+tasks:
+  work:
+    kind: work
+    for_each: "\${{ inputs.items }}"
+    args: { tenant: "\${{ item }}" }
+    concurrency: { key: item, limit: 1 }
+    rate_limit: { key: item, limit: 10, per: 1m }
+`;
+    const { rt, spans } = await timed(definition, { ms: 10, concurrency: 500 });
+    const ids = [];
+    for (let part = 0; part < 2; part++) {
+      ids.push(await rt.start('oneoff', { items: Array.from({ length: 10_000 }, (_, i) => `k${part}-${i}`) }));
+    }
+    for (const id of ids) expect((await final(rt, id)).state).toBe('completed');
+    expect(spans).toHaveLength(20_000);
+    const count = async (table: string) => Number((await rt.db.query<{ n: string }>(`SELECT count(*) AS n FROM ${rt.schema}.${table}`)).rows[0].n);
+    expect(await count('flow_rates')).toBe(20_000);
+    await advance(rt, 3_600_000);
+    await rt.maintenance({ only: ['flow'] });
+    expect(await count('flow_turns')).toBe(0);
+    expect(await count('flow_rates')).toBe(0);
+    // one row per queue keeps its fair-order head
+    expect(await count('flow_queues')).toBe(1);
+  }, 300_000);
 });

@@ -6,6 +6,7 @@ import type { RetentionPolicy } from '../sql/maintenance.js';
 import { within } from '../within.js';
 import { DeadlineService } from './deadlines.js';
 import { EffectService } from './effects.js';
+import { FlowKeeperService } from './flow-keeper.js';
 import { PromoterService } from './promoter.js';
 import { RescuerService } from './rescuer.js';
 import { RetentionService } from './retention.js';
@@ -80,6 +81,7 @@ export class LeaderService {
       new PromoterService(o.promoteIntervalMs),
       new RescuerService(o.promoteIntervalMs, o.workerDeadAfterMs),
       new SweeperService(o.promoteIntervalMs),
+      new FlowKeeperService(o.promoteIntervalMs),
       new RetentionService(o.retentionIntervalMs, o.retention),
     ];
   }

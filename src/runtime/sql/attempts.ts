@@ -17,8 +17,11 @@ export interface TaskError {
   name?: string;
   stack?: string;
   kind?: 'error' | 'timeout' | 'cancel' | 'lost' | 'shutdown' | 'output';
-  /** A code braid gives the error: output_invalid (the output breaks the task's `returns`). */
-  code?: 'output_invalid';
+  /**
+   * A code braid gives the error: output_invalid (the output breaks the task's `returns`), flow_invalid (its
+   * stored flow control cannot be enforced: the task ends without running).
+   */
+  code?: 'output_invalid' | 'flow_invalid';
 }
 
 /** What a handler's attempt ended in, other than success. */

@@ -149,7 +149,7 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
          FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
         WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid, (x.name IS NOT NULL) AS claimed,
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid, NULL::text AS flow_error, (x.name IS NOT NULL) AS claimed,
                   (t.state = 'pending' AND t.deps_left = 0 AND ${heldSql('t')}) AS activated
      ), recorded AS (
        ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$6', '$2')}

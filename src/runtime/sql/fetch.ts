@@ -23,6 +23,8 @@ export type FetchedTask = Pick<
   wait_evidence: WaitEvidence | null;
   /** Where the claimed row version lives ("(page,item)"): its completion finds it there unless it moved since. */
   tid: string;
+  /** Its stored flow control cannot be enforced (an older braid stored it out of range): what it is; the attempt ends the task. */
+  flow_error: string | null;
 };
 
 /** A claimed task's fields, in the order of its JSON array: claimedJson() writes them, decodeClaimed() reads them. */
@@ -44,6 +46,7 @@ const CLAIMED = [
   'dep_outputs',
   'deferred',
   'wait_evidence',
+  'flow_error',
 ] as const satisfies readonly (keyof FetchedTask)[];
 
 /** A claimed task as claimedJson() writes it. */
@@ -104,22 +107,22 @@ export async function fetchTasks(
                 WHERE lane = 'available' AND queue = $1 AND kind = ANY($2::text[])
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
-        RETURNING ${CLAIMED_RETURNING}, 0 AS ord
+        RETURNING ${CLAIMED_RETURNING}, NULL::text AS flow_error, 0 AS ord
      ), waiting AS MATERIALIZED (
        -- a scalar subquery ordered as the index is (an EXISTS would drop the order): no plan reads the table instead,
        -- as one did when its statistics said every row matched
-       SELECT coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND queue = $1 ORDER BY queue, flow_tag, id LIMIT 1), false) AS present
+       SELECT coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1 ORDER BY queue, flow_tag, id LIMIT 1), false) AS present
      ), flowed AS MATERIALIZED (
        SELECT f.* FROM (SELECT least($7::int, $3::int - (SELECT count(*)::int FROM claimed)) AS n) r
         CROSS JOIN LATERAL ${s}.flow_pick($1, $2::text[], r.n, $5::timestamptz, false) f
         WHERE r.n > 0 AND (SELECT present FROM waiting)
      ), claimed_flow AS (
-       UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
+       UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4, flow_waited = coalesce(f.waited, false)
          FROM flowed f
         -- one key lookup per pick (by address: a join could plan a scan of the queue's tasks)
         WHERE t.ctid = ANY(ARRAY(SELECT (SELECT x.ctid FROM ${s}.tasks x WHERE x.workflow_id = p.wid AND x.name = p.tname) FROM flowed p WHERE p.wid IS NOT NULL))
           AND t.workflow_id = f.wid AND t.name = f.tname AND t.lane = 'flow'
-        RETURNING ${CLAIMED_RETURNING}, f.ord
+        RETURNING ${CLAIMED_RETURNING}, f.bad AS flow_error, f.ord
      ), every_claimed AS (
        SELECT * FROM claimed UNION ALL SELECT * FROM claimed_flow
      ), recorded AS (
@@ -132,7 +135,7 @@ export async function fetchTasks(
             (SELECT id::text FROM recorded) AS claim,
             (SELECT min(wake) FROM flowed WHERE wid IS NULL) AS wake_at,
             (SELECT present FROM waiting)
-              AND coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND queue = $1 AND flow_tag IS NULL ORDER BY queue, flow_tag, id LIMIT 1), false)
+              AND coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1 AND flow_tag IS NULL ORDER BY queue, flow_tag, id LIMIT 1), false)
               AS unplaced`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0],
     { prepare: true },

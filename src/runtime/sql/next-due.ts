@@ -14,8 +14,9 @@ export async function nextDue(q: Queryable, s: string, now: Date): Promise<Date 
        (SELECT min(scheduled_at) FROM ${s}.tasks WHERE lane IN ('scheduled', 'retryable')),
        (SELECT min(next_fire_at) FROM ${s}.schedules WHERE NOT paused),
        (SELECT min(r.starts[1] + l.per_ms * interval '1 millisecond')
-          FROM (SELECT DISTINCT flow #>> '{rate_limit,key}' AS key, (flow #>> '{rate_limit,limit}')::int AS lim, (flow #>> '{rate_limit,per_ms}')::bigint AS per_ms
-                  FROM ${s}.tasks WHERE lane = 'flow' AND flow ? 'rate_limit') l
+          FROM (SELECT DISTINCT flow #>> '{rate_limit,key}' AS key, ${s}.flow_count(flow #> '{rate_limit,limit}') AS lim,
+                       ${s}.flow_per_ms(flow #> '{rate_limit,per_ms}') AS per_ms
+                  FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND flow ? 'rate_limit') l
           JOIN ${s}.flow_rates r ON r.key = l.key WHERE cardinality(r.starts) >= l.lim AND r.starts[1] + l.per_ms * interval '1 millisecond' > $1)
      ) AS at`,
     [now],
@@ -27,7 +28,7 @@ export async function nextDue(q: Queryable, s: string, now: Date): Promise<Date 
 export async function anyAvailable(q: Queryable, s: string, now: Date): Promise<boolean> {
   const { rows } = await q.query<{ any: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'available')
-         OR EXISTS (SELECT 1 FROM (SELECT DISTINCT queue FROM ${s}.tasks WHERE lane = 'flow') q
+         OR EXISTS (SELECT 1 FROM (SELECT DISTINCT queue FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL) q
                      CROSS JOIN LATERAL ${s}.flow_pick(q.queue, NULL, 1, $1, true) f WHERE f.wid IS NOT NULL) AS any`,
     [now],
   );
