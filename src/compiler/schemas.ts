@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Ajv2020, Options, ValidateFunction } from 'ajv/dist/2020.js';
 import type { FormatsPlugin } from 'ajv-formats';
 import { packageRoot } from '../paths.js';
+import { linearRegExp } from './regex.js';
 
 // ajv is CommonJS and costs ~70 ms to load (and ~80 ms more to compile a first schema): required when first
 // needed, so a `braid status` that only reads its config never loads it.
@@ -82,7 +83,10 @@ export function planSchemaValidator(): ValidateFunction {
   return planValidator;
 }
 
-/** Validators for users' own inputs schemas: lenient about unknown keywords, strict about structure. */
+/**
+ * Validators for users' own schemas (inputs, returns, the config's kinds): lenient about unknown keywords, strict
+ * about structure, and their patterns on a linear-time engine.
+ */
 export function makeUserSchemaAjv(options: { useDefaults?: boolean } = {}): Ajv2020 {
-  return withFormats(ajv({ allErrors: true, strict: false, validateFormats: true, ...options }));
+  return withFormats(ajv({ allErrors: true, strict: false, validateFormats: true, code: { regExp: linearRegExp }, ...options }));
 }

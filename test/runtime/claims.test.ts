@@ -132,7 +132,7 @@ describe(`claims and heap-only completions (${backend})`, () => {
     const id = await rt.start('pair');
     // claimed by an old worker, which then died
     await db.query(`UPDATE ${s}.tasks SET state = 'running', attempt = 1, worker_id = 'old', started_at = now() WHERE workflow_id = $1 AND name = 'a'`, [id]);
-    expect(await rt.migrate()).toEqual(['009_hot_completions', '010_abandoned_attempts', '022_flow_control']);
+    expect(await rt.migrate()).toEqual(['009_hot_completions', '010_abandoned_attempts', '022_flow_control', '023_flow_parking']);
     expect(await claims(rt)).toEqual([{ worker_id: 'old', workflow_ids: [id], names: ['a'] }]);
     expect((await rt.maintenance()).rescued).toBe(1);
     await rt.startWorker();

@@ -86,4 +86,34 @@ describe(`a task's returns at run time (${backend})`, () => {
     const other = await plain.start('by_kind');
     expect((await final(plain, other)).state).toBe('completed');
   });
+
+  it('a pattern runs in linear time: ^(a+)+$ against a 100,000-character output is output_invalid at once, and the other tasks start meanwhile', async () => {
+    const definition = `name: patterned
+inputs:
+  type: object
+  properties: { code: { type: string, pattern: '^(a+)+$' } }
+tasks:
+  big:
+    kind: big
+    max_attempts: 1
+    returns: { type: object, properties: { text: { type: string, pattern: '^(a+)+$' } } }
+  small:
+    kind: small
+    for_each: ${JSON.stringify(Array.from({ length: 20 }, (_, i) => i))}
+`;
+    const rt = await drivenRuntime({
+      definitions: { patterned: definition },
+      handlers: { big: async () => ({ text: `${'a'.repeat(100_000)}!` }), small: async () => ({}) },
+    });
+    await rt.startWorker();
+    const { workflow, tasks } = await run(rt, 'patterned');
+    expect(workflow.state).toBe('failed');
+    expect(tasks.big.errors[0]).toMatchObject({ code: 'output_invalid' });
+    expect(tasks.big.errors[0].message).toContain('/text must match pattern "^(a+)+$"');
+    expect(Object.entries(tasks).filter(([name, t]) => name.startsWith('small[') && t.state === 'completed')).toHaveLength(20);
+    // the same pattern in the inputs schema: the start is refused, without a backtracking engine's minutes
+    const started = performance.now();
+    await expect(rt.start('patterned', { code: `${'a'.repeat(100_000)}!` })).rejects.toThrow(/code: must match pattern/);
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
 });

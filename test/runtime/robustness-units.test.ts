@@ -5,6 +5,7 @@ import { describeError } from '../../src/runtime/describe-error.js';
 import { type Logger, rateLimitedWarnings } from '../../src/runtime/log.js';
 import { findUnstorable, storableText } from '../../src/runtime/storable.js';
 import { toJsonOutput } from '../../src/runtime/worker/outcome.js';
+import { OutputCheck } from '../../src/runtime/worker/output-check.js';
 
 describe('storable values', () => {
   it('escapes U+0000 and unpaired surrogates, and keeps valid pairs', () => {
@@ -105,5 +106,24 @@ describe('backoff and repeated warnings', () => {
     t = 10_001;
     log.warn('fetching tasks failed');
     expect(lines).toEqual(['fetching tasks failed', 'something else', 'fetching tasks failed (and 999 more like it in the last 10 s)']);
+  });
+});
+
+describe("checking a large output against its returns' patterns", () => {
+  it('runs off the event loop: the loop keeps turning while a 1 MiB output is checked, and the check still finds the problem', async () => {
+    const check = new OutputCheck();
+    try {
+      const schema = { type: 'object', properties: { text: { type: 'string', pattern: '^(a+)+$' } } };
+      let turns = 0;
+      const ticker = setInterval(() => turns++, 1);
+      const problems = await check.problems(schema, { text: `${'a'.repeat(1 << 20)}!` });
+      clearInterval(ticker);
+      expect(problems.map((p) => p.pointer)).toEqual(['/text']);
+      expect(turns).toBeGreaterThan(1);
+      // a small output is checked in place, against the same schema
+      expect(await check.problems(schema, { text: 'aaa' })).toEqual([]);
+    } finally {
+      await check.stop();
+    }
   });
 });

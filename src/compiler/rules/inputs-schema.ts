@@ -1,6 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import type { Rule } from '../diagnostics.js';
 import type { Definition } from '../model.js';
+import { compileLinear } from '../regex.js';
 import { parsePointer } from '../schema-check.js';
 import { makeUserSchemaAjv } from '../schemas.js';
 import type { Reporter } from '../source.js';
@@ -57,11 +58,62 @@ export function checkUserSchema(schema: unknown, at: (string | number)[], what: 
     }
     return;
   }
+  const patterns = unusablePatterns(schema);
+  for (const p of patterns) {
+    reporter.report(rule, `${what}: ${p.message}`, { path: [...at, ...p.path], at: p.at }, PATTERN_HINT);
+  }
+  if (patterns.length > 0) return;
   try {
     metaAjv.compile(schema as object);
   } catch (error) {
     reporter.report(rule, `${what} is not a usable JSON Schema: ${(error as Error).message}`, { path: at, at: 'key' });
   } finally {
     metaAjv.removeSchema(schema as object);
+  }
+}
+
+const PATTERN_HINT =
+  'patterns run on a linear-time engine (RE2): backreferences and lookaround have no linear-time form; match the parts and check the rest in the handler';
+
+/** Keywords whose values are data, not schemas: a "pattern" inside them is not one. */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples']);
+
+/** Every `pattern` and `patternProperties` key of a schema the linear-time engine cannot run, where it is. */
+function unusablePatterns(schema: unknown): { path: (string | number)[]; message: string; at?: 'key' }[] {
+  const found: { path: (string | number)[]; message: string; at?: 'key' }[] = [];
+  const seen = new Set<unknown>();
+  const walk = (node: unknown, path: (string | number)[]): void => {
+    if (typeof node !== 'object' || node === null || seen.has(node) || path.length > 256) return;
+    seen.add(node);
+    if (Array.isArray(node)) {
+      for (const [i, item] of node.entries()) walk(item, [...path, i]);
+      return;
+    }
+    for (const [key, value] of Object.entries(node)) {
+      if (DATA_KEYWORDS.has(key)) continue;
+      if (key === 'pattern' && typeof value === 'string') {
+        const why = patternProblem(value);
+        if (why) found.push({ path: [...path, key], message: why });
+      } else if (key === 'patternProperties' && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+        for (const [pattern, sub] of Object.entries(value)) {
+          const why = patternProblem(pattern);
+          if (why) found.push({ path: [...path, key, pattern], message: why, at: 'key' });
+          walk(sub, [...path, key, pattern]);
+        }
+        continue;
+      }
+      walk(value, [...path, key]);
+    }
+  };
+  walk(schema, []);
+  return found;
+}
+
+function patternProblem(pattern: string): string | undefined {
+  try {
+    compileLinear(pattern);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
   }
 }

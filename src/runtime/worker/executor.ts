@@ -26,6 +26,7 @@ import type { Completer, CompletionEnd } from './completer.js';
 import type { EndRecorder } from './ends.js';
 import type { Handler, Handlers, TaskContext, TaskWait } from './handlers.js';
 import { outcomeOf, toJsonOutput } from './outcome.js';
+import { OutputCheck } from './output-check.js';
 import { type LogBounds, LogWriter } from './task-log.js';
 
 /** How long the kinds with a `returns` are taken as read: a version registered since counts within this. */
@@ -92,6 +93,7 @@ export class Executor {
   private refreshingKinds: Promise<void> | undefined;
   /** Stores the attempts' ctx.log lines. */
   readonly logs: LogWriter;
+  private readonly outputs = new OutputCheck();
   /** Workflows' stored trace contexts, read only while spans record. */
   private traceParents?: WorkflowTraceParents;
 
@@ -101,6 +103,12 @@ export class Executor {
     private readonly completer: Completer,
   ) {
     this.logs = new LogWriter({ db: o.db, s: o.s, log: o.log, bounds: o.logBounds });
+  }
+
+  /** At the worker's stop: the log lines written, the output check's thread ended. */
+  async stop(): Promise<void> {
+    await this.logs.stop();
+    await this.outputs.stop();
   }
 
   /**
@@ -293,8 +301,8 @@ export class Executor {
     const def = version && (await this.o.definitions.find(q, version.name, version.hash));
     const returns = def && returnsOf(def, task.template);
     if (!returns) return;
-    const { outputProblems, describeOutputProblems } = await outputChecker();
-    const problems = outputProblems(returns, output);
+    const { describeOutputProblems } = await outputChecker();
+    const problems = await this.outputs.problems(returns, output);
     if (problems.length > 0) {
       throw new OutputError(`the handler's output breaks the returns schema of task "${task.template}": ${describeOutputProblems(problems)}`, 'output_invalid');
     }

@@ -1,7 +1,6 @@
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import { Worker as Thread } from 'node:worker_threads';
 import type { Logger } from '../log.js';
+import { threadEntry } from './thread-entry.js';
 
 /** What the liveness thread is started with (cloned into it). */
 export interface LivenessData {
@@ -64,7 +63,7 @@ export class Liveness {
       deadlineMs: Math.max(500, Math.min(2 * this.o.heartbeatIntervalMs, this.o.abandonAfterMs / 2)),
       shared: this.clocks.buffer as SharedArrayBuffer,
     };
-    const entry = threadEntry();
+    const entry = threadEntry(import.meta.url, 'liveness-thread');
     const thread = new Thread(entry.file, { workerData: data, eval: entry.eval });
     thread.unref();
     thread.on('error', (error) =>
@@ -103,18 +102,6 @@ export class Liveness {
       `the event loop was blocked for ${seconds(blocked)}${what}: a handler doing synchronous work holds up every other attempt of this worker${kept}`,
     );
   }
-}
-
-/**
- * The thread's module: the compiled one; or, running from source (braid's own tests), the TypeScript one, after
- * through tsx in the thread (a thread does not inherit the loader hooks of its parent).
- */
-function threadEntry(): { file: string | URL; eval: boolean } {
-  if (import.meta.url.endsWith('.js')) return { file: new URL('./liveness-thread.js', import.meta.url), eval: false };
-  // tsx's ESM API, beside its ESM loader (the package resolves `tsx/esm/api` to its CommonJS build here)
-  const tsx = new URL('./api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm'))).href;
-  const file = new URL('./liveness-thread.ts', import.meta.url).href;
-  return { file: `import(${JSON.stringify(tsx)}).then((tsx) => tsx.tsImport(${JSON.stringify(file)}, ${JSON.stringify(file)}))`, eval: true };
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

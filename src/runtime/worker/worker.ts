@@ -372,7 +372,7 @@ export class Worker {
       while (this.running.size > 0) await new Promise((r) => setTimeout(r, 5));
       while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
       await this.completer.drain();
-      await this.executor.logs.stop();
+      await this.executor.stop();
       for (const u of this.unlisten) await u().catch(() => undefined);
       await this.claims.forgetSettled();
       await stopWorker(this.o.db, this.o.s, this.o.id, await clockNow(this.o));
