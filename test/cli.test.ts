@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot, runCli, runCliInProcess } from './helpers/cli.js';
+import { project } from './helpers/project.js';
 
 const NO_STACK = /\n\s+at .+:\d+:\d+/;
 
@@ -61,6 +62,30 @@ describe('braid validate', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('warning:');
     expect(run.stdout).toContain('[file-name]');
+  });
+
+  it('one YAML syntax problem is one error (the first in the file), counting the ones it may cause', async () => {
+    const dir = project({
+      'definitions/tabbed.yaml': 'name: tabbed\ntasks:\n\ta: { kind: x }\n  b: { kind: y }\n',
+      'definitions/bracket.yaml': 'name: bracket\ntasks:\n  a: { kind: [x }\n  b: { kind: y }\n  c: { deps: [a, b }\n',
+    });
+    const run = await runCliInProcess(['validate', '--format', 'json'], { cwd: dir });
+    const found = (JSON.parse(run.stdout) as { diagnostics: { file: string; line: number; message: string }[] }).diagnostics;
+    expect(found.map((d) => [d.file, d.line])).toEqual([
+      ['definitions/bracket.yaml', 3],
+      ['definitions/tabbed.yaml', 3],
+    ]);
+    expect(found[0].message).toMatch(/\(and 3 more syntax errors after it, which this one may cause\)$/);
+    expect(found[1].message).toBe('tabs are not allowed as indentation (and 1 more syntax error after it, which this one may cause)');
+  });
+
+  it("a config's definitions folder that does not exist is one error naming it, for every command that reads the definitions", async () => {
+    const dir = project({ 'braid.config.yaml': 'definitions: defs\n' });
+    for (const args of [['validate'], ['test'], ['types']]) {
+      const run = await runCliInProcess(args, { cwd: dir });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe('braid.config.yaml: definitions: the folder "defs" does not exist\n');
+    }
   });
 });
 

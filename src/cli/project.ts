@@ -87,6 +87,10 @@ export function definitionSet(io: Io, flag: string | undefined): DefinitionSet {
     return { files, folder: exists ? folder : undefined, label: displayPath(io, folder) };
   }
   const globs = typeof config.definitions === 'string' ? [config.definitions] : config.definitions;
+  // a folder named plainly that is not there is a mistake in the config, not an empty project
+  if (typeof config.definitions === 'string' && !/[*?[{]/.test(config.definitions) && !existsSync(resolve(config.root, config.definitions))) {
+    throw new SubjectError(`${displayPath(io, config.file)}: definitions: the folder "${config.definitions}" does not exist`);
+  }
   const single =
     typeof config.definitions === 'string' && isFolder(resolve(config.root, config.definitions)) ? resolve(config.root, config.definitions) : undefined;
   const files = findFiles(config.root, globs, config.ignore).filter((f) => isDefinitionFile(f));

@@ -70,10 +70,12 @@ export function parseSource(raw: RawSource, limits: Limits = DEFAULT_LIMITS): Pa
   // checked here instead, with a set per map.
   const doc = parseDocument(file.text, { uniqueKeys: false, prettyErrors: false });
   file.doc = doc;
-  for (const error of doc.errors) {
-    const [start, end] = error.pos;
-    const rule = error.code === 'RESOURCE_EXHAUSTION' ? 'input-limit' : 'yaml-syntax';
-    reporter.report(rule, yamlMessage(error.code, error.message), { path: [], span: [start, end] });
+  // the first syntax problem confuses the parser about everything after it: the rest are counted, not said
+  const [first, ...more] = doc.errors;
+  if (first) {
+    const rule = first.code === 'RESOURCE_EXHAUSTION' ? 'input-limit' : 'yaml-syntax';
+    const others = more.length === 0 ? '' : ` (and ${more.length} more syntax error${more.length === 1 ? '' : 's'} after it, which this one may cause)`;
+    reporter.report(rule, `${yamlMessage(first.code, first.message)}${others}`, { path: [], span: first.pos });
   }
   if (doc.errors.length > 0) return { file, reporter };
   // the later of two equal keys stands (as in yaml's own reading), so the file's other problems are found too

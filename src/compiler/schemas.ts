@@ -16,7 +16,7 @@ export type OwnSchema = 'workflow' | 'config' | 'test';
 export const OWN_SCHEMA_OPTIONS: Record<OwnSchema, Options> = {
   workflow: { allErrors: true, verbose: true, strict: true, strictRequired: false },
   config: { allErrors: true, strict: true, strictRequired: false },
-  test: { allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true },
+  test: { allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true },
 };
 
 export function loadJsonSchema(name: OwnSchema | 'plan'): Record<string, unknown> {

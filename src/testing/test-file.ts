@@ -237,6 +237,16 @@ function toStep(s: Record<string, unknown>, at: number): Step {
 
 /** One error per place: a oneOf reports the branch that fits best, not every branch. */
 function relevant(errors: ErrorObject[]): ErrorObject[] {
+  // a step whose kind is known (its key's branch found a problem inside it: `advance: 2 days`) says that problem
+  const known = new Map<string, ErrorObject[]>();
+  for (const e of errors) {
+    const m = /^(\/tests\/\d+\/steps\/\d+)\/([^/]+)/.exec(e.instancePath);
+    if (m && STEP_KEYS.includes(m[2]) && e.keyword !== 'additionalProperties') known.set(m[1], [...(known.get(m[1]) ?? []), e]);
+  }
+  if (known.size > 0) {
+    const unknownStep = (e: ErrorObject) => [...known.keys()].some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`));
+    return [...relevant(errors.filter((e) => !unknownStep(e))), ...[...known.values()].flat()];
+  }
   const oneOf = new Set(errors.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath));
   const inside = (e: ErrorObject) => [...oneOf].some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`));
   const kept = errors.filter(
@@ -288,7 +298,11 @@ function describe(e: ErrorObject): { message: string; path: Path; hint?: string;
       return { message: `${where}: a mock is one of { output }, { error }, { fail, output }, { delay, output } or { handler: real }`, path };
     case 'pattern':
       if (/duration|advance|max_time|delay/.test(String(path.at(-1))))
-        return { message: `${where}: not a duration`, path, hint: 'durations look like 250ms, 30s, 15m, 2h, 7d, 1h30m or ISO 8601 PT30M' };
+        return {
+          message: `${where}: invalid duration ${JSON.stringify(e.data)}`,
+          path,
+          hint: 'durations look like 250ms, 30s, 15m, 2h, 7d, 1h30m or ISO 8601 PT30M',
+        };
       return { message: `${where}: must match ${String(e.params.pattern)}`, path };
     default:
       return { message: `${where}: ${e.message ?? 'invalid'}`, path };

@@ -38,7 +38,7 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     expect(unregistered.stderr).toBe('workflow child is not registered; run braid register\n');
     const dry = await runCliInProcess(['register', '--dry-run'], { cwd: dir, env });
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toMatch(/^child new [0-9a-f]{12}\nparent new [0-9a-f]{12}\n$/);
+    expect(dry.stdout).toMatch(/^child would be new [0-9a-f]{12}\nparent would be new [0-9a-f]{12}\n$/);
     expect((await runCliInProcess(['start', 'child'], { cwd: dir, env })).code).toBe(1);
     const first = await runCliInProcess(['register'], { cwd: dir, env });
     expect(first.code).toBe(0);

@@ -105,14 +105,15 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
       `bad/mock_output.test.yaml:6:16: error: the mock's output breaks the returns schema of task "check": /audited must be boolean (type) [test-mock-output]`,
     );
     expect(r.stderr).toContain('bad/duration_too_long.test.yaml:5:24: error: duration "100000000d" is longer than 100 years [test-schema]');
-    expect(r.stderr.match(/\[test-schema\]/g)).toHaveLength(2);
+    expect(r.stderr).toContain('bad/advance_not_duration.test.yaml:6:18: error: tests.0.steps.0.advance: invalid duration "2 days" [test-schema]');
+    expect(r.stderr.match(/\[test-schema\]/g)).toHaveLength(3);
     const validate = await runCliInProcess(['validate', '--format', 'json', 'bad'], { cwd: fixture });
     expect(validate.code).toBe(1);
     expect(
       JSON.parse(validate.stdout)
         .diagnostics.map((d: { rule: string }) => d.rule)
         .sort(),
-    ).toEqual(['test-mock-kind', 'test-mock-output', 'test-schema', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
+    ).toEqual(['test-mock-kind', 'test-mock-output', 'test-schema', 'test-schema', 'test-schema', 'test-unknown-signal', 'test-unknown-task']);
   });
 
   it("schedules: a test runs the workflow's schedules on the virtual clock across both 2027 DST changes in Berlin and New York, each policy", async () => {

@@ -26,7 +26,7 @@ Usage: ${usage}
   --force           register despite error findings of the plan (validation errors still refuse)
   --handlers MODULE the handlers module deployed with them (default: the config's handlers); without one,
                     missing handlers are not checked
-  --format FORMAT   text (default): one line per workflow, "NAME new HASH", "NAME unchanged" or
+  --format FORMAT   text (default): one line per workflow, "NAME new HASH" ("would be new" when nothing was written), "NAME unchanged" or
                     "NAME error" (diagnostics on stderr), and under a new version one line per older
                     version that keeps running; json: { "registered": bool, "workflows": [...] }
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
@@ -82,7 +82,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
     } else {
       if (diagnostics.length > 0) io.stderr(formatText(diagnostics, { sources: readSourceTexts({ diagnostics }, io) }));
       for (const r of results) {
-        io.stdout(`${r.name || r.file} ${r.status === 'new' ? `new ${r.hash!.slice(0, 12)}` : r.status}\n`);
+        // nothing written (a dry run, or refused): a changed definition would be new, and is not
+        io.stdout(`${r.name || r.file} ${r.status === 'new' ? `${write ? 'new' : 'would be new'} ${r.hash!.slice(0, 12)}` : r.status}\n`);
         for (const d of r.draining)
           io.stdout(`  ${d.hash.slice(0, 12)}: ${d.running} running${d.keep_handlers.length > 0 ? `, keep handlers for ${d.keep_handlers.join(', ')}` : ''}\n`);
       }
