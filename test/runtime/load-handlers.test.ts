@@ -25,4 +25,15 @@ describe('loadHandlers', () => {
     writeFileSync(join(dir, 'bad.mjs'), 'export default { k: 42 };\n');
     await expect(loadHandlers(join(dir, 'bad.mjs'))).rejects.toThrow('handler for kind "k" is not a function');
   });
+
+  it('a syntax error in the module is said at its file:line:col, TypeScript or JavaScript, first load or hot reload', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-syntax-'));
+    const ts = join(dir, 'handlers.ts');
+    writeFileSync(ts, 'export default {\n  noop: async (): => ({ ok: true }),\n};\n');
+    await expect(loadHandlers(ts)).rejects.toThrow(/^\/.*handlers\.ts:2:\d+: Expected /);
+    await expect(loadHandlers(ts, { fresh: true })).rejects.toThrow(/handlers\.ts:2:\d+: /);
+    const js = join(dir, 'handlers.mjs');
+    writeFileSync(js, 'export default {\n  noop: async () => ({ ok: true })\n');
+    await expect(loadHandlers(js)).rejects.toThrow(`${js}:3:1: Expected "}" but found end of file`);
+  });
 });
