@@ -20,6 +20,15 @@ export interface Observed {
   started: string[];
   /** The workflows under test declare flow control: `--update` then writes the order tasks started. */
   flowControlled: boolean;
+  /** The tasks that failed (discarded, cancelled), with their last error: what a failing test shows under its diff. */
+  failed: FailedTask[];
+}
+
+export interface FailedTask {
+  task: string;
+  state: string;
+  attempts: number;
+  error: string | null;
 }
 
 export interface ObservedRun {

@@ -38,6 +38,10 @@ export function describeFailure(r: TestResult, f: Failure): string[] {
     if (simple(m.expected) && simple(m.actual)) lines.push(`  ${m.path}: expected ${json(m.expected)}, got ${json(m.actual)}`);
     else lines.push(`  ${m.path}:`, `    - expected ${json(m.expected)}`, `    + actual   ${json(m.actual)}`);
   }
+  for (const t of f.failed ?? []) {
+    const when = t.attempts === 0 ? 'before it ran' : `after ${t.attempts} attempt${t.attempts === 1 ? '' : 's'}`;
+    lines.push(`  task "${t.task}" ${t.state} ${when}${t.error ? `: ${t.error.split('\n')[0]}` : ''}`);
+  }
   return lines;
 }
 

@@ -10,7 +10,7 @@ import type { TaskRecord } from '../runtime/sql/workflows.js';
 import { anyAvailable, currentDefinition, deployTestSchedules, maintenanceDue, recordEnded } from '../runtime/test-support.js';
 import { scheduledTick } from '../runtime/wire.js';
 import { workflowTree } from './checks.js';
-import { compare, type Mismatch, type Observed, type ObservedRun, type ObservedTask } from './expect.js';
+import { compare, type FailedTask, type Mismatch, type Observed, type ObservedRun, type ObservedTask } from './expect.js';
 import { unhandled } from './mocks.js';
 import type { TestSession } from './session.js';
 import type { TestCase, TestFile } from './test-file.js';
@@ -25,6 +25,8 @@ export interface Failure {
   mismatches: Mismatch[];
   /** A failure that is not a mismatch (the run itself broke). */
   message?: string;
+  /** The tasks that had failed by then, with their last error. */
+  failed?: FailedTask[];
 }
 
 export interface TestResult {
@@ -106,8 +108,9 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
           await driver.settle();
           break;
         case 'expect': {
-          const mismatches = compare(step.expect, await observe(rt, id, clock, { starts, flowControlled }));
-          if (mismatches.length > 0) result.failures.push({ step: i, line: step.line, time: clock.now().toISOString(), mismatches });
+          const seen = await observe(rt, id, clock, { starts, flowControlled });
+          const mismatches = compare(step.expect, seen);
+          if (mismatches.length > 0) result.failures.push({ step: i, line: step.line, time: clock.now().toISOString(), mismatches, failed: seen.failed });
           break;
         }
       }
@@ -125,7 +128,8 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
     result.runs = await runsOf(rt);
     if (test.expect) {
       const mismatches = compare(test.expect, observed);
-      if (mismatches.length > 0) result.failures.push({ step: 'final', line: test.expectLine ?? test.line, time: observed.time, mismatches });
+      if (mismatches.length > 0)
+        result.failures.push({ step: 'final', line: test.expectLine ?? test.line, time: observed.time, mismatches, failed: observed.failed });
     }
   } catch (error) {
     const message =
@@ -225,7 +229,7 @@ export async function observe(
 ): Promise<Observed> {
   const runs = await scheduledRuns(rt);
   const started = { started: [...s.starts], flowControlled: s.flowControlled };
-  if (id === undefined) return { state: 'none', reason: null, output: null, tasks: {}, time: clock.now().toISOString(), runs, ...started };
+  if (id === undefined) return { state: 'none', reason: null, output: null, tasks: {}, time: clock.now().toISOString(), runs, failed: [], ...started };
   const w = await rt.workflow(id).load();
   const tasks = await rt.workflow(id).tasks();
   const logs = await handlerLines(rt, id);
@@ -236,6 +240,9 @@ export async function observe(
     tasks: Object.fromEntries(tasks.map((t) => [t.name, observeTask(t, logs.get(t.name) ?? [])])),
     time: clock.now().toISOString(),
     runs,
+    failed: tasks
+      .filter((t) => t.state === 'discarded' || t.state === 'cancelled')
+      .map((t) => ({ task: t.name, state: t.state, attempts: t.attempt, error: t.errors.at(-1)?.message ?? null })),
     ...started,
   };
 }

@@ -10,6 +10,7 @@ const observed = (logs: { level: string; message: string }[]): Observed => ({
   runs: [],
   started: [],
   flowControlled: false,
+  failed: [],
 });
 
 describe("braid test's logs expectation", () => {
