@@ -154,11 +154,13 @@ export class WorkflowHandle {
   /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
   async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
     const { DiagnosticsError, waitDiagnostics } = await import('./waits/diagnostics.js');
-    // an available task with flow control has no wait to evaluate: what holds it back is said instead
+    // a task held back by flow control or a debounce has no wait to evaluate: what holds it back is said
+    // instead, as status says it
     const t = (await this.tasks()).find((x) => x.name === task);
-    if (t && t.state === 'available' && t.flow !== null && !t.wait) {
+    if (t && !t.wait && (t.state === 'available' || t.state === 'scheduled')) {
       const why = (await this.status()).tasks.find((x) => x.name === task)?.pending_reason;
-      throw new DiagnosticsError(`task "${task}" has no wait: it is available and not started yet: ${why}`);
+      if ((t.state === 'available' && t.flow !== null) || why?.startsWith('debounced '))
+        throw new DiagnosticsError(`task "${task}" has no wait: it is ${t.state} and not started yet: ${why}`);
     }
     const d = await waitDiagnostics(this.q, await advanceIn(this.rt.ctx), this.id, task, options);
     if (!d) throw (await loadWorkflow(this.q, this.rt.ctx.s, this.id)) ? new TaskNotFoundError(this.id, task) : new WorkflowNotFoundError(this.id);

@@ -138,10 +138,20 @@ describe(`flow control (${backend})`, () => {
       ids.push(await rt.start('jobs', { tenant: 'a', tier: `t${i}` }));
       await advance(rt, 100);
     }
+    if (backend === 'postgres') {
+      // braid start says where a start went
+      const again = await runCliInProcess(['start', 'jobs', '--inputs', '{"tenant":"a","tier":"t9"}', '--database', postgresUrl, '--schema', rt.schema]);
+      expect(again.stdout).toBe(`${ids[0]}\n`);
+      expect(again.stderr).toMatch(new RegExp(`^braid: debounced into ${ids[0]}: inputs replaced, runs at 2027-01-01T00:00:0\\d\\.\\d{3}Z\\n$`));
+    }
     const other = await rt.start('jobs', { tenant: 'b' });
     expect(new Set(ids).size).toBe(1);
     const [waiting] = (await rt.workflow(ids[0]).status()).tasks;
     expect(waiting.pending_reason).toBe("debounced until 2027-01-01T00:00:02.900Z (a start with the same key before then replaces this run's inputs)");
+    // diagnose says what status says
+    await expect(rt.workflow(ids[0]).waitDiagnostics(waiting.name)).rejects.toThrow(
+      `task "${waiting.name}" has no wait: it is scheduled and not started yet: debounced until 2027-01-01T00:00:02.900Z`,
+    );
     expect(other).not.toBe(ids[0]);
     expect(spans).toHaveLength(0);
     const w = await final(rt, ids[0]);

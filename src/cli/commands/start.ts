@@ -51,7 +51,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
     const { id, existing } = await backend.start(positionals[0], inputs, { id: values.id, traceparent: values.traceparent });
     io.stdout(`${id}\n`);
-    if (existing) io.stderr(`braid: workflow ${id} already started\n`);
+    if (existing) io.stderr(`braid: ${await startedAs(backend, id)}\n`);
     if (!flags.has('wait')) return EXIT.ok;
     const w = await waitWithProgress(io, backend, id, timeoutMs ?? 365 * 24 * 3_600_000);
     if (w.state === 'running') {
@@ -111,4 +111,13 @@ export function progressLine({ workflow, tasks }: WorkflowStatus): string {
   if (running.length > 0) parts.push(`running: ${running.slice(0, 5).join(', ')}${running.length > 5 ? ` and ${running.length - 5} more` : ''}`);
   for (const t of waiting.slice(0, 3)) parts.push(`${t.name} ${t.pending_reason}`);
   return parts.join('; ');
+}
+
+/** What a start that found its workflow there did: debounced into a waiting run (inputs replaced), or nothing. */
+async function startedAs(backend: Backend, id: string): Promise<string> {
+  const { workflow } = await backend.status(id);
+  const until = workflow.debounce_until ? new Date(workflow.debounce_until) : undefined;
+  if (workflow.state === 'running' && until && until.getTime() > Date.now() - 1000)
+    return `debounced into ${id}: inputs replaced, runs at ${until.toISOString()}`;
+  return `workflow ${id} already started`;
 }
