@@ -51,6 +51,10 @@ describe(`braid schedules and braid schedule (${backend})`, () => {
     );
     const triggered = JSON.parse((await cli('schedule', 'trigger', 'nightly_report', 'nightly', '--json')).stdout);
     expect(triggered).toMatchObject({ status: 'started', id: `nightly_report:nightly:${triggered.time}` });
+    // the trigger's run is the schedule's last run
+    expect((await cli('schedules', 'nightly_report')).stdout).toMatch(
+      new RegExp(`\\n {2}last {2}\\S+ {2}triggered nightly_report:nightly:${triggered.time.replace(/[.]/g, '\\.')} \\(\\w+\\) \\(by hand\\)\\n`),
+    );
     expect((await cli('schedule', 'resume', 'nightly_report', 'nightly')).stdout).not.toContain('PAUSED');
     const runs = JSON.parse((await cli('list', '--name', 'nightly_report', '--json')).stdout);
     expect(runs.workflows).toHaveLength(4);

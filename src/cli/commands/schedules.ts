@@ -53,8 +53,12 @@ export function scheduleText(s: ScheduleRecord): string {
     .filter(Boolean)
     .join(', ');
   const lines = [`${s.workflow}/${s.name}  ${clock}  ${policies}${s.paused ? '  PAUSED' : ''}`];
-  if (s.last_tick !== null) {
-    const run = s.last_run_id ? s.recent_runs.find((r) => r.id === s.last_run_id) : undefined;
+  const run = s.last_run_id ? s.recent_runs.find((r) => r.id === s.last_run_id) : undefined;
+  if (s.last_outcome === 'triggered') {
+    // a manual trigger's run, at the instant it was started
+    const at = run ? new Date(run.created_at).toISOString() : 'earlier';
+    lines.push(`  last  ${at}  triggered ${s.last_run_id}${run ? ` (${run.state})` : ''} (by hand)`);
+  } else if (s.last_tick !== null) {
     const what = `${s.last_outcome ?? ''}${s.last_run_id && s.last_outcome !== 'skipped' && s.last_outcome !== 'buffered' ? ` ${s.last_run_id}${run ? ` (${run.state})` : ''}` : ''}`;
     lines.push(`  last  ${s.last_tick}  ${what}${s.last_error ? `: ${s.last_error}` : ''}`);
   } else lines.push('  last  none yet');

@@ -2,7 +2,16 @@ import { jitterOffset, nextTicks, tickIso, tickRunId, ticksBetween } from '../..
 import { localIso } from '../../compiler/schedule/zone.js';
 import { advancing, clockNow, type RuntimeContext } from '../context.js';
 import { BackfillRangeError, ScheduleNotFoundError } from '../errors.js';
-import { lockSchedule, readSchedules, recentRuns, resumeSchedule, type ScheduleRow, type ScheduleRun, setSchedulePaused } from '../sql/schedules.js';
+import {
+  lockSchedule,
+  readSchedules,
+  recentRuns,
+  recordTrigger,
+  resumeSchedule,
+  type ScheduleRow,
+  type ScheduleRun,
+  setSchedulePaused,
+} from '../sql/schedules.js';
 import type { ScheduleRecord, ScheduleStart } from '../wire.js';
 import { tickAfter } from './decide.js';
 import { startTick } from './fire.js';
@@ -66,7 +75,9 @@ export class Schedules {
       const row = await lockSchedule(tx, advance.s, workflow, name, true);
       if (!row) return undefined;
       const t = advance.now.getTime();
-      return { t, run: await startTick(tx, advance, row, t) };
+      const run = await startTick(tx, advance, row, t);
+      await recordTrigger(tx, advance.s, workflow, name, run.runId ?? tickRunId(workflow, name, t), advance.now);
+      return { t, run };
     });
     // said after the transaction: the embedded database has one connection, which the transaction holds
     if (!started) throw await this.notFound(workflow, name);

@@ -116,6 +116,14 @@ export async function recordTick(
   );
 }
 
+/** A manual trigger's run is the schedule's last run (its clock, last_tick, is not moved). */
+export async function recordTrigger(q: Queryable, s: string, workflow: string, name: string, runId: string, now: Date): Promise<void> {
+  await q.query(
+    `UPDATE ${s}.schedules SET last_run_id = $3, last_outcome = 'triggered', last_error = NULL, updated_at = $4 WHERE workflow_name = $1 AND name = $2`,
+    [workflow, name, runId, now],
+  );
+}
+
 export async function setSchedulePaused(q: Queryable, s: string, workflow: string, name: string, paused: boolean, now: Date): Promise<ScheduleRow | undefined> {
   const { rows } = await q.query<ScheduleRow>(
     `UPDATE ${s}.schedules SET paused = $3, updated_at = $4 WHERE workflow_name = $1 AND name = $2 RETURNING ${COLUMNS}`,
