@@ -89,6 +89,30 @@ describe(`schedules (${backend})`, () => {
     expect(await runs(rt)).toHaveLength(4);
   });
 
+  it('a leader that starts ticks late says so once, with how late, and the schedule records its lateness', async () => {
+    const said: string[] = [];
+    const log = { info: (m: string) => said.push(`info ${m}`), warn: (m: string) => said.push(`warn ${m}`), taskDone: () => undefined };
+    const rt = await drivenRuntime({
+      definitions: { report: report(`  - name: tight\n    every: 10s\n    catchup: 1m\n    overlap: allow\n    inputs: { at: "\${{ schedule.time }}" }`) },
+      virtualClock: new VirtualClock(T0),
+      handlers: { gather: async () => ({}) },
+      logger: log,
+    });
+    // the ticks of the last minute are due at once, the oldest a minute late
+    clockOf(rt).set(new Date(T0.getTime() + 125_000));
+    await settle(rt);
+    // the catch-up's last tick (2:00) started 5 s after its time
+    expect((await rt.schedules.get('report', 'tight')).last_lag_ms).toBe(5000);
+    // on time again at the next passes: each said once
+    await rt.maintenance();
+    await advance(rt, 30_000);
+    expect(said.filter((l) => l.includes('schedule ticks'))).toEqual([
+      expect.stringMatching(/^warn leader: schedule ticks are starting late: the oldest due tick is 1m 55s past its time, 1 due now/),
+      'info leader: schedule ticks start on time again',
+    ]);
+    expect((await rt.schedules.get('report', 'tight')).last_lag_ms).toBe(0);
+  });
+
   it('overlap: skip, buffer_one, allow and cancel_previous against a run that is still running', async () => {
     const rt = await scheduled(
       ['skip', 'buffer_one', 'allow', 'cancel_previous']

@@ -1,3 +1,4 @@
+import prettyMs from 'pretty-ms';
 import type { ScheduleRecord } from '../../runtime/wire.js';
 import { humanDuration } from '../../runtime/wire.js';
 import { parse } from '../args.js';
@@ -60,7 +61,9 @@ export function scheduleText(s: ScheduleRecord): string {
     lines.push(`  last  ${at}  triggered ${s.last_run_id}${run ? ` (${run.state})` : ''} (by hand)`);
   } else if (s.last_tick !== null) {
     const what = `${s.last_outcome ?? ''}${s.last_run_id && s.last_outcome !== 'skipped' && s.last_outcome !== 'buffered' ? ` ${s.last_run_id}${run ? ` (${run.state})` : ''}` : ''}`;
-    lines.push(`  last  ${s.last_tick}  ${what}${s.last_error ? `: ${s.last_error}` : ''}`);
+    // a tick started a second or more after its time: the leader is not keeping up
+    const late = s.last_lag_ms !== null && s.last_lag_ms >= 1000 ? `  (started ${prettyMs(s.last_lag_ms)} late)` : '';
+    lines.push(`  last  ${s.last_tick}  ${what}${s.last_error ? `: ${s.last_error}` : ''}${late}`);
   } else lines.push('  last  none yet');
   if (s.buffered_tick) lines.push(`  buffered  ${s.buffered_tick} (starts when the running run ends)`);
   if (s.next_ticks.length === 0) lines.push('  next  none (the schedule has ended)');

@@ -1,3 +1,4 @@
+import prettyMs from 'pretty-ms';
 import { CoalescedPass } from '../coalesced.js';
 import { clockNow } from '../context.js';
 import { fireSchedule } from '../schedules/fire.js';
@@ -8,6 +9,8 @@ import { LeaseLost, type MaintenanceContext, type MaintenanceService, stillLeadi
 const DUE = 500;
 /** Schedules ticked side by side: each tick is a transaction of its own, so a minute of 10,000 due ticks drains in parallel. */
 const PARALLEL = 8;
+/** A due tick this late (past its poll) means the leader is not keeping up: said once, until it is on time again. */
+const LATE_MS = 5000;
 
 /**
  * Starts the runs of due schedule ticks (schedules/fire.ts), several schedules at once, each tick in its own
@@ -18,6 +21,8 @@ const PARALLEL = 8;
 export class SchedulerService implements MaintenanceService {
   readonly name = 'scheduled';
   private readonly pass = new CoalescedPass<number, MaintenanceContext>((ctx) => this.fire(ctx));
+  /** Whether the leader said that ticks start late (and has not said they are on time again). */
+  private late = false;
 
   constructor(
     readonly intervalMs: number,
@@ -35,7 +40,9 @@ export class SchedulerService implements MaintenanceService {
   private async fire(ctx: MaintenanceContext): Promise<number> {
     let started = 0;
     for (let round = 0; round < 100; round++) {
-      const due = await dueSchedules(ctx.db, ctx.s, await clockNow(ctx), DUE);
+      const now = await clockNow(ctx);
+      const due = await dueSchedules(ctx.db, ctx.s, now, DUE);
+      if (round === 0) this.sayLateness(ctx, due, now);
       let next = 0;
       const lane = async () => {
         while (next < due.length && stillLeading(ctx)) {
@@ -55,5 +62,18 @@ export class SchedulerService implements MaintenanceService {
     const at = await nextScheduleFire(ctx.db, ctx.s);
     if (at) this.onNext(at.getTime(), (await clockNow(ctx)).getTime());
     return started;
+  }
+
+  /** Says once that due ticks start late (with how late, and how many wait), and once that they are on time again. */
+  private sayLateness(ctx: MaintenanceContext, due: readonly { at: Date }[], now: Date): void {
+    const lag = due.length > 0 ? now.getTime() - new Date(due[0].at).getTime() : 0;
+    const late = lag > Math.max(LATE_MS, 2 * this.intervalMs);
+    if (late && !this.late) {
+      ctx.log.warn(
+        `leader: schedule ticks are starting late: the oldest due tick is ${prettyMs(lag)} past its time, ${due.length}${due.length === DUE ? ' or more' : ''} ` +
+          "due now (braid schedules shows each one's lateness; fewer or less frequent schedules, or a faster database, catch up)",
+      );
+    } else if (!late && this.late) ctx.log.info('leader: schedule ticks start on time again');
+    this.late = late;
   }
 }

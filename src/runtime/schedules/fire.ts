@@ -123,6 +123,8 @@ async function record(
     runId: run.runId,
     outcome: run.outcome,
     error: run.error,
+    // the tick that was recorded as the last: how long after its own fire time this pass reached it
+    lagMs: state.lastTick === null ? 0 : advance.now.getTime() - (state.lastTick + jitter),
     now: advance.now,
   });
 }

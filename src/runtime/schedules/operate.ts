@@ -136,6 +136,7 @@ export class Schedules {
       last_tick: iso(row.last_tick),
       last_outcome: row.last_outcome,
       last_error: row.last_error,
+      last_lag_ms: row.last_lag_ms === null ? null : Number(row.last_lag_ms),
       last_run_id: row.last_run_id,
       buffered_tick: iso(row.buffered_tick),
       next_ticks: nextTicks(spec, from, Math.min(Math.max(next, 0), 1000)).map((t) => ({

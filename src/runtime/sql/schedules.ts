@@ -18,10 +18,11 @@ export interface ScheduleRow {
   last_outcome: string | null;
   last_error: string | null;
   updated_at: Date;
+  last_lag_ms: string | null;
 }
 
 const COLUMNS = `workflow_name, name, definition_hash, spec, paused, since, last_tick, next_tick, next_fire_at, buffered_tick,
-  last_run_id, last_outcome, last_error, updated_at`;
+  last_run_id, last_outcome, last_error, updated_at, last_lag_ms`;
 
 /** One workflow's schedule rows, locked (a deploy replaces them under the lock). */
 export async function lockSchedulesOf(q: Queryable, s: string, workflow: string): Promise<ScheduleRow[]> {
@@ -56,8 +57,8 @@ export function bufferedFree(alias: string, s: string): string {
 }
 
 /** Schedules with a tick to fire by `now`, or a buffered tick free to start, soonest first (no lock: each tick locks its row). */
-export async function dueSchedules(q: Queryable, s: string, now: Date, limit: number): Promise<{ workflow_name: string; name: string }[]> {
-  const { rows } = await q.query<{ workflow_name: string; name: string }>(
+export async function dueSchedules(q: Queryable, s: string, now: Date, limit: number): Promise<{ workflow_name: string; name: string; at: Date }[]> {
+  const { rows } = await q.query<{ workflow_name: string; name: string; at: Date }>(
     `(SELECT workflow_name, name, next_fire_at AS at FROM ${s}.schedules WHERE NOT paused AND next_fire_at IS NOT NULL AND next_fire_at <= $1
       ORDER BY next_fire_at LIMIT $2)
      UNION
@@ -106,13 +107,27 @@ export async function recordTick(
     outcome: string;
     error?: string | null;
     now: Date;
+    /** How long after its fire time the tick started. */
+    lagMs: number;
   },
 ): Promise<void> {
   await q.query(
     `UPDATE ${s}.schedules SET last_tick = $3, next_tick = $4, next_fire_at = $5, buffered_tick = $6,
-       last_run_id = coalesce($7, last_run_id), last_outcome = $8, last_error = $9, updated_at = $10
+       last_run_id = coalesce($7, last_run_id), last_outcome = $8, last_error = $9, updated_at = $10, last_lag_ms = $11
      WHERE workflow_name = $1 AND name = $2`,
-    [workflow, name, state.lastTick, state.nextTick, state.nextFireAt, state.bufferedTick, state.runId ?? null, state.outcome, state.error ?? null, state.now],
+    [
+      workflow,
+      name,
+      state.lastTick,
+      state.nextTick,
+      state.nextFireAt,
+      state.bufferedTick,
+      state.runId ?? null,
+      state.outcome,
+      state.error ?? null,
+      state.now,
+      Math.max(0, Math.round(state.lagMs)),
+    ],
   );
 }
 
