@@ -56,6 +56,9 @@ export class Metrics {
   /** Both queue gauges read one statement per scrape: kept for the scrape's second. */
   private queues?: { at: number; rows: Promise<{ queue: string; depth: number; oldest_age_s: number }[]> };
 
+  /** The queues a worker of this process serves: each is exported, at 0 when nothing waits in it. */
+  private readonly served = new Set<string>();
+
   /** Where the gauges read queue depth and workflow counts when scraped: the runtime's own unless given. */
   private source?: { db: Queryable; s: string };
 
@@ -176,12 +179,20 @@ export class Metrics {
     return this.source;
   }
 
+  /** Exports these queues whether or not anything waits in them (an alert on a series that is absent never fires). */
+  serveQueues(queues: Iterable<string>): void {
+    for (const q of queues) this.served.add(q);
+  }
+
   private queueRows(): Promise<{ queue: string; depth: number; oldest_age_s: number }[]> {
     if (this.queues && Date.now() - this.queues.at < 1000) return this.queues.rows;
     let rows: Promise<{ queue: string; depth: number; oldest_age_s: number }[]>;
     try {
       const { db, s } = this.bound();
-      rows = queueDepths(db, s);
+      rows = queueDepths(db, s).then((found) => {
+        const seen = new Set(found.map((r) => r.queue));
+        return [...found, ...[...this.served].filter((q) => !seen.has(q)).map((queue) => ({ queue, depth: 0, oldest_age_s: 0 }))];
+      });
     } catch (error) {
       return Promise.reject(error);
     }

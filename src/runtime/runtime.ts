@@ -252,6 +252,7 @@ export class Runtime {
   /** Serves more queues from now on; queues already served keep their concurrency. */
   async addQueues(queues: Record<string, number>): Promise<void> {
     this.options.queues = { ...queues, ...this.options.queues };
+    this.ctx.metrics?.serveQueues(Object.keys(queues));
     await this.worker?.addQueues(queues);
   }
 
@@ -261,11 +262,13 @@ export class Runtime {
     // the worker and the leader load when first started: a command that only reads (status, list) never does
     const { Worker } = await import('./worker/worker.js');
     await this.otelMetrics();
+    const queues = { ...(o.queues ?? { default: DEFAULT_CONCURRENCY }) };
+    this.ctx.metrics?.serveQueues(Object.keys(queues));
     this.worker = new Worker({
       ...this.ctx,
       id: this.id,
       handlers: o.handlers ?? {},
-      queues: { ...(o.queues ?? { default: DEFAULT_CONCURRENCY }) },
+      queues,
       prefetch: o.prefetch ?? 0,
       pollIntervalMs: o.pollIntervalMs ?? 1000,
       heartbeatIntervalMs: o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS,

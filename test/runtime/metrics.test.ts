@@ -115,6 +115,16 @@ describe(`metrics as Prometheus text (${backend})`, () => {
     for (const f of families) for (const m of f.metrics) for (const v of Object.values(m.labels ?? {})) expect(v).not.toMatch(/^[0-9A-Z]{26}$/);
   });
 
+  it('every queue a worker serves is exported, at 0 when nothing waits in it (an alert on an absent series never fires)', async () => {
+    const metrics = new Metrics();
+    const rt = await drivenRuntime({ metrics, queues: { default: 2, email: 1 } });
+    await rt.startWorker();
+    const families = parsePrometheus(await metrics.text());
+    expect(value(family(families, 'braid_queue_depth'), { queue: 'email' })).toBe(0);
+    expect(value(family(families, 'braid_queue_oldest_age_seconds'), { queue: 'email' })).toBe(0);
+    expect(value(family(families, 'braid_queue_depth'), { queue: 'default' })).toBe(0);
+  });
+
   it('a process that becomes the leader counts it; braid ui serves /metrics behind its token', async () => {
     const metrics = new Metrics();
     const rt = await testRuntime({ metrics, leader: true, leaderLeaseMs: 30_000 }); // a lease a busy machine cannot miss renewing, so it is won once
