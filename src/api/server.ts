@@ -84,7 +84,9 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
     try {
       guard.checkHost(req);
       const url = new URL(req.url ?? '/', 'http://localhost');
-      if (url.pathname === '/metrics' && options.metrics && req.method === 'GET') {
+      if (url.pathname === '/metrics') {
+        // a server without metrics (a worker's local API) says so, rather than serve the UI's page
+        if (!options.metrics || req.method !== 'GET') throw new HttpError(404, 'no metrics here: braid worker --metrics-port serves them');
         if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
         return sendMetrics(options.metrics, res, options.log);
       }

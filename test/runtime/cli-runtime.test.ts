@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -427,7 +428,7 @@ tasks:
     const port = await freePort();
     const worker = spawn(process.execPath, [braidBin, 'worker', '--handlers', 'handlers.mjs', '--port', String(port), '--metrics-port', '0'], {
       cwd: dir,
-      env: { ...process.env, DATABASE_URL: '' },
+      env: { ...process.env, DATABASE_URL: '', BRAID_METRICS_TOKEN: 'scrape-token-0123456789' },
     });
     children.push(worker);
     let out = '';
@@ -438,7 +439,11 @@ tasks:
     expect(await runCliInProcess(['list'], { cwd: dir, env: { DATABASE_URL: '' } })).toMatchObject({ code: 0 });
     // and --metrics-port serves its metrics as Prometheus text
     const metricsUrl = /metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(out)![1];
-    const text = await (await fetch(metricsUrl)).text();
+    expect((await fetch(metricsUrl)).status).toBe(401);
+    expect((await hostGet(metricsUrl, 'evil.example:80')).status).toBe(403);
+    // the local API has no metrics: a 404, not the UI's page
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
+    const text = await (await fetch(metricsUrl, { headers: { authorization: 'Bearer scrape-token-0123456789' } })).text();
     expect(text).toContain('# TYPE braid_tasks_started_total counter');
     expect(text).toContain('# TYPE braid_queue_depth gauge');
     worker.kill('SIGTERM');
@@ -456,3 +461,14 @@ tasks:
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
   });
 });
+
+/** A GET with the Host header given (fetch may not set it). */
+function hostGet(url: string, host: string): Promise<{ status: number }> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(url, { headers: { host } }, (res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0 });
+    });
+    req.on('error', reject);
+  });
+}

@@ -43,7 +43,10 @@ Usage: ${usage}
   --schema NAME             the schema of braid's tables (default: braid)
   --metrics-port N          serve GET /metrics (Prometheus text: what this worker ran, queue depth, workflows)
                             on this port (0 picks a free one)
-  --metrics-host ADDR       where /metrics listens (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere)
+  --metrics-host ADDR       where /metrics listens (default 127.0.0.1; 0.0.0.0 for a scraper elsewhere): it
+                            answers only to this machine's names in the Host header
+  --metrics-token T         /metrics answers only with Authorization: Bearer T (default: BRAID_METRICS_TOKEN;
+                            at least 16 characters)
   --port N                  on the embedded database, the port of its local API, which the project's other
                             commands reach it through (default: 0, a free one; written to .braid/api.json)
   --shutdown-timeout SECS   how long running handlers get to finish at shutdown (default: 10)
@@ -57,7 +60,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     positionals,
   } = parse(
     argv,
-    ['handlers', 'queues', 'prefetch', 'database', 'schema', 'port', 'metrics-port', 'metrics-host', 'shutdown-timeout', ...RECOVERY_OPTIONS],
+    ['handlers', 'queues', 'prefetch', 'database', 'schema', 'port', 'metrics-port', 'metrics-host', 'metrics-token', 'shutdown-timeout', ...RECOVERY_OPTIONS],
     usage,
   );
   if (wantsHelp) {
@@ -77,6 +80,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
     throw new UsageError("--port is the embedded database's local API; on Postgres a worker serves no API (run braid ui for one)");
   const metricsPort = values['metrics-port'] === undefined ? undefined : parsePort(values['metrics-port'], 0);
   if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
+  const metricsToken = values['metrics-token'] ?? process.env.BRAID_METRICS_TOKEN;
+  if (values['metrics-token'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-token needs --metrics-port');
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new UsageError('--metrics-token must be at least 16 characters');
   const handlers = await loadHandlersArg(handlersPath);
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const log = consoleLogger((line) => io.stdout(`${line}\n`));
@@ -116,7 +122,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     }
     if (metrics && metricsPort !== undefined) {
       const { serveMetrics } = await import('../../api/metrics-server.js');
-      const served = await listenOn(metricsPort, () => serveMetrics(metrics, metricsPort, values['metrics-host'] ?? '127.0.0.1', log));
+      const served = await listenOn(metricsPort, () => serveMetrics(metrics, metricsPort, values['metrics-host'] ?? '127.0.0.1', log, { token: metricsToken }));
       metricsServer = served;
       log.info(`metrics at ${served.url}`);
     }
