@@ -271,12 +271,12 @@ BEGIN
           FROM {{schema}}.flow_candidates(p_queue, p_kinds, v_tag, v_id, v_untagged, v_window) c
       ), held_c AS (
         SELECT flow_slot AS key, count(*)::int AS n FROM {{schema}}.tasks
-         WHERE flow_slot = ANY(ARRAY(SELECT DISTINCT ckey FROM cand WHERE ckey IS NOT NULL AND bad IS NULL)) GROUP BY 1
+         WHERE flow_slot = ANY(ARRAY(SELECT substr(k, 3) FROM unnest(v_keys) k WHERE k LIKE 'c %')) GROUP BY 1
       ), held_w AS (
         SELECT flow_run_slot AS key, array_agg(DISTINCT workflow_id) AS ids FROM {{schema}}.tasks
-         WHERE flow_run_slot = ANY(ARRAY(SELECT DISTINCT wkey FROM cand WHERE wkey IS NOT NULL AND bad IS NULL)) GROUP BY 1
+         WHERE flow_run_slot = ANY(ARRAY(SELECT substr(k, 3) FROM unnest(v_keys) k WHERE k LIKE 'w %')) GROUP BY 1
       ), held_r AS (
-        SELECT key, starts FROM {{schema}}.flow_rates WHERE key = ANY(ARRAY(SELECT DISTINCT rkey FROM cand WHERE rkey IS NOT NULL AND bad IS NULL))
+        SELECT key, starts FROM {{schema}}.flow_rates WHERE key = ANY(ARRAY(SELECT substr(k, 3) FROM unnest(v_keys) k WHERE k LIKE 'r %'))
       ), scored AS (
         SELECT c.*,
                CASE WHEN c.ckey IS NULL THEN NULL WHEN ('c ' || c.ckey) = ANY(v_keys) THEN c.clim - coalesce(hc.n, 0) ELSE 0 END AS c_room,
