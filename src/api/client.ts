@@ -129,6 +129,7 @@ export class ApiClient {
       to: request.to,
       ids: request.ids,
       dry_run: request.dryRun === true,
+      cancel_removed: request.cancelRemoved === true,
     });
   }
 

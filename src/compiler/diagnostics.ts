@@ -42,6 +42,8 @@ export const RULES = [
   'deploy-inputs',
   'schedule',
   'flow-control',
+  'cel-optional',
+  'deploy-unmovable',
 ] as const;
 
 export type Rule = (typeof RULES)[number];
@@ -63,7 +65,7 @@ export interface Diagnostic {
 }
 
 /** Rules that validation reports as warnings (cel-cost is an error when a compile goes over the budget). */
-const WARNINGS: ReadonlySet<Rule> = new Set<Rule>(['file-name', 'unused-term', 'cel-cost', 'deploy-signal-key', 'deploy-args-shape']);
+const WARNINGS: ReadonlySet<Rule> = new Set<Rule>(['file-name', 'unused-term', 'cel-cost', 'deploy-signal-key', 'deploy-args-shape', 'deploy-unmovable']);
 
 export function severityOf(rule: Rule): Severity {
   return WARNINGS.has(rule) ? 'warning' : 'error';

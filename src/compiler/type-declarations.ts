@@ -1,4 +1,6 @@
 import { checkEnvironment } from './cel/environments.js';
+import { itemSource, outputSchemas, type ReadRoots, referenceSchema } from './cel/optional-reads.js';
+import { loneReference } from './cel/reference.js';
 import { scanTemplates, singleTemplate } from './cel/templates.js';
 import { inputsType, taskRecordTypes } from './cel/types.js';
 import { type NormalizedTask, START_KIND } from './normalize.js';
@@ -34,6 +36,7 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   const waits = new Map<string, Set<string>>();
   for (const d of [...definitions, ...legacy]) {
     const byName = new Map(d.normalized.tasks.map((t) => [t.name, t]));
+    const returns = outputSchemas(d.normalized.tasks);
     const envs = new Map<string, ReturnType<typeof checkEnvironment>>();
     for (const t of d.normalized.tasks) {
       if (t.kind === START_KIND) continue;
@@ -43,7 +46,16 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
       const envKey = `${context}\u0000${JSON.stringify(deps)}`;
       let env = envs.get(envKey);
       if (!env) envs.set(envKey, (env = checkEnvironment(context, inputsType(d.normalized.inputs), deps)));
-      const type = valueType(t.args, (expr) => celToTs(String(env.check(expr).type ?? 'dyn')), 2);
+      // a plain read of a field is typed by its schema, and optional where the data may lack it (the key is then left out)
+      const roots: ReadRoots = { inputs: d.normalized.inputs, outputs: { variable: 'deps', returns } };
+      roots.item = itemSource(t.for_each, roots);
+      const typeOf = (expr: string, depth: number): Typed => {
+        const chain = loneReference(expr);
+        const read = chain && referenceSchema(chain, roots);
+        if (read) return { type: schemaType(read.schema as Schema, depth), optional: read.optional };
+        return { type: celToTs(String(env.check(expr).type ?? 'dyn')), optional: false };
+      };
+      const type = valueType(t.args, typeOf, 2);
       kinds.set(t.kind, (kinds.get(t.kind) ?? new Set()).add(type));
       outputs.set(t.kind, (outputs.get(t.kind) ?? new Set()).add(t.returns === undefined ? 'unknown' : schemaType(t.returns as Schema, 2)));
       waits.set(t.kind, (waits.get(t.kind) ?? new Set()).add(waitShape(t.wait)));
@@ -100,14 +112,28 @@ function pad(depth: number): string {
   return '  '.repeat(depth);
 }
 
-/** A value as written in args: templates typed by CEL, literals by their JSON type. */
-function valueType(value: unknown, templateType: (expr: string) => string, depth: number): string {
+/** A template's type, and whether its key may be left out (a plain read of a field that may be absent). */
+interface Typed {
+  type: string;
+  optional: boolean;
+}
+
+/** A value as written in args: templates typed by CEL (plain reads by their schema), literals by their JSON type. */
+function valueType(value: unknown, templateType: (expr: string, depth: number) => Typed, depth: number): string {
+  return typedValue(value, templateType, depth).type;
+}
+
+function typedValue(value: unknown, templateType: (expr: string, depth: number) => Typed, depth: number): Typed {
   if (typeof value === 'string') {
-    if (!value.includes('${{')) return 'string';
+    if (!value.includes('${{')) return { type: 'string', optional: false };
     const scan = scanTemplates(value);
     const single = singleTemplate(value, scan);
-    return single !== undefined ? templateType(scan.spans[0].expr) : 'string';
+    return single !== undefined ? templateType(scan.spans[0].expr, depth) : { type: 'string', optional: false };
   }
+  return { type: literalType(value, templateType, depth), optional: false };
+}
+
+function literalType(value: unknown, templateType: (expr: string, depth: number) => Typed, depth: number): string {
   if (typeof value === 'number') return 'number';
   if (typeof value === 'boolean') return 'boolean';
   if (value === null) return 'null';
@@ -118,7 +144,11 @@ function valueType(value: unknown, templateType: (expr: string) => string, depth
   if (typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>);
     if (entries.length === 0) return 'Record<string, never>';
-    return `{\n${entries.map(([k, v]) => `${pad(depth)}${key(k)}: ${valueType(v, templateType, depth + 1)};`).join('\n')}\n${pad(depth - 1)}}`;
+    const lines = entries.map(([k, v]) => {
+      const typed = typedValue(v, templateType, depth + 1);
+      return `${pad(depth)}${key(k)}${typed.optional ? '?' : ''}: ${typed.type};`;
+    });
+    return `{\n${lines.join('\n')}\n${pad(depth - 1)}}`;
   }
   return 'unknown';
 }

@@ -19,6 +19,16 @@ export interface BaselineVersion {
   kinds?: Record<string, number>;
   /** The signal keys its running workflows' pending tasks wait on, with how many workflows; absent when unknown. */
   keys?: Record<string, number>;
+  /** Its running workflows grouped by the tasks they have started (what decides whether one can move); absent when unknown. */
+  started?: StartedShape[];
+}
+
+/** Running workflows of one version that have started the same tasks, in the same states. */
+export interface StartedShape {
+  tasks: { template: string; name: string; kind: string; state: string }[];
+  n: number;
+  /** The first few of them, by id. */
+  first: string[];
 }
 
 /** What a deploy is compared with, for messages. */

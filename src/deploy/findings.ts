@@ -7,6 +7,7 @@ import { declaredKeys } from '../runtime/waits/declared.js';
 import { argsKeys, argsShape } from './args-shape.js';
 import { type BaselineVersion, inFlight } from './baseline.js';
 import { inputsNarrowings } from './inputs-compat.js';
+import { movability, movableWorkflows, upgradeSuggestion } from './movable.js';
 import { taskCorrespondence } from './task-map.js';
 
 /** The kinds the handlers module to deploy has, and its path for messages. */
@@ -38,6 +39,7 @@ export function deployFindings(
   };
   if (handlers) missingHandlers(name, next, inUse, handlers, report);
   if (next) {
+    unmovable(next, older, report);
     signalKeys(next, older, report);
     argsShapes(next, older, report);
     const current = versions.find((v) => v.current);
@@ -85,7 +87,12 @@ function missingHandlers(name: string, next: WorkflowDefinition | undefined, inU
     const who = [...(task !== undefined ? [`task "${task}" uses it`] : []), ...versions].join('; ');
     const hint =
       versions.length > 0
-        ? `keep a handler for ${kind} until they end (braid versions ${name} shows the drain), or move them: braid upgrade ${name}`
+        ? `keep a handler for ${kind} until they end (braid versions ${name} shows the drain)` +
+          upgradeSuggestion(
+            name,
+            inUse.filter((v) => v.hash !== next?.hash),
+            next?.normalized,
+          )
         : `add a handler for ${kind} to ${handlers.file}`;
     report('deploy-missing-handler', `kind "${kind}" has no handler in ${handlers.file}: ${who}${gone}`, where.path, hint);
   }
@@ -117,10 +124,17 @@ function signalKeys(next: WorkflowDefinition, older: readonly BaselineVersion[],
         `${inFlight(v, count, [`waits on signal key "${key}"`, `wait on signal key "${key}"`])}, which this ` +
           `version no longer declares: senders must keep sending "${key}" to them while they run`,
         termOfKey(next, v.normalized, key),
-        `or move them to this version with braid upgrade ${next.name}: after the move they wait on this version's keys`,
+        signalHint(next, v, key),
       );
     }
   }
+}
+
+function signalHint(next: WorkflowDefinition, v: BaselineVersion, key: string): string {
+  const who = movableWorkflows([v], next.normalized);
+  if (who === 'none') return `senders must keep sending "${key}" until they end: none of them can move (deploy-unmovable says why)`;
+  const which = who === 'some' ? 'the ones that can (deploy-unmovable says which cannot)' : 'them';
+  return `or move ${which} to this version with braid upgrade ${next.name}: after the move they wait on this version's keys`;
 }
 
 /** Where a key went: the new version's term of the same task and name, else the task's wait, else the tasks block. */
@@ -154,9 +168,27 @@ function argsShapes(next: WorkflowDefinition, older: readonly BaselineVersion[],
         `kind "${t.kind}" gets args ${argsKeys(mine[0].args)} here and ${argsKeys(t.args)} from task "${t.name}" ` +
           `of ${v.hash.slice(0, 12)} (${v.running === null ? 'may still run' : `${v.running} running`}): its handler receives both shapes`,
         ['tasks', mine[0].task, 'args'],
-        'let the handler accept both until the old runs end, or move them: braid upgrade',
+        `let the handler accept both until the old runs end${upgradeSuggestion(next.name, [v], next.normalized)}`,
       );
     }
+  }
+}
+
+/** Per older version, the running workflows `braid upgrade` could not move to this version, and why. */
+function unmovable(next: WorkflowDefinition, older: readonly BaselineVersion[], report: Report): void {
+  for (const v of older) {
+    const m = movability(v, next.normalized);
+    if (!m || m.blocked === 0) continue;
+    const several = m.blockers.length > 1;
+    const why = m.blockers.map((b) => `${b.reason} (${several ? `${b.n}, ` : ''}first: ${b.first.join(', ')})`).join('; ');
+    report(
+      'deploy-unmovable',
+      `${m.blocked} of ${m.running} running on ${v.hash.slice(0, 12)} cannot move to this version with braid upgrade: ${why}`,
+      ['tasks'],
+      m.blockers.every((b) => b.cancellable)
+        ? `braid upgrade ${next.name} --cancel-removed cancels those tasks and moves them; or let them end on their version`
+        : 'they move once what blocks them ends (upgrade again then), or end on their version: keep what they need until then',
+    );
   }
 }
 

@@ -1,6 +1,6 @@
 import type { BaselineVersion } from '../deploy/baseline.js';
 import type { Queryable } from './db/types.js';
-import { keysInUse, kindsInUse, type VersionNeed, versionsInUse } from './sql/deploy.js';
+import { keysInUse, kindsInUse, startedShapes, type VersionNeed, versionsInUse } from './sql/deploy.js';
 
 /** A registered version's place in a deploy: new starts use it, workflows still run on it, or nothing does. */
 export type DrainState = 'current' | 'draining' | 'drained';
@@ -20,7 +20,12 @@ export function drainLabel(v: { current: boolean; running: number }): string {
  * workflows, each with the kinds and signal keys its running workflows still need.
  */
 export async function inFlightVersions(q: Queryable, s: string, names?: readonly string[]): Promise<BaselineVersion[]> {
-  const [versions, kinds, keys] = await Promise.all([versionsInUse(q, s, names), kindsInUse(q, s, names), keysInUse(q, s, names)]);
+  const [versions, kinds, keys, shapes] = await Promise.all([
+    versionsInUse(q, s, names),
+    kindsInUse(q, s, names),
+    keysInUse(q, s, names),
+    startedShapes(q, s, names),
+  ]);
   const needs = (rows: VersionNeed[], name: string, hash: string) =>
     Object.fromEntries(rows.filter((r) => r.name === name && r.hash === hash).map((r) => [r.item, r.n]));
   return versions.map((v) => ({
@@ -31,5 +36,6 @@ export async function inFlightVersions(q: Queryable, s: string, names?: readonly
     normalized: v.normalized,
     kinds: needs(kinds, v.name, v.hash),
     keys: needs(keys, v.name, v.hash),
+    started: shapes.filter((r) => r.name === v.name && r.hash === v.hash).map(({ tasks, n, first }) => ({ tasks, n, first })),
   }));
 }

@@ -24,6 +24,8 @@ export interface UpgradeRequest {
   ids?: readonly string[];
   /** Decide and report, write nothing. */
   dryRun?: boolean;
+  /** Cancel removed tasks that have not ended (a running one still refuses) instead of refusing the move. */
+  cancelRemoved?: boolean;
 }
 
 export interface UpgradeReport {
@@ -63,7 +65,9 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
   const results: UpgradeOutcome[] = [];
   // a workflow another transaction holds past the lock timeout is left for a later run, said as its reason
   const move = (id: string, scanned = false) =>
-    workflowWrite(ctx, undefined, id, (tx, a) => upgradeWorkflow(tx, a, id, target, { dryRun: request.dryRun, limits, scanned })).catch((error: unknown) => {
+    workflowWrite(ctx, undefined, id, (tx, a) =>
+      upgradeWorkflow(tx, a, id, target, { dryRun: request.dryRun, limits, scanned, cancelRemoved: request.cancelRemoved }),
+    ).catch((error: unknown) => {
       if (error instanceof WorkflowBusyError) return { id, from: null, to: target.hash, status: 'skipped' as const, reason: error.message };
       throw error;
     });

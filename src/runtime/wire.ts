@@ -251,6 +251,8 @@ export interface TaskRecord {
   finalized_at: Date | null;
   /** Its flow control, keys and counts resolved (null without any). */
   flow: PlanFlow | null;
+  /** The version that removed it, when a move kept it as history (it had ended, or --cancel-removed ended it). */
+  removed_in: string | null;
 }
 
 export interface WaitSnapshot extends PlanWait {

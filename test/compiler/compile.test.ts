@@ -19,6 +19,7 @@ inputs:
     ratio: { type: number }
     tags: { type: array, items: { type: string } }
     who: { type: string }
+  required: [count, ratio, tags, who]
 tasks:
   t:
     kind: k
@@ -28,7 +29,7 @@ tasks:
       text: "n=\${{ inputs.count }} tags=\${{ inputs.tags }}"
       list: "\${{ inputs.tags }}"
       escaped: "$\${{ inputs.count }} stays"
-      nested: { deep: ["\${{ inputs.who }}", "\${{ size(inputs.tags) > 1 }}"] }
+      nested: { deep: ["\${{ inputs.tags[1] + inputs.who }}", "\${{ size(inputs.tags) > 1 }}"] }
       when: "\${{ workflow.created_at + duration('1h') }}"
       id: "\${{ workflow.id }}"
 `);
@@ -41,7 +42,7 @@ tasks:
       text: 'n=21 tags=["a","b"]',
       list: ['a', 'b'],
       escaped: '${{ inputs.count }} stays',
-      nested: { deep: ['ada', true] },
+      nested: { deep: ['bada', true] },
       when: '2026-05-01T13:00:00.000Z',
       id: 'w1',
     });
@@ -49,12 +50,12 @@ tasks:
 
   it('a runtime CEL error is an invalid-inputs diagnostic at the template', () => {
     try {
-      compile(def, { count: 1, ratio: 1, tags: [] }, { id: 'w', now: NOW });
+      compile(def, { count: 1, ratio: 1, tags: [], who: 'x' }, { id: 'w', now: NOW });
       expect.unreachable();
     } catch (error) {
       const d = (error as CompileError).diagnostics;
       expect(d.map((x) => [x.rule, x.path])).toEqual([['invalid-inputs', '/tasks/t/args/nested/deep/0']]);
-      expect(d[0].line).toBe(19);
+      expect(d[0].line).toBe(20);
     }
   });
 });
@@ -67,6 +68,7 @@ inputs:
   properties:
     items: { type: array }
     none: { type: array }
+  required: [items, none]
 tasks:
   a: { kind: a }
   fan:
@@ -117,7 +119,7 @@ tasks:
   it('delay becomes an absolute scheduled_at; timer at templates resolve; defaults apply', () => {
     const def = define(`
 name: def
-inputs: { type: object, properties: { at: { type: string } } }
+inputs: { type: object, properties: { at: { type: string } }, required: [at] }
 defaults: { queue: q, priority: 3, max_attempts: 7, timeout: 1m, ignore_cancelled_deps: true }
 tasks:
   t:

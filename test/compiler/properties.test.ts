@@ -142,9 +142,10 @@ const validish = fc.integer({ min: 1, max: 5 }).chain((count) => {
       },
       { requiredKeys: ['kind', 'deps', 'args'] },
     );
-  return fc.tuple(...names.map((_, i) => task(i))).map((tasks) => ({
+  // half the time n and s are optional: reads of them are then cel-optional errors, and the rest checks on
+  return fc.tuple(fc.boolean(), ...names.map((_, i) => task(i))).map(([required, ...tasks]) => ({
     name: 'gen',
-    inputs: { type: 'object', properties: { n: { type: 'array' }, s: { type: 'string' } } },
+    inputs: { type: 'object', properties: { n: { type: 'array' }, s: { type: 'string' } }, ...(required ? { required: ['n', 's'] } : {}) },
     tasks: Object.fromEntries(names.map((n, i) => [n, tasks[i]])),
   }));
 });

@@ -41,12 +41,13 @@ kinds:
 const handlers = (
   fraudCheck: string,
   reviewers = 'ctx.wait.terms.review.signals.map((s) => s.id)',
+  why = "(args.reasons ?? []).join(', ')",
 ) => `import { defineHandlers } from '${join(repoRoot, 'dist/src/index.js')}';
 import type { KindArgs, KindOutputs, KindWaits } from './braid-types.js';
 
 export default defineHandlers<KindArgs, KindOutputs, KindWaits>({
   fraud_check: async (args) => (${fraudCheck}),
-  decide: async (args, ctx) => ({ approve: args.risk < 0.5, why: args.reasons.join(', '), by: ${reviewers}, late: ctx.wait.terms.sla.value }),
+  decide: async (args, ctx) => ({ approve: args.risk < 0.5, why: ${why}, by: ${reviewers}, late: ctx.wait.terms.sla.value }),
   notify: async () => undefined,
 });
 `;
@@ -67,7 +68,8 @@ describe('braid types: what each kind returns, and args rendered from typed outp
     const run = await runCliInProcess(['types', '--out', 'braid-types.d.ts'], { cwd: dir });
     expect(run.code, run.stderr).toBe(0);
     const written = readFileSync(join(dir, 'braid-types.d.ts'), 'utf8');
-    expect(written).toContain('  decide: {\n    risk: number;\n    reasons: string[];\n  };');
+    // reasons is not required by fraud_check's returns: the arg is left out when absent, so it is optional
+    expect(written).toContain('  decide: {\n    risk: number;\n    reasons?: string[];\n  };');
     expect(written).toContain(
       "/** What each kind's handler returns, from its tasks' `returns` (unknown where a task of the kind has none). */\nexport interface KindOutputs {\n  decide: unknown;\n  fraud_check: {\n    risk: number;\n    reasons?: string[];\n  };\n  notify: unknown;\n}\n",
     );
@@ -88,5 +90,48 @@ describe('braid types: what each kind returns, and args rendered from typed outp
     expect(misread.code).not.toBe(0);
     expect(misread.out).toContain("Property 'reveiw' does not exist");
     expect(misread.out).toContain("Property 'signals' does not exist on type 'TimerTermEvidence'");
+
+    // an optional arg read as if it were always there is a type error
+    writeFileSync(join(dir, 'handlers.ts'), handlers('{ risk: 0.1 }', undefined, "args.reasons.join(', ')"));
+    const unguarded = typeCheck(dir);
+    expect(unguarded.code).not.toBe(0);
+    expect(unguarded.out).toContain("'args.reasons' is possibly 'undefined'");
+  }, 240_000);
+
+  it("types a for_each item by its list's items schema, and an arg reading an optional input or item field as optional; tsc holds handlers to them", async () => {
+    const SHIP = `name: ship
+inputs:
+  type: object
+  required: [lines]
+  properties:
+    note: { type: string }
+    lines: { type: array, items: { type: object, required: [sku], properties: { sku: { type: string }, qty: { type: integer } } } }
+tasks:
+  pack:
+    kind: pack
+    for_each: "\${{ inputs.lines }}"
+    args: { sku: "\${{ item.sku }}", qty: "\${{ item.qty }}", line: "\${{ item }}", note: "\${{ inputs.note }}" }
+`;
+    const dir = project({ 'braid.config.yaml': 'definitions: definitions\n', 'definitions/ship.yaml': SHIP, 'package.json': '{ "type": "module" }' });
+    const run = await runCliInProcess(['types', '--out', 'braid-types.d.ts'], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const written = readFileSync(join(dir, 'braid-types.d.ts'), 'utf8');
+    expect(written).toContain(
+      '  pack: {\n    sku: string;\n    qty?: number;\n    line: {\n      sku: string;\n      qty?: number;\n    };\n    note?: string;\n  };',
+    );
+    const module = (body: string) => `import { defineHandlers } from '${join(repoRoot, 'dist/src/index.js')}';
+import type { KindArgs } from './braid-types.js';
+
+export default defineHandlers<KindArgs>({
+  pack: async (args) => ${body},
+});
+`;
+    writeFileSync(join(dir, 'handlers.ts'), module('({ sku: args.sku.toUpperCase(), qty: (args.qty ?? 1) + args.line.sku.length, note: args.note ?? "" })'));
+    expect(typeCheck(dir)).toMatchObject({ code: 0, out: '' });
+    writeFileSync(join(dir, 'handlers.ts'), module('({ qty: args.qty + 1, note: args.note.trim() })'));
+    const unguarded = typeCheck(dir);
+    expect(unguarded.code).not.toBe(0);
+    expect(unguarded.out).toContain("'args.qty' is possibly 'undefined'");
+    expect(unguarded.out).toContain("'args.note' is possibly 'undefined'");
   }, 240_000);
 });

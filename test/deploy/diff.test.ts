@@ -155,9 +155,11 @@ describe('planMove: what moving a workflow to another version does to each task'
     '  ship: { kind: s, deps: [a], for_each: "${{ inputs.items }}", key: "${{ item }}" }\n';
   const rows = (states: Record<string, string>) =>
     Object.entries(states).map(([name, state]) => ({ name, template: name.replace(/\[.*$/, ''), kind: name.startsWith('ship') ? 's' : 'k', state }));
-  const move = (target: string, states: Record<string, string>, rerun?: Set<string>) => {
+  const move = (target: string, states: Record<string, string>, rerun?: Set<string>, cancelRemoved?: boolean) => {
     const t = def(target);
-    return planMove(rows(states), compile(t, {}, { id: 'w1', now: '2026-01-01T00:00:00Z' }).tasks, t.normalized, def(V).normalized, rerun);
+    return planMove(rows(states), compile(t, {}, { id: 'w1', now: '2026-01-01T00:00:00Z' }).tasks, t.normalized, def(V).normalized, rerun, {
+      cancelRemoved,
+    });
   };
 
   it('keeps started tasks, redefines the rest, inserts new ones, deletes removed ones not started, follows renames and keys', () => {
@@ -167,16 +169,43 @@ describe('planMove: what moving a workflow to another version does to each task'
     const decision = move(target, { a: 'completed', b: 'retryable', c: 'pending', 'ship[a]': 'running', 'ship[b]': 'available' });
     expect(decision).toEqual({
       ok: true,
-      plan: { renames: [{ from: 'b', to: 'bb' }], kept: ['a', 'bb', 'ship[a]'], redefined: ['ship[b]'], inserted: ['d'], deleted: ['c'] },
+      plan: {
+        renames: [{ from: 'b', to: 'bb' }],
+        kept: ['a', 'bb', 'ship[a]'],
+        redefined: ['ship[b]'],
+        inserted: ['d'],
+        deleted: ['c'],
+        history: [],
+        cancelled: [],
+      },
     });
   });
 
-  it('refuses a started task the target lacks, a started task whose kind changed, and a running task that would be renamed', () => {
+  it('keeps a removed task that ended as history; one not ended refuses, unless cancelled on request; a running one always refuses', () => {
     const noA = V.replace('  a: { kind: k }\n', '  z: { kind: k }\n').replaceAll('deps: [a]', 'deps: [z]');
-    expect(move(noA, { a: 'completed', b: 'pending', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({
+    const rest = { b: 'pending', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' };
+    for (const state of ['completed', 'skipped', 'cancelled', 'discarded']) {
+      expect(move(noA, { a: state, ...rest })).toMatchObject({ ok: true, plan: { history: ['a'], cancelled: [], deleted: [], inserted: ['z'] } });
+    }
+    expect(move(noA, { a: 'retryable', ...rest })).toMatchObject({
       ok: false,
-      reason: expect.stringContaining('task "a" is completed, and the version to move to has no task "a"'),
+      reason: expect.stringContaining('task "a" is retryable, and the version to move to has no task "a"'),
     });
+    expect(move(noA, { a: 'retryable', ...rest }, undefined, true)).toMatchObject({ ok: true, plan: { history: [], cancelled: ['a'] } });
+    expect(move(noA, { a: 'pending', ...rest })).toMatchObject({ ok: true, plan: { deleted: ['a'], cancelled: [] } });
+    expect(move(noA, { a: 'pending', ...rest }, undefined, true)).toMatchObject({ ok: true, plan: { deleted: [], cancelled: ['a'] } });
+    for (const cancel of [false, true]) {
+      expect(move(noA, { a: 'running', ...rest }, undefined, cancel)).toMatchObject({
+        ok: false,
+        reason: 'task "a" is running, and the version to move to has no task "a": it moves once its attempt ends (upgrade again then)',
+      });
+    }
+    // a history row keeps its name: a new task of that name and another kind cannot take it
+    const other = V.replace('  a: { kind: k }\n', '  a: { kind: other }\n');
+    expect(move(other, { a: 'completed', ...rest })).toMatchObject({ ok: false, reason: expect.stringContaining('kind k') });
+  });
+
+  it('refuses a started task whose kind changed, and a running task that would be renamed', () => {
     const kind = V.replace('  b: { kind: k, deps: [a] }', '  b: { kind: other, deps: [a] }');
     expect(move(kind, { a: 'completed', b: 'running', c: 'pending', 'ship[a]': 'pending', 'ship[b]': 'pending' })).toMatchObject({
       ok: false,

@@ -123,10 +123,10 @@ describe('deploy properties (fast-check)', () => {
           const decision = planMove(rows, tasks, to.normalized, from.normalized);
           if (decision.ok) {
             moves++;
-            const { kept, redefined, inserted, deleted, renames } = decision.plan;
-            // every target task is accounted for once, and every row either becomes one or goes
+            const { kept, redefined, inserted, deleted, renames, history, cancelled } = decision.plan;
+            // every target task is accounted for once, and every row either becomes one, stays as history or goes
             expect([...kept, ...redefined, ...inserted].sort()).toEqual(tasks.map((t) => t.name).sort());
-            expect(kept.length + redefined.length + deleted.length).toBe(rows.length);
+            expect(kept.length + redefined.length + deleted.length + history.length + cancelled.length).toBe(rows.length);
             for (const r of renames) expect(rows.some((row) => row.name === r.from)).toBe(true);
           } else expect(decision.reason.length).toBeGreaterThan(0);
         },

@@ -57,7 +57,7 @@ output: { total: "\${{ tasks.join.output.total }}" }
       queues: { default: 20 },
       definitions: {
         fan: `name: fan
-inputs: { type: object, properties: { items: { type: array } } }
+inputs: { type: object, properties: { items: { type: array } }, required: [items] }
 tasks:
   root: { kind: step }
   work:
@@ -85,7 +85,7 @@ output:
       handlers: echo,
       definitions: {
         keyed: `name: keyed
-inputs: { type: object, properties: { parcels: { type: array }, none: { type: array } } }
+inputs: { type: object, properties: { parcels: { type: array }, none: { type: array } }, required: [parcels, none] }
 tasks:
   ship:
     kind: step

@@ -15,6 +15,7 @@ inputs:
   properties:
     user: { type: string }
     parcels: { type: array, default: [a, b] }
+  required: [user]
 tasks:
   create_account: { kind: create_account, args: { user: "\${{ inputs.user }}" } }
   welcome:
@@ -86,7 +87,7 @@ tasks:
     max_attempts: 2
     retry: { initial: 10ms, jitter: false }
     args:
-      missing: '\${{ deps["create_account"].output.nope }}'
+      missing: 'for \${{ deps["create_account"].output.nope }}'
 `,
       },
     });
@@ -96,5 +97,28 @@ tasks:
     expect(tasks.welcome.state).toBe('discarded');
     expect(tasks.welcome.errors).toHaveLength(2);
     expect(tasks.welcome.errors[0].message).toMatch(/^task "welcome", args.missing: template failed: /);
+  });
+
+  it('an arg that is one read of data that may be absent (an optional input, an output field not required) is left out when absent', async () => {
+    const optional = `name: optional
+inputs: { type: object, properties: { reason: { type: string } } }
+tasks:
+  charge:
+    kind: echo
+    returns: { type: object, properties: { note: { type: string }, reason: { type: string } } }
+    args: { reason: "\${{ inputs.reason }}" }
+  notify:
+    kind: echo
+    deps: [charge]
+    args: { note: "\${{ deps.charge.output.note }}", reason: "\${{ deps.charge.output.reason }}", fixed: 1 }
+`;
+    const rt = await drivenRuntime({ handlers, definitions: { optional } });
+    await rt.startWorker();
+    const without = await run(rt, 'optional', {});
+    expect(without.workflow.state).toBe('completed');
+    expect(without.tasks.charge.args).toEqual({});
+    expect(without.tasks.notify.args).toEqual({ fixed: 1 });
+    const given = await run(rt, 'optional', { reason: 'late' });
+    expect(given.tasks.notify.args).toEqual({ reason: 'late', fixed: 1 });
   });
 });

@@ -20,7 +20,7 @@ output: { topic: "\${{ tasks.research.output.topic }}" }
 `;
 
 const brief = `name: brief
-inputs: { type: object, properties: { fail: { type: array, items: { type: boolean } } } }
+inputs: { type: object, properties: { fail: { type: array, items: { type: boolean } } }, required: [fail] }
 tasks:
   plan: { kind: plan }
   fan:
@@ -125,7 +125,7 @@ describe(`child workflows started by start tasks (${backend})`, () => {
       definitions: {
         one: 'name: one\ntasks:\n  t: { kind: echo }\n',
         planner: `name: planner
-inputs: { type: object, properties: { a: { type: string }, b: { type: string } } }
+inputs: { type: object, properties: { a: { type: string }, b: { type: string } }, required: [a, b] }
 tasks:
   plan: { kind: pick, args: { a: "\${{ inputs.a }}", b: "\${{ inputs.b }}" } }
   wait_both:

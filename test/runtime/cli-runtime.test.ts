@@ -227,7 +227,7 @@ tasks:
     writeFileSync(
       join(dir, 'definitions', 'quorum.yaml'),
       `name: quorum
-inputs: { type: object, properties: { approvers: { type: array, items: { type: string } } } }
+inputs: { type: object, properties: { approvers: { type: array, items: { type: string } } }, required: [approvers] }
 tasks:
   decide:
     kind: who

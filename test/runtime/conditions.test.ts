@@ -23,6 +23,7 @@ inputs:
   properties:
     verified: { type: boolean }
     plan: { type: string, default: free }
+  required: [verified]
 tasks:
   check: { kind: check, args: { verified: "\${{ inputs.verified }}" } }
   activate_trial:
@@ -73,6 +74,7 @@ inputs:
   type: object
   properties:
     plan: { type: string }
+  required: [plan]
 tasks:
   pro_only: { kind: ok, when: inputs.plan == "pro" }
   named: { kind: ok, when: workflow.name == "refs" && workflow.id != "" }
@@ -159,6 +161,7 @@ inputs:
   type: object
   properties:
     wait_for_approval: { type: boolean }
+  required: [wait_for_approval]
 tasks:
   approve:
     kind: ok

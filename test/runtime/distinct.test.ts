@@ -4,7 +4,7 @@ import { backend, drivenRuntime, settle } from '../helpers/runtime.js';
 // A quorum of people, not of rows: `distinct` counts the distinct values of an expression over the matching
 // signals, first come first counted; `count` may come from the inputs.
 const APPROVAL = `name: approval
-inputs: { type: object, properties: { approvers: { type: array, items: { type: string } } } }
+inputs: { type: object, properties: { approvers: { type: array, items: { type: string } } }, required: [approvers] }
 tasks:
   decide:
     kind: decide

@@ -12,7 +12,7 @@ heavyFile();
 const SHAPES = {
   chain: 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n',
   fan:
-    'name: fan\ninputs: { type: object, properties: { n: { type: array } } }\ntasks:\n  root: { kind: work ' +
+    'name: fan\ninputs: { type: object, properties: { n: { type: array } }, required: [n] }\ntasks:\n  root: { kind: work ' +
     '}\n  leaf: { kind: work, deps: [root], for_each: "${{ inputs.n }}" }\n  join: { kind: work, deps: [leaf] }\n',
 };
 

@@ -13,7 +13,7 @@ inputs:
   required: [tenant]
   properties:
     tenant: { type: string }
-    tier: { type: string }
+    tier: { type: string, default: free }
 ${o.top ?? ''}
 tasks:
   work:
@@ -168,7 +168,7 @@ describe(`flow control (${backend})`, () => {
   it("fairness: with 2,000 of tenant a queued and 20 each of b and c, b and c all finish before a's 200th", async () => {
     const definition = jobs('fairness: { key: inputs.tenant }', { n: 2000 })
       .replace(/for_each: \[[^\]]*\]/, 'for_each: "${{ inputs.items }}"')
-      .replace('tier: { type: string }', 'tier: { type: string }\n    items: { type: array }');
+      .replace('tier: { type: string, default: free }', 'tier: { type: string, default: free }\n    items: { type: array, default: [] }');
     const { rt, spans } = await timed(definition, { ms: 10, concurrency: 4 });
     const items = (n: number) => Array.from({ length: n }, (_, i) => i);
     const a = await rt.start('jobs', { tenant: 'a', items: items(2000) });
@@ -233,6 +233,7 @@ describe(`flow control (${backend})`, () => {
 inputs:
   type: object
   properties: { items: { type: array } }
+  required: [items]
 tasks:
   work:
     kind: work

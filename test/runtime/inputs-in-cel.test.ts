@@ -7,6 +7,7 @@ inputs:
   properties:
     user_id: { type: string }
     fast_track: { type: boolean, default: false }
+  required: [user_id]
 tasks:
   activate:
     kind: k

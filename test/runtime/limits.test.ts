@@ -4,13 +4,13 @@ import { patient } from '../helpers/patience.js';
 import { backend, drivenRuntime, final, run, settled } from '../helpers/runtime.js';
 
 const FAN = `name: fan
-inputs: { type: object, properties: { n: { type: array } } }
+inputs: { type: object, properties: { n: { type: array } }, required: [n] }
 tasks:
   each: { kind: work, for_each: "\${{ inputs.n }}" }
 `;
 
 const GRID = `name: grid
-inputs: { type: object, properties: { n: { type: array } } }
+inputs: { type: object, properties: { n: { type: array } }, required: [n] }
 tasks:
   cells:
     kind: work

@@ -55,7 +55,7 @@ describe(`leader maintenance (${backend})`, () => {
       definitions: {
         other: 'name: other\ntasks:\n  a: { kind: ok }\n',
         waits: `name: waits
-inputs: { type: object, properties: { ids: { type: array } } }
+inputs: { type: object, properties: { ids: { type: array } }, required: [ids] }
 tasks:
   t:
     kind: ok

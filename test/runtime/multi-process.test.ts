@@ -10,7 +10,7 @@ const SHAPES = {
   chain: 'name: chain\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [b] }\n',
   diamond: 'name: diamond\ntasks:\n  a: { kind: work }\n  b: { kind: work, deps: [a] }\n  c: { kind: work, deps: [a] }\n  d: { kind: work, deps: [b, c] }\n',
   fan:
-    'name: fan\ninputs: { type: object, properties: { n: { type: array } } }\ntasks:\n  root: { kind: work ' +
+    'name: fan\ninputs: { type: object, properties: { n: { type: array } }, required: [n] }\ntasks:\n  root: { kind: work ' +
     '}\n  leaf: { kind: work, deps: [root], for_each: "${{ inputs.n }}" }\n  join: { kind: work, deps: [leaf] }\n',
   single: 'name: single\ntasks:\n  only: { kind: work }\n',
 };

@@ -6,7 +6,7 @@ import { advance, backend, drivenRuntime, final, settle } from '../helpers/runti
 // ctx.wait: what satisfied a task's wait, as it stood when the wait resolved — the rows that counted toward
 // each signal term (not every row of the key), each term's value, the awaited workflows of a workflows term.
 const REFUND = `name: refund
-inputs: { type: object, properties: { refund: { type: string } } }
+inputs: { type: object, properties: { refund: { type: string } }, required: [refund] }
 tasks:
   decide:
     kind: decide
@@ -24,14 +24,14 @@ tasks:
 `;
 
 const CHILD = `name: child
-inputs: { type: object, properties: { n: { type: integer } } }
+inputs: { type: object, properties: { n: { type: integer } }, required: [n] }
 tasks:
   work: { kind: work, args: { n: "\${{ inputs.n }}" } }
 output: { n: "\${{ tasks.work.output.n }}" }
 `;
 
 const GATHER = `name: gather
-inputs: { type: object, properties: { ids: { type: array, items: { type: string } } } }
+inputs: { type: object, properties: { ids: { type: array, items: { type: string } } }, required: [ids] }
 tasks:
   after:
     kind: after

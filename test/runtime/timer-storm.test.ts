@@ -9,7 +9,7 @@ import { backend, testRuntime, until } from '../helpers/runtime.js';
 heavyFile();
 
 const STORM =
-  'name: storm\ninputs: { type: object, properties: { at: { type: string } } }\ntasks:\n  t:\n    kind: ' +
+  'name: storm\ninputs: { type: object, properties: { at: { type: string } }, required: [at] }\ntasks:\n  t:\n    kind: ' +
   'work\n    wait: { terms: { due: { timer: { at: "${{ inputs.at }}" } } } }\n';
 const N = 10_000;
 /** A new leader takes over once the dead one's 1 s lease lapses, and looks for due timers within a second. */

@@ -121,7 +121,7 @@ describe(`waits: signals and timers (${backend})`, () => {
 
   it('a dependency output gate: true runs, false stays pending', async () => {
     const gate = `name: gate
-inputs: { type: object, properties: { score: { type: number } } }
+inputs: { type: object, properties: { score: { type: number } }, required: [score] }
 tasks:
   score_fraud: { kind: score, args: { score: "\${{ inputs.score }}" } }
   charge:
@@ -200,7 +200,7 @@ describe(`timers: the four anchors (${backend})`, () => {
   it('at, after_workflow_created, after_wait_started and after_task_finalized each fire at their time', async () => {
     const clock = new VirtualClock(new Date());
     const anchors = `name: anchors
-inputs: { type: object, properties: { deadline: { type: string } } }
+inputs: { type: object, properties: { deadline: { type: string } }, required: [deadline] }
 tasks:
   root_at:
     kind: step

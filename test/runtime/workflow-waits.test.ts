@@ -5,7 +5,7 @@ import { backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
 
 /** A child that waits for a `go` signal, then completes or fails as the signal says. */
 const job = `name: job
-inputs: { type: object, properties: { n: { type: integer } } }
+inputs: { type: object, properties: { n: { type: integer } }, required: [n] }
 tasks:
   work:
     kind: job
@@ -16,7 +16,7 @@ output: { n: "\${{ tasks.work.output.n }}" }
 `;
 
 const gather = (mode: string, extra = '') => `name: gather_${mode}
-inputs: { type: object, properties: { ids: { type: array, items: { type: string } } } }
+inputs: { type: object, properties: { ids: { type: array, items: { type: string } } }, required: [ids] }
 tasks:
   after:
     kind: after
@@ -39,7 +39,7 @@ const handlers: Handlers = {
 };
 
 const gated = `name: gated
-inputs: { type: object, properties: { ids: { type: array, items: { type: string } } } }
+inputs: { type: object, properties: { ids: { type: array, items: { type: string } } }, required: [ids] }
 tasks:
   after:
     kind: after

@@ -47,7 +47,9 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
   if (w.output_error) lines.push(`output error: ${w.output_error}`);
   const rows = tasks.map((t) => {
     const last = t.errors.at(-1);
-    const note = t.pending_reason ?? t.skip_reason ?? (last && t.state !== 'completed' ? `${last.code ?? last.kind ?? 'error'}: ${last.message}` : '');
+    const note = t.removed_in
+      ? removedNote(t)
+      : (t.pending_reason ?? t.skip_reason ?? (last && t.state !== 'completed' ? `${last.code ?? last.kind ?? 'error'}: ${last.message}` : ''));
     return [t.name, t.kind, t.state, attemptText(t.attempt, t.max_attempts), note];
   });
   const header = ['TASK', 'KIND', 'STATE', 'ATTEMPT', 'WAITING FOR / WHY SKIPPED / LAST ERROR'];
@@ -59,6 +61,13 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
       .trimEnd();
   const attempts = tasks.flatMap((t) => attemptHistory(t).map((a) => attemptLine(t.name, a)));
   return `${[...lines, '', fmt(header), ...rows.map(fmt), ...(attempts.length > 0 ? ['', 'ATTEMPTS', ...attempts] : [])].join('\n')}\n`;
+}
+
+/** A task kept as history by a move: the version that removed it, and its output (still readable). */
+function removedNote(t: WorkflowStatus['tasks'][number]): string {
+  const output = t.state === 'completed' && t.output !== null && t.output !== undefined ? JSON.stringify(t.output) : '';
+  const shown = output.length > 80 ? `${output.slice(0, 79)}…` : output;
+  return `removed in ${t.removed_in!.slice(0, 12)}${shown ? `; output ${shown}` : ''}`;
 }
 
 /** `charge#2  2026-01-01T00:00:00.000Z  1.2s  worker vm:1:abc  completed`, the outcome's message after it. */

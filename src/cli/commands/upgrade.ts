@@ -11,9 +11,11 @@ running workflow of NAME on an older version, to the current version. Each moves
 its lock, or not at all, with the reason. Safe while workers run.
 
 A workflow moves when every task that has started exists in the target version (by name, or by its
-renamed_from) with the same kind. Tasks not started take the target's definition (args, deps, wait, when,
-retry); new tasks are inserted; removed tasks not started are deleted; active waits are evaluated again
-under the new terms with the signals already received; for_each expansions are kept by key.
+renamed_from) with the same kind, or has ended. Tasks not started take the target's definition (args, deps,
+wait, when, retry); new tasks are inserted; removed tasks not started are deleted; removed tasks that ended
+stay as history (status shows "removed in HASH", their outputs readable); active waits are evaluated again
+under the new terms with the signals already received; for_each expansions are kept by key. A removed task
+that is retryable refuses the move unless --cancel-removed; a running one refuses until its attempt ends.
 
 Usage: ${usage}
 
@@ -21,6 +23,7 @@ Usage: ${usage}
   --to HASH         the version to move to (default: the current one)
   --id ID           only this workflow (repeat for more)
   --dry-run         say what would move and what would not, change nothing
+  --cancel-removed  cancel removed tasks that have not ended (not running ones), keeping them as history
   --format FORMAT   text (default): a line per workflow; json: { "name", "to", "results": [...] }
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
@@ -30,7 +33,13 @@ they were) or NAME is unknown, 2 usage, 3 internal or connection error.
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, lists, help: wantsHelp, positionals } = parse(argv, ['from', 'to', 'format', 'database', 'schema'], usage, ['dry-run'], ['id']);
+  const {
+    values,
+    flags,
+    lists,
+    help: wantsHelp,
+    positionals,
+  } = parse(argv, ['from', 'to', 'format', 'database', 'schema'], usage, ['dry-run', 'cancel-removed'], ['id']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -44,6 +53,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       to: values.to,
       ids: lists.id.length > 0 ? lists.id : undefined,
       dryRun: flags.has('dry-run'),
+      cancelRemoved: flags.has('cancel-removed'),
     });
     io.stdout(format === 'json' ? `${JSON.stringify({ ...report, dry_run: flags.has('dry-run') }, null, 2)}\n` : upgradeText(report, flags.has('dry-run')));
     return report.results.some((r) => r.status === 'skipped') ? EXIT.failed : EXIT.ok;
@@ -74,6 +84,8 @@ function outcomeText(r: UpgradeOutcome): string {
     ...Object.entries(r.renamed ?? {}).map(([a, b]) => `${a} -> ${b}`),
     ...(r.inserted ?? []).map((n) => `+${n}`),
     ...(r.deleted ?? []).map((n) => `-${n}`),
+    ...(r.history ?? []).map((n) => `${n} kept as history`),
+    ...(r.cancelled ?? []).map((n) => `${n} cancelled, kept as history`),
   ];
   return `${r.status === 'moved' ? 'moved' : 'would move'}${changes.length > 0 ? ` (${changes.join(', ')})` : ''}`;
 }

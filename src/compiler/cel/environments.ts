@@ -97,7 +97,8 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
   }
 }
 
-const OPTIONS = { homogeneousAggregateLiterals: false } as const;
+// optional types: `inputs.?customer.?email.orValue("")` is one of the guards rule cel-optional accepts
+const OPTIONS = { homogeneousAggregateLiterals: false, enableOptionalTypes: true } as const;
 
 function declare(env: Environment, name: string, type: CelType): void {
   if (typeof type === 'string') env.registerVariable(name, type);

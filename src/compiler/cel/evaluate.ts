@@ -1,5 +1,6 @@
 import { CelCostError, metered } from './cost.js';
 import { evaluationEnvironment } from './environments.js';
+import { isAbsent, loneReference } from './reference.js';
 import { scanTemplates, singleTemplate, unescapeLiteral } from './templates.js';
 import { fromCelValue } from './types.js';
 
@@ -64,8 +65,23 @@ export function renderTemplates(value: unknown, context: Record<string, unknown>
   if (Array.isArray(value)) return value.map((v, i) => renderTemplates(v, context, [...path, i], keep));
   // fromEntries defines own properties: a "__proto__" key in args stays a key, never a prototype
   if (typeof value === 'object' && value !== null)
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderTemplates(v, context, [...path, k], keep)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, v]) => !(typeof v === 'string' && !keep?.(v) && isAbsentReference(v, context)))
+        .map(([k, v]) => [k, renderTemplates(v, context, [...path, k], keep)]),
+    );
   return value;
+}
+
+/**
+ * A map's value that is one template reading one field the data lacks (`why: "${{ inputs.reason }}"`, reason
+ * optional): its key is left out, as validate promised (rule cel-optional excuses exactly this read).
+ */
+export function isAbsentReference(s: string, context: Record<string, unknown>): boolean {
+  if (!s.includes('${{')) return false;
+  const span = singleTemplate(s);
+  const chain = span && loneReference(span.expr);
+  return chain !== undefined && isAbsent(chain, context);
 }
 
 function renderString(s: string, context: Record<string, unknown>, path: (string | number)[]): unknown {

@@ -5,6 +5,7 @@ import { nodeAt, type Path, type Reporter } from '../source.js';
 import { type CelProblem, checkCel, isNode, type KnownRefs, walk } from './check.js';
 import { type CelContext, CONTEXT_REFS, checkEnvironment, contextVariables } from './environments.js';
 import { nestedCostWarning } from './nested-cost.js';
+import { itemSource, outputSchemas, type ReadRoots, unguardedReads } from './optional-reads.js';
 import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
 import { type CelType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
@@ -25,6 +26,10 @@ class CelPass {
   private typed: Record<string, CelType> = {};
   /** The names `deps` may read in the task being checked. */
   private visibleDeps: readonly string[] = [];
+  /** Each task's `returns` as its dependents read it, and the item schemas of the task being checked. */
+  private readonly outputs: ReadonlyMap<string, unknown>;
+  private item: ReadRoots['item'];
+  private startItem: ReadRoots['item'];
 
   constructor(
     private readonly def: Definition,
@@ -33,6 +38,7 @@ class CelPass {
     this.inputs = inputsType(def.inputs);
     this.taskNames = def.tasks.map((t) => t.name);
     this.byName = new Map(def.tasks.map((t) => [t.name, t]));
+    this.outputs = outputSchemas(def.tasks);
   }
 
   run(): void {
@@ -67,6 +73,8 @@ class CelPass {
   }
 
   private task(task: TaskDef): void {
+    this.item = itemSource(task.for_each, { inputs: this.def.inputs });
+    this.startItem = itemSource(task.start?.for_each, { inputs: this.def.inputs, outputs: { variable: 'deps', returns: this.outputs } });
     const atStart: CelContext = task.for_each !== undefined ? 'template_item' : 'template';
     const args: CelContext = task.for_each !== undefined ? 'args_item' : 'args';
     // a dep that names no task is an unknown-dep error already: reads of the task it meant are not said again
@@ -174,7 +182,7 @@ class CelPass {
   }
 
   /** Every string in a value, with its `${{ }}` templates checked. */
-  private templates(value: unknown, path: Path, context: CelContext, known: KnownRefs, expect: Expect = 'any'): void {
+  private templates(value: unknown, path: Path, context: CelContext, known: KnownRefs, expect: Expect = 'any', inMap = false): void {
     if (typeof value === 'string') {
       const scan = scanTemplates(value);
       if (scan.unclosedAt !== undefined) {
@@ -189,18 +197,19 @@ class CelPass {
           this.reportProblems(path, 0, [{ rule: 'cel-syntax', message: 'empty template', start: span.start, end: span.end }]);
           continue;
         }
-        this.raw(span.expr, path, context, known, single ? expect : 'any', undefined, span.exprStart);
+        // one plain read as a map's whole value is left out when absent (evaluate.ts): not an unguarded read
+        this.raw(span.expr, path, context, known, single ? expect : 'any', undefined, span.exprStart, single && inMap && expect === 'any');
       }
       return;
     }
     if (Array.isArray(value)) for (const [i, v] of value.entries()) this.templates(v, [...path, i], context, known);
     else if (typeof value === 'object' && value !== null) {
-      for (const [k, v] of Object.entries(value)) this.templates(v, [...path, k], context, known);
+      for (const [k, v] of Object.entries(value)) this.templates(v, [...path, k], context, known, 'any', true);
     }
   }
 
   /** One CEL expression found at `offset` inside the string value at `path`. */
-  private raw(expr: string, path: Path, context: CelContext, known: KnownRefs, expect: Expect, env?: Environment, offset = 0): void {
+  private raw(expr: string, path: Path, context: CelContext, known: KnownRefs, expect: Expect, env?: Environment, offset = 0, whole = false): void {
     const template = expr.indexOf('${{');
     if (template >= 0) {
       // kept as literal text, it would never match: said here rather than found in production
@@ -226,8 +235,22 @@ class CelPass {
       const start = expr.length - expr.trimStart().length;
       this.reportProblems(path, offset, [{ rule: mismatch.rule, message: `${mismatch.message}, got ${result.type}`, start, end: expr.trimEnd().length }]);
     }
+    const unguarded = result.ast ? unguardedReads(result.ast, this.readRoots(context), whole) : [];
+    if (unguarded.length > 0) this.reportProblems(path, offset, unguarded);
     const costly = result.ast && nestedCostWarning(result.ast, this.def.inputs as Parameters<typeof nestedCostWarning>[1]);
     if (costly) this.reportProblems(path, offset, [costly]);
+  }
+
+  /** The schemas the variables of a context are read through. */
+  private readRoots(context: CelContext): ReadRoots {
+    const variables = contextVariables(context, this.inputs);
+    const outputs = 'deps' in variables ? 'deps' : 'tasks' in variables ? 'tasks' : undefined;
+    return {
+      inputs: 'inputs' in variables ? this.def.inputs : undefined,
+      workflowInputs: context === 'generic',
+      outputs: outputs && { variable: outputs, returns: this.outputs },
+      item: !('item' in variables) ? undefined : context === 'start_item' ? this.startItem : this.item,
+    };
   }
 
   private reportProblems(path: Path, offset: number, problems: CelProblem[]): void {

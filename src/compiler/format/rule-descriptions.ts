@@ -21,6 +21,8 @@ export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   'cel-syntax': 'A CEL expression or ${{ }} template that does not parse.',
   'cel-type': 'A CEL expression whose types do not fit (or that must return a bool and does not).',
   'cel-unknown-ref': 'A CEL reference to an undeclared input, dep, signal key, timer or task.',
+  'cel-optional':
+    'A read of a field that may be absent (an input neither required nor defaulted, an output field not required) without a has() guard, a conditional or an optional select.',
   'unknown-term': 'wait.expr names something that is not a term of the wait.',
   'unused-term': 'A wait term that expr never uses.',
   'timer-anchor': 'after_task_finalized names a task that is not a direct dep.',
@@ -42,6 +44,8 @@ export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   'renamed-from': 'renamed_from names a task that still exists, the task itself, or the same old name as another task.',
   'deploy-missing-handler': 'A kind that running workflows (on some version) or the version to deploy still need has no handler in the handlers module.',
   'deploy-signal-key': 'Running workflows on an older version wait on a signal key the new version no longer declares: senders must keep sending it.',
+  'deploy-unmovable':
+    'Running workflows of an older version that braid upgrade could not move to the version to deploy (a removed task not ended, a changed kind), with why.',
   'deploy-args-shape': "A kind's args differ in shape between versions with running workflows: its handler receives both.",
   'deploy-inputs': 'The new inputs schema rejects inputs the current version accepted (a new required input without a default, a narrowed type).',
   'cel-cost': 'CEL that may run too long: nested comprehensions over unbounded lists (a warning), or a compile over its budget (an error).',

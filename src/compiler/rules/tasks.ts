@@ -7,30 +7,6 @@ import type { Reporter } from '../source.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
-/**
- * A for_each over an input the caller may leave out (neither required nor defaulted) fails at start when it
- * is left out: said at validate, where a default or `has()` guard is one line away.
- */
-function checkOptionalForEach(def: Definition, task: string, forEach: string, reporter: Reporter): void {
-  const schema = def.inputs as { required?: unknown; properties?: Record<string, { default?: unknown; type?: unknown } | undefined> } | undefined;
-  const required = Array.isArray(schema?.required) ? schema.required : [];
-  for (const m of forEach.matchAll(/\binputs\.([A-Za-z_][A-Za-z0-9_]*)/g)) {
-    const name = m[1];
-    const property = schema?.properties?.[name];
-    if (required.includes(name) || (typeof property === 'object' && property !== null && 'default' in property)) continue;
-    // an input that is no list is for_each's type error, said on its own
-    if (typeof property === 'object' && property !== null && property.type !== undefined && property.type !== 'array') continue;
-    if (new RegExp(`\\bhas\\(\\s*inputs\\.${name}\\s*\\)`).test(forEach)) continue;
-    reporter.warn(
-      'for-each',
-      `task "${task}": for_each reads inputs.${name}, which the inputs schema neither requires nor gives a default: a start without it fails`,
-      { path: ['tasks', task, 'for_each'] },
-      `give it a default (default: []) or require it`,
-    );
-    return;
-  }
-}
-
 export function isTimestamp(s: string): boolean {
   return RFC3339.test(s) && !Number.isNaN(Date.parse(s));
 }
@@ -65,7 +41,6 @@ export function checkTasks(def: Definition, reporter: Reporter): void {
         at: 'key',
       });
     }
-    if (typeof task.for_each === 'string') checkOptionalForEach(def, task.name, task.for_each, reporter);
     if (task.scheduled_at !== undefined) checkTimestamp(task.scheduled_at, taskPath(task, 'scheduled_at'), reporter);
     for (const term of task.wait?.terms ?? []) {
       if (term.timer?.at !== undefined) checkTimestamp(term.timer.at, taskPath(task, 'wait', 'terms', term.name, 'timer', 'at'), reporter);

@@ -26,18 +26,32 @@ export interface MovePlan {
   inserted: string[];
   /** Rows not started that the target has no task for (by their current name): deleted. */
   deleted: string[];
+  /** Final rows the target has no task for: kept as history, marked removed in the target version. */
+  history: string[];
+  /** Rows not final that the target has no task for, cancelled on request (--cancel-removed), then history too. */
+  cancelled: string[];
+}
+
+/** How a move treats tasks the target no longer has. */
+export interface MoveOptions {
+  /** Cancel removed tasks that are not final (a running one still refuses) instead of refusing the move. */
+  cancelRemoved?: boolean;
 }
 
 export type MoveDecision = { ok: true; plan: MovePlan } | { ok: false; reason: string };
 
 /** States in which a task has not begun: the target may redefine or drop it. */
 const NOT_STARTED = new Set(['pending', 'scheduled', 'available']);
+/** States a task ends in: a removed task in one stays as history. */
+const FINAL = new Set(['completed', 'skipped', 'cancelled', 'discarded']);
 
 /**
  * Decides a move. `from` is the version the rows were made from (its renames are followed through the
  * target's `renamed_from`); `rerun` names rows that a retry is about to run again, which count as not started
- * (a finished workflow's failed tasks take the fixed definition). Every started task must exist in the target
- * with the same kind, and a running one keeps its name (its attempt completes by it).
+ * (a finished workflow's failed tasks take the fixed definition). A started task the target has no task for
+ * stays as history when it is final; one that is not refuses the move, unless `cancelRemoved` (then it is
+ * cancelled, and a not-started one too, rather than deleted); a running one always refuses. Every other
+ * started task must exist in the target with the same kind, and a running one keeps its name.
  */
 export function planMove(
   rows: readonly MoveRow[],
@@ -45,11 +59,12 @@ export function planMove(
   target: NormalizedDefinition,
   from: NormalizedDefinition | undefined,
   rerun?: ReadonlySet<string>,
+  options: MoveOptions = {},
 ): MoveDecision {
   const correspondence = from ? taskCorrespondence(from, target) : new Map();
   const targetByName = new Map(targetTasks.map((t) => [t.name, t]));
   const fromTemplates = new Set(from?.tasks.map((t) => t.name) ?? []);
-  const plan: MovePlan = { renames: [], kept: [], redefined: [], inserted: [], deleted: [] };
+  const plan: MovePlan = { renames: [], kept: [], redefined: [], inserted: [], deleted: [], history: [], cancelled: [] };
   const claimed = new Map<string, string>();
   for (const row of rows) {
     // a row of a task the version declares follows its correspondence; one added by an extension, its name
@@ -57,14 +72,17 @@ export function planMove(
     const task = next !== undefined ? targetByName.get(next) : undefined;
     const started = !NOT_STARTED.has(row.state) && !rerun?.has(row.name);
     if (!task) {
-      if (started)
+      const removed = rerun?.has(row.name) ? 'deleted' : removedRow(row, options);
+      if (removed === 'refuse')
         return {
           ok: false,
           reason:
-            `task "${row.name}" is ${row.state}, and the version to move to has no task ` +
-            `"${next ?? row.name}"${from && !fromTemplates.has(row.template) ? ' (an extension added it)' : ' (renamed_from: says what it became)'}`,
+            `task "${row.name}" is ${row.state}, and the version to move to has no task "${next ?? row.name}"` +
+            (row.state === 'running'
+              ? ': it moves once its attempt ends (upgrade again then)'
+              : `${from && !fromTemplates.has(row.template) ? ' (an extension added it)' : ' (renamed_from: says what it became)'}; --cancel-removed cancels it`),
         };
-      plan.deleted.push(row.name);
+      plan[removed].push(row.name);
       continue;
     }
     if (claimed.has(task.name)) return { ok: false, reason: `tasks "${claimed.get(task.name)}" and "${row.name}" would both become "${task.name}"` };
@@ -79,5 +97,17 @@ export function planMove(
     (started ? plan.kept : plan.redefined).push(task.name);
   }
   for (const t of targetTasks) if (!claimed.has(t.name)) plan.inserted.push(t.name);
+  // a history row's name is taken: a target task of the same name would meet it
+  const taken = new Set([...plan.history, ...plan.cancelled]);
+  const clash = plan.inserted.find((n) => taken.has(n));
+  if (clash !== undefined) return { ok: false, reason: `task "${clash}" of the version to move to would take the name of a removed task kept as history` };
   return { ok: true, plan };
+}
+
+/** What becomes of a row the target has no task for (one a retry runs again is deleted, as one not started). */
+function removedRow(row: MoveRow, options: MoveOptions): 'history' | 'cancelled' | 'deleted' | 'refuse' {
+  if (FINAL.has(row.state)) return 'history';
+  if (row.state === 'running') return 'refuse';
+  if (options.cancelRemoved) return 'cancelled';
+  return NOT_STARTED.has(row.state) ? 'deleted' : 'refuse';
 }

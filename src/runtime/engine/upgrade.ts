@@ -3,7 +3,8 @@
  * lock: decided by move.ts, applied here. Started tasks keep their run (renamed by `renamed_from`, relinked to
  * the target's edges); tasks not started take the target's definition, and their waits start over with the
  * signals already received (a wait's start time is kept, so its timers keep their anchor); new tasks are
- * inserted with their deps counted from what has ended; removed tasks not started are deleted.
+ * inserted with their deps counted from what has ended; removed tasks not started are deleted, removed tasks
+ * that ended stay as history (and, with --cancel-removed, removed tasks not final are cancelled into it).
  */
 import { canonicalJson } from '../../compiler/canonical-json.js';
 import { CompileError, type CompileLimits } from '../../compiler/compile-error.js';
@@ -21,6 +22,7 @@ import {
   redefineTasks,
   relinkTasks,
   renameTasks,
+  retireRemovedTasks,
   setWorkflowVersion,
 } from '../sql/upgrade.js';
 import { notifyTimer } from '../sql/waits.js';
@@ -40,6 +42,8 @@ export interface UpgradeOptions {
   limits?: Partial<CompileLimits>;
   /** Found by a scan of running workflows (not named by the caller): one that has finished since is `finished`, not refused. */
   scanned?: boolean;
+  /** Removed tasks not final (but not running) are cancelled and kept as history rather than refusing the move. */
+  cancelRemoved?: boolean;
 }
 
 /**
@@ -56,6 +60,9 @@ export interface UpgradeOutcome {
   renamed?: Record<string, string>;
   inserted?: string[];
   deleted?: string[];
+  /** Removed tasks kept as history (ended before), and those cancelled into it (--cancel-removed). */
+  history?: string[];
+  cancelled?: string[];
 }
 
 /**
@@ -93,7 +100,7 @@ export async function upgradeWorkflow(
   }
   const rows = await moveTaskRows(q, s, id, !options.dryRun);
   const from = await ctx.definitions.find(q, w.name, w.definition_hash);
-  const decision = planMove(rows, plan.tasks, target.normalized, from, options.rerun);
+  const decision = planMove(rows, plan.tasks, target.normalized, from, options.rerun, { cancelRemoved: options.cancelRemoved });
   if (!decision.ok) return skip(w.definition_hash, decision.reason);
   const move = decision.plan;
   const outcome: UpgradeOutcome = {
@@ -104,6 +111,8 @@ export async function upgradeWorkflow(
     renamed: Object.fromEntries(move.renames.map((r) => [r.from, r.to])),
     inserted: move.inserted,
     deleted: move.deleted,
+    history: move.history,
+    cancelled: move.cancelled,
   };
   if (options.dryRun) return outcome;
   await applyMove(q, ctx, { id, from: w.definition_hash, finalized }, rows, plan.tasks, move, target, plan.workflow);
@@ -124,7 +133,8 @@ async function applyMove(
   const renamed = new Map(move.renames.map((r) => [r.from, r.to]));
   const rowOf = new Map(rows.map((r) => [renamed.get(r.name) ?? r.name, r]));
   await deleteTaskRows(q, s, w.id, move.deleted);
-  await forgetWaitState(q, s, w.id, move.deleted);
+  await forgetWaitState(q, s, w.id, [...move.deleted, ...move.cancelled]);
+  await retireRemovedTasks(q, s, w.id, target.hash, move.history, move.cancelled, now);
   await renameTasks(q, s, w.id, move.renames);
   const kept = new Set(move.kept);
   // the state each dep will be in: kept rows keep theirs, the rest are not final yet
@@ -203,7 +213,7 @@ async function applyMove(
     activate.filter((n) => !failing.has(n) && !skipping.has(n)),
   );
   // a move that left nothing open (every task it removed was the last to do) ends the workflow
-  await closeTasks(q, ctx, w.id, 0, 0);
+  await closeTasks(q, ctx, w.id, move.cancelled.length, 0);
 }
 
 /** Whether a task not started holds for the same reasons in both versions: its wait and condition unchanged. */

@@ -1,4 +1,5 @@
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import type { StartedShape } from '../../deploy/baseline.js';
 import type { Queryable } from '../db/types.js';
 import { isFinalSql } from './rules.js';
 
@@ -41,6 +42,26 @@ export interface VersionNeed {
   item: string;
   /** How many running workflows of the version need it. */
   n: number;
+}
+
+/** Running workflows grouped by the tasks they have started: what decides whether `braid upgrade` can move them. */
+export async function startedShapes(
+  q: Queryable,
+  s: string,
+  names?: readonly string[],
+): Promise<{ name: string; hash: string; tasks: StartedShape['tasks']; n: number; first: string[] }[]> {
+  const { rows } = await q.query<{ name: string; hash: string; tasks: StartedShape['tasks']; n: number; first: string[] }>(
+    `SELECT w.name, w.definition_hash AS hash, st.tasks, count(*)::int AS n, (array_agg(w.id ORDER BY w.id))[1:3] AS first
+       FROM ${s}.workflows w CROSS JOIN LATERAL (
+         SELECT coalesce(jsonb_agg(jsonb_build_object('template', t.template, 'name', t.name, 'kind', t.kind, 'state', t.state)
+                  ORDER BY t.name), '[]'::jsonb) AS tasks
+           FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.state NOT IN ('pending', 'scheduled', 'available') AND t.removed_in IS NULL
+       ) st
+      WHERE w.state = 'running' AND ($1::text[] IS NULL OR w.name = ANY($1::text[]))
+      GROUP BY 1, 2, 3 ORDER BY 1, 2, min(w.id) LIMIT 10000`,
+    [names ?? null],
+  );
+  return rows;
 }
 
 /** The kinds that unfinished tasks of running workflows still need, per version. */

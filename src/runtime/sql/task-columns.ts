@@ -78,5 +78,5 @@ export const TASK_COLUMNS = [
   'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors',
   'deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description',
   'condition AS "when", condition_met AS when_met, cancel_requested, worker_id, completed_by, created_at, started_at, finalized_at',
-  'wait_started_at, wait_progress, wait_evidence, flow',
+  'wait_started_at, wait_progress, wait_evidence, flow, removed_in',
 ].join(', ');

@@ -45,6 +45,32 @@ export async function renameTasks(q: Queryable, s: string, workflowId: string, r
   await q.query(`UPDATE ${s}.tasks t SET name = substr(t.name, 9) WHERE t.workflow_id = $1 AND t.name LIKE ' moving %'`, [workflowId]);
 }
 
+/**
+ * Removed tasks kept as history: marked with the version that removed them (the first one, when moved again),
+ * their dependents dropped (nothing of the target waits on them); `cancelled` ones end cancelled first.
+ */
+export async function retireRemovedTasks(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  hash: string,
+  history: readonly string[],
+  cancelled: readonly string[],
+  now: Date,
+): Promise<void> {
+  if (history.length + cancelled.length === 0) return;
+  await q.query(
+    `UPDATE ${s}.tasks t SET removed_in = coalesce(t.removed_in, $2), dependents = '{}', dependents_wait = false,
+            state = CASE WHEN t.name = ANY($4::text[]) THEN 'cancelled' ELSE t.state END,
+            finalized_at = CASE WHEN t.name = ANY($4::text[]) THEN $5 ELSE t.finalized_at END,
+            errors = CASE WHEN t.name = ANY($4::text[]) THEN t.errors || jsonb_build_array(jsonb_build_object('attempt', 0, 'at',
+              $5::timestamptz, 'kind', 'upgrade', 'message', 'cancelled by braid upgrade --cancel-removed: version ' || left($2, 12) || ' has no such task'))
+              ELSE t.errors END
+      WHERE t.workflow_id = $1 AND (t.name = ANY($3::text[]) OR t.name = ANY($4::text[]))`,
+    [workflowId, hash, history, cancelled, now],
+  );
+}
+
 /** Started tasks keep their run and learn the target's edges. */
 export async function relinkTasks(
   q: Queryable,
@@ -55,7 +81,7 @@ export async function relinkTasks(
   if (rows.length === 0) return;
   await q.query(
     `UPDATE ${s}.tasks t SET deps = ARRAY(SELECT jsonb_array_elements_text(x.deps)), dependents = ARRAY(SELECT
-      jsonb_array_elements_text(x.dependents)), dependents_wait = x.dependents_wait
+      jsonb_array_elements_text(x.dependents)), dependents_wait = x.dependents_wait, removed_in = NULL
        FROM jsonb_to_recordset($2::jsonb) AS x(name text, deps jsonb, dependents jsonb, dependents_wait boolean)
       WHERE t.workflow_id = $1 AND t.name = x.name`,
     [workflowId, JSON.stringify(rows)],

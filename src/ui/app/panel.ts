@@ -47,6 +47,8 @@ export class TaskPanel {
           h('button', { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.onClose() }, '×'),
         ),
         h('p', { class: 'muted' }, `${task.kind} · queue ${task.queue} · attempt ${attemptText(task.attempt, task.max_attempts)}`),
+        task.removed_in &&
+          h('p', { class: 'reason', 'data-testid': 'removed-in' }, `removed in ${task.removed_in.slice(0, 12)}: kept as history by an upgrade`),
         task.pending_reason && h('p', { class: 'reason', 'data-testid': 'pending-reason' }, task.pending_reason),
         task.skip_reason && h('p', { class: 'reason', 'data-testid': 'skip-reason' }, task.skip_reason),
         task.when &&

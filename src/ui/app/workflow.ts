@@ -50,7 +50,13 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
     status = s;
     renderHeader(s);
     const byName = new Map(s.tasks.map((t) => [t.name, t]));
-    const nodes: DagNode[] = s.tasks.map((t) => ({ id: t.name, title: t.name, subtitle: `${t.kind} · ${taskDuration(t)}`, state: t.state, wait: waitNote(t) }));
+    const nodes: DagNode[] = s.tasks.map((t) => ({
+      id: t.name,
+      title: t.name,
+      subtitle: t.removed_in ? `${t.kind} · removed in ${t.removed_in.slice(0, 12)}` : `${t.kind} · ${taskDuration(t)}`,
+      state: t.state,
+      wait: waitNote(t),
+    }));
     const edges: DagEdge[] = s.tasks.flatMap((t) =>
       t.deps.filter((d) => byName.has(d)).map((d) => ({ from: d, to: t.name, kind: edgeKind(byName.get(d)!.state) })),
     );
