@@ -13,9 +13,11 @@ export interface RetryTaskRow {
 }
 
 export async function retryCandidates(q: Queryable, s: string, workflowId: string): Promise<RetryTaskRow[]> {
-  // a task that runs again decides its condition again: held whatever the last attempt decided
+  // a task that runs again decides its condition again: held whatever the last attempt decided; a removed
+  // task kept as history is not the version's to run
   const { rows } = await q.query<RetryTaskRow>(
-    `SELECT name, state, deps, dependents, (wait IS NOT NULL OR condition IS NOT NULL) AS held, scheduled_at, queue FROM ${s}.tasks WHERE workflow_id = $1`,
+    `SELECT name, state, deps, dependents, (wait IS NOT NULL OR condition IS NOT NULL) AS held, scheduled_at, queue FROM ${s}.tasks
+      WHERE workflow_id = $1 AND removed_in IS NULL`,
     [workflowId],
   );
   return rows;
