@@ -7,8 +7,9 @@ import { backend, definitionsDir, postgresUrl, testRuntime, until } from '../hel
 
 heavyFile();
 
-// v1: a chain, and a gate and a hold after it that wait for signals; v2 gives b new args, adds d after c, and
-// drops the gate and the hold
+// v1: a chain, and a gate and a hold after it that wait for signals; v2 gives b new args, adds d after c, drops
+// the hold, and runs the gate as another kind that is never wanted (when: false skips it): a run whose gate has
+// already run cannot move (a removed task that ended would move, kept as history)
 const V1 = `name: flow
 tasks:
   a: { kind: work }
@@ -23,6 +24,7 @@ tasks:
   b: { kind: work, deps: [a], args: { v: ${v} } }
   c: { kind: work, deps: [b] }
   d: { kind: work, deps: [c] }
+  gate: { kind: limited, when: 'false' }
 `;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -38,7 +40,7 @@ describe.runIf(backend === 'postgres')('braid upgrade under running workers and 
     await Promise.all(workers.map((p) => printed(p, 'ready')));
     const ids: string[] = [];
     for (let i = 0; i < 120; i++) ids.push(await rt.start('flow'));
-    // one workflow whose gate has run (its hold keeps it running): v2 has no gate, so it cannot move
+    // one workflow whose gate has run (its hold keeps it running): v2 runs the gate as another kind, so it cannot move
     const stuck = ids[0];
     await rt.workflow(stuck).signals.emit('go', {});
     await until(async () => (await rt.workflow(stuck).task('gate')).state === 'completed', 60_000);
@@ -77,7 +79,7 @@ describe.runIf(backend === 'postgres')('braid upgrade under running workers and 
         from: v1,
         to: final,
         status: 'skipped',
-        reason: 'task "gate" is completed, and the version to move to has no task "gate" (renamed_from: says what it became)',
+        reason: 'task "gate" is completed with kind work, and the version to move to runs it as kind limited',
       },
     ]);
     await rt.workflow(stuck).signals.emit('fin', {});
@@ -94,7 +96,7 @@ describe.runIf(backend === 'postgres')('braid upgrade under running workers and 
       if (r.id === stuck) expect(r).toEqual({ id: stuck, hash: v1, tasks: ['a', 'b', 'c', 'gate', 'hold'], moves: [] });
       else {
         // moved once or more (a workflow with nothing left to wait for completes on the version it reached)
-        expect(r.tasks).toEqual(['a', 'b', 'c', 'd']);
+        expect(r.tasks).toEqual(['a', 'b', 'c', 'd', 'gate']);
         const chain = r.moves.map((m) => m.split('>'));
         expect(chain[0][0]).toBe(v1);
         expect(chain.at(-1)![1]).toBe(r.hash);

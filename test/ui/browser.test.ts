@@ -31,7 +31,7 @@ tasks:
 `;
 
 const BIG = `name: big
-inputs: { type: object, properties: { items: { type: array } } }
+inputs: { type: object, properties: { items: { type: array } }, required: [items] }
 tasks:
   root: { kind: work }
   leaf: { kind: work, deps: [root], for_each: "\${{ inputs.items }}" }

@@ -14,11 +14,28 @@ export function parsePort(text: string | undefined, fallback: number): number {
   return Number(text);
 }
 
-/** Resolves with the name of the first SIGINT or SIGTERM. */
+/** How often a process npm started checks that npm is still there. */
+const PARENT_CHECK_MS = 1000;
+
+/**
+ * Resolves with the name of the first SIGINT or SIGTERM. Under npx or npm run, also when npm itself ends: npm 11
+ * does not pass a SIGTERM on, so stopping `npx braid worker` would orphan this process, still running.
+ */
 export function waitForStopSignal(): Promise<string> {
   return new Promise((done) => {
-    process.once('SIGINT', () => done('SIGINT'));
-    process.once('SIGTERM', () => done('SIGTERM'));
+    let watch: NodeJS.Timeout | undefined;
+    const stop = (why: string) => {
+      clearInterval(watch);
+      done(why);
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    if (process.env.npm_command === undefined) return;
+    const parent = process.ppid;
+    watch = setInterval(() => {
+      if (process.ppid !== parent) stop(`the process that started this one under npm (pid ${parent}) ended`);
+    }, PARENT_CHECK_MS);
+    watch.unref();
   });
 }
 
