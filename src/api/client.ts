@@ -130,6 +130,7 @@ export class ApiClient {
       ids: request.ids,
       dry_run: request.dryRun === true,
       cancel_removed: request.cancelRemoved === true,
+      drop_evidence: request.dropEvidence === true,
     });
   }
 

@@ -144,7 +144,7 @@ async function definitions(c: RouteContext, req: IncomingMessage, res: ServerRes
     for (const k of ['from', 'to'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a version hash`);
     if (b.ids !== undefined && (!Array.isArray(b.ids) || !b.ids.every((x: unknown) => typeof x === 'string') || b.ids.length > 10_000))
       throw new HttpError(400, '"ids" is a list of workflow ids');
-    for (const k of ['dry_run', 'cancel_removed'] as const)
+    for (const k of ['dry_run', 'cancel_removed', 'drop_evidence'] as const)
       if (b[k] !== undefined && typeof b[k] !== 'boolean') throw new HttpError(400, `"${k}" is a boolean`);
     return send(
       res,
@@ -155,6 +155,7 @@ async function definitions(c: RouteContext, req: IncomingMessage, res: ServerRes
         ids: b.ids as string[] | undefined,
         dryRun: b.dry_run === true,
         cancelRemoved: b.cancel_removed === true,
+        dropEvidence: b.drop_evidence === true,
       }),
     );
   }

@@ -21,7 +21,7 @@ export const USAGE = {
   signal: 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--any-key] [--traceparent TP] [--json] [--database URL]',
   diagnose: 'braid diagnose ID TASK [--json] [--signal-scan-limit N] [--database URL]',
   retry: 'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--on-current] [--json] [--database URL]',
-  upgrade: 'braid upgrade NAME [--from HASH] [--to HASH] [--id ID...] [--dry-run] [--cancel-removed] [--format text|json] [--database URL]',
+  upgrade: 'braid upgrade NAME [--from HASH] [--to HASH] [--id ID...] [--dry-run] [--cancel-removed] [--drop-evidence] [--format text|json] [--database URL]',
   dev: 'braid dev [--definitions DIR] [--handlers MODULE] [--port N] [--host ADDR] [--queues NAME=N,...] [--database URL]',
   ui: 'braid ui [--port N] [--host ADDR] [--allowed-host NAME[:PORT],...] [--database URL]',
   demo: 'braid demo [--definitions DIR] [--handlers MODULE] [--script FILE] [--database URL]',

@@ -144,6 +144,8 @@ export interface TermDef {
   count?: number | string;
   /** Raw CEL over one signal row: count counts its distinct values. */
   distinct?: string;
+  /** A signal term's key in earlier versions: signals of that key count for it too. */
+  renamed_from?: string;
   timer?: TimerDef;
   expr?: string;
   workflows?: WorkflowsDef;
@@ -304,6 +306,7 @@ function readTerm(name: string, v: Record<string, unknown>): TermDef {
     where: str(v.where),
     count: num(v.count) ?? str(v.count),
     distinct: str(v.distinct),
+    renamed_from: str(v.renamed_from),
     timer: timer ? readTimer(name, timer) : undefined,
     expr: str(v.expr),
     workflows: wf

@@ -123,7 +123,7 @@ export interface NormalizedWait {
 }
 
 export type NormalizedTerm = { name: string; label?: string } & (
-  | { kind: 'signal'; signal: string; where?: string; count: number | string; distinct?: string }
+  | { kind: 'signal'; signal: string; where?: string; count: number | string; distinct?: string; renamed_from?: string }
   | { kind: 'timer'; timer: NormalizedTimer }
   | { kind: 'expr'; expr: string }
   | { kind: 'workflows'; workflows: NormalizedWorkflows }
@@ -324,6 +324,7 @@ function normalizeTerm(term: TermDef): NormalizedTerm {
       ...(term.where !== undefined ? { where: term.where } : {}),
       count: term.count ?? 1,
       ...(term.distinct !== undefined ? { distinct: term.distinct } : {}),
+      ...(term.renamed_from !== undefined ? { renamed_from: term.renamed_from } : {}),
     };
   }
   if (term.timer) return { ...head, kind: 'timer', timer: normalizeTimer(term.timer) };

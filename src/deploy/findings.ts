@@ -41,6 +41,7 @@ export function deployFindings(
   if (next) {
     unmovable(next, older, report);
     signalKeys(next, older, report);
+    timerAnchors(next, older, report);
     argsShapes(next, older, report);
     const current = versions.find((v) => v.current);
     if (current && current.hash !== next.hash) {
@@ -134,7 +135,36 @@ function signalHint(next: WorkflowDefinition, v: BaselineVersion, key: string): 
   const who = movableWorkflows([v], next.normalized);
   if (who === 'none') return `senders must keep sending "${key}" until they end: none of them can move (deploy-unmovable says why)`;
   const which = who === 'some' ? 'the ones that can (deploy-unmovable says which cannot)' : 'them';
-  return `or move ${which} to this version with braid upgrade ${next.name}: after the move they wait on this version's keys`;
+  return (
+    `give the term that replaces it renamed_from: ${key} (its signals keep counting; senders may use either key), ` +
+    `or move ${which} with braid upgrade ${next.name} (refused where signals that counted would stop counting, unless --drop-evidence)`
+  );
+}
+
+/** Timer terms of tasks in flight whose anchor this version changes: a move would time them anew. */
+function timerAnchors(next: WorkflowDefinition, older: readonly BaselineVersion[], report: Report): void {
+  for (const v of older) {
+    const map = taskCorrespondence(v.normalized, next.normalized);
+    for (const t of v.normalized.tasks) {
+      const now = map.get(t.name);
+      for (const term of t.wait?.terms ?? []) {
+        const after = now?.wait?.terms.find((x) => x.name === term.name);
+        if (term.kind !== 'timer' || after?.kind !== 'timer' || anchor(after.timer) === anchor(term.timer)) continue;
+        report(
+          'deploy-unmovable',
+          `${inFlight(v, undefined, [`may be waiting in task "${t.name}"`, `may be waiting in task "${t.name}"`])}: its timer term ` +
+            `"${term.name}" is timed from ${anchor(term.timer)} there and from ${anchor(after.timer)} here, so braid upgrade refuses ` +
+            'a run whose wait has started, unless --drop-evidence',
+          ['tasks', now!.name, 'wait', 'terms', term.name, 'timer'],
+          'keep the anchor until they end, or move them with braid upgrade --drop-evidence (their timers are then computed anew)',
+        );
+      }
+    }
+  }
+}
+
+function anchor(timer: { anchor: string; task?: string }): string {
+  return timer.anchor === 'task_finalized' ? `the end of task ${timer.task}` : timer.anchor.replace('_', ' ');
 }
 
 /** Where a key went: the new version's term of the same task and name, else the task's wait, else the tasks block. */

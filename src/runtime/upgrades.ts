@@ -26,6 +26,8 @@ export interface UpgradeRequest {
   dryRun?: boolean;
   /** Cancel removed tasks that have not ended (a running one still refuses) instead of refusing the move. */
   cancelRemoved?: boolean;
+  /** Move workflows whose active waits would lose evidence (signals that stop counting, timers re-anchored). */
+  dropEvidence?: boolean;
 }
 
 export interface UpgradeReport {
@@ -66,7 +68,13 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
   // a workflow another transaction holds past the lock timeout is left for a later run, said as its reason
   const move = (id: string, scanned = false) =>
     workflowWrite(ctx, undefined, id, (tx, a) =>
-      upgradeWorkflow(tx, a, id, target, { dryRun: request.dryRun, limits, scanned, cancelRemoved: request.cancelRemoved }),
+      upgradeWorkflow(tx, a, id, target, {
+        dryRun: request.dryRun,
+        limits,
+        scanned,
+        cancelRemoved: request.cancelRemoved,
+        dropEvidence: request.dropEvidence,
+      }),
     ).catch((error: unknown) => {
       if (error instanceof WorkflowBusyError) return { id, from: null, to: target.hash, status: 'skipped' as const, reason: error.message };
       throw error;

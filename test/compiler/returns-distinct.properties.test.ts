@@ -118,4 +118,21 @@ describe('property: returns schemas and distinct expressions never crash validat
       { numRuns: 300 },
     );
   });
+
+  it('a term renamed from another key counts the signals of both keys, in id order, with its where and distinct', () => {
+    const row = (id: number, key: string, by: string) => ({
+      id: String(id),
+      attempt: 1,
+      key,
+      payload: { by },
+      source: null,
+      idempotency_key: null,
+      created_at: new Date(0),
+    });
+    const rows = [row(1, 'approval', 'ada'), row(2, 'other', 'eve'), row(3, 'approved', 'ada'), row(4, 'approved', 'bob')];
+    const term = { name: 't', kind: 'signal' as const, signal: 'approved', renamed_from: 'approval', count: 2, distinct: 'payload.by' };
+    expect(scanSignalTerm(term, { cursor: '0', matched: [] }, rows)).toMatchObject({ cursor: '4', matched: ['1', '4'] });
+    const plain = { name: 't', kind: 'signal' as const, signal: 'approved', count: 2, distinct: 'payload.by' };
+    expect(scanSignalTerm(plain, { cursor: '0', matched: [] }, rows)).toMatchObject({ matched: ['3', '4'] });
+  });
 });

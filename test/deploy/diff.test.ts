@@ -4,7 +4,7 @@ import { validate } from '../../src/compiler/validate.js';
 import { argsShape } from '../../src/deploy/args-shape.js';
 import { diffDefinitions } from '../../src/deploy/diff.js';
 import { inputsNarrowings } from '../../src/deploy/inputs-compat.js';
-import { planMove } from '../../src/runtime/engine/move.js';
+import { evidenceLost, planMove } from '../../src/runtime/engine/move.js';
 
 const def = (yaml: string) => {
   const r = validate([{ path: 'w.yaml', content: yaml }]);
@@ -225,5 +225,35 @@ describe('planMove: what moving a workflow to another version does to each task'
     const states = { a: 'completed', b: 'completed', c: 'discarded', 'ship[a]': 'completed', 'ship[b]': 'completed' };
     expect(move(kind, states)).toMatchObject({ ok: false });
     expect(move(kind, states, new Set(['c']))).toMatchObject({ ok: true, plan: { redefined: ['c'], kept: ['a', 'b', 'ship[a]', 'ship[b]'] } });
+  });
+});
+
+describe('evidenceLost: what a move would drop from active waits', () => {
+  const wait = (terms: string) => `name: w\ntasks:\n  t:\n    kind: k\n    wait:\n      expr: a || sla\n      terms:\n${terms}`;
+  const signal = (key: string, extra = '') => `        a: { signal: ${key}, count: 2${extra} }\n`;
+  const timer = (anchor: string) => `        sla: { timer: { ${anchor}: 1h } }\n`;
+  const lost = (from: string, to: string, matched: number, started = true) => {
+    const [a, b] = [def(from), def(to)];
+    const [oldTask] = compile(a, {}, { id: 'w1', now: '2026-01-01T00:00:00Z' }).tasks;
+    const target = compile(b, {}, { id: 'w1', now: '2026-01-01T00:00:00Z' }).tasks;
+    const row = {
+      name: 't',
+      wait: oldTask.wait,
+      wait_started_at: started ? new Date() : null,
+      wait_progress: { signal_terms: { a: { matched: Array.from({ length: matched }, (_, i) => String(i + 1)) } } },
+    };
+    return evidenceLost([row], { renames: [], kept: [], redefined: ['t'], inserted: [], deleted: [], history: [], cancelled: [] }, target);
+  };
+
+  it('signals that counted for a term whose key changed, unless renamed_from names the old key; timers whose anchor changes', () => {
+    const v1 = wait(signal('approval') + timer('after_wait_started'));
+    expect(lost(v1, wait(signal('approved') + timer('after_wait_started')), 1)).toEqual(['1 signal of key approval no longer counts for term a of task t']);
+    expect(lost(v1, wait(signal('approved', ', renamed_from: approval') + timer('after_wait_started')), 1)).toEqual([]);
+    // nothing counted yet, or the wait not started: nothing to lose
+    expect(lost(v1, wait(signal('approved') + timer('after_wait_started')), 0)).toEqual([]);
+    expect(lost(v1, wait(signal('approved') + timer('after_workflow_created')), 2, false)).toEqual([]);
+    expect(lost(v1, wait(signal('approval') + timer('after_workflow_created')), 2)).toEqual([
+      'timer term sla of task t would be timed from another anchor (wait_started -> workflow_created)',
+    ]);
   });
 });

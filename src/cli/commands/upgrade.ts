@@ -24,6 +24,9 @@ Usage: ${usage}
   --id ID           only this workflow (repeat for more)
   --dry-run         say what would move and what would not, change nothing
   --cancel-removed  cancel removed tasks that have not ended (not running ones), keeping them as history
+  --drop-evidence   move workflows even when an active wait would lose what counted: signals of a key the new
+                    version's term no longer counts (renamed_from: OLD_KEY on the term keeps them), timers
+                    whose anchor changes
   --format FORMAT   text (default): a line per workflow; json: { "name", "to", "results": [...] }
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
@@ -39,7 +42,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     lists,
     help: wantsHelp,
     positionals,
-  } = parse(argv, ['from', 'to', 'format', 'database', 'schema'], usage, ['dry-run', 'cancel-removed'], ['id']);
+  } = parse(argv, ['from', 'to', 'format', 'database', 'schema'], usage, ['dry-run', 'cancel-removed', 'drop-evidence'], ['id']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -54,6 +57,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       ids: lists.id.length > 0 ? lists.id : undefined,
       dryRun: flags.has('dry-run'),
       cancelRemoved: flags.has('cancel-removed'),
+      dropEvidence: flags.has('drop-evidence'),
     });
     io.stdout(format === 'json' ? `${JSON.stringify({ ...report, dry_run: flags.has('dry-run') }, null, 2)}\n` : upgradeText(report, flags.has('dry-run')));
     return report.results.some((r) => r.status === 'skipped') ? EXIT.failed : EXIT.ok;
@@ -86,6 +90,7 @@ function outcomeText(r: UpgradeOutcome): string {
     ...(r.deleted ?? []).map((n) => `-${n}`),
     ...(r.history ?? []).map((n) => `${n} kept as history`),
     ...(r.cancelled ?? []).map((n) => `${n} cancelled, kept as history`),
+    ...(r.dropped ?? []).map((d) => `dropped: ${d}`),
   ];
   return `${r.status === 'moved' ? 'moved' : 'would move'}${changes.length > 0 ? ` (${changes.join(', ')})` : ''}`;
 }

@@ -32,10 +32,15 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
         });
       }
       if (!term.kinds.includes('signal')) {
-        for (const field of ['where', 'count', 'distinct'] as const) {
+        for (const field of ['where', 'count', 'distinct', 'renamed_from'] as const) {
           if (term[field] !== undefined)
             reporter.report('wait-shape', `term "${term.name}": "${field}" belongs to signal terms only`, { path: [...path, field], at: 'key' });
         }
+      }
+      if (term.signal !== undefined && term.renamed_from === term.signal) {
+        reporter.report('renamed-from', `term "${term.name}": renamed_from names the key the term has now, "${term.signal}"`, {
+          path: [...path, 'renamed_from'],
+        });
       }
       if (term.timer) {
         if (timerNames.has(term.name)) {

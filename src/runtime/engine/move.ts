@@ -4,7 +4,7 @@
  * definition, which are inserted or deleted, and whether the move can happen at all.
  */
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
-import type { PlanTask } from '../../compiler/plan.js';
+import type { PlanTask, PlanWait } from '../../compiler/plan.js';
 import { renamedTo, taskCorrespondence } from '../../deploy/task-map.js';
 
 /** A task row as the move reads it. */
@@ -110,4 +110,56 @@ function removedRow(row: MoveRow, options: MoveOptions): 'history' | 'cancelled'
   if (row.state === 'running') return 'refuse';
   if (options.cancelRemoved) return 'cancelled';
   return NOT_STARTED.has(row.state) ? 'deleted' : 'refuse';
+}
+
+/** A moving task's wait as far as its evidence goes: its terms, whether it is active, and what counted so far. */
+export interface EvidenceRow {
+  name: string;
+  wait: PlanWait | null;
+  wait_started_at: Date | null;
+  wait_progress: { signal_terms?: Record<string, { matched?: unknown[] }> } | null;
+}
+
+/**
+ * What a move would drop from active waits of tasks that take the target's definition (their waits start over
+ * with the signals already received): signals that counted for a term and that no signal term of the target's
+ * task counts any more (a key renamed without `renamed_from`), and timer terms whose anchor changes. Empty when
+ * nothing counted is lost.
+ */
+export function evidenceLost(rows: readonly EvidenceRow[], plan: MovePlan, targetTasks: readonly PlanTask[]): string[] {
+  const renamed = new Map(plan.renames.map((r) => [r.from, r.to]));
+  const redefined = new Set(plan.redefined);
+  const target = new Map(targetTasks.map((t) => [t.name, t]));
+  const lost: string[] = [];
+  for (const row of rows) {
+    const name = renamed.get(row.name) ?? row.name;
+    if (!redefined.has(name) || !row.wait || !row.wait_started_at) continue;
+    const next = target.get(name)?.wait ?? null;
+    for (const term of row.wait.terms) {
+      if (term.kind === 'signal') {
+        const counted = row.wait_progress?.signal_terms?.[term.name]?.matched?.length ?? 0;
+        if (counted === 0 || countsKey(next, term.name, term.signal)) continue;
+        lost.push(
+          `${counted} signal${counted === 1 ? '' : 's'} of key ${term.signal} no longer count${counted === 1 ? 's' : ''} for term ${term.name} of task ${name}`,
+        );
+      } else if (term.kind === 'timer') {
+        const now = next?.terms.find((t) => t.name === term.name);
+        if (now?.kind === 'timer' && anchorOf(now.timer) !== anchorOf(term.timer))
+          lost.push(`timer term ${term.name} of task ${name} would be timed from another anchor (${anchorOf(term.timer)} -> ${anchorOf(now.timer)})`);
+      }
+    }
+  }
+  return lost;
+}
+
+/** Whether the target wait counts signals of `key` for the term of that name (or, without it, for any signal term). */
+function countsKey(wait: PlanWait | null, termName: string, key: string): boolean {
+  const signalTerms = (wait?.terms ?? []).flatMap((t) => (t.kind === 'signal' ? [t] : []));
+  const same = signalTerms.find((t) => t.name === termName);
+  const counts = (t: (typeof signalTerms)[number]) => t.signal === key || t.renamed_from === key;
+  return same ? counts(same) : signalTerms.some(counts);
+}
+
+function anchorOf(timer: { anchor: string; task?: string }): string {
+  return timer.anchor === 'task_finalized' ? `task_finalized ${timer.task}` : timer.anchor;
 }

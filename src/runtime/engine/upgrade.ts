@@ -31,7 +31,7 @@ import { activateWaits, advanceWorkflow, cancelPending } from './advance.js';
 import type { AdvanceContext } from './context.js';
 import { depsOutcome, dueState, type FinalState, isFinal } from './decide.js';
 import { isHeld, taskRows } from './insert.js';
-import { type MovePlan, planMove } from './move.js';
+import { evidenceLost, type MovePlan, planMove } from './move.js';
 import { closeTasks } from './settle.js';
 
 export interface UpgradeOptions {
@@ -44,6 +44,8 @@ export interface UpgradeOptions {
   scanned?: boolean;
   /** Removed tasks not final (but not running) are cancelled and kept as history rather than refusing the move. */
   cancelRemoved?: boolean;
+  /** Move even when active waits would lose evidence (signals that stop counting, timers re-anchored). */
+  dropEvidence?: boolean;
 }
 
 /**
@@ -63,6 +65,8 @@ export interface UpgradeOutcome {
   /** Removed tasks kept as history (ended before), and those cancelled into it (--cancel-removed). */
   history?: string[];
   cancelled?: string[];
+  /** Evidence the move dropped from active waits (--drop-evidence), in words. */
+  dropped?: string[];
 }
 
 /**
@@ -103,6 +107,9 @@ export async function upgradeWorkflow(
   const decision = planMove(rows, plan.tasks, target.normalized, from, options.rerun, { cancelRemoved: options.cancelRemoved });
   if (!decision.ok) return skip(w.definition_hash, decision.reason);
   const move = decision.plan;
+  const lost = evidenceLost(rows, move, plan.tasks);
+  if (lost.length > 0 && !options.dropEvidence)
+    return skip(w.definition_hash, `${lost.join('; ')} (renamed_from: OLD_KEY on the signal term keeps them; --drop-evidence moves it anyway)`);
   const outcome: UpgradeOutcome = {
     id,
     from: w.definition_hash,
@@ -113,6 +120,7 @@ export async function upgradeWorkflow(
     deleted: move.deleted,
     history: move.history,
     cancelled: move.cancelled,
+    ...(lost.length > 0 ? { dropped: lost } : {}),
   };
   if (options.dryRun) return outcome;
   await applyMove(q, ctx, { id, from: w.definition_hash, finalized }, rows, plan.tasks, move, target, plan.workflow);

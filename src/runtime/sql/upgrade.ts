@@ -1,6 +1,6 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import type { UpgradeRecord } from '../wire.js';
+import type { UpgradeRecord, WaitProgressRecord } from '../wire.js';
 import type { TaskRow } from './insert.js';
 
 export type { UpgradeRecord };
@@ -16,6 +16,7 @@ export interface MoveTaskRow {
   wait: PlanWait | null;
   condition: string | null;
   wait_started_at: Date | null;
+  wait_progress: WaitProgressRecord | null;
 }
 
 /**
@@ -24,7 +25,7 @@ export interface MoveTaskRow {
  */
 export async function moveTaskRows(q: Queryable, s: string, workflowId: string, lock: boolean): Promise<MoveTaskRow[]> {
   const { rows } = await q.query<MoveTaskRow>(
-    `SELECT name, template, kind, state, wait, condition, wait_started_at FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT name, template, kind, state, wait, condition, wait_started_at, wait_progress FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
     [workflowId],
   );
   return rows;

@@ -117,7 +117,7 @@ export function scanSignalTerm(
   for (const row of rows) {
     if (BigInt(row.id) <= BigInt(cursor)) continue;
     cursor = row.id;
-    if (matched.length >= term.count || row.key !== term.signal) continue;
+    if (matched.length >= term.count || (row.key !== term.signal && row.key !== term.renamed_from)) continue;
     const fields = { ...scope, ...signalCel(row) };
     try {
       if (term.where !== undefined) {

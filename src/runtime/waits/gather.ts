@@ -34,7 +34,7 @@ import {
   type WaitInputs,
   type WorkflowsTermInput,
 } from './decide.js';
-import { declaredKeys } from './declared.js';
+import { declaredKeys, termKeys } from './declared.js';
 
 /** Signal rows read per query; generic terms see at most the scan limit of each declared key. */
 const PAGE = 10_000;
@@ -143,30 +143,33 @@ async function scanSignalTerms(
   let scanned = 0;
   let truncated = false;
   const signalTerms = new Map<string, Record<string, SignalTermProgress>>();
-  const cursors = new Map<string, bigint>();
+  // terms read the rows of their keys in id order, one cursor each: a term renamed from another key reads both together
+  const groups = new Map<string, { keys: string[]; from: bigint }>();
+  const groupOf = (term: { signal: string; renamed_from?: string }) => termKeys(term).join('\u0000');
   for (const t of tasks) {
     const progress: Record<string, SignalTermProgress> = {};
     for (const term of t.wait.terms) {
       if (term.kind !== 'signal') continue;
       progress[term.name] = options.fromScratch ? EMPTY_PROGRESS : (t.wait_progress?.signal_terms[term.name] ?? EMPTY_PROGRESS);
       const c = BigInt(progress[term.name].cursor);
-      cursors.set(term.signal, cursors.has(term.signal) ? (c < cursors.get(term.signal)! ? c : cursors.get(term.signal)!) : c);
+      const g = groups.get(groupOf(term));
+      groups.set(groupOf(term), { keys: termKeys(term), from: g && g.from < c ? g.from : c });
     }
     signalTerms.set(t.name, progress);
   }
-  const apply = (key: string, rows: readonly SignalRow[]): void => {
+  const apply = (group: string, rows: readonly SignalRow[]): void => {
     scanned += rows.length;
     for (const t of tasks) {
       const progress = signalTerms.get(t.name)!;
       for (const term of t.wait.terms)
-        if (term.kind === 'signal' && term.signal === key) progress[term.name] = scanSignalTerm(term, progress[term.name], rows, options.scope);
+        if (term.kind === 'signal' && groupOf(term) === group) progress[term.name] = scanSignalTerm(term, progress[term.name], rows, options.scope);
     }
   };
-  for (const [key, from] of cursors) {
+  for (const [group, { keys, from }] of groups) {
     const emitted = options.emitted;
-    if (emitted && emitted.row.key === key && from >= BigInt(emitted.previousId)) {
+    if (emitted && keys.length === 1 && emitted.row.key === keys[0] && from >= BigInt(emitted.previousId)) {
       // every term of this key has seen all rows before the one just emitted: that row is all that is new
-      apply(key, emitted.row.attempt === w.attempt ? [emitted.row] : []);
+      apply(group, emitted.row.attempt === w.attempt ? [emitted.row] : []);
       continue;
     }
     for (let after = from.toString(); ; ) {
@@ -175,8 +178,8 @@ async function scanSignalTerms(
         truncated = true;
         break;
       }
-      const rows = await signalsAfter(q, ctx.s, { workflowId: w.id, keys: [key], attempt: w.attempt, afterId: after, limit });
-      apply(key, rows);
+      const rows = await signalsAfter(q, ctx.s, { workflowId: w.id, keys, attempt: w.attempt, afterId: after, limit });
+      apply(group, rows);
       if (rows.length < limit) break;
       after = rows[rows.length - 1].id;
     }
