@@ -224,7 +224,7 @@ const GAUGES: {
   },
   {
     name: 'braid_workflows',
-    help: 'Workflows by name and state (read when scraped).',
+    help: 'Workflows by name and state (read when scraped; past 100,000 workflows, finished ones estimated from Postgres statistics).',
     labels: ['name', 'state'],
     read: async ({ db, s }) => (await workflowCounts(db, s)).map((r) => [{ name: r.name, state: r.state }, r.n]),
   },

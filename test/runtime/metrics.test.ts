@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { serveMetrics } from '../../src/api/metrics-server.js';
 import { startApiServer } from '../../src/api/server.js';
 import { Metrics } from '../../src/runtime/metrics.js';
+import { workflowCounts } from '../../src/runtime/sql/metrics.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { advance, backend, drivenRuntime, final, settle, settled, testRuntime, until } from '../helpers/runtime.js';
 
@@ -123,6 +124,32 @@ describe(`metrics as Prometheus text (${backend})`, () => {
     expect(value(family(families, 'braid_queue_depth'), { queue: 'email' })).toBe(0);
     expect(value(family(families, 'braid_queue_oldest_age_seconds'), { queue: 'email' })).toBe(0);
     expect(value(family(families, 'braid_queue_depth'), { queue: 'default' })).toBe(0);
+  });
+
+  it('braid_workflows past its exact-count size: running ones counted, finished ones from the statistics over (name, state), no full scan', async () => {
+    const rt = await drivenRuntime({
+      handlers: { ok: async () => null },
+      definitions: {
+        short: 'name: short\ntasks:\n  a: { kind: ok }\n',
+        held: 'name: held\ntasks:\n  a: { kind: ok, wait: { terms: { go: { signal: go } } } }\n',
+      },
+    });
+    await rt.startWorker();
+    for (let i = 0; i < 5; i++) await final(rt, await rt.start('short'));
+    for (let i = 0; i < 3; i++) await rt.start('held');
+    await rt.workflow(await rt.start('held')).cancel();
+    const s = `"${rt.schema}"`;
+    await rt.db.query(`ANALYZE ${s}.workflows`);
+    const sorted = (rows: { name: string; state: string; n: number }[]) =>
+      [...rows].sort((a, b) => `${a.name} ${a.state}`.localeCompare(`${b.name} ${b.state}`));
+    const exact = sorted(await workflowCounts(rt.db, s, Number.POSITIVE_INFINITY));
+    expect(exact).toEqual([
+      { name: 'held', state: 'cancelled', n: 1 },
+      { name: 'held', state: 'running', n: 3 },
+      { name: 'short', state: 'completed', n: 5 },
+    ]);
+    // a table this small is sampled whole: the estimate is the count
+    expect(sorted(await workflowCounts(rt.db, s, 0))).toEqual(exact);
   });
 
   it('a process that becomes the leader counts it; braid ui serves /metrics behind its token', async () => {
