@@ -1,7 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { braidBin, runCliInProcess } from '../helpers/cli.js';
-import { printed } from '../helpers/processes.js';
+import { runCliInProcess } from '../helpers/cli.js';
+import { projectWorker } from '../helpers/processes.js';
 import { databaseConfig, project, write } from '../helpers/project.js';
 import { backend, until } from '../helpers/runtime.js';
 
@@ -89,7 +88,7 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
     expect((await cli('status', 'r1')).stdout).toMatch(new RegExp(`\\nupgraded \\S+: ${v1.slice(0, 12)} -> ${v2.slice(0, 12)}\\n`));
 
     // the new key's signal resolves them, and the renamed kind's handler runs; the old key is no longer waited on
-    let worker = startWorker(dir, env);
+    let worker = projectWorker(dir, env);
     try {
       await worker.ready;
       expect(await cli('signal', 'r1', 'refund_review')).toMatchObject({ code: 1, stderr: expect.stringContaining('waits on signal key "refund_review"') });
@@ -108,14 +107,14 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
         handlers('record_review', 'settle_payment', 'score', 'decide').replace('async () => ({ ran: k })', 'async () => ({ ran: k, risk: 0.1 })'),
       );
       expect((await cli('register')).code).toBe(0);
-      worker = startWorker(dir, env);
+      worker = projectWorker(dir, env);
       await worker.ready;
       for (const id of ['s1', 's2']) expect(await cli('start', 'scoring', '--id', id, '--wait', '--timeout', '60s')).toMatchObject({ code: 1 });
       expect(JSON.parse((await cli('status', 's1', '--json')).stdout).tasks[1]).toMatchObject({ name: 'decide', state: 'discarded' });
       await worker.stop();
       write(dir, 'definitions/scoring.yaml', SCORING.replace('risc', 'risk'));
       expect((await cli('register')).code).toBe(0);
-      worker = startWorker(dir, env);
+      worker = projectWorker(dir, env);
       await worker.ready;
       // a plain retry runs the pinned version, and says so
       const plain = await cli('retry', 's2', '--mode', 'failed-only');
@@ -133,18 +132,3 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
 });
 
 /** `braid worker` in the project, ready once it says it runs. */
-function startWorker(cwd: string, env: NodeJS.ProcessEnv): { ready: Promise<void>; stop: () => Promise<void>; child: ChildProcess } {
-  let log = '';
-  const child = spawn(process.execPath, [braidBin, 'worker'], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } });
-  child.stdout.on('data', (d: Buffer) => (log += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  return {
-    child,
-    ready: printed({ child, output: () => log }, / running \d+ kind\(s\)/),
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}

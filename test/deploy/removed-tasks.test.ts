@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { braidBin, runCliInProcess } from '../helpers/cli.js';
-import { printed } from '../helpers/processes.js';
+import { runCliInProcess } from '../helpers/cli.js';
+import { projectWorker } from '../helpers/processes.js';
 import { databaseConfig, project, write } from '../helpers/project.js';
 import { backend, until } from '../helpers/runtime.js';
 
@@ -53,7 +52,7 @@ describe(`moves that keep history: removed tasks that ended stay, --cancel-remov
     expect((await cli('start', 'order', '--id', 'clean', '--inputs', '{"fail":false}')).code).toBe(0);
     const v1 = JSON.parse((await cli('versions', 'order', '--json')).stdout)[0].hash as string;
 
-    let worker = startWorker(dir, db.env);
+    let worker = projectWorker(dir, db.env);
     await worker.ready;
     await until(async () => {
       const [stuck, clean] = [await tasks('stuck'), await tasks('clean')];
@@ -97,7 +96,7 @@ describe(`moves that keep history: removed tasks that ended stay, --cancel-remov
     expect(stuck.reserve_stock).toMatchObject({ state: 'completed', removed_in: v2 });
 
     // both finish on the new version; the history rows take no part
-    worker = startWorker(dir, db.env);
+    worker = projectWorker(dir, db.env);
     await worker.ready;
     try {
       for (const id of ['stuck', 'clean']) expect((await cli('signal', id, 'approved')).code).toBe(0);
@@ -117,18 +116,3 @@ describe(`moves that keep history: removed tasks that ended stay, --cancel-remov
     expect((await tasks('clean')).reserve_stock).toMatchObject({ state: 'completed', output: { reserved: 3 }, removed_in: v2 });
   }, 240_000);
 });
-
-function startWorker(cwd: string, env: NodeJS.ProcessEnv): { ready: Promise<void>; stop: () => Promise<void> } {
-  let log = '';
-  const child = spawn(process.execPath, [braidBin, 'worker'], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } });
-  child.stdout.on('data', (d: Buffer) => (log += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  return {
-    ready: printed({ child, output: () => log }, / running \d+ kind\(s\)/),
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}

@@ -131,3 +131,20 @@ export async function allFinal(db: Database, schema: string, ids: string[], time
     200,
   );
 }
+
+/** `braid worker` started in a project folder as its user would; ready once it says what it runs. */
+export function projectWorker(cwd: string, env: NodeJS.ProcessEnv): { ready: Promise<void>; stop: () => Promise<void>; child: ChildProcess } {
+  let log = '';
+  const child = spawn(process.execPath, [braidBin, 'worker'], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } });
+  child.stdout.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (log += d.toString()));
+  const gone = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  return {
+    child,
+    ready: printed({ child, output: () => log }, / running \d+ kind\(s\)/),
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await gone;
+    },
+  };
+}

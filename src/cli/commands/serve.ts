@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseDuration } from '../../compiler/duration.js';
 import { errorMessage } from '../../runtime/describe-error.js';
 import type { Logger } from '../../runtime/log.js';
@@ -32,11 +33,41 @@ export function waitForStopSignal(): Promise<string> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     if (process.env.npm_command === undefined) return;
     const parent = process.ppid;
+    // npm may run this under a shell that outlives it: npm's own process is watched where it can be found
+    const npm = npmAncestor();
     watch = setInterval(() => {
       if (process.ppid !== parent) stop(`the process that started this one under npm (pid ${parent}) ended`);
+      else if (npm !== undefined && !running(npm)) stop(`npm (pid ${npm}), which started this process, ended`);
     }, PARENT_CHECK_MS);
     watch.unref();
   });
+}
+
+/** The nearest ancestor that is npm (or npx), from /proc; undefined where there is none or no /proc. */
+function npmAncestor(): number | undefined {
+  let pid = process.ppid;
+  for (let depth = 0; depth < 4 && pid > 1; depth++) {
+    const cmdline = procText(pid, 'cmdline');
+    const stat = procText(pid, 'stat');
+    if (cmdline === undefined || stat === undefined) return undefined;
+    if (/(^|[/\0\s])(npm|npx)(\s|\0|$|-cli)/.test(cmdline)) return pid;
+    pid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  }
+  return undefined;
+}
+
+/** Whether a process still runs (a zombie has ended: its parent just has not reaped it). */
+function running(pid: number): boolean {
+  const stat = procText(pid, 'stat');
+  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+}
+
+function procText(pid: number, file: 'cmdline' | 'stat'): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 /** A handlers module given on the command line: one clear usage error when it cannot be loaded. */
