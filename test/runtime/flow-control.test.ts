@@ -228,7 +228,7 @@ describe(`flow control (${backend})`, () => {
     expect(spans.map((s) => s.tenant)).toEqual(['good']);
   });
 
-  it('bookkeeping ends: 20,000 one-off keys leave no flow_turns or flow_rates rows an hour after their tasks end', async () => {
+  it('bookkeeping ends: 20,000 one-off keys (2,000 embedded) leave no flow_turns or flow_rates rows an hour after their tasks end', async () => {
     const definition = `name: oneoff
 inputs:
   type: object
@@ -243,14 +243,17 @@ tasks:
     rate_limit: { key: item, limit: 10, per: 1m }
 `;
     const { rt, spans } = await timed(definition, { ms: 10, concurrency: 500 });
+    // 20,000 keys on Postgres; the embedded database, single-threaded in this process, shows the same at 2,000
+    // (20,000 took it three minutes of CI's eight)
+    const perStart = backend === 'postgres' ? 10_000 : 1_000;
     const ids = [];
     for (let part = 0; part < 2; part++) {
-      ids.push(await rt.start('oneoff', { items: Array.from({ length: 10_000 }, (_, i) => `k${part}-${i}`) }));
+      ids.push(await rt.start('oneoff', { items: Array.from({ length: perStart }, (_, i) => `k${part}-${i}`) }));
     }
     for (const id of ids) expect((await final(rt, id)).state).toBe('completed');
-    expect(spans).toHaveLength(20_000);
+    expect(spans).toHaveLength(2 * perStart);
     const count = async (table: string) => Number((await rt.db.query<{ n: string }>(`SELECT count(*) AS n FROM ${rt.schema}.${table}`)).rows[0].n);
-    expect(await count('flow_rates')).toBe(20_000);
+    expect(await count('flow_rates')).toBe(2 * perStart);
     await advance(rt, 3_600_000);
     await rt.maintenance({ only: ['flow'] });
     expect(await count('flow_turns')).toBe(0);
