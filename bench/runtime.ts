@@ -14,13 +14,13 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const SCHEMA = 'braid_bench';
 
 const DEFS = {
-  many: 'name: many\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  t: { kind: noop, for_each: "${{ inputs.items }}" }\n',
+  many: 'name: many\ninputs: { type: object, properties: { items: { type: array } }, required: [items] }\ntasks:\n  t: { kind: noop, for_each: "${{ inputs.items }}" }\n',
   one: 'name: one\ntasks:\n  t: { kind: noop }\n',
   fan:
-    'name: fan\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  root: { kind: ' +
+    'name: fan\ninputs: { type: object, properties: { items: { type: array } }, required: [items] }\ntasks:\n  root: { kind: ' +
     'noop }\n  leaf: { kind: noop, deps: [root], for_each: "${{ inputs.items }}" }\n  join: { kind: noop, deps: [leaf] }\n',
   flowed:
-    'name: flowed\ninputs: { type: object, properties: { items: { type: array } } }\ntasks:\n  t: { kind: noop, for_each: "${{ inputs.items }}", ' +
+    'name: flowed\ninputs: { type: object, properties: { items: { type: array } }, required: [items] }\ntasks:\n  t: { kind: noop, for_each: "${{ inputs.items }}", ' +
     'concurrency: { key: item.tenant, limit: 50 } }\n',
   chain: `name: chain\ntasks:\n${Array.from({ length: 200 }, (_, i) => `  c${i}: { kind: hop${i > 0 ? `, deps: [c${i - 1}]` : ''} }\n`).join('')}`,
 };
@@ -59,7 +59,10 @@ async function freshBraid(handlers: Handlers = {}, prefetch = 0): Promise<{ rt: 
   await rt.migrate();
   const dir = mkdtempSync(join(tmpdir(), 'braid-bench-defs-'));
   for (const [name, yaml] of Object.entries(DEFS)) writeFileSync(join(dir, `${name}.yaml`), yaml);
-  await rt.registerDefinitions(dir);
+  const registered = await rt.registerDefinitions(dir);
+  // a bench definition that stops validating is said here, not as an unknown workflow later
+  if (registered.validation.errors > 0)
+    throw new Error(`bench definitions do not validate: ${registered.validation.diagnostics.map((d) => d.message).join('; ')}`);
   return {
     rt,
     close: async () => {

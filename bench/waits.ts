@@ -15,7 +15,7 @@ const DEFS = {
   approve: 'name: approve\ntasks:\n  go:\n    kind: go\n    wait: { terms: { ok: { signal: approve } } }\n',
   tally: 'name: tally\ntasks:\n  go:\n    kind: go\n    wait: { terms: { votes: { signal: vote, where: "payload.yes == true", count: 100000 } } }\n',
   timer:
-    'name: timer\ninputs: { type: object, properties: { ms: { type: integer } } }\ntasks:\n  go:\n    kind: ' +
+    'name: timer\ninputs: { type: object, properties: { ms: { type: integer } }, required: [ms] }\ntasks:\n  go:\n    kind: ' +
     'go\n    wait: { terms: { t: { timer: { after_wait_started: 1s } } } }\n',
 };
 
