@@ -5,10 +5,9 @@
  * refuses; a started task whose kind changed refuses, and so does a running one being renamed.
  */
 import type { NormalizedDefinition } from '../compiler/normalize.js';
+import { isFinal } from '../runtime/wire.js';
 import type { BaselineVersion, StartedShape } from './baseline.js';
 import { taskCorrespondence } from './task-map.js';
-
-const FINAL = new Set(['completed', 'skipped', 'cancelled', 'discarded']);
 
 /** Why some workflows cannot move, with how many and the first of them. */
 export interface Blocker {
@@ -47,7 +46,7 @@ function blocker(tasks: StartedShape['tasks'], map: ReturnType<typeof taskCorres
   for (const t of tasks) {
     const target = map.get(t.template);
     if (!target) {
-      if (FINAL.has(t.state)) continue;
+      if (isFinal(t.state)) continue;
       return { reason: `task "${t.name}" is ${t.state}, and this version has no such task`, cancellable: t.state !== 'running' };
     }
     if (target.kind !== t.kind)

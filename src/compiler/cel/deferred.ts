@@ -7,7 +7,7 @@
 import { pointer } from '../diagnostics.js';
 import { isNode, walk } from './check.js';
 import { evaluationEnvironment } from './environments.js';
-import { isAbsentReference, renderTemplates } from './evaluate.js';
+import { ABSENT, renderMapValue, renderTemplates } from './evaluate.js';
 import { scanTemplates } from './templates.js';
 
 /** What a plan task keeps for run time: the pointers of its deferred strings, and a for_each expansion's item. */
@@ -72,8 +72,9 @@ export function renderDeferred(
     const holder = parent as Record<string, unknown> | undefined;
     const value = holder?.[last];
     if (typeof value !== 'string') continue;
-    if (!Array.isArray(holder) && isAbsentReference(value, context)) delete holder![last];
-    else holder![last] = renderTemplates(value, context, keys);
+    const rendered = Array.isArray(holder) ? renderTemplates(value, context, keys) : renderMapValue(value, context, keys);
+    if (rendered === ABSENT) delete holder![last];
+    else holder![last] = rendered;
   }
   return { args: out.args, metadata: out.metadata };
 }

@@ -61,30 +61,33 @@ export class TemplateError extends Error {
  * Strings `keep` selects stay as written (templates rendered later, cel/deferred.ts).
  */
 export function renderTemplates(value: unknown, context: Record<string, unknown>, path: (string | number)[] = [], keep?: (s: string) => boolean): unknown {
-  if (typeof value === 'string') return keep?.(value) ? value : renderString(value, context, path);
+  if (typeof value === 'string') return keep?.(value) ? value : renderString(value, context, path, false);
   if (Array.isArray(value)) return value.map((v, i) => renderTemplates(v, context, [...path, i], keep));
-  // fromEntries defines own properties: a "__proto__" key in args stays a key, never a prototype
-  if (typeof value === 'object' && value !== null)
-    return Object.fromEntries(
-      Object.entries(value)
-        .filter(([, v]) => !(typeof v === 'string' && !keep?.(v) && isAbsentReference(v, context)))
-        .map(([k, v]) => [k, renderTemplates(v, context, [...path, k], keep)]),
-    );
+  if (typeof value === 'object' && value !== null) {
+    const entries: [string, unknown][] = [];
+    for (const [k, v] of Object.entries(value)) {
+      const rendered = typeof v === 'string' && !keep?.(v) ? renderString(v, context, [...path, k], true) : renderTemplates(v, context, [...path, k], keep);
+      if (rendered !== ABSENT) entries.push([k, rendered]);
+    }
+    // fromEntries defines own properties: a "__proto__" key in args stays a key, never a prototype
+    return Object.fromEntries(entries);
+  }
   return value;
 }
 
 /**
- * A map's value that is one template reading one field the data lacks (`why: "${{ inputs.reason }}"`, reason
- * optional): its key is left out, as validate promised (rule cel-optional excuses exactly this read).
+ * What a map's value renders to when it is one template reading one field the data lacks (`why: "${{
+ * inputs.reason }}"`, reason optional): its key is left out, as validate promised (rule cel-optional excuses
+ * exactly this read).
  */
-export function isAbsentReference(s: string, context: Record<string, unknown>): boolean {
-  if (!s.includes('${{')) return false;
-  const span = singleTemplate(s);
-  const chain = span && loneReference(span.expr);
-  return chain !== undefined && isAbsent(chain, context);
+export const ABSENT = Symbol('absent');
+
+/** A string that is a map's value, rendered: ABSENT when its key is to be left out. */
+export function renderMapValue(s: string, context: Record<string, unknown>, path: (string | number)[]): unknown {
+  return renderString(s, context, path, true);
 }
 
-function renderString(s: string, context: Record<string, unknown>, path: (string | number)[]): unknown {
+function renderString(s: string, context: Record<string, unknown>, path: (string | number)[], inMap: boolean): unknown {
   if (!s.includes('${{')) return s;
   const scan = scanTemplates(s);
   const { spans } = scan;
@@ -97,7 +100,11 @@ function renderString(s: string, context: Record<string, unknown>, path: (string
       throw new TemplateError(summary, path, [span.exprStart, span.exprStart + span.expr.length], error instanceof CelCostError);
     }
   };
-  if (singleTemplate(s, scan)) return evaluate(0);
+  const single = singleTemplate(s, scan);
+  if (single) {
+    const chain = inMap ? loneReference(single.expr) : undefined;
+    return chain && isAbsent(chain, context) ? ABSENT : evaluate(0);
+  }
   let out = '';
   let last = 0;
   spans.forEach((span, i) => {

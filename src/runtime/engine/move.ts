@@ -6,6 +6,7 @@
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { PlanTask, PlanWait } from '../../compiler/plan.js';
 import { renamedTo, taskCorrespondence } from '../../deploy/task-map.js';
+import { isFinal } from '../wire.js';
 
 /** A task row as the move reads it. */
 export interface MoveRow {
@@ -42,8 +43,6 @@ export type MoveDecision = { ok: true; plan: MovePlan } | { ok: false; reason: s
 
 /** States in which a task has not begun: the target may redefine or drop it. */
 const NOT_STARTED = new Set(['pending', 'scheduled', 'available']);
-/** States a task ends in: a removed task in one stays as history. */
-const FINAL = new Set(['completed', 'skipped', 'cancelled', 'discarded']);
 
 /**
  * Decides a move. `from` is the version the rows were made from (its renames are followed through the
@@ -106,7 +105,7 @@ export function planMove(
 
 /** What becomes of a row the target has no task for (one a retry runs again is deleted, as one not started). */
 function removedRow(row: MoveRow, options: MoveOptions): 'history' | 'cancelled' | 'deleted' | 'refuse' {
-  if (FINAL.has(row.state)) return 'history';
+  if (isFinal(row.state)) return 'history';
   if (row.state === 'running') return 'refuse';
   if (options.cancelRemoved) return 'cancelled';
   return NOT_STARTED.has(row.state) ? 'deleted' : 'refuse';
