@@ -157,8 +157,11 @@ export class ApiClient {
     }
   }
 
-  async deployBaseline(names?: readonly string[]): Promise<BaselineVersion[]> {
-    const query = names ? `?names=${names.map(encodeURIComponent).join(',')}` : '';
+  async deployBaseline(names?: readonly string[], options: { started?: boolean } = {}): Promise<BaselineVersion[]> {
+    const params = new URLSearchParams();
+    if (names) params.set('names', names.join(','));
+    if (options.started) params.set('started', '1');
+    const query = params.size > 0 ? `?${params}` : '';
     return (await this.call<{ versions: BaselineVersion[] }>('GET', `/api/deploy/baseline${query}`)).versions;
   }
 

@@ -35,7 +35,8 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
     if (resource === 'schedules') return await scheduleRoutes(rt, req, res, method, parts, url);
     if (resource === 'deploy' && id === 'baseline' && parts.length === 3 && method === 'GET') {
       const names = url.searchParams.get('names');
-      return send(res, 200, { versions: await rt.deployBaseline(names === null ? undefined : names.split(',').filter(Boolean)) });
+      const started = url.searchParams.get('started') === '1';
+      return send(res, 200, { versions: await rt.deployBaseline(names === null ? undefined : names.split(',').filter(Boolean), { started }) });
     }
     if (resource === 'workflows' && parts.length === 2) {
       if (method === 'GET') {

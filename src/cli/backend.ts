@@ -94,7 +94,7 @@ export interface Backend {
   waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
   versions(name: string): Promise<WorkflowVersion[]>;
   /** The versions a deploy compares with: current ones and those with running workflows (of the names given, or all). */
-  deployBaseline(names?: readonly string[]): Promise<BaselineVersion[]>;
+  deployBaseline(names?: readonly string[], options?: { started?: boolean }): Promise<BaselineVersion[]>;
   list(filter: ListFilter): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }>;
   /** Schedules (of one workflow), with their next ticks and latest runs. */
   schedules(workflow: string | undefined, shown: { next?: number; runs?: number }): Promise<ScheduleRecord[]>;
@@ -147,7 +147,7 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
         return jsonClone(w);
       }),
     versions: async (name) => jsonClone(await rt.versions(name)),
-    deployBaseline: (names) => rt.deployBaseline(names),
+    deployBaseline: (names, options) => rt.deployBaseline(names, options),
     list: (filter) => rethrow(io, async () => jsonClone(await rt.listWorkflows(filter))),
     schedules: (workflow, shown) => rethrow(io, async () => jsonClone(await rt.schedules.list(workflow, shown))),
     schedule: (workflow, schedule, action) => rethrow(io, async () => jsonClone(await rt.schedules[action](workflow, schedule))),
@@ -209,7 +209,7 @@ function remoteBackend(io: Io, holder: number): Backend {
     diagnose: (id, task, options) => guard(() => api.diagnose(id, task, options)),
     waitFinal: (id, timeoutMs) => guard(() => api.waitFinal(id, timeoutMs)),
     versions: (name) => guard(() => api.versions(name)),
-    deployBaseline: (names) => guard(() => api.deployBaseline(names)),
+    deployBaseline: (names, options) => guard(() => api.deployBaseline(names, options)),
     list: (filter) => guard(() => api.list(filter)),
     schedules: (workflow, shown) => guard(() => api.schedules(workflow, shown)),
     schedule: (workflow, schedule, action) => guard(() => api.schedule(workflow, schedule, action)),

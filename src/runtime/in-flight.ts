@@ -19,12 +19,13 @@ export function drainLabel(v: { current: boolean; running: number }): string {
  * What a deploy compares with, read from the database: every current version and every version with running
  * workflows, each with the kinds and signal keys its running workflows still need.
  */
-export async function inFlightVersions(q: Queryable, s: string, names?: readonly string[]): Promise<BaselineVersion[]> {
+export async function inFlightVersions(q: Queryable, s: string, names?: readonly string[], started = false): Promise<BaselineVersion[]> {
+  // what running workflows started (whether upgrade can move them) only where a deploy is planned
   const [versions, kinds, keys, shapes] = await Promise.all([
     versionsInUse(q, s, names),
     kindsInUse(q, s, names),
     keysInUse(q, s, names),
-    startedShapes(q, s, names),
+    started ? startedShapes(q, s, names) : undefined,
   ]);
   const needs = (rows: VersionNeed[], name: string, hash: string) =>
     Object.fromEntries(rows.filter((r) => r.name === name && r.hash === hash).map((r) => [r.item, r.n]));
@@ -36,6 +37,6 @@ export async function inFlightVersions(q: Queryable, s: string, names?: readonly
     normalized: v.normalized,
     kinds: needs(kinds, v.name, v.hash),
     keys: needs(keys, v.name, v.hash),
-    started: shapes.filter((r) => r.name === v.name && r.hash === v.hash).map(({ tasks, n, first }) => ({ tasks, n, first })),
+    started: shapes?.filter((r) => r.name === v.name && r.hash === v.hash).map(({ tasks, n, first }) => ({ tasks, n, first })),
   }));
 }

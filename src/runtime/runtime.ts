@@ -140,10 +140,11 @@ export class Runtime {
 
   /**
    * What a deploy compares with (braid plan, register): every current version and every version with running
-   * workflows, of the names given or of all, each with the kinds and signal keys its running workflows need.
+   * workflows, of the names given or of all, each with the kinds and signal keys its running workflows need
+   * (and, with `started`, the tasks they have started: whether braid upgrade could move them).
    */
-  deployBaseline(names?: readonly string[]): Promise<BaselineVersion[]> {
-    return inFlightVersions(this.db, this.s, names);
+  deployBaseline(names?: readonly string[], options: { started?: boolean } = {}): Promise<BaselineVersion[]> {
+    return inFlightVersions(this.db, this.s, names, options.started === true);
   }
 
   /**

@@ -66,7 +66,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
 async function databaseBaseline(io: Io, database: string | undefined, schema: string | undefined): Promise<BaselineVersion[]> {
   const backend = await openBackend(io, { url: database, schema });
   try {
-    return await backend.deployBaseline();
+    return await backend.deployBaseline(undefined, { started: true });
   } finally {
     await backend.close();
   }

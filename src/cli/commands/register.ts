@@ -55,7 +55,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     try {
       await rt.migrate();
       checked = await rt.registerDefinitions(from, { dryRun: true, allOrNothing: true, kinds: projectKinds(io) });
-      baseline = await rt.deployBaseline();
+      baseline = await rt.deployBaseline(undefined, { started: true });
     } catch (error) {
       throw commandFailure(error);
     }
