@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from './helpers/cli.js';
-import { patient } from './helpers/patience.js';
 import { printed } from './helpers/processes.js';
 import { backend } from './helpers/runtime.js';
 
@@ -118,19 +117,18 @@ describe.runIf(backend === 'pglite')('the package, installed into a fresh applic
     await new Promise((resolve) => worker.on('exit', resolve));
     expect(log).toContain('stopped');
 
-    // started through npx, as a newcomer does: a SIGTERM to npx stops the worker too (npm does not pass it on)
-    let npxLog = '';
-    const npx = spawn('npx', ['--no-install', 'braid', 'worker'], { cwd: dir, env: { ...process.env, DATABASE_URL: '' } });
-    children.push(npx);
-    npx.stdout.on('data', (d: Buffer) => (npxLog += d.toString()));
-    npx.stderr.on('data', (d: Buffer) => (npxLog += d.toString()));
-    await printed({ child: npx, output: () => npxLog }, 'running 2 kind(s): goodbye, greet');
-    // its output ends (the pipe closes) once every process writing to it has gone: the worker too
-    const closed = new Promise<void>((resolve) => npx.stdout.on('close', () => resolve()));
-    npx.kill('SIGTERM');
-    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, patient(30_000)))]);
-    expect(npxLog).toMatch(/: stopping \(running handlers get/);
-    expect(npxLog).toMatch(/\bstopped\n/);
+    // the documented production start, without npm in between: the SIGTERM reaches braid itself
+    let directLog = '';
+    const direct = spawn(join(dir, 'node_modules', '.bin', 'braid'), ['worker'], { cwd: dir, env: { ...process.env, DATABASE_URL: '' } });
+    children.push(direct);
+    direct.stdout.on('data', (d: Buffer) => (directLog += d.toString()));
+    direct.stderr.on('data', (d: Buffer) => (directLog += d.toString()));
+    await printed({ child: direct, output: () => directLog }, 'running 2 kind(s): goodbye, greet');
+    direct.kill('SIGTERM');
+    // 'close', not 'exit': the output is all read only once its pipes close
+    await new Promise((resolve) => direct.on('close', resolve));
+    expect(directLog).toMatch(/SIGTERM: stopping \(running handlers get/);
+    expect(directLog).toMatch(/\bstopped\n/);
   }, 300_000);
 
   for (const type of ['module', 'commonjs'] as const) {
