@@ -3,9 +3,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPostgres } from '../src/runtime/db/postgres.js';
+import { size } from './size.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';
-const ROUNDS = 7;
+const ROUNDS = size('BENCH_ROUNDS', 7, 1);
 
 /** A definition whose wait never resolves (it counts 100,000 signals), so every signal is stored and judged. */
 const WAITING = 'name: cli_bench\ntasks:\n  w:\n    kind: k\n    wait: { terms: { go: { signal: go, count: 100000 } } }\n';

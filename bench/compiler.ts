@@ -4,6 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { compile, validate } from '../src/index.js';
+import { size } from './size.js';
+
+const TASKS = size('BENCH_TEMPLATE_TASKS', 10_000, 500);
+const RUNS = size('BENCH_ROUNDS', 5, 1);
+const FILES = size('BENCH_VALIDATE_FILES', 200, 20);
 
 /** A deterministic pseudo-random sequence, so every run measures the same template. */
 function prng(seed: number): () => number {
@@ -50,19 +55,19 @@ function best(runs: number, fn: () => void): number {
 }
 
 export function benchCompiler(repoRoot: string): void {
-  const text = generateLargeTemplate();
+  const text = generateLargeTemplate(TASKS);
   let plan: ReturnType<typeof compile> | undefined;
-  const parseMs = best(5, () => parseYaml(text));
-  const parseNoUniqueMs = best(5, () => parseYaml(text, { uniqueKeys: false }));
-  const validateMs = best(5, () => {
+  const parseMs = best(RUNS, () => parseYaml(text));
+  const parseNoUniqueMs = best(RUNS, () => parseYaml(text, { uniqueKeys: false }));
+  const validateMs = best(RUNS, () => {
     const result = validate([{ path: 'large.yaml', content: text }]);
     if (result.errors > 0) throw new Error(`generated template invalid: ${result.diagnostics[0].message}`);
   });
-  const totalMs = best(5, () => {
+  const totalMs = best(RUNS, () => {
     const [def] = validate([{ path: 'large.yaml', content: text }]).definitions;
     plan = compile(def, { id: 'x', limit: 1 }, { id: 'bench', now: '2026-01-01T00:00:00Z' });
   });
-  console.log(`compiler: 10,000-task template (${(text.length / 1024).toFixed(0)} KiB, ${plan!.tasks.length} tasks in the plan)`);
+  console.log(`compiler: ${TASKS.toLocaleString('en-US')}-task template (${(text.length / 1024).toFixed(0)} KiB, ${plan!.tasks.length} tasks in the plan)`);
   console.log(
     `  yaml.parse alone          ${parseMs.toFixed(0).padStart(6)} ms   (${parseNoUniqueMs.toFixed(0)} ms ` +
       `with uniqueKeys: false, whose quadratic check braid replaces)`,
@@ -75,7 +80,7 @@ export function benchCompiler(repoRoot: string): void {
 
   const dir = mkdtempSync(join(tmpdir(), 'braid-bench-'));
   const examples = readdirSync(join(repoRoot, 'definitions')).filter((f) => f.endsWith('.yaml'));
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < FILES; i++) {
     const file = examples[i % examples.length];
     const name = `${file.replace(/\.yaml$/, '')}_${i}`;
     const source = readFileSync(join(repoRoot, 'definitions', file), 'utf8')
@@ -83,12 +88,12 @@ export function benchCompiler(repoRoot: string): void {
       .replace(/workflow: research_topic/g, `workflow: research_topic_${i - (i % examples.length) + examples.indexOf('research_topic.yaml')}`);
     writeFileSync(join(dir, `${name}.yaml`), source);
   }
-  const wallMs = best(3, () => {
+  const wallMs = best(RUNS, () => {
     const run = spawnSync(process.execPath, [join(repoRoot, 'bin/braid.js'), 'validate', dir], { encoding: 'utf8' });
-    if (run.status !== 0) throw new Error(`validate of 200 files failed: ${run.stdout.slice(0, 500)}`);
+    if (run.status !== 0) throw new Error(`validate of ${FILES} files failed: ${run.stdout.slice(0, 500)}`);
   });
-  const nodeMs = best(3, () => spawnSync(process.execPath, ['-e', '0']));
-  console.log(`cli: braid validate of 200 typical files`);
+  const nodeMs = best(RUNS, () => spawnSync(process.execPath, ['-e', '0']));
+  console.log(`cli: braid validate of ${FILES} typical files`);
   console.log(`  wall, including Node start-up ${wallMs.toFixed(0).padStart(6)} ms   (goal < 2000 ms; bare node -e 0: ${nodeMs.toFixed(0)} ms)`);
   rmSync(dir, { recursive: true, force: true });
 }

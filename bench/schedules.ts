@@ -4,12 +4,15 @@ import { join } from 'node:path';
 import { jitterOffset } from '../src/compiler/schedule/ticks.js';
 import { createPostgres } from '../src/runtime/db/postgres.js';
 import { createRuntime } from '../src/runtime/runtime.js';
+import { size } from './size.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';
 const SCHEMA = 'braid_bench_schedules';
-const WORKFLOWS = 100;
-const PER_WORKFLOW = 100;
-const JITTER_MS = 30_000;
+const WORKFLOWS = size('BENCH_SCHEDULE_WORKFLOWS', 100, 2);
+const PER_WORKFLOW = size('BENCH_SCHEDULES_PER_WORKFLOW', 100, 5);
+const JITTER_MS = size('BENCH_SCHEDULE_JITTER_MS', 30_000, 1_000);
+/** How far on the first tick is at least: time for the deploy and the leader. */
+const LEAD_MS = size('BENCH_SCHEDULE_LEAD_MS', 40_000, 5_000);
 
 /**
  * 10,000 schedules on one cron line (every minute, jitter 30s), one leader: each tick of one minute must start
@@ -27,12 +30,12 @@ export async function benchSchedules(): Promise<void> {
   await rt.migrate();
   const dir = mkdtempSync(join(tmpdir(), 'braid-bench-schedules-'));
   // the first minute they tick: far enough on for the deploy and the leader to be ready, and no tick before it
-  const minute = Math.ceil((Date.now() + 40_000) / 60_000) * 60_000;
+  const minute = Math.ceil((Date.now() + LEAD_MS) / 60_000) * 60_000;
   const startAt = new Date(minute).toISOString();
   for (let w = 0; w < WORKFLOWS; w++) {
     const schedules = Array.from(
       { length: PER_WORKFLOW },
-      (_, i) => `  - { name: s${i}, cron: "* * * * *", jitter: 30s, overlap: allow, start_at: "${startAt}" }`,
+      (_, i) => `  - { name: s${i}, cron: "* * * * *", jitter: ${JITTER_MS / 1000}s, overlap: allow, start_at: "${startAt}" }`,
     ).join('\n');
     writeFileSync(join(dir, `ping_${w}.yaml`), `name: ping_${w}\nschedules:\n${schedules}\ntasks:\n  t: { kind: ping, queue: elsewhere }\n`);
   }
@@ -69,7 +72,7 @@ export async function benchSchedules(): Promise<void> {
   const inWindow = rows.filter((r) => new Date(r.created).getTime() <= deadline).length;
   const pct = (p: number) => (late.length ? late[Math.min(late.length - 1, Math.floor((p / 100) * late.length))] : Number.NaN);
   const last = Math.max(...rows.map((r) => new Date(r.created).getTime())) - minute;
-  console.log(`\nschedules: ${expected.toLocaleString('en-US')} schedules on "* * * * *" with jitter 30s, one leader, Postgres`);
+  console.log(`\nschedules: ${expected.toLocaleString('en-US')} schedules on "* * * * *" with jitter ${JITTER_MS / 1000}s, one leader, Postgres`);
   console.log(`  deploy (validate and register ${WORKFLOWS} definitions of ${PER_WORKFLOW} schedules)  ${(deployMs / 1000).toFixed(1)} s`);
   console.log(
     `  tick ${tickIso}: ${rows.length.toLocaleString('en-US')} started, ${inWindow.toLocaleString('en-US')} within the window + 2 s (${(last / 1000).toFixed(1)} s after the minute for the last)`,

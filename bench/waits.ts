@@ -6,17 +6,17 @@ import { validate } from '../src/compiler/validate.js';
 import { createPostgres } from '../src/runtime/db/postgres.js';
 import { createRuntime, type Runtime } from '../src/runtime/runtime.js';
 import type { Handlers } from '../src/runtime/worker/handlers.js';
+import { size } from './size.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';
 const SCHEMA = 'braid_bench_waits';
-const SAMPLES = 200;
+const SAMPLES = size('BENCH_SAMPLES', 200, 10);
+const OTHERS = size('BENCH_WAITING_OTHERS', 10_000, 200);
 
 const DEFS = {
   approve: 'name: approve\ntasks:\n  go:\n    kind: go\n    wait: { terms: { ok: { signal: approve } } }\n',
   tally: 'name: tally\ntasks:\n  go:\n    kind: go\n    wait: { terms: { votes: { signal: vote, where: "payload.yes == true", count: 100000 } } }\n',
-  timer:
-    'name: timer\ninputs: { type: object, properties: { ms: { type: integer } }, required: [ms] }\ntasks:\n  go:\n    kind: ' +
-    'go\n    wait: { terms: { t: { timer: { after_wait_started: 1s } } } }\n',
+  timer: 'name: timer\ntasks:\n  go:\n    kind: go\n    wait: { terms: { t: { timer: { after_wait_started: 1s } } } }\n',
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -44,20 +44,20 @@ async function fresh(handlers: Handlers): Promise<{ rt: Runtime; close: () => Pr
 }
 
 /** Emit -> handler start: the wait resolves in the emitting transaction, the worker is woken on commit. */
-async function emitToStart(): Promise<number[]> {
+export async function emitToStart(samples = SAMPLES): Promise<number[]> {
   let started: ((at: number) => void) | undefined;
   const { rt, close } = await fresh({ go: async () => started?.(performance.now()) });
   await rt.startWorker();
-  const samples: number[] = [];
-  for (let i = 0; i < SAMPLES; i++) {
+  const times: number[] = [];
+  for (let i = 0; i < samples; i++) {
     const id = await rt.start('approve');
     const ran = new Promise<number>((r) => (started = r));
     const t0 = performance.now();
     await rt.workflow(id).signals.emit('approve', {});
-    samples.push((await ran) - t0);
+    times.push((await ran) - t0);
   }
   await close();
-  return samples;
+  return times;
 }
 
 /** The emit call alone, into a workflow whose quorum it never completes, with `others` workflows also waiting. */
@@ -115,10 +115,10 @@ export async function benchWaits(): Promise<void> {
   const hop = await emitToStart();
   console.log(`  signal emit -> handler start           p50 ${pct(hop, 50).toFixed(2)} ms, p95 ${pct(hop, 95).toFixed(2)} ms (goal p50 <= 3 ms)`);
   const alone = await emitCost(0);
-  const crowded = await emitCost(10_000);
+  const crowded = await emitCost(OTHERS);
   console.log(`  emit, no other workflow waiting        p50 ${pct(alone, 50).toFixed(2)} ms, p95 ${pct(alone, 95).toFixed(2)} ms`);
   console.log(
-    `  emit, 10,000 other workflows waiting   p50 ${pct(crowded, 50).toFixed(2)} ms, p95 ${pct(crowded, 95).toFixed(2)} ms ` +
+    `  emit, ${OTHERS.toLocaleString('en-US')} other workflows waiting   p50 ${pct(crowded, 50).toFixed(2)} ms, p95 ${pct(crowded, 95).toFixed(2)} ms ` +
       `(ratio ${(pct(crowded, 50) / pct(alone, 50)).toFixed(2)}x: flat is ~1)`,
   );
   const late = await timerLateness();
