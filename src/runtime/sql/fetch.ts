@@ -70,7 +70,16 @@ export function depOutputsSql(s: string, c: string): string {
 }
 
 export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
-  return (rows ?? []).map((row) => Object.fromEntries(CLAIMED.map((f, i) => [f, row[i]])) as FetchedTask);
+  if (rows === null) return [];
+  // a plain loop: a claim decodes hundreds of rows, and an entries array per row costs more than the rest
+  const tasks: FetchedTask[] = new Array(rows.length);
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r];
+    const task: Record<string, unknown> = {};
+    for (let i = 0; i < CLAIMED.length; i++) task[CLAIMED[i]] = row[i];
+    tasks[r] = task as FetchedTask;
+  }
+  return tasks;
 }
 
 /** A fetch's claimed attempts, and the claim that records them (null when it claimed nothing). */

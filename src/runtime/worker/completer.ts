@@ -21,8 +21,14 @@ interface PendingCompletion {
   firstFailureAt?: number;
 }
 
-const MAX_FLUSHES_IN_FLIGHT = 2;
-const MAX_BATCH = 500;
+/**
+ * One batch in flight while the next gathers: batches grow to what completed meanwhile (the statement's fixed
+ * cost is most of a small batch's). A second may fly when the queue holds a completion with dependents, so a
+ * chain's next task does not wait for another batch's commit.
+ */
+const MAX_FLUSHES_IN_FLIGHT = 1;
+const MAX_FLUSHES_WITH_DEPENDENTS = 2;
+const MAX_BATCH = 1000;
 
 /**
  * Batches completions: each waits for the next batch, which `commit` completes in one statement; a batch that
@@ -35,6 +41,8 @@ export class Completer {
   private readonly retrying = new Map<NodeJS.Timeout, PendingCompletion[]>();
   private readonly flushing = new Set<Promise<void>>();
   private pendingFlush = false;
+  /** Queued completions that have dependents. */
+  private queuedWithDependents = 0;
   /** Completions queued, in a batch in flight, or waiting to be tried again: not yet ended. */
   uncommitted = 0;
 
@@ -54,6 +62,7 @@ export class Completer {
     this.uncommitted++;
     return new Promise<CompletionEnd>((resolve) => {
       this.queue.push({ item, task, resolve, failures: 0 });
+      if (hasDependents(item)) this.queuedWithDependents++;
       this.scheduleFlush();
     });
   }
@@ -72,9 +81,11 @@ export class Completer {
     }
   }
 
-  /** Up to two batches in flight: one commits while the next gathers (they serialise per workflow in the database). */
+  /** A batch in flight while the next gathers (batches serialise per workflow in the database). */
   private scheduleFlush(): void {
-    if (this.flushing.size >= MAX_FLUSHES_IN_FLIGHT || this.pendingFlush) return;
+    if (this.pendingFlush) return;
+    if (this.flushing.size >= MAX_FLUSHES_WITH_DEPENDENTS) return;
+    if (this.flushing.size >= MAX_FLUSHES_IN_FLIGHT && this.queuedWithDependents === 0) return;
     this.pendingFlush = true;
     const flush: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => {
@@ -91,6 +102,7 @@ export class Completer {
   private async flush(): Promise<void> {
     const batch = this.queue.splice(0, MAX_BATCH);
     if (batch.length === 0) return;
+    for (const p of batch) if (hasDependents(p.item)) this.queuedWithDependents--;
     try {
       const skipped = await this.o.commit(batch.map((p) => p.item));
       for (const p of batch) this.ended(p, skipped.has(p.item) ? 'skipped' : 'committed');
@@ -142,6 +154,7 @@ export class Completer {
       () => {
         this.retrying.delete(timer);
         this.queue.unshift(...items);
+        for (const p of items) if (hasDependents(p.item)) this.queuedWithDependents++;
         this.scheduleFlush();
       },
       this.o.ends.delayMs(failures, now),
@@ -155,4 +168,8 @@ export class Completer {
       this.ended(p, 'gave-up');
     }
   }
+}
+
+function hasDependents(item: Completion): boolean {
+  return (item.dependents?.length ?? 0) > 0;
 }

@@ -230,8 +230,9 @@ export class Worker {
     const room = concurrency + this.o.prefetch;
     const free = room - q.active - q.reserved - q.buffer.length;
     const flowFree = Math.max(0, Math.min(free, concurrency - q.active - q.reserved - q.buffer.length));
-    // small refills wait until a quarter of the room is free, rather than one fetch per freed slot
-    if (free <= 0 || ((q.fetching > 0 || q.buffer.length > 0) && free < room / 4)) return;
+    // small refills wait until half the room is free, rather than one fetch per freed slot (a claim's fixed
+    // cost is most of a small one's)
+    if (free <= 0 || ((q.fetching > 0 || q.buffer.length > 0) && free < room / 2)) return;
     q.fetching++;
     q.reserved += free;
     const work = (async () => {
