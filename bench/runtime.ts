@@ -139,6 +139,37 @@ async function braidManyWorkflows(monitor: pg.Client, prefetch: number): Promise
   return cost;
 }
 
+/** Rows a bulk start call carries, for both engines. */
+const START_BATCH = 2000;
+
+/** Starting N one-task workflows with startMany, in calls of START_BATCH. */
+async function braidStartMany(monitor: pg.Client): Promise<Cost> {
+  const { rt, close } = await freshBraid();
+  const window = await costWindow(monitor);
+  for (let i = 0; i < N; i += START_BATCH)
+    await rt.startMany(
+      'one',
+      Array.from({ length: Math.min(START_BATCH, N - i) }, () => ({})),
+    );
+  const cost = await window.end();
+  await close();
+  return cost;
+}
+
+/** graphile-worker's addJobs of N jobs, in calls of START_BATCH. */
+async function graphileAddJobs(monitor: pg.Client): Promise<Cost> {
+  await monitor.query('DROP SCHEMA IF EXISTS graphile_worker CASCADE');
+  const utils = await makeWorkerUtils({ connectionString: benchUrl(url), logger: quiet });
+  await utils.migrate();
+  const window = await costWindow(monitor);
+  for (let i = 0; i < N; i += START_BATCH)
+    await utils.addJobs(Array.from({ length: Math.min(START_BATCH, N - i) }, () => ({ identifier: 'noop', payload: {} })));
+  const cost = await window.end();
+  await utils.release();
+  await monitor.query('DROP SCHEMA IF EXISTS graphile_worker CASCADE');
+  return cost;
+}
+
 async function braidFanOut(): Promise<number> {
   const { rt, close } = await freshBraid({ noop: async () => null });
   await rt.startWorker();
@@ -285,6 +316,12 @@ export async function benchRuntime(): Promise<void> {
       vs: { key: 'one', speedGoal: '>= 0.8x' },
     },
     many: { label: `braid, ${N} one-task workflows, default`, run: (m) => braidManyWorkflows(m, 0), vs: { key: 'gDefault' } },
+    gAddJobs: { label: `graphile-worker addJobs, ${N} jobs in calls of ${START_BATCH}`, run: (m) => graphileAddJobs(m) },
+    startMany: {
+      label: `braid startMany, ${N} one-task workflows in calls of ${START_BATCH}`,
+      run: (m) => braidStartMany(m),
+      vs: { key: 'gAddJobs', speedGoal: '>= 1.0x' },
+    },
     manyBatched: {
       label: `braid, ${N} one-task workflows, prefetch ${PREFETCH}`,
       run: (m) => braidManyWorkflows(m, PREFETCH),

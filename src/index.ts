@@ -8,10 +8,10 @@ export type { RetryMode } from './runtime/engine/decide.js';
 export { ExtensionError, type ExtensionSpec } from './runtime/engine/extend.js';
 export { type RetryResult, WorkflowNotFinalError } from './runtime/engine/retry.js';
 export type { StartOutput } from './runtime/engine/start-children.js';
-export { UnknownWorkflowError, WorkflowNotFoundError } from './runtime/errors.js';
+export { BatchRowError, UnknownWorkflowError, WorkflowConflictError, WorkflowNotFoundError } from './runtime/errors.js';
 export { Metrics } from './runtime/metrics.js';
 export { migrate } from './runtime/migrate.js';
-export { createRuntime, Runtime, type RuntimeOptions, type StartOptions } from './runtime/runtime.js';
+export { createRuntime, MAX_START_BATCH, Runtime, type RuntimeOptions, type StartManyOptions, type StartOptions } from './runtime/runtime.js';
 export { UnstorableValueError } from './runtime/storable.js';
 export { DiagnosticsError } from './runtime/waits/diagnostics.js';
 export {

@@ -25,6 +25,8 @@ export class ApiError extends Error {
     message: string,
     readonly code?: string,
     readonly diagnostics?: unknown[],
+    /** A batch start's row at fault (from 0). */
+    readonly row?: number,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -61,6 +63,11 @@ export class ApiClient {
       0,
       options.traceparent,
     ).then((r) => ({ id: r.id, existing: r.existing === true }));
+  }
+
+  /** Starts a batch of workflows of `name`, all or nothing (POST /api/workflows/batch). */
+  startMany(name: string, rows: readonly { inputs: unknown; id?: string }[]): Promise<{ id: string; existing: boolean }[]> {
+    return this.call<{ workflows: { id: string; existing: boolean }[] }>('POST', '/api/workflows/batch', { name, workflows: rows }).then((r) => r.workflows);
   }
 
   status(id: string): Promise<WorkflowStatus> {
@@ -171,7 +178,7 @@ export class ApiClient {
 
   private async call<T>(method: 'GET' | 'POST', path: string, payload?: unknown, waitsMs = 0, traceparent?: string): Promise<T> {
     let res: Response;
-    let body: T & { error?: string; code?: string; diagnostics?: unknown[] };
+    let body: T & { error?: string; code?: string; diagnostics?: unknown[]; row?: number };
     try {
       res = await fetch(`${this.url}${path}`, {
         method,
@@ -189,7 +196,7 @@ export class ApiClient {
         (error as Error).name === 'TimeoutError' ? `no reply within ${(REQUEST_DEADLINE_MS + waitsMs) / 1000} s` : (error as Error).message,
       );
     }
-    if (res.status >= 300) throw new ApiError(res.status, body.error ?? `status ${res.status}`, body.code, body.diagnostics);
+    if (res.status >= 300) throw new ApiError(res.status, body.error ?? `status ${res.status}`, body.code, body.diagnostics, body.row);
     return body;
   }
 }

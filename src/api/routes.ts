@@ -3,6 +3,7 @@ import { diffDefinitions } from '../deploy/diff.js';
 import { InvalidCursorError } from '../runtime/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { parseTraceParent } from '../runtime/telemetry/traceparent.js';
+import { MAX_START_BATCH } from '../runtime/wire.js';
 import { listEvents, type StreamContext, workflowEvents } from './events.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 import { scheduleRoutes } from './schedule-routes.js';
@@ -53,6 +54,26 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
         const started = await rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id, ...traceHeaders(req) });
         return started.existing ? send(res, 200, started) : send(res, 201, { id: started.id });
       }
+    }
+    if (resource === 'workflows' && id === 'batch' && parts.length === 3 && method === 'POST') {
+      const b = await readJson(req);
+      if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
+      if (!Array.isArray(b.workflows)) throw new HttpError(400, '"workflows" is a list of { inputs, id? }');
+      if (b.workflows.length > MAX_START_BATCH) throw new HttpError(400, `"workflows" holds at most ${MAX_START_BATCH} rows, not ${b.workflows.length}`);
+      const rows = b.workflows as unknown[];
+      for (const [row, w] of rows.entries()) {
+        if (w === null || typeof w !== 'object' || Array.isArray(w)) throw new HttpError(400, `"workflows"[${row}] is an object { inputs, id? }`);
+        const { id: key } = w as { id?: unknown };
+        if (key !== undefined && typeof key !== 'string') throw new HttpError(400, `"workflows"[${row}].id is a string`);
+      }
+      if (c.definitionsDir) await rt.registerDefinitions(c.definitionsDir);
+      const typed = rows as { inputs?: unknown; id?: string }[];
+      const started = await rt.startMany(
+        b.name,
+        typed.map((w) => w.inputs ?? {}),
+        { ids: typed.map((w) => w.id), ...traceHeaders(req) },
+      );
+      return send(res, started.some((s) => !s.existing) ? 201 : 200, { workflows: started });
     }
     if (resource === 'workflows' && id) {
       const wf = rt.workflow(id);

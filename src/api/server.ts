@@ -5,6 +5,7 @@ import { CompileError } from '../compiler/compile-error.js';
 import { httpStatus, isCallerError } from '../error-codes.js';
 import { isTransientError } from '../runtime/db/transient.js';
 import { errorMessage } from '../runtime/describe-error.js';
+import { BatchRowError } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import type { Metrics } from '../runtime/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -108,6 +109,16 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
         return send(res, error.status, { error: error.message, code: error.code }, error.status === 413 ? { connection: 'close' } : {});
       if (error instanceof CompileError)
         return send(res, httpStatus(error.code), { error: 'inputs do not fit', code: error.code, diagnostics: error.diagnostics });
+      // a batch's row at fault: which row, and what its own error says
+      if (error instanceof BatchRowError && isCallerError(error)) {
+        const cause = error.cause;
+        return send(res, httpStatus(error.code), {
+          error: cause instanceof CompileError ? 'inputs do not fit' : cause instanceof Error ? cause.message : String(cause),
+          code: error.code,
+          row: error.row,
+          ...(cause instanceof CompileError ? { diagnostics: cause.diagnostics } : {}),
+        });
+      }
       // a busy workflow is worth another try: say when
       if (isCallerError(error))
         return send(res, httpStatus(error.code), { error: error.message, code: error.code }, error.code === 'workflow_busy' ? { 'retry-after': '1' } : {});

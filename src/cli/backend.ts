@@ -10,6 +10,7 @@ import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder, ty
 import { createPostgres } from '../runtime/db/postgres.js';
 import { type Database, ping } from '../runtime/db/types.js';
 import { cachedImage, keepMigratedImage } from '../runtime/embedded-image.js';
+import { BatchRowError } from '../runtime/errors.js';
 import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 import type { LogPage, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire.js';
@@ -81,6 +82,8 @@ export async function openDatabase(io: Io, choice: DatabaseChoice): Promise<Data
 export interface Backend {
   /** Starts a workflow (with `id`, a business key: the same start again finds it, `existing`). */
   start(name: string, inputs: unknown, options?: { id?: string; traceparent?: string }): Promise<{ id: string; existing: boolean }>;
+  /** Starts a batch of workflows, all or nothing; a row at fault is a BatchRowError (local or remote). */
+  startMany(name: string, rows: readonly { inputs: unknown; id?: string }[]): Promise<{ id: string; existing: boolean }[]>;
   status(id: string): Promise<WorkflowStatus>;
   logs(id: string, options: { task?: string; attempt?: number; after?: string; limit?: number }): Promise<LogPage>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
@@ -130,6 +133,14 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
   return {
     remote: false,
     start: (name, inputs, options = {}) => rethrow(io, () => rt.startWorkflow(name, inputs, options)),
+    startMany: (name, rows) =>
+      rethrow(io, () =>
+        rt.startMany(
+          name,
+          rows.map((r) => r.inputs),
+          { ids: rows.map((r) => r.id) },
+        ),
+      ),
     status: (id) => rethrow(io, async () => jsonClone(await rt.workflow(id).status())),
     logs: (id, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).logs(options))),
     cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
@@ -168,6 +179,8 @@ async function rethrow<T>(io: Io, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (error) {
+    // a batch's row at fault: the command names its line
+    if (error instanceof BatchRowError) throw error;
     if (error instanceof CompileError) throw new SubjectError(formatText(error.diagnostics, { sources: readSourceTexts(error, io) }).trimEnd());
     if (isCallerError(error)) throw new SubjectError(error.message);
     throw error;
@@ -199,6 +212,14 @@ function remoteBackend(io: Io, holder: number): Backend {
     remote: true,
     // the holding process registers its own definitions folder before it starts one
     start: (name, inputs, options) => guard(() => api.start(name, inputs, options)),
+    // a row at fault comes back as the direct call throws it
+    startMany: (name, rows) =>
+      guard(() =>
+        api.startMany(name, rows).catch((error: unknown) => {
+          if (error instanceof ApiError && error.row !== undefined) throw new BatchRowError(error.row, remoteCause(error));
+          throw error;
+        }),
+      ),
     status: (id) => guard(() => api.status(id)),
     logs: (id, options) => guard(() => api.logs(id, options)),
     cancel: (id) => guard(() => api.cancel(id)),
@@ -258,4 +279,12 @@ export function publishApi(io: Io, api: { url: string; token: string }): () => v
       /* gone */
     }
   };
+}
+
+/** A remote batch row's error as the direct call has it: the diagnostics when the inputs did not fit, else the message. */
+function remoteCause(error: ApiError): Error & { code?: string } {
+  const diagnostics = (error.diagnostics ?? []) as { message: string; rule: string }[];
+  const cause = new Error(diagnostics.length > 0 ? diagnostics.map((d) => `${d.message} [${d.rule}]`).join('; ') : error.message) as Error & { code?: string };
+  cause.code = error.code;
+  return cause;
 }

@@ -9,7 +9,8 @@ export const USAGE = {
   compile: 'braid compile FILE|NAME [--definitions DIR] [--inputs JSON|@file] [--id ID] [--now ISO]',
   graph: 'braid graph FILE|NAME [--format mermaid|dot] [--definitions DIR]',
   migrate: 'braid migrate [--database URL] [--schema NAME]',
-  start: 'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--traceparent TP] [--database URL]',
+  start:
+    'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--traceparent TP] [--inputs-file FILE.ndjson [--batch N] [--id-field FIELD]] [--database URL]',
   worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL] [--port N] [--metrics-port N]',
   status: 'braid status ID [--json] [--database URL]',
   logs: 'braid logs ID [TASK] [--attempt N] [--follow] [--json] [--database URL]',

@@ -43,6 +43,9 @@ export class WorkflowIdInvalidError extends Error {
   }
 }
 
+/** A caller-chosen workflow id: what URLs, logs and shells carry without quoting. */
+export const WORKFLOW_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
 /** A start with a caller-chosen id that a workflow of another name, or with other inputs, already has. */
 export class WorkflowConflictError extends Error {
   readonly code = 'workflow_conflict' as const;
@@ -110,5 +113,22 @@ export class BackfillRangeError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'BackfillRangeError';
+  }
+}
+
+/**
+ * A row of a batch start (startMany, --inputs-file, POST /api/workflows/batch) that cannot start: its index
+ * (from 0) and what was wrong, with that error's code; nothing of the batch started.
+ */
+export class BatchRowError extends Error {
+  readonly code: string;
+  constructor(
+    readonly row: number,
+    override readonly cause: unknown,
+  ) {
+    super(`row ${row + 1}: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'BatchRowError';
+    const code = (cause as { code?: unknown } | null)?.code;
+    this.code = typeof code === 'string' ? code : 'internal';
   }
 }

@@ -32,15 +32,14 @@ import { workerId } from './worker/worker-id.js';
 export type { RegisterOptions, RegisterResult, VersionState };
 
 import { advanceAt, advanceIn, clockNow, type RuntimeContext, workflowWrite } from './context.js';
-import { WorkflowIdInvalidError } from './errors.js';
+import { WORKFLOW_ID, WorkflowIdInvalidError } from './errors.js';
 import { decodeCursor, encodeCursor } from './list-cursor.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
+export { WORKFLOW_ID } from './errors.js';
 export type { RuntimeOptions } from './runtime-options.js';
-
-/** A caller-chosen workflow id: what URLs, logs and shells carry without quoting. */
-export const WORKFLOW_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+export { MAX_START_BATCH } from './wire.js';
 
 export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
   parentId?: string;
@@ -52,6 +51,9 @@ export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
   traceparent?: string;
   tracestate?: string;
 }
+
+/** A batch start's options: per row business keys (`ids[i]` for row i; absent or null: none), and what a start takes. */
+export type StartManyOptions = Omit<StartOptions, 'id'> & { ids?: readonly (string | null | undefined)[] };
 
 /**
  * Recovery defaults: a killed worker's attempts run again within dead-after plus one leader pass (~8 s), a
@@ -189,6 +191,23 @@ export class Runtime {
         caller,
         extras: { parentId: options.parentId, group: options.group },
       });
+    });
+  }
+
+  /**
+   * Starts many workflows of `name`'s current version in one statement, all or nothing (in the caller's `tx` when
+   * given); a row that cannot start is a BatchRowError. Each row's id and whether it existed (business keys, `ids`).
+   */
+  async startMany(name: string, inputsList: readonly unknown[], options: StartManyOptions = {}): Promise<{ id: string; existing: boolean }[]> {
+    const { batchRows, startManyIn } = await import('./engine/start-many.js');
+    const rows = batchRows(inputsList, options.ids);
+    if (rows.length === 0) return [];
+    const caller = checkTraceParent(options.traceparent, options.tracestate);
+    return workflowWrite(this.ctx, options, name, async (tx, advance) => {
+      const def = await currentDefinition(tx, this.s, name);
+      if (!def) throw await unknownWorkflow(tx, this.s, name);
+      const extras = { parentId: options.parentId, group: options.group };
+      return startManyIn(tx, advance, def, rows, { limits: this.options.limits, caller, extras });
     });
   }
 

@@ -7,6 +7,9 @@ import prettyMs from 'pretty-ms';
 import type { PlanFlow } from '../compiler/flow.js';
 import type { PlanWait } from '../compiler/plan.js';
 
+/** The most rows one batch start takes (startMany, POST /api/workflows/batch): one statement carries them all. */
+export const MAX_START_BATCH = 10_000;
+
 export type TaskState = 'pending' | 'scheduled' | 'available' | 'running' | 'retryable' | 'completed' | 'cancelled' | 'discarded' | 'skipped';
 /** skipped: its condition was false (or a dep was skipped): final, and not a failure. */
 export type FinalState = 'completed' | 'cancelled' | 'discarded' | 'skipped';

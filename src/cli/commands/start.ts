@@ -5,6 +5,7 @@ import { isFinal, type WorkflowStatus } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { type Backend, databaseUrl, openBackend } from '../backend.js';
 import { readInputs } from '../inputs.js';
+import { batchSize, startFromFile } from '../inputs-file.js';
 import { EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
@@ -20,6 +21,11 @@ Usage: ${usage}
                       128); starting again with the same id, NAME and inputs finds that workflow (said on
                       stderr, exit 0); another NAME or other inputs is a conflict (exit 1)
   --inputs JSON       start inputs as JSON, or @path to read them from a file (default: {})
+  --inputs-file FILE  start one workflow per line of FILE (NDJSON: one JSON inputs value a line; - for
+                      stdin), in batches, each all or nothing; prints each id in the file's order. A bad
+                      line is named (FILE:LINE) and nothing of its batch starts
+  --batch N           with --inputs-file, workflows a batch (default 500, at most 10000)
+  --id-field FIELD    with --inputs-file, each line's business key is its inputs' FIELD
   --traceparent TP    continue this W3C trace (00-<trace id>-<span id>-<flags>): the workflow's spans
                       hang under that span (OpenTelemetry, in the process that starts it)
   --wait              wait until the workflow ends; exit 1 when it failed or was cancelled
@@ -29,7 +35,12 @@ Usage: ${usage}
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['id', 'inputs', 'database', 'schema', 'timeout', 'traceparent'], usage, ['wait']);
+  const {
+    values,
+    flags,
+    help: wantsHelp,
+    positionals,
+  } = parse(argv, ['id', 'inputs', 'inputs-file', 'batch', 'id-field', 'database', 'schema', 'timeout', 'traceparent'], usage, ['wait']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -43,6 +54,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
     throw new UsageError(`--id is 1 to 128 letters, digits and _ . : - starting with a letter or digit, not "${values.id}"`);
   if (values.traceparent !== undefined && !parseTraceParent(values.traceparent))
     throw new UsageError(`--traceparent must be a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>), not "${values.traceparent}"`);
+  if (values['inputs-file'] !== undefined) {
+    if (flags.has('wait')) throw new UsageError('--inputs-file starts one workflow per line: it does not go with --wait');
+    return startMany(io, positionals[0], values);
+  }
+  if (values.batch !== undefined || values['id-field'] !== undefined) throw new UsageError('--batch and --id-field go with --inputs-file');
   const inputs = readInputs(io, values.inputs);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
@@ -63,6 +79,20 @@ export async function run(argv: string[], io: Io): Promise<number> {
       return EXIT.failed;
     }
     io.stdout(`${JSON.stringify(w.output)}\n`);
+    return EXIT.ok;
+  } finally {
+    await backend.close();
+  }
+}
+
+/** One workflow per line of --inputs-file, in batches. */
+async function startMany(io: Io, name: string, values: Record<string, string | undefined>): Promise<number> {
+  for (const flag of ['inputs', 'id', 'timeout', 'traceparent'] as const)
+    if (values[flag] !== undefined) throw new UsageError(`--inputs-file starts one workflow per line: it does not go with --${flag}`);
+  const batch = batchSize(values.batch);
+  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  try {
+    await startFromFile(io, backend, name, values['inputs-file']!, { batch, idField: values['id-field'] });
     return EXIT.ok;
   } finally {
     await backend.close();

@@ -77,3 +77,87 @@ export async function insertTaskRows(
     [workflowId, now, JSON.stringify(rows)],
   );
 }
+
+/** One workflow of a batch start: its row, and its tasks' rows. */
+export interface BatchWorkflow {
+  id: string;
+  /** A caller-chosen id (a business key): locked as a single start locks it, and reported when it exists already. */
+  keyed: boolean;
+  name: string;
+  hash: string;
+  inputs: unknown;
+  output: unknown;
+  created: Date;
+  timeoutMs: number | null;
+  traceContext: string | null;
+  tasks: readonly TaskRow[];
+}
+
+/**
+ * Inserts a batch of workflows and all their tasks in one statement. Business keys are locked first (in id
+ * order, with the locks a single start and a wait registration take, so either waits for the other), and a
+ * key that a workflow has already is skipped (ON CONFLICT waits for a start in flight to commit). Returns the
+ * ids inserted; the caller compares the others with what is stored.
+ */
+export async function insertWorkflowBatch(
+  q: Queryable,
+  schema: string,
+  s: string,
+  batch: readonly BatchWorkflow[],
+  extras: InsertExtras,
+): Promise<Set<string>> {
+  const workflows = batch.map((w) => ({
+    id: w.id,
+    keyed: w.keyed,
+    name: w.name,
+    hash: w.hash,
+    inputs: w.inputs,
+    output: w.output,
+    tasks: w.tasks.length,
+    created: w.created.toISOString(),
+    timeout_ms: w.timeoutMs,
+    trace: w.traceContext,
+  }));
+  const tasks = batch.flatMap((w) => w.tasks.map((t) => ({ ...t, wid: w.id, wcreated: w.created.toISOString() })));
+  const { rows } = await q.query<{ ids: string[] | null }>(
+    `WITH keys AS MATERIALIZED (
+       SELECT DISTINCT x.id FROM jsonb_to_recordset($1::jsonb) AS x(id text, keyed boolean) WHERE x.keyed
+     ), locked AS MATERIALIZED (
+       SELECT count(pg_advisory_xact_lock(hashtext('braid:start:' || $3::text || ':' || k.id))) +
+              count(pg_advisory_xact_lock(${awaitLockKey('k.id')})) AS n
+         FROM (SELECT id FROM keys ORDER BY id) k
+     ), inserted AS (
+       INSERT INTO ${s}.workflows AS w (id, name, definition_hash, inputs, output_template, tasks_total, tasks_open, parent_id, group_name,
+                                        created_at, attempt_started_at, timeout_ms, deadline_at, trace_context, schedule, has_waiters)
+       SELECT x.id, x.name, x.hash, x.inputs, x.output, x.tasks, x.tasks, $4, $5, x.created, x.created, x.timeout_ms,
+              x.created + x.timeout_ms * interval '1 millisecond', x.trace, $6, false
+         FROM jsonb_to_recordset($1::jsonb) AS x(id text, keyed boolean, name text, hash text, inputs jsonb, output jsonb, tasks int,
+                                                 created timestamptz, timeout_ms bigint, trace text)
+        WHERE (SELECT n FROM locked) >= 0
+       ON CONFLICT (id) DO NOTHING
+       RETURNING w.id
+     ), tasks AS (
+       INSERT INTO ${s}.tasks (${TASK_INSERT.columns})
+       SELECT ${TASK_INSERT.values('x.wid', 'x.wcreated')}
+         FROM jsonb_to_recordset($2::jsonb) AS x(wid text, wcreated timestamptz, ${TASK_INSERT.fields})
+        WHERE x.wid IN (SELECT id FROM inserted)
+        ORDER BY x.wid, x.ord
+     )
+     SELECT array_agg(id) AS ids FROM inserted`,
+    [JSON.stringify(workflows), JSON.stringify(tasks), schema, extras.parentId ?? null, extras.group ?? null, extras.schedule ?? null],
+  );
+  return new Set(rows[0]?.ids ?? []);
+}
+
+/**
+ * Marks inserted workflows with business keys as awaited where a wait registered on them; a statement after
+ * the insert's, so its snapshot shows registrations that committed while the insert waited for its locks.
+ */
+export async function markAwaitedMany(q: Queryable, s: string, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await q.query(
+    `UPDATE ${s}.workflows w SET has_waiters = true
+      WHERE w.id = ANY($1::text[]) AND NOT w.has_waiters AND EXISTS (SELECT 1 FROM ${s}.workflow_waiters ww WHERE ww.awaited_id = w.id)`,
+    [ids],
+  );
+}

@@ -39,6 +39,14 @@ export async function startedAs(q: Queryable, s: string, id: string, inputs: unk
   return rows[0];
 }
 
+/** The names and inputs of the workflows with these ids (those there). */
+export async function storedInputs(q: Queryable, s: string, ids: readonly string[]): Promise<Map<string, { name: string; inputs: unknown }>> {
+  const { rows } = await q.query<{ id: string; name: string; inputs: unknown }>(`SELECT id, name, inputs FROM ${s}.workflows WHERE id = ANY($1::text[])`, [
+    ids,
+  ]);
+  return new Map(rows.map((r) => [r.id, { name: r.name, inputs: r.inputs }]));
+}
+
 /** Only a workflow's state (undefined: no such workflow): waiting polls it without reading inputs and output. */
 export async function workflowState(q: Queryable, s: string, id: string): Promise<WorkflowRecord['state'] | undefined> {
   const { rows } = await q.query<{ state: WorkflowRecord['state'] }>(`SELECT state FROM ${s}.workflows WHERE id = $1`, [id]);
