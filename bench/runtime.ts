@@ -9,6 +9,7 @@ import { createPostgres } from '../src/runtime/db/postgres.js';
 import { createRuntime, type Runtime } from '../src/runtime/runtime.js';
 import type { Handlers } from '../src/runtime/worker/handlers.js';
 import { BENCH_APP, benchUrl, type Cost, costWindow, openMonitor } from './cost.js';
+import { benchLargeOutput } from './large-output.js';
 import { size } from './size.js';
 import { emitToStart } from './waits.js';
 
@@ -359,6 +360,7 @@ export async function benchRuntime(): Promise<void> {
     console.log(`    ${cases[k].label}: tasks/s ${(m.rate / base.rate).toFixed(2)}x${goal(vs.speedGoal)}${cpuPart} of ${cases[vs.key].label}`);
   }
   await monitor.end();
+  benchLargeOutput();
   const fan = await braidFanOut();
   console.log(`  braid, fan-out 1 -> 1000 -> 1      ${fan.toFixed(0).padStart(7)} ms wall`);
   const hops = await braidChainHops();

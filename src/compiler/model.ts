@@ -113,6 +113,8 @@ export interface TaskDef extends TaskDefaults {
   renamed_from?: string;
   /** The JSON Schema of its handler's output: the task's own, else its kind's in the project config. */
   returns?: Record<string, unknown>;
+  /** The largest output its handler may return, as written (the task's, or its kind's from the project config). */
+  max_output?: number | string;
   /** Where `returns` came from: the task itself, or the project config's `kinds`. */
   returnsFrom?: 'task' | 'config';
 }
@@ -276,6 +278,7 @@ function readTask(name: string, index: number, v: Record<string, unknown>): Task
     when: str(v.when),
     renamed_from: str(v.renamed_from),
     ...(obj(v.returns) ? { returns: obj(v.returns), returnsFrom: 'task' as const } : {}),
+    ...(typeof v.max_output === 'number' || typeof v.max_output === 'string' ? { max_output: v.max_output } : {}),
   };
 }
 

@@ -2,6 +2,7 @@ import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { parseDuration } from './duration.js';
 import type { ConcurrencyDef, Definition, FairnessDef, RateLimitDef, RetryDef, ScheduleDef, TaskDef, TermDef, TimerDef, WorkflowsDef } from './model.js';
 import { DEFAULT_DST, type ScheduleTiming } from './schedule/ticks.js';
+import { parseSize } from './size.js';
 
 /**
  * The normalised definition: defaults resolved into every task, durations in milliseconds, ordered maps
@@ -104,6 +105,8 @@ export interface NormalizedTask {
   renamed_from?: string;
   /** The JSON Schema of the handler's output, the task's own or its kind's from the project config (absent without one). */
   returns?: Record<string, unknown>;
+  /** The largest output its handler may return, in bytes (absent: the runtime's default, 1 MiB). */
+  max_output?: number;
   /** Its flow control (its own, else `defaults:`, else the workflow's fairness and rate limit), when any applies. */
   flow?: NormalizedFlow;
 }
@@ -247,6 +250,7 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
   if (task.when !== undefined) out.when = task.when;
   if (task.renamed_from !== undefined) out.renamed_from = task.renamed_from;
   if (task.returns !== undefined) out.returns = task.returns;
+  if (task.max_output !== undefined) out.max_output = parseSize(task.max_output);
   const flow = taskFlow(def, task);
   if (flow) out.flow = flow;
   if (task.delay !== undefined) out.delay_ms = ms(task.delay);

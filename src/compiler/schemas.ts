@@ -14,8 +14,8 @@ export type OwnSchema = 'workflow' | 'config' | 'test';
 
 /** How each of braid's own schemas is compiled: by the build into a standalone validator, and here when there is none. */
 export const OWN_SCHEMA_OPTIONS: Record<OwnSchema, Options> = {
-  workflow: { allErrors: true, verbose: true, strict: true, strictRequired: false },
-  config: { allErrors: true, strict: true, strictRequired: false },
+  workflow: { allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true },
+  config: { allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true },
   test: { allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true },
 };
 

@@ -41,7 +41,7 @@ export interface ValidateOptions {
 }
 
 /** Per handler kind, what every task of the kind shares (the project config's `kinds:`). */
-export type KindsConfig = Readonly<Record<string, { returns?: Record<string, unknown> }>>;
+export type KindsConfig = Readonly<Record<string, { returns?: Record<string, unknown>; max_output?: number | string }>>;
 
 export interface ValidationResult {
   diagnostics: Diagnostic[];
@@ -124,12 +124,13 @@ function checkFile(
   return { reporter, definition };
 }
 
-/** A task without its own `returns` takes its kind's from the project config (checked where the config is read). */
+/** A task without its own `returns` or `max_output` takes its kind's from the project config (checked where the config is read). */
 function applyKinds(definition: Definition, kinds: KindsConfig): void {
   for (const task of definition.tasks) {
-    const returns =
-      task.kind !== undefined && !task.start && task.returns === undefined && Object.hasOwn(kinds, task.kind) ? kinds[task.kind].returns : undefined;
-    if (returns !== undefined) Object.assign(task, { returns, returnsFrom: 'config' });
+    const kind = task.kind !== undefined && !task.start && Object.hasOwn(kinds, task.kind) ? kinds[task.kind] : undefined;
+    if (!kind) continue;
+    if (task.returns === undefined && kind.returns !== undefined) Object.assign(task, { returns: kind.returns, returnsFrom: 'config' });
+    if (task.max_output === undefined && kind.max_output !== undefined) task.max_output = kind.max_output;
   }
 }
 

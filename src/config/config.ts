@@ -7,6 +7,7 @@ import { readSource } from '../compiler/load.js';
 import { parseSource } from '../compiler/parse.js';
 import { checkUserSchema } from '../compiler/rules/inputs-schema.js';
 import { configSchemaValidator } from '../compiler/schemas.js';
+import { maxOutputProblem } from '../compiler/size.js';
 import type { Path, Reporter } from '../compiler/source.js';
 
 /** The file names a project config may have, in the order they are looked for. */
@@ -26,7 +27,7 @@ export interface ProjectConfig {
   schema?: string;
   queues?: Record<string, number>;
   /** Per handler kind: the JSON Schema of its output (kinds.<kind>.returns). */
-  kinds: Record<string, { returns?: Record<string, unknown> }>;
+  kinds: Record<string, { returns?: Record<string, unknown>; max_output?: number | string }>;
   worker: {
     heartbeatMs?: number;
     deadAfterMs?: number;
@@ -77,6 +78,8 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
   const raw = (value ?? {}) as RawConfig;
   for (const [kind, k] of Object.entries(raw.kinds ?? {})) {
     if (k.returns !== undefined) checkUserSchema(k.returns, ['kinds', kind, 'returns'], `kinds.${kind}.returns`, 'config', reporter);
+    const tooLarge = k.max_output === undefined ? undefined : maxOutputProblem(k.max_output);
+    if (tooLarge) reporter.report('config', `kinds.${kind}.${tooLarge}`, { path: ['kinds', kind, 'max_output'] });
   }
   if (reporter.errorCount > 0) return { diagnostics: sortDiagnostics(reporter.diagnostics) };
   const ms = (d: string | undefined) => (d === undefined ? undefined : parseDuration(d));
@@ -132,7 +135,7 @@ interface RawConfig {
   database?: string;
   schema?: string;
   queues?: Record<string, number>;
-  kinds?: Record<string, { returns?: Record<string, unknown> }>;
+  kinds?: Record<string, { returns?: Record<string, unknown>; max_output?: number | string }>;
   worker?: {
     heartbeat?: string;
     dead_after?: string;

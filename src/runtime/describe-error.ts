@@ -6,8 +6,8 @@ import { TaskTimeout } from './worker/handlers.js';
 export class OutputError extends Error {
   constructor(
     message: string,
-    /** output_invalid: the output breaks its task's `returns`. */
-    readonly code?: 'output_invalid',
+    /** output_invalid: the output breaks its task's `returns`; output_too_large: it is over its `max_output`. */
+    readonly code?: 'output_invalid' | 'output_too_large',
   ) {
     super(message);
     this.name = 'OutputError';

@@ -144,14 +144,19 @@ tasks:
     for (const t of ['a', 'b', 'c', 'd', 'e']) expect(tasks[t].state).toBe('discarded');
   });
 
-  it('an oversized output is an error, not a crash', async () => {
+  it("an output over the runtime's default limit ends the task at once (output_too_large), not a crash", async () => {
     const rt = await drivenRuntime({
       maxOutputBytes: 1000,
       handlers: { big: async () => ({ blob: 'x'.repeat(5000) }) },
-      definitions: { big: 'name: big\ntasks:\n  t: { kind: big, max_attempts: 1 }\n' },
+      definitions: { big: 'name: big\ntasks:\n  t: { kind: big }\n' },
     });
     await rt.startWorker();
     const { tasks } = await run(rt, 'big');
-    expect(tasks.t.errors[0].message).toMatch(/over the 1000-byte limit/);
+    expect(tasks.t.state).toBe('discarded');
+    expect(tasks.t.errors).toHaveLength(1);
+    expect(tasks.t.errors[0]).toMatchObject({
+      code: 'output_too_large',
+      message: expect.stringMatching(/5,011 bytes of JSON, over its max_output of 1,000 bytes/),
+    });
   });
 });

@@ -25,9 +25,13 @@ describe('storable values', () => {
   });
 
   it('a handler output: JSON or an error that says why', () => {
-    expect(toJsonOutput({ a: 1 }, 100)).toEqual({ a: 1 });
-    expect(() => toJsonOutput({ a: 'x'.repeat(200) }, 100)).toThrow(/over the 100-byte limit/);
-    expect(() => toJsonOutput({ n: 1n }, 100)).toThrow(/a BigInt is not JSON/);
+    expect(toJsonOutput({ a: 1 })).toEqual({ value: { a: 1 }, text: '{"a":1}', bytes: 7 });
+    expect(toJsonOutput(undefined)).toEqual({ value: null, text: 'null', bytes: 4 });
+    // a large output keeps its text only: it is stored as is, parsed again only where a check needs it
+    const large = toJsonOutput({ a: 'é'.repeat(40_000) });
+    expect(large).toMatchObject({ value: undefined, bytes: 80_008 });
+    expect(JSON.parse(large.text).a).toHaveLength(40_000);
+    expect(() => toJsonOutput({ n: 1n })).toThrow(/a BigInt is not JSON/);
     const trap = new Proxy(
       {},
       {
@@ -39,7 +43,7 @@ describe('storable values', () => {
         },
       },
     );
-    expect(() => toJsonOutput({ p: trap }, 100)).toThrow(/the handler's output is not JSON: (trap|keys)/);
+    expect(() => toJsonOutput({ p: trap })).toThrow(/the handler's output is not JSON: (trap|keys)/);
   });
 });
 

@@ -3,6 +3,7 @@ import { hasTemplate } from '../cel/templates.js';
 import { isCelReserved } from '../cel/types.js';
 import { durationRangeProblem, parseDuration, taskTimeoutProblem } from '../duration.js';
 import { type Definition, type TimerDef, taskPath, termPath } from '../model.js';
+import { maxOutputProblem } from '../size.js';
 import type { Reporter } from '../source.js';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
@@ -42,6 +43,13 @@ export function checkTasks(def: Definition, reporter: Reporter): void {
       });
     }
     if (task.scheduled_at !== undefined) checkTimestamp(task.scheduled_at, taskPath(task, 'scheduled_at'), reporter);
+    const tooLarge = task.max_output === undefined ? undefined : maxOutputProblem(task.max_output);
+    if (tooLarge) reporter.report('schema', `task "${task.name}": ${tooLarge}`, { path: taskPath(task, 'max_output') });
+    if (task.max_output !== undefined && task.start !== undefined)
+      reporter.report('schema', `task "${task.name}": max_output limits a handler's output, and a start task has no handler`, {
+        path: taskPath(task, 'max_output'),
+        at: 'key',
+      });
     for (const term of task.wait?.terms ?? []) {
       if (term.timer?.at !== undefined) checkTimestamp(term.timer.at, taskPath(task, 'wait', 'terms', term.name, 'timer', 'at'), reporter);
       if (isCelReserved(term.name)) {

@@ -46,12 +46,12 @@ export async function completeAttempt(
   tx: Queryable,
   ctx: AdvanceContext,
   ref: AttemptRef,
-  output: unknown,
+  output: { value: unknown; text: string },
   extensions: readonly PlanTask[][],
 ): Promise<boolean> {
   await lockWorkflows(tx, ctx.s, [ref.workflowId]);
   for (const tasks of extensions) await applyExtension(tx, ctx, ref.workflowId, tasks);
-  const result = await completeTasks(tx, ctx, [{ ...ref, output }]);
+  const result = await completeTasks(tx, ctx, [{ ...ref, output: output.value, outputText: output.value === undefined ? output.text : undefined }]);
   if (result.skipped.length > 0) return false;
   await activateCompleted(tx, ctx, result.activated, false);
   await finalizePending(tx, ctx, result.toFinalize);

@@ -99,9 +99,16 @@ export function attemptJitter(ref: { workflowId: string; name: string; attempt: 
   return () => h / 2 ** 32;
 }
 
+/** Errors no retry can mend: the same attempt would fail the same way (an output over max_output is too large again). */
+export const NOT_RETRIED: ReadonlySet<string> = new Set(['output_too_large']);
+
 /** After an attempt fails: try again later, or give up for good. */
-export function afterFailure(task: { attempt: number; max_attempts: number; cancel_requested: boolean }): 'retryable' | 'discarded' | 'cancelled' {
+export function afterFailure(
+  task: { attempt: number; max_attempts: number; cancel_requested: boolean },
+  error: { code?: string } = {},
+): 'retryable' | 'discarded' | 'cancelled' {
   if (task.cancel_requested) return 'cancelled';
+  if (error.code !== undefined && NOT_RETRIED.has(error.code)) return 'discarded';
   return task.attempt >= task.max_attempts ? 'discarded' : 'retryable';
 }
 

@@ -74,7 +74,7 @@ export async function endAttempt(
     ...(task.started_at ? { started_at: new Date(task.started_at).toISOString() } : {}),
     worker: ref.workerId,
   };
-  const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task);
+  const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task, entry);
   if (next === 'retryable') {
     // a lost attempt (its worker died, or could not record the end) is no failure of the handler's to back
     // off from: detecting it took long enough, so it runs again at once, keeping its place in the queue
@@ -100,7 +100,9 @@ export async function endAttempt(
     next === 'cancelled' ? 'warn' : 'error',
     next === 'cancelled'
       ? `cancelled: ${entry.message}`
-      : `attempt ${ref.attempt} of ${task.max_attempts} failed (${entry.code ?? entry.kind ?? 'error'}): ${entry.message}; the task is discarded`,
+      : `attempt ${ref.attempt} of ${task.max_attempts} failed (${entry.code ?? entry.kind ?? 'error'}): ${entry.message}; the task is discarded${
+          ref.attempt < task.max_attempts ? ' (not retried)' : ''
+        }`,
   );
   await advanceWorkflow(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);
   return true;

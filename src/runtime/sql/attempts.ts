@@ -18,10 +18,11 @@ export interface TaskError {
   stack?: string;
   kind?: 'error' | 'timeout' | 'cancel' | 'lost' | 'shutdown' | 'output';
   /**
-   * A code braid gives the error: output_invalid (the output breaks the task's `returns`), flow_invalid (its
-   * stored flow control cannot be enforced: the task ends without running).
+   * A code braid gives the error: output_invalid (the output breaks the task's `returns`), output_too_large
+   * (it is over the task's `max_output`: not retried), flow_invalid (its stored flow control cannot be
+   * enforced: the task ends without running).
    */
-  code?: 'output_invalid' | 'flow_invalid';
+  code?: 'output_invalid' | 'output_too_large' | 'flow_invalid';
 }
 
 /** What a handler's attempt ended in, other than success. */

@@ -10,6 +10,8 @@ export interface Completion {
   attempt: number;
   workerId: string;
   output: unknown;
+  /** A large output's JSON text, sent as is (its value is then not parsed here: `output` is undefined). */
+  outputText?: string;
   /** The tasks that depend on this one, when known: they bound the slots an eager claim reserves. */
   dependents?: readonly string[];
   /** Some dependent has a wait, which this completion may activate (the caller then evaluates it in the same transaction). */
@@ -83,15 +85,19 @@ export async function completeTasks(q: Queryable, ctx: StatementContext, items: 
  * The batch as compact JSON: attempts grouped by workflow and worker, each `[name, attempt, tid, output]`, so
  * a batch of hundreds repeats no ids or keys (fewer bytes to send and for the database to parse).
  */
-function attemptsJson(items: readonly Completion[], byTid: boolean): string {
-  const groups = new Map<string, { workflow_id: string; worker_id: string; attempts: unknown[][] }>();
+function attemptsJson(items: readonly Completion[], byTid: boolean, apart: Completion | undefined): string {
+  const groups = new Map<string, { head: string; attempts: string[] }>();
   for (const i of items) {
     const key = `${i.workflowId}\u0000${i.workerId}`;
     let g = groups.get(key);
-    if (!g) groups.set(key, (g = { workflow_id: i.workflowId, worker_id: i.workerId, attempts: [] }));
-    g.attempts.push([i.name, i.attempt, byTid ? i.tid : null, i.output ?? null]);
+    if (!g)
+      groups.set(key, (g = { head: `{"workflow_id":${JSON.stringify(i.workflowId)},"worker_id":${JSON.stringify(i.workerId)},"attempts":[`, attempts: [] }));
+    // a large output's text goes in as it is: no second serialisation of megabytes
+    const output = i === apart ? 'null' : (i.outputText ?? JSON.stringify(i.output ?? null));
+    const large = i.outputText !== undefined ? `,${Buffer.byteLength(i.outputText)}` : '';
+    g.attempts.push(`[${JSON.stringify(i.name)},${i.attempt},${byTid && i.tid !== undefined ? JSON.stringify(i.tid) : 'null'},${output}${large}]`);
   }
-  return JSON.stringify([...groups.values()]);
+  return `[${[...groups.values()].map((g) => `${g.head}${g.attempts.join(',')}]}`).join(',')}]`;
 }
 
 function completionKey(i: Completion): string {
@@ -105,6 +111,8 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
         .map(([queue, n]) => ({ queue, n }))
     : [];
   const s = ctx.s;
+  // a completion alone with a large output sends it as a parameter of its own: no batch JSON copies megabytes
+  const apart = items.length === 1 && items[0].outputText !== undefined ? items[0] : undefined;
   const { rows } = await q.query<{
     skipped: { w: string; n: string }[] | null;
     finalize: string[] | null;
@@ -114,11 +122,14 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
   }>(
     `WITH locked AS (
        SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
+     ), apart AS MATERIALIZED (
+       SELECT $7::text::jsonb AS output
      ), items AS MATERIALIZED (
-       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, (a->>2)::tid AS tid, a->3 AS output
+       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, (a->>2)::tid AS tid, CASE WHEN a->>4 IS NOT NULL AND $7::text IS NOT NULL THEN (SELECT output FROM apart) ELSE a->3 END AS output,
+              (a->>4)::int AS output_bytes
          FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
      ), done AS (
-       UPDATE ${s}.tasks t SET state = 'completed', output = v.output, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
+       UPDATE ${s}.tasks t SET state = 'completed', output = v.output, output_bytes = v.output_bytes, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
          FROM items v
         WHERE ${
           byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''
@@ -172,7 +183,15 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
             (SELECT id::text FROM recorded) AS claim,
             (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
             (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated`,
-    [attemptsJson(items, byTid), ctx.now, [...new Set(items.map((i) => i.workflowId))], JSON.stringify(slots), claim?.kinds ?? [], claim?.workerId ?? null],
+    [
+      attemptsJson(items, byTid, apart),
+      ctx.now,
+      [...new Set(items.map((i) => i.workflowId))],
+      JSON.stringify(slots),
+      claim?.kinds ?? [],
+      claim?.workerId ?? null,
+      apart?.outputText ?? null,
+    ],
     { prepare: true },
   );
   const r = rows[0];
@@ -180,10 +199,18 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
   const skipped = skippedKeys.size === 0 ? [] : items.filter((i) => skippedKeys.has(completionKey(i)));
   const claimed = decodeClaimed(r.claimed);
   if (claimed.length > 0) {
-    // deps completed in this very statement show their old rows to its subqueries: their outputs come from the batch
-    const batchOutputs = new Map(items.filter((i) => !skippedKeys.has(completionKey(i))).map((i) => [completionKey(i), i.output ?? null]));
-    for (const t of claimed)
-      t.dep_outputs = Object.fromEntries(t.deps.map((d) => [d, batchOutputs.get(`${t.workflow_id}\u0000${d}`) ?? t.dep_outputs?.[d] ?? null]));
+    // deps completed in this very statement show their old rows to its subqueries: their outputs come from the
+    // batch (a large one by name, as a claim gives it)
+    const batch = new Map(items.filter((i) => !skippedKeys.has(completionKey(i))).map((i) => [completionKey(i), i]));
+    for (const t of claimed) {
+      const outputs: Record<string, unknown> = {};
+      for (const d of t.deps) {
+        const done = batch.get(`${t.workflow_id}\u0000${d}`);
+        if (done?.outputText !== undefined) t.large_deps = [...(t.large_deps ?? []).filter((n) => n !== d), d];
+        else outputs[d] = done ? (done.output ?? null) : (t.dep_outputs?.[d] ?? null);
+      }
+      t.dep_outputs = outputs;
+    }
   }
   const activated = new Map<string, string[]>();
   for (const a of r.activated ?? []) activated.set(a.w, [...(activated.get(a.w) ?? []), a.n]);

@@ -48,10 +48,10 @@ export async function currentDefinitions(q: Queryable, s: string): Promise<Store
 }
 
 /** The kinds some registered version gives a `returns` (their outputs are checked): one pass over the versions. */
-export async function kindsWithReturns(q: Queryable, s: string): Promise<string[]> {
+export async function kindsWithOutputRules(q: Queryable, s: string): Promise<string[]> {
   const { rows } = await q.query<{ kind: string }>(
     `SELECT DISTINCT t->>'kind' AS kind FROM ${s}.definitions d CROSS JOIN LATERAL jsonb_array_elements(d.normalized->'tasks') t
-      WHERE t ? 'returns'`,
+      WHERE t ? 'returns' OR t ? 'max_output'`,
   );
   return rows.map((r) => r.kind);
 }

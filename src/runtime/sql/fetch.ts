@@ -17,8 +17,10 @@ export type FetchedTask = Pick<
   deferred: DeferredRow | null;
   /** Some dependent has a wait that this task's completion may activate. */
   dependents_wait: boolean;
-  /** Direct deps' outputs by name, read in the same statement that claimed the task. */
+  /** Direct deps' outputs by name, read in the same statement that claimed the task (large ones aside). */
   dep_outputs: Record<string, unknown> | null;
+  /** Direct deps whose outputs are large (output_bytes): not in the claim, read by the worker before the handler runs. */
+  large_deps?: string[];
   /** What satisfied the task's wait, stored when it resolved (null without a wait): the handler's ctx.wait. */
   wait_evidence: WaitEvidence | null;
   /** Where the claimed row version lives ("(page,item)"): its completion finds it there unless it moved since. */
@@ -61,13 +63,19 @@ export function claimedJson(c: string, depOutputs: string): string {
 }
 
 /**
- * A claimed task's direct deps' outputs by name: one key lookup per dep (a lateral subquery, so no plan can
- * read all of the workflow's tasks instead, as a generic plan made on stale statistics did).
+ * A claimed task's direct deps' outputs by name, and the names of those whose outputs are large (read apart):
+ * one key lookup per dep (a lateral subquery, so no plan can read all of the workflow's tasks instead, as a
+ * generic plan made on stale statistics did). decodeClaimed() splits the pair.
  */
 export function depOutputsSql(s: string, c: string): string {
-  return `(SELECT jsonb_object_agg(d.name, d.output) FROM unnest(${c}.deps) AS dep
-            CROSS JOIN LATERAL (SELECT t.name, t.output FROM ${s}.tasks t WHERE t.workflow_id = ${c}.workflow_id AND t.name = dep LIMIT 1) d)`;
+  return `(SELECT jsonb_build_array(jsonb_object_agg(d.name, d.output) FILTER (WHERE d.output_bytes IS NULL),
+                                    jsonb_agg(d.name) FILTER (WHERE d.output_bytes IS NOT NULL))
+             FROM unnest(${c}.deps) AS dep
+            CROSS JOIN LATERAL (SELECT t.name, t.output, t.output_bytes FROM ${s}.tasks t
+                                 WHERE t.workflow_id = ${c}.workflow_id AND t.name = dep LIMIT 1) d)`;
 }
+
+const DEP_OUTPUTS = CLAIMED.indexOf('dep_outputs');
 
 export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
   if (rows === null) return [];
@@ -77,6 +85,9 @@ export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
     const row = rows[r];
     const task: Record<string, unknown> = {};
     for (let i = 0; i < CLAIMED.length; i++) task[CLAIMED[i]] = row[i];
+    const pair = row[DEP_OUTPUTS] as [Record<string, unknown> | null, string[] | null] | null;
+    task.dep_outputs = pair ? (pair[0] ?? {}) : null;
+    if (pair?.[1]) task.large_deps = pair[1];
     tasks[r] = task as FetchedTask;
   }
   return tasks;
@@ -154,4 +165,14 @@ export async function fetchTasks(
   // updated the same rows); a failure leaves them for the next claim to place (this claim has its tasks already)
   if (r?.unplaced) await placeWaiting(q, s, p.queue).catch(() => undefined);
   return { tasks: decodeClaimed(r?.tasks ?? null), claim: r?.claim ?? null, wakeAt: r?.wake_at ? new Date(r.wake_at) : null, unplaced: r?.unplaced === true };
+}
+
+/** Deps' large outputs, one statement each (a claim names them rather than carry them): by name. */
+export async function largeOutputs(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<Record<string, unknown>> {
+  const outputs: Record<string, unknown> = {};
+  for (const name of names) {
+    const { rows } = await q.query<{ output: unknown }>(`SELECT output FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [workflowId, name]);
+    outputs[name] = rows[0]?.output ?? null;
+  }
+  return outputs;
 }

@@ -15,6 +15,7 @@ import type { SignalRow } from '../waits/decide.js';
 import { workflowResults } from '../waits/gather.js';
 import { listTaskSignals } from '../waits/signals.js';
 import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, type TaskSpan, TaskTimeout, type TaskWait } from './handlers.js';
+import type { StoredOutput } from './output-rules.js';
 import { AttemptLog, DEFAULT_LOG_BOUNDS, type LogWriter, type TaskLogger } from './task-log.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
@@ -232,7 +233,7 @@ class TaskSignals {
 
 /** The transaction a handler opened with ctx.transaction(): held open until the attempt ends, then committed with the completion. */
 export class AttemptTransaction {
-  private settle?: (outcome: { output: unknown; extensions: PlanTask[][] } | undefined) => void;
+  private settle?: (outcome: { output: StoredOutput; extensions: PlanTask[][] } | undefined) => void;
   private done?: Promise<unknown>;
   /** The open transaction, while it is open: the handler's other database reads go through it. */
   queryable?: Queryable;
@@ -245,7 +246,7 @@ export class AttemptTransaction {
   open<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const { db, s } = this.env;
     return new Promise<T>((resolveResult, rejectResult) => {
-      const ended = new Promise<{ output: unknown; extensions: PlanTask[][] } | undefined>((r) => (this.settle = r));
+      const ended = new Promise<{ output: StoredOutput; extensions: PlanTask[][] } | undefined>((r) => (this.settle = r));
       this.done = db.transaction(async (tx) => {
         this.queryable = tx;
         const now = await clockNow(this.env, tx);
@@ -271,7 +272,7 @@ export class AttemptTransaction {
     });
   }
 
-  async commit(output: unknown, extensions: PlanTask[][]): Promise<void> {
+  async commit(output: StoredOutput, extensions: PlanTask[][]): Promise<void> {
     this.settle!({ output, extensions });
     try {
       await this.done;

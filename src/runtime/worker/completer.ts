@@ -100,7 +100,9 @@ export class Completer {
   }
 
   private async flush(): Promise<void> {
-    const batch = this.queue.splice(0, MAX_BATCH);
+    // a large output goes alone, so its text is sent as is (sql/complete.ts)
+    const alone = this.queue.findIndex((p) => p.item.outputText !== undefined);
+    const batch = alone === -1 ? this.queue.splice(0, MAX_BATCH) : alone === 0 ? this.queue.splice(0, 1) : this.queue.splice(0, alone);
     if (batch.length === 0) return;
     for (const p of batch) if (hasDependents(p.item)) this.queuedWithDependents--;
     try {

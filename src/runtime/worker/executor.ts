@@ -1,19 +1,16 @@
 import type { CompileLimits } from '../../compiler/compile-error.js';
-import { type NormalizedDefinition, START_KIND } from '../../compiler/normalize.js';
+import { START_KIND } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
 import { advancing, type RuntimeContext } from '../context.js';
-import type { Queryable } from '../db/types.js';
-import { errorMessage, OutputError } from '../describe-error.js';
+import { errorMessage } from '../describe-error.js';
 import { completeAttempt } from '../engine/completion.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { renderTaskArgs } from '../engine/render-args.js';
 import { runStartTask } from '../engine/start-children.js';
-import { outputChecker } from '../lazy-compiler.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/attempts.js';
-import { kindsWithReturns, workflowVersion } from '../sql/definitions.js';
-import type { FetchedTask } from '../sql/fetch.js';
+import { type FetchedTask, largeOutputs } from '../sql/fetch.js';
 import { signalsByIds, signalTraceContexts } from '../sql/signals.js';
 import { workflowTraceContexts } from '../sql/workflows.js';
 import { assertStorable } from '../storable.js';
@@ -25,24 +22,9 @@ import { type Attempt, AttemptContext } from './attempt.js';
 import type { Completer, CompletionEnd } from './completer.js';
 import type { EndRecorder } from './ends.js';
 import type { Handler, Handlers, TaskContext, TaskWait } from './handlers.js';
-import { outcomeOf, toJsonOutput } from './outcome.js';
-import { OutputCheck } from './output-check.js';
+import { outcomeOf } from './outcome.js';
+import { OutputRules, type StoredOutput } from './output-rules.js';
 import { type LogBounds, LogWriter } from './task-log.js';
-
-/** How long the kinds with a `returns` are taken as read: a version registered since counts within this. */
-const TYPED_KINDS_MS = 5_000;
-
-const returnsByTask = new WeakMap<NormalizedDefinition, Map<string, Record<string, unknown>>>();
-
-/** A task template's `returns`, looked up once per definition version. */
-function returnsOf(def: NormalizedDefinition, template: string): Record<string, unknown> | undefined {
-  let map = returnsByTask.get(def);
-  if (!map) {
-    map = new Map(def.tasks.flatMap((t) => (t.returns ? [[t.name, t.returns] as const] : [])));
-    returnsByTask.set(def, map);
-  }
-  return map.get(template);
-}
 
 /**
  * What a handler's resolved wait says about the engine's latency: from the wait's activation to its resolution
@@ -87,13 +69,9 @@ export interface ExecutorOptions extends RuntimeContext {
 export class Executor {
   /** Handlers still running after their attempts ended. */
   private outliving = 0;
-  /** The kinds whose outputs some registered version checks (`returns`), and when they were read. */
-  private typedKinds: Set<string> | undefined;
-  private typedKindsAt = 0;
-  private refreshingKinds: Promise<void> | undefined;
   /** Stores the attempts' ctx.log lines. */
   readonly logs: LogWriter;
-  private readonly outputs = new OutputCheck();
+  private readonly outputs: OutputRules;
   /** Workflows' stored trace contexts, read only while spans record. */
   private traceParents?: WorkflowTraceParents;
 
@@ -103,6 +81,7 @@ export class Executor {
     private readonly completer: Completer,
   ) {
     this.logs = new LogWriter({ db: o.db, s: o.s, log: o.log, bounds: o.logBounds });
+    this.outputs = new OutputRules(o);
   }
 
   /** At the worker's stop: the log lines written, the output check's thread ended. */
@@ -130,6 +109,7 @@ export class Executor {
     try {
       let output: unknown;
       try {
+        if (task.large_deps) Object.assign((task.dep_outputs ??= {}), await largeOutputs(this.o.db, this.o.s, task.workflow_id, task.large_deps));
         if (task.deferred) await this.renderArgs(attempt);
         if (task.wait_evidence) attempt.wait = await this.loadWait(task.workflow_id, task.wait_evidence);
         this.o.metrics?.tasksStarted.inc({ kind: task.kind, queue: task.queue });
@@ -141,11 +121,10 @@ export class Executor {
       } finally {
         onHandlerSettled();
       }
-      const json = toJsonOutput(output, this.o.maxOutputBytes);
       // inside the handler's own transaction while it is open (the embedded database runs one at a time)
-      const q = attempt.tx?.queryable ?? this.o.db;
-      const typed = this.mayReturnTo(task, q);
-      if (typed === true || (typed !== false && (await typed))) await this.checkReturns(task, json, q);
+      const json = await this.outputs.accept(task, output, attempt.tx?.queryable ?? this.o.db);
+      // stored as text from here: a large value can be collected while its completion commits
+      output = undefined;
       if (attempt.log) await this.logs.end(attempt.log, attempt.tx?.queryable);
       const end = await this.persistCompletion(attempt, json);
       if (end === 'committed') this.o.log.taskDone(task, 'completed');
@@ -275,54 +254,22 @@ export class Executor {
    * when a look finds them older than TYPED_KINDS_MS (in the background), so a task of a kind without one
    * costs no statement and no wait.
    */
-  private mayReturnTo(task: FetchedTask, q: Queryable): boolean | Promise<boolean> {
-    if (task.kind === START_KIND) return false;
-    const known = () => this.typedKinds?.has(task.kind) ?? false;
-    if (this.typedKinds === undefined) return this.refreshTypedKinds(q).then(known);
-    if (Date.now() - this.typedKindsAt > TYPED_KINDS_MS) void this.refreshTypedKinds(this.o.db).catch(() => undefined);
-    return known();
-  }
-
-  private refreshTypedKinds(q: Queryable): Promise<void> {
-    this.typedKindsAt = Date.now();
-    this.refreshingKinds ??= kindsWithReturns(q, this.o.s)
-      .then((kinds) => {
-        this.typedKinds = new Set(kinds);
-      })
-      .finally(() => {
-        this.refreshingKinds = undefined;
-      });
-    return this.refreshingKinds;
-  }
-
-  /** An output that breaks its task's `returns` is the attempt's error (output_invalid), naming where and why. */
-  private async checkReturns(task: FetchedTask, output: unknown, q: Queryable): Promise<void> {
-    const version = await workflowVersion(q, this.o.s, task.workflow_id);
-    const def = version && (await this.o.definitions.find(q, version.name, version.hash));
-    const returns = def && returnsOf(def, task.template);
-    if (!returns) return;
-    const { describeOutputProblems } = await outputChecker();
-    const problems = await this.outputs.problems(returns, output);
-    if (problems.length > 0) {
-      throw new OutputError(`the handler's output breaks the returns schema of task "${task.template}": ${describeOutputProblems(problems)}`, 'output_invalid');
-    }
-  }
-
   /** Commits an attempt's completion: in the handler's own transaction, with its extensions, or in a batch. */
-  private async persistCompletion(attempt: Attempt, output: unknown): Promise<CompletionEnd> {
+  private async persistCompletion(attempt: Attempt, json: StoredOutput): Promise<CompletionEnd> {
     const { task, ref } = attempt;
+    const output = json.value;
     if (attempt.tx) {
       // the handler's own writes are in that transaction: when it cannot commit they are gone, and the attempt
       // is an error (it runs again by the retry rules), not a completion to try again
       try {
-        await attempt.tx.commit(output, attempt.extensions);
+        await attempt.tx.commit(json, attempt.extensions);
         return 'committed';
       } catch (error) {
         return { error: new Error(`its transaction did not commit (${errorMessage(error)})`) };
       }
     }
     if (attempt.extensions.length > 0) {
-      const end = await this.ends.retry(task, () => this.completeExtending(ref, output, attempt.extensions));
+      const end = await this.ends.retry(task, () => this.completeExtending(ref, json, attempt.extensions));
       return end === 'done' ? 'committed' : end;
     }
     return this.completer.complete(
@@ -332,6 +279,7 @@ export class Executor {
         attempt: task.attempt,
         workerId: this.o.id,
         output,
+        outputText: output === undefined ? json.text : undefined,
         dependents: task.dependents,
         dependentsWait: task.dependents_wait,
         tid: task.tid,
@@ -341,7 +289,7 @@ export class Executor {
   }
 
   /** A completion that adds tasks: the extension and the completion commit together, outside the batch. */
-  private async completeExtending(ref: AttemptRef, output: unknown, extensions: PlanTask[][]): Promise<void> {
+  private async completeExtending(ref: AttemptRef, output: StoredOutput, extensions: PlanTask[][]): Promise<void> {
     await advancing(this.o, async (tx, ctx) => {
       // no longer running (timed out, cancelled or rescued): the extension is rolled back with the completion
       if (!(await completeAttempt(tx, ctx, ref, output, extensions))) throw new AttemptEnded();

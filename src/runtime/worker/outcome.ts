@@ -4,10 +4,19 @@ import { atPointer, findUnstorable } from '../storable.js';
 import { FencedAbort, ShutdownAbort } from './attempt.js';
 import { TaskCancelled, TaskSnoozed } from './handlers.js';
 
-/** A handler's return value as stored JSON; anything that is not JSON (or too large) is the attempt's error. */
-export function toJsonOutput(value: unknown, maxBytes: number): unknown {
-  if (value === undefined || value === null) return null;
-  if (typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) return value;
+/** Outputs larger than this (as JSON) are not parsed back unless a check needs the value: their text is stored as is. */
+export const LARGE_OUTPUT_BYTES = 64 * 1024;
+
+/**
+ * A handler's return value as stored JSON: its text, its size in bytes and (unless it is large) the value as
+ * JSON reads it back; anything that is not JSON, or that Postgres cannot store, is the attempt's error.
+ */
+export function toJsonOutput(value: unknown): { value: unknown; text: string; bytes: number } {
+  if (value === undefined || value === null) return { value: null, text: 'null', bytes: 4 };
+  if (typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) {
+    const text = JSON.stringify(value);
+    return { value, text, bytes: text.length };
+  }
   let text: string | undefined;
   try {
     text = JSON.stringify(value, (_, v: unknown) => {
@@ -20,11 +29,10 @@ export function toJsonOutput(value: unknown, maxBytes: number): unknown {
     throw new OutputError(`the handler's output is not JSON: ${errorMessage(error)}`);
   }
   if (text === undefined) throw new OutputError("the handler's output is not JSON");
-  if (Buffer.byteLength(text) > maxBytes)
-    throw new OutputError(`the handler's output is ${Buffer.byteLength(text)} bytes of JSON, over the ${maxBytes}-byte limit`);
   const bad = findUnstorable(value, text);
   if (bad) throw new OutputError(`the handler's output holds ${bad.what}${atPointer(bad)}, which Postgres cannot store`);
-  return JSON.parse(text);
+  const bytes = Buffer.byteLength(text);
+  return { value: bytes > LARGE_OUTPUT_BYTES ? undefined : JSON.parse(text), text, bytes };
 }
 
 /** Whatever a handler threw (not only Errors) becomes a recorded outcome; reading it never throws. */
