@@ -127,12 +127,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }),
     );
     unpublish = publishApi(io, api);
+    // listening before saying it runs: a SIGTERM sent on reading these lines finds the graceful stop in place
+    const stopSignal = waitForStopSignal();
     log.info(`braid dev: UI and API at ${api.url}/ (token in ${displayPath(io, resolve(braidDir(io), 'token'))})`);
     log.info(
       `watching ${displayPath(io, dir)}${handlersModule ? ` and ${displayPath(io, handlersModule)}` : ''}; ` +
         `worker ${runtime.id} running ${Object.keys(handlers).length} kind(s)`,
     );
-    const signal = await waitForStopSignal();
+    const signal = await stopSignal;
     log.info(`${signal}: stopping (running handlers get ${stopMs / 1000} s)`);
     await handlersWatcher?.stop();
     await definitions.stop();

@@ -60,12 +60,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
       }),
     );
     if (!databaseUrl(io, values.database)) unpublish = publishApi(io, api);
+    const stopSignal = waitForStopSignal();
     io.stdout(`${api.url}/\n`);
     // listening beyond loopback: say which names it answers, since a proxy's or a DNS name needs --allowed-host
     if (values.host !== undefined && !['127.0.0.1', 'localhost', '::1'].includes(values.host) && values['allowed-host'] === undefined) {
       io.stderr(`braid: listening on ${values.host}: answering the Host names ${api.hosts.join(', ')} only (--allowed-host NAME[:PORT],... for others)\n`);
     }
-    await waitForStopSignal();
+    await stopSignal;
     return EXIT.ok;
   } catch (error) {
     throw commandFailure(error);

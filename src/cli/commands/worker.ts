@@ -126,9 +126,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
       metricsServer = served;
       log.info(`metrics at ${served.url}`);
     }
+    // listening before saying it runs: a SIGTERM sent on reading that line finds the graceful stop in place
+    const stopSignal = waitForStopSignal();
     log.info(`worker ${rt.id} running ${Object.keys(handlers).length} kind(s): ${Object.keys(handlers).sort().join(', ')}`);
     if (!versions.some((v) => v.current)) log.warn('no workflow is registered yet: run `braid register` to deploy the definitions');
-    const signal = await waitForStopSignal();
+    const signal = await stopSignal;
     log.info(`${signal}: stopping (running handlers get ${stopMs / 1000} s)`);
     await rt.stop(stopMs);
     log.info('stopped');

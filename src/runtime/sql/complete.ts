@@ -65,11 +65,15 @@ export interface EagerClaim {
  */
 export async function completeTasks(q: Queryable, ctx: StatementContext, items: readonly Completion[], claim?: EagerClaim): Promise<CompletionResult> {
   if (items.length === 0) return { skipped: [], toFinalize: [], claimed: [], claim: null, activated: new Map() };
-  if (!items.every((i) => i.tid !== undefined)) return completeBatch(q, ctx, items, false, claim);
-  const first = await completeBatch(q, ctx, items, true, claim);
+  // a batch whose tasks have no dependents (as claimed) takes the lean statement, which leaves alone a task that
+  // gained some since (an extension): the second pass, by key and whole, completes it
+  const lean = items.every((i) => i.dependents !== undefined && i.dependents.length === 0);
+  const byTid = items.every((i) => i.tid !== undefined);
+  if (!byTid && !lean) return completeBatch(q, ctx, items, { byTid, lean }, claim);
+  const first = await completeBatch(q, ctx, items, { byTid, lean }, claim);
   if (first.skipped.length === 0) return first;
   // the second pass claims nothing: a batch's claimed dependents are one claim
-  const second = await completeBatch(q, ctx, first.skipped, false, claim && { ...claim, slots: {} });
+  const second = await completeBatch(q, ctx, first.skipped, { byTid: false, lean: false }, claim && { ...claim, slots: {} });
   const activated = new Map(first.activated);
   for (const [w, names] of second.activated) activated.set(w, [...(activated.get(w) ?? []), ...names]);
   return {
@@ -104,7 +108,13 @@ function completionKey(i: Completion): string {
   return `${i.workflowId}\u0000${i.name}`;
 }
 
-async function completeBatch(q: Queryable, ctx: StatementContext, items: readonly Completion[], byTid: boolean, claim?: EagerClaim): Promise<CompletionResult> {
+async function completeBatch(
+  q: Queryable,
+  ctx: StatementContext,
+  items: readonly Completion[],
+  { byTid, lean }: { byTid: boolean; lean: boolean },
+  claim?: EagerClaim,
+): Promise<CompletionResult> {
   const slots = claim
     ? Object.entries(claim.slots)
         .filter(([, n]) => n > 0)
@@ -120,78 +130,18 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
     claim: string | null;
     activated: { w: string; n: string }[] | null;
   }>(
-    `WITH locked AS (
-       SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
-     ), apart AS MATERIALIZED (
-       SELECT $7::text::jsonb AS output
-     ), items AS MATERIALIZED (
-       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, (a->>2)::tid AS tid, CASE WHEN a->>4 IS NOT NULL AND $7::text IS NOT NULL THEN (SELECT output FROM apart) ELSE a->3 END AS output,
-              (a->>4)::int AS output_bytes
-         FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
-     ), done AS (
-       UPDATE ${s}.tasks t SET state = 'completed', output = v.output, output_bytes = v.output_bytes, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
-         FROM items v
-        WHERE ${
-          byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''
-        }t.workflow_id = v.workflow_id AND t.name = v.name AND t.attempt = v.attempt
-          AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
-        RETURNING t.workflow_id, t.name, t.dependents
-     ), edges AS (
-       SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep
-        WHERE cardinality(d.dependents) > 0 GROUP BY 1, 2
-     ), eager AS MATERIALIZED (
-       SELECT r.workflow_id, r.name FROM (
-         SELECT t.workflow_id, t.name, l.n, row_number() OVER (PARTITION BY t.queue ORDER BY t.priority, t.id) AS rank
-           FROM edges e
-           JOIN ${s}.tasks t ON t.workflow_id = e.w AND t.name = e.n
-           JOIN jsonb_to_recordset($4::jsonb) AS l(queue text, n int) ON l.queue = t.queue
-          WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($5::text[])
-            AND t.flow IS NULL /* a task with flow control is claimed by flow_pick() alone */) r
-        WHERE r.rank <= r.n
-     ), advanced AS (
-       UPDATE ${s}.tasks t
-          SET deps_left = t.deps_left - e.c,
-              state = CASE WHEN x.name IS NOT NULL THEN 'running'
-                           ELSE ${readyStateSql({ depsLeft: 't.deps_left - e.c', held: heldSql('t'), scheduledAt: 't.scheduled_at' }, '$2')} END,
-              attempt = CASE WHEN x.name IS NOT NULL THEN t.attempt + 1 ELSE t.attempt END,
-              worker_id = CASE WHEN x.name IS NOT NULL THEN $6 ELSE t.worker_id END,
-              started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END,
-              wait_started_at = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NOT NULL THEN $2 ELSE t.wait_started_at END
-         FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
-        WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
-        RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid, NULL::text AS flow_error, (x.name IS NOT NULL) AS claimed,
-                  (t.state = 'pending' AND t.deps_left = 0 AND ${heldSql('t')}) AS activated
-     ), recorded AS (
-       ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$6', '$2')}
-     ), counted AS (
-       UPDATE ${s}.workflows w
-          SET tasks_open = w.tasks_open - c.n,
-              state = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running'
-                           THEN ${finalWorkflowStateSql('w')}
-                           ELSE w.state END,
-              finalized_at = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' THEN $2 ELSE w.finalized_at END
-         FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
-        WHERE w.id = c.workflow_id
-        RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template
-     )
-     SELECT (SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
-              WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped,
-            (SELECT json_agg(${claimedJson('c', depOutputsSql(s, 'c'))}
-                             ORDER BY c.workflow_id, c.name)
-               FROM advanced c WHERE c.claimed) AS claimed,
-            (SELECT id::text FROM recorded) AS claim,
-            (SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize,
-            (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated`,
-    [
-      attemptsJson(items, byTid, apart),
-      ctx.now,
-      [...new Set(items.map((i) => i.workflowId))],
-      JSON.stringify(slots),
-      claim?.kinds ?? [],
-      claim?.workerId ?? null,
-      apart?.outputText ?? null,
-    ],
+    lean ? leanCompletionSql(s, byTid) : completionSql(s, byTid),
+    lean
+      ? [attemptsJson(items, byTid, apart), ctx.now, [...new Set(items.map((i) => i.workflowId))], apart?.outputText ?? null]
+      : [
+          attemptsJson(items, byTid, apart),
+          ctx.now,
+          [...new Set(items.map((i) => i.workflowId))],
+          apart?.outputText ?? null,
+          JSON.stringify(slots),
+          claim?.kinds ?? [],
+          claim?.workerId ?? null,
+        ],
     { prepare: true },
   );
   const r = rows[0];
@@ -215,6 +165,93 @@ async function completeBatch(q: Queryable, ctx: StatementContext, items: readonl
   const activated = new Map<string, string[]>();
   for (const a of r.activated ?? []) activated.set(a.w, [...(activated.get(a.w) ?? []), a.n]);
   return { skipped, toFinalize: r.finalize ?? [], claimed, claim: r.claim, activated };
+}
+
+/** The batch's attempts (items), the workflows' locks, and the large output sent apart ($4): both variants open so. */
+function completionHead(s: string, byTid: boolean, returning: string): string {
+  return `WITH locked AS (
+       SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
+     ), apart AS MATERIALIZED (
+       SELECT $4::text::jsonb AS output
+     ), items AS MATERIALIZED (
+       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, (a->>2)::tid AS tid,
+              CASE WHEN a->>4 IS NOT NULL AND $4::text IS NOT NULL THEN (SELECT output FROM apart) ELSE a->3 END AS output,
+              (a->>4)::int AS output_bytes
+         FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
+     ), done AS (
+       UPDATE ${s}.tasks t SET state = 'completed', output = v.output, output_bytes = v.output_bytes, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
+         FROM items v
+        WHERE ${byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id AND t.name = v.name
+          AND t.attempt = v.attempt AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
+        ${returning}`;
+}
+
+/** Counting the completed tasks off their workflows, each finalized in the statement when nothing is left to evaluate. */
+function countedSql(s: string): string {
+  return `counted AS (
+       UPDATE ${s}.workflows w
+          SET tasks_open = w.tasks_open - c.n,
+              state = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running'
+                           THEN ${finalWorkflowStateSql('w')}
+                           ELSE w.state END,
+              finalized_at = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' THEN $2 ELSE w.finalized_at END
+         FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
+        WHERE w.id = c.workflow_id
+        RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template
+     )`;
+}
+
+const SKIPPED_SQL = `(SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
+              WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped`;
+const FINALIZE_SQL = `(SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize`;
+
+/**
+ * A batch none of whose tasks has dependents: no edges to follow, nothing to claim. A task that gained
+ * dependents since its claim is left alone (reported skipped) for the whole statement to complete.
+ */
+export function leanCompletionSql(s: string, byTid: boolean): string {
+  return `${completionHead(s, byTid, 'AND cardinality(t.dependents) = 0 RETURNING t.workflow_id, t.name')}
+     ), ${countedSql(s)}
+     SELECT ${SKIPPED_SQL}, NULL::json AS claimed, NULL::text AS claim, ${FINALIZE_SQL}, NULL::json AS activated`;
+}
+
+/** The whole completion: dependents advance, those made available are claimed eagerly ($5 slots, $6 kinds, $7 worker). */
+export function completionSql(s: string, byTid: boolean): string {
+  return `${completionHead(s, byTid, 'RETURNING t.workflow_id, t.name, t.dependents')}
+     ), edges AS (
+       SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep
+        WHERE cardinality(d.dependents) > 0 GROUP BY 1, 2
+     ), eager AS MATERIALIZED (
+       SELECT r.workflow_id, r.name FROM (
+         SELECT t.workflow_id, t.name, l.n, row_number() OVER (PARTITION BY t.queue ORDER BY t.priority, t.id) AS rank
+           FROM edges e
+           JOIN ${s}.tasks t ON t.workflow_id = e.w AND t.name = e.n
+           JOIN jsonb_to_recordset($5::jsonb) AS l(queue text, n int) ON l.queue = t.queue
+          WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($6::text[])
+            AND t.flow IS NULL /* a task with flow control is claimed by flow_pick() alone */) r
+        WHERE r.rank <= r.n
+     ), advanced AS (
+       UPDATE ${s}.tasks t
+          SET deps_left = t.deps_left - e.c,
+              state = CASE WHEN x.name IS NOT NULL THEN 'running'
+                           ELSE ${readyStateSql({ depsLeft: 't.deps_left - e.c', held: heldSql('t'), scheduledAt: 't.scheduled_at' }, '$2')} END,
+              attempt = CASE WHEN x.name IS NOT NULL THEN t.attempt + 1 ELSE t.attempt END,
+              worker_id = CASE WHEN x.name IS NOT NULL THEN $7 ELSE t.worker_id END,
+              started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END,
+              wait_started_at = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NOT NULL THEN $2 ELSE t.wait_started_at END
+         FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
+        WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
+        RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid, NULL::text AS flow_error, (x.name IS NOT NULL) AS claimed,
+                  (t.state = 'pending' AND t.deps_left = 0 AND ${heldSql('t')}) AS activated
+     ), recorded AS (
+       ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$7', '$2')}
+     ), ${countedSql(s)}
+     SELECT ${SKIPPED_SQL},
+            (SELECT json_agg(${claimedJson('c', depOutputsSql(s, 'c'))} ORDER BY c.workflow_id, c.name) FROM advanced c WHERE c.claimed) AS claimed,
+            (SELECT id::text FROM recorded) AS claim,
+            ${FINALIZE_SQL},
+            (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated`;
 }
 
 /** Of the given workflows, those running with every task closed: their output is still to be evaluated (lock held). */

@@ -107,21 +107,11 @@ const CLAIMED_RETURNING = `t.workflow_id, t.name, t.template, t.kind, t.queue, t
                   t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid`;
 
 /**
- * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
- * rows other workers hold, so each task attempt runs once at a time. Tasks with flow control (lane 'flow')
- * are picked by flow_pick() (migration 022) for the room the others left, up to `flowLimit` (no prefetch: a
- * flow-controlled task counts against its limits from its claim, so it is claimed only for a free slot); the
- * function is not called when the queue has none. The same statement records the claim and deletes the worker's claims listed in `forget`
- * (those whose attempts have all ended).
+ * The claim (fetchTasks): $1 queue, $2 kinds, $3 limit, $4 worker, $5 now, $6 claims to forget, $7 the limit
+ * for tasks with flow control. Exported for the plan-regression test.
  */
-export async function fetchTasks(
-  q: Queryable,
-  s: string,
-  p: { queue: string; kinds: readonly string[]; limit: number; flowLimit?: number; workerId: string; now: Date; forget?: readonly string[] },
-): Promise<Fetched> {
-  // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
-  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null }>(
-    `WITH claimed AS (
+export function fetchSql(s: string): string {
+  return `WITH claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
                 WHERE lane = 'available' AND queue = $1 AND kind = ANY($2::text[])
@@ -156,7 +146,25 @@ export async function fetchTasks(
             (SELECT min(wake) FROM flowed WHERE wid IS NULL) AS wake_at,
             (SELECT present FROM waiting)
               AND coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1 AND flow_tag IS NULL ORDER BY queue, flow_tag, id LIMIT 1), false)
-              AS unplaced`,
+              AS unplaced`;
+}
+
+/**
+ * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
+ * rows other workers hold, so each task attempt runs once at a time. Tasks with flow control (lane 'flow')
+ * are picked by flow_pick() (migration 022) for the room the others left, up to `flowLimit` (no prefetch: a
+ * flow-controlled task counts against its limits from its claim, so it is claimed only for a free slot); the
+ * function is not called when the queue has none. The same statement records the claim and deletes the worker's claims listed in `forget`
+ * (those whose attempts have all ended).
+ */
+export async function fetchTasks(
+  q: Queryable,
+  s: string,
+  p: { queue: string; kinds: readonly string[]; limit: number; flowLimit?: number; workerId: string; now: Date; forget?: readonly string[] },
+): Promise<Fetched> {
+  // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
+  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null }>(
+    fetchSql(s),
     [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0],
     { prepare: true },
   );
