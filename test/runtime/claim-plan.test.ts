@@ -17,7 +17,11 @@ async function populated(): Promise<{ rt: Awaited<ReturnType<typeof drivenRuntim
   const rt = await drivenRuntime({ definitions: { many: MANY, one: ONE }, handlers: { noop: async () => null } });
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) ids.push(await rt.start('many', { items: Array.from({ length: 2500 }, (_, n) => n) }));
-  for (let i = 0; i < 3; i++) await rt.startMany('one', Array.from({ length: 1000 }, () => ({})));
+  for (let i = 0; i < 3; i++)
+    await rt.startMany(
+      'one',
+      Array.from({ length: 1000 }, () => ({})),
+    );
   const s = `"${rt.schema}"`;
   await rt.db.query(`ANALYZE ${s}.tasks`);
   await rt.db.query(`ANALYZE ${s}.workflows`);
