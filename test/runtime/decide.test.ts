@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { BUILTIN_DEFAULTS } from '../../src/compiler/normalize.js';
 import {
   afterFailure,
   conditionOutcome,
+  DEFAULT_RETRY,
   depOutcome,
   depsOutcome,
   finalWorkflowState,
+  isDefaultRetry,
   isFailed,
   isFinal,
   readyState,
@@ -82,6 +85,13 @@ describe('runtime decisions (pure)', () => {
     expect(retryDelayMs({ ...p, backoff: 'exponential', jitter: true }, 3, () => 0)).toBe(2000);
     expect(retryDelayMs({ ...p, backoff: 'exponential', jitter: true }, 3, () => 1)).toBe(4000);
     expect(retryDelayMs({ ...p, backoff: 'exponential' }, 1000)).toBe(10_000);
+  });
+
+  it("the default retry policy a task row stores as NULL is the compiler's default", () => {
+    expect(DEFAULT_RETRY).toEqual(BUILTIN_DEFAULTS.retry);
+    expect(isDefaultRetry({ ...BUILTIN_DEFAULTS.retry })).toBe(true);
+    expect(isDefaultRetry({ ...BUILTIN_DEFAULTS.retry, jitter: false })).toBe(false);
+    expect(isDefaultRetry({ ...BUILTIN_DEFAULTS.retry, initial_ms: 2000 })).toBe(false);
   });
 
   it('after a failed attempt: retry until max_attempts; a cancel request ends it cancelled', () => {

@@ -79,6 +79,19 @@ export interface RetryPolicy {
   jitter: boolean;
 }
 
+/**
+ * The retry policy of a task that declares none, stored as NULL: the compiler's BUILTIN_DEFAULTS.retry (a test
+ * holds the two equal; the runtime does not load the compiler for it).
+ */
+export const DEFAULT_RETRY: RetryPolicy = { backoff: 'exponential', initial_ms: 1000, max_ms: 3_600_000, jitter: true };
+
+/** Whether a policy is the default one (a task on it stores none). */
+export function isDefaultRetry(p: RetryPolicy): boolean {
+  return (
+    p.backoff === DEFAULT_RETRY.backoff && p.initial_ms === DEFAULT_RETRY.initial_ms && p.max_ms === DEFAULT_RETRY.max_ms && p.jitter === DEFAULT_RETRY.jitter
+  );
+}
+
 /** The wait before attempt `attempt + 1`, after attempt `attempt` failed. Jitter spreads it over [50%, 100%]. */
 export function retryDelayMs(policy: RetryPolicy, attempt: number, random: () => number = Math.random): number {
   const n = Math.max(1, attempt);

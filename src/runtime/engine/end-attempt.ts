@@ -16,7 +16,7 @@ import { insertLogLines } from '../sql/task-logs.js';
 import { storableText } from '../storable.js';
 import { advanceWorkflow } from './advance.js';
 import type { AdvanceContext } from './context.js';
-import { afterFailure, attemptJitter, dueState, retryDelayMs } from './decide.js';
+import { afterFailure, attemptJitter, DEFAULT_RETRY, dueState, retryDelayMs } from './decide.js';
 
 /** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
 function storableError(e: TaskError): TaskError {
@@ -79,7 +79,7 @@ export async function endAttempt(
     // a lost attempt (its worker died, or could not record the end) is no failure of the handler's to back
     // off from: detecting it took long enough, so it runs again at once, keeping its place in the queue
     const lost = entry.kind === 'lost';
-    const retryAt = lost ? null : new Date(now.getTime() + retryDelayMs(task.retry, ref.attempt, random));
+    const retryAt = lost ? null : new Date(now.getTime() + retryDelayMs(task.retry ?? DEFAULT_RETRY, ref.attempt, random));
     await retryAttempt(q, s, ref, lost ? 'available' : 'retryable', retryAt, entry);
     await logEnd(
       q,

@@ -7,7 +7,7 @@ import { assertStorable } from '../storable.js';
 import { declaredKeys } from '../waits/declared.js';
 import { activateWaits } from './advance.js';
 import type { AdvanceContext } from './context.js';
-import { readyState } from './decide.js';
+import { isDefaultRetry, readyState } from './decide.js';
 
 /** A task that something besides its deps holds pending: a wait, or a condition still to decide. */
 export function isHeld(t: Pick<PlanTask, 'wait' | 'when'>): boolean {
@@ -51,7 +51,8 @@ export function taskRows(
       deps_left: depsLeft,
       scheduled_at: scheduledAt.toISOString(),
       timeout_ms: t.timeout_ms,
-      retry: t.retry,
+      // the default policy is stored as NULL (migration 028): the row is narrower
+      retry: isDefaultRetry(t.retry) ? null : t.retry,
       ignore_cancelled_deps: t.ignore_cancelled_deps,
       ignore_discarded_deps: t.ignore_discarded_deps,
       ignore_deleted_deps: t.ignore_deleted_deps,

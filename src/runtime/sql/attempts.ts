@@ -39,7 +39,8 @@ export interface RunningRow {
   state: string;
   attempt: number;
   max_attempts: number;
-  retry: RetryPolicy;
+  /** null: the default policy. */
+  retry: RetryPolicy | null;
   cancel_requested: boolean;
   worker_id: string | null;
   queue: string;

@@ -17,7 +17,8 @@ export interface TaskRow extends Pick<TaskRecord, Shared | 'deps_left' | 'timeou
   dependents_wait: boolean;
   wait_keys: string[];
   scheduled_at: string;
-  retry: PlanTask['retry'];
+  /** null: the default policy (BUILTIN_DEFAULTS.retry). */
+  retry: PlanTask['retry'] | null;
   ignore_cancelled_deps: boolean;
   ignore_discarded_deps: boolean;
   ignore_deleted_deps: boolean;
