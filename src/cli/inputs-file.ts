@@ -114,7 +114,11 @@ export async function startFromFile(io: Io, backend: Backend, name: string, file
       if (progress) io.stderr('\n');
       if (!(error instanceof BatchRowError)) throw error;
       const cause = error.cause as Error & { diagnostics?: { message: string; rule: string }[] };
-      const what = cause.diagnostics ? cause.diagnostics.map((d) => `${d.message} [${d.rule}]`).join('; ') : cause.message;
+      const what = cause.diagnostics
+        ? cause.diagnostics.map((d) => `${d.message} [${d.rule}]`).join('; ')
+        : cause instanceof RangeError
+          ? `the inputs are nested too deeply (${cause.message})`
+          : cause.message;
       const before = started > 0 ? `; the ${started} workflows of lines before ${batch[0].n} started` : '';
       throw new SubjectError(`${file}:${batch[error.row].n}: ${what} (nothing of lines ${batch[0].n}-${batch[batch.length - 1].n} started${before})`);
     }
