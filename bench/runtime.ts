@@ -253,6 +253,9 @@ async function graphileLatency(): Promise<number[]> {
   }
   await runner.stop();
   await utils.release();
+  const after = createPostgres({ connectionString: url, max: 1 });
+  await after.query('DROP SCHEMA IF EXISTS graphile_worker CASCADE');
+  await after.close();
   return samples;
 }
 
