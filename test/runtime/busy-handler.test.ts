@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { heavyFile } from '../helpers/heavy.js';
 import { patient } from '../helpers/patience.js';
@@ -6,8 +9,9 @@ import { backend, postgresUrl, testRuntime, until } from '../helpers/runtime.js'
 
 heavyFile();
 
-const definition = (ms: number, on: number[]) =>
-  `name: busy\ntasks:\n  crunch: { kind: block, args: { ms: ${ms}, on: [${on.join(', ')}] }, max_attempts: 3 }\n`;
+/** A task whose handler blocks its worker on the attempts `on`, for `ms` or until the file `until` exists. */
+const definition = (ms: number, on: number[], until?: string) =>
+  `name: busy\ntasks:\n  crunch: { kind: block, args: { ms: ${ms}, on: [${on.join(', ')}]${until ? `, until: ${JSON.stringify(until)}` : ''} }, max_attempts: 3 }\n`;
 
 /** A CLI worker with a short dead-after. */
 const cliWorker = (schema: string, table: string, extra: string[]) =>
@@ -36,7 +40,10 @@ describe.runIf(backend === 'postgres')('a handler that blocks its worker’s eve
   it(
     'past the stall limit: the worker is taken for hung, says so, and the task runs again elsewhere; the first result is dropped',
     async () => {
-      const rt = await testRuntime({ definitions: { busy: definition(7000, [1]) } });
+      // the first attempt blocks until the second has run elsewhere (whichever worker leads, however slow the
+      // machine), then returns a result that must be dropped
+      const release = join(mkdtempSync(join(tmpdir(), 'braid-busy-')), 'release');
+      const rt = await testRuntime({ definitions: { busy: definition(120_000, [1], release) } });
       const table = await invocationTable(rt.db);
       const procs = [cliWorker(rt.schema, table, ['--stall-limit', '2s']), cliWorker(rt.schema, table, ['--stall-limit', '2s'])];
       await Promise.all(procs.map((p) => printed(p, / running \d+ kind\(s\)/)));
@@ -46,6 +53,7 @@ describe.runIf(backend === 'postgres')('a handler that blocks its worker’s eve
         const task = await rt.workflow(id).task('crunch');
         throw new Error(`${error.message}: task ${task.state} attempt ${task.attempt}\n${procs.map((p) => p.output()).join('\n---\n')}`);
       });
+      writeFileSync(release, '');
       await allFinal(rt.db, rt.schema, [id], 60_000);
       const runs = await invocations(rt, table);
       expect(runs.map((r) => r.attempt)).toEqual([1, 2]);
@@ -55,7 +63,6 @@ describe.runIf(backend === 'postgres')('a handler that blocks its worker’s eve
       expect(hung.output()).toMatch(/the event loop has been blocked for \d+\.\d s, past the stall limit \(2\.0 s\)/);
       expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 })).toMatchObject({ state: 'completed' });
       expect((await rt.workflow(id).task('crunch')).output).toEqual({ pid: runs[1].pid });
-      // stretched as its waits are, so a second attempt that does not come is said by the workers' words above
     },
     patient(180_000),
   );
