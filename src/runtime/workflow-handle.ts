@@ -14,7 +14,7 @@ import { flowHoldings } from './sql/flow.js';
 import type { SignalPage } from './sql/signals.js';
 import { listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
-import { liveKinds, loadWorkflow, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
+import { liveKinds, loadWorkflow, readOneSnapshot, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
 import { pendingReason, skipReason } from './status.js';
 import { loadTasks, loadTasksByName } from './task-records.js';
 import type { SignalRow } from './waits/decide.js';
@@ -170,14 +170,22 @@ export class WorkflowHandle {
   /** The workflow with its tasks, each pending one with why it waits. */
   async status(): Promise<WorkflowStatus> {
     const { s, workerDeadAfterMs } = this.rt.internals;
-    const workflow = await this.load();
-    const tasks = await this.tasks();
-    const kinds = await liveKinds(this.q, s, workerDeadAfterMs, await clockNow(this.rt.ctx));
-    const byName = new Map(tasks.map((t) => [t.name, t]));
-    const upgrades = await upgradeHistory(this.q, s, this.id);
-    const flows = tasks.filter((t) => t.state === 'available' && t.flow !== null).map((t) => t.flow!);
-    const held = flows.length > 0 ? await flowHoldings(this.q, s, flows) : undefined;
     const now = await clockNow(this.rt.ctx);
+    // one snapshot, so a task shown ended never sits beside its workflow shown running
+    const { workflow, tasks, kinds, upgrades, held } = await this.rt.db.transaction(async (q) => {
+      await readOneSnapshot(q);
+      const workflow = await this.load({ tx: q });
+      const tasks = await this.tasks({ tx: q });
+      const flows = tasks.filter((t) => t.state === 'available' && t.flow !== null).map((t) => t.flow!);
+      return {
+        workflow,
+        tasks,
+        kinds: await liveKinds(q, s, workerDeadAfterMs, now),
+        upgrades: await upgradeHistory(q, s, this.id),
+        held: flows.length > 0 ? await flowHoldings(q, s, flows) : undefined,
+      };
+    });
+    const byName = new Map(tasks.map((t) => [t.name, t]));
     const debounced = workflow.debounce_until !== null && new Date(workflow.debounce_until) > now ? new Date(workflow.debounce_until) : null;
     const flowWhy = (t: TaskRecord) => {
       if (debounced && t.state === 'scheduled' && new Date(t.scheduled_at).getTime() === debounced.getTime())

@@ -26,6 +26,14 @@ export async function loadWorkflow(q: Queryable, s: string, id: string): Promise
  * Serializes starts that choose the same workflow id, until the transaction ends: the second finds the
  * first's workflow rather than failing on its key.
  */
+/**
+ * Makes the transaction just begun read one snapshot (its first statement): a task's end and its workflow's,
+ * committed together, are seen together by every read that follows.
+ */
+export async function readOneSnapshot(q: Queryable): Promise<void> {
+  await q.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+}
+
 export async function lockWorkflowId(q: Queryable, schema: string, id: string): Promise<void> {
   await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`braid:start:${schema}:${id}`]);
 }
