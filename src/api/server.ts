@@ -48,6 +48,28 @@ export interface ApiServerOptions {
   metrics?: Metrics;
 }
 
+/** Answers an error the caller can act on (its status, code and words); false for any other, which is internal. */
+function answeredError(res: ServerResponse, error: unknown): boolean {
+  // a body left unread (too large) would be taken for the next request on this connection: close it
+  if (error instanceof HttpError) send(res, error.status, { error: error.message, code: error.code }, error.status === 413 ? { connection: 'close' } : {});
+  else if (error instanceof CompileError) send(res, httpStatus(error.code), { error: 'inputs do not fit', code: error.code, diagnostics: error.diagnostics });
+  // a batch's row at fault: which row, and what its own error says
+  else if (error instanceof BatchRowError && isCallerError(error)) {
+    const cause = error.cause;
+    send(res, httpStatus(error.code), {
+      error: cause instanceof CompileError ? 'inputs do not fit' : cause instanceof Error ? cause.message : String(cause),
+      code: error.code,
+      row: error.row,
+      ...(cause instanceof CompileError ? { diagnostics: cause.diagnostics } : {}),
+    });
+  }
+  // a busy workflow is worth another try: say when
+  else if (isCallerError(error))
+    send(res, httpStatus(error.code), { error: error.message, code: error.code }, error.code === 'workflow_busy' ? { 'retry-after': '1' } : {});
+  else return false;
+  return true;
+}
+
 /**
  * The HTTP server of a braid process: the JSON API under /api (the CLI's other commands use it against an
  * embedded database this process holds; the web UI uses it everywhere), server-sent events, and the UI.
@@ -104,25 +126,7 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
       await route(context, req, res, url);
     } catch (error) {
-      // a body left unread (too large) would be taken for the next request on this connection: close it
-      if (error instanceof HttpError)
-        return send(res, error.status, { error: error.message, code: error.code }, error.status === 413 ? { connection: 'close' } : {});
-      if (error instanceof CompileError)
-        return send(res, httpStatus(error.code), { error: 'inputs do not fit', code: error.code, diagnostics: error.diagnostics });
-      // a batch's row at fault: which row, and what its own error says
-      if (error instanceof BatchRowError && isCallerError(error)) {
-        const cause = error.cause;
-        return send(res, httpStatus(error.code), {
-          error: cause instanceof CompileError ? 'inputs do not fit' : cause instanceof Error ? cause.message : String(cause),
-          code: error.code,
-          row: error.row,
-          ...(cause instanceof CompileError ? { diagnostics: cause.diagnostics } : {}),
-        });
-      }
-      // a busy workflow is worth another try: say when
-      if (isCallerError(error))
-        return send(res, httpStatus(error.code), { error: error.message, code: error.code }, error.code === 'workflow_busy' ? { 'retry-after': '1' } : {});
-      throw error;
+      if (!answeredError(res, error)) throw error;
     }
   }
   await new Promise<void>((resolve, reject) => {

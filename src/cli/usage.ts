@@ -10,11 +10,14 @@ export const USAGE = {
   graph: 'braid graph FILE|NAME [--format mermaid|dot] [--definitions DIR]',
   migrate: 'braid migrate [--database URL] [--schema NAME]',
   start:
-    'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--traceparent TP] [--inputs-file FILE.ndjson [--batch N] [--id-field FIELD]] [--database URL]',
+    'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--traceparent TP] ' +
+    '[--inputs-file FILE.ndjson [--batch N] [--id-field FIELD]] [--database URL]',
   worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL] [--port N] [--metrics-port N]',
   status: 'braid status ID [--json] [--database URL]',
   logs: 'braid logs ID [TASK] [--attempt N] [--follow] [--json] [--database URL]',
-  list: 'braid list [--state S] [--name N] [--id-prefix P] [--input PATH=VALUE...] [--created-after ISO] [--created-before ISO] [--error TEXT] [--top-level] [--limit N] [--json] [--database URL]',
+  list:
+    'braid list [--state S] [--name N] [--id-prefix P] [--input PATH=VALUE...] [--created-after ISO] [--created-before ISO] ' +
+    '[--error TEXT] [--top-level] [--limit N] [--json] [--database URL]',
   versions: 'braid versions NAME [--diff HASH1 HASH2] [--json] [--database URL]',
   cancel: 'braid cancel ID [--json] [--database URL]',
   schedules: 'braid schedules [NAME] [--next N] [--json] [--database URL]',

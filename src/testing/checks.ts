@@ -42,135 +42,41 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
     );
     return;
   }
-  const tree = workflowTree(raw.workflow, definitions);
-  const kinds = kindsOf(tree);
-  const tasks = def.tasks.map((t) => t.name);
-  const keys = [...new Set(def.tasks.flatMap((t) => (t.wait ? declaredKeys(t.wait) : [])))].sort();
+  const checker = new TestFileChecker(raw, def, workflowTree(raw.workflow, definitions), reporter);
+  checker.mocks(raw.mocks, ['mocks']);
+  for (const [i, t] of raw.tests.entries()) checker.test(t, i);
+}
 
-  // a mock's output must be one the real handler could return: its task's `returns` (said once per mock)
-  const mockOutput = (mock: unknown, task: NormalizedTask, path: Path) => {
-    if (task.returns === undefined || typeof mock !== 'object' || mock === null || !('output' in mock)) return;
-    if (reporter.diagnostics.some((d) => d.rule === 'test-mock-output' && d.path === pointer([...path, 'output']))) return;
-    const problems = outputProblems(task.returns, (mock as { output: unknown }).output);
-    if (problems.length === 0) return;
-    reporter.report(
-      'test-mock-output',
-      `the mock's output breaks the returns schema of task "${task.name}": ${describeOutputProblems(problems)}`,
-      { path: [...path, 'output'], at: 'key' },
-      'the real handler could never return it: fix the mock (or the schema)',
-    );
-  };
+/** The checks of one test file against its workflow (and the workflows it starts). */
+class TestFileChecker {
+  private readonly kinds: string[];
+  private readonly tasks: string[];
+  private readonly keys: string[];
+  private readonly schedules: string[];
 
-  const mocks = (m: Record<string, unknown> | undefined, at: Path) => {
-    for (const key of Object.keys(m ?? {})) {
-      const path = [...at, key];
-      if (key.startsWith('kind:')) {
-        const kind = key.slice(5);
-        if (kinds.includes(kind)) {
-          for (const t of tree.flatMap((d) => d.tasks.filter((x) => x.kind === kind))) mockOutput(m?.[key], t, path);
-          continue;
-        }
-        const guess = didYouMean(kind, kinds);
-        reporter.report(
-          'test-mock-kind',
-          `no task of ${raw.workflow} runs kind "${kind}"`,
-          { path, at: 'key' },
-          guess ? `did you mean "kind:${guess}"?` : `kinds: ${kinds.join(', ') || 'none'}`,
-        );
-        continue;
-      }
-      const [owner, task] = key.includes('.') ? key.split('.') : [raw.workflow, key];
-      const ownerDef = tree.find((d) => d.name === owner);
-      if (!ownerDef || (key.includes('.') && owner === raw.workflow)) {
-        const starts = tree.filter((d) => d.name !== raw.workflow).map((d) => d.name);
-        reporter.report(
-          'test-unknown-task',
-          `"${owner}" is not a workflow that ${raw.workflow} starts`,
-          { path, at: 'key' },
-          starts.length ? `it starts: ${starts.join(', ')}` : `a task of ${raw.workflow} is mocked by its name alone`,
-        );
-        continue;
-      }
-      const found = ownerDef.tasks.find((t) => t.name === task);
-      if (!found) {
-        const names = ownerDef.tasks.map((t) => t.name);
-        const guess = didYouMean(task, names);
-        reporter.report(
-          'test-unknown-task',
-          `${ownerDef.name} has no task "${task}"`,
-          { path, at: 'key' },
-          guess ? `did you mean "${key.includes('.') ? `${owner}.` : ''}${guess}"?` : `its tasks: ${names.join(', ')}`,
-        );
-      } else if (found.kind !== START_KIND) {
-        mockOutput(m?.[key], found, path);
-      } else {
-        reporter.report(
-          'test-unknown-task',
-          `task "${task}" starts ${found.start!.workflow} workflows, which run for real: mock their tasks instead`,
-          { path, at: 'key' },
-          `e.g. "${found.start!.workflow}.TASK"`,
-        );
-      }
-    }
-  };
+  constructor(
+    private readonly raw: RawTestFile,
+    private readonly def: NormalizedDefinition,
+    private readonly tree: readonly NormalizedDefinition[],
+    private readonly reporter: Reporter,
+  ) {
+    this.kinds = kindsOf(tree);
+    this.tasks = def.tasks.map((t) => t.name);
+    this.keys = [...new Set(def.tasks.flatMap((t) => (t.wait ? declaredKeys(t.wait) : [])))].sort();
+    this.schedules = (def.schedules ?? []).map((x) => x.name);
+  }
 
-  const expectation = (e: Expect | undefined, at: Path) => {
-    for (const [name, value] of Object.entries(e?.tasks ?? {})) {
-      const path = [...at, 'tasks', name];
-      const base = templateOf(name);
-      const task = def.tasks.find((t) => t.name === base);
-      if (!task) {
-        const guess = didYouMean(base, tasks);
-        reporter.report(
-          'test-unknown-task',
-          `${raw.workflow} has no task "${base}"`,
-          { path, at: 'key' },
-          guess ? `did you mean "${guess}"?` : `its tasks: ${tasks.join(', ')}`,
-        );
-        continue;
-      }
-      if (name !== base && task.for_each === undefined)
-        reporter.report('test-unknown-task', `task "${base}" has no for_each: it has no expansion ${name}`, { path, at: 'key' });
-      if (typeof value !== 'object') continue;
-      const terms = task.wait?.terms.map((t) => t.name) ?? [];
-      for (const term of Object.keys(value.wait ?? {})) {
-        if (terms.includes(term)) continue;
-        const guess = didYouMean(term, terms);
-        reporter.report(
-          'test-unknown-task',
-          `task "${base}" has no wait term "${term}"`,
-          { path: [...path, 'wait', term], at: 'key' },
-          guess ? `did you mean "${guess}"?` : terms.length ? `its terms: ${terms.join(', ')}` : 'the task has no wait',
-        );
-      }
-    }
-  };
-
-  const schedules = (def.schedules ?? []).map((x) => x.name);
-  // the schedules a test runs, and those its expected runs name, are the workflow's
-  const scheduleNamed = (name: string, path: Path) => {
-    if (schedules.includes(name)) return;
-    const guess = didYouMean(name, schedules);
-    reporter.report(
-      'test-schema',
-      `${raw.workflow} has no schedule "${name}"`,
-      { path },
-      guess ? `did you mean "${guess}"?` : schedules.length ? `its schedules: ${schedules.join(', ')}` : `${raw.workflow} declares no schedules`,
-    );
-  };
-
-  mocks(raw.mocks, ['mocks']);
-  raw.tests.forEach((t, i) => {
-    mocks(t.mocks, ['tests', i, 'mocks']);
-    expectation(t.expect, ['tests', i, 'expect']);
-    if (t.schedules === true && schedules.length === 0)
-      reporter.report('test-schema', `${raw.workflow} declares no schedules to run`, { path: ['tests', i, 'schedules'] });
-    for (const [j, name] of (Array.isArray(t.schedules) ? t.schedules : []).entries()) scheduleNamed(name, ['tests', i, 'schedules', j]);
-    for (const [j, r] of (t.expect?.runs ?? []).entries()) scheduleNamed(r.schedule, ['tests', i, 'expect', 'runs', j, 'schedule']);
+  test(t: RawTestFile['tests'][number], i: number): void {
+    this.mocks(t.mocks, ['tests', i, 'mocks']);
+    this.expectation(t.expect, ['tests', i, 'expect']);
+    if (t.schedules === true && this.schedules.length === 0)
+      this.reporter.report('test-schema', `${this.raw.workflow} declares no schedules to run`, { path: ['tests', i, 'schedules'] });
+    for (const [j, name] of (Array.isArray(t.schedules) ? t.schedules : []).entries()) this.scheduleNamed(name, ['tests', i, 'schedules', j]);
+    for (const [j, r] of (t.expect?.runs ?? []).entries()) this.scheduleNamed(r.schedule, ['tests', i, 'expect', 'runs', j, 'schedule']);
     const started = t.inputs !== undefined || !t.schedules;
     for (const key of ['state', 'reason', 'output', 'tasks'] as const)
       if (!started && t.expect && key in t.expect)
-        reporter.report('test-schema', `expect.${key} is about the test's own run: give the test inputs, or expect the schedules' runs`, {
+        this.reporter.report('test-schema', `expect.${key} is about the test's own run: give the test inputs, or expect the schedules' runs`, {
           path: ['tests', i, 'expect', key],
           at: 'key',
         });
@@ -178,24 +84,135 @@ export function checkTestFile(raw: RawTestFile, definitions: ReadonlyMap<string,
       (t.steps ?? []).forEach((step, j) => {
         for (const key of ['signal', 'cancel', 'retry'])
           if (key in step)
-            reporter.report('test-schema', `a ${key} step needs the test's own run: give the test inputs (only the schedules start runs without)`, {
+            this.reporter.report('test-schema', `a ${key} step needs the test's own run: give the test inputs (only the schedules start runs without)`, {
               path: ['tests', i, 'steps', j, key],
               at: 'key',
             });
       });
     (t.steps ?? []).forEach((step, j) => {
-      if ('expect' in step) expectation(step.expect as Expect, ['tests', i, 'steps', j, 'expect']);
+      if ('expect' in step) this.expectation(step.expect as Expect, ['tests', i, 'steps', j, 'expect']);
       if ('signal' in step) {
         const key = (step.signal as { key: string }).key;
-        if (keys.includes(key)) return;
-        const guess = didYouMean(key, keys);
-        reporter.report(
+        if (this.keys.includes(key)) return;
+        const guess = didYouMean(key, this.keys);
+        this.reporter.report(
           'test-unknown-signal',
-          `no task of ${raw.workflow} waits on signal "${key}"`,
+          `no task of ${this.raw.workflow} waits on signal "${key}"`,
           { path: ['tests', i, 'steps', j, 'signal', 'key'] },
-          guess ? `did you mean "${guess}"?` : keys.length ? `it waits on: ${keys.join(', ')}` : `${raw.workflow} waits on no signal`,
+          guess ? `did you mean "${guess}"?` : this.keys.length ? `it waits on: ${this.keys.join(', ')}` : `${this.raw.workflow} waits on no signal`,
         );
       }
     });
-  });
+  }
+
+  mocks(m: Record<string, unknown> | undefined, at: Path): void {
+    for (const key of Object.keys(m ?? {})) {
+      const path = [...at, key];
+      if (key.startsWith('kind:')) {
+        const kind = key.slice(5);
+        if (this.kinds.includes(kind)) {
+          for (const t of this.tree.flatMap((d) => d.tasks.filter((x) => x.kind === kind))) this.mockOutput(m?.[key], t, path);
+          continue;
+        }
+        const guess = didYouMean(kind, this.kinds);
+        this.reporter.report(
+          'test-mock-kind',
+          `no task of ${this.raw.workflow} runs kind "${kind}"`,
+          { path, at: 'key' },
+          guess ? `did you mean "kind:${guess}"?` : `kinds: ${this.kinds.join(', ') || 'none'}`,
+        );
+        continue;
+      }
+      const [owner, task] = key.includes('.') ? key.split('.') : [this.raw.workflow, key];
+      const ownerDef = this.tree.find((d) => d.name === owner);
+      if (!ownerDef || (key.includes('.') && owner === this.raw.workflow)) {
+        const starts = this.tree.filter((d) => d.name !== this.raw.workflow).map((d) => d.name);
+        this.reporter.report(
+          'test-unknown-task',
+          `"${owner}" is not a workflow that ${this.raw.workflow} starts`,
+          { path, at: 'key' },
+          starts.length ? `it starts: ${starts.join(', ')}` : `a task of ${this.raw.workflow} is mocked by its name alone`,
+        );
+        continue;
+      }
+      const found = ownerDef.tasks.find((t) => t.name === task);
+      if (!found) {
+        const names = ownerDef.tasks.map((t) => t.name);
+        const guess = didYouMean(task, names);
+        this.reporter.report(
+          'test-unknown-task',
+          `${ownerDef.name} has no task "${task}"`,
+          { path, at: 'key' },
+          guess ? `did you mean "${key.includes('.') ? `${owner}.` : ''}${guess}"?` : `its tasks: ${names.join(', ')}`,
+        );
+      } else if (found.kind !== START_KIND) {
+        this.mockOutput(m?.[key], found, path);
+      } else {
+        this.reporter.report(
+          'test-unknown-task',
+          `task "${task}" starts ${found.start!.workflow} workflows, which run for real: mock their tasks instead`,
+          { path, at: 'key' },
+          `e.g. "${found.start!.workflow}.TASK"`,
+        );
+      }
+    }
+  }
+
+  /** A mock's output must be one the real handler could return: its task's `returns` (said once per mock). */
+  private mockOutput(mock: unknown, task: NormalizedTask, path: Path): void {
+    if (task.returns === undefined || typeof mock !== 'object' || mock === null || !('output' in mock)) return;
+    if (this.reporter.diagnostics.some((d) => d.rule === 'test-mock-output' && d.path === pointer([...path, 'output']))) return;
+    const problems = outputProblems(task.returns, (mock as { output: unknown }).output);
+    if (problems.length === 0) return;
+    this.reporter.report(
+      'test-mock-output',
+      `the mock's output breaks the returns schema of task "${task.name}": ${describeOutputProblems(problems)}`,
+      { path: [...path, 'output'], at: 'key' },
+      'the real handler could never return it: fix the mock (or the schema)',
+    );
+  }
+
+  private expectation(e: Expect | undefined, at: Path): void {
+    for (const [name, value] of Object.entries(e?.tasks ?? {})) {
+      const path = [...at, 'tasks', name];
+      const base = templateOf(name);
+      const task = this.def.tasks.find((t) => t.name === base);
+      if (!task) {
+        const guess = didYouMean(base, this.tasks);
+        this.reporter.report(
+          'test-unknown-task',
+          `${this.raw.workflow} has no task "${base}"`,
+          { path, at: 'key' },
+          guess ? `did you mean "${guess}"?` : `its tasks: ${this.tasks.join(', ')}`,
+        );
+        continue;
+      }
+      if (name !== base && task.for_each === undefined)
+        this.reporter.report('test-unknown-task', `task "${base}" has no for_each: it has no expansion ${name}`, { path, at: 'key' });
+      if (typeof value !== 'object') continue;
+      const terms = task.wait?.terms.map((t) => t.name) ?? [];
+      for (const term of Object.keys(value.wait ?? {})) {
+        if (terms.includes(term)) continue;
+        const guess = didYouMean(term, terms);
+        this.reporter.report(
+          'test-unknown-task',
+          `task "${base}" has no wait term "${term}"`,
+          { path: [...path, 'wait', term], at: 'key' },
+          guess ? `did you mean "${guess}"?` : terms.length ? `its terms: ${terms.join(', ')}` : 'the task has no wait',
+        );
+      }
+    }
+  }
+
+  /** The schedules a test runs, and those its expected runs name, are the workflow's. */
+  private scheduleNamed(name: string, path: Path): void {
+    if (this.schedules.includes(name)) return;
+    const guess = didYouMean(name, this.schedules);
+    this.reporter.report(
+      'test-schema',
+      `${this.raw.workflow} has no schedule "${name}"`,
+      { path },
+      guess ? `did you mean "${guess}"?` : this.schedules.length ? `its schedules: ${this.schedules.join(', ')}` : `${this.raw.workflow} declares no schedules`,
+    );
+  }
 }

@@ -72,15 +72,7 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
   // where the run is, for a timeout's message: its start, the step playing, or the run to the end after them
   let at: { step: number | 'run'; line: number; where: string } = { step: 'run', line: test.line, where: 'at its start' };
   try {
-    const missing = unhandled(workflowTree(file.workflow, session.definitions), file.workflow, test.mocks, session.handlers);
-    if (missing.length > 0)
-      throw new Error(`no mock and no handler for ${missing.join(', ')}: mock it (by task or "kind:NAME"), or give the project's handlers (--handlers)`);
-    for (const w of test.workflows) {
-      const def = await currentDefinition(session.db, session.s, w.name);
-      if (!def) throw new Error(`workflows: no workflow named "${w.name}" is defined (for ${w.id})`);
-      await recordEnded(session.db, session.s, { id: w.id, name: w.name, hash: def.hash, state: w.state, output: w.output, at: clock.now() });
-    }
-    if (test.schedules) await deployTestSchedules(session.db, session.s, file.workflow, test.schedules, clock.now());
+    await prepare(session, file, test, clock.now());
     await rt.startWorker();
     // a fixed id: the run's jittered backoffs and children's ids, and so its virtual times, repeat
     const id = test.inputs !== undefined ? await rt.start(file.workflow, test.inputs, { id: `test-${test.index + 1}` }) : undefined;
@@ -91,29 +83,9 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
     await driver.settle();
     for (const [i, step] of test.steps.entries()) {
       at = { step: i, line: step.line, where: `at step ${i + 1} (line ${step.line})` };
-      switch (step.kind) {
-        case 'advance':
-          await driver.advanceTo(clock.now().getTime() + step.ms);
-          break;
-        case 'signal':
-          await own().signals.emit(step.key, step.payload, { idempotencyKey: step.idempotency_key, source: step.source });
-          await driver.settle();
-          break;
-        case 'cancel':
-          await own().cancel();
-          await driver.settle();
-          break;
-        case 'retry':
-          await own().retry({ mode: step.mode });
-          await driver.settle();
-          break;
-        case 'expect': {
-          const seen = await observe(rt, id, clock, { starts, flowControlled });
-          const mismatches = compare(step.expect, seen);
-          if (mismatches.length > 0) result.failures.push({ step: i, line: step.line, time: clock.now().toISOString(), mismatches, failed: seen.failed });
-          break;
-        }
-      }
+      const mismatches = await playStep(step, { driver, clock, own, observe: () => observe(rt, id, clock, { starts, flowControlled }) });
+      if (mismatches?.seen && mismatches.list.length > 0)
+        result.failures.push({ step: i, line: step.line, time: clock.now().toISOString(), mismatches: mismatches.list, failed: mismatches.seen.failed });
     }
     // then on to the end: time skips to whatever comes next, until the workflow is final or max_time passed
     at = { step: 'run', line: test.line, where: 'running on after its steps' };
@@ -143,6 +115,48 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
   result.passed = result.failures.length === 0;
   result.ms = Date.now() - started;
   return result;
+}
+
+/** What a test gives before its run starts: every kind handled, the workflows it says ended, its schedules. */
+async function prepare(session: TestSession, file: TestFile, test: TestCase, now: Date): Promise<void> {
+  const missing = unhandled(workflowTree(file.workflow, session.definitions), file.workflow, test.mocks, session.handlers);
+  if (missing.length > 0)
+    throw new Error(`no mock and no handler for ${missing.join(', ')}: mock it (by task or "kind:NAME"), or give the project's handlers (--handlers)`);
+  for (const w of test.workflows) {
+    const def = await currentDefinition(session.db, session.s, w.name);
+    if (!def) throw new Error(`workflows: no workflow named "${w.name}" is defined (for ${w.id})`);
+    await recordEnded(session.db, session.s, { id: w.id, name: w.name, hash: def.hash, state: w.state, output: w.output, at: now });
+  }
+  if (test.schedules) await deployTestSchedules(session.db, session.s, file.workflow, test.schedules, now);
+}
+
+/** Plays one step; an expect step returns what it saw and how that differs from what it expects. */
+async function playStep(
+  step: TestCase['steps'][number],
+  c: { driver: Driver; clock: VirtualClock; own: () => ReturnType<Runtime['workflow']>; observe: () => Promise<Observed> },
+): Promise<{ seen: Observed; list: Mismatch[] } | undefined> {
+  switch (step.kind) {
+    case 'advance':
+      await c.driver.advanceTo(c.clock.now().getTime() + step.ms);
+      break;
+    case 'signal':
+      await c.own().signals.emit(step.key, step.payload, { idempotencyKey: step.idempotency_key, source: step.source });
+      await c.driver.settle();
+      break;
+    case 'cancel':
+      await c.own().cancel();
+      await c.driver.settle();
+      break;
+    case 'retry':
+      await c.own().retry({ mode: step.mode });
+      await c.driver.settle();
+      break;
+    case 'expect': {
+      const seen = await c.observe();
+      return { seen, list: compare(step.expect, seen) };
+    }
+  }
+  return undefined;
 }
 
 /** Moves a test's run along: lets the worker drain, runs maintenance, moves the clock. */

@@ -190,3 +190,37 @@ export function misnamedErrors(tree: Tree): string[] {
   }
   return found;
 }
+
+/**
+ * Functions (declarations, methods, arrows, function expressions) longer than `max` lines, from their first
+ * line to their last, nested functions included in their outer one's length: as "file:line name (N lines)".
+ */
+export function longFunctions(tree: Tree, max: number): string[] {
+  const found: string[] = [];
+  for (const [path, text] of tree) {
+    const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+    const line = (pos: number) => file.getLineAndCharacterOfPosition(pos).line + 1;
+    const visit = (node: ts.Node): void => {
+      if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+        const first = line(node.getStart(file));
+        const length = line(node.getEnd()) - first + 1;
+        if (length > max) found.push(`${path}:${first} ${functionName(node)} (${length} lines)`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(file);
+  }
+  return found;
+}
+
+function functionName(node: ts.SignatureDeclaration): string {
+  if (node.name && ts.isIdentifier(node.name)) return node.name.text;
+  const parent = node.parent;
+  if (parent && (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) && ts.isIdentifier(parent.name)) return parent.name.text;
+  return '(anonymous)';
+}
+
+/** Lines longer than `max` characters, as "file:line (N characters)". */
+export function longLines(tree: Tree, max: number): string[] {
+  return [...tree].flatMap(([path, text]) => text.split('\n').flatMap((l, i) => (l.length > max ? [`${path}:${i + 1} (${l.length} characters)`] : [])));
+}

@@ -2,9 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { formatText } from '../../compiler/format/text.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import type { ValidationResult } from '../../compiler/validate.js';
 import { packageRoot } from '../../paths.js';
 import type { Logger } from '../../runtime/log.js';
-import { createRuntime } from '../../runtime/runtime.js';
+import { createRuntime, type Runtime } from '../../runtime/runtime.js';
 import { parse } from '../args.js';
 import { braidDir, databaseUrl, openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
@@ -106,70 +107,81 @@ export async function run(argv: string[], io: Io): Promise<number> {
     );
     if (validation.diagnostics.length > 0) io.stdout(formatText(validation.diagnostics, { sources: readSourceTexts(validation, io) }));
     await rt.startWorker();
-    const started: { name: string; id: string }[] = [];
-    const pending: { id: string; signal: ScriptedSignal; n: number }[] = [];
-    // workflows whose inputs name others start after those
-    const defs = [...validation.definitions].sort(
-      (a, b) => Number(startedNames(scripts[a.name] ?? {}).length > 0) - Number(startedNames(scripts[b.name] ?? {}).length > 0),
-    );
-    for (const def of defs) {
-      const script = scripts[def.name] ?? {};
-      const why = unrunnable(def.normalized, script);
-      if (why) {
-        io.stdout(`skip  ${def.name}: ${why}\n`);
-        continue;
-      }
-      const examples = (def.normalized.inputs as { examples?: unknown[] } | undefined)?.examples;
-      const scripted = Object.fromEntries(
-        Object.entries(script.inputs ?? {}).map(([k, v]) => [k, isStarted(v) ? started.filter((s) => s.name === v.$started).map((s) => s.id) : v]),
-      );
-      const base = examples?.[0];
-      const inputs =
-        typeof base === 'object' && base !== null && !Array.isArray(base)
-          ? { ...base, ...scripted }
-          : Object.keys(scripted).length > 0
-            ? scripted
-            : (base ?? {});
-      const id = await rt.start(def.name, inputs);
-      started.push({ name: def.name, id });
-      for (const [n, signal] of (script.signals ?? []).entries()) pending.push({ id, signal, n });
-      io.stdout(`start ${def.name} ${id}\n`);
-    }
-    let failed = 0;
+    const { started, pending } = await startEach(rt, validation.definitions, scripts, io);
     const deadline = Date.now() + timeoutMs;
-    // emit each scripted signal once its task is waiting, as a person or a webhook would
-    while (pending.length > 0 && Date.now() < deadline) {
-      for (const p of [...pending]) {
-        const task = await rt.workflow(p.id).task(p.signal.when_waiting);
-        if (task.wait?.phase !== 'waiting' && task.state === 'pending') continue;
-        pending.splice(pending.indexOf(p), 1);
-        if (task.state !== 'pending') continue;
-        const r = await rt
-          .workflow(p.id)
-          .signals.emit(p.signal.key, p.signal.payload ?? null, { source: p.signal.source, idempotencyKey: `braid-demo-${p.n}` });
-        io.stdout(
-          `  signal ${p.signal.key} ${JSON.stringify(p.signal.payload ?? null)} -> ` +
-            `${p.id.slice(-8)}${r.resolved.length ? ` (resolves ${r.resolved.join(', ')})` : ''}\n`,
-        );
-      }
-      if (pending.length > 0) await new Promise((r) => setTimeout(r, 50));
-    }
-    for (const { name, id } of started) {
-      const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: Math.max(1, deadline - Date.now()), pollMs: 200 });
-      if (w.state !== 'completed') failed++;
-      // the branches not taken: a skipped task never reaches a worker, so no line above names it
-      const skipped = (await rt.workflow(id).tasks()).filter((t) => t.state === 'skipped').map((t) => t.name);
-      io.stdout(
-        `\n${name} ${id}: ${w.state}${skipped.length > 0 ? ` (skipped: ${skipped.join(', ')})` : ''}\n  output: ` +
-          `${JSON.stringify(w.output)}\n${w.output_error ? `  output error: ${w.output_error}\n` : ''}`,
-      );
-    }
+    await emitScripted(rt, pending, deadline, io);
+    const failed = await reportEach(rt, started, deadline, io);
     io.stdout(`\n${started.length - failed} of ${started.length} workflow(s) completed.\n`);
     return failed > 0 ? EXIT.failed : EXIT.ok;
   } finally {
     await rt.stop(2000);
     await db.close();
   }
+}
+
+type Started = { name: string; id: string };
+type Pending = { id: string; signal: ScriptedSignal; n: number };
+
+/** Starts each runnable definition once, with its first example's inputs and its script's; says what it skips. */
+async function startEach(rt: Runtime, definitions: ValidationResult['definitions'], scripts: Record<string, Script>, io: Io) {
+  const started: Started[] = [];
+  const pending: Pending[] = [];
+  // workflows whose inputs name others start after those
+  const defs = [...definitions].sort((a, b) => Number(startedNames(scripts[a.name] ?? {}).length > 0) - Number(startedNames(scripts[b.name] ?? {}).length > 0));
+  for (const def of defs) {
+    const script = scripts[def.name] ?? {};
+    const why = unrunnable(def.normalized, script);
+    if (why) {
+      io.stdout(`skip  ${def.name}: ${why}\n`);
+      continue;
+    }
+    const examples = (def.normalized.inputs as { examples?: unknown[] } | undefined)?.examples;
+    const scripted = Object.fromEntries(
+      Object.entries(script.inputs ?? {}).map(([k, v]) => [k, isStarted(v) ? started.filter((s) => s.name === v.$started).map((s) => s.id) : v]),
+    );
+    const base = examples?.[0];
+    const inputs =
+      typeof base === 'object' && base !== null && !Array.isArray(base) ? { ...base, ...scripted } : Object.keys(scripted).length > 0 ? scripted : (base ?? {});
+    const id = await rt.start(def.name, inputs);
+    started.push({ name: def.name, id });
+    for (const [n, signal] of (script.signals ?? []).entries()) pending.push({ id, signal, n });
+    io.stdout(`start ${def.name} ${id}\n`);
+  }
+  return { started, pending };
+}
+
+/** Emits each scripted signal once its task is waiting, as a person or a webhook would. */
+async function emitScripted(rt: Runtime, pending: Pending[], deadline: number, io: Io): Promise<void> {
+  while (pending.length > 0 && Date.now() < deadline) {
+    for (const p of [...pending]) {
+      const task = await rt.workflow(p.id).task(p.signal.when_waiting);
+      if (task.wait?.phase !== 'waiting' && task.state === 'pending') continue;
+      pending.splice(pending.indexOf(p), 1);
+      if (task.state !== 'pending') continue;
+      const r = await rt.workflow(p.id).signals.emit(p.signal.key, p.signal.payload ?? null, { source: p.signal.source, idempotencyKey: `braid-demo-${p.n}` });
+      io.stdout(
+        `  signal ${p.signal.key} ${JSON.stringify(p.signal.payload ?? null)} -> ` +
+          `${p.id.slice(-8)}${r.resolved.length ? ` (resolves ${r.resolved.join(', ')})` : ''}\n`,
+      );
+    }
+    if (pending.length > 0) await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Waits for each started workflow and prints how it ended; returns how many did not complete. */
+async function reportEach(rt: Runtime, started: readonly Started[], deadline: number, io: Io): Promise<number> {
+  let failed = 0;
+  for (const { name, id } of started) {
+    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: Math.max(1, deadline - Date.now()), pollMs: 200 });
+    if (w.state !== 'completed') failed++;
+    // the branches not taken: a skipped task never reaches a worker, so no line above names it
+    const skipped = (await rt.workflow(id).tasks()).filter((t) => t.state === 'skipped').map((t) => t.name);
+    io.stdout(
+      `\n${name} ${id}: ${w.state}${skipped.length > 0 ? ` (skipped: ${skipped.join(', ')})` : ''}\n  output: ` +
+        `${JSON.stringify(w.output)}\n${w.output_error ? `  output error: ${w.output_error}\n` : ''}`,
+    );
+  }
+  return failed;
 }
 
 function readScript(path: string): Record<string, Script> {

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { type ApiServer, startApiServer } from '../../api/server.js';
 import { DefinitionsWatcher } from '../../dev/definitions-watcher.js';
 import { HandlersWatcher } from '../../dev/handlers-watcher.js';
-import { consoleLogger } from '../../runtime/log.js';
+import { consoleLogger, type Logger } from '../../runtime/log.js';
 import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
@@ -61,17 +61,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return EXIT.ok;
   }
   if (positionals.length > 0) throw new UsageError(`dev takes no arguments (usage: ${usage})`);
-  const set = definitionSet(io, values.definitions);
-  const { config } = project(io);
-  // a config's globs are worked out again on every reload, watching the project's folder; else the one folder
-  const globs = values.definitions === undefined && config?.definitions !== undefined && set.folder === undefined;
-  const dir = globs ? config!.root : set.folder;
-  if (dir === undefined) throw new UsageError(`no definitions folder at ${set.label} (create it, or pass --definitions DIR)`);
-  const port = parsePort(values.port, 4780);
-  const fixedQueues = queuesOption(io, values.queues);
-  const stopMs = shutdownMs(io, values['shutdown-timeout']);
-  const recovery = recoveryOptions(io, values);
-  const handlersModule = handlersModuleOf(io, values.handlers);
+  const { dir, globs, port, fixedQueues, stopMs, recovery, handlersModule } = devOptions(io, values);
   const handlers: Handlers = handlersModule ? await loadHandlersArg(handlersModule) : {};
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const schema = schemaName(io, values.schema);
@@ -96,17 +86,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     });
     await rt.migrate();
     const runtime = rt;
-    definitions = new DefinitionsWatcher(runtime, dir, {
-      files: globs ? () => definitionSet(io, undefined).files : undefined,
-      kinds: projectKinds(io),
-      print,
-      display: (file) => displayPath(io, file),
-      onReload: (state) => {
-        api?.devChanged();
-        // a definition may name a new queue: serve it (unless the queues were given)
-        if (!fixedQueues) void runtime.addQueues(queuesAt(state.queues)).catch((e: Error) => log.warn(`adding queues: ${e.message}`));
-      },
-    });
+    definitions = watchDefinitions(io, runtime, { dir, globs, fixedQueues, print, log, onReload: () => api?.devChanged() });
     const first = await definitions.start();
     if (!fixedQueues) await runtime.addQueues(queuesAt(first.queues));
     warnMissingKinds(log, await runtime.deployBaseline(), handlers);
@@ -117,14 +97,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       await handlersWatcher.start();
     }
     api = await listenOn(port, () =>
-      startApiServer(runtime, {
-        port,
-        host: values.host,
-        token: projectToken(io),
-        definitionsDir: dir,
-        log,
-        dev: () => ({ definitions: watcher.state ?? null, handlers: handlersWatcher?.state ?? null }),
-      }),
+      startApiServer(runtime, { port, host: values.host, token: projectToken(io), definitionsDir: dir, log, dev: () => devState(watcher, handlersWatcher) }),
     );
     unpublish = publishApi(io, api);
     // listening before saying it runs: a SIGTERM sent on reading these lines finds the graceful stop in place
@@ -152,6 +125,48 @@ export async function run(argv: string[], io: Io): Promise<number> {
     await db.close();
     undoSurvive();
   }
+}
+
+/** The options given, checked before anything starts. */
+function devOptions(io: Io, values: Record<string, string | undefined>) {
+  const set = definitionSet(io, values.definitions);
+  const { config } = project(io);
+  // a config's globs are worked out again on every reload, watching the project's folder; else the one folder
+  const globs = values.definitions === undefined && config?.definitions !== undefined && set.folder === undefined;
+  const dir = globs ? config!.root : set.folder;
+  if (dir === undefined) throw new UsageError(`no definitions folder at ${set.label} (create it, or pass --definitions DIR)`);
+  const port = parsePort(values.port, 4780);
+  const fixedQueues = queuesOption(io, values.queues);
+  const stopMs = shutdownMs(io, values['shutdown-timeout']);
+  const recovery = recoveryOptions(io, values);
+  const handlersModule = handlersModuleOf(io, values.handlers);
+  return { dir, globs, port, fixedQueues, stopMs, recovery, handlersModule };
+}
+
+/** What the UI shows of the watchers: the last reload of each. */
+function devState(definitions: DefinitionsWatcher, handlers: HandlersWatcher | undefined) {
+  return { definitions: definitions.state ?? null, handlers: handlers?.state ?? null };
+}
+
+/**
+ * The definitions watcher: a config's globs are worked out again on every reload, watching the project's folder;
+ * a definition may name a new queue, which the worker then serves (unless the queues were given).
+ */
+function watchDefinitions(
+  io: Io,
+  runtime: Runtime,
+  o: { dir: string; globs: boolean; fixedQueues: Record<string, number> | undefined; print: (text: string) => void; log: Logger; onReload: () => void },
+): DefinitionsWatcher {
+  return new DefinitionsWatcher(runtime, o.dir, {
+    files: o.globs ? () => definitionSet(io, undefined).files : undefined,
+    kinds: projectKinds(io),
+    print: o.print,
+    display: (file) => displayPath(io, file),
+    onReload: (state) => {
+      o.onReload();
+      if (!o.fixedQueues) void runtime.addQueues(queuesAt(state.queues)).catch((e: Error) => o.log.warn(`adding queues: ${e.message}`));
+    },
+  });
 }
 
 /** Queues a definition uses, at the default concurrency. */

@@ -1,5 +1,5 @@
 import { SearchParamError, searchFromParams } from '../../api/search-params.js';
-import { isFinal, WORKFLOW_STATES, type WorkflowRecord, type WorkflowSearch } from '../../runtime/wire.js';
+import { isFinal, WORKFLOW_STATES, type WorkflowRecord, type WorkflowSearch, type WorkflowSummary } from '../../runtime/wire.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';
@@ -30,6 +30,48 @@ Usage: ${usage}
 
 const STATES: readonly string[] = WORKFLOW_STATES;
 
+/** The filters given, read by the API's own reading of a search (the same filters, refused the same way). */
+function searchFrom(values: Record<string, string | undefined>, inputs: readonly string[]): Omit<WorkflowSearch, 'limit'> {
+  const query = new URLSearchParams();
+  const flagged: [string, string][] = [
+    ['id-prefix', 'id_prefix'],
+    ['created-after', 'created_after'],
+    ['created-before', 'created_before'],
+    ['finalized-after', 'finalized_after'],
+    ['finalized-before', 'finalized_before'],
+    ['error', 'error'],
+    ['parent', 'parent_id'],
+  ];
+  for (const [flag, param] of flagged) if (values[flag] !== undefined) query.set(param, values[flag]);
+  for (const i of inputs) query.append('input', i);
+  try {
+    return searchFromParams(query);
+  } catch (error) {
+    if (error instanceof SearchParamError)
+      throw new UsageError(error.message.replace(/"(\w+)"/, (_, p: string) => `--${p.replace(/_/g, '-').replace('parent-id', 'parent')}`));
+    throw error;
+  }
+}
+
+/** The workflows as a table; the parent column only when some workflow listed has one. */
+function table(workflows: readonly WorkflowSummary[]): string {
+  const parents = workflows.some((w) => w.parent_id);
+  const rows = workflows.map((w) => [
+    w.id,
+    w.name,
+    w.state,
+    `${Object.entries(w.task_counts ?? {})
+      .filter(([s]) => isFinal(s))
+      .reduce((n, [, c]) => n + Number(c), 0)}/${w.tasks_total}`,
+    ...(parents ? [w.parent_id ?? '-'] : []),
+    new Date(w.created_at).toISOString(),
+  ]);
+  const header = ['ID', 'NAME', 'STATE', 'DONE', ...(parents ? ['PARENT'] : []), 'CREATED'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
+  return `${[fmt(header), ...rows.map(fmt)].join('\n')}\n`;
+}
+
 export async function run(argv: string[], io: Io): Promise<number> {
   const {
     values,
@@ -52,27 +94,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (values.state !== undefined && !STATES.includes(values.state)) throw new UsageError(`--state must be one of ${STATES.join(', ')}, not "${values.state}"`);
   const limit = values.limit === undefined ? 20 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError('--limit must be a whole number from 1 to 500');
-  const query = new URLSearchParams();
-  const flagged: [string, string][] = [
-    ['id-prefix', 'id_prefix'],
-    ['created-after', 'created_after'],
-    ['created-before', 'created_before'],
-    ['finalized-after', 'finalized_after'],
-    ['finalized-before', 'finalized_before'],
-    ['error', 'error'],
-    ['parent', 'parent_id'],
-  ];
-  for (const [flag, param] of flagged) if (values[flag] !== undefined) query.set(param, values[flag]);
-  for (const i of lists.input) query.append('input', i);
-  let search: Omit<WorkflowSearch, 'limit'>;
-  try {
-    // the API's reading of a search, so the CLI and the API take the same filters and refuse the same
-    search = searchFromParams(query);
-  } catch (error) {
-    if (error instanceof SearchParamError)
-      throw new UsageError(error.message.replace(/"(\w+)"/, (_, p: string) => `--${p.replace(/_/g, '-').replace('parent-id', 'parent')}`));
-    throw error;
-  }
+  const search = searchFrom(values, lists.input);
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const page = await backend.list({
@@ -90,22 +112,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       io.stdout('no workflows\n');
       return EXIT.ok;
     }
-    // the parent column only when some workflow listed has one
-    const parents = page.workflows.some((w) => w.parent_id);
-    const rows = page.workflows.map((w) => [
-      w.id,
-      w.name,
-      w.state,
-      `${Object.entries(w.task_counts ?? {})
-        .filter(([s]) => isFinal(s))
-        .reduce((n, [, c]) => n + Number(c), 0)}/${w.tasks_total}`,
-      ...(parents ? [w.parent_id ?? '-'] : []),
-      new Date(w.created_at).toISOString(),
-    ]);
-    const header = ['ID', 'NAME', 'STATE', 'DONE', ...(parents ? ['PARENT'] : []), 'CREATED'];
-    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-    const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
-    io.stdout(`${[fmt(header), ...rows.map(fmt)].join('\n')}\n`);
+    io.stdout(table(page.workflows));
     return EXIT.ok;
   } finally {
     await backend.close();

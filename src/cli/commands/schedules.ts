@@ -60,7 +60,8 @@ export function scheduleText(s: ScheduleRecord): string {
     const at = run ? new Date(run.created_at).toISOString() : 'earlier';
     lines.push(`  last  ${at}  triggered ${s.last_run_id}${run ? ` (${run.state})` : ''} (by hand)`);
   } else if (s.last_tick !== null) {
-    const what = `${s.last_outcome ?? ''}${s.last_run_id && s.last_outcome !== 'skipped' && s.last_outcome !== 'buffered' ? ` ${s.last_run_id}${run ? ` (${run.state})` : ''}` : ''}`;
+    const ran = s.last_run_id && s.last_outcome !== 'skipped' && s.last_outcome !== 'buffered';
+    const what = `${s.last_outcome ?? ''}${ran ? ` ${s.last_run_id}${run ? ` (${run.state})` : ''}` : ''}`;
     // a tick started a second or more after its time: the leader is not keeping up
     const late = s.last_lag_ms !== null && s.last_lag_ms >= 1000 ? `  (started ${prettyMs(s.last_lag_ms)} late)` : '';
     lines.push(`  last  ${s.last_tick}  ${what}${s.last_error ? `: ${s.last_error}` : ''}${late}`);

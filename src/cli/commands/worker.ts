@@ -68,21 +68,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return EXIT.ok;
   }
   if (positionals.length > 0) throw new UsageError(`worker takes no arguments (usage: ${usage})`);
-  const handlersPath = requiredHandlers(io, values.handlers, usage);
-  const queues = queuesOption(io, values.queues);
-  const prefetch = values.prefetch === undefined ? 0 : Number(values.prefetch);
-  if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) throw new UsageError('--prefetch must be a whole number from 0 to 10000');
-  const stopMs = shutdownMs(io, values['shutdown-timeout']);
-  const recovery = recoveryOptions(io, values);
-  const embedded = !databaseUrl(io, values.database);
-  const port = parsePort(values.port, 0);
-  if (values.port !== undefined && !embedded)
-    throw new UsageError("--port is the embedded database's local API; on Postgres a worker serves no API (run braid ui for one)");
-  const metricsPort = values['metrics-port'] === undefined ? undefined : parsePort(values['metrics-port'], 0);
-  if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
-  const metricsToken = values['metrics-token'] ?? process.env.BRAID_METRICS_TOKEN;
-  if (values['metrics-token'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-token needs --metrics-port');
-  if (metricsToken !== undefined && metricsToken.length < 16) throw new UsageError('--metrics-token must be at least 16 characters');
+  const { handlersPath, queues, prefetch, stopMs, recovery, embedded, port, metricsPort, metricsToken } = workerOptions(io, values);
   const handlers = await loadHandlersArg(handlersPath);
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const log = consoleLogger((line) => io.stdout(`${line}\n`));
@@ -146,6 +132,26 @@ export async function run(argv: string[], io: Io): Promise<number> {
     await within(closing, db.close());
     undoSurvive();
   }
+}
+
+/** The options given, checked before anything starts. */
+function workerOptions(io: Io, values: Record<string, string | undefined>) {
+  const handlersPath = requiredHandlers(io, values.handlers, usage);
+  const queues = queuesOption(io, values.queues);
+  const prefetch = values.prefetch === undefined ? 0 : Number(values.prefetch);
+  if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) throw new UsageError('--prefetch must be a whole number from 0 to 10000');
+  const stopMs = shutdownMs(io, values['shutdown-timeout']);
+  const recovery = recoveryOptions(io, values);
+  const embedded = !databaseUrl(io, values.database);
+  const port = parsePort(values.port, 0);
+  if (values.port !== undefined && !embedded)
+    throw new UsageError("--port is the embedded database's local API; on Postgres a worker serves no API (run braid ui for one)");
+  const metricsPort = values['metrics-port'] === undefined ? undefined : parsePort(values['metrics-port'], 0);
+  if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
+  const metricsToken = values['metrics-token'] ?? process.env.BRAID_METRICS_TOKEN;
+  if (values['metrics-token'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-token needs --metrics-port');
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new UsageError('--metrics-token must be at least 16 characters');
+  return { handlersPath, queues, prefetch, stopMs, recovery, embedded, port, metricsPort, metricsToken };
 }
 
 /** Every queue the definitions use, and `default`, at concurrency 10. */

@@ -22,7 +22,8 @@ export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   'cel-type': 'A CEL expression whose types do not fit (or that must return a bool and does not).',
   'cel-unknown-ref': 'A CEL reference to an undeclared input, dep, signal key, timer or task.',
   'cel-optional':
-    'A read of a field that may be absent (an input neither required nor defaulted, an output field not required) without a has() guard, a conditional or an optional select.',
+    'A read of a field that may be absent (an input neither required nor defaulted, an output field not required) ' +
+    'without a has() guard, a conditional or an optional select.',
   'unknown-term': 'wait.expr names something that is not a term of the wait.',
   'unused-term': 'A wait term that expr never uses.',
   'timer-anchor': 'after_task_finalized names a task that is not a direct dep.',

@@ -88,7 +88,8 @@ export async function endAttempt(
       lost ? 'warn' : 'error',
       lost
         ? `attempt ${ref.attempt} lost (${entry.message}): runs again at once`
-        : `attempt ${ref.attempt} of ${task.max_attempts} failed (${entry.code ?? entry.kind ?? 'error'}): ${entry.message}; retry at ${retryAt!.toISOString()}`,
+        : `attempt ${ref.attempt} of ${task.max_attempts} failed (${entry.code ?? entry.kind ?? 'error'}): ${entry.message}; ` +
+            `retry at ${retryAt!.toISOString()}`,
     );
     return true;
   }

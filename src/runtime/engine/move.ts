@@ -79,7 +79,8 @@ export function planMove(
             `task "${row.name}" is ${row.state}, and the version to move to has no task "${next ?? row.name}"` +
             (row.state === 'running'
               ? ': it moves once its attempt ends (upgrade again then)'
-              : `${from && !fromTemplates.has(row.template) ? ' (an extension added it)' : ' (renamed_from: says what it became)'}; --cancel-removed cancels it`),
+              : `${from && !fromTemplates.has(row.template) ? ' (an extension added it)' : ' (renamed_from: says what it became)'}` +
+                '; --cancel-removed cancels it'),
         };
       plan[removed].push(row.name);
       continue;

@@ -54,6 +54,47 @@ export async function startManyIn(
     for (const [row, r] of rows.entries()) started.push(await atRow(row, () => startIn(tx, ctx, def, r.inputs, { ...o, id: r.id })));
     return started;
   }
+  const { plans, repeats } = await compileRows(ctx, def, rows, o);
+  const tracing = ctx.tracing;
+  const spans = plans.map((p, row) =>
+    repeats.has(row)
+      ? null
+      : (tracing?.begin(
+          `braid.workflow ${def.name}`,
+          'producer',
+          { 'braid.workflow.id': p.workflow.id, 'braid.workflow.name': def.name, 'braid.workflow.version': def.hash.slice(0, 12), 'braid.workflow.attempt': 1 },
+          tracing.callerContext(o.caller),
+        ) ?? null),
+  );
+  const batch = batchOf(ctx, plans, rows, repeats, (row) => continued(spans[row], o.caller) ?? null);
+  let inserted: Set<string>;
+  try {
+    inserted = await insertWorkflowBatch(tx, ctx.schema, ctx.s, batch, o.extras ?? {});
+  } catch (error) {
+    for (const span of spans) tracing?.fail(span, error);
+    throw error;
+  }
+  await checkExisting(tx, ctx, def, rows, plans, inserted);
+  await markAwaitedMany(
+    tx,
+    ctx.s,
+    batch.filter((w) => w.keyed && inserted.has(w.id)).map((w) => w.id),
+  );
+  await afterInsert(tx, ctx, batch, plans, inserted);
+  for (const [row, span] of spans.entries()) tracing?.end(span, undefined, { 'braid.workflow.tasks': plans[row].tasks.length });
+  return plans.map((p, row) => ({ id: p.workflow.id, existing: repeats.has(row) || !inserted.has(p.workflow.id) }));
+}
+
+/**
+ * Each row compiled with its inputs (a row that does not compile is a BatchRowError naming it); a business key
+ * repeated in the batch with the same inputs is a repeat of its first row, with other inputs a conflict.
+ */
+async function compileRows(
+  ctx: AdvanceContext,
+  def: StoredDefinition,
+  rows: readonly BatchStart[],
+  o: Omit<StartIn, 'id'>,
+): Promise<{ plans: Plan[]; repeats: Map<number, number> }> {
   const { compile } = await compiler();
   const plans: Plan[] = [];
   const firstOfKey = new Map<string, number>();
@@ -76,17 +117,17 @@ export async function startManyIn(
       throw new BatchRowError(row, new WorkflowConflictError(r.id, { name: def.name }, def.name));
     else repeats.set(row, first);
   }
-  const tracing = ctx.tracing;
-  const spans = plans.map((p, row) =>
-    repeats.has(row)
-      ? null
-      : (tracing?.begin(
-          `braid.workflow ${def.name}`,
-          'producer',
-          { 'braid.workflow.id': p.workflow.id, 'braid.workflow.name': def.name, 'braid.workflow.version': def.hash.slice(0, 12), 'braid.workflow.attempt': 1 },
-          tracing.callerContext(o.caller),
-        ) ?? null),
-  );
+  return { plans, repeats };
+}
+
+/** The rows to insert: every plan but the repeats, with its task rows and its trace context. */
+function batchOf(
+  ctx: AdvanceContext,
+  plans: readonly Plan[],
+  rows: readonly BatchStart[],
+  repeats: ReadonlyMap<number, number>,
+  traceContext: (row: number) => string | null,
+): BatchWorkflow[] {
   const batch: BatchWorkflow[] = [];
   for (const [row, p] of plans.entries()) {
     if (repeats.has(row)) continue;
@@ -101,26 +142,11 @@ export async function startManyIn(
       output: w.output,
       created,
       timeoutMs: w.timeout_ms ?? null,
-      traceContext: continued(spans[row], o.caller) ?? null,
+      traceContext: traceContext(row),
       tasks: taskRows(p.tasks, created, ctx.now),
     });
   }
-  let inserted: Set<string>;
-  try {
-    inserted = await insertWorkflowBatch(tx, ctx.schema, ctx.s, batch, o.extras ?? {});
-  } catch (error) {
-    for (const span of spans) tracing?.fail(span, error);
-    throw error;
-  }
-  await checkExisting(tx, ctx, def, rows, plans, inserted);
-  await markAwaitedMany(
-    tx,
-    ctx.s,
-    batch.filter((w) => w.keyed && inserted.has(w.id)).map((w) => w.id),
-  );
-  await afterInsert(tx, ctx, batch, plans, inserted);
-  for (const [row, span] of spans.entries()) tracing?.end(span, undefined, { 'braid.workflow.tasks': plans[row].tasks.length });
-  return plans.map((p, row) => ({ id: p.workflow.id, existing: repeats.has(row) || !inserted.has(p.workflow.id) }));
+  return batch;
 }
 
 /** Business keys the batch found taken: the same name and inputs is the workflow started before; anything else a conflict. */

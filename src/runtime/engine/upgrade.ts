@@ -144,32 +144,7 @@ async function applyMove(
   await forgetWaitState(q, s, w.id, [...move.deleted, ...move.cancelled]);
   await retireRemovedTasks(q, s, w.id, target.hash, move.history, move.cancelled, now);
   await renameTasks(q, s, w.id, move.renames);
-  const kept = new Set(move.kept);
-  // the state each dep will be in: kept rows keep theirs, the rest are not final yet
-  const depState = (name: string) => (kept.has(name) ? rowOf.get(name)!.state : 'pending');
-  const failing = new Map<string, string>();
-  const skipping = new Map<string, string>();
-  const activate: string[] = [];
-  const keepHold = new Set<string>();
-  const all = taskRows(tasks, new Date(workflow.created_at), now, (t) => {
-    if (kept.has(t.name)) return {};
-    const final = t.deps.flatMap((d) => (isFinal(depState(d)) ? [{ name: d, state: depState(d) as FinalState }] : []));
-    const left = t.deps.length - final.length;
-    if (w.finalized) return { deps_left: left, state: rowOf.get(t.name)?.state ?? 'pending' };
-    const decided = depsOutcome(t, final);
-    if (decided.outcome !== 'satisfied') {
-      (decided.outcome === 'failed' ? failing : skipping).set(t.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
-      return { deps_left: left, state: 'pending' };
-    }
-    const row = rowOf.get(t.name);
-    // a wait that resolved (or a condition decided) and did not change is not asked again
-    if (left === 0 && row && row.state !== 'pending' && isHeld(t) && sameHold(row, t)) {
-      keepHold.add(t.name);
-      return { deps_left: 0, state: dueState(new Date(t.scheduled_at ?? workflow.created_at), now) };
-    }
-    if (left === 0 && isHeld(t)) activate.push(t.name);
-    return { deps_left: left };
-  });
+  const { all, failing, skipping, activate, keepHold } = movedTaskRows(ctx.now, w.finalized, rowOf, tasks, move, workflow.created_at);
   const byName = new Map(all.map((r) => [r.name, r]));
   await relinkTasks(
     q,
@@ -222,6 +197,41 @@ async function applyMove(
   );
   // a move that left nothing open (every task it removed was the last to do) ends the workflow
   await closeTasks(q, ctx, w.id, move.cancelled.length, 0);
+}
+
+/**
+ * The new version's task rows as the move leaves them: kept rows keep their state; the others' deps counted
+ * from the states their deps will be in; a task whose dep failed or was skipped is marked to follow it; a held
+ * task whose wait and condition did not change keeps its hold; one that must be held anew is to activate.
+ */
+function movedTaskRows(now: Date, finalized: boolean, rowOf: ReadonlyMap<string, MoveTaskRow>, tasks: readonly PlanTask[], move: MovePlan, createdAt: string) {
+  const kept = new Set(move.kept);
+  // the state each dep will be in: kept rows keep theirs, the rest are not final yet
+  const depState = (name: string) => (kept.has(name) ? rowOf.get(name)!.state : 'pending');
+  const failing = new Map<string, string>();
+  const skipping = new Map<string, string>();
+  const activate: string[] = [];
+  const keepHold = new Set<string>();
+  const all = taskRows(tasks, new Date(createdAt), now, (t) => {
+    if (kept.has(t.name)) return {};
+    const final = t.deps.flatMap((d) => (isFinal(depState(d)) ? [{ name: d, state: depState(d) as FinalState }] : []));
+    const left = t.deps.length - final.length;
+    if (finalized) return { deps_left: left, state: rowOf.get(t.name)?.state ?? 'pending' };
+    const decided = depsOutcome(t, final);
+    if (decided.outcome !== 'satisfied') {
+      (decided.outcome === 'failed' ? failing : skipping).set(t.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
+      return { deps_left: left, state: 'pending' };
+    }
+    const row = rowOf.get(t.name);
+    // a wait that resolved (or a condition decided) and did not change is not asked again
+    if (left === 0 && row && row.state !== 'pending' && isHeld(t) && sameHold(row, t)) {
+      keepHold.add(t.name);
+      return { deps_left: 0, state: dueState(new Date(t.scheduled_at ?? createdAt), now) };
+    }
+    if (left === 0 && isHeld(t)) activate.push(t.name);
+    return { deps_left: left };
+  });
+  return { all, failing, skipping, activate, keepHold };
 }
 
 /** Whether a task not started holds for the same reasons in both versions: its wait and condition unchanged. */

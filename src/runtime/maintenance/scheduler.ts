@@ -70,7 +70,8 @@ export class SchedulerService implements MaintenanceService {
     const late = lag > Math.max(LATE_MS, 2 * this.intervalMs);
     if (late && !this.late) {
       ctx.log.warn(
-        `leader: schedule ticks are starting late: the oldest due tick is ${prettyMs(lag)} past its time, ${due.length}${due.length === DUE ? ' or more' : ''} ` +
+        `leader: schedule ticks are starting late: the oldest due tick is ${prettyMs(lag)} past its time, ` +
+          `${due.length}${due.length === DUE ? ' or more' : ''} ` +
           "due now (braid schedules shows each one's lateness; fewer or less frequent schedules, or a faster database, catch up)",
       );
     } else if (!late && this.late) ctx.log.info('leader: schedule ticks start on time again');

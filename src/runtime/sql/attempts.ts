@@ -59,7 +59,8 @@ export async function attemptRunning(q: Queryable, s: string, ref: AttemptRef): 
 /** The task's row, locked (the workflow's lock is the caller's). */
 export async function lockTask(q: Queryable, s: string, workflowId: string, name: string): Promise<RunningRow | undefined> {
   const { rows } = await q.query<RunningRow>(
-    `SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, queue, started_at FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2 FOR UPDATE`,
+    `SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, queue, started_at
+       FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2 FOR UPDATE`,
     [workflowId, name],
   );
   return rows[0];

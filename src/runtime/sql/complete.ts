@@ -179,7 +179,8 @@ function completionHead(s: string, byTid: boolean, returning: string): string {
               (a->>4)::int AS output_bytes
          FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
      ), done AS (
-       UPDATE ${s}.tasks t SET state = 'completed', output = v.output, output_bytes = v.output_bytes, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
+       UPDATE ${s}.tasks t
+          SET state = 'completed', output = v.output, output_bytes = v.output_bytes, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
          FROM items v
         WHERE ${byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id AND t.name = v.name
           AND t.attempt = v.attempt AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
@@ -242,7 +243,8 @@ export function completionSql(s: string, byTid: boolean): string {
          FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
         WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
         RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid, NULL::text AS flow_error, (x.name IS NOT NULL) AS claimed,
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid, NULL::text AS flow_error,
+                  (x.name IS NOT NULL) AS claimed,
                   (t.state = 'pending' AND t.deps_left = 0 AND ${heldSql('t')}) AS activated
      ), recorded AS (
        ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$7', '$2')}

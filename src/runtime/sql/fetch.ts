@@ -121,7 +121,8 @@ export function fetchSql(s: string): string {
      ), waiting AS MATERIALIZED (
        -- a scalar subquery ordered as the index is (an EXISTS would drop the order): no plan reads the table instead,
        -- as one did when its statistics said every row matched
-       SELECT coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1 ORDER BY queue, flow_tag, id LIMIT 1), false) AS present
+       SELECT coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1
+                         ORDER BY queue, flow_tag, id LIMIT 1), false) AS present
      ), flowed AS MATERIALIZED (
        SELECT f.* FROM (SELECT least($7::int, $3::int - (SELECT count(*)::int FROM claimed)) AS n) r
         CROSS JOIN LATERAL ${s}.flow_pick($1, $2::text[], r.n, $5::timestamptz, false) f
@@ -130,7 +131,8 @@ export function fetchSql(s: string): string {
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4, flow_waited = coalesce(f.waited, false)
          FROM flowed f
         -- one key lookup per pick (by address: a join could plan a scan of the queue's tasks)
-        WHERE t.ctid = ANY(ARRAY(SELECT (SELECT x.ctid FROM ${s}.tasks x WHERE x.workflow_id = p.wid AND x.name = p.tname) FROM flowed p WHERE p.wid IS NOT NULL))
+        WHERE t.ctid = ANY(ARRAY(SELECT (SELECT x.ctid FROM ${s}.tasks x WHERE x.workflow_id = p.wid AND x.name = p.tname)
+                                   FROM flowed p WHERE p.wid IS NOT NULL))
           AND t.workflow_id = f.wid AND t.name = f.tname AND t.lane = 'flow'
         RETURNING ${CLAIMED_RETURNING}, f.bad AS flow_error, f.ord
      ), every_claimed AS (
@@ -145,7 +147,8 @@ export function fetchSql(s: string): string {
             (SELECT id::text FROM recorded) AS claim,
             (SELECT min(wake) FROM flowed WHERE wid IS NULL) AS wake_at,
             (SELECT present FROM waiting)
-              AND coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1 AND flow_tag IS NULL ORDER BY queue, flow_tag, id LIMIT 1), false)
+              AND coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1 AND flow_tag IS NULL
+                             ORDER BY queue, flow_tag, id LIMIT 1), false)
               AS unplaced`;
 }
 

@@ -27,7 +27,8 @@ export async function insertWorkflow(
      INSERT INTO ${s}.workflows (id, name, definition_hash, inputs, output_template, tasks_total,
        tasks_open, parent_id, group_name, created_at, attempt_started_at,
                                  timeout_ms, deadline_at, trace_context, schedule)
-     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9::timestamptz, $9::timestamptz, $10::bigint, $9::timestamptz + $10::bigint * interval '1 millisecond', $11, $12 FROM l`,
+     SELECT $1, $2, $3, $4, $5, $6, $6, $7, $8, $9::timestamptz, $9::timestamptz, $10::bigint,
+            $9::timestamptz + $10::bigint * interval '1 millisecond', $11, $12 FROM l`,
     [
       w.id,
       w.name,

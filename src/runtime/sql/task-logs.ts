@@ -10,7 +10,8 @@ export async function insertLogLines(q: Queryable, s: string, lines: readonly Ne
   await q.query(
     `INSERT INTO ${s}.task_logs (workflow_id, task, attempt, at, level, source, message, fields)
      SELECT l.workflow_id, l.task, l.attempt, l.at, l.level, l.source, l.message, l.fields
-       FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (workflow_id text, task text, attempt int, at timestamptz, level text, source text, message text, fields jsonb))
+       FROM ROWS FROM (jsonb_to_recordset($1::jsonb)
+                       AS (workflow_id text, task text, attempt int, at timestamptz, level text, source text, message text, fields jsonb))
             WITH ORDINALITY AS l(workflow_id, task, attempt, at, level, source, message, fields, n)
       ORDER BY l.n`,
     [JSON.stringify(lines)],

@@ -25,7 +25,8 @@ export interface MoveTaskRow {
  */
 export async function moveTaskRows(q: Queryable, s: string, workflowId: string, lock: boolean): Promise<MoveTaskRow[]> {
   const { rows } = await q.query<MoveTaskRow>(
-    `SELECT name, template, kind, state, wait, condition, wait_started_at, wait_progress FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
+    `SELECT name, template, kind, state, wait, condition, wait_started_at, wait_progress
+       FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
     [workflowId],
   );
   return rows;

@@ -136,7 +136,8 @@ export async function listWorkflows(q: Queryable, s: string, f: WorkflowListFilt
   if (f.error) {
     const text = p(`%${likeText(f.error)}%`);
     where.push(
-      `(w.output_error ILIKE ${text} OR EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.errors <> '[]'::jsonb AND t.errors::text ILIKE ${text}))`,
+      `(w.output_error ILIKE ${text}
+        OR EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.errors <> '[]'::jsonb AND t.errors::text ILIKE ${text}))`,
     );
   }
   if (f.after) where.push(`(w.created_at, w.id) < (${p(f.after.created_at)}::timestamptz, ${p(f.after.id)}::text)`);

@@ -101,7 +101,9 @@ export class Executor {
     if (task.flow_error) {
       // stored by an older braid out of range: no limit can be kept for it, so it ends (its queue goes on)
       onHandlerSettled();
-      const message = `its flow control cannot be enforced (${task.flow_error}): register the definition again with braid, which checks the ranges, and retry the workflow`;
+      const message =
+        `its flow control cannot be enforced (${task.flow_error}): ` +
+        'register the definition again with braid, which checks the ranges, and retry the workflow';
       return this.fail(task, ref, { type: 'cancel', error: { message, kind: 'cancel', code: 'flow_invalid' } });
     }
     let committed = true;

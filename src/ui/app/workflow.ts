@@ -205,7 +205,9 @@ function renderTimeline(root: HTMLElement, s: WorkflowStatus): void {
         const end = a.ended_at ? new Date(a.ended_at).getTime() : Date.now();
         const bar = h('span', {
           class: `timeline-bar state-${a.outcome}`,
-          title: `${task} attempt ${a.attempt}: ${a.outcome}${a.message ? ` (${a.message})` : ''}, ${humanDuration(end - start)}${a.worker ? ` on ${a.worker}` : ''}`,
+          title:
+            `${task} attempt ${a.attempt}: ${a.outcome}${a.message ? ` (${a.message})` : ''}, ${humanDuration(end - start)}` +
+            (a.worker ? ` on ${a.worker}` : ''),
         });
         // placed through the CSSOM: the page's content security policy allows no inline style attribute
         bar.style.left = pct(start);
