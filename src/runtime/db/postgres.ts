@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { backoffMs } from '../backoff.js';
+import { bounded, PgListener } from './pg-listener.js';
 import { type Database, type PgClientLike, QUERYABLE, type Queryable, setClientAdopter } from './types.js';
 
 /**
@@ -37,15 +37,6 @@ export type PostgresOptions = (
 };
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 20_000;
-/** How often the notification connection proves it is alive, and how long it may take to. */
-const LISTENER_PING_MS = 10_000;
-const LISTENER_PING_DEADLINE_MS = 5_000;
-
-/** A statement without parameters, with a client-side deadline (pg reads `query_timeout` per query; its types do not say so). */
-function bounded(text: string, ms: number): pg.QueryConfig {
-  return { text, query_timeout: ms } as pg.QueryConfig;
-}
-
 /** A statement that ran past its client-side deadline (pg's "Query read timeout"): its connection is not reused. */
 function isDeadline(error: unknown): boolean {
   return error instanceof Error && error.message === 'Query read timeout';
@@ -80,6 +71,68 @@ function prepared(sql: string, params: readonly unknown[] | undefined, prepare: 
 }
 
 setClientAdopter((client: PgClientLike) => clientQueryable(client as unknown as pg.ClientBase));
+
+/** The dedicated connection: one client, connected on first use, dropped when it fails (the next use reconnects). */
+function dedicatedConnection(config: pg.ClientConfig, deadlineMs: number): { queryable: Queryable; close(): Promise<void> } {
+  let dedicatedClient: Promise<pg.Client> | undefined;
+  const dropDedicated = (client: Promise<pg.Client>) => {
+    if (dedicatedClient !== client) return;
+    dedicatedClient = undefined;
+    void client.then((c) => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()).catch(() => undefined);
+  };
+  const queryable: Queryable = {
+    [QUERYABLE]: true,
+    async query(sql, params, queryOptions) {
+      const current = (dedicatedClient ??= (async () => {
+        const c = new pg.Client(config);
+        c.on('error', () => dropDedicated(current));
+        await c.connect();
+        return c;
+      })());
+      try {
+        const client = await current;
+        const r = await client.query({ ...prepared(sql, params, false, queryOptions?.deadlineMs ?? deadlineMs), types });
+        return { rows: r.rows, rowCount: r.rowCount ?? 0 };
+      } catch (error) {
+        dropDedicated(current);
+        throw error;
+      }
+    },
+    async exec(sql) {
+      await queryable.query(sql);
+    },
+  };
+  return {
+    queryable,
+    close: async () => {
+      await dedicatedClient?.then((c) => c.end()).catch(() => undefined);
+    },
+  };
+}
+
+/** fn in a transaction on one of the pool's connections; a connection that failed under it is closed, not reused. */
+async function poolTransaction<T>(pool: pg.Pool, deadlineMs: number, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  const markBroken = () => (broken = true);
+  client.on('error', markBroken);
+  const tx = clientQueryable(client, deadlineMs);
+  try {
+    await client.query(bounded('BEGIN', deadlineMs));
+    const result = await fn(tx);
+    await client.query(bounded('COMMIT', deadlineMs));
+    return result;
+  } catch (error) {
+    // a connection whose statement hung is not asked for anything more: it is closed, which rolls back
+    if (isDeadline(error)) markBroken();
+    else await client.query(bounded('ROLLBACK', deadlineMs)).catch(markBroken);
+    throw error;
+  } finally {
+    client.off('error', markBroken);
+    // a connection that failed under the transaction is closed, not handed to the next one
+    client.release(broken || undefined);
+  }
+}
 
 /**
  * Postgres through a pg Pool (its own, or the application's); LISTEN runs on one dedicated client that
@@ -120,101 +173,8 @@ export function createPostgres(options: PostgresOptions): Database {
   // an idle client dropping (server restart) must not kill the process; the next query reconnects
   if (own) pool.on('error', () => undefined);
   hot.on('error', () => undefined);
-  const listeners = new Map<string, Set<(payload: string) => void>>();
-  const resumers = new Set<() => void>();
-  // the dedicated connection: one client, connected on first use, dropped when it fails (the next use reconnects)
-  let dedicatedClient: Promise<pg.Client> | undefined;
-  const dropDedicated = (client: Promise<pg.Client>) => {
-    if (dedicatedClient !== client) return;
-    dedicatedClient = undefined;
-    void client.then((c) => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()).catch(() => undefined);
-  };
-  const dedicated: Queryable = {
-    [QUERYABLE]: true,
-    async query(sql, params, queryOptions) {
-      const current = (dedicatedClient ??= (async () => {
-        const c = new pg.Client({ ...connection, application_name: `${options.applicationName ?? 'braid'}:dedicated` });
-        c.on('error', () => dropDedicated(current));
-        await c.connect();
-        return c;
-      })());
-      try {
-        const client = await current;
-        const r = await client.query({ ...prepared(sql, params, false, queryOptions?.deadlineMs ?? deadlineMs), types });
-        return { rows: r.rows, rowCount: r.rowCount ?? 0 };
-      } catch (error) {
-        dropDedicated(current);
-        throw error;
-      }
-    },
-    async exec(sql) {
-      await dedicated.query(sql);
-    },
-  };
-  let listenClient: pg.Client | undefined;
-  let connecting: Promise<pg.Client> | undefined;
-  let reconnectTimer: NodeJS.Timeout | undefined;
-  let failures = 0;
-  let closed = false;
-
-  const connectListener = async (): Promise<pg.Client> => {
-    const client = new pg.Client({ ...connection, application_name: `${options.applicationName ?? 'braid'}:listen` });
-    client.on('notification', (msg) => {
-      for (const fn of listeners.get(msg.channel) ?? []) fn(msg.payload ?? '');
-    });
-    const lost = () => {
-      if (listenClient !== client) return;
-      listenClient = undefined;
-      client.end().catch(() => undefined);
-      scheduleReconnect();
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    try {
-      await client.connect();
-      for (const channel of listeners.keys()) await client.query(bounded(`LISTEN ${pg.escapeIdentifier(channel)}`, LISTENER_PING_DEADLINE_MS));
-    } catch (error) {
-      client.end().catch(() => undefined);
-      throw error;
-    }
-    listenClient = client;
-    // a connection that hangs raises nothing: the listener proves it is alive now and then, or is replaced
-    const ping = setInterval(() => {
-      if (listenClient !== client) return clearInterval(ping);
-      client.query(bounded('SELECT 1', LISTENER_PING_DEADLINE_MS)).catch(() => {
-        clearInterval(ping);
-        (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-        lost();
-      });
-    }, LISTENER_PING_MS);
-    ping.unref();
-    return client;
-  };
-  const ensureListener = async (): Promise<pg.Client> => {
-    if (listenClient) return listenClient;
-    connecting ??= connectListener().finally(() => (connecting = undefined));
-    return connecting;
-  };
-  // after an outage: reconnect for as long as it takes (capped, jittered backoff), then tell the listeners
-  // that notifications may have been missed
-  const scheduleReconnect = (): void => {
-    if (closed || reconnectTimer) return;
-    failures++;
-    reconnectTimer = setTimeout(
-      () => {
-        reconnectTimer = undefined;
-        ensureListener().then(
-          () => {
-            failures = 0;
-            for (const fn of resumers) fn();
-          },
-          () => scheduleReconnect(),
-        );
-      },
-      backoffMs(failures, { initialMs: 100, maxMs: 10_000 }),
-    );
-    reconnectTimer.unref();
-  };
+  const dedicated = dedicatedConnection({ ...connection, application_name: `${options.applicationName ?? 'braid'}:dedicated` }, deadlineMs);
+  const notifications = new PgListener({ ...connection, application_name: `${options.applicationName ?? 'braid'}:listen` });
 
   // a statement past its deadline releases its connection with the error: the pool closes it
   const query: Queryable['query'] = async (sql, params, options) => {
@@ -229,42 +189,9 @@ export function createPostgres(options: PostgresOptions): Database {
     async exec(sql) {
       await pool.query(sql);
     },
-    async transaction(fn) {
-      const client = await pool.connect();
-      let broken = false;
-      const markBroken = () => (broken = true);
-      client.on('error', markBroken);
-      const tx = clientQueryable(client, deadlineMs);
-      try {
-        await client.query(bounded('BEGIN', deadlineMs));
-        const result = await fn(tx);
-        await client.query(bounded('COMMIT', deadlineMs));
-        return result;
-      } catch (error) {
-        // a connection whose statement hung is not asked for anything more: it is closed, which rolls back
-        if (isDeadline(error)) markBroken();
-        else await client.query(bounded('ROLLBACK', deadlineMs)).catch(markBroken);
-        throw error;
-      } finally {
-        client.off('error', markBroken);
-        // a connection that failed under the transaction is closed, not handed to the next one
-        client.release(broken || undefined);
-      }
-    },
-    async listen(channel, onNotify, onResume) {
-      let set = listeners.get(channel);
-      const isNew = !set;
-      if (!set) listeners.set(channel, (set = new Set()));
-      set.add(onNotify);
-      if (onResume) resumers.add(onResume);
-      const client = await ensureListener();
-      if (isNew && client === listenClient) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      return async () => {
-        set!.delete(onNotify);
-        if (onResume) resumers.delete(onResume);
-      };
-    },
-    dedicated: () => dedicated,
+    transaction: (fn) => poolTransaction(pool, deadlineMs, fn),
+    listen: (channel, onNotify, onResume) => notifications.listen(channel, onNotify, onResume),
+    dedicated: () => dedicated.queryable,
     connectionSettings() {
       try {
         return structuredClone({ ...connection, application_name: `${options.applicationName ?? 'braid'}:liveness` }) as Record<string, unknown>;
@@ -273,10 +200,8 @@ export function createPostgres(options: PostgresOptions): Database {
       }
     },
     async close() {
-      closed = true;
-      clearTimeout(reconnectTimer);
-      await listenClient?.end().catch(() => undefined);
-      await dedicatedClient?.then((c) => c.end()).catch(() => undefined);
+      await notifications.close();
+      await dedicated.close();
       await Promise.all([own ? pool.end() : undefined, hot.end()]);
     },
   };

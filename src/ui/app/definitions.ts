@@ -24,6 +24,49 @@ interface StoredDefinition {
   normalized: { tasks: { name: string; kind: string; deps: string[]; for_each?: unknown; wait?: unknown; start?: { workflow: string } }[] };
 }
 
+/** A template's card: its file, its diagnostics, its versions with their drain states and links. */
+function card(d: DefinitionEntry): HTMLElement {
+  return h(
+    'article',
+    { class: 'definition', 'data-definition': d.name },
+    h('h2', {}, h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}`, 'data-link': true }, d.name), ' ', badge(d.valid ? 'valid' : 'invalid')),
+    d.file && h('p', { class: 'mono muted' }, d.file),
+    d.diagnostics.length > 0 &&
+      h(
+        'ul',
+        { class: 'diagnostics' },
+        d.diagnostics.map((x) =>
+          h(
+            'li',
+            { class: x.severity },
+            `${x.line}:${x.column} ${x.severity}: ${x.message} [${x.rule}]`,
+            x.hint ? h('div', { class: 'muted' }, `hint: ${x.hint}`) : null,
+          ),
+        ),
+      ),
+    h(
+      'ol',
+      { class: 'versions' },
+      d.versions.map((v) =>
+        h(
+          'li',
+          { 'data-version': v.hash, 'data-state': v.state },
+          h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}&hash=${v.hash}`, 'data-link': true, class: 'mono' }, v.hash.slice(0, 12)),
+          ` ${time(v.registered_at)} `,
+          h('span', { class: `drain drain-${v.state}` }, v.state === 'draining' ? `draining (${v.running} running)` : v.state),
+          v.current && v.running > 0 ? ` ${v.running} running` : null,
+          !v.current
+            ? [
+                ' ',
+                h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}&diff=${v.hash}`, 'data-link': true, class: 'diff-link' }, 'changes to current'),
+              ]
+            : null,
+        ),
+      ),
+    ),
+  );
+}
+
 /**
  * Every template, its versions (each with its drain state: current, draining with the workflows still running
  * on it, drained), the diagnostics of its current file, and a graph preview of a version, or the classified
@@ -45,52 +88,6 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
     const diff = params.get('diff');
     if (name && diff) await showDiff(name, diff);
     else if (name) await showGraph(name, params.get('hash') ?? undefined);
-  }
-
-  function card(d: DefinitionEntry): HTMLElement {
-    return h(
-      'article',
-      { class: 'definition', 'data-definition': d.name },
-      h('h2', {}, h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}`, 'data-link': true }, d.name), ' ', badge(d.valid ? 'valid' : 'invalid')),
-      d.file && h('p', { class: 'mono muted' }, d.file),
-      d.diagnostics.length > 0 &&
-        h(
-          'ul',
-          { class: 'diagnostics' },
-          d.diagnostics.map((x) =>
-            h(
-              'li',
-              { class: x.severity },
-              `${x.line}:${x.column} ${x.severity}: ${x.message} [${x.rule}]`,
-              x.hint ? h('div', { class: 'muted' }, `hint: ${x.hint}`) : null,
-            ),
-          ),
-        ),
-      h(
-        'ol',
-        { class: 'versions' },
-        d.versions.map((v) =>
-          h(
-            'li',
-            { 'data-version': v.hash, 'data-state': v.state },
-            h('a', { href: `/definitions?name=${encodeURIComponent(d.name)}&hash=${v.hash}`, 'data-link': true, class: 'mono' }, v.hash.slice(0, 12)),
-            ` ${time(v.registered_at)} `,
-            h('span', { class: `drain drain-${v.state}` }, v.state === 'draining' ? `draining (${v.running} running)` : v.state),
-            v.current && v.running > 0 ? ` ${v.running} running` : null,
-            !v.current
-              ? [
-                  ' ',
-                  h(
-                    'a',
-                    { href: `/definitions?name=${encodeURIComponent(d.name)}&diff=${v.hash}`, 'data-link': true, class: 'diff-link' },
-                    'changes to current',
-                  ),
-                ]
-              : null,
-          ),
-        ),
-      ),
-    );
   }
 
   async function showGraph(name: string, hash: string | undefined): Promise<void> {

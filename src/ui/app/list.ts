@@ -8,7 +8,6 @@ const PAGE = 25;
 /** The workflow list: filters, cursor paging, live first page. */
 export function listPage(app: HTMLElement, params: URLSearchParams): Live {
   const get = (key: string) => params.get(key) ?? '';
-  const state = get('state');
   const cursor = get('cursor');
   // the top level only unless asked otherwise (children are listed from their parent)
   const topLevel = params.get('top_level') !== 'false' && !params.get('parent_id');
@@ -33,9 +32,54 @@ export function listPage(app: HTMLElement, params: URLSearchParams): Live {
   };
   const body = h('tbody');
   const pager = h('div', { class: 'pager' });
+  const filters = filterForm(params, topLevel);
+  clear(app);
+  app.append(
+    h('h1', {}, 'Workflows'),
+    filters,
+    h(
+      'table',
+      { class: 'list', 'data-testid': 'workflow-list' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Workflow', 'Name', 'Version', 'State', 'Tasks', 'Parent', 'Created', 'Duration'].map((t) => h('th', {}, t)),
+        ),
+      ),
+      body,
+    ),
+    pager,
+  );
+  const show = (page: WorkflowPage) => {
+    clear(body);
+    if (page.workflows.length === 0)
+      body.append(
+        h(
+          'tr',
+          {},
+          h('td', { colspan: 8, class: 'empty' }, search().size > 0 ? 'No workflow matches.' : 'No workflows yet. Start one with `braid start NAME`.'),
+        ),
+      );
+    for (const w of page.workflows) body.append(row(w));
+    clear(pager);
+    if (cursor) pager.append(h('a', { href: `/?${query({})}`, 'data-link': true }, '← Newest'));
+    if (page.next_cursor) pager.append(h('a', { href: `/?${query({ cursor: page.next_cursor })}`, 'data-link': true, 'data-testid': 'next-page' }, 'Older →'));
+  };
+  const pagePath = `/api/workflows?${apiQuery({ limit: String(PAGE), ...(cursor ? { cursor } : {}) })}`;
+  // the first page follows changes live; older pages are read when opened
+  return live<WorkflowPage>(cursor ? pagePath : `/api/events?${apiQuery({ limit: String(PAGE) })}`, pagePath, show);
+}
+
+/** The filters, as the page's query has them; searching pushes a new address. */
+function filterForm(params: URLSearchParams, topLevel: boolean): HTMLFormElement {
+  const get = (key: string) => params.get(key) ?? '';
+  const state = get('state');
   const filters = h(
     'form',
-    { class: 'filters', onsubmit: (e: Event) => applyFilters(e) },
+    { class: 'filters', onsubmit: (e: Event) => applyFilters(filters, e) },
     h(
       'label',
       {},
@@ -75,62 +119,27 @@ export function listPage(app: HTMLElement, params: URLSearchParams): Live {
     h('button', { type: 'submit', 'data-testid': 'filter-apply' }, 'Search'),
     get('parent_id') ? h('span', { class: 'muted' }, ` children of ${get('parent_id')}`) : null,
   );
-  function applyFilters(e: Event): void {
-    e.preventDefault();
-    const data = new FormData(filters);
-    const q = new URLSearchParams();
-    for (const key of ['state', 'name', 'error', 'created_after', 'created_before']) if (data.get(key)) q.set(key, String(data.get(key)));
-    const id = String(data.get('id_prefix') ?? '')
-      .trim()
-      .replace(/\*$/, '');
-    if (id) q.set('id_prefix', id);
-    // `inputs.customer_id = c1, inputs.tier = gold`: one filter per comma-separated term
-    for (const term of String(data.get('input') ?? '').split(',')) {
-      const m = /^\s*(?:inputs\.)?([A-Za-z_][\w.]*)\s*=\s*(.*?)\s*$/.exec(term);
-      if (m) q.append('input', `${m[1]}=${m[2]}`);
-    }
-    if (!data.get('top_level')) q.set('top_level', 'false');
-    history.pushState(null, '', `/${q.size ? `?${q}` : ''}`);
-    window.dispatchEvent(new PopStateEvent('popstate'));
+  return filters;
+}
+
+/** The form's filters as the page's query (one input filter per comma-separated term), opened as a new address. */
+function applyFilters(filters: HTMLFormElement, e: Event): void {
+  e.preventDefault();
+  const data = new FormData(filters);
+  const q = new URLSearchParams();
+  for (const key of ['state', 'name', 'error', 'created_after', 'created_before']) if (data.get(key)) q.set(key, String(data.get(key)));
+  const id = String(data.get('id_prefix') ?? '')
+    .trim()
+    .replace(/\*$/, '');
+  if (id) q.set('id_prefix', id);
+  // `inputs.customer_id = c1, inputs.tier = gold`: one filter per comma-separated term
+  for (const term of String(data.get('input') ?? '').split(',')) {
+    const m = /^\s*(?:inputs\.)?([A-Za-z_][\w.]*)\s*=\s*(.*?)\s*$/.exec(term);
+    if (m) q.append('input', `${m[1]}=${m[2]}`);
   }
-  clear(app);
-  app.append(
-    h('h1', {}, 'Workflows'),
-    filters,
-    h(
-      'table',
-      { class: 'list', 'data-testid': 'workflow-list' },
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          ['Workflow', 'Name', 'Version', 'State', 'Tasks', 'Parent', 'Created', 'Duration'].map((t) => h('th', {}, t)),
-        ),
-      ),
-      body,
-    ),
-    pager,
-  );
-  const show = (page: WorkflowPage) => {
-    clear(body);
-    if (page.workflows.length === 0)
-      body.append(
-        h(
-          'tr',
-          {},
-          h('td', { colspan: 8, class: 'empty' }, search().size > 0 ? 'No workflow matches.' : 'No workflows yet. Start one with `braid start NAME`.'),
-        ),
-      );
-    for (const w of page.workflows) body.append(row(w));
-    clear(pager);
-    if (cursor) pager.append(h('a', { href: `/?${query({})}`, 'data-link': true }, '← Newest'));
-    if (page.next_cursor) pager.append(h('a', { href: `/?${query({ cursor: page.next_cursor })}`, 'data-link': true, 'data-testid': 'next-page' }, 'Older →'));
-  };
-  const pagePath = `/api/workflows?${apiQuery({ limit: String(PAGE), ...(cursor ? { cursor } : {}) })}`;
-  // the first page follows changes live; older pages are read when opened
-  return live<WorkflowPage>(cursor ? pagePath : `/api/events?${apiQuery({ limit: String(PAGE) })}`, pagePath, show);
+  if (!data.get('top_level')) q.set('top_level', 'false');
+  history.pushState(null, '', `/${q.size ? `?${q}` : ''}`);
+  window.dispatchEvent(new PopStateEvent('popstate'));
 }
 
 function row(w: WorkflowSummary): HTMLElement {

@@ -48,7 +48,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
 
   function show(s: WorkflowStatus): void {
     status = s;
-    renderHeader(s);
+    renderHeader(header, s);
     const byName = new Map(s.tasks.map((t) => [t.name, t]));
     const nodes: DagNode[] = s.tasks.map((t) => ({
       id: t.name,
@@ -75,99 +75,6 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
     );
   }
 
-  function renderHeader(s: WorkflowStatus): void {
-    const w = s.workflow;
-    clear(header);
-    const running = w.state === 'running';
-    const mode = h(
-      'select',
-      { 'data-testid': 'retry-mode' },
-      h('option', { value: 'all' }, 'all'),
-      h('option', { value: 'failed_only' }, 'failed only'),
-      h('option', { value: 'failed_and_downstream' }, 'failed and downstream'),
-    );
-    const reset = h('input', { type: 'checkbox', 'data-testid': 'retry-reset' });
-    header.append(
-      h('h1', {}, w.name, ' ', badge(w.state), ...(w.end_reason ? [' ', h('span', { class: 'reason', 'data-testid': 'end-reason' }, w.end_reason)] : [])),
-      h(
-        'dl',
-        { class: 'facts' },
-        h('dt', {}, 'Id'),
-        h('dd', { class: 'mono' }, w.id),
-        ...(w.parent_id
-          ? [
-              h('dt', {}, 'Parent'),
-              h(
-                'dd',
-                {},
-                h('a', { href: `/workflows/${encodeURIComponent(w.parent_id)}`, 'data-link': true, class: 'mono', 'data-testid': 'parent-link' }, w.parent_id),
-              ),
-            ]
-          : []),
-        ...(s.tasks.some((t) => t.start)
-          ? [
-              h('dt', {}, 'Children'),
-              h('dd', {}, h('a', { href: `/?parent_id=${encodeURIComponent(w.id)}`, 'data-link': true, 'data-testid': 'children-link' }, 'list them')),
-            ]
-          : []),
-        h('dt', {}, 'Version'),
-        h(
-          'dd',
-          {},
-          h(
-            'a',
-            { href: `/definitions?name=${encodeURIComponent(w.name)}&hash=${w.definition_hash}`, 'data-link': true, class: 'mono' },
-            w.definition_hash.slice(0, 12),
-          ),
-        ),
-        ...(s.upgrades ?? []).flatMap((u) => [
-          h('dt', {}, 'Upgraded'),
-          h('dd', { 'data-testid': 'upgrade' }, h('span', { class: 'mono' }, `${u.from.slice(0, 12)} → ${u.to.slice(0, 12)}`), ` ${time(u.at)}`),
-        ]),
-        h('dt', {}, 'Created'),
-        h('dd', {}, time(w.created_at)),
-        h('dt', {}, 'Duration'),
-        h('dd', {}, duration(w.created_at, w.finalized_at)),
-        h('dt', {}, 'Attempt'),
-        h('dd', {}, w.attempt),
-      ),
-      h(
-        'div',
-        { class: 'actions' },
-        running && h('button', { type: 'button', class: 'danger', 'data-testid': 'cancel', onclick: () => void cancel() }, 'Cancel workflow'),
-        !running &&
-          h(
-            'span',
-            { class: 'retry' },
-            'Retry: ',
-            mode,
-            h('label', {}, reset, ' reset history'),
-            h('button', { type: 'button', 'data-testid': 'retry', onclick: () => void retry(mode.value, reset.checked) }, 'Retry'),
-          ),
-      ),
-    );
-  }
-
-  async function cancel(): Promise<void> {
-    if (!(await confirmAction('Cancel this workflow?', 'Tasks not yet running are cancelled; running handlers are asked to stop.', 'Cancel workflow'))) return;
-    try {
-      const r = await post<{ cancelled: string[]; stopping: string[] }>(`/api/workflows/${encodeURIComponent(id)}/cancel`);
-      toast(`Cancelled ${r.cancelled.length} task(s)${r.stopping.length ? `; ${r.stopping.length} running task(s) asked to stop` : ''}.`);
-    } catch (error) {
-      toast((error as Error).message, 'error');
-    }
-  }
-
-  async function retry(mode: string, resetHistory: boolean): Promise<void> {
-    if (!(await confirmAction('Retry this workflow?', `Mode: ${mode}${resetHistory ? ', with the error history reset' : ''}.`, 'Retry'))) return;
-    try {
-      const r = await post<{ retried: string[]; attempt: number }>(`/api/workflows/${encodeURIComponent(id)}/retry`, { mode, reset_history: resetHistory });
-      toast(`Retrying ${r.retried?.length ?? 0} task(s) as attempt ${r.attempt}.`);
-    } catch (error) {
-      toast((error as Error).message, 'error');
-    }
-  }
-
   const stream = live<WorkflowStatus>(`/api/workflows/${encodeURIComponent(id)}/events`, `/api/workflows/${encodeURIComponent(id)}`, show);
   return {
     close() {
@@ -175,6 +82,106 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
       panel.close();
     },
   };
+}
+
+/** The workflow's name, state, facts and actions (cancel while it runs, retry once it ended). */
+function renderHeader(header: HTMLElement, s: WorkflowStatus): void {
+  const w = s.workflow;
+  clear(header);
+  const running = w.state === 'running';
+  const mode = h(
+    'select',
+    { 'data-testid': 'retry-mode' },
+    h('option', { value: 'all' }, 'all'),
+    h('option', { value: 'failed_only' }, 'failed only'),
+    h('option', { value: 'failed_and_downstream' }, 'failed and downstream'),
+  );
+  const reset = h('input', { type: 'checkbox', 'data-testid': 'retry-reset' });
+  header.append(
+    h('h1', {}, w.name, ' ', badge(w.state), ...(w.end_reason ? [' ', h('span', { class: 'reason', 'data-testid': 'end-reason' }, w.end_reason)] : [])),
+    facts(s),
+    h(
+      'div',
+      { class: 'actions' },
+      running && h('button', { type: 'button', class: 'danger', 'data-testid': 'cancel', onclick: () => void cancel(w.id) }, 'Cancel workflow'),
+      !running &&
+        h(
+          'span',
+          { class: 'retry' },
+          'Retry: ',
+          mode,
+          h('label', {}, reset, ' reset history'),
+          h('button', { type: 'button', 'data-testid': 'retry', onclick: () => void retry(w.id, mode.value, reset.checked) }, 'Retry'),
+        ),
+    ),
+  );
+}
+
+async function cancel(id: string): Promise<void> {
+  if (!(await confirmAction('Cancel this workflow?', 'Tasks not yet running are cancelled; running handlers are asked to stop.', 'Cancel workflow'))) return;
+  try {
+    const r = await post<{ cancelled: string[]; stopping: string[] }>(`/api/workflows/${encodeURIComponent(id)}/cancel`);
+    toast(`Cancelled ${r.cancelled.length} task(s)${r.stopping.length ? `; ${r.stopping.length} running task(s) asked to stop` : ''}.`);
+  } catch (error) {
+    toast((error as Error).message, 'error');
+  }
+}
+
+async function retry(id: string, mode: string, resetHistory: boolean): Promise<void> {
+  if (!(await confirmAction('Retry this workflow?', `Mode: ${mode}${resetHistory ? ', with the error history reset' : ''}.`, 'Retry'))) return;
+  try {
+    const r = await post<{ retried: string[]; attempt: number }>(`/api/workflows/${encodeURIComponent(id)}/retry`, { mode, reset_history: resetHistory });
+    toast(`Retrying ${r.retried?.length ?? 0} task(s) as attempt ${r.attempt}.`);
+  } catch (error) {
+    toast((error as Error).message, 'error');
+  }
+}
+
+/** What the workflow is: its id, parent, children, version, upgrades, times and attempt. */
+function facts(s: WorkflowStatus): HTMLElement {
+  const w = s.workflow;
+  return h(
+    'dl',
+    { class: 'facts' },
+    h('dt', {}, 'Id'),
+    h('dd', { class: 'mono' }, w.id),
+    ...(w.parent_id
+      ? [
+          h('dt', {}, 'Parent'),
+          h(
+            'dd',
+            {},
+            h('a', { href: `/workflows/${encodeURIComponent(w.parent_id)}`, 'data-link': true, class: 'mono', 'data-testid': 'parent-link' }, w.parent_id),
+          ),
+        ]
+      : []),
+    ...(s.tasks.some((t) => t.start)
+      ? [
+          h('dt', {}, 'Children'),
+          h('dd', {}, h('a', { href: `/?parent_id=${encodeURIComponent(w.id)}`, 'data-link': true, 'data-testid': 'children-link' }, 'list them')),
+        ]
+      : []),
+    h('dt', {}, 'Version'),
+    h(
+      'dd',
+      {},
+      h(
+        'a',
+        { href: `/definitions?name=${encodeURIComponent(w.name)}&hash=${w.definition_hash}`, 'data-link': true, class: 'mono' },
+        w.definition_hash.slice(0, 12),
+      ),
+    ),
+    ...(s.upgrades ?? []).flatMap((u) => [
+      h('dt', {}, 'Upgraded'),
+      h('dd', { 'data-testid': 'upgrade' }, h('span', { class: 'mono' }, `${u.from.slice(0, 12)} → ${u.to.slice(0, 12)}`), ` ${time(u.at)}`),
+    ]),
+    h('dt', {}, 'Created'),
+    h('dd', {}, time(w.created_at)),
+    h('dt', {}, 'Duration'),
+    h('dd', {}, duration(w.created_at, w.finalized_at)),
+    h('dt', {}, 'Attempt'),
+    h('dd', {}, w.attempt),
+  );
 }
 
 /**
