@@ -116,6 +116,19 @@ describe('each architecture rule fails on a deliberate violation', () => {
     ]);
   });
 
+  it('sql/ importing anything above it: schedules/, a top-level module of the runtime', () => {
+    const tree: Tree = new Map([
+      [
+        'src/runtime/sql/x.ts',
+        "import { tick } from '../schedules/tick.js';\nimport { UnknownWorkflowError } from '../errors.js';\nimport { q } from '../db/types.js';\n",
+      ],
+    ]);
+    expect(layerBreaks(importGraph(tree))).toEqual([
+      'src/runtime/sql/x.ts -> src/runtime/schedules/tick.ts (sql/ imports only sql/ and db/)',
+      'src/runtime/sql/x.ts -> src/runtime/errors.ts (sql/ imports only sql/ and db/)',
+    ]);
+  });
+
   it('waits/ importing a sequence of engine/ (a type is no edge)', () => {
     const tree: Tree = new Map([
       ['src/runtime/waits/x.ts', "import type { AdvanceContext } from '../engine/context.js';\nimport { cancelPending } from '../engine/advance.js';\n"],

@@ -1,5 +1,7 @@
 import type { KindsConfig, ValidationResult } from '../compiler/validate.js';
 import { clockNow, type RuntimeContext } from './context.js';
+import type { Queryable } from './db/types.js';
+import { UnknownWorkflowError } from './errors.js';
 import { type DrainState, drainState } from './in-flight.js';
 import { sourceReader, validator } from './lazy-compiler.js';
 import { currentHashes, type DefinitionVersion, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion } from './sql/definitions.js';
@@ -82,4 +84,9 @@ export async function definitionVersions(ctx: RuntimeContext, name?: string): Pr
     const n = running.get(`${v.name}:${v.hash}`) ?? 0;
     return { ...v, running: n, state: drainState({ current: v.current, running: n }) };
   });
+}
+
+/** The error for a name not registered, naming the registered name it is likely a typo of. */
+export async function unknownWorkflow(q: Queryable, s: string, name: string): Promise<UnknownWorkflowError> {
+  return new UnknownWorkflowError(name, await registeredNames(q, s));
 }

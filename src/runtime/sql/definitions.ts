@@ -1,6 +1,5 @@
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
-import { UnknownWorkflowError } from '../errors.js';
 
 export interface StoredDefinition {
   name: string;
@@ -80,11 +79,6 @@ export async function runningPerVersion(q: Queryable, s: string, name?: string):
     [name ?? null],
   );
   return new Map(rows.map((r) => [`${r.name}:${r.hash}`, r.n]));
-}
-
-/** The error for a name not registered, naming the registered name it is likely a typo of. */
-export async function unknownWorkflow(q: Queryable, s: string, name: string): Promise<UnknownWorkflowError> {
-  return new UnknownWorkflowError(name, await registeredNames(q, s));
 }
 
 export async function registeredNames(q: Queryable, s: string): Promise<string[]> {
