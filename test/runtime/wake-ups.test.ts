@@ -47,7 +47,7 @@ describe(`wake-ups (${backend})`, () => {
     for (const u of unlisten) await u();
   });
 
-  it('with polling every minute, a chain, a signal, a child and its parent move on notifications alone', async () => {
+  it('with polling every minute, a chain, a signal, a child and its parent move on notifications alone', { timeout: patient(90_000) }, async () => {
     const rt = await testRuntime({
       pollIntervalMs: 60_000,
       definitions: {
@@ -69,7 +69,19 @@ describe(`wake-ups (${backend})`, () => {
     const id = await rt.start('parent');
     await until(async () => (await rt.workflow(id).task('w')).wait?.phase === 'waiting');
     await rt.workflow(id).signals.emit('go', {});
-    const w = await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(30_000), pollMs: 50 });
+    // a wake-up lost waits for the minute's poll: then say which task it left where (the parent's, the child's)
+    const w = await rt
+      .workflow(id)
+      .waitUntilFinal({ timeoutMs: patient(30_000), pollMs: 50 })
+      .catch(async (error: Error) => {
+        const children = (await rt.listWorkflows({ parentId: id })).workflows;
+        const where = await Promise.all(
+          [id, ...children.map((c) => c.id)].map(async (wid) =>
+            (await rt.workflow(wid).tasks()).map((t) => `${wid.slice(-6)}.${t.name}: ${t.state}`).join(', '),
+          ),
+        );
+        throw new Error(`${error.message}: ${where.join('; ')}`);
+      });
     expect(w.state).toBe('completed');
   });
 });
