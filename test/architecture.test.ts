@@ -38,6 +38,8 @@ const MAX_LINE_LENGTH = 160;
 
 describe('the source tree', () => {
   const tree = sourceTree();
+  // the size rules read the browser app too
+  const whole = sourceTree(true);
   const graph = importGraph(tree);
 
   it('has no import circle (imports, re-exports and dynamic imports, read by the TypeScript parser)', () => {
@@ -53,15 +55,15 @@ describe('the source tree', () => {
   });
 
   it(`keeps every module in src/ (the browser app too) at ${MAX_LINES} lines or fewer`, () => {
-    expect(oversized(sourceTree(true), MAX_LINES)).toEqual([]);
+    expect(oversized(whole, MAX_LINES)).toEqual([]);
   });
 
   it(`keeps every function in src/ (the browser app too) at ${MAX_FUNCTION_LINES} lines or fewer`, () => {
-    expect(longFunctions(sourceTree(true), MAX_FUNCTION_LINES)).toEqual([]);
+    expect(longFunctions(whole, MAX_FUNCTION_LINES)).toEqual([]);
   });
 
   it(`keeps every line in src/ (the browser app too) at ${MAX_LINE_LENGTH} characters or fewer`, () => {
-    expect(longLines(sourceTree(true), MAX_LINE_LENGTH)).toEqual([]);
+    expect(longLines(whole, MAX_LINE_LENGTH)).toEqual([]);
   });
 
   it('names every error class after itself (the browser app too)', () => {

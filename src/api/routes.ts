@@ -39,9 +39,9 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
       const started = url.searchParams.get('started') === '1';
       return send(res, 200, { versions: await rt.deployBaseline(names === null ? undefined : names.split(',').filter(Boolean), { started }) });
     }
-    if (resource === 'workflows' && (parts.length === 2 || (id === 'batch' && parts.length === 3)) && (await workflowsRoutes(c, req, res, method, id, url)))
-      return;
-    if (resource === 'workflows' && id && (await workflowRoutes(c, req, res, method, parts, url))) return;
+    if (resource === 'workflows' && parts.length === 2) return await workflowsRoutes(c, req, res, method, url);
+    if (resource === 'workflows' && id === 'batch' && parts.length === 3 && method === 'POST') return await startBatch(c, req, res);
+    if (resource === 'workflows' && id) return await workflowRoutes(c, req, res, method, parts, url);
     throw new HttpError(404, `no route ${method} ${url.pathname}`);
   } catch (error) {
     if (error instanceof InvalidCursorError) throw new HttpError(400, error.message, error.code);
@@ -49,109 +49,101 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
   }
 }
 
-/** true: the request was answered (so each route can say `return answered(send(...))`). */
-const answered = (_: unknown): true => true;
-
-/** POST and GET /api/workflows, POST /api/workflows/batch. */
-async function workflowsRoutes(c: RouteContext, req: IncomingMessage, res: ServerResponse, method: string, id: string | undefined, url: URL): Promise<boolean> {
+/** GET and POST /api/workflows. */
+async function workflowsRoutes(c: RouteContext, req: IncomingMessage, res: ServerResponse, method: string, url: URL): Promise<void> {
   const { rt } = c;
-  if (id === undefined) {
-    if (method === 'GET') {
-      const page = await rt.listWorkflows(listFilter(url));
-      // numbered like the streams' snapshots, so a page polling as a fallback never goes back in time
-      return answered(send(res, 200, page, { 'x-braid-event-id': String(c.feed.clock.next()) }));
-    }
-    if (method === 'POST') {
-      const b = await readJson(req);
-      if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
-      if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
-      // only the folder this server was started with: a client never names files on the server
-      if (c.definitionsDir) await rt.registerDefinitions(c.definitionsDir);
-      const started = await rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id, ...traceHeaders(req) });
-      return answered(started.existing ? send(res, 200, started) : send(res, 201, { id: started.id }));
-    }
+  if (method === 'GET') {
+    const page = await rt.listWorkflows(listFilter(url));
+    // numbered like the streams' snapshots, so a page polling as a fallback never goes back in time
+    return send(res, 200, page, { 'x-braid-event-id': String(c.feed.clock.next()) });
   }
-  if (id === 'batch' && method === 'POST') {
+  if (method === 'POST') {
     const b = await readJson(req);
     if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
-    if (!Array.isArray(b.workflows)) throw new HttpError(400, '"workflows" is a list of { inputs, id? }');
-    if (b.workflows.length > MAX_START_BATCH) throw new HttpError(400, `"workflows" holds at most ${MAX_START_BATCH} rows, not ${b.workflows.length}`);
-    const rows = b.workflows as unknown[];
-    for (const [row, w] of rows.entries()) {
-      if (w === null || typeof w !== 'object' || Array.isArray(w)) throw new HttpError(400, `"workflows"[${row}] is an object { inputs, id? }`);
-      const { id: key } = w as { id?: unknown };
-      if (key !== undefined && typeof key !== 'string') throw new HttpError(400, `"workflows"[${row}].id is a string`);
-    }
+    if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
+    // only the folder this server was started with: a client never names files on the server
     if (c.definitionsDir) await rt.registerDefinitions(c.definitionsDir);
-    const typed = rows as { inputs?: unknown; id?: string }[];
-    const started = await rt.startMany(
-      b.name,
-      typed.map((w) => w.inputs ?? {}),
-      { ids: typed.map((w) => w.id), ...traceHeaders(req) },
-    );
-    return answered(send(res, started.some((s) => !s.existing) ? 201 : 200, { workflows: started }));
+    const started = await rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id, ...traceHeaders(req) });
+    return started.existing ? send(res, 200, started) : send(res, 201, { id: started.id });
   }
-  return false;
+  throw new HttpError(404, `no route ${method} ${url.pathname}`);
+}
+
+/** POST /api/workflows/batch: many workflows of one name started at once, all or nothing. */
+async function startBatch(c: RouteContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { rt } = c;
+  const b = await readJson(req);
+  if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
+  if (!Array.isArray(b.workflows)) throw new HttpError(400, '"workflows" is a list of { inputs, id? }');
+  if (b.workflows.length > MAX_START_BATCH) throw new HttpError(400, `"workflows" holds at most ${MAX_START_BATCH} rows, not ${b.workflows.length}`);
+  const rows = b.workflows as unknown[];
+  for (const [row, w] of rows.entries()) {
+    if (w === null || typeof w !== 'object' || Array.isArray(w)) throw new HttpError(400, `"workflows"[${row}] is an object { inputs, id? }`);
+    const { id: key } = w as { id?: unknown };
+    if (key !== undefined && typeof key !== 'string') throw new HttpError(400, `"workflows"[${row}].id is a string`);
+  }
+  if (c.definitionsDir) await rt.registerDefinitions(c.definitionsDir);
+  const typed = rows as { inputs?: unknown; id?: string }[];
+  const started = await rt.startMany(
+    b.name,
+    typed.map((w) => w.inputs ?? {}),
+    { ids: typed.map((w) => w.id), ...traceHeaders(req) },
+  );
+  return send(res, started.some((s) => !s.existing) ? 201 : 200, { workflows: started });
 }
 
 /** /api/workflows/:id and what lies under it. */
-async function workflowRoutes(c: RouteContext, req: IncomingMessage, res: ServerResponse, method: string, parts: string[], url: URL): Promise<boolean> {
+async function workflowRoutes(c: RouteContext, req: IncomingMessage, res: ServerResponse, method: string, parts: string[], url: URL): Promise<void> {
   const { rt } = c;
   const [, , id, action, task, sub] = parts;
-  {
-    const wf = rt.workflow(id);
-    if (parts.length === 3 && method === 'GET') {
-      const status = await wf.status();
-      return answered(send(res, 200, status, { 'x-braid-event-id': String(c.feed.clock.next()) }));
-    }
-    if (action === 'events' && parts.length === 4 && method === 'GET') return answered(await workflowEvents(req, res, c, id));
-    if (action === 'cancel' && parts.length === 4 && method === 'POST') return answered(send(res, 200, await wf.cancel()));
-    if (action === 'retry' && parts.length === 4 && method === 'POST') {
-      const b = await readJson(req);
-      const mode = b.mode ?? 'all';
-      if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream')
-        throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
-      if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
-      if (b.on_current !== undefined && typeof b.on_current !== 'boolean') throw new HttpError(400, '"on_current" is a boolean');
-      return answered(send(res, 200, await wf.retry({ mode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true })));
-    }
-    if (action === 'signals' && parts.length === 4 && (await signalRoutes(wf, req, res, method, url))) return true;
-    if (action === 'logs' && parts.length === 4 && method === 'GET') {
-      const after = url.searchParams.get('after') ?? undefined;
-      if (after !== undefined && !/^[0-9]{1,18}$/.test(after)) throw new HttpError(400, '"after" is a log line id from a previous page');
-      const attempt = integerParam(url, 'attempt');
-      if (attempt === 0) throw new HttpError(400, '"attempt" is a whole number from 1');
-      return answered(
-        send(res, 200, await wf.logs({ task: url.searchParams.get('task') ?? undefined, attempt, after, limit: integerParam(url, 'limit', 5000) })),
+  const wf = rt.workflow(id);
+  if (parts.length === 3 && method === 'GET') {
+    const status = await wf.status();
+    return send(res, 200, status, { 'x-braid-event-id': String(c.feed.clock.next()) });
+  }
+  if (action === 'events' && parts.length === 4 && method === 'GET') return await workflowEvents(req, res, c, id);
+  if (action === 'cancel' && parts.length === 4 && method === 'POST') return send(res, 200, await wf.cancel());
+  if (action === 'retry' && parts.length === 4 && method === 'POST') {
+    const b = await readJson(req);
+    const mode = b.mode ?? 'all';
+    if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream')
+      throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
+    if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
+    if (b.on_current !== undefined && typeof b.on_current !== 'boolean') throw new HttpError(400, '"on_current" is a boolean');
+    return send(res, 200, await wf.retry({ mode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true }));
+  }
+  if (action === 'signals' && parts.length === 4) return await signalRoutes(wf, req, res, method, url);
+  if (action === 'logs' && parts.length === 4 && method === 'GET') {
+    const after = url.searchParams.get('after') ?? undefined;
+    if (after !== undefined && !/^[0-9]{1,18}$/.test(after)) throw new HttpError(400, '"after" is a log line id from a previous page');
+    const attempt = integerParam(url, 'attempt');
+    if (attempt === 0) throw new HttpError(400, '"attempt" is a whole number from 1');
+    return send(res, 200, await wf.logs({ task: url.searchParams.get('task') ?? undefined, attempt, after, limit: integerParam(url, 'limit', 5000) }));
+  }
+  if (action === 'tasks' && task && parts.length === 6 && method === 'GET') {
+    if (sub === 'diagnostics') return send(res, 200, await wf.waitDiagnostics(task, { signalScanLimit: integerParam(url, 'signal_scan_limit') }));
+    if (sub === 'signals') {
+      return send(
+        res,
+        200,
+        await wf.signals.listForTask(task, {
+          key: url.searchParams.get('key') ?? undefined,
+          cursorId: cursorParam(url, 'cursor_id'),
+          limit: integerParam(url, 'limit', 1000),
+        }),
       );
     }
-    if (action === 'tasks' && task && parts.length === 6 && method === 'GET') {
-      if (sub === 'diagnostics') return answered(send(res, 200, await wf.waitDiagnostics(task, { signalScanLimit: integerParam(url, 'signal_scan_limit') })));
-      if (sub === 'signals') {
-        return answered(
-          send(
-            res,
-            200,
-            await wf.signals.listForTask(task, {
-              key: url.searchParams.get('key') ?? undefined,
-              cursorId: cursorParam(url, 'cursor_id'),
-              limit: integerParam(url, 'limit', 1000),
-            }),
-          ),
-        );
-      }
-    }
-    if (action === 'wait' && parts.length === 4 && method === 'GET') {
-      const timeoutMs = integerParam(url, 'timeout_ms', 600_000) ?? 30_000;
-      const w = await wf.waitUntilFinal({ timeoutMs, pollMs: 200 }).catch(() => undefined);
-      return answered(send(res, 200, { workflow: w ?? (await wf.load()) }));
-    }
   }
-  return false;
+  if (action === 'wait' && parts.length === 4 && method === 'GET') {
+    const timeoutMs = integerParam(url, 'timeout_ms', 600_000) ?? 30_000;
+    const w = await wf.waitUntilFinal({ timeoutMs, pollMs: 200 }).catch(() => undefined);
+    return send(res, 200, { workflow: w ?? (await wf.load()) });
+  }
+  throw new HttpError(404, `no route ${method} ${url.pathname}`);
 }
 
 /** POST and GET /api/workflows/:id/signals. */
-async function signalRoutes(wf: ReturnType<Runtime['workflow']>, req: IncomingMessage, res: ServerResponse, method: string, url: URL): Promise<boolean> {
+async function signalRoutes(wf: ReturnType<Runtime['workflow']>, req: IncomingMessage, res: ServerResponse, method: string, url: URL): Promise<void> {
   if (method === 'POST') {
     const b = await readJson(req);
     if (typeof b.key !== 'string') throw new HttpError(400, '"key" is required');
@@ -165,23 +157,21 @@ async function signalRoutes(wf: ReturnType<Runtime['workflow']>, req: IncomingMe
       anyKey: b.any_key === true,
       ...traceHeaders(req),
     });
-    return answered(send(res, result.replayed ? 200 : 201, result));
+    return send(res, result.replayed ? 200 : 201, result);
   }
   if (method === 'GET') {
-    return answered(
-      send(
-        res,
-        200,
-        await wf.signals.list({
-          attempt: integerParam(url, 'attempt'),
-          key: url.searchParams.get('key') ?? undefined,
-          cursorId: cursorParam(url, 'cursor_id'),
-          limit: integerParam(url, 'limit', 1000),
-        }),
-      ),
+    return send(
+      res,
+      200,
+      await wf.signals.list({
+        attempt: integerParam(url, 'attempt'),
+        key: url.searchParams.get('key') ?? undefined,
+        cursorId: cursorParam(url, 'cursor_id'),
+        limit: integerParam(url, 'limit', 1000),
+      }),
     );
   }
-  return false;
+  throw new HttpError(404, `no route ${method} ${url.pathname}`);
 }
 
 /**

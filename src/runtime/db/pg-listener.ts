@@ -10,6 +10,16 @@ export function bounded(text: string, ms: number): pg.QueryConfig {
   return { text, query_timeout: ms } as pg.QueryConfig;
 }
 
+/** Closes a client's socket at once: a connection that hangs would not answer an orderly end. */
+export function destroySocket(client: pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/** LISTEN on a channel, bounded as the ping is. */
+function listenOn(client: pg.Client, channel: string): Promise<unknown> {
+  return client.query(bounded(`LISTEN ${pg.escapeIdentifier(channel)}`, LISTENER_PING_DEADLINE_MS));
+}
+
 /**
  * LISTEN on one dedicated client, connected on first use. A connection lost (an error, its end, or a ping that
  * does not answer: a connection that hangs raises nothing) is replaced for as long as it takes (capped,
@@ -34,7 +44,7 @@ export class PgListener {
     set.add(onNotify);
     if (onResume) this.resumers.add(onResume);
     const client = await this.ensure();
-    if (isNew && client === this.client) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    if (isNew && client === this.client) await listenOn(client, channel);
     return async () => {
       set!.delete(onNotify);
       if (onResume) this.resumers.delete(onResume);
@@ -68,7 +78,7 @@ export class PgListener {
     client.on('end', lost);
     try {
       await client.connect();
-      for (const channel of this.listeners.keys()) await client.query(bounded(`LISTEN ${pg.escapeIdentifier(channel)}`, LISTENER_PING_DEADLINE_MS));
+      for (const channel of this.listeners.keys()) await listenOn(client, channel);
     } catch (error) {
       client.end().catch(() => undefined);
       throw error;
@@ -78,7 +88,7 @@ export class PgListener {
       if (this.client !== client) return clearInterval(ping);
       client.query(bounded('SELECT 1', LISTENER_PING_DEADLINE_MS)).catch(() => {
         clearInterval(ping);
-        (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+        destroySocket(client);
         lost();
       });
     }, LISTENER_PING_MS);

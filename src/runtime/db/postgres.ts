@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { bounded, PgListener } from './pg-listener.js';
+import { bounded, destroySocket, PgListener } from './pg-listener.js';
 import { type Database, type PgClientLike, QUERYABLE, type Queryable, setClientAdopter } from './types.js';
 
 /**
@@ -78,7 +78,7 @@ function dedicatedConnection(config: pg.ClientConfig, deadlineMs: number): { que
   const dropDedicated = (client: Promise<pg.Client>) => {
     if (dedicatedClient !== client) return;
     dedicatedClient = undefined;
-    void client.then((c) => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()).catch(() => undefined);
+    void client.then(destroySocket).catch(() => undefined);
   };
   const queryable: Queryable = {
     [QUERYABLE]: true,
