@@ -1,6 +1,7 @@
 /**
  * Why an available task with flow control is not starting, in words, from what its keys hold (pure: status,
- * the API, the UI and diagnose show it). The claim (migration 022's flow_pick) applies the same rules.
+ * the API, the UI and diagnose show it). The claim (flow_pick, sql/flow-pick.sql) applies the same rules; flow-twin.test.ts
+ * holds the two to one table.
  */
 import prettyMs from 'pretty-ms';
 import type { PlanFlow } from '../../compiler/flow.js';

@@ -155,7 +155,7 @@ export function fetchSql(s: string): string {
 /**
  * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
  * rows other workers hold, so each task attempt runs once at a time. Tasks with flow control (lane 'flow')
- * are picked by flow_pick() (migration 022) for the room the others left, up to `flowLimit` (no prefetch: a
+ * are picked by flow_pick() (sql/flow-pick.sql) for the room the others left, up to `flowLimit` (no prefetch: a
  * flow-controlled task counts against its limits from its claim, so it is claimed only for a free slot); the
  * function is not called when the queue has none. The same statement records the claim and deletes the worker's claims listed in `forget`
  * (those whose attempts have all ended).

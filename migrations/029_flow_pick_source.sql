@@ -1,0 +1,3 @@
+-- The claim's rule for tasks with flow control, from its source file (issue 39): flow_pick as migration 023 made
+-- it, its window of candidates read once (flow_window) where it was spelled in three statements.
+-- braid:install src/runtime/sql/flow-pick.sql sha256:ac592b66c7955010
