@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPostgres } from '../src/runtime/db/postgres.js';
 import { createRuntime } from '../src/runtime/runtime.js';
-import type { WorkflowSearch } from '../src/runtime/wire.js';
+import type { WorkflowSearch } from '../src/runtime/wire/index.js';
 import { size } from './size.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://braid:braid@127.0.0.1:5432/braid_test';

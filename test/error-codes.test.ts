@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { HttpError } from '../src/api/http.js';
 import { CompileError } from '../src/compiler/compile-error.js';
 import { type ERROR_CODES, httpStatus, isCallerError, isCoded } from '../src/error-codes.js';
+import { UnstorableValueError } from '../src/runtime/core/storable.js';
 import { DatabaseDamagedError, DatabaseLockedError } from '../src/runtime/db/pglite.js';
-import { ExtensionError } from '../src/runtime/engine/extend.js';
 import { WorkflowNotFinalError } from '../src/runtime/engine/retry.js';
 import {
   DefinitionNotFoundError,
+  ExtensionError,
   InvalidCursorError,
   TaskNotFoundError,
   UnknownWorkflowError,
@@ -15,7 +16,6 @@ import {
   WorkflowNotFoundError,
   WorkflowNotMovableError,
 } from '../src/runtime/errors.js';
-import { UnstorableValueError } from '../src/runtime/storable.js';
 import { DiagnosticsError } from '../src/runtime/waits/diagnostics.js';
 import {
   InvalidSignalError,

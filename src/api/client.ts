@@ -1,16 +1,25 @@
 /**
- * A typed client of braid's HTTP API: each route's request and its reply, the records runtime/wire.ts declares
+ * A typed client of braid's HTTP API: each route's request and its reply, the records runtime/wire/ declares
  * for the server. The CLI's commands use it when another process (braid worker, braid dev) holds the embedded
  * database. Every request has a deadline; a reply of 400 or more is an ApiError with the server's code.
  */
 import type { BaselineVersion } from '../deploy/baseline.js';
+import type { DrainState } from '../runtime/deploys/in-flight.js';
+import type { UpgradeReport, UpgradeRequest } from '../runtime/deploys/upgrades.js';
 import type { RetryMode } from '../runtime/engine/decide.js';
 import type { RetryResult } from '../runtime/engine/retry.js';
-import type { DrainState } from '../runtime/in-flight.js';
 import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
-import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
-import type { LogPage, ScheduleRecord, ScheduleStart, WaitDiagnostics, WorkflowPage, WorkflowRecord, WorkflowSearch, WorkflowStatus } from '../runtime/wire.js';
+import type {
+  LogPage,
+  ScheduleRecord,
+  ScheduleStart,
+  WaitDiagnostics,
+  WorkflowPage,
+  WorkflowRecord,
+  WorkflowSearch,
+  WorkflowStatus,
+} from '../runtime/wire/index.js';
 import { searchToParams } from './search-params.js';
 
 /** One version of a definition, with the workflows still running on it and whether it drains. */

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ReloadState } from '../dev/definitions-watcher.js';
 import type { HandlersState } from '../dev/handlers-watcher.js';
-import { CoalescedPass } from '../runtime/coalesced.js';
-import { WorkflowNotFoundError } from '../runtime/errors.js';
+import { CoalescedPass } from '../pacing/coalesced.js';
+import { WorkflowNotFoundError } from '../runtime/index.js';
+
 import type { Runtime } from '../runtime/runtime.js';
 import type { ChangeFeed, FeedChange } from './feed.js';
 import { SseStream } from './http.js';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { type ChangeListeners, changeListeners } from '../runtime/change-listeners.js';
 import type { Database } from '../runtime/db/types.js';
+import { changeListeners } from '../runtime/index.js';
+import type { ChangeListeners } from '../runtime/reads/change-listeners.js';
 
 /**
  * Event ids for server-sent events: increasing for the life of the server and across restarts (they start

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../runtime/log.js';
-import type { Metrics } from '../runtime/metrics.js';
+import type { Logger } from '../runtime/telemetry/log.js';
+import type { Metrics } from '../runtime/telemetry/metrics.js';
 import type { HttpError } from './http.js';
 import { Guard } from './security.js';
 

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { diffDefinitions } from '../deploy/diff.js';
-import { InvalidCursorError } from '../runtime/errors.js';
+import { InvalidCursorError, parseTraceParent } from '../runtime/index.js';
+
 import type { Runtime } from '../runtime/runtime.js';
-import { parseTraceParent } from '../runtime/telemetry/traceparent.js';
-import { MAX_START_BATCH } from '../runtime/wire.js';
+
+import { MAX_START_BATCH } from '../runtime/wire/index.js';
 import { listEvents, type StreamContext, workflowEvents } from './events.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 import { scheduleRoutes } from './schedule-routes.js';

@@ -2,7 +2,7 @@
  * The workflow search (WorkflowSearch) as the API's query string: written by the API client, read (and checked)
  * by the server. `input` repeats, each `PATH=VALUE`.
  */
-import { WORKFLOW_STATES, type WorkflowSearch } from '../runtime/wire.js';
+import { WORKFLOW_STATES, type WorkflowSearch } from '../runtime/wire/index.js';
 
 /** A search that the query cannot hold, said as the API says a bad request. */
 export class SearchParamError extends Error {

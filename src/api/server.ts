@@ -3,12 +3,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CompileError } from '../compiler/compile-error.js';
 import { httpStatus, isCallerError } from '../error-codes.js';
-import { isTransientError } from '../runtime/db/transient.js';
-import { errorMessage } from '../runtime/describe-error.js';
-import { BatchRowError } from '../runtime/errors.js';
-import type { Logger } from '../runtime/log.js';
-import type { Metrics } from '../runtime/metrics.js';
+import { BatchRowError, errorMessage, isTransientError } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { Logger } from '../runtime/telemetry/log.js';
+import type { Metrics } from '../runtime/telemetry/metrics.js';
 import { serveUi } from '../ui/assets.js';
 import type { DevState } from './events.js';
 import { ChangeFeed } from './feed.js';

@@ -6,22 +6,33 @@ import { CompileError } from '../compiler/compile-error.js';
 import { formatText } from '../compiler/format/text.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
 import { isShared, privateDir, writePrivateFile } from '../private-files.js';
-import { createPglite, DatabaseDamagedError, DatabaseLockedError, lockHolder, type PgliteDatabase } from '../runtime/db/pglite.js';
-import { createPostgres } from '../runtime/db/postgres.js';
-import { type Database, ping } from '../runtime/db/types.js';
-import { cachedImage, keepMigratedImage } from '../runtime/embedded-image.js';
-import { BatchRowError } from '../runtime/errors.js';
-import { createRuntime, DEFAULT_SCHEMA, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
+import type { PgliteDatabase } from '../runtime/db/pglite.js';
+import type { Database } from '../runtime/db/types.js';
+import {
+  BatchRowError,
+  cachedImage,
+  createPglite,
+  createPostgres,
+  createRuntime,
+  DatabaseDamagedError,
+  DatabaseLockedError,
+  DEFAULT_SCHEMA,
+  keepMigratedImage,
+  lockHolder,
+  ping,
+} from '../runtime/index.js';
+
+import type { Runtime, RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
-import type { LogPage, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire.js';
+import type { LogPage, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire/index.js';
 
 export type { ListFilter, WorkflowVersion };
 
 import { ERROR_CODES, type ErrorCode, isCallerError } from '../error-codes.js';
+import type { UpgradeReport, UpgradeRequest } from '../runtime/deploys/upgrades.js';
 import type { RetryMode } from '../runtime/engine/decide.js';
 import type { RetryResult } from '../runtime/engine/retry.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
-import type { UpgradeReport, UpgradeRequest } from '../runtime/upgrades.js';
 import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import { readSourceTexts } from './definitions.js';

@@ -1,9 +1,9 @@
 import { LineCounter } from 'yaml';
+import { declaredKeys } from '../compiler/declared-keys.js';
 import type { Diagnostic, Rule } from '../compiler/diagnostics.js';
 import { type NormalizedDefinition, START_KIND } from '../compiler/normalize.js';
 import { nodeAt, type Path, Reporter, type SourceFile } from '../compiler/source.js';
 import type { WorkflowDefinition } from '../compiler/validate.js';
-import { declaredKeys } from '../runtime/waits/declared.js';
 import { argsKeys, argsShape } from './args-shape.js';
 import { type BaselineVersion, inFlight } from './baseline.js';
 import { inputsNarrowings } from './inputs-compat.js';

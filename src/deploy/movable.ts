@@ -5,7 +5,7 @@
  * refuses; a started task whose kind changed refuses, and so does a running one being renamed.
  */
 import type { NormalizedDefinition } from '../compiler/normalize.js';
-import { isFinal } from '../runtime/wire.js';
+import { isFinal } from '../runtime/wire/index.js';
 import type { BaselineVersion, StartedShape } from './baseline.js';
 import { taskCorrespondence } from './task-map.js';
 

@@ -1,4 +1,4 @@
-import { CoalescedPass } from '../runtime/coalesced.js';
+import { CoalescedPass } from '../pacing/coalesced.js';
 
 /**
  * Runs a pass after a quiet period (editors save in bursts: write, rename, chmod), one at a time; a

@@ -1,7 +1,8 @@
 import { dirname, extname, sep } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
+import { loadHandlers } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { loadHandlers } from '../runtime/worker/load-handlers.js';
+
 import { DebouncedPass } from './debounced.js';
 
 const CODE = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs', '.json']);

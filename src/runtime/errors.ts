@@ -1,4 +1,4 @@
-import { didYouMean } from '../compiler/diagnostics.js';
+import { type Diagnostic, didYouMean } from '../compiler/diagnostics.js';
 /** A task name a workflow does not have. */
 export class TaskNotFoundError extends Error {
   readonly code = 'task_not_found' as const;
@@ -130,5 +130,17 @@ export class BatchRowError extends Error {
     this.name = 'BatchRowError';
     const code = (cause as { code?: unknown } | null)?.code;
     this.code = typeof code === 'string' ? code : 'internal';
+  }
+}
+
+/** An extension (ctx.extend, WorkflowHandle.extend) that does not validate, or clashes with the workflow's tasks. */
+export class ExtensionError extends Error {
+  readonly code = 'extension_invalid' as const;
+  constructor(
+    message: string,
+    readonly diagnostics: Diagnostic[] = [],
+  ) {
+    super(message);
+    this.name = 'ExtensionError';
   }
 }

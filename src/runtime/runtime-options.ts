@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import type { CompileLimits } from '../compiler/compile-error.js';
 import type { Database } from './db/types.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
 import type { RetentionPolicy } from './sql/maintenance.js';
+import type { Logger } from './telemetry/log.js';
+import type { Metrics } from './telemetry/metrics.js';
 import type { MeterProviderLike, TracerProviderLike } from './telemetry/otel-api.js';
 import type { Handlers } from './worker/handlers.js';
 

@@ -2,44 +2,44 @@ import type pg from 'pg';
 import type { CompileOptions } from '../compiler/instantiate.js';
 import type { Plan } from '../compiler/plan.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
+import { assertStorable } from './core/storable.js';
 import { createPostgres } from './db/postgres.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
+import { inFlightVersions } from './deploys/in-flight.js';
+import { definitionVersions, type RegisterOptions, type RegisterResult, registerDefinitions, unknownWorkflow, type VersionState } from './deploys/registry.js';
+import type { UpgradeReport, UpgradeRequest } from './deploys/upgrades.js';
 import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
-import { inFlightVersions } from './in-flight.js';
-import { type Logger, rateLimitedWarnings, silentLogger } from './log.js';
 import type { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
-import { migrate } from './migrate.js';
-import { definitionVersions, type RegisterOptions, type RegisterResult, registerDefinitions, unknownWorkflow, type VersionState } from './registry.js';
-import { type ScheduleOps, scheduleOps } from './schedule-ops.js';
+import { type ScheduleOps, scheduleOps } from './schedules/ops.js';
+import { migrate } from './setup/migrate.js';
 import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
 import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
 import { quoteIdent } from './sql/schema.js';
 import type { Clock } from './sql/time.js';
 import { listWorkflows, type WorkflowListFilter, type WorkflowSummary } from './sql/workflows.js';
-import { assertStorable } from './storable.js';
+import { type Logger, rateLimitedWarnings, silentLogger } from './telemetry/log.js';
 import { otelApi, otelMetricsActive } from './telemetry/otel-api.js';
 import { checkTraceParent } from './telemetry/traceparent.js';
 import { Tracing } from './telemetry/tracing.js';
-import type { UpgradeReport, UpgradeRequest } from './upgrades.js';
-import type { WorkflowSearch } from './wire.js';
+import type { WorkflowSearch } from './wire/index.js';
 import type { Handlers } from './worker/handlers.js';
 import type { Worker } from './worker/worker.js';
 import { workerId } from './worker/worker-id.js';
 
 export type { RegisterOptions, RegisterResult, VersionState };
 
-import { advanceAt, advanceIn, clockNow, type RuntimeContext, workflowWrite } from './context.js';
+import { advanceAt, advanceIn, clockNow, type RuntimeContext, workflowWrite } from './core/context.js';
 import { WORKFLOW_ID, WorkflowIdInvalidError } from './errors.js';
-import { decodeCursor, encodeCursor } from './list-cursor.js';
+import { decodeCursor, encodeCursor } from './reads/list-cursor.js';
 import type { RuntimeOptions } from './runtime-options.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
 export { WORKFLOW_ID } from './errors.js';
 export type { RuntimeOptions } from './runtime-options.js';
-export { MAX_START_BATCH } from './wire.js';
+export { MAX_START_BATCH } from './wire/index.js';
 
 export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
   parentId?: string;
@@ -155,7 +155,7 @@ export class Runtime {
    * that has started must exist in the target (by name or renamed_from) with the same kind.
    */
   async upgrade(name: string, request: UpgradeRequest = {}): Promise<UpgradeReport> {
-    const { upgradeWorkflows } = await import('./upgrades.js');
+    const { upgradeWorkflows } = await import('./deploys/upgrades.js');
     return upgradeWorkflows(this.ctx, name, request, this.options.limits);
   }
 
@@ -254,7 +254,7 @@ export class Runtime {
 
   /** One registered version by hash or a unique prefix of it (the current one without): an error names what is wrong. */
   async version(name: string, hash?: string): Promise<StoredDefinition> {
-    const { resolveVersion } = await import('./upgrades.js');
+    const { resolveVersion } = await import('./deploys/upgrades.js');
     return resolveVersion(this.db, this.s, name, hash);
   }
 
@@ -311,7 +311,7 @@ export class Runtime {
    */
   private async otelMetrics(): Promise<void> {
     if (this.ctx.metrics || !otelMetricsActive(this.options.meterProvider)) return;
-    const { Metrics } = await import('./metrics.js');
+    const { Metrics } = await import('./telemetry/metrics.js');
     this.ctx.metrics = new Metrics(this.db, this.schema, { meterProvider: this.options.meterProvider });
   }
 

@@ -1,12 +1,12 @@
-import { advanceIn, clockNow, workflowWrite } from './context.js';
-import { type Queryable, type TxOption, txQueryable } from './db/types.js';
+import { advanceIn, clockNow, type RuntimeContext, workflowWrite } from './core/context.js';
+import { type Database, type Queryable, type TxOption, txQueryable } from './db/types.js';
 import type { RetryMode } from './engine/decide.js';
-import type { ExtensionSpec } from './engine/extend.js';
 import type { RetryResult } from './engine/retry.js';
 import type { UpgradeOutcome } from './engine/upgrade.js';
 import { InvalidCursorError, TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
 import { flowReason } from './flow/reason.js';
-import type { Runtime } from './runtime.js';
+import { pendingReason, skipReason } from './reads/status.js';
+import { loadTasks, loadTasksByName } from './reads/task-records.js';
 import { lockWorkflows } from './sql/advance.js';
 import { channels } from './sql/channels.js';
 import { registeredNames } from './sql/definitions.js';
@@ -15,16 +15,23 @@ import type { SignalPage } from './sql/signals.js';
 import { listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
 import { liveKinds, loadWorkflow, readOneSnapshot, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
-import { pendingReason, skipReason } from './status.js';
-import { loadTasks, loadTasksByName } from './task-records.js';
 import type { SignalRow } from './waits/decide.js';
 import type { WaitDiagnostics } from './waits/diagnostics.js';
 import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
-import type { LogPage, WorkflowStatus } from './wire.js';
+import type { LogPage, WorkflowStatus } from './wire/index.js';
+import type { ExtensionSpec } from './worker/handlers.js';
+
+/** What a handle reads and writes through: the runtime that made it (declared here, so the two modules need not import each other). */
+export interface HandleHost {
+  readonly db: Database;
+  readonly schema: string;
+  readonly ctx: RuntimeContext;
+  readonly internals: RuntimeContext & { workerDeadAfterMs: number };
+}
 
 export class WorkflowHandle {
   constructor(
-    private readonly rt: Runtime,
+    private readonly rt: HandleHost,
     readonly id: string,
   ) {}
 
@@ -92,7 +99,7 @@ export class WorkflowHandle {
    * the tasks that run again (none, and the same attempt, when the mode selects nothing).
    */
   async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean; onCurrent?: boolean } = {}): Promise<RetryResult> {
-    const [{ retryOnCurrent }, { retryWorkflow }] = await Promise.all([import('./upgrades.js'), import('./engine/retry.js')]);
+    const [{ retryOnCurrent }, { retryWorkflow }] = await Promise.all([import('./deploys/upgrades.js'), import('./engine/retry.js')]);
     const result = await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       const how = { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false };
       const retried = options.onCurrent ? await retryOnCurrent(tx, ctx, this.id, how) : await retryWorkflow(tx, ctx, this.id, how);
@@ -107,7 +114,7 @@ export class WorkflowHandle {
    * the caller's) under its lock, or leaves it as it is and says why (`skipped`, with the reason).
    */
   async upgrade(options: TxOption & { to?: string; dryRun?: boolean } = {}): Promise<UpgradeOutcome> {
-    const [{ resolveVersion }, { upgradeWorkflow }] = await Promise.all([import('./upgrades.js'), import('./engine/upgrade.js')]);
+    const [{ resolveVersion }, { upgradeWorkflow }] = await Promise.all([import('./deploys/upgrades.js'), import('./engine/upgrade.js')]);
     return workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       const w = await workflowVersionRef(tx, ctx.s, this.id);
       if (!w) throw new WorkflowNotFoundError(this.id);
@@ -226,7 +233,7 @@ export class WorkflowHandle {
 /** A workflow's signals: emit (with the run-in-my-transaction form) and the workflow-wide and task-scoped reads. */
 export class WorkflowSignals {
   constructor(
-    private readonly rt: Runtime,
+    private readonly rt: HandleHost,
     readonly workflowId: string,
   ) {}
 

@@ -4,11 +4,12 @@
  * `kind:NAME` it mocks is a kind the workflow runs (`test-mock-kind`), every mock's output fits its task's
  * `returns` (`test-mock-output`). Pure: definitions in, diagnostics out.
  */
+
+import { declaredKeys } from '../compiler/declared-keys.js';
 import { didYouMean, pointer } from '../compiler/diagnostics.js';
 import { type NormalizedDefinition, type NormalizedTask, START_KIND } from '../compiler/normalize.js';
 import { describeOutputProblems, outputProblems } from '../compiler/returns.js';
 import type { Path, Reporter } from '../compiler/source.js';
-import { declaredKeys } from '../runtime/test-support.js';
 import { templateOf } from './mocks.js';
 import type { Expect, RawTestFile } from './test-file.js';
 

@@ -5,10 +5,10 @@
  */
 
 import type { Queryable } from '../runtime/db/types.js';
+import { anyAvailable, currentDefinition, deployTestSchedules, maintenanceDue, recordEnded } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskRecord } from '../runtime/sql/workflows.js';
-import { anyAvailable, currentDefinition, deployTestSchedules, maintenanceDue, recordEnded } from '../runtime/test-support.js';
-import { scheduledTick } from '../runtime/wire.js';
+import { scheduledTick } from '../runtime/wire/index.js';
 import { workflowTree } from './checks.js';
 import { compare, type FailedTask, type Mismatch, type Observed, type ObservedRun, type ObservedTask } from './expect.js';
 import { unhandled } from './mocks.js';

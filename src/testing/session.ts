@@ -7,9 +7,8 @@
 import type { NormalizedDefinition } from '../compiler/normalize.js';
 import type { KindsConfig } from '../compiler/validate.js';
 import type { PgliteDatabase } from '../runtime/db/pglite.js';
-import { migratedDatabase } from '../runtime/embedded-image.js';
-import { createRuntime, type Runtime } from '../runtime/runtime.js';
-import { resetRuns } from '../runtime/test-support.js';
+import { createRuntime, migratedDatabase, resetRuns } from '../runtime/index.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { Handlers } from '../runtime/worker/handlers.js';
 import { workflowTree } from './checks.js';
 import { mockHandlers } from './mocks.js';

@@ -4,11 +4,14 @@ import ts from 'typescript';
 /** Source files by path (relative to the repository, with forward slashes) and their text. */
 export type Tree = ReadonlyMap<string, string>;
 
-/** A module's run-time edges: imports, re-exports and dynamic imports of relative modules (type-only ones are erased). */
-export function runtimeImports(path: string, text: string): string[] {
+/**
+ * A module's edges to relative modules: imports, re-exports and dynamic imports; with `types`, type-only ones too
+ * (an `import type`, a type-only specifier, an `import('...')` type), which are erased at run time.
+ */
+export function moduleImports(path: string, text: string, types = false): string[] {
   const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
   const found: string[] = [];
-  const add = (spec: ts.Expression | undefined) => {
+  const add = (spec: ts.Node | undefined) => {
     if (spec && ts.isStringLiteralLike(spec) && spec.text.startsWith('.'))
       found.push(normalize(join(dirname(path), spec.text.replace(/\.js$/, '.ts'))).replace(/\\/g, '/'));
   };
@@ -24,22 +27,28 @@ export function runtimeImports(path: string, text: string): string[] {
             ts.isNamedImports(bindings) &&
             bindings.elements.length > 0 &&
             bindings.elements.every((e) => e.isTypeOnly)));
-      if (!onlyTypes) add(node.moduleSpecifier);
+      if (types || !onlyTypes) add(node.moduleSpecifier);
     } else if (ts.isExportDeclaration(node)) {
       const clause = node.exportClause;
       const onlyTypes =
         node.isTypeOnly || (clause !== undefined && ts.isNamedExports(clause) && clause.elements.length > 0 && clause.elements.every((e) => e.isTypeOnly));
-      if (!onlyTypes) add(node.moduleSpecifier);
+      if (types || !onlyTypes) add(node.moduleSpecifier);
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) add(node.arguments[0]);
+    else if (types && ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) add(node.argument.literal);
     ts.forEachChild(node, visit);
   };
   visit(file);
-  return found;
+  return [...new Set(found)];
 }
 
-/** The import graph of a tree's modules. */
-export function importGraph(tree: Tree): Map<string, string[]> {
-  return new Map([...tree].map(([path, text]) => [path, runtimeImports(path, text)]));
+/** A module's run-time edges (type-only ones are erased). */
+export function runtimeImports(path: string, text: string): string[] {
+  return moduleImports(path, text);
+}
+
+/** The import graph of a tree's modules: run-time edges, or with `types` every edge. */
+export function importGraph(tree: Tree, types = false): Map<string, string[]> {
+  return new Map([...tree].map(([path, text]) => [path, moduleImports(path, text, types)]));
 }
 
 /** The strongly connected groups of more than one module: each is an import circle. */
@@ -77,57 +86,158 @@ export function circles(graph: ReadonlyMap<string, string[]>): string[][] {
   return found;
 }
 
-/**
- * The runtime's rooms, which its callers (api, cli, testing, dev) never import at run time: they use its public
- * face — runtime.ts, workflow-handle.ts, wire.ts, errors.ts and the other top-level modules, db/ (the adapters),
- * and the handler API below. Types may be imported from anywhere: they are contracts, erased at run time.
- */
-const RUNTIME_ROOMS = [
-  'src/runtime/sql/',
-  'src/runtime/engine/',
-  'src/runtime/waits/',
-  'src/runtime/maintenance/',
-  'src/runtime/worker/',
-  'src/runtime/schedules/',
-  'src/runtime/flow/',
-];
-/** What a handlers module is written against and loaded by. */
-const HANDLER_API = ['src/runtime/worker/handlers.ts', 'src/runtime/worker/load-handlers.ts'];
+/** The runtime's public face: what its callers import of it at run time (types they take from anywhere). */
+const FACE = ['src/runtime/index.ts', 'src/runtime/wire/'];
+const RUNTIME = 'src/runtime/';
 
-/** Which folders a folder's modules may not import at run time (the layer table). */
-export const LAYERS: readonly { from: string; never?: readonly string[]; only?: readonly string[]; except?: readonly string[]; why: string }[] = [
+/**
+ * The layer table, an allow-list: each row names a folder (or a file) and what its modules may import at run time
+ * besides themselves; a module takes the row of its longest `from`, and a module with no row is a break, so a new
+ * folder is guarded from its first file. Types may be imported from anywhere: they are contracts, erased at run time.
+ */
+export const LAYERS: readonly { from: string; only: readonly string[]; why: string }[] = [
+  { from: 'src/compiler/', only: ['src/paths.ts'], why: 'the compiler is pure passes' },
+  { from: 'src/config/', only: ['src/compiler/'], why: 'the config file is read and checked, nothing run' },
+  { from: 'src/deploy/', only: ['src/compiler/', 'src/runtime/wire/'], why: 'a deploy is decided by pure functions' },
+  { from: 'src/pacing/', only: [], why: 'pacing helpers stand alone' },
+  { from: 'src/paths.ts', only: [], why: 'a leaf' },
+  { from: 'src/private-files.ts', only: [], why: 'a leaf' },
+  { from: 'src/error-codes.ts', only: [], why: 'a leaf' },
+  { from: 'src/index.ts', only: ['src/compiler/', ...FACE, 'src/runtime/telemetry/metrics.ts'], why: 'the package exports the public faces' },
+  { from: 'src/ui/', only: ['src/paths.ts'], why: 'the UI server serves built files' },
+  { from: 'src/ui/app/', only: ['src/runtime/wire/'], why: 'the browser app reads the records the API serves' },
   {
-    from: 'src/compiler/',
-    never: ['src/runtime/', 'src/cli/', 'src/api/', 'src/dev/', 'src/testing/', 'src/deploy/', 'src/ui/'],
-    why: 'the compiler is pure passes',
+    from: 'src/api/',
+    only: ['src/compiler/', 'src/deploy/', 'src/error-codes.ts', 'src/pacing/', 'src/ui/', ...FACE],
+    why: 'callers reach the runtime through its public face',
   },
-  { from: 'src/deploy/', never: ['src/cli/', 'src/api/', 'src/dev/', 'src/testing/', 'src/ui/'], why: 'a deploy is decided by pure functions' },
   {
-    from: 'src/runtime/sql/',
-    only: ['src/runtime/sql/', 'src/runtime/db/'],
-    why: 'sql/ imports only sql/ and db/',
+    from: 'src/cli/',
+    only: [
+      'src/api/',
+      'src/compiler/',
+      'src/config/',
+      'src/deploy/',
+      'src/dev/',
+      'src/error-codes.ts',
+      'src/pacing/',
+      'src/paths.ts',
+      'src/private-files.ts',
+      'src/testing/',
+      ...FACE,
+    ],
+    why: 'callers reach the runtime through its public face',
   },
+  { from: 'src/dev/', only: ['src/compiler/', 'src/pacing/', ...FACE], why: 'callers reach the runtime through its public face' },
+  { from: 'src/testing/', only: ['src/compiler/', ...FACE], why: 'callers reach the runtime through its public face' },
+  // the runtime: the modules of its face may use every room; each room names the rooms below it
+  ...['index.ts', 'runtime.ts', 'runtime-options.ts', 'workflow-handle.ts', 'errors.ts'].map((f) => ({
+    from: `${RUNTIME}${f}`,
+    only: [RUNTIME, 'src/compiler/', 'src/deploy/', 'src/pacing/', 'src/paths.ts'],
+    why: 'the runtime knows nothing of its callers',
+  })),
+  { from: 'src/runtime/wire/', only: [], why: 'the records the API serves are declarations and pure text' },
+  { from: 'src/runtime/db/', only: ['src/pacing/', 'src/paths.ts', 'src/private-files.ts'], why: 'db/ adapts the drivers' },
+  { from: 'src/runtime/sql/', only: ['src/runtime/db/'], why: 'sql/ imports only sql/ and db/' },
+  {
+    from: 'src/runtime/core/',
+    only: ['src/compiler/', 'src/runtime/db/', 'src/runtime/sql/', 'src/runtime/errors.ts', 'src/runtime/worker/task-errors.ts'],
+    why: 'core/ is what every room works with',
+  },
+  { from: 'src/runtime/flow/', only: ['src/runtime/sql/'], why: 'flow/ explains what the claim decides' },
   {
     from: 'src/runtime/waits/',
-    never: ['src/runtime/engine/', 'src/runtime/worker/', 'src/runtime/maintenance/'],
+    only: ['src/compiler/', 'src/runtime/core/', 'src/runtime/db/', 'src/runtime/sql/'],
     why: 'waits/ reads and decides; engine/ runs the sequences that act on it',
   },
-  { from: 'src/api/', never: RUNTIME_ROOMS, except: HANDLER_API, why: 'callers reach the runtime through its public face' },
-  { from: 'src/cli/', never: RUNTIME_ROOMS, except: HANDLER_API, why: 'callers reach the runtime through its public face' },
-  { from: 'src/testing/', never: RUNTIME_ROOMS, except: HANDLER_API, why: 'callers reach the runtime through its public face' },
-  { from: 'src/dev/', never: RUNTIME_ROOMS, except: HANDLER_API, why: 'callers reach the runtime through its public face' },
-  { from: 'src/runtime/', never: ['src/cli/', 'src/api/', 'src/dev/', 'src/testing/', 'src/ui/'], why: 'the runtime knows nothing of its callers' },
+  { from: 'src/runtime/telemetry/', only: ['src/runtime/core/', 'src/runtime/sql/'], why: 'telemetry/ observes' },
+  {
+    from: 'src/runtime/engine/',
+    only: [
+      'src/compiler/',
+      'src/deploy/',
+      'src/runtime/core/',
+      'src/runtime/db/',
+      'src/runtime/errors.ts',
+      'src/runtime/sql/',
+      'src/runtime/telemetry/',
+      'src/runtime/waits/',
+      'src/runtime/wire/',
+    ],
+    why: 'engine/ runs the sequences; waits/ and sql/ serve it',
+  },
+  {
+    from: 'src/runtime/worker/',
+    only: [
+      'src/compiler/',
+      'src/pacing/',
+      'src/runtime/core/',
+      'src/runtime/db/',
+      'src/runtime/engine/',
+      'src/runtime/reads/',
+      'src/runtime/sql/',
+      'src/runtime/telemetry/',
+      'src/runtime/waits/',
+    ],
+    why: 'worker/ runs handlers on the engine',
+  },
+  {
+    from: 'src/runtime/maintenance/',
+    only: [
+      'src/pacing/',
+      'src/runtime/core/',
+      'src/runtime/db/',
+      'src/runtime/engine/',
+      'src/runtime/schedules/',
+      'src/runtime/sql/',
+      'src/runtime/telemetry/',
+    ],
+    why: 'maintenance/ runs the leader on the engine',
+  },
+  {
+    from: 'src/runtime/schedules/',
+    only: [
+      'src/compiler/',
+      'src/runtime/core/',
+      'src/runtime/db/',
+      'src/runtime/engine/',
+      'src/runtime/errors.ts',
+      'src/runtime/maintenance/',
+      'src/runtime/sql/',
+    ],
+    why: 'schedules/ fires on the engine',
+  },
+  {
+    from: 'src/runtime/deploys/',
+    only: ['src/runtime/core/', 'src/runtime/db/', 'src/runtime/engine/', 'src/runtime/errors.ts', 'src/runtime/schedules/', 'src/runtime/sql/'],
+    why: 'deploys/ registers and moves on the engine',
+  },
+  {
+    from: 'src/runtime/reads/',
+    only: ['src/runtime/engine/', 'src/runtime/errors.ts', 'src/runtime/sql/', 'src/runtime/waits/', 'src/runtime/wire/'],
+    why: 'reads/ shapes what callers read',
+  },
+  { from: 'src/runtime/setup/', only: ['src/paths.ts', 'src/runtime/db/', 'src/runtime/sql/'], why: 'setup/ migrates' },
 ];
 
-/** Run-time imports that break the layer table, as "from -> to (why)". */
+/** The row a module keeps to: the one with the longest `from` that holds it. */
+function rowOf(path: string) {
+  return LAYERS.filter((l) => (l.from.endsWith('/') ? path.startsWith(l.from) : path === l.from)).sort((a, b) => b.from.length - a.from.length)[0];
+}
+
+/** The folder (or the file) of a row's `from` that a module is in: what it may import freely. */
+function home(path: string, from: string): string {
+  return from.endsWith('/') ? from : path;
+}
+
+/** Run-time imports that break the layer table, as "from -> to (why)", and modules with no row. */
 export function layerBreaks(graph: ReadonlyMap<string, string[]>): string[] {
-  return [...graph].flatMap(([from, targets]) =>
-    LAYERS.filter((l) => from.startsWith(l.from)).flatMap((l) =>
-      targets
-        .filter((t) => (l.only ? !l.only.some((o) => t.startsWith(o)) : l.never!.some((n) => t.startsWith(n))) && !l.except?.includes(t))
-        .map((t) => `${from} -> ${t} (${l.why})`),
-    ),
-  );
+  return [...graph].flatMap(([from, targets]) => {
+    const row = rowOf(from);
+    if (!row) return [`${from} has no row in the layer table`];
+    const allowed = (t: string) => t.startsWith(home(from, row.from)) || row.only.some((o) => (o.endsWith('/') ? t.startsWith(o) : t === o));
+    return targets.filter((t) => !allowed(t)).map((t) => `${from} -> ${t} (${row.why})`);
+  });
 }
 
 /** Statement text, whatever its case: a keyword and what it acts on. */

@@ -3,8 +3,8 @@
  * invocation in a table, so tests can count how often each task ran. Configured by BRAID_PROC (JSON).
  */
 import { createPostgres } from '../../src/runtime/db/postgres.js';
-import { consoleLogger } from '../../src/runtime/log.js';
 import { createRuntime } from '../../src/runtime/runtime.js';
+import { consoleLogger } from '../../src/runtime/telemetry/log.js';
 import { pidAlive } from './pid-alive.js';
 
 interface Config {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Logger } from '../../src/runtime/log.js';
+import type { Logger } from '../../src/runtime/telemetry/log.js';
 import { Arrivals } from '../helpers/arrivals.js';
 import { patient } from '../helpers/patience.js';
 import { backend, testRuntime } from '../helpers/runtime.js';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { FetchedTask } from '../../src/runtime/sql/fetch.js';
-import { Attempt, ShutdownAbort } from '../../src/runtime/worker/attempt.js';
+import { Attempt } from '../../src/runtime/worker/attempt.js';
 import { TaskCancelled, type TaskContext, TaskTimeout } from '../../src/runtime/worker/handlers.js';
+import { ShutdownAbort } from '../../src/runtime/worker/task-errors.js';
 
 function task(timeout_ms: number | null = null): FetchedTask {
   return {

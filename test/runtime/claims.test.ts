@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadMigrations } from '../../src/runtime/migrate.js';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
+import { loadMigrations } from '../../src/runtime/setup/migrate.js';
 import { completeTasks } from '../../src/runtime/sql/complete.js';
 import { fetchTasks } from '../../src/runtime/sql/fetch.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CoalescedPass } from '../../src/runtime/coalesced.js';
+import { CoalescedPass } from '../../src/pacing/coalesced.js';
 
 describe('a coalesced pass', () => {
   it('runs one pass at a time; requests during a pass share exactly one more pass after it', async () => {

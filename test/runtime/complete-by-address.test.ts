@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clockNow } from '../../src/runtime/context.js';
+import { clockNow } from '../../src/runtime/core/context.js';
 import { type Completion, completeTasks } from '../../src/runtime/sql/complete.js';
 import { fetchTasks } from '../../src/runtime/sql/fetch.js';
 import { backend, testRuntime } from '../helpers/runtime.js';

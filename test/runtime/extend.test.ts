@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExtensionError } from '../../src/runtime/engine/extend.js';
+import { ExtensionError } from '../../src/runtime/errors.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { backend, drivenRuntime, final, settled } from '../helpers/runtime.js';
 

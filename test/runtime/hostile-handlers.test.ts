@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Logger } from '../../src/runtime/log.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import type { Logger } from '../../src/runtime/telemetry/log.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { Arrivals } from '../helpers/arrivals.js';
 import { backend, run, testRuntime, until } from '../helpers/runtime.js';

@@ -3,8 +3,8 @@ import parsePrometheus from 'parse-prometheus-text-format';
 import { describe, expect, it } from 'vitest';
 import { serveMetrics } from '../../src/api/metrics-server.js';
 import { startApiServer } from '../../src/api/server.js';
-import { Metrics } from '../../src/runtime/metrics.js';
 import { workflowCounts } from '../../src/runtime/sql/metrics.js';
+import { Metrics } from '../../src/runtime/telemetry/metrics.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { advance, backend, drivenRuntime, final, settle, settled, testRuntime, until } from '../helpers/runtime.js';
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadMigrations, sourceHash } from '../../src/runtime/migrate.js';
+import { loadMigrations, sourceHash } from '../../src/runtime/setup/migrate.js';
 
 /** A package root with the given migrations and source files. */
 function root(files: Record<string, string>): string {

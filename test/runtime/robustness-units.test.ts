@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs } from '../../src/runtime/backoff.js';
+import { backoffMs } from '../../src/pacing/backoff.js';
+import { describeError } from '../../src/runtime/core/describe-error.js';
+import { findUnstorable, storableText } from '../../src/runtime/core/storable.js';
 import { isConnectionError, isTransientError } from '../../src/runtime/db/transient.js';
-import { describeError } from '../../src/runtime/describe-error.js';
-import { type Logger, rateLimitedWarnings } from '../../src/runtime/log.js';
-import { findUnstorable, storableText } from '../../src/runtime/storable.js';
+import { type Logger, rateLimitedWarnings } from '../../src/runtime/telemetry/log.js';
 import { toJsonOutput } from '../../src/runtime/worker/outcome.js';
 import { OutputCheck } from '../../src/runtime/worker/output-check.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/api/client.js';
 import { startApiServer } from '../../src/api/server.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import type { WorkflowSearch } from '../../src/runtime/wire.js';
+import type { WorkflowSearch } from '../../src/runtime/wire/index.js';
 import { runCliInProcess } from '../helpers/cli.js';
 import { backend, drivenRuntime, final, postgresUrl } from '../helpers/runtime.js';
 

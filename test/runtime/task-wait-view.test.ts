@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { evidenceSignalIds, taskWait } from '../../src/runtime/waits/task-wait.js';
-import type { SignalRow, WaitEvidence } from '../../src/runtime/wire.js';
+import type { SignalRow, WaitEvidence } from '../../src/runtime/wire/index.js';
 
 const row = (id: string, payload: unknown): SignalRow => ({
   id,

@@ -1,5 +1,5 @@
 import type { WaitDiagnostics } from '../../runtime/waits/diagnostics.js';
-import { signalCountText } from '../../runtime/wire.js';
+import { signalCountText } from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

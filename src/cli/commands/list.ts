@@ -1,5 +1,5 @@
 import { SearchParamError, searchFromParams } from '../../api/search-params.js';
-import { isFinal, WORKFLOW_STATES, type WorkflowRecord, type WorkflowSearch, type WorkflowSummary } from '../../runtime/wire.js';
+import { isFinal, WORKFLOW_STATES, type WorkflowRecord, type WorkflowSearch, type WorkflowSummary } from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

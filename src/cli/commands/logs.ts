@@ -1,5 +1,5 @@
 import { printable } from '../../compiler/diagnostics.js';
-import type { LogLine } from '../../runtime/wire.js';
+import type { LogLine } from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { type Backend, openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
-import { lockHolder } from '../../runtime/db/pglite.js';
-import { migrate } from '../../runtime/migrate.js';
+import { lockHolder, migrate } from '../../runtime/index.js';
+
 import { parse } from '../args.js';
 import { braidDir, databaseUrl, openDatabase } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

@@ -1,4 +1,4 @@
-import type { ScheduleStart } from '../../runtime/wire.js';
+import type { ScheduleStart } from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

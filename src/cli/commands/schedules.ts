@@ -1,6 +1,6 @@
 import prettyMs from 'pretty-ms';
-import type { ScheduleRecord } from '../../runtime/wire.js';
-import { humanDuration } from '../../runtime/wire.js';
+import type { ScheduleRecord } from '../../runtime/wire/index.js';
+import { humanDuration } from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, SubjectError, UsageError } from '../io.js';

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { parseDuration } from '../../compiler/duration.js';
-import { errorMessage } from '../../runtime/describe-error.js';
-import type { Logger } from '../../runtime/log.js';
-import { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, type RuntimeOptions } from '../../runtime/runtime.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, errorMessage, loadHandlers } from '../../runtime/index.js';
+import type { RuntimeOptions } from '../../runtime/runtime.js';
+import type { Logger } from '../../runtime/telemetry/log.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
-import { loadHandlers } from '../../runtime/worker/load-handlers.js';
+
 import { type Io, UsageError } from '../io.js';
 import { handlersModule, project } from '../project.js';
 

@@ -1,4 +1,5 @@
-import { parseTraceParent } from '../../runtime/telemetry/traceparent.js';
+import { parseTraceParent } from '../../runtime/index.js';
+
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { readJson } from '../inputs.js';

@@ -1,7 +1,7 @@
 import { parseDuration } from '../../compiler/duration.js';
-import { WORKFLOW_ID } from '../../runtime/runtime.js';
-import { parseTraceParent } from '../../runtime/telemetry/traceparent.js';
-import { isFinal, type WorkflowStatus } from '../../runtime/wire.js';
+import { parseTraceParent, WORKFLOW_ID } from '../../runtime/index.js';
+
+import { isFinal, type WorkflowStatus } from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { type Backend, databaseUrl, openBackend } from '../backend.js';
 import { readInputs } from '../inputs.js';

@@ -1,4 +1,4 @@
-import { type AttemptSpan, attemptHistory, attemptText, humanDuration, scheduledTick, type WorkflowStatus } from '../../runtime/wire.js';
+import { type AttemptSpan, attemptHistory, attemptText, humanDuration, scheduledTick, type WorkflowStatus } from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

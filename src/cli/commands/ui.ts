@@ -1,6 +1,6 @@
 import { type ApiServer, startApiServer } from '../../api/server.js';
-import { consoleLogger, rateLimitedWarnings } from '../../runtime/log.js';
-import { createRuntime } from '../../runtime/runtime.js';
+import { consoleLogger, createRuntime, loadMetrics, rateLimitedWarnings } from '../../runtime/index.js';
+
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
@@ -42,7 +42,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   try {
     const schema = schemaName(io, values.schema);
     // /metrics: the database's side (queue depth and age, workflows by name and state); workers count the rest
-    const { Metrics } = await import('../../runtime/metrics.js');
+    const Metrics = await loadMetrics();
     const rt = createRuntime({ database: db, schema });
     await rt.migrate();
     const metrics = new Metrics(db, schema);

@@ -1,4 +1,4 @@
-import type { UpgradeOutcome, UpgradeReport } from '../../runtime/upgrades.js';
+import type { UpgradeOutcome, UpgradeReport } from '../../runtime/deploys/upgrades.js';
 import { oneOf, parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

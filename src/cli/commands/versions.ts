@@ -1,7 +1,7 @@
 import { diffDefinitions } from '../../deploy/diff.js';
 import { changeText } from '../../deploy/format.js';
-import { UnknownWorkflowError } from '../../runtime/errors.js';
-import { drainLabel } from '../../runtime/in-flight.js';
+import { drainLabel, UnknownWorkflowError } from '../../runtime/index.js';
+
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, SubjectError, UsageError } from '../io.js';

@@ -1,10 +1,11 @@
 import { startApiServer } from '../../api/server.js';
 import { type NormalizedDefinition, START_KIND } from '../../compiler/normalize.js';
 import type { BaselineVersion } from '../../deploy/baseline.js';
-import { consoleLogger, type Logger } from '../../runtime/log.js';
-import type { Metrics } from '../../runtime/metrics.js';
-import { createRuntime, DEFAULT_CONCURRENCY, type Runtime } from '../../runtime/runtime.js';
-import { within } from '../../runtime/within.js';
+import { within } from '../../pacing/within.js';
+import { consoleLogger, createRuntime, DEFAULT_CONCURRENCY, loadMetrics } from '../../runtime/index.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { Logger } from '../../runtime/telemetry/log.js';
+import type { Metrics } from '../../runtime/telemetry/metrics.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
@@ -86,7 +87,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     warnMissingKinds(log, versions, handlers);
     let metrics: Metrics | undefined;
     if (metricsPort !== undefined) {
-      const { Metrics } = await import('../../runtime/metrics.js');
+      const Metrics = await loadMetrics();
       metrics = new Metrics(db, schema);
     }
     rt = createRuntime({

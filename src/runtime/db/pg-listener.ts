@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { backoffMs } from '../backoff.js';
+import { backoffMs } from '../../pacing/backoff.js';
 
 /** How often the notification connection proves it is alive, and how long it may take to. */
 const LISTENER_PING_MS = 10_000;

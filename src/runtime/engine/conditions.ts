@@ -3,8 +3,8 @@
  * compiler's `when` context declares (cel/environments.ts).
  */
 import { evaluateRaw } from '../../compiler/cel/evaluate.js';
+import { depsScope } from '../core/scopes.js';
 import type { Queryable } from '../db/types.js';
-import { depsScope } from '../scopes.js';
 import { endPending, type Finalized } from '../sql/advance.js';
 import { recordConditions, undecidedConditions } from '../sql/conditions.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';

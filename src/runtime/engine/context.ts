@@ -1,4 +1,7 @@
+import type { CompileLimits } from '../../compiler/compile-error.js';
 import type { StatementContext } from '../sql/advance.js';
+import type { InsertExtras } from '../sql/insert.js';
+import type { TraceParent } from '../telemetry/traceparent.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import type { DefinitionCache } from './definition-cache.js';
 
@@ -7,4 +10,14 @@ export interface AdvanceContext extends StatementContext {
   definitions: DefinitionCache;
   /** Where spans go (OpenTelemetry): child workflows begin theirs as they are inserted. */
   tracing?: Tracing;
+}
+
+/** What a start takes beside its definition and inputs. */
+export interface StartIn {
+  /** A caller-chosen id (a business key): a second start with the same name and inputs finds the first. */
+  id?: string;
+  limits?: Partial<CompileLimits>;
+  /** The caller's trace, when it passed one. */
+  caller?: TraceParent;
+  extras?: Omit<InsertExtras, 'traceContext'>;
 }

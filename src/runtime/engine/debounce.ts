@@ -8,15 +8,14 @@ import { baseContext } from '../../compiler/cel/context.js';
 import { CompileError } from '../../compiler/compile-error.js';
 import { debounceKeyOf } from '../../compiler/flow.js';
 import type { Plan } from '../../compiler/plan.js';
+import { compiler } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
-import { compiler } from '../lazy-compiler.js';
 import { lockDebounce, markDebounced, pendingDebounced, resetDebounced } from '../sql/debounce.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { type InsertExtras, insertTaskRows } from '../sql/insert.js';
 import { activateWaits } from './advance.js';
-import type { AdvanceContext } from './context.js';
+import type { AdvanceContext, StartIn } from './context.js';
 import { insertPlan, isHeld, placeFlowTasks, taskRows } from './insert.js';
-import type { StartIn } from './start.js';
 
 export async function debouncedStart(
   tx: Queryable,

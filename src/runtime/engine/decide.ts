@@ -3,7 +3,7 @@
  * may run, how long a retry waits, how a workflow ends. The engine applies them, and sql/rules.ts writes the
  * ones that set-based statements need in SQL; tests call them directly, and run both over one table.
  */
-import { type FinalState, isFinal, type TaskState, type WorkflowState } from '../wire.js';
+import { type FinalState, isFinal, type TaskState, type WorkflowState } from '../wire/index.js';
 
 export { type FinalState, isFinal, type TaskState };
 

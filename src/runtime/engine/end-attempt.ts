@@ -1,3 +1,4 @@
+import { storableText } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
 import { lockWorkflows } from '../sql/advance.js';
 import {
@@ -13,7 +14,6 @@ import {
   unclaim,
 } from '../sql/attempts.js';
 import { insertLogLines } from '../sql/task-logs.js';
-import { storableText } from '../storable.js';
 import { advanceWorkflow } from './advance.js';
 import type { AdvanceContext } from './context.js';
 import { afterFailure, attemptJitter, DEFAULT_RETRY, dueState, retryDelayMs } from './decide.js';

@@ -5,35 +5,20 @@
  */
 
 import { CompileError } from '../../compiler/compile-error.js';
-import type { Diagnostic } from '../../compiler/diagnostics.js';
 import { defaultsAsWritten, type NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
+import { compiler, validator } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
-import { compiler, validator } from '../lazy-compiler.js';
+import { ExtensionError } from '../errors.js';
 import { endPending, lockWorkflows } from '../sql/advance.js';
 import { addDependents, countAdded, existingTasks } from '../sql/extend.js';
 import { insertTaskRows } from '../sql/insert.js';
 import { workflowVersionRef } from '../sql/workflows.js';
+import type { ExtensionSpec } from '../worker/handlers.js';
 import { activateWaits, advanceWorkflow, cancelPending } from './advance.js';
 import type { AdvanceContext } from './context.js';
 import { depsOutcome, type FinalState, isFinal } from './decide.js';
 import { isHeld, taskRows } from './insert.js';
-
-/** New tasks, as the `tasks:` map of a definition; deps may name existing tasks (a for_each name means all its expansions). */
-export interface ExtensionSpec {
-  tasks: Record<string, unknown>;
-}
-
-export class ExtensionError extends Error {
-  readonly code = 'extension_invalid' as const;
-  constructor(
-    message: string,
-    readonly diagnostics: Diagnostic[] = [],
-  ) {
-    super(message);
-    this.name = 'ExtensionError';
-  }
-}
 
 /** The passes an extension goes through, loaded by the caller (the compiler is loaded on first use). */
 export interface ExtensionCompiler {

@@ -1,10 +1,10 @@
+import { declaredKeys } from '../../compiler/declared-keys.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
+import { assertStorable } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
 import { placeWaiting } from '../sql/flow.js';
 import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, type TaskRow } from '../sql/insert.js';
 import { notifyTimer } from '../sql/waits.js';
-import { assertStorable } from '../storable.js';
-import { declaredKeys } from '../waits/declared.js';
 import { activateWaits } from './advance.js';
 import type { AdvanceContext } from './context.js';
 import { isDefaultRetry, readyState } from './decide.js';

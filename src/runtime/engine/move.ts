@@ -6,7 +6,7 @@
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { PlanTask, PlanWait } from '../../compiler/plan.js';
 import { renamedTo, taskCorrespondence } from '../../deploy/task-map.js';
-import { isFinal } from '../wire.js';
+import { isFinal } from '../wire/index.js';
 
 /** A task row as the move reads it. */
 export interface MoveRow {

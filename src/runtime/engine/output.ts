@@ -1,7 +1,7 @@
 import { baseContext } from '../../compiler/cel/context.js';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
-import { type TaskResult, tasksContext } from '../scopes.js';
+import { type TaskResult, tasksContext } from '../core/scopes.js';
 
 /** The workflow's output, evaluated once when it completes; a failing template is reported, not thrown. */
 export function evaluateOutput(

@@ -5,9 +5,9 @@
  */
 import { renderDeferred } from '../../compiler/cel/deferred.js';
 import { TemplateError } from '../../compiler/cel/evaluate.js';
-import type { RuntimeContext } from '../context.js';
-import { depsScope } from '../scopes.js';
-import type { DeferredRow } from '../sql/fetch.js';
+import type { RuntimeContext } from '../core/context.js';
+import { depsScope } from '../core/scopes.js';
+import type { DeferredRow } from '../sql/task-columns.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
 
 export async function renderTaskArgs(

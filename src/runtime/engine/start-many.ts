@@ -1,19 +1,19 @@
 import { canonicalJson } from '../../compiler/canonical-json.js';
 import type { Plan } from '../../compiler/plan.js';
+import { compiler } from '../core/lazy-compiler.js';
+import { assertStorable } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
 import { BatchRowError, WORKFLOW_ID, WorkflowConflictError, WorkflowIdInvalidError } from '../errors.js';
-import { compiler } from '../lazy-compiler.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { type BatchWorkflow, insertWorkflowBatch, markAwaitedMany } from '../sql/insert.js';
 import { notifyTimer } from '../sql/waits.js';
 import { storedInputs } from '../sql/workflows.js';
-import { assertStorable } from '../storable.js';
 import { continued } from '../telemetry/tracing.js';
-import { MAX_START_BATCH } from '../wire.js';
+import { MAX_START_BATCH } from '../wire/index.js';
 import { activateWaits } from './advance.js';
-import type { AdvanceContext } from './context.js';
+import type { AdvanceContext, StartIn } from './context.js';
 import { isHeld, placeFlowTasks, taskRows } from './insert.js';
-import { type StartIn, startIn } from './start.js';
+import { startIn } from './start.js';
 
 /** One workflow of a batch: its inputs, and its business key when it has one. */
 export interface BatchStart {

@@ -1,23 +1,11 @@
-import type { CompileLimits } from '../../compiler/compile-error.js';
+import { compiler } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
 import { WorkflowConflictError } from '../errors.js';
-import { compiler } from '../lazy-compiler.js';
 import type { StoredDefinition } from '../sql/definitions.js';
-import type { InsertExtras } from '../sql/insert.js';
 import { lockWorkflowId, startedAs } from '../sql/workflows.js';
-import type { TraceParent } from '../telemetry/traceparent.js';
 import { continued } from '../telemetry/tracing.js';
-import type { AdvanceContext } from './context.js';
+import type { AdvanceContext, StartIn } from './context.js';
 import { insertPlan } from './insert.js';
-
-export interface StartIn {
-  /** A caller-chosen id (a business key): a second start with the same name and inputs finds the first. */
-  id?: string;
-  limits?: Partial<CompileLimits>;
-  /** The caller's trace, when it passed one. */
-  caller?: TraceParent;
-  extras?: Omit<InsertExtras, 'traceContext'>;
-}
 
 /**
  * Starts a workflow of a definition version in the caller's transaction: compiled with its inputs, then

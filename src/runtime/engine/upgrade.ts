@@ -9,8 +9,8 @@
 import { canonicalJson } from '../../compiler/canonical-json.js';
 import { CompileError, type CompileLimits } from '../../compiler/compile-error.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
+import { compiler } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
-import { compiler } from '../lazy-compiler.js';
 import { deleteTaskRows, endPending, lockWorkflows } from '../sql/advance.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { insertTaskRows } from '../sql/insert.js';

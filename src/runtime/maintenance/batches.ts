@@ -1,5 +1,5 @@
+import { errorMessage } from '../core/describe-error.js';
 import type { Queryable } from '../db/types.js';
-import { errorMessage } from '../describe-error.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { LeaseLost, leaderWrite, type MaintenanceContext, stillLeading } from './service.js';

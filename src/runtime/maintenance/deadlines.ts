@@ -1,4 +1,4 @@
-import { clockNow } from '../context.js';
+import { clockNow } from '../core/context.js';
 import { cancelWorkflow } from '../engine/cancel.js';
 import { nextDeadline, pastDeadline } from '../sql/cancel.js';
 import { forEachWorkflow } from './batches.js';

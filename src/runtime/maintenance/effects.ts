@@ -4,13 +4,13 @@
  * finalization others wait on fans out into one `evaluate` effect per waiting workflow, which re-evaluates
  * exactly the tasks registered on the finalized workflow.
  */
-import { CoalescedPass } from '../coalesced.js';
+import { CoalescedPass } from '../../pacing/coalesced.js';
+import { compiler } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
 import { evaluateWaits } from '../engine/advance.js';
 import { cancelWorkflow } from '../engine/cancel.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { insertPlan } from '../engine/insert.js';
-import { compiler } from '../lazy-compiler.js';
 import { childStartable, deleteEffect, type EffectRow, fanOutFinalized, lockEffect, oldestEffects, underSavepoint } from '../sql/effects.js';
 import { inBatches } from './batches.js';
 import type { MaintenanceContext, MaintenanceService } from './service.js';

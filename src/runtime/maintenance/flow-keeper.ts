@@ -1,4 +1,4 @@
-import { clockNow } from '../context.js';
+import { clockNow } from '../core/context.js';
 import { pruneFlowBookkeeping, unparkMissed } from '../sql/flow.js';
 import { leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 

@@ -1,9 +1,9 @@
-import { clockNow, type RuntimeContext } from '../context.js';
-import { errorMessage } from '../describe-error.js';
+import { within } from '../../pacing/within.js';
+import { clockNow, type RuntimeContext } from '../core/context.js';
+import { errorMessage } from '../core/describe-error.js';
 import { channels } from '../sql/channels.js';
 import { electLeader, resignLeader } from '../sql/leader.js';
 import type { RetentionPolicy } from '../sql/maintenance.js';
-import { within } from '../within.js';
 import { DeadlineService } from './deadlines.js';
 import { EffectService } from './effects.js';
 import { FlowKeeperService } from './flow-keeper.js';

@@ -1,4 +1,4 @@
-import { clockNow } from '../context.js';
+import { clockNow } from '../core/context.js';
 import { promoteDue } from '../sql/maintenance.js';
 import { leaderWrite, type MaintenanceContext, type MaintenanceService, stillLeading } from './service.js';
 

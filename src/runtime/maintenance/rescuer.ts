@@ -1,5 +1,5 @@
-import { clockNow } from '../context.js';
-import { errorMessage } from '../describe-error.js';
+import { clockNow } from '../core/context.js';
+import { errorMessage } from '../core/describe-error.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { forgetLostClaims, lostAttempts } from '../sql/claims.js';
 import { LeaseLost, leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';

@@ -1,4 +1,4 @@
-import { clockNow } from '../context.js';
+import { clockNow } from '../core/context.js';
 import { deleteTasks } from '../engine/advance.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { deleteExpiredWorkflows, expiredTasks, forgetDeadWorkers, type RetentionPolicy, workflowsWithExpiredTasks } from '../sql/maintenance.js';

@@ -1,6 +1,6 @@
 import prettyMs from 'pretty-ms';
-import { CoalescedPass } from '../coalesced.js';
-import { clockNow } from '../context.js';
+import { CoalescedPass } from '../../pacing/coalesced.js';
+import { clockNow } from '../core/context.js';
 import { fireSchedule } from '../schedules/fire.js';
 import { dueSchedules, nextScheduleFire } from '../sql/schedules.js';
 import { LeaseLost, type MaintenanceContext, type MaintenanceService, stillLeading } from './service.js';

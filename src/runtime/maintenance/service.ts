@@ -1,4 +1,4 @@
-import { advancing, type RuntimeContext } from '../context.js';
+import { advancing, type RuntimeContext } from '../core/context.js';
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { holdsLease } from '../sql/leader.js';

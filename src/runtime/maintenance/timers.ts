@@ -1,5 +1,5 @@
-import { CoalescedPass } from '../coalesced.js';
-import { clockNow } from '../context.js';
+import { CoalescedPass } from '../../pacing/coalesced.js';
+import { clockNow } from '../core/context.js';
 import { evaluateWaitsBatch } from '../engine/advance.js';
 import { fireTimersMany, nextTimer, workflowsWithDueTimers } from '../sql/waits.js';
 import { inBatches } from './batches.js';

@@ -1,7 +1,7 @@
 import { jitterOffset, tickRunId } from '../../compiler/schedule/ticks.js';
-import { advancing, workflowWrite } from '../context.js';
+import { advancing, workflowWrite } from '../core/context.js';
+import { describeError } from '../core/describe-error.js';
 import type { Queryable } from '../db/types.js';
-import { describeError } from '../describe-error.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { type MaintenanceContext, stillLeading } from '../maintenance/service.js';
 import { lockSchedule, recordTick, runningRuns, type ScheduleRow } from '../sql/schedules.js';

@@ -1,6 +1,6 @@
 import { jitterOffset, nextTicks, tickIso, tickRunId, ticksBetween } from '../../compiler/schedule/ticks.js';
 import { localIso } from '../../compiler/schedule/zone.js';
-import { advancing, clockNow, type RuntimeContext } from '../context.js';
+import { advancing, clockNow, type RuntimeContext } from '../core/context.js';
 import { BackfillRangeError, ScheduleNotFoundError } from '../errors.js';
 import {
   lockSchedule,
@@ -12,7 +12,7 @@ import {
   type ScheduleRun,
   setSchedulePaused,
 } from '../sql/schedules.js';
-import type { ScheduleRecord, ScheduleStart } from '../wire.js';
+import type { ScheduleRecord, ScheduleStart } from '../wire/index.js';
 import { tickAfter } from './decide.js';
 import { startTick } from './fire.js';
 

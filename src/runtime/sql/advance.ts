@@ -1,6 +1,6 @@
+import type { TaskResult } from '../core/scopes.js';
 import type { Queryable } from '../db/types.js';
 import type { FinalState } from '../engine/decide.js';
-import type { TaskResult } from '../scopes.js';
 import { heldSql } from './rules.js';
 
 /**

@@ -1,12 +1,9 @@
-import type { Deferred } from '../../compiler/cel/deferred.js';
 import type { Queryable } from '../db/types.js';
-import type { WaitEvidence } from '../wire.js';
+import type { WaitEvidence } from '../wire/index.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
 import { placeWaiting } from './flow.js';
+import type { DeferredRow } from './task-columns.js';
 import type { TaskRecord } from './workflows.js';
-
-/** A task's deferred strings as stored: the plan's pointers and item, the index, and the args and metadata as written. */
-export type DeferredRow = Deferred & { index: number | null; args: unknown; metadata: unknown };
 
 /** A claimed attempt: only the task's columns a handler run needs (each claims many), with its deps' outputs. */
 export type FetchedTask = Pick<

@@ -2,7 +2,7 @@ import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
 import type { SignalRow } from '../waits/decide.js';
 import type { WaitEvidence } from '../waits/records.js';
-import type { SignalPage } from '../wire.js';
+import type { SignalPage } from '../wire/index.js';
 
 export type { SignalPage };
 

@@ -4,9 +4,12 @@
  * read returns as a TaskRecord. A column added to the tasks table is added here: to TaskRow and INSERTED for
  * what an insert writes, to TASK_COLUMNS for what a read returns.
  */
+import type { Deferred } from '../../compiler/cel/deferred.js';
 import type { PlanTask } from '../../compiler/plan.js';
-import type { TaskRecord } from '../wire.js';
-import type { DeferredRow } from './fetch.js';
+import type { TaskRecord } from '../wire/index.js';
+
+/** A task's deferred strings as stored: the plan's pointers and item, the index, and the args and metadata as written. */
+export type DeferredRow = Deferred & { index: number | null; args: unknown; metadata: unknown };
 
 /** The columns a task is read back with (TaskRecord) as they are written. */
 type Shared = 'name' | 'template' | 'idx' | 'key' | 'kind' | 'queue' | 'priority' | 'state' | 'max_attempts' | 'args' | 'deps' | 'dependents';

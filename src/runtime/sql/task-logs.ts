@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/types.js';
-import type { LogLine, LogPage } from '../wire.js';
+import type { LogLine, LogPage } from '../wire/index.js';
 
 /** A line as written: the task and attempt it belongs to, and what it says. */
 export type NewLogLine = Omit<LogLine, 'id' | 'at'> & { workflow_id: string; at: Date };

@@ -1,6 +1,6 @@
 import type { PlanWait } from '../../compiler/plan.js';
 import type { Queryable } from '../db/types.js';
-import type { UpgradeRecord, WaitProgressRecord } from '../wire.js';
+import type { UpgradeRecord, WaitProgressRecord } from '../wire/index.js';
 import type { TaskRow } from './insert.js';
 
 export type { UpgradeRecord };

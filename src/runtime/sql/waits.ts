@@ -1,6 +1,6 @@
 import type { PlanWait } from '../../compiler/plan.js';
+import type { TaskResult } from '../core/scopes.js';
 import type { Queryable } from '../db/types.js';
-import type { TaskResult } from '../scopes.js';
 import type { SignalRow } from '../waits/decide.js';
 import type { WaitEvidence, WaitProgressRecord } from '../waits/records.js';
 import { channels } from './channels.js';

@@ -1,11 +1,11 @@
 import type { Queryable } from '../db/types.js';
-import type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSearch, WorkflowSummary } from '../wire.js';
+import type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSearch, WorkflowSummary } from '../wire/index.js';
 import { TASK_COLUMNS } from './task-columns.js';
 
 export type { TaskRecord, WaitSnapshot, WorkflowRecord, WorkflowSummary };
 
 import type { PlanWait } from '../../compiler/plan.js';
-import type { WaitEvidence, WaitProgressRecord } from '../wire.js';
+import type { WaitEvidence, WaitProgressRecord } from '../wire/index.js';
 
 const WORKFLOW_COLUMNS =
   'id, name, definition_hash, state, attempt, inputs, output, output_error, tasks_total, tasks_open, tasks_failed, ' +

@@ -8,7 +8,7 @@
  * registered, nothing is made and nothing is read for it.
  */
 import type { Attributes, Context, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
-import { errorMessage } from '../describe-error.js';
+import { errorMessage } from '../core/describe-error.js';
 import type { TaskSpan } from '../worker/handlers.js';
 import { type OtelApi, otelApi, type TracerProviderLike } from './otel-api.js';
 import { loadTraceParent, storeTraceParent, type TraceParent } from './traceparent.js';

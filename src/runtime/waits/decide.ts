@@ -7,7 +7,7 @@ import { canonicalJson } from '../../compiler/canonical-json.js';
 import { evaluateRaw } from '../../compiler/cel/evaluate.js';
 import { fromCelValue } from '../../compiler/cel/types.js';
 import type { PlanTerm, PlanTimer, PlanWait } from '../../compiler/plan.js';
-import type { AwaitedWorkflow, SignalRow, SignalTermProgress, TermKind, TermValue, WaitPhase, WorkflowsOutcome } from '../wire.js';
+import type { AwaitedWorkflow, SignalRow, SignalTermProgress, TermKind, TermValue, WaitPhase, WorkflowsOutcome } from '../wire/index.js';
 
 export type { AwaitedWorkflow, SignalRow, SignalTermProgress, TermKind, TermValue, WaitPhase, WorkflowsOutcome };
 

@@ -4,7 +4,7 @@
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { loadWaitWorkflow, waitTask } from '../sql/waits.js';
-import type { WaitDiagnostics } from '../wire.js';
+import type { WaitDiagnostics } from '../wire/index.js';
 import { evaluateWait } from './decide.js';
 import { gatherInputs } from './gather.js';
 import { waitPhase } from './phase.js';

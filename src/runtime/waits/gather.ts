@@ -6,10 +6,11 @@
 
 import { baseContext, waitWorkflow } from '../../compiler/cel/context.js';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
+import { declaredKeys, termKeys } from '../../compiler/declared-keys.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import { expandedDeps, tasksContext } from '../core/scopes.js';
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../engine/context.js';
-import { expandedDeps, tasksContext } from '../scopes.js';
 import {
   type DepRow,
   loadAwaited,
@@ -34,7 +35,6 @@ import {
   type WaitInputs,
   type WorkflowsTermInput,
 } from './decide.js';
-import { declaredKeys, termKeys } from './declared.js';
 
 /** Signal rows read per query; generic terms see at most the scan limit of each declared key. */
 const PAGE = 10_000;

@@ -1,4 +1,4 @@
-import type { WaitPhase } from '../wire.js';
+import type { WaitPhase } from '../wire/index.js';
 
 /**
  * Where a wait stands: deps not yet satisfied, active, resolved (evidence stored), or its task ended first.

@@ -2,12 +2,13 @@
  * Signals: emitting one persists it and evaluates the waits that declare its key, in one transaction under
  * the workflow's lock; reads are workflow-wide (audit) or task-scoped (what a task's wait may see).
  */
+
+import { declaredKeys } from '../../compiler/declared-keys.js';
 import { didYouMean } from '../../compiler/diagnostics.js';
+import { atPointer, findUnstorable } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
 import { listSignals, type SignalPage, signalScope } from '../sql/signals.js';
-import { atPointer, findUnstorable } from '../storable.js';
 import type { SignalRow } from './decide.js';
-import { declaredKeys } from './declared.js';
 
 export interface EmitOptions {
   /** One row per (workflow, key, idempotency key): a replay with the same payload returns the original row. */

@@ -3,7 +3,7 @@
  * resolved and the signal rows it names: a pure function, so what a handler sees is what status shows.
  */
 
-import type { SignalRow, TermValue, WaitEvidence } from '../wire.js';
+import type { SignalRow, TermValue, WaitEvidence } from '../wire/index.js';
 import type { TaskWait, WaitTermEvidence } from '../worker/handlers.js';
 
 /** The signal ids a handler's view reads: those that counted toward each signal term. */

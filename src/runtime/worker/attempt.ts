@@ -1,44 +1,26 @@
 import type { PlanTask } from '../../compiler/plan.js';
-import { advanceAt, advanceIn, clockNow, type RuntimeContext } from '../context.js';
+import { advanceAt, advanceIn, clockNow, type RuntimeContext } from '../core/context.js';
 import { type Queryable, unbounded } from '../db/types.js';
 import { completeAttempt } from '../engine/completion.js';
 import { compileFor } from '../engine/extend.js';
+import { loadTasksByName } from '../reads/task-records.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { type AttemptRef, attemptRunning } from '../sql/attempts.js';
 import { registeredNames } from '../sql/definitions.js';
 import type { FetchedTask } from '../sql/fetch.js';
 import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
-import { loadTasksByName } from '../task-records.js';
 import { NOOP_SPAN, type OpenSpan } from '../telemetry/tracing.js';
 import type { SignalRow } from '../waits/decide.js';
 import { workflowResults } from '../waits/gather.js';
 import { listTaskSignals } from '../waits/signals.js';
-import { type Handler, TaskCancelled, type TaskContext, TaskSnoozed, type TaskSpan, TaskTimeout, type TaskWait } from './handlers.js';
+import type { Handler, TaskContext, TaskSpan, TaskWait } from './handlers.js';
 import type { StoredOutput } from './output-rules.js';
+import { FencedAbort, ShutdownAbort, TaskCancelled, TaskSnoozed, TaskTimeout } from './task-errors.js';
 import { AttemptLog, DEFAULT_LOG_BOUNDS, type LogWriter, type TaskLogger } from './task-log.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
 export type AttemptEnv = RuntimeContext;
-
-/**
- * Aborts a handler whose worker lost the database for longer than dead-after: the others take the worker for
- * dead and run the task again, so this attempt counts as lost (an error, kind lost), never as given back.
- */
-export class FencedAbort extends Error {
-  constructor() {
-    super('aborted: this worker lost the database for longer than dead-after, so the task runs again elsewhere');
-    this.name = 'FencedAbort';
-  }
-}
-
-/** Aborts a handler still running when the worker's shutdown deadline passes: its task is released to run again. */
-export class ShutdownAbort extends Error {
-  constructor() {
-    super('aborted: the worker shut down before the handler finished');
-    this.name = 'ShutdownAbort';
-  }
-}
 
 /**
  * One claimed attempt while its handler runs. The AbortController is made only when the handler asks for

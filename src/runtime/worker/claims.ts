@@ -1,10 +1,10 @@
+import { errorMessage } from '../core/describe-error.js';
 import type { Database, Queryable } from '../db/types.js';
-import { errorMessage } from '../describe-error.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { releaseLostClaims, releaseTasks } from '../engine/end-attempt.js';
-import type { Logger } from '../log.js';
 import { forgetClaims } from '../sql/claims.js';
 import type { FetchedTask } from '../sql/fetch.js';
+import type { Logger } from '../telemetry/log.js';
 import { attemptRef } from './attempt.js';
 
 /**

@@ -1,9 +1,9 @@
-import { sleep } from '../backoff.js';
+import { sleep } from '../../pacing/backoff.js';
+import { errorMessage } from '../core/describe-error.js';
 import { isConnectionError, isTransientError } from '../db/transient.js';
-import { errorMessage } from '../describe-error.js';
-import type { Logger } from '../log.js';
 import type { Completion } from '../sql/complete.js';
 import type { FetchedTask } from '../sql/fetch.js';
+import type { Logger } from '../telemetry/log.js';
 import type { EndRecorder } from './ends.js';
 
 /**

@@ -1,9 +1,9 @@
-import { backoffMs, sleep } from '../backoff.js';
+import { backoffMs, sleep } from '../../pacing/backoff.js';
+import { errorMessage } from '../core/describe-error.js';
 import { isTransientError } from '../db/transient.js';
-import { errorMessage } from '../describe-error.js';
-import type { Logger } from '../log.js';
 import type { FetchedTask } from '../sql/fetch.js';
 import type { AbandonedAttempt } from '../sql/workers.js';
+import type { Logger } from '../telemetry/log.js';
 
 /** An attempt listed for rescue; `active` while this worker still tries to record its end. */
 export interface Abandoned {

@@ -1,11 +1,17 @@
 import { START_KIND } from '../../compiler/normalize.js';
 import type { Queryable } from '../db/types.js';
-import type { ExtensionSpec } from '../engine/extend.js';
 import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
 import type { SignalRow } from '../waits/decide.js';
 import type { TaskScopedOptions } from '../waits/signals.js';
 import type { TaskLogger } from './task-log.js';
+
+export { MAX_SNOOZE_MS, TaskCancelled, TaskSnoozed, TaskTimeout } from './task-errors.js';
+
+/** New tasks, as the `tasks:` map of a definition; deps may name existing tasks (a for_each name means all its expansions). */
+export interface ExtensionSpec {
+  tasks: Record<string, unknown>;
+}
 
 /** A signal term's evidence: the rows that counted toward it (at most its `count`), in the order they came. */
 export interface SignalTermEvidence {
@@ -162,49 +168,6 @@ export function defineHandlers<
 type OutputOf<O, K> = K extends keyof O ? O[K] : unknown;
 /** A kind's ctx.wait: from its KindWaits entry, or any wait for a kind without one. */
 type WaitFor<W, K> = K extends keyof W ? WaitOf<W[K]> : TaskWait | null;
-
-/** Thrown by ctx.cancel(): the task ends cancelled, not retried. */
-export class TaskCancelled extends Error {
-  constructor(reason = 'cancelled by its handler') {
-    super(reason);
-    this.name = 'TaskCancelled';
-  }
-}
-
-/** The longest snooze: a year. */
-export const MAX_SNOOZE_MS = 365 * 24 * 3_600_000;
-
-/**
- * Thrown by ctx.snooze(): the task runs again later without using up an attempt. A duration that is not a
- * number of milliseconds from 0 to a year throws a RangeError instead: the attempt fails with that message.
- */
-export class TaskSnoozed extends Error {
-  constructor(readonly ms: number) {
-    super(`snoozed for ${checkedSnooze(ms)} ms`);
-    this.name = 'TaskSnoozed';
-  }
-}
-
-function checkedSnooze(ms: unknown): number {
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_SNOOZE_MS) {
-    throw new RangeError(`ctx.snooze(ms) takes a number of milliseconds from 0 to ${MAX_SNOOZE_MS} (a year), not ${describeValue(ms)}`);
-  }
-  return ms;
-}
-
-function describeValue(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v.slice(0, 40));
-  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint' || v === undefined || v === null) return String(v);
-  return `a ${typeof v}`;
-}
-
-/** A handler that ran past its timeout. */
-export class TaskTimeout extends Error {
-  constructor(ms: number) {
-    super(`timed out after ${ms} ms`);
-    this.name = 'TaskTimeout';
-  }
-}
 
 /** The kinds a worker runs with these handlers: theirs, and the built-in start handler's. */
 export function handledKinds(handlers: Handlers): string[] {

@@ -1,7 +1,7 @@
-import type { RuntimeContext } from '../context.js';
-import { advancing, clockNow } from '../context.js';
+import type { RuntimeContext } from '../core/context.js';
+import { advancing, clockNow } from '../core/context.js';
+import { errorMessage } from '../core/describe-error.js';
 import { isTransientError } from '../db/transient.js';
-import { errorMessage } from '../describe-error.js';
 import { heartbeatWorker } from '../sql/workers.js';
 import type { ClaimLedger } from './claims.js';
 import type { EndRecorder } from './ends.js';

@@ -1,5 +1,5 @@
 import { Worker as Thread } from 'node:worker_threads';
-import type { Logger } from '../log.js';
+import type { Logger } from '../telemetry/log.js';
 import { threadEntry } from './thread-entry.js';
 
 /** What the liveness thread is started with (cloned into it). */

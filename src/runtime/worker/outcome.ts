@@ -1,8 +1,7 @@
-import { describeError, errorMessage, OutputError } from '../describe-error.js';
+import { describeError, errorMessage, OutputError } from '../core/describe-error.js';
+import { atPointer, findUnstorable } from '../core/storable.js';
 import type { AttemptOutcome } from '../sql/attempts.js';
-import { atPointer, findUnstorable } from '../storable.js';
-import { FencedAbort, ShutdownAbort } from './attempt.js';
-import { TaskCancelled, TaskSnoozed } from './handlers.js';
+import { FencedAbort, ShutdownAbort, TaskCancelled, TaskSnoozed } from './task-errors.js';
 
 /** Outputs larger than this (as JSON) are not parsed back unless a check needs the value: their text is stored as is. */
 export const LARGE_OUTPUT_BYTES = 64 * 1024;

@@ -1,6 +1,6 @@
 import { Worker as Thread } from 'node:worker_threads';
 import type { OutputProblem } from '../../compiler/returns.js';
-import { outputChecker } from '../lazy-compiler.js';
+import { outputChecker } from '../core/lazy-compiler.js';
 import { threadEntry } from './thread-entry.js';
 
 export interface OutputCheckRequest {

@@ -1,9 +1,9 @@
 import { type NormalizedDefinition, type NormalizedTask, START_KIND } from '../../compiler/normalize.js';
 import { describeBytes } from '../../compiler/size.js';
-import type { RuntimeContext } from '../context.js';
+import type { RuntimeContext } from '../core/context.js';
+import { OutputError } from '../core/describe-error.js';
+import { outputChecker } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
-import { OutputError } from '../describe-error.js';
-import { outputChecker } from '../lazy-compiler.js';
 import { kindsWithOutputRules, workflowVersion } from '../sql/definitions.js';
 import type { FetchedTask } from '../sql/fetch.js';
 import { toJsonOutput } from './outcome.js';

@@ -3,12 +3,13 @@
  * past the bound a line is only counted, so a handler that logs in a loop keeps the worker's memory flat, and
  * the attempt's last stored line says how much was dropped. Writing a line never throws into the handler.
  */
+
+import { errorMessage } from '../core/describe-error.js';
+import { storableText } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
-import { errorMessage } from '../describe-error.js';
-import type { Logger } from '../log.js';
 import { insertLogLines, type NewLogLine } from '../sql/task-logs.js';
-import { storableText } from '../storable.js';
-import type { LogLevel } from '../wire.js';
+import type { Logger } from '../telemetry/log.js';
+import type { LogLevel } from '../wire/index.js';
 
 export interface TaskLogger {
   debug(message: string, fields?: Record<string, unknown>): void;

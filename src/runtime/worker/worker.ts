@@ -1,22 +1,23 @@
 import { hostname } from 'node:os';
-import { backoffMs } from '../backoff.js';
-import { advanceAt, advancing, clockNow } from '../context.js';
+import { backoffMs } from '../../pacing/backoff.js';
+import { within } from '../../pacing/within.js';
+import { advanceAt, advancing, clockNow } from '../core/context.js';
+import { errorMessage } from '../core/describe-error.js';
 import { isTransientError } from '../db/transient.js';
-import { errorMessage } from '../describe-error.js';
 import { completeBatch } from '../engine/completion.js';
 import { channels } from '../sql/channels.js';
 import type { Completion } from '../sql/complete.js';
 import { type FetchedTask, fetchTasks } from '../sql/fetch.js';
 import { cancelRequested, registerWorker, stopWorker } from '../sql/workers.js';
-import { within } from '../within.js';
-import { Attempt, attemptRef, FencedAbort, ShutdownAbort } from './attempt.js';
+import { Attempt, attemptRef } from './attempt.js';
 import { ClaimLedger } from './claims.js';
 import { Completer } from './completer.js';
 import { EndRecorder } from './ends.js';
 import { Executor, type ExecutorOptions } from './executor.js';
-import { type Handlers, handledKinds, TaskCancelled } from './handlers.js';
+import { type Handlers, handledKinds } from './handlers.js';
 import { Heartbeat } from './heartbeat.js';
 import { newQueueState, type QueueState, reserveSlots } from './queue-state.js';
+import { FencedAbort, ShutdownAbort, TaskCancelled } from './task-errors.js';
 import { TokenWakes } from './token-wakes.js';
 
 export interface WorkerOptions extends ExecutorOptions {
@@ -230,8 +231,7 @@ export class Worker {
     const room = concurrency + this.o.prefetch;
     const free = room - q.active - q.reserved - q.buffer.length;
     const flowFree = Math.max(0, Math.min(free, concurrency - q.active - q.reserved - q.buffer.length));
-    // small refills wait until half the room is free, rather than one fetch per freed slot (a claim's fixed
-    // cost is most of a small one's)
+    // small refills wait until half the room is free, not a fetch per freed slot (a claim's fixed cost is most of a small one's)
     if (free <= 0 || ((q.fetching > 0 || q.buffer.length > 0) && free < room / 2)) return;
     q.fetching++;
     q.reserved += free;

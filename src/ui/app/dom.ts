@@ -1,4 +1,4 @@
-import { humanDuration } from '../../runtime/wire.js';
+import { humanDuration } from '../../runtime/wire/index.js';
 
 type Child = Node | string | number | null | undefined | false | Child[];
 type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;

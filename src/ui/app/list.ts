@@ -1,4 +1,4 @@
-import { WORKFLOW_STATES } from '../../runtime/wire.js';
+import { WORKFLOW_STATES } from '../../runtime/wire/index.js';
 import { type Live, live } from './api.js';
 import { badge, clear, duration, h, time } from './dom.js';
 import type { WorkflowPage, WorkflowSummary } from './types.js';

@@ -1,4 +1,4 @@
-import { attemptHistory, attemptText, humanDuration, signalCountText } from '../../runtime/wire.js';
+import { attemptHistory, attemptText, humanDuration, signalCountText } from '../../runtime/wire/index.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, duration, h, json, time } from './dom.js';

@@ -1,4 +1,4 @@
-import { humanDuration, type ScheduleRecord } from '../../runtime/wire.js';
+import { humanDuration, type ScheduleRecord } from '../../runtime/wire/index.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, h, time } from './dom.js';

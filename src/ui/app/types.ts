@@ -1,9 +1,9 @@
 /**
- * The API's JSON, as the page reads it: the records the server declares once (runtime/wire.ts), with dates
+ * The API's JSON, as the page reads it: the records the server declares once (runtime/wire/), with dates
  * as the ISO strings JSON carries them as.
  */
 import type { PlanTerm } from '../../compiler/plan.js';
-import type * as Wire from '../../runtime/wire.js';
+import type * as Wire from '../../runtime/wire/index.js';
 
 type Json<T> = Wire.Json<T>;
 

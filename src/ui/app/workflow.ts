@@ -1,4 +1,4 @@
-import { attemptHistory, humanDuration } from '../../runtime/wire.js';
+import { attemptHistory, humanDuration } from '../../runtime/wire/index.js';
 import { type Live, live, post } from './api.js';
 import { type DagEdge, type DagNode, DagView } from './dag.js';
 import { confirmAction, toast } from './dialog.js';

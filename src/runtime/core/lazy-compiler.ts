@@ -4,11 +4,11 @@
  * Starts, registers, extensions, upgrades and child starts await it; after the first, Node's module cache
  * answers at once.
  */
-export const compiler = () => import('../compiler/instantiate.js');
+export const compiler = () => import('../../compiler/instantiate.js');
 
-export const validator = () => import('../compiler/validate.js');
+export const validator = () => import('../../compiler/validate.js');
 
-export const sourceReader = () => import('../compiler/load.js');
+export const sourceReader = () => import('../../compiler/load.js');
 
 /** The check of an output against its task's `returns` (ajv): loaded with the first task that declares one. */
-export const outputChecker = () => import('../compiler/returns.js');
+export const outputChecker = () => import('../../compiler/returns.js');

@@ -1,17 +1,17 @@
-import type { CompileLimits } from '../compiler/compile-error.js';
-import { type RuntimeContext, workflowWrite } from './context.js';
-import type { Queryable } from './db/types.js';
-import type { AdvanceContext } from './engine/context.js';
-import { type RetryMode, retrySelection } from './engine/decide.js';
-import { type RetryResult, retryWorkflow } from './engine/retry.js';
-import { type UpgradeOutcome, upgradeWorkflow } from './engine/upgrade.js';
-import { DefinitionNotFoundError, WorkflowBusyError, WorkflowNotMovableError } from './errors.js';
+import type { CompileLimits } from '../../compiler/compile-error.js';
+import { type RuntimeContext, workflowWrite } from '../core/context.js';
+import type { Queryable } from '../db/types.js';
+import type { AdvanceContext } from '../engine/context.js';
+import { type RetryMode, retrySelection } from '../engine/decide.js';
+import { type RetryResult, retryWorkflow } from '../engine/retry.js';
+import { type UpgradeOutcome, upgradeWorkflow } from '../engine/upgrade.js';
+import { DefinitionNotFoundError, WorkflowBusyError, WorkflowNotMovableError } from '../errors.js';
+import { lockWorkflows } from '../sql/advance.js';
+import { currentDefinition, definitionsByPrefix, type StoredDefinition } from '../sql/definitions.js';
+import { retryCandidates } from '../sql/retry.js';
+import { upgradeCandidates } from '../sql/upgrade.js';
+import { workflowVersionRef } from '../sql/workflows.js';
 import { unknownWorkflow } from './registry.js';
-import { lockWorkflows } from './sql/advance.js';
-import { currentDefinition, definitionsByPrefix, type StoredDefinition } from './sql/definitions.js';
-import { retryCandidates } from './sql/retry.js';
-import { upgradeCandidates } from './sql/upgrade.js';
-import { workflowVersionRef } from './sql/workflows.js';
 
 export type { UpgradeOutcome };
 

@@ -1,4 +1,4 @@
-import type { FetchedTask } from './sql/fetch.js';
+import type { FetchedTask } from '../sql/fetch.js';
 
 /** Where the runtime reports what happens; `braid worker` prints a line per event, tests stay quiet. */
 export interface Logger {

@@ -1,5 +1,5 @@
-/** Schedules as the API serves them (wire.ts re-exports these). */
-import type { WorkflowRecord, WorkflowState } from './wire.js';
+/** Schedules as the API serves them (wire/index.ts exports these with the rest). */
+import type { WorkflowRecord, WorkflowState } from './records.js';
 
 /** A schedule as the API serves it: its clock, its state, its next ticks and its latest runs. */
 export interface ScheduleRecord {

@@ -1,12 +1,12 @@
-import { type Database, inTransaction, type Queryable, type TxOption } from './db/types.js';
-import type { AdvanceContext } from './engine/context.js';
-import type { DefinitionCache } from './engine/definition-cache.js';
-import { WorkflowBusyError } from './errors.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
-import { isLockTimeout, setLockTimeout } from './sql/session.js';
-import { type Clock, currentTime } from './sql/time.js';
-import type { Tracing } from './telemetry/tracing.js';
+import { type Database, inTransaction, type Queryable, type TxOption } from '../db/types.js';
+import type { AdvanceContext } from '../engine/context.js';
+import type { DefinitionCache } from '../engine/definition-cache.js';
+import { WorkflowBusyError } from '../errors.js';
+import { isLockTimeout, setLockTimeout } from '../sql/session.js';
+import { type Clock, currentTime } from '../sql/time.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import type { Tracing } from '../telemetry/tracing.js';
 
 /**
  * What every part of the runtime works with, built once by the Runtime and handed to its worker, its leader,

@@ -1,7 +1,6 @@
-import { createPglite, type PgliteDatabase } from './db/pglite.js';
-import { imagePath, keepImage, readImage } from './db/pglite-image.js';
-import { loadMigrations } from './migrate.js';
-import { createRuntime } from './runtime.js';
+import { createPglite, type PgliteDatabase } from '../db/pglite.js';
+import { imagePath, keepImage, readImage } from '../db/pglite-image.js';
+import { loadMigrations, migrate } from './migrate.js';
 
 /**
  * The image of a freshly migrated database (braid's schema, `braid`, and nothing else), named by the
@@ -27,7 +26,7 @@ export async function migratedDatabase(): Promise<PgliteDatabase> {
   if (image) {
     try {
       const db = await createPglite({ loadDataDir: image });
-      const applied = await createRuntime({ database: db, leader: false }).migrate();
+      const applied = await migrate(db);
       if (applied.length === 0) return db;
       await db.close();
     } catch {
@@ -35,7 +34,7 @@ export async function migratedDatabase(): Promise<PgliteDatabase> {
     }
   }
   const db = await createPglite();
-  await createRuntime({ database: db, leader: false }).migrate();
+  await migrate(db);
   await keepMigratedImage(db);
   return db;
 }

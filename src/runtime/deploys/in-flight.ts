@@ -1,6 +1,6 @@
-import type { BaselineVersion } from '../deploy/baseline.js';
-import type { Queryable } from './db/types.js';
-import { keysInUse, kindsInUse, startedShapes, type VersionNeed, versionsInUse } from './sql/deploy.js';
+import type { BaselineVersion } from '../../deploy/baseline.js';
+import type { Queryable } from '../db/types.js';
+import { keysInUse, kindsInUse, startedShapes, type VersionNeed, versionsInUse } from '../sql/deploy.js';
 
 /** A registered version's place in a deploy: new starts use it, workflows still run on it, or nothing does. */
 export type DrainState = 'current' | 'draining' | 'drained';

@@ -1,6 +1,6 @@
-import type { Database } from './db/types.js';
-import { registerListener, unregisterListener } from './sql/listeners.js';
-import { quoteIdent } from './sql/schema.js';
+import type { Database } from '../db/types.js';
+import { registerListener, unregisterListener } from '../sql/listeners.js';
+import { quoteIdent } from '../sql/schema.js';
 
 /** Where a process that serves change events says it listens, so writers notify only while one does (migration 008). */
 export interface ChangeListeners {

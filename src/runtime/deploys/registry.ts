@@ -1,10 +1,10 @@
-import type { KindsConfig, ValidationResult } from '../compiler/validate.js';
-import { clockNow, type RuntimeContext } from './context.js';
-import type { Queryable } from './db/types.js';
-import { UnknownWorkflowError } from './errors.js';
+import type { KindsConfig, ValidationResult } from '../../compiler/validate.js';
+import { clockNow, type RuntimeContext } from '../core/context.js';
+import { sourceReader, validator } from '../core/lazy-compiler.js';
+import type { Queryable } from '../db/types.js';
+import { UnknownWorkflowError } from '../errors.js';
+import { currentHashes, type DefinitionVersion, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion } from '../sql/definitions.js';
 import { type DrainState, drainState } from './in-flight.js';
-import { sourceReader, validator } from './lazy-compiler.js';
-import { currentHashes, type DefinitionVersion, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion } from './sql/definitions.js';
 
 /** Registering definition versions (the deploy step) and reading them back with their drain state. */
 
@@ -60,7 +60,7 @@ export async function registerDefinitions(
   const applied = !options.dryRun && !(options.allOrNothing && validation.errors > 0);
   const registered: { name: string; hash: string }[] = [];
   if (applied) {
-    const { deploySchedules } = await import('./schedules/deploy.js');
+    const { deploySchedules } = await import('../schedules/deploy.js');
     await ctx.db.transaction(async (tx) => {
       const now = await clockNow(ctx, tx);
       for (const def of validation.definitions) {

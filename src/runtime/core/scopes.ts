@@ -1,7 +1,7 @@
 /** What CEL at run time reads of a workflow's tasks: the scopes of conditions, deferred args, waits and outputs. Pure. */
-import { baseContext, type ContextWorkflow } from '../compiler/cel/context.js';
-import { celTypeOfSchema, toCelValue } from '../compiler/cel/types.js';
-import type { NormalizedDefinition } from '../compiler/normalize.js';
+import { baseContext, type ContextWorkflow } from '../../compiler/cel/context.js';
+import { celTypeOfSchema, toCelValue } from '../../compiler/cel/types.js';
+import type { NormalizedDefinition } from '../../compiler/normalize.js';
 
 export interface TaskResult {
   name: string;

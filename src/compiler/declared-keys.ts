@@ -1,5 +1,5 @@
-import type { NormalizedWait } from '../../compiler/normalize.js';
-import type { PlanWait } from '../../compiler/plan.js';
+import type { NormalizedWait } from './normalize.js';
+import type { PlanWait } from './plan.js';
 
 /**
  * Signal keys a wait declares: those of its signal terms (and the keys they were renamed from) and of

@@ -1,6 +1,6 @@
-import type { TaskError } from './sql/attempts.js';
+import type { TaskError } from '../sql/attempts.js';
+import { TaskTimeout } from '../worker/task-errors.js';
 import { storableText } from './storable.js';
-import { TaskTimeout } from './worker/handlers.js';
 
 /** A handler's error whose text is recorded as is (braid made it): its kind says what happened. */
 export class OutputError extends Error {

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../paths.js';
-import type { Database } from './db/types.js';
-import { appliedMigrations, applyMigration, lockMigrations } from './sql/migrations.js';
-import { quoteIdent } from './sql/schema.js';
+import { packageRoot } from '../../paths.js';
+import type { Database } from '../db/types.js';
+import { appliedMigrations, applyMigration, lockMigrations } from '../sql/migrations.js';
+import { quoteIdent } from '../sql/schema.js';
 
 export interface Migration {
   id: number;

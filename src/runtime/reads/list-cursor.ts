@@ -1,4 +1,4 @@
-import { InvalidCursorError } from './errors.js';
+import { InvalidCursorError } from '../errors.js';
 
 /** The workflow list's cursor: the last row's exact created_at text and id, opaque to clients. */
 export function encodeCursor(row: { cursor_at: string; id: string }): string {

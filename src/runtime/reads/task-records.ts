@@ -1,6 +1,6 @@
-import type { Queryable } from './db/types.js';
-import { selectTasks, selectTasksByName, type TaskRecord, type TaskRow } from './sql/workflows.js';
-import { waitPhase } from './waits/phase.js';
+import type { Queryable } from '../db/types.js';
+import { selectTasks, selectTasksByName, type TaskRecord, type TaskRow } from '../sql/workflows.js';
+import { waitPhase } from '../waits/phase.js';
 
 /** A task row as callers read it: its wait with the phase it is in, its last evaluation and its evidence. */
 export function toTaskRecord(row: TaskRow): TaskRecord {

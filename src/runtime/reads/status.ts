@@ -1,7 +1,7 @@
-import { isFinal } from './engine/decide.js';
-import type { TaskRecord, WaitSnapshot } from './sql/workflows.js';
-import type { TermValue } from './waits/decide.js';
-import { signalCountText } from './wire.js';
+import { isFinal } from '../engine/decide.js';
+import type { TaskRecord, WaitSnapshot } from '../sql/workflows.js';
+import type { TermValue } from '../waits/decide.js';
+import { signalCountText } from '../wire/index.js';
 
 /** Why a task was skipped: its condition was false, or a dep it does not ignore was skipped. Null unless skipped. */
 export function skipReason(task: TaskRecord, byName: ReadonlyMap<string, TaskRecord>): string | null {

@@ -1,12 +1,12 @@
-import type { RuntimeContext } from './context.js';
-import type { Schedules } from './schedules/operate.js';
+import type { RuntimeContext } from '../core/context.js';
+import type { Schedules } from './operate.js';
 
 /** The operations on schedules, as the runtime offers them: the module (and croner) load with the first call. */
 export type ScheduleOps = Pick<Schedules, 'list' | 'get' | 'pause' | 'resume' | 'trigger' | 'backfill'>;
 
 export function scheduleOps(ctx: RuntimeContext): ScheduleOps {
   let loaded: Promise<Schedules> | undefined;
-  const ops = () => (loaded ??= import('./schedules/operate.js').then((m) => new m.Schedules(ctx)));
+  const ops = () => (loaded ??= import('./operate.js').then((m) => new m.Schedules(ctx)));
   return {
     list: async (...a) => (await ops()).list(...a),
     get: async (...a) => (await ops()).get(...a),

@@ -4,8 +4,8 @@
  * arrives over HTTP: dates as ISO strings. Wait progress and evidence are stored as they are served.
  */
 import prettyMs from 'pretty-ms';
-import type { PlanFlow } from '../compiler/flow.js';
-import type { PlanWait } from '../compiler/plan.js';
+import type { PlanFlow } from '../../compiler/flow.js';
+import type { PlanWait } from '../../compiler/plan.js';
 
 /** The most rows one batch start takes (startMany, POST /api/workflows/batch): one statement carries them all. */
 export const MAX_START_BATCH = 10_000;
@@ -366,5 +366,3 @@ export interface WorkflowPage {
   /** Pass as `cursor` for the next page; null on the last page. */
   next_cursor: string | null;
 }
-
-export { type ScheduleRecord, type ScheduleStart, scheduledTick } from './schedule-wire.js';

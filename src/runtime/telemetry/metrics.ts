@@ -6,10 +6,10 @@
  * never ids — so their number stays bounded.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Queryable } from './db/types.js';
-import { queueDepths, workflowCounts } from './sql/metrics.js';
-import { quoteIdent } from './sql/schema.js';
-import { type MeterProviderLike, otelApi, otelMetricsActive } from './telemetry/otel-api.js';
+import type { Queryable } from '../db/types.js';
+import { queueDepths, workflowCounts } from '../sql/metrics.js';
+import { quoteIdent } from '../sql/schema.js';
+import { type MeterProviderLike, otelApi, otelMetricsActive } from './otel-api.js';
 
 type Labels<L extends string> = Partial<Record<L, string>>;
 type OtelMeter = import('@opentelemetry/api').Meter;
