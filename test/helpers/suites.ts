@@ -9,11 +9,12 @@ export const BACKEND_FREE = [
   'test/architecture.test.ts',
   'test/error-codes.test.ts',
   'test/cli.test.ts',
+  'test/docs.test.ts',
   'test/bounded-inputs.test.ts',
   'test/package.test.ts',
   'test/testing/**',
   'test/deploy/{diff,fixtures,properties,worker-warnings,action}.test.ts',
-  'test/runtime/{attempt,robustness-units,decide,coalesced,embedded,load-handlers}.test.ts',
+  'test/runtime/{attempt,robustness-units,decide,coalesced,embedded,load-handlers,migration-installs}.test.ts',
 ];
 
 /**

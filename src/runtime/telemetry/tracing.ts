@@ -1,5 +1,5 @@
 /**
- * braid's spans, through `@opentelemetry/api` only (see docs in the README's "Operating braid"): a span per
+ * braid's spans, through `@opentelemetry/api` only (docs/operating.md): a span per
  * workflow attempt (`braid.workflow NAME`, made when the attempt begins), a span per task attempt
  * (`braid.task NAME`, its child, live while the handler runs, so the handler's own spans nest under it), a span
  * per resolved wait (`braid.wait NAME`, from activation to resolution, linked to the signals' senders and the
