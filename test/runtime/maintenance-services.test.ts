@@ -3,7 +3,7 @@ import { DeadlineService } from '../../src/runtime/maintenance/deadlines.js';
 import { PromoterService } from '../../src/runtime/maintenance/promoter.js';
 import { SweeperService } from '../../src/runtime/maintenance/sweeper.js';
 import { TimerService } from '../../src/runtime/maintenance/timers.js';
-import { electLeader, leaseHistory, resignLeader } from '../../src/runtime/sql/leader.js';
+import { electLeader, holdsLease, leaseHistory, resignLeader } from '../../src/runtime/sql/leader.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { backend, testRuntime } from '../helpers/runtime.js';
 
@@ -79,5 +79,26 @@ describe(`maintenance services, one runOnce at a time (${backend})`, () => {
       [3, 'a', 3000, 4000],
     ]);
     expect(history.map(([epoch]) => epoch)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  });
+
+  it.runIf(backend === 'postgres')('a leader stalled mid-write holds the lease no longer than its term: the server ends its idle transaction', async () => {
+    const rt = await testRuntime({ leader: false });
+    const { s } = rt.internals;
+    const now = new Date();
+    expect(await electLeader(rt.db, s, 'a', 300, now)).toBe(1);
+    let resume = () => {};
+    const stalled = new Promise<void>((r) => {
+      resume = r;
+    });
+    // a's fenced write, its process stalled with the transaction open (the share lock on the lease held)
+    const write = rt.db.transaction(async (tx) => {
+      expect(await holdsLease(tx, s, 'a', 1, 300)).toBe(true);
+      await stalled;
+      await tx.query('SELECT 1');
+    });
+    // b, once a's lease expired, waits for that lock: the server ends a's transaction after 300 ms idle
+    expect(await electLeader(rt.db, s, 'b', 300, new Date(now.getTime() + 1000))).toBe(2);
+    resume();
+    await expect(write).rejects.toThrow();
   });
 });

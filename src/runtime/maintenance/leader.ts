@@ -102,7 +102,9 @@ export class LeaderService {
   /** The context of this leader's passes: fenced by its lease, stopping once it no longer leads. */
   private get fenced(): MaintenanceContext {
     const epoch = this.epoch;
-    return { ...this.o, fence: { holder: this.o.id, epoch, leading: () => this.leading && this.epoch === epoch } };
+    // a write stalled mid-transaction past the lease's term is ended by the server, so the lease can pass on
+    const idleLimitMs = this.o.db.kind === 'postgres' ? this.o.leaseMs : undefined;
+    return { ...this.o, fence: { holder: this.o.id, epoch, leading: () => this.leading && this.epoch === epoch, idleLimitMs } };
   }
 
   async start(): Promise<void> {

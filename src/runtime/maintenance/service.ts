@@ -8,6 +8,8 @@ export interface LeaseFence {
   holder: string;
   epoch: number;
   leading(): boolean;
+  /** How long a fenced transaction may sit idle before the server ends it (Postgres; the embedded database has one session). */
+  idleLimitMs?: number;
 }
 
 /**
@@ -34,7 +36,7 @@ export class LeaseLost extends Error {
 export function leaderWrite<T>(ctx: MaintenanceContext, fn: (tx: Queryable, advance: AdvanceContext) => Promise<T>): Promise<T> {
   return advancing(ctx, async (tx, advance) => {
     const fence = ctx.fence;
-    if (fence && !(await holdsLease(tx, ctx.s, fence.holder, fence.epoch))) throw new LeaseLost(fence.epoch);
+    if (fence && !(await holdsLease(tx, ctx.s, fence.holder, fence.epoch, fence.idleLimitMs))) throw new LeaseLost(fence.epoch);
     return fn(tx, advance);
   });
 }

@@ -46,10 +46,19 @@ export async function resignLeader(q: Queryable, s: string, holder: string, now:
 /**
  * Fences a leader's transaction: true while no other process has taken the lease since `epoch` began (a lease
  * that lapsed untaken is still this holder's to write under), and then the lease row is share-locked until the
- * transaction ends, so no takeover (nor renewal) commits while this leader writes.
+ * transaction ends, so no takeover (nor renewal) commits while this leader writes. With `idleLimitMs`, the server
+ * ends the transaction (and its session) once it has sat idle that long: a leader whose process stalls mid-write
+ * (a handler blocking its event loop, a paused VM) holds the lease no longer than its own term.
  */
-export async function holdsLease(q: Queryable, s: string, holder: string, epoch: number): Promise<boolean> {
-  const { rows } = await q.query(`SELECT 1 FROM ${s}.leader WHERE name = 'leader' AND holder = $1 AND epoch = $2 FOR SHARE`, [holder, epoch]);
+export async function holdsLease(q: Queryable, s: string, holder: string, epoch: number, idleLimitMs?: number): Promise<boolean> {
+  const { rows } =
+    idleLimitMs === undefined
+      ? await q.query(`SELECT 1 FROM ${s}.leader WHERE name = 'leader' AND holder = $1 AND epoch = $2 FOR SHARE`, [holder, epoch])
+      : await q.query(
+          `SELECT 1 FROM ${s}.leader l, (SELECT set_config('idle_in_transaction_session_timeout', $3, true)) c
+            WHERE l.name = 'leader' AND l.holder = $1 AND l.epoch = $2 FOR SHARE OF l`,
+          [holder, epoch, `${Math.max(1, Math.round(idleLimitMs))}ms`],
+        );
   return rows.length > 0;
 }
 
