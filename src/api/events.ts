@@ -3,7 +3,6 @@ import type { ReloadState } from '../dev/definitions-watcher.js';
 import type { HandlersState } from '../dev/handlers-watcher.js';
 import { CoalescedPass } from '../pacing/coalesced.js';
 import { WorkflowNotFoundError } from '../runtime/index.js';
-
 import type { Runtime } from '../runtime/runtime.js';
 import type { ChangeFeed, FeedChange } from './feed.js';
 import { SseStream } from './http.js';

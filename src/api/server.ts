@@ -12,6 +12,7 @@ import type { DevState } from './events.js';
 import { ChangeFeed } from './feed.js';
 import { HttpError, send } from './http.js';
 import { sendMetrics } from './metrics-server.js';
+import { API_PREFIX, ROUTES } from './route-table.js';
 import { route } from './routes.js';
 import { Guard } from './security.js';
 
@@ -111,12 +112,12 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
         if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
         return sendMetrics(options.metrics, res, options.log);
       }
-      if (url.pathname !== '/api' && !url.pathname.startsWith('/api/')) {
+      if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) {
         if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'the UI is read with GET');
         return serveUi(url.pathname, res);
       }
       if (req.method !== 'GET' && req.method !== 'HEAD') guard.checkMutation(req);
-      if (url.pathname === '/api/session' && req.method === 'POST') {
+      if (url.pathname === ROUTES.session.path && req.method === ROUTES.session.method) {
         if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
         res.writeHead(204, { 'set-cookie': guard.sessionCookie(), 'cache-control': 'no-store' });
         return void res.end();

@@ -21,7 +21,6 @@ import {
   lockHolder,
   ping,
 } from '../runtime/index.js';
-
 import type { Runtime, RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
 import type { LogPage, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire/index.js';

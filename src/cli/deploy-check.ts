@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { HandlerSet } from '../deploy/findings.js';
 import { loadHandlers } from '../runtime/index.js';
-
 import { displayPath } from './definitions.js';
 import { type Io, SubjectError } from './io.js';
 import { braidDir, databaseUrl, handlersModule } from './project.js';

@@ -1,7 +1,6 @@
 import { createReadStream, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { BatchRowError, WORKFLOW_ID } from '../runtime/index.js';
-
 import { MAX_START_BATCH } from '../runtime/wire/index.js';
 import type { Backend } from './backend.js';
 import { type Io, SubjectError, UsageError } from './io.js';

@@ -2,7 +2,6 @@ import { dirname, extname, sep } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
 import { loadHandlers } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
-
 import { DebouncedPass } from './debounced.js';
 
 const CODE = new Set(['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs', '.json']);

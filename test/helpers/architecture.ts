@@ -105,7 +105,7 @@ export const LAYERS: readonly { from: string; only: readonly string[]; why: stri
   { from: 'src/error-codes.ts', only: [], why: 'a leaf' },
   { from: 'src/index.ts', only: ['src/compiler/', ...FACE, 'src/runtime/telemetry/metrics.ts'], why: 'the package exports the public faces' },
   { from: 'src/ui/', only: ['src/paths.ts'], why: 'the UI server serves built files' },
-  { from: 'src/ui/app/', only: ['src/runtime/wire/'], why: 'the browser app reads the records the API serves' },
+  { from: 'src/ui/app/', only: ['src/runtime/wire/', 'src/api/route-table.ts'], why: 'the browser app reads the records the API serves, by its routes' },
   {
     from: 'src/api/',
     only: ['src/compiler/', 'src/deploy/', 'src/error-codes.ts', 'src/pacing/', 'src/ui/', ...FACE],

@@ -10,6 +10,7 @@ export const BACKEND_FREE = [
   'test/error-codes.test.ts',
   'test/cli.test.ts',
   'test/docs.test.ts',
+  'test/api/route-table.test.ts',
   'test/bounded-inputs.test.ts',
   'test/package.test.ts',
   'test/testing/**',

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { lockHolder, migrate } from '../../runtime/index.js';
-
 import { parse } from '../args.js';
 import { braidDir, databaseUrl, openDatabase } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';

@@ -4,7 +4,6 @@ import type { WorkflowDefinition } from '../../compiler/validate.js';
 import type { BaselineVersion } from '../../deploy/baseline.js';
 import { planDeploy } from '../../deploy/plan.js';
 import { createRuntime } from '../../runtime/index.js';
-
 import { oneOf, parse } from '../args.js';
 import { openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';

@@ -4,7 +4,6 @@ import { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, error
 import type { RuntimeOptions } from '../../runtime/runtime.js';
 import type { Logger } from '../../runtime/telemetry/log.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
-
 import { type Io, UsageError } from '../io.js';
 import { handlersModule, project } from '../project.js';
 

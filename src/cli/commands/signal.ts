@@ -1,5 +1,4 @@
 import { parseTraceParent } from '../../runtime/index.js';
-
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { readJson } from '../inputs.js';

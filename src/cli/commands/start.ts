@@ -1,6 +1,5 @@
 import { parseDuration } from '../../compiler/duration.js';
 import { parseTraceParent, WORKFLOW_ID } from '../../runtime/index.js';
-
 import { isFinal, type WorkflowStatus } from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { type Backend, databaseUrl, openBackend } from '../backend.js';

@@ -1,6 +1,5 @@
 import { type ApiServer, startApiServer } from '../../api/server.js';
 import { consoleLogger, createRuntime, loadMetrics, rateLimitedWarnings } from '../../runtime/index.js';
-
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';

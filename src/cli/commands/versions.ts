@@ -1,7 +1,6 @@
 import { diffDefinitions } from '../../deploy/diff.js';
 import { changeText } from '../../deploy/format.js';
 import { drainLabel, UnknownWorkflowError } from '../../runtime/index.js';
-
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, SubjectError, UsageError } from '../io.js';

@@ -1,3 +1,4 @@
+import { pathTo, ROUTES } from '../../api/route-table.js';
 /** The page's side of the API: the session, JSON requests, and live snapshots (SSE, or polling when it fails). */
 
 export class ApiError extends Error {
@@ -19,7 +20,11 @@ export function onSignInNeeded(ask: () => Promise<void>): void {
 
 /** Trades a token for the session cookie; the token itself is never stored by the page. */
 export async function startSession(token: string): Promise<boolean> {
-  const res = await fetch('/api/session', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+  const res = await fetch(pathTo('session', {}), {
+    method: ROUTES.session.method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
   return res.status === 204;
 }
 

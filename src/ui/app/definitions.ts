@@ -1,3 +1,4 @@
+import { pathTo } from '../../api/route-table.js';
 import { get, type Live, live } from './api.js';
 import { DagView } from './dag.js';
 import { badge, clear, h, time } from './dom.js';
@@ -80,7 +81,7 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
   app.append(h('h1', {}, 'Definitions'), h('div', { class: 'defs-body' }, list, preview));
 
   async function load(): Promise<void> {
-    const { definitions } = await get<{ definitions: DefinitionEntry[] }>('/api/definitions');
+    const { definitions } = await get<{ definitions: DefinitionEntry[] }>(pathTo('definitions', {}));
     clear(list);
     if (definitions.length === 0) list.append(h('p', { class: 'empty' }, 'No definitions registered yet.'));
     for (const d of definitions) list.append(card(d));
@@ -91,7 +92,7 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
   }
 
   async function showGraph(name: string, hash: string | undefined): Promise<void> {
-    const def = await get<StoredDefinition>(`/api/definitions/${encodeURIComponent(name)}${hash ? `?hash=${hash}` : ''}`);
+    const def = await get<StoredDefinition>(pathTo('definition', { name }, { hash: hash || undefined }));
     const schedules = await schedulesSection(name);
     clear(preview);
     preview.append(h('h2', {}, `${def.name} `, h('span', { class: 'mono muted' }, def.hash.slice(0, 12))), h('div', { class: 'graph' }, dag.element));
@@ -107,7 +108,7 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
   }
 
   async function showDiff(name: string, from: string): Promise<void> {
-    const diff = await get<VersionDiff>(`/api/definitions/${encodeURIComponent(name)}/diff?from=${encodeURIComponent(from)}`);
+    const diff = await get<VersionDiff>(pathTo('diff', { name }, { from }));
     clear(preview);
     preview.append(
       h('h2', {}, `${name} `, h('span', { class: 'mono muted' }, `${diff.from.slice(0, 12)} → ${diff.to.slice(0, 12)}`)),
@@ -132,8 +133,8 @@ export function definitionsPage(app: HTMLElement, params: URLSearchParams): Live
   void load();
   // the page follows reloads: every dev event re-reads the definitions
   return live<unknown>(
-    '/api/events?limit=1',
-    '/api/workflows?limit=1',
+    pathTo('events', {}, { limit: 1 }),
+    pathTo('workflows', {}, { limit: 1 }),
     () => undefined,
     () => void load(),
   );

@@ -1,3 +1,4 @@
+import { pathTo } from '../../api/route-table.js';
 import { WORKFLOW_STATES } from '../../runtime/wire/index.js';
 import { type Live, live } from './api.js';
 import { badge, clear, duration, h, time } from './dom.js';
@@ -68,9 +69,9 @@ export function listPage(app: HTMLElement, params: URLSearchParams): Live {
     if (cursor) pager.append(h('a', { href: `/?${query({})}`, 'data-link': true }, '← Newest'));
     if (page.next_cursor) pager.append(h('a', { href: `/?${query({ cursor: page.next_cursor })}`, 'data-link': true, 'data-testid': 'next-page' }, 'Older →'));
   };
-  const pagePath = `/api/workflows?${apiQuery({ limit: String(PAGE), ...(cursor ? { cursor } : {}) })}`;
+  const pagePath = pathTo('workflows', {}, new URLSearchParams(apiQuery({ limit: String(PAGE), ...(cursor ? { cursor } : {}) })));
   // the first page follows changes live; older pages are read when opened
-  return live<WorkflowPage>(cursor ? pagePath : `/api/events?${apiQuery({ limit: String(PAGE) })}`, pagePath, show);
+  return live<WorkflowPage>(cursor ? pagePath : pathTo('events', {}, new URLSearchParams(apiQuery({ limit: String(PAGE) }))), pagePath, show);
 }
 
 /** The filters, as the page's query has them; searching pushes a new address. */

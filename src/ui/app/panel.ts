@@ -1,3 +1,4 @@
+import { pathTo } from '../../api/route-table.js';
 import { attemptHistory, attemptText, humanDuration, signalCountText } from '../../runtime/wire/index.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
@@ -159,7 +160,7 @@ export class TaskPanel {
     }
     if (!(await confirmAction(`Emit "${key}"?`, h('pre', {}, JSON.stringify(payload, null, 2)), 'Emit'))) return;
     try {
-      const r = await post<{ signal: { id: string }; replayed: boolean }>(`/api/workflows/${encodeURIComponent(this.workflowId)}/signals`, {
+      const r = await post<{ signal: { id: string }; replayed: boolean }>(pathTo('emit', { id: this.workflowId }), {
         key,
         payload,
         source: { via: 'braid ui' },
@@ -174,8 +175,8 @@ export class TaskPanel {
     clearTimeout(this.refresh);
     this.refresh = undefined;
     this.lastRefresh = Date.now();
-    const base = `/api/workflows/${encodeURIComponent(this.workflowId)}/tasks/${encodeURIComponent(task.name)}`;
-    void get<Diagnostics>(`${base}/diagnostics`)
+    const at = { id: this.workflowId, task: task.name };
+    void get<Diagnostics>(pathTo('diagnostics', at))
       .then((d) => {
         if (this.shown !== task.name) return;
         clear(this.live);
@@ -196,12 +197,12 @@ export class TaskPanel {
         );
       })
       .catch((error: Error) => this.live.replaceChildren(h('p', { class: 'error' }, error.message)));
-    void this.loadSignals(base, undefined, true);
+    void this.loadSignals(at, undefined, true);
   }
 
-  private async loadSignals(base: string, cursor: string | undefined, fresh: boolean): Promise<void> {
+  private async loadSignals(at: { id: string; task: string }, cursor: string | undefined, fresh: boolean): Promise<void> {
     try {
-      const page = await get<SignalPage>(`${base}/signals?limit=50${cursor ? `&cursor_id=${cursor}` : ''}`);
+      const page = await get<SignalPage>(pathTo('taskSignals', at, { limit: 50, cursor_id: cursor }));
       if (fresh) clear(this.history);
       this.history.querySelector('.more')?.remove();
       if (page.signals.length === 0 && fresh) this.history.append(h('p', { class: 'muted' }, 'none yet'));
@@ -210,7 +211,7 @@ export class TaskPanel {
         list.append(h('li', {}, h('span', { class: 'mono' }, `#${s.id}`), ` ${s.key} `, h('code', {}, JSON.stringify(s.payload)), ` ${time(s.created_at)}`));
       if (page.has_more)
         this.history.append(
-          h('button', { type: 'button', class: 'more', onclick: () => void this.loadSignals(base, page.next_cursor_id ?? undefined, false) }, 'More'),
+          h('button', { type: 'button', class: 'more', onclick: () => void this.loadSignals(at, page.next_cursor_id ?? undefined, false) }, 'More'),
         );
     } catch (error) {
       this.history.replaceChildren(h('p', { class: 'error' }, (error as Error).message));
@@ -220,7 +221,7 @@ export class TaskPanel {
   /** The task's log lines (the latest 1,000), braid's own marked. */
   private async loadLogs(name: string): Promise<void> {
     try {
-      const page = await get<LogPage>(`/api/workflows/${encodeURIComponent(this.workflowId)}/logs?task=${encodeURIComponent(name)}&limit=1000`);
+      const page = await get<LogPage>(pathTo('logs', { id: this.workflowId }, { task: name, limit: 1000 }));
       if (this.shown !== name) return;
       if (page.lines.length === 0) {
         this.logs.replaceChildren(h('p', { class: 'muted' }, 'no lines: its handler wrote none with ctx.log'));

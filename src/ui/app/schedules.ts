@@ -1,3 +1,4 @@
+import { pathTo } from '../../api/route-table.js';
 import { humanDuration, type ScheduleRecord } from '../../runtime/wire/index.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
@@ -8,7 +9,7 @@ import { badge, clear, h, time } from './dom.js';
  * runs; and the operator's pause, resume and run-now, each confirmed, the section read again after.
  */
 export async function schedulesSection(workflow: string): Promise<HTMLElement | null> {
-  const load = () => get<{ schedules: ScheduleRecord[] }>(`/api/schedules?workflow=${encodeURIComponent(workflow)}&next=5&runs=5`);
+  const load = () => get<{ schedules: ScheduleRecord[] }>(pathTo('schedules', {}, { workflow, next: 5, runs: 5 }));
   const { schedules } = await load();
   if (schedules.length === 0) return null;
   const section = h('section', { class: 'schedules', 'data-testid': 'schedules' });
@@ -25,7 +26,7 @@ export async function schedulesSection(workflow: string): Promise<HTMLElement | 
     }[action];
     if (!(await confirmAction(`${what} ${s.workflow}/${s.name}?`, why, what))) return;
     try {
-      await post(`/api/schedules/${encodeURIComponent(s.workflow)}/${encodeURIComponent(s.name)}/${action}`, {});
+      await post(pathTo(action, { workflow: s.workflow, schedule: s.name }), {});
       toast(`${s.name}: ${action === 'trigger' ? 'a run started' : action === 'pause' ? 'paused' : 'resumed'}.`);
       // into whichever section is on the page: a reload of the view may have replaced this one meanwhile
       const shown = section.isConnected ? section : document.querySelector<HTMLElement>('[data-testid="schedules"]');

@@ -1,3 +1,4 @@
+import { pathTo } from '../../api/route-table.js';
 import { attemptHistory, humanDuration } from '../../runtime/wire/index.js';
 import { type Live, live, post } from './api.js';
 import { type DagEdge, type DagNode, DagView } from './dag.js';
@@ -75,7 +76,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
     );
   }
 
-  const stream = live<WorkflowStatus>(`/api/workflows/${encodeURIComponent(id)}/events`, `/api/workflows/${encodeURIComponent(id)}`, show);
+  const stream = live<WorkflowStatus>(pathTo('workflowEvents', { id }), pathTo('status', { id }), show);
   return {
     close() {
       stream.close();
@@ -120,7 +121,7 @@ function renderHeader(header: HTMLElement, s: WorkflowStatus): void {
 async function cancel(id: string): Promise<void> {
   if (!(await confirmAction('Cancel this workflow?', 'Tasks not yet running are cancelled; running handlers are asked to stop.', 'Cancel workflow'))) return;
   try {
-    const r = await post<{ cancelled: string[]; stopping: string[] }>(`/api/workflows/${encodeURIComponent(id)}/cancel`);
+    const r = await post<{ cancelled: string[]; stopping: string[] }>(pathTo('cancel', { id }));
     toast(`Cancelled ${r.cancelled.length} task(s)${r.stopping.length ? `; ${r.stopping.length} running task(s) asked to stop` : ''}.`);
   } catch (error) {
     toast((error as Error).message, 'error');
@@ -130,7 +131,7 @@ async function cancel(id: string): Promise<void> {
 async function retry(id: string, mode: string, resetHistory: boolean): Promise<void> {
   if (!(await confirmAction('Retry this workflow?', `Mode: ${mode}${resetHistory ? ', with the error history reset' : ''}.`, 'Retry'))) return;
   try {
-    const r = await post<{ retried: string[]; attempt: number }>(`/api/workflows/${encodeURIComponent(id)}/retry`, { mode, reset_history: resetHistory });
+    const r = await post<{ retried: string[]; attempt: number }>(pathTo('retry', { id }), { mode, reset_history: resetHistory });
     toast(`Retrying ${r.retried?.length ?? 0} task(s) as attempt ${r.attempt}.`);
   } catch (error) {
     toast((error as Error).message, 'error');

@@ -1,0 +1,20 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { StreamContext } from './events.js';
+import type { RouteName } from './route-table.js';
+
+/** What the API's handlers serve with. */
+export interface RouteContext extends StreamContext {
+  /** Registered before a start that names it (the CLI's `start --definitions`). */
+  definitionsDir?: string;
+}
+
+/** One request to a route: its parameters from the path, and the request itself. */
+export interface Call {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  params: Record<string, string>;
+}
+
+/** A handler for every route of the table (the session is the server's own, before the token is checked). */
+export type RouteHandlers = { [R in Exclude<RouteName, 'session'>]: (c: RouteContext, call: Call) => Promise<void> };

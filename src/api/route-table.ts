@@ -1,0 +1,141 @@
+/**
+ * The HTTP API's routes, declared once: each route's method and path, and what it takes and answers. The server
+ * dispatches by this table (a handler for every route, or it does not compile), ApiClient and the web UI build
+ * their requests from it. Pure: the browser app imports it too.
+ */
+import type { BaselineVersion } from '../deploy/baseline.js';
+import type { DrainState } from '../runtime/deploys/in-flight.js';
+import type { UpgradeReport } from '../runtime/deploys/upgrades.js';
+import type { RetryResult } from '../runtime/engine/retry.js';
+import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
+import type { EmitResult } from '../runtime/waits/signals.js';
+import type {
+  LogPage,
+  ScheduleRecord,
+  ScheduleStart,
+  SignalPage,
+  WaitDiagnostics,
+  WorkflowPage,
+  WorkflowRecord,
+  WorkflowStatus,
+} from '../runtime/wire/index.js';
+
+/** Where the API's paths begin (the rest of a server's paths are the web UI's). */
+export const API_PREFIX = '/api';
+
+export const ROUTES = {
+  session: { method: 'POST', path: '/api/session' },
+  events: { method: 'GET', path: '/api/events' },
+  dev: { method: 'GET', path: '/api/dev' },
+  baseline: { method: 'GET', path: '/api/deploy/baseline' },
+  definitions: { method: 'GET', path: '/api/definitions' },
+  definition: { method: 'GET', path: '/api/definitions/:name' },
+  versions: { method: 'GET', path: '/api/definitions/:name/versions' },
+  diff: { method: 'GET', path: '/api/definitions/:name/diff' },
+  upgrade: { method: 'POST', path: '/api/definitions/:name/upgrade' },
+  schedules: { method: 'GET', path: '/api/schedules' },
+  schedule: { method: 'GET', path: '/api/schedules/:workflow/:schedule' },
+  pause: { method: 'POST', path: '/api/schedules/:workflow/:schedule/pause' },
+  resume: { method: 'POST', path: '/api/schedules/:workflow/:schedule/resume' },
+  trigger: { method: 'POST', path: '/api/schedules/:workflow/:schedule/trigger' },
+  backfill: { method: 'POST', path: '/api/schedules/:workflow/:schedule/backfill' },
+  workflows: { method: 'GET', path: '/api/workflows' },
+  start: { method: 'POST', path: '/api/workflows' },
+  startBatch: { method: 'POST', path: '/api/workflows/batch' },
+  status: { method: 'GET', path: '/api/workflows/:id' },
+  workflowEvents: { method: 'GET', path: '/api/workflows/:id/events' },
+  cancel: { method: 'POST', path: '/api/workflows/:id/cancel' },
+  retry: { method: 'POST', path: '/api/workflows/:id/retry' },
+  emit: { method: 'POST', path: '/api/workflows/:id/signals' },
+  signals: { method: 'GET', path: '/api/workflows/:id/signals' },
+  logs: { method: 'GET', path: '/api/workflows/:id/logs' },
+  wait: { method: 'GET', path: '/api/workflows/:id/wait' },
+  diagnostics: { method: 'GET', path: '/api/workflows/:id/tasks/:task/diagnostics' },
+  taskSignals: { method: 'GET', path: '/api/workflows/:id/tasks/:task/signals' },
+} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
+
+export type RouteName = keyof typeof ROUTES;
+
+/** A path's `:name` segments, as an object of strings. */
+type ParamsOf<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`
+  ? { [K in Name | keyof ParamsOf<`/${Rest}`>]: string }
+  : P extends `${string}:${infer Name}`
+    ? { [K in Name]: string }
+    : Record<never, string>;
+
+export type RouteParams<R extends RouteName> = ParamsOf<(typeof ROUTES)[R]['path']>;
+
+/** One version of a definition, with the workflows still running on it and whether it drains. */
+export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
+
+/** What a POST route takes as its JSON body (snake_case, as on the wire). */
+export interface RouteBodies {
+  session: Record<string, never>;
+  upgrade: { from?: string; to?: string; ids?: readonly string[]; dry_run?: boolean; cancel_removed?: boolean; drop_evidence?: boolean };
+  pause: Record<string, never>;
+  resume: Record<string, never>;
+  trigger: Record<string, never>;
+  backfill: { from: string; to: string; dry_run?: boolean };
+  start: { name: string; inputs?: unknown; id?: string };
+  startBatch: { name: string; workflows: readonly { inputs?: unknown; id?: string }[] };
+  cancel: Record<string, never>;
+  retry: { mode?: 'all' | 'failed_only' | 'failed_and_downstream'; reset_history?: boolean; on_current?: boolean };
+  emit: { key: string; payload?: unknown; idempotency_key?: string; source?: unknown; attempt?: number; any_key?: boolean };
+}
+
+/** What each route answers with a 2xx status (the event streams answer with server-sent events). */
+export interface RouteReplies {
+  session: null;
+  events: never;
+  dev: unknown;
+  baseline: { versions: BaselineVersion[] };
+  definitions: { definitions: unknown[]; reload: unknown };
+  definition: StoredDefinition;
+  versions: WorkflowVersion[];
+  diff: { name: string; from: string; to: string; changes: unknown[] };
+  upgrade: UpgradeReport;
+  schedules: { schedules: ScheduleRecord[] };
+  schedule: ScheduleRecord;
+  pause: ScheduleRecord;
+  resume: ScheduleRecord;
+  trigger: ScheduleStart;
+  backfill: { runs: ScheduleStart[] };
+  workflows: WorkflowPage;
+  start: { id: string; existing?: boolean };
+  startBatch: { workflows: { id: string; existing: boolean }[] };
+  status: WorkflowStatus;
+  workflowEvents: never;
+  cancel: { cancelled: string[]; stopping: string[] };
+  retry: RetryResult;
+  emit: EmitResult;
+  signals: SignalPage;
+  logs: LogPage;
+  wait: { workflow: WorkflowRecord };
+  diagnostics: WaitDiagnostics;
+  taskSignals: SignalPage;
+}
+
+/** A query string's values: absent ones left out. */
+export type Query = Record<string, string | number | boolean | undefined>;
+
+/** The path of a route with its parameters filled (percent-encoded) and its query, if any. */
+export function pathTo<R extends RouteName>(route: R, params: RouteParams<R>, query: Query | URLSearchParams = {}): string {
+  const path = ROUTES[route].path.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent((params as Record<string, string>)[name]));
+  const search =
+    query instanceof URLSearchParams
+      ? query
+      : new URLSearchParams(Object.entries(query).flatMap(([k, v]): [string, string][] => (v === undefined ? [] : [[k, String(v)]])));
+  const text = search.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+/** A request's route and its parameters, from its method and its decoded path segments; undefined when none matches. */
+export function matchRoute(method: string, segments: readonly string[]): { route: RouteName; params: Record<string, string> } | undefined {
+  for (const [route, r] of Object.entries(ROUTES) as [RouteName, (typeof ROUTES)[RouteName]][]) {
+    if (r.method !== method) continue;
+    const pattern = r.path.split('/').filter(Boolean);
+    if (pattern.length !== segments.length || !pattern.every((p, i) => p.startsWith(':') || p === segments[i])) continue;
+    return { route, params: Object.fromEntries(pattern.flatMap((p, i) => (p.startsWith(':') ? [[p.slice(1), segments[i]]] : []))) };
+  }
+  return undefined;
+}
