@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { finalWorkflowState, isFinal, readyState } from '../../src/runtime/engine/decide.js';
-import { finalWorkflowStateSql, isFinalSql, readyStateSql } from '../../src/runtime/sql/rules.js';
+import { depOutcome, finalWorkflowState, isFinal, readyState } from '../../src/runtime/engine/decide.js';
+import { depOutcomeSql, finalWorkflowStateSql, isFinalSql, readyStateSql } from '../../src/runtime/sql/rules.js';
 import { backend, testDatabase } from '../helpers/runtime.js';
 
 /** Each transition rule, run over one table as the pure decision and as the SQL the statements use. */
@@ -50,5 +50,21 @@ describe(`transition rules: decide.ts and sql/rules.ts agree (${backend})`, () =
       [states],
     );
     expect(rows.map((r) => r.final)).toEqual(states.map((s) => isFinal(s)));
+  });
+
+  it("a dep's outcome for its dependent: every final state (and deleted) under every combination of ignore flags", async () => {
+    const db = await testDatabase();
+    const flags = ['ignore_cancelled_deps', 'ignore_discarded_deps', 'ignore_deleted_deps', 'ignore_skipped_deps'] as const;
+    const table = (['completed', 'skipped', 'cancelled', 'discarded', 'deleted'] as const).flatMap((dep) =>
+      Array.from({ length: 16 }, (_, bits) => ({ dep, ...Object.fromEntries(flags.map((f, k) => [f, (bits & (1 << k)) !== 0])) })),
+    ) as ({ dep: 'completed' | 'skipped' | 'cancelled' | 'discarded' | 'deleted' } & Record<(typeof flags)[number], boolean>)[];
+    const { rows } = await db.query<{ outcome: string }>(
+      `SELECT ${depOutcomeSql('t.dep', 't')} AS outcome
+         FROM jsonb_to_recordset($1::jsonb) AS t(dep text, ignore_cancelled_deps boolean, ignore_discarded_deps boolean, ignore_deleted_deps boolean,
+                                                 ignore_skipped_deps boolean, i int) ORDER BY t.i`,
+      [JSON.stringify(table.map((t, i) => ({ ...t, i })))],
+    );
+    expect(rows.map((r) => r.outcome)).toEqual(table.map((t) => depOutcome(t, t.dep)));
+    expect(new Set(rows.map((r) => r.outcome))).toEqual(new Set(['satisfied', 'failed', 'skipped']));
   });
 });

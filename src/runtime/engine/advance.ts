@@ -1,6 +1,7 @@
 /**
  * The sequences every path that ends or holds tasks runs, in the caller's transaction with the workflow's row
- * lock held: settle what finalized (settle.ts), decide the conditions and activate the waits that became ready,
+ * lock held: settle what finalized (settle.ts: the advance wave of sql/advance-wave.ts, which a completion's
+ * statement runs too, and an upgrade for the final deps of the rows it writes), decide the conditions and activate the waits that became ready,
  * act on what the waits decided (a failed workflows term cancels its task, as a failed dep would). The queues of
  * what became available are woken by the tasks table's trigger (migration 015). One direction: engine/ runs the sequences, waits/ only reads and decides.
  */
@@ -11,7 +12,7 @@ import type { Emitted } from '../waits/gather.js';
 import { decideConditions } from './conditions.js';
 import type { AdvanceContext } from './context.js';
 import { deleteFinalized, settle } from './settle.js';
-import { activationTimers, anchorsOnDeps, judgeWaits, judgeWaitsMany, type WaitVerdict } from './wait-pass.js';
+import { activationTimers, anchorsOnDeps, judgeWaits, type WaitsToJudge, type WaitVerdict, waitsToJudge } from './wait-pass.js';
 
 export interface WaitPass {
   /** Tasks whose wait resolved. */
@@ -71,7 +72,7 @@ export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowI
   const timers = activationTimers(w, tasks, depRows);
   await insertTimers(q, ctx.s, workflowId, w.attempt, timers);
   if (timers.length > 0) await notifyTimer(q, ctx.schema, new Date(Math.min(...timers.map((t) => t.fire_at.getTime()))));
-  return actOn(q, ctx, workflowId, await judgeWaits(q, ctx, w, tasks));
+  return actOn(q, ctx, workflowId, await judgeOne(q, ctx, { w, tasks }));
 }
 
 /**
@@ -88,14 +89,19 @@ export async function evaluateWaits(
   const w = known.workflow ?? (await loadWaitWorkflow(q, ctx.s, workflowId));
   if (w?.state !== 'running') return empty();
   const tasks = await loadWaitingTasks(q, ctx.s, workflowId, filter);
-  return tasks.length === 0 ? empty() : actOn(q, ctx, workflowId, await judgeWaits(q, ctx, w, tasks, known.emitted));
+  return tasks.length === 0 ? empty() : actOn(q, ctx, workflowId, await judgeOne(q, ctx, { w, tasks, emitted: known.emitted }));
 }
 
 /** evaluateWaits for many workflows at once (their locks held, a timer storm's batch). Returns how many had a wait judged. */
 export async function evaluateWaitsBatch(q: Queryable, ctx: AdvanceContext, targets: ReadonlyMap<string, readonly string[]>): Promise<number> {
-  const verdicts = await judgeWaitsMany(q, ctx, targets);
+  const verdicts = await judgeWaits(q, ctx, await waitsToJudge(q, ctx, targets));
   for (const [workflowId, verdict] of verdicts) await cancelPending(q, ctx, workflowId, verdict.failures);
   return verdicts.size;
+}
+
+/** The verdict of one workflow's waits (a batch of one). */
+async function judgeOne(q: Queryable, ctx: AdvanceContext, waits: WaitsToJudge): Promise<WaitVerdict> {
+  return (await judgeWaits(q, ctx, [waits])).get(waits.w.id) ?? { resolved: [], failures: new Map() };
 }
 
 async function actOn(q: Queryable, ctx: AdvanceContext, workflowId: string, verdict: WaitVerdict): Promise<WaitPass> {

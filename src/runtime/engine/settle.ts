@@ -1,70 +1,31 @@
 import type { Queryable } from '../db/types.js';
-import {
-  advanceDependents,
-  countClosed,
-  deleteTaskRows,
-  dependentsOf,
-  endPending,
-  endWorkflows,
-  type Finalized,
-  pendingDependents,
-  type SettleResult,
-  taskResults,
-  type WorkflowRow,
-} from '../sql/advance.js';
+import { countClosed, deleteTaskRows, endWorkflows, type Finalized, type SettleResult, taskResults, type WorkflowRow } from '../sql/advance.js';
+import { advanceWave } from '../sql/advance-wave.js';
 import type { AdvanceContext } from './context.js';
-import { depsOutcome, finalWorkflowState, isFailed, isFinal, readyState } from './decide.js';
+import { finalWorkflowState, isFailed, isFinal } from './decide.js';
 import { evaluateOutput } from './output.js';
 
 /**
- * Applies finalized tasks of one workflow whose row lock the caller holds: each dependent either advances
- * (deps_left falls; at zero it becomes available, scheduled, or its wait or condition becomes ready) or, for a
- * failed dep that its flags do not ignore, is cancelled, or for a skipped dep, is skipped; both cascade. Then the workflow's open-task counter falls,
- * and at zero the workflow finalizes. The waits it made ready are the caller's to activate: advanceWorkflow()
- * (advance.ts) is the sequence every path uses.
+ * Applies finalized tasks of one workflow whose row lock the caller holds, wave by wave (sql/advance-wave.ts, one
+ * statement each): each dependent either advances (deps_left falls; at zero it becomes available, scheduled, or
+ * its wait or condition becomes ready) or, for a failed dep that its flags do not ignore, is cancelled, or for a
+ * skipped dep, is skipped; those it ends are the next wave. Then the workflow's open-task counter falls, and at
+ * zero the workflow finalizes. The waits it made ready are the caller's to activate: advanceWorkflow()
+ * (advance.ts) is the sequence every path uses. Each wave ends pending tasks only, so the waves are at most as
+ * many as the workflow's tasks.
  */
 export async function settle(q: Queryable, ctx: AdvanceContext, workflowId: string, finalized: Finalized[]): Promise<SettleResult> {
-  const { s, now } = ctx;
   const result: SettleResult = { waitsReady: [] };
   let closed = 0;
   let failed = 0;
-  let wave = finalized;
+  let wave: Finalized[] = finalized;
   while (wave.length > 0) {
     const counted = wave.filter((f) => !f.alreadyClosed);
     closed += counted.length;
     failed += counted.filter((f) => f.state === 'deleted' || isFailed(f.state)).length;
-    const missing = wave.filter((f) => f.dependents === undefined).map((f) => f.name);
-    if (missing.length > 0) {
-      const byName = await dependentsOf(q, s, workflowId, missing);
-      wave = wave.map((f) => (f.dependents === undefined ? { ...f, dependents: byName.get(f.name) ?? [] } : f));
-    }
-    // a dep deleted after it had finalized was counted by its dependents then: now it can only fail them
-    const edges = wave.flatMap((f) => (f.dependents ?? []).map((d) => ({ dep: f.name, depState: f.state, dependent: d, counted: f.alreadyClosed === true })));
-    if (edges.length === 0) break;
-    const rows = await pendingDependents(q, s, workflowId, [...new Set(edges.map((e) => e.dependent))]);
-    const cancelled = new Map<string, string>();
-    const skipped = new Map<string, string>();
-    const advanced: { name: string; deps_left: number; state: string }[] = [];
-    for (const row of rows) {
-      const mine = edges.filter((e) => e.dependent === row.name);
-      const decided = depsOutcome(
-        row,
-        mine.map((e) => ({ name: e.dep, state: e.depState })),
-      );
-      if (decided.outcome !== 'satisfied') {
-        (decided.outcome === 'failed' ? cancelled : skipped).set(row.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
-        continue;
-      }
-      const depsLeft = row.deps_left - mine.filter((e) => !e.counted).length;
-      const state = readyState({ deps_left: depsLeft, held: row.held, scheduled_at: new Date(row.scheduled_at) }, now);
-      advanced.push({ name: row.name, deps_left: depsLeft, state });
-      if (depsLeft === 0 && row.held && depsLeft !== row.deps_left) result.waitsReady.push(row.name);
-    }
-    await advanceDependents(q, s, workflowId, advanced);
-    wave = [
-      ...(await endPending(q, s, workflowId, now, 'cancelled', 'dependency', cancelled)),
-      ...(await endPending(q, s, workflowId, now, 'skipped', 'dependency', skipped)),
-    ];
+    const moved = await advanceWave(q, ctx, workflowId, wave);
+    result.waitsReady.push(...moved.waitsReady);
+    wave = moved.ended;
   }
   result.workflowState = await closeTasks(q, ctx, workflowId, closed, failed);
   return result;

@@ -11,7 +11,7 @@ import { CompileError, type CompileLimits } from '../../compiler/compile-error.j
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import { compiler } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
-import { deleteTaskRows, endPending, lockWorkflows } from '../sql/advance.js';
+import { deleteTaskRows, type Finalized, lockWorkflows } from '../sql/advance.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { insertTaskRows } from '../sql/insert.js';
 import {
@@ -27,7 +27,7 @@ import {
 } from '../sql/upgrade.js';
 import { notifyTimer } from '../sql/waits.js';
 import { workflowVersionRef } from '../sql/workflows.js';
-import { activateWaits, advanceWorkflow, cancelPending } from './advance.js';
+import { activateWaits, advanceWorkflow } from './advance.js';
 import type { AdvanceContext } from './context.js';
 import { depsOutcome, dueState, type FinalState, isFinal } from './decide.js';
 import { isHeld, taskRows } from './insert.js';
@@ -144,7 +144,7 @@ async function applyMove(
   await forgetWaitState(q, s, w.id, [...move.deleted, ...move.cancelled]);
   await retireRemovedTasks(q, s, w.id, target.hash, move.history, move.cancelled, now);
   await renameTasks(q, s, w.id, move.renames);
-  const { all, failing, skipping, activate, keepHold } = movedTaskRows(ctx.now, w.finalized, rowOf, tasks, move, workflow.created_at);
+  const { all, ended, activate, keepHold, allDone } = movedTaskRows(ctx.now, w.finalized, rowOf, tasks, move, workflow.created_at);
   const byName = new Map(all.map((r) => [r.name, r]));
   await relinkTasks(
     q,
@@ -155,7 +155,7 @@ async function applyMove(
   const redefined: RedefinedRow[] = move.redefined.map((n) => {
     const r = byName.get(n)!;
     const old = rowOf.get(n)!;
-    const anchor = r.wait !== null && r.deps_left === 0 && old.wait_started_at ? new Date(old.wait_started_at).toISOString() : null;
+    const anchor = r.wait !== null && allDone.has(n) && old.wait_started_at ? new Date(old.wait_started_at).toISOString() : null;
     return { ...r, keep_hold: keepHold.has(n), wait_started_at: keepHold.has(n) ? old.wait_started_at && new Date(old.wait_started_at).toISOString() : anchor };
   });
   await redefineTasks(q, s, w.id, redefined);
@@ -186,15 +186,8 @@ async function applyMove(
   });
   if (w.finalized) return;
   if (deadline) await notifyTimer(q, ctx.schema, new Date(deadline));
-  await cancelPending(q, ctx, w.id, failing);
-  const skipped = await endPending(q, s, w.id, now, 'skipped', 'dependency', skipping);
-  if (skipped.length > 0) await advanceWorkflow(q, ctx, w.id, skipped);
-  await activateWaits(
-    q,
-    ctx,
-    w.id,
-    activate.filter((n) => !failing.has(n) && !skipping.has(n)),
-  );
+  await advanceWorkflow(q, ctx, w.id, ended);
+  await activateWaits(q, ctx, w.id, activate);
   // a move that left nothing open (every task it removed was the last to do) ends the workflow
   await closeTasks(q, ctx, w.id, move.cancelled.length, 0);
 }
@@ -208,8 +201,8 @@ function movedTaskRows(now: Date, finalized: boolean, rowOf: ReadonlyMap<string,
   const kept = new Set(move.kept);
   // the state each dep will be in: kept rows keep theirs, the rest are not final yet
   const depState = (name: string) => (kept.has(name) ? rowOf.get(name)!.state : 'pending');
-  const failing = new Map<string, string>();
-  const skipping = new Map<string, string>();
+  const endedDeps = new Map<string, string[]>();
+  const allDone = new Set<string>();
   const activate: string[] = [];
   const keepHold = new Set<string>();
   const all = taskRows(tasks, new Date(createdAt), now, (t) => {
@@ -217,21 +210,29 @@ function movedTaskRows(now: Date, finalized: boolean, rowOf: ReadonlyMap<string,
     const final = t.deps.flatMap((d) => (isFinal(depState(d)) ? [{ name: d, state: depState(d) as FinalState }] : []));
     const left = t.deps.length - final.length;
     if (finalized) return { deps_left: left, state: rowOf.get(t.name)?.state ?? 'pending' };
-    const decided = depsOutcome(t, final);
-    if (decided.outcome !== 'satisfied') {
-      (decided.outcome === 'failed' ? failing : skipping).set(t.name, `dependency "${decided.dep!.name}" was ${decided.dep!.state}`);
-      return { deps_left: left, state: 'pending' };
-    }
+    if (left === 0) allDone.add(t.name);
     const row = rowOf.get(t.name);
-    // a wait that resolved (or a condition decided) and did not change is not asked again
-    if (left === 0 && row && row.state !== 'pending' && isHeld(t) && sameHold(row, t)) {
+    // a wait that resolved (or a condition decided) and did not change is not asked again, while its deps still let it go on
+    if (left === 0 && row && row.state !== 'pending' && isHeld(t) && sameHold(row, t) && depsOutcome(t, final).outcome === 'satisfied') {
       keepHold.add(t.name);
       return { deps_left: 0, state: dueState(new Date(t.scheduled_at ?? createdAt), now) };
     }
-    if (left === 0 && isHeld(t)) activate.push(t.name);
-    return { deps_left: left };
+    if (final.length === 0) {
+      if (left === 0 && isHeld(t)) activate.push(t.name);
+      return { deps_left: left };
+    }
+    // its final deps reach it as if they had just ended: the advance wave counts them down, or cancels or skips it
+    for (const d of final) endedDeps.set(d.name, [...(endedDeps.get(d.name) ?? []), t.name]);
+    return { deps_left: t.deps.length, state: 'pending' };
   });
-  return { all, failing, skipping, activate, keepHold };
+  const ended: Finalized[] = [...endedDeps].map(([name, dependents]) => ({
+    name,
+    state: depState(name) as FinalState,
+    dependents,
+    alreadyClosed: true,
+    dependentsCounted: false,
+  }));
+  return { all, ended, activate, keepHold, allDone };
 }
 
 /** Whether a task not started holds for the same reasons in both versions: its wait and condition unchanged. */

@@ -1,5 +1,5 @@
 /**
- * One pass over waits of one workflow whose row lock the caller holds (SPEC "Concurrency"): what the waiting
+ * One pass over waits of workflows whose row locks the caller holds (SPEC "Concurrency"): what the waiting
  * tasks read is gathered (waits/gather.ts), each wait decided (waits/decide.ts), and the progress, evidence and
  * resolutions stored. Work is proportional to what changed: the tasks named or declaring the emitted key, and
  * for signal terms only the rows emitted since the last pass. What the verdict means for other tasks (a failed
@@ -7,15 +7,14 @@
  */
 import type { Queryable } from '../db/types.js';
 import {
-  applyWaitUpdates,
   applyWaitUpdatesMany,
   type DepRow,
   forgetWaiters,
   loadTimersMany,
   loadWaitingTasksMany,
   loadWaitWorkflows,
-  maxSignalId,
   maxSignalIds,
+  type TimerRow,
   type WaitingTask,
   type WaitUpdate,
   type WaitWorkflow,
@@ -53,16 +52,48 @@ export function anchorsOnDeps(tasks: readonly WaitingTask[]): boolean {
   return tasks.some((t) => declaredTimers(t.wait).some((x) => x.anchor === 'task_finalized'));
 }
 
-/** Decides the loaded waits of one workflow and stores what they decided. */
-export async function judgeWaits(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow, tasks: WaitingTask[], emitted?: Emitted): Promise<WaitVerdict> {
-  const gathered = await gatherInputs(q, ctx, w, tasks, { fromScratch: false, scanLimit: DEFAULT_SCAN_LIMIT, emitted, register: true });
-  const outcomes = tasks.map((t) => evaluateWait(t.wait, gathered.get(t.name)!.inputs));
-  // the emitted row is the workflow's newest: ids are assigned under the lock its emitter holds
-  const boundary = emitted?.row.id ?? (outcomes.some((o) => o.result) ? await maxSignalId(q, ctx.s, w.id) : '0');
-  const judged = judge(ctx, tasks, gathered, outcomes, boundary);
-  await applyWaitUpdates(q, ctx, w.id, judged.updates);
-  await forgetDecided(q, ctx, w.id, tasks, judged);
-  return { resolved: judged.resolved, failures: judged.failures };
+/** One workflow's waits to judge: the workflow, its loaded waiting tasks, the signal just emitted, its timers when read already. */
+export interface WaitsToJudge {
+  w: WaitWorkflow;
+  tasks: WaitingTask[];
+  emitted?: Emitted;
+  timers?: readonly TimerRow[];
+}
+
+/**
+ * Decides the loaded waits of workflows whose row locks the caller holds, and stores what they decided: each
+ * workflow's inputs gathered and its waits evaluated, then every evaluation stored in one statement. One
+ * workflow (a signal, an activation) is a batch of one. Returns the verdict of each workflow judged.
+ */
+export async function judgeWaits(q: Queryable, ctx: AdvanceContext, batch: readonly WaitsToJudge[]): Promise<Map<string, WaitVerdict>> {
+  const evaluated: (WaitsToJudge & { gathered: Map<string, Gathered>; outcomes: WaitOutcome[] })[] = [];
+  for (const b of batch) {
+    if (b.w.state !== 'running' || b.tasks.length === 0) continue;
+    const gathered = await gatherInputs(q, ctx, b.w, b.tasks, {
+      fromScratch: false,
+      scanLimit: DEFAULT_SCAN_LIMIT,
+      emitted: b.emitted,
+      register: true,
+      timers: b.timers,
+    });
+    evaluated.push({ ...b, gathered, outcomes: b.tasks.map((t) => evaluateWait(t.wait, gathered.get(t.name)!.inputs)) });
+  }
+  // the signals a resolution saw: up to the emitted row (the workflow's newest: ids are assigned under the lock
+  // its emitter holds), else up to the newest, read for the workflows where something resolved
+  const unread = evaluated.filter((e) => !e.emitted && e.outcomes.some((o) => o.result)).map((e) => e.w.id);
+  const newest = unread.length > 0 ? await maxSignalIds(q, ctx.s, unread) : new Map<string, string>();
+  const judged = evaluated.map((e) => ({ ...e, judged: judge(ctx, e.tasks, e.gathered, e.outcomes, e.emitted?.row.id ?? newest.get(e.w.id) ?? '0') }));
+  await applyWaitUpdatesMany(
+    q,
+    ctx,
+    judged.flatMap((e) => e.judged.updates.map((u) => ({ ...u, workflow_id: e.w.id }))),
+  );
+  const verdicts = new Map<string, WaitVerdict>();
+  for (const e of judged) {
+    await forgetDecided(q, ctx, e.w.id, e.tasks, e.judged);
+    verdicts.set(e.w.id, { resolved: e.judged.resolved, failures: e.judged.failures });
+  }
+  return verdicts;
 }
 
 interface Judged {
@@ -128,48 +159,21 @@ async function forgetDecided(q: Queryable, ctx: AdvanceContext, workflowId: stri
 }
 
 /**
- * judgeWaits for many workflows at once (their locks held, a timer storm's batch): what every one of them
- * reads in common (the workflows, their waiting tasks, timers and last signal ids) is read once for all, and
- * the evaluations are stored in one statement; only what a wait reads beyond that (signals, deps, awaited
- * workflows) is read per workflow. Returns the verdict of each workflow that had a wait evaluated.
+ * The waits of many workflows to judge at once (their locks held, a timer storm's batch): what every one of them
+ * reads in common (the workflows, their waiting tasks and timers) is read once for all; only what a wait reads
+ * beyond that (signals, deps, awaited workflows) is read per workflow, by judgeWaits.
  */
-export async function judgeWaitsMany(q: Queryable, ctx: AdvanceContext, targets: ReadonlyMap<string, readonly string[]>): Promise<Map<string, WaitVerdict>> {
-  const verdicts = new Map<string, WaitVerdict>();
+export async function waitsToJudge(q: Queryable, ctx: AdvanceContext, targets: ReadonlyMap<string, readonly string[]>): Promise<WaitsToJudge[]> {
   const ids = [...targets.keys()];
-  if (ids.length === 0) return verdicts;
-  const [workflows, tasks, timers, boundaries] = [
-    await loadWaitWorkflows(q, ctx.s, ids),
-    await loadWaitingTasksMany(
-      q,
-      ctx.s,
-      [...targets].flatMap(([workflow_id, names]) => names.map((name) => ({ workflow_id, name }))),
-    ),
-    await loadTimersMany(q, ctx.s, ids),
-    await maxSignalIds(q, ctx.s, ids),
-  ];
-  const judgedByWorkflow: { w: WaitWorkflow; mine: WaitingTask[]; judged: Judged }[] = [];
-  for (const w of workflows) {
-    const mine = tasks.filter((t) => t.workflow_id === w.id);
-    if (w.state !== 'running' || mine.length === 0) continue;
-    const gathered = await gatherInputs(q, ctx, w, mine, {
-      fromScratch: false,
-      scanLimit: DEFAULT_SCAN_LIMIT,
-      register: true,
-      timers: timers.filter((t) => t.workflow_id === w.id),
-    });
-    const outcomes = mine.map((t) => evaluateWait(t.wait, gathered.get(t.name)!.inputs));
-    judgedByWorkflow.push({ w, mine, judged: judge(ctx, mine, gathered, outcomes, boundaries.get(w.id) ?? '0') });
-  }
-  await applyWaitUpdatesMany(
+  if (ids.length === 0) return [];
+  const workflows = await loadWaitWorkflows(q, ctx.s, ids);
+  const tasks = await loadWaitingTasksMany(
     q,
-    ctx,
-    judgedByWorkflow.flatMap(({ w, judged }) => judged.updates.map((u) => ({ ...u, workflow_id: w.id }))),
+    ctx.s,
+    [...targets].flatMap(([workflow_id, names]) => names.map((name) => ({ workflow_id, name }))),
   );
-  for (const { w, mine, judged } of judgedByWorkflow) {
-    await forgetDecided(q, ctx, w.id, mine, judged);
-    verdicts.set(w.id, { resolved: judged.resolved, failures: judged.failures });
-  }
-  return verdicts;
+  const timers = await loadTimersMany(q, ctx.s, ids);
+  return workflows.map((w) => ({ w, tasks: tasks.filter((t) => t.workflow_id === w.id), timers: timers.filter((t) => t.workflow_id === w.id) }));
 }
 
 /** A workflows term's outcome once decided (satisfied or failed); undefined while it is not. */

@@ -1,11 +1,10 @@
 import type { TaskResult } from '../core/scopes.js';
 import type { Queryable } from '../db/types.js';
 import type { FinalState } from '../engine/decide.js';
-import { heldSql } from './rules.js';
 
 /**
- * The statements that advance a workflow (settle.ts decides what they apply): its lock, its tasks' dependents,
- * its open-task counters and its end.
+ * The statements that advance a workflow beside the wave (advance-wave.ts): its lock, ending pending tasks, its
+ * open-task counters and its end.
  */
 
 /** What a statement of an advancing transaction needs: the schema (named for NOTIFY, quoted for SQL) and its one clock reading. */
@@ -21,8 +20,10 @@ export interface Finalized {
   state: FinalState | 'deleted';
   /** The task's reverse edges, when the caller already has them. */
   dependents?: string[];
-  /** A deleted row that had already finalized: it no longer counts in the open set. */
+  /** A deleted row that had already finalized: it no longer counts in the open set (nor, unless said below, in its dependents'). */
   alreadyClosed?: boolean;
+  /** Whether its dependents counted it already (default: as alreadyClosed); false for a final dep a move gave new dependents. */
+  dependentsCounted?: boolean;
 }
 
 export interface SettleResult {
@@ -30,53 +31,6 @@ export interface SettleResult {
   waitsReady: string[];
   /** The workflow's final state when this settled it. */
   workflowState?: string;
-}
-
-export interface DependentRow {
-  name: string;
-  deps_left: number;
-  held: boolean;
-  scheduled_at: Date;
-  ignore_cancelled_deps: boolean;
-  ignore_discarded_deps: boolean;
-  ignore_deleted_deps: boolean;
-  ignore_skipped_deps: boolean;
-}
-
-/** The reverse edges of some tasks of a workflow. */
-export async function dependentsOf(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<Map<string, string[]>> {
-  const { rows } = await q.query<{ name: string; dependents: string[] }>(
-    `SELECT name, dependents FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[])`,
-    [workflowId, names],
-  );
-  return new Map(rows.map((r) => [r.name, r.dependents]));
-}
-
-/** Of some tasks of a workflow, those still pending, with what decides how a finished dep moves them. */
-export async function pendingDependents(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<DependentRow[]> {
-  const { rows } = await q.query<DependentRow>(
-    `SELECT name, deps_left, ${heldSql('t')} AS held, scheduled_at, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps,
-            ignore_skipped_deps
-       FROM ${s}.tasks t WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending'`,
-    [workflowId, names],
-  );
-  return rows;
-}
-
-/** Moves dependents: each to its deps left and its state. */
-export async function advanceDependents(
-  q: Queryable,
-  s: string,
-  workflowId: string,
-  advanced: readonly { name: string; deps_left: number; state: string }[],
-): Promise<void> {
-  if (advanced.length === 0) return;
-  await q.query(
-    `UPDATE ${s}.tasks t SET deps_left = v.deps_left, state = v.state
-       FROM jsonb_to_recordset($2::jsonb) AS v(name text, deps_left int, state text)
-      WHERE t.workflow_id = $1 AND t.name = v.name`,
-    [workflowId, JSON.stringify(advanced)],
-  );
 }
 
 /** Cancels pending tasks for a reason each (recorded as a dependency error); returns them as finalized. */

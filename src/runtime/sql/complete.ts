@@ -1,8 +1,9 @@
 import type { Queryable } from '../db/types.js';
 import { type StatementContext, WORKFLOW_ROW_COLUMNS, type WorkflowRow } from './advance.js';
+import { activatedSql, moveDependentsSql } from './advance-wave.js';
 import { recordClaimSql } from './claims.js';
 import { type ClaimedJson, claimedJson, decodeClaimed, depOutputsSql, type FetchedTask } from './fetch.js';
-import { finalWorkflowStateSql, heldSql, readyStateSql } from './rules.js';
+import { finalWorkflowStateSql, heldSql } from './rules.js';
 
 export interface Completion {
   workflowId: string;
@@ -130,7 +131,7 @@ async function completeBatch(
     claim: string | null;
     activated: { w: string; n: string }[] | null;
   }>(
-    lean ? leanCompletionSql(s, byTid) : completionSql(s, byTid),
+    statementText(s, byTid, lean),
     lean
       ? [attemptsJson(items, byTid, apart), ctx.now, [...new Set(items.map((i) => i.workflowId))], apart?.outputText ?? null]
       : [
@@ -165,6 +166,15 @@ async function completeBatch(
   const activated = new Map<string, string[]>();
   for (const a of r.activated ?? []) activated.set(a.w, [...(activated.get(a.w) ?? []), a.n]);
   return { skipped, toFinalize: r.finalize ?? [], claimed, claim: r.claim, activated };
+}
+
+/** The completion statements' text, made once per schema and variant (a completion batch is the hot path). */
+const texts = new Map<string, string>();
+function statementText(s: string, byTid: boolean, lean: boolean): string {
+  const key = `${s}\u0000${byTid}\u0000${lean}`;
+  let text = texts.get(key);
+  if (text === undefined) texts.set(key, (text = lean ? leanCompletionSql(s, byTid) : completionSql(s, byTid)));
+  return text;
 }
 
 /** The batch's attempts (items), the workflows' locks, and the large output sent apart ($4): both variants open so. */
@@ -216,11 +226,15 @@ export function leanCompletionSql(s: string, byTid: boolean): string {
      SELECT ${SKIPPED_SQL}, NULL::json AS claimed, NULL::text AS claim, ${FINALIZE_SQL}, NULL::json AS activated`;
 }
 
-/** The whole completion: dependents advance, those made available are claimed eagerly ($5 slots, $6 kinds, $7 worker). */
+/**
+ * The whole completion: dependents advance (the advance wave over the completed tasks' edges, advance-wave.ts),
+ * and those made available are claimed eagerly ($5 slots, $6 kinds, $7 worker).
+ */
 export function completionSql(s: string, byTid: boolean): string {
   return `${completionHead(s, byTid, 'RETURNING t.workflow_id, t.name, t.dependents')}
      ), edges AS (
-       SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep
+       SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c, NULL::text AS end_state, NULL::text AS cause
+         FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep
         WHERE cardinality(d.dependents) > 0 GROUP BY 1, 2
      ), eager AS MATERIALIZED (
        SELECT r.workflow_id, r.name FROM (
@@ -232,20 +246,14 @@ export function completionSql(s: string, byTid: boolean): string {
             AND t.flow IS NULL /* a task with flow control is claimed by flow_pick() alone */) r
         WHERE r.rank <= r.n
      ), advanced AS (
-       UPDATE ${s}.tasks t
-          SET deps_left = t.deps_left - e.c,
-              state = CASE WHEN x.name IS NOT NULL THEN 'running'
-                           ELSE ${readyStateSql({ depsLeft: 't.deps_left - e.c', held: heldSql('t'), scheduledAt: 't.scheduled_at' }, '$2')} END,
-              attempt = CASE WHEN x.name IS NOT NULL THEN t.attempt + 1 ELSE t.attempt END,
-              worker_id = CASE WHEN x.name IS NOT NULL THEN $7 ELSE t.worker_id END,
-              started_at = CASE WHEN x.name IS NOT NULL THEN $2 ELSE t.started_at END,
-              wait_started_at = CASE WHEN t.deps_left - e.c = 0 AND t.wait IS NOT NULL THEN $2 ELSE t.wait_started_at END
-         FROM edges e LEFT JOIN eager x ON x.workflow_id = e.w AND x.name = e.n
-        WHERE t.workflow_id = e.w AND t.name = e.n AND t.state = 'pending'
-        RETURNING t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
+       ${moveDependentsSql(s, {
+         edges: 'edges',
+         now: '$2',
+         eager: { claimed: 'eager', workerId: '$7' },
+         returning: `t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
                   t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid, NULL::text AS flow_error,
-                  (x.name IS NOT NULL) AS claimed,
-                  (t.state = 'pending' AND t.deps_left = 0 AND ${heldSql('t')}) AS activated
+                  (x.name IS NOT NULL) AS claimed, ${activatedSql('t', 'e')} AS activated`,
+       })}
      ), recorded AS (
        ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$7', '$2')}
      ), ${countedSql(s)}

@@ -22,6 +22,18 @@ export function readyStateSql(t: { depsLeft: string; held: string; scheduledAt: 
   return `(CASE WHEN ${t.depsLeft} > 0 OR ${t.held} THEN 'pending' WHEN ${t.scheduledAt} > ${now} THEN 'scheduled' ELSE 'available' END)`;
 }
 
+/**
+ * What a dep's final state ('deleted': its row is gone) means for a dependent `t` (decide.ts depOutcome):
+ * 'satisfied', 'failed' or 'skipped', by the dependent's ignore flags.
+ */
+export function depOutcomeSql(depState: string, t: string): string {
+  return `(CASE ${depState} WHEN 'completed' THEN 'satisfied'
+     WHEN 'skipped' THEN CASE WHEN ${t}.ignore_skipped_deps THEN 'satisfied' ELSE 'skipped' END
+     WHEN 'cancelled' THEN CASE WHEN ${t}.ignore_cancelled_deps THEN 'satisfied' ELSE 'failed' END
+     WHEN 'discarded' THEN CASE WHEN ${t}.ignore_discarded_deps THEN 'satisfied' ELSE 'failed' END
+     WHEN 'deleted' THEN CASE WHEN ${t}.ignore_deleted_deps THEN 'satisfied' ELSE 'failed' END END)`;
+}
+
 /** How a workflow ends once none of its tasks is open (decide.ts finalWorkflowState). */
 export function finalWorkflowStateSql(w: string): string {
   return (

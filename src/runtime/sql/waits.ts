@@ -98,11 +98,6 @@ export async function signalsAfter(
   return rows;
 }
 
-export async function maxSignalId(q: Queryable, s: string, workflowId: string): Promise<string> {
-  const { rows } = await q.query<{ id: string | null }>(`SELECT max(id)::text AS id FROM ${s}.signals WHERE workflow_id = $1`, [workflowId]);
-  return rows[0].id ?? '0';
-}
-
 export interface TimerRow {
   task: string;
   name: string;
@@ -175,16 +170,10 @@ export interface WaitUpdate {
   evidence?: unknown;
 }
 
-/** Stores each evaluation; tasks that resolved move on (the tasks trigger wakes their queues' workers on commit). */
-export async function applyWaitUpdates(q: Queryable, ctx: { s: string; schema: string }, workflowId: string, updates: readonly WaitUpdate[]): Promise<void> {
-  await applyWaitUpdatesMany(
-    q,
-    ctx,
-    updates.map((u) => ({ ...u, workflow_id: workflowId })),
-  );
-}
-
-/** applyWaitUpdates for the tasks of many workflows, in one statement. */
+/**
+ * Stores each evaluation, for the tasks of any number of workflows in one statement; tasks that resolved move on
+ * (the tasks trigger wakes their queues' workers on commit).
+ */
 export async function applyWaitUpdatesMany(
   q: Queryable,
   ctx: { s: string; schema: string },
