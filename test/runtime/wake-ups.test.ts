@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import type { Database } from '../../src/runtime/db/types.js';
 import { channels } from '../../src/runtime/sql/channels.js';
 import { Arrivals } from '../helpers/arrivals.js';
 import { patient } from '../helpers/patience.js';
-import { backend, testRuntime, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, testDatabase, testRuntime, until } from '../helpers/runtime.js';
 
 /**
  * The wake-ups follow the state change, whichever statement makes it (migration 015's triggers): a path that
@@ -83,5 +84,46 @@ describe(`wake-ups (${backend})`, () => {
         throw new Error(`${error.message}: ${where.join('; ')}`);
       });
     expect(w.state).toBe('completed');
+  });
+
+  it('a wake-up that comes while a claim is in flight, which then finds nothing, asks for another claim (no poll needed)', async () => {
+    const base = await testDatabase();
+    // the worker's claims go through here: the first one, once armed, is held after it ran (its snapshot taken, nothing found)
+    let armed = false;
+    let inFlight!: () => void;
+    const claimRan = new Promise<void>((r) => (inFlight = r));
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const database = new Proxy(base, {
+      get(target, prop, receiver) {
+        if (prop !== 'query') return Reflect.get(target, prop, receiver);
+        return async (...args: Parameters<Database['query']>) => {
+          const result = await target.query(...args);
+          if (armed && typeof args[0] === 'string' && args[0].includes("lane = 'available'")) {
+            armed = false;
+            inFlight();
+            await held;
+          }
+          return result;
+        };
+      },
+    }) as Database;
+    let ran!: () => void;
+    const done = new Promise<void>((r) => (ran = r));
+    const rt = await drivenRuntime({ database, definitions: { one: 'name: one\ntasks:\n  t: { kind: ok }\n' }, handlers: { ok: async () => ran() } });
+    // told after the worker (listeners are called in the order they listened)
+    let heard!: () => void;
+    const notified = new Promise<void>((r) => (heard = r));
+    armed = true;
+    await rt.startWorker();
+    await base.listen(channels(rt.schema).available, () => heard());
+    await claimRan;
+    await rt.start('one');
+    await notified;
+    release();
+    await Promise.race([
+      done,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the wake-up was lost: no claim after the empty one')), patient(10_000)).unref()),
+    ]);
   });
 });

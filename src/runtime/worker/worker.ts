@@ -249,12 +249,9 @@ export class Worker {
         const tasks = this.claims.track(fetched.tasks, fetched.claim);
         // a short claim means the queue was drained, unless a wake-up came while the claim was in flight
         q.more = tasks.length === free || q.wakeups !== wakeups || fetched.unplaced;
-        if (tasks.length === 0) return;
-        if (this.stopping) {
-          await this.claims.release(tasks, (fn) => advancing(this.o, fn));
-          return;
-        }
-        q.buffer.push(...tasks);
+        // an empty claim still pumps below: a wake-up that came while it was in flight asks for another
+        if (tasks.length > 0 && this.stopping) await this.claims.release(tasks, (fn) => advancing(this.o, fn));
+        else q.buffer.push(...tasks);
       } catch (error) {
         failed = true;
         if (now && isTransientError(error)) this.claims.uncertain.push(now);
