@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runCliInProcess } from '../helpers/cli.js';
-import { projectWorker } from '../helpers/processes.js';
+import { printed, projectWorker } from '../helpers/processes.js';
 import { databaseConfig, project, write } from '../helpers/project.js';
 import { backend, until } from '../helpers/runtime.js';
 
@@ -93,7 +93,9 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
       await worker.ready;
       expect(await cli('signal', 'r1', 'refund_review')).toMatchObject({ code: 1, stderr: expect.stringContaining('waits on signal key "refund_review"') });
       for (const id of ['r1', 'r2', 'r3']) expect((await cli('signal', id, 'review_done')).code).toBe(0);
-      await until(() => allCompleted(['r1', 'r2', 'r3']), 60_000, 200);
+      // the worker says each last task's end once it is recorded, and with it the workflow's
+      for (const id of ['r1', 'r2', 'r3']) await printed(worker.proc, `${id} settle (settle_payment, attempt 1): completed`);
+      expect(await allCompleted(['r1', 'r2', 'r3'])).toBe(true);
       const settle = JSON.parse((await cli('status', 'r2', '--json')).stdout).tasks.find((t: { name: string }) => t.name === 'settle');
       expect(settle).toMatchObject({ kind: 'settle_payment', output: { ran: 'settle_payment' } });
       expect((await cli('versions', 'refund')).stdout).toMatch(new RegExp(`\\n${v1.slice(0, 12)} .* drained .*\\n$`));
@@ -124,7 +126,8 @@ describe(`a deploy that renames a kind and a signal key, end to end through the 
       });
       await until(async () => JSON.parse((await cli('status', 's2', '--json')).stdout).workflow.state === 'failed', 60_000, 200);
       for (const id of ['s1', 's2']) expect(await cli('retry', id, '--on-current', '--mode', 'failed-only')).toMatchObject({ code: 0, stderr: '' });
-      await until(() => allCompleted(['s1', 's2']), 60_000, 200);
+      for (const id of ['s1', 's2']) await printed(worker.proc, new RegExp(`${id} decide \\(decide, attempt \\d+\\): completed`));
+      expect(await allCompleted(['s1', 's2'])).toBe(true);
     } finally {
       await worker.stop();
     }

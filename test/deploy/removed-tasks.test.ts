@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { runCliInProcess } from '../helpers/cli.js';
-import { projectWorker } from '../helpers/processes.js';
+import { printed, projectWorker } from '../helpers/processes.js';
 import { databaseConfig, project, write } from '../helpers/project.js';
-import { backend, until } from '../helpers/runtime.js';
+import { backend } from '../helpers/runtime.js';
 
 const V1 = `name: order
 inputs: { type: object, required: [fail], properties: { fail: { type: boolean } } }
@@ -54,10 +54,15 @@ describe(`moves that keep history: removed tasks that ended stay, --cancel-remov
 
     let worker = projectWorker(dir, db.env);
     await worker.ready;
-    await until(async () => {
-      const [stuck, clean] = [await tasks('stuck'), await tasks('clean')];
-      return stuck.check_fraud.state === 'retryable' && stuck.reserve_stock.state === 'completed' && clean.check_fraud.state === 'completed';
-    }, 60_000);
+    // the worker says each attempt's end once it is recorded
+    for (const line of [
+      'stuck check_fraud (fraud, attempt 1): failed',
+      'stuck reserve_stock (reserve, attempt 1): completed',
+      'clean check_fraud (fraud, attempt 1): completed',
+    ])
+      await printed(worker.proc, line);
+    const [stuckBefore, cleanBefore] = [await tasks('stuck'), await tasks('clean')];
+    expect([stuckBefore.check_fraud.state, stuckBefore.reserve_stock.state, cleanBefore.check_fraud.state]).toEqual(['retryable', 'completed', 'completed']);
     await worker.stop();
 
     write(dir, 'definitions/order.yaml', V2);
@@ -100,10 +105,10 @@ describe(`moves that keep history: removed tasks that ended stay, --cancel-remov
     await worker.ready;
     try {
       for (const id of ['stuck', 'clean']) expect((await cli('signal', id, 'approved')).code).toBe(0);
-      await until(async () => {
-        for (const id of ['stuck', 'clean']) if (JSON.parse((await cli('status', id, '--json')).stdout).workflow.state !== 'completed') return false;
-        return true;
-      }, 60_000);
+      for (const id of ['stuck', 'clean']) {
+        await printed(worker.proc, `${id} ship (ship, attempt 1): completed`);
+        expect(JSON.parse((await cli('status', id, '--json')).stdout).workflow.state).toBe('completed');
+      }
     } finally {
       await worker.stop();
     }

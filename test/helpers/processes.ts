@@ -54,10 +54,13 @@ export function runtimeProcess(config: Record<string, unknown>): RuntimeProcess 
 /**
  * Resolves once a process has printed text matching `pattern` (its readiness line, say), checked as its output
  * arrives rather than polled; rejects with what it printed when it exits first or prints nothing of the kind
- * within `timeoutMs`.
+ * within `timeoutMs`. `from`: only what it printed after that much output counts (mark() before the action).
  */
-export function printed(proc: RuntimeProcess, pattern: RegExp | string, timeoutMs = 60_000): Promise<void> {
-  const seen = () => (typeof pattern === 'string' ? proc.output().includes(pattern) : pattern.test(proc.output()));
+export function printed(proc: RuntimeProcess, pattern: RegExp | string, timeoutMs = 60_000, from = 0): Promise<void> {
+  const seen = () => {
+    const out = proc.output().slice(from);
+    return typeof pattern === 'string' ? out.includes(pattern) : pattern.test(out);
+  };
   const { child } = proc;
   return new Promise((resolve, reject) => {
     if (seen()) return resolve();
@@ -86,6 +89,9 @@ export function printed(proc: RuntimeProcess, pattern: RegExp | string, timeoutM
     child.on('exit', exit);
   });
 }
+
+/** Where a process's output stands now: printed(proc, pattern, timeout, mark(proc)) waits for what comes after. */
+export const mark = (proc: RuntimeProcess) => proc.output().length;
 
 export const exited = (child: ChildProcess) =>
   new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on('exit', () => resolve())));
@@ -133,15 +139,20 @@ export async function allFinal(db: Database, schema: string, ids: string[], time
 }
 
 /** `braid worker` started in a project folder as its user would; ready once it says what it runs. */
-export function projectWorker(cwd: string, env: NodeJS.ProcessEnv): { ready: Promise<void>; stop: () => Promise<void>; child: ChildProcess } {
+export function projectWorker(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): { ready: Promise<void>; stop: () => Promise<void>; child: ChildProcess; proc: RuntimeProcess } {
   let log = '';
   const child = spawn(process.execPath, [braidBin, 'worker'], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } });
   child.stdout.on('data', (d: Buffer) => (log += d.toString()));
   child.stderr.on('data', (d: Buffer) => (log += d.toString()));
   const gone = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const proc = { child, output: () => log };
   return {
     child,
-    ready: printed({ child, output: () => log }, / running \d+ kind\(s\)/),
+    proc,
+    ready: printed(proc, / running \d+ kind\(s\)/),
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await gone;

@@ -237,7 +237,7 @@ export async function advance(rt: Runtime, ms: number): Promise<void> {
   await d.driver.advanceTo(d.clock.now().getTime() + ms);
 }
 
-/** Settles a driven runtime, then checks what the test expected of it then (until()'s driven twin). */
+/** Settles a driven runtime, then checks what the test expected of it then (the driven twin of a real-time poll). */
 export async function settled(rt: Runtime, check: () => Promise<boolean> | boolean): Promise<void> {
   await settle(rt);
   if (!(await check())) throw new Error('not so once the run settled');

@@ -1,14 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/runtime/telemetry/log.js';
 import { Arrivals } from '../helpers/arrivals.js';
-import { patient } from '../helpers/patience.js';
 import { backend, testRuntime } from '../helpers/runtime.js';
 
 describe(`a handler that ignores its abort (${backend})`, () => {
   it('is said once when its attempt times out and it runs on, and once more when it settles and its result is dropped', async () => {
     const arrivals = new Arrivals<string>();
     const lines = arrivals.items;
-    const logger: Logger = { info: (m) => arrivals.push(`info ${m}`), warn: (m) => arrivals.push(`warn ${m}`), taskDone: () => undefined };
+    const logger: Logger = {
+      info: (m) => arrivals.push(`info ${m}`),
+      warn: (m) => arrivals.push(`warn ${m}`),
+      taskDone: (t, outcome) => arrivals.push(`done ${t.workflow_id} ${t.name}: ${outcome}`),
+    };
     let release: () => void = () => undefined;
     let calls = 0;
     const rt = await testRuntime({
@@ -24,7 +27,9 @@ describe(`a handler that ignores its abort (${backend})`, () => {
     });
     await rt.startWorker();
     const id = await rt.start('slow');
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 })).toMatchObject({ state: 'failed' });
+    // the worker says the attempt's end once it is recorded, and with it the workflow's
+    await arrivals.when((all) => all.some((l) => l.startsWith(`done ${id} t: `)));
+    expect(await rt.workflow(id).load()).toMatchObject({ state: 'failed' });
     await arrivals.when((all) => all.some((l) => l.includes('is still running')));
     expect(lines.filter((l) => l.startsWith('warn the handler of'))).toEqual([
       expect.stringMatching(

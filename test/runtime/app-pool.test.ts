@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/runtime/runtime.js';
-import { patient } from '../helpers/patience.js';
-import { backend, definitionsDir, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
+import { VirtualClock } from '../../src/testing/virtual-clock.js';
+import { backend, DRIVEN, definitionsDir, drive, final, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
 const pools: pg.Pool[] = [];
 afterAll(async () => {
@@ -14,7 +14,11 @@ describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool
     const pool = new pg.Pool({ connectionString: postgresUrl, max: 4 });
     pools.push(pool);
     const schema = uniqueSchema();
-    const rt = createRuntime({ database: pool, schema, handlers: { work: async (args: { order: string }) => ({ shipped: args.order }) } });
+    const clock = new VirtualClock(new Date());
+    const rt = drive(
+      createRuntime({ ...DRIVEN, clock: clock.now, database: pool, schema, handlers: { work: async (args: { order: string }) => ({ shipped: args.order }) } }),
+      clock,
+    );
     await rt.migrate();
     await rt.registerDefinitions(
       definitionsDir({
@@ -43,7 +47,7 @@ describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool
     await client.query('COMMIT');
     client.release();
     await rt.startWorker();
-    expect(await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 20 })).toMatchObject({ state: 'completed' });
+    expect(await final(rt, id)).toMatchObject({ state: 'completed' });
     expect((await rt.workflow(id).task('go')).output).toEqual({ shipped: 'o1' });
     expect((await rt.workflow(other).load()).state).toBe('cancelled');
     // braid's int8 parsing is its own: the application's pg still returns bigints as text

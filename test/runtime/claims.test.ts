@@ -97,15 +97,24 @@ describe(`claims and heap-only completions (${backend})`, () => {
   it('a stopping worker releases what it prefetched and aborted, and leaves no claim behind', async () => {
     // one runs (until it is aborted), the other waits in the worker's prefetch: real time, as a driven run
     // settles only when nothing is in the worker's hands
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
     const rt = await testRuntime({
       definitions,
       queues: { default: 1 },
       prefetch: 5,
-      handlers: { k: (_a, ctx) => new Promise((r) => ctx.signal.addEventListener('abort', r)) },
+      handlers: {
+        k: (_a, ctx) => {
+          started();
+          return new Promise((r) => ctx.signal.addEventListener('abort', r));
+        },
+      },
     });
     await rt.startWorker();
     const id = await rt.start('pair');
-    await until(async () => (await rt.workflow(id).tasks()).every((t) => t.state === 'running'));
+    // one claim took both: the first handler starts once it is back
+    await running;
+    expect((await rt.workflow(id).tasks()).map((t) => t.state)).toEqual(['running', 'running']);
     expect((await claims(rt)).flatMap((c) => c.names).sort()).toEqual(['a', 'b']);
     await rt.stop(50);
     expect(await claims(rt)).toEqual([]);

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { braidBin, repoRoot, runCli, runCliInProcess } from '../helpers/cli.js';
 import { normalise } from '../helpers/golden.js';
-import { printed } from '../helpers/processes.js';
-import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
+import { mark, printed } from '../helpers/processes.js';
+import { backend, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
 
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -53,8 +53,8 @@ output: { said: "\${{ tasks.again.output }}", state: "\${{ tasks.again.state }}"
     join(dir, 'handlers.mjs'),
     `export default {
   say: async (args) => ({ text: args.text }),
-  nap: (args, ctx) => new Promise((resolve, reject) => { const t = setTimeout(resolve, Number(process.env.NAP_MS ` +
-      `?? 10), {}); ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }); }),
+  nap: (args, ctx) => new Promise((resolve, reject) => { console.log('napping ' + ctx.workflowId); const t = setTimeout(resolve, ` +
+      `Number(process.env.NAP_MS ?? 10), {}); ctx.signal.addEventListener('abort', () => { clearTimeout(t); reject(ctx.signal.reason); }); }),
   boom: async () => { throw new Error('boom'); },
   score: async () => ({ risk: 'high' }),
   who: async (args, ctx) => { ctx.log.info('decided', { approvals: ctx.wait.terms.approved.signals.length }); return { by: ctx.wait.terms.approved.signals.map((s) => s.payload) }; },
@@ -146,14 +146,13 @@ describe(`CLI against a running worker (${backend})`, () => {
     expect(doomed.code).toBe(1);
     expect(doomed.stderr).toMatch(/ended failed/);
     const doomedId = doomed.stdout.trim().split('\n')[0];
+    const beforeRetry = mark(worker);
     const retried = await runCliInProcess(['retry', doomedId, '--mode', 'failed-only', '--reset-history', '--json', ...db], { cwd: dir, env });
     expect(retried.stderr).toBe('');
     expect(JSON.parse(retried.stdout)).toMatchObject({ attempt: 2, retried: ['t'] });
-    await until(
-      async () => JSON.parse((await runCliInProcess(['status', doomedId, '--json', ...db], { cwd: dir, env })).stdout).workflow.state === 'failed',
-      30_000,
-      200,
-    );
+    // the worker says the attempt's end once it is recorded, and with it the workflow's
+    await printed(worker, new RegExp(`${doomedId} t \\(boom, attempt \\d+\\): failed: boom`), 30_000, beforeRetry);
+    expect(JSON.parse((await runCliInProcess(['status', doomedId, '--json', ...db], { cwd: dir, env })).stdout).workflow.state).toBe('failed');
     expect((await runCliInProcess(['retry', doomedId, '--mode', 'sideways', ...db], { cwd: dir, env })).code).toBe(2);
 
     // an output that breaks its task's returns ends the attempt as output_invalid, and status says where
@@ -193,15 +192,12 @@ describe(`CLI against a running worker (${backend})`, () => {
     const slow = await startWorker(dir, db, { ...env, NAP_MS: '60000' });
     await printed(slow, 'running 5 kind(s)');
     const id2 = (await runCliInProcess(['start', 'greeting', '--inputs', '{"who":"bob"}', ...db], { cwd: dir, env })).stdout.trim();
-    await until(async () => (await runCliInProcess(['status', id2, '--json', ...db], { cwd: dir, env })).stdout.includes('"state": "running"'), 30_000, 200);
+    await printed(slow, `napping ${id2}`, 30_000);
     const cancelled = await runCliInProcess(['cancel', id2, ...db], { cwd: dir, env });
     expect(cancelled.code).toBe(0);
     expect(cancelled.stdout).toBe(`cancelled workflow ${id2}: tasks cancelled: none; still running, asked to stop: slow\n`);
-    await until(
-      async () => JSON.parse((await runCliInProcess(['status', id2, '--json', ...db], { cwd: dir, env })).stdout).workflow.state === 'cancelled',
-      30_000,
-      200,
-    );
+    await printed(slow, `${id2} slow (nap, attempt 1): `, 30_000);
+    expect(JSON.parse((await runCliInProcess(['status', id2, '--json', ...db], { cwd: dir, env })).stdout).workflow.state).toBe('cancelled');
     slow.child.kill('SIGINT');
     expect(await exited(slow.child)).toBe(0);
   }, 240_000);
@@ -244,7 +240,9 @@ tasks:
     await printed(worker, 'running 5 kind(s)');
     const id = (await runCliInProcess(['start', 'review', ...db], { cwd: dir, env })).stdout.trim();
     const statusJson = async () => JSON.parse((await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env })).stdout);
-    await until(async () => (await statusJson()).tasks[1].wait?.phase === 'waiting', 30_000, 200);
+    // first's completion, said once committed, started decide's wait in its transaction
+    await printed(worker, `${id} first (say, attempt 1): completed`, 30_000);
+    expect((await statusJson()).tasks[1].wait?.phase).toBe('waiting');
 
     const text = (await runCliInProcess(['status', id, ...db], { cwd: dir, env })).stdout;
     expect(text).toMatch(/decide +say +pending +0\/25 +waiting on approved \|\| sla: approved 0\/1 signal, sla fires at \d{4}-/);
@@ -299,7 +297,8 @@ tasks:
     expect(approve.code).toBe(0);
     expect(approve.stdout).toMatch(new RegExp(`^stored signal \\d+ "approval" \\(attempt 1\\) for workflow ${id}\\n$`));
     expect(approve.stderr).toContain('resolved the wait of decide');
-    await until(async () => (await statusJson()).workflow.state === 'completed', 30_000, 200);
+    await printed(worker, `${id} decide (say, attempt 1): completed`, 30_000);
+    expect((await statusJson()).workflow.state).toBe('completed');
     const resolved = (await statusJson()).tasks[1].wait;
     expect(resolved.phase).toBe('resolved');
     expect(resolved.evidence.terms.map((t: { name: string; value: boolean }) => [t.name, t.value])).toEqual([
@@ -336,11 +335,7 @@ tasks:
       /^decide +who +pending +0\/25 +waiting on approved: approved 1\/2 distinct \(grace\)$/m,
     );
     expect((await approveAs('linus')).stderr).toContain('resolved the wait of decide');
-    await until(
-      async () => JSON.parse((await runCliInProcess(['status', quorum, '--json', ...db], { cwd: dir, env })).stdout).workflow.state === 'completed',
-      30_000,
-      200,
-    );
+    await printed(worker, `${quorum} decide (who, attempt 1): completed`, 30_000);
     const decided = JSON.parse((await runCliInProcess(['status', quorum, '--json', ...db], { cwd: dir, env })).stdout).tasks[0];
     expect(decided.output).toEqual({
       by: [

@@ -82,6 +82,10 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
       const proxy = await startProxy();
       const through = createPostgres({ connectionString: proxy.url(postgresUrl), max: 4 });
       let aborted = 0;
+      let startedLong!: () => void;
+      const longStarted = new Promise<void>((r) => (startedLong = r));
+      let abortedLong!: () => void;
+      const longAborted = new Promise<void>((r) => (abortedLong = r));
       const definitions = {
         long: 'name: long\ntasks:\n  t: { kind: long }\n',
         quick: 'name: quick\ntasks:\n  t: { kind: quick }\n',
@@ -93,20 +97,23 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
         // polling every minute: only notifications can wake this worker in time
         pollIntervalMs: 60_000,
         handlers: {
-          long: (_a, ctx) =>
-            new Promise((_, reject) =>
+          long: (_a, ctx) => {
+            startedLong();
+            return new Promise((_, reject) =>
               ctx.signal.addEventListener('abort', () => {
                 aborted++;
+                abortedLong();
                 reject(new Error('aborted'));
               }),
-            ),
+            );
+          },
           quick: async () => ({ ok: true }),
         },
       });
       await worker.startWorker();
       phase = 'starting the long task';
       const id = await direct.start('long');
-      await until(async () => (await direct.workflow(id).task('t')).state === 'running');
+      await longStarted;
       phase = 'cancelling in the outage';
       proxy.cut();
       await direct.workflow(id).cancel();
@@ -114,7 +121,8 @@ describe.runIf(backend === 'postgres')('faults: outages and kills against one Po
       expect(aborted).toBe(0);
       proxy.restore();
       phase = 'waiting for the abort after the outage';
-      await until(() => aborted === 1, patient(20_000));
+      await longAborted;
+      expect(aborted).toBe(1);
       phase = 'waiting for the cancelled workflow';
       expect((await direct.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 100 })).state).toBe('cancelled');
       phase = 'running a workflow woken by a notification';

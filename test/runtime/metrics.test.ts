@@ -4,9 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { serveMetrics } from '../../src/api/metrics-server.js';
 import { startApiServer } from '../../src/api/server.js';
 import { workflowCounts } from '../../src/runtime/sql/metrics.js';
+import type { Logger } from '../../src/runtime/telemetry/log.js';
 import { Metrics } from '../../src/runtime/telemetry/metrics.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { advance, backend, drivenRuntime, final, settle, settled, testRuntime, until } from '../helpers/runtime.js';
+import { Arrivals } from '../helpers/arrivals.js';
+import { advance, backend, drivenRuntime, final, settle, settled, testRuntime } from '../helpers/runtime.js';
 
 const HOUR = 3_600_000;
 
@@ -154,9 +156,14 @@ describe(`metrics as Prometheus text (${backend})`, () => {
 
   it('a process that becomes the leader counts it; braid ui serves /metrics behind its token', async () => {
     const metrics = new Metrics();
-    const rt = await testRuntime({ metrics, leader: true, leaderLeaseMs: 30_000 }); // a lease a busy machine cannot miss renewing, so it is won once
+    // the process says when it leads
+    const said = new Arrivals<string>();
+    const logger: Logger = { info: (m) => said.push(m), warn: () => undefined, taskDone: () => undefined };
+    // a lease a busy machine cannot miss renewing, so it is won once
+    const rt = await testRuntime({ metrics, logger, leader: true, leaderLeaseMs: 30_000 });
     await rt.startWorker();
-    await until(() => rt.isLeader, 30_000);
+    await said.when((all) => all.some((l) => l.includes('is the leader')), 30_000);
+    expect(rt.isLeader).toBe(true);
     const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1', metrics });
     try {
       expect((await fetch(`${server.url}/metrics`)).status).toBe(401);

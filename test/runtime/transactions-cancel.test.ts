@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compile, validate } from '../../src/index.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
-import { backend, definitionsDir, drivenRuntime, final, run, scratchTable, settle, settled, testDatabase, testRuntime, until } from '../helpers/runtime.js';
+import { backend, definitionsDir, drivenRuntime, final, run, scratchTable, settled, testDatabase, testRuntime } from '../helpers/runtime.js';
 
 const sleeper = (ms: number) => async (_args: unknown, ctx: { signal: AbortSignal }) =>
   new Promise((resolve, reject) => {
@@ -72,12 +72,14 @@ describe(`cancel and shutdown (${backend})`, () => {
   it('cancel while tasks run: pending tasks are cancelled, running handlers get an abort, the workflow ends cancelled', async () => {
     const clock = new VirtualClock(new Date());
     let aborted = 0;
+    let bothAborted!: () => void;
+    const bothDone = new Promise<void>((r) => (bothAborted = r));
     const handlers: Handlers = {
       long: async (_a, ctx) => {
         try {
           return await clock.sleep(10 * 60_000, ctx.signal);
         } catch (e) {
-          aborted++;
+          if (++aborted === 2) bothAborted();
           throw e;
         }
       },
@@ -96,10 +98,7 @@ describe(`cancel and shutdown (${backend})`, () => {
     expect(result.stopping.sort()).toEqual(['a', 'b']);
     // the abort reaches the handlers by notification: on Postgres, after the cancel's commit, in its own time
     // (moving the clock before it arrives would end their sleeps instead)
-    await until(async () => {
-      await settle(rt);
-      return aborted === 2;
-    });
+    await bothDone;
     expect((await final(rt, id)).state).toBe('cancelled');
     expect(aborted).toBe(2);
     const states = Object.fromEntries((await rt.workflow(id).tasks()).map((t) => [t.name, t.state]));

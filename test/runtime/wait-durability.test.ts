@@ -3,7 +3,7 @@ import { createPostgres } from '../../src/runtime/db/postgres.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { VirtualClock } from '../../src/testing/virtual-clock.js';
 import { patient } from '../helpers/patience.js';
-import { backend, postgresUrl, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, postgresUrl, settle, settled, testDatabase, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 const sla = `name: sla
 tasks:
@@ -30,16 +30,17 @@ describe(`timers are durable (${backend})`, () => {
     const clock = new VirtualClock(new Date());
     const schema = uniqueSchema();
     const before = counting();
-    const a = await testRuntime({ schema, clock: clock.now, handlers: before.handlers, definitions: { sla } });
+    const a = await drivenRuntime({ schema, virtualClock: clock, handlers: before.handlers, definitions: { sla } });
     await a.startWorker();
     const id = await a.start('sla');
-    await until(async () => (await a.workflow(id).task('escalate')).wait?.phase === 'waiting');
+    await settled(a, async () => (await a.workflow(id).task('escalate')).wait?.phase === 'waiting');
     await a.stop();
     clock.advance(2 * 3_600_000);
     const after = counting();
-    const b = await testRuntime({ schema, clock: clock.now, handlers: after.handlers, database: await testDatabase(), workerDeadAfterMs: 86_400_000 });
+    const b = await drivenRuntime({ schema, virtualClock: clock, handlers: after.handlers, database: await testDatabase() });
     await b.startWorker();
-    expect((await b.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
+    await settle(b);
+    expect((await b.workflow(id).load()).state).toBe('completed');
     expect(before.runs).toEqual(['first']);
     expect(after.runs).toEqual(['escalate']);
     expect((await b.maintenance()).timers).toBe(0);
@@ -49,25 +50,26 @@ describe(`timers are durable (${backend})`, () => {
     const clock = new VirtualClock(new Date());
     const schema = uniqueSchema();
     const { runs, handlers } = counting();
-    const a = await testRuntime({ schema, clock: clock.now, handlers, definitions: { sla }, workerDeadAfterMs: 86_400_000 });
-    const b = await testRuntime({
+    const a = await drivenRuntime({ schema, virtualClock: clock, handlers, definitions: { sla } });
+    const b = await drivenRuntime({
       schema,
-      clock: clock.now,
+      virtualClock: clock,
       handlers,
       database: backend === 'postgres' ? createPostgres({ connectionString: postgresUrl, max: 5 }) : await testDatabase(),
-      workerDeadAfterMs: 86_400_000,
     });
     await a.startWorker();
-    await b.startWorker();
     const ids = await Promise.all(Array.from({ length: 10 }, () => a.start('sla')));
-    await until(async () => {
+    await settled(a, async () => {
       for (const id of ids) if ((await a.workflow(id).task('escalate')).wait?.phase !== 'waiting') return false;
       return true;
     });
+    // both fire timers and both run what they make available
+    await b.startWorker();
     clock.advance(2 * 3_600_000);
     const [ra, rb] = await Promise.all([a.maintenance(), b.maintenance()]);
     expect(ra.timers + rb.timers).toBe(10);
-    for (const id of ids) expect((await a.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
+    await Promise.all([settle(a), settle(b)]);
+    for (const id of ids) expect((await a.workflow(id).load()).state).toBe('completed');
     expect(runs.filter((r) => r === 'escalate')).toHaveLength(10);
     await b.stop();
     if (backend === 'postgres') await b.db.close();
@@ -96,7 +98,7 @@ describe(`timers are durable (${backend})`, () => {
 describe.runIf(backend === 'postgres')('concurrent signals (real Postgres)', () => {
   it('50 signals for a count: 50 quorum, emitted at once from 10 connections, resolve the wait exactly once', async () => {
     const { runs, handlers } = counting();
-    const rt = await testRuntime({
+    const rt = await drivenRuntime({
       handlers,
       definitions: {
         fifty: 'name: fifty\ntasks:\n  go:\n    kind: step\n    wait: { terms: { votes: { signal: vote, where: "payload.yes == true", count: 50 } } }\n',
@@ -104,12 +106,12 @@ describe.runIf(backend === 'postgres')('concurrent signals (real Postgres)', () 
     });
     await rt.startWorker();
     const id = await rt.start('fifty');
-    await until(async () => (await rt.workflow(id).task('go')).wait?.phase === 'waiting');
+    await settled(rt, async () => (await rt.workflow(id).task('go')).wait?.phase === 'waiting');
     const pools = Array.from({ length: 10 }, () => createPostgres({ connectionString: postgresUrl, max: 1 }));
     const others = await Promise.all(pools.map((db) => testRuntime({ schema: rt.schema, database: db })));
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) => others[i % 10].workflow(id).signals.emit('vote', { yes: true, i })));
     expect(results.filter((r) => r.resolved.length > 0)).toHaveLength(1);
-    expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: patient(20_000), pollMs: 25 })).state).toBe('completed');
+    expect((await final(rt, id)).state).toBe('completed');
     expect(runs).toEqual(['go']);
     const evidence = (await rt.workflow(id).task('go')).wait!.evidence!;
     expect(evidence.terms[0]).toMatchObject({ matched: 50, required: 50, value: true });
