@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -110,6 +111,41 @@ describe('the docs', () => {
     });
     expect(wrong).toEqual([]);
   });
+
+  it('runs every command that ends by itself, in a project of the examples: none is a usage error or a crash', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-docs-run-'));
+    cpSync(join(repoRoot, 'definitions'), join(dir, 'definitions'), { recursive: true });
+    mkdirSync(join(dir, 'src'));
+    cpSync(join(repoRoot, 'examples/handlers.ts'), join(dir, 'src/handlers.ts'));
+    writeFileSync(join(dir, 'braid.config.yaml'), 'definitions: definitions\nhandlers: src/handlers.ts\n');
+    writeFileSync(join(dir, 'orders.ndjson'), '{"order_id":"o7"}\n{"order_id":"o8"}\n');
+    // a repository with a main branch, for braid plan --against main
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: dir });
+    execFileSync('git', ['add', '-A'], { cwd: dir });
+    execFileSync('git', ['-c', 'user.name=docs', '-c', 'user.email=docs@example.com', 'commit', '-qm', 'the examples'], { cwd: dir });
+    const env = { DATABASE_URL: '' };
+    const run = (args: string[]) => runCliInProcess(args, { cwd: dir, env });
+    expect((await run(['register'])).code).toBe(0);
+    const id = (await run(['start', 'order_fulfilment', '--inputs', '{"order_id":"o1"}'])).stdout.trim();
+    // a synopsis (NAME, [--flag]), a process that serves until stopped, or one that waits for a worker is checked
+    // against its usage above, not run here
+    const runnable = (words: string[]) =>
+      !words.some((w) => /^[A-Z_]+$|^\[|\|/.test(w) || w === '--wait' || w === '--follow') && !['worker', 'dev', 'ui', 'init', 'demo'].includes(words[0]);
+    const unquote = (w: string) => (/^'.*'$|^".*"$/.test(w) ? w.slice(1, -1) : w);
+    const lines = blocks()
+      .filter((b) => b.page !== 'README.md')
+      .flatMap(commandLines)
+      .filter((l) => runnable(l.words));
+    expect(lines.length).toBeGreaterThan(15);
+    const bad: string[] = [];
+    for (const { at, words } of lines) {
+      const args = words.map((w) => unquote(w.replace(/^01JD\.\.\.$|^<id>$/, id)));
+      const result = await run(args);
+      if (result.code === 2 || result.code > 1 || /\n\s+at .*:\d+:\d+/.test(result.stderr))
+        bad.push(`${at}: braid ${args.join(' ')} -> ${result.code}: ${result.stderr.slice(0, 300)}`);
+    }
+    expect(bad).toEqual([]);
+  }, 180_000);
 
   it('shows definitions, test files and config files that validate', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-docs-'));
