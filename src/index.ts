@@ -23,6 +23,7 @@ export {
   loadHandlers,
   MAX_START_BATCH,
   migrate,
+  NonRetryableError,
   type PgliteOptions,
   type PostgresOptions,
   type Queryable,

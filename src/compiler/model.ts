@@ -90,6 +90,8 @@ export interface RetryDef {
   initial?: string;
   max?: string;
   jitter?: boolean;
+  /** Error codes that end the task at once, whatever attempts it has left. */
+  non_retryable?: string[];
 }
 
 export interface TaskDef extends TaskDefaults {
@@ -254,7 +256,8 @@ function readRetry(v: unknown): RetryDef | undefined {
   const r = obj(v);
   if (!r) return undefined;
   const backoff = r.backoff === 'exponential' || r.backoff === 'linear' || r.backoff === 'constant' ? r.backoff : undefined;
-  return { backoff, initial: str(r.initial), max: str(r.max), jitter: bool(r.jitter) };
+  const codes = Array.isArray(r.non_retryable) ? r.non_retryable.filter((c): c is string => typeof c === 'string') : undefined;
+  return { backoff, initial: str(r.initial), max: str(r.max), jitter: bool(r.jitter), ...(codes ? { non_retryable: codes } : {}) };
 }
 
 function readTask(name: string, index: number, v: Record<string, unknown>): TaskDef {

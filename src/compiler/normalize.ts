@@ -74,6 +74,8 @@ export interface NormalizedRetry {
   initial_ms: number;
   max_ms: number;
   jitter: boolean;
+  /** Present only when declared (the runtime's default then applies: output_invalid), so other definitions keep their hash. */
+  non_retryable?: string[];
 }
 
 export interface NormalizedTask {
@@ -289,8 +291,8 @@ function normalizeDefaults(def: Definition): NormalizedDefaults {
   if (d.retry !== undefined) {
     const retry = normalizeRetry(d.retry);
     const base = BUILTIN_DEFAULTS.retry;
-    if (retry.backoff !== base.backoff || retry.initial_ms !== base.initial_ms || retry.max_ms !== base.max_ms || retry.jitter !== base.jitter)
-      out.retry = retry;
+    const differs = retry.backoff !== base.backoff || retry.initial_ms !== base.initial_ms || retry.max_ms !== base.max_ms || retry.jitter !== base.jitter;
+    if (differs || retry.non_retryable !== undefined) out.retry = retry;
   }
   for (const flag of ['ignore_cancelled_deps', 'ignore_discarded_deps', 'ignore_deleted_deps', 'ignore_skipped_deps'] as const)
     if (d[flag] === true) out[flag] = true;
@@ -304,7 +306,17 @@ export function defaultsAsWritten(d: NormalizedDefaults): Record<string, unknown
     ...rest,
     ...(rate_limit !== undefined ? { rate_limit: { key: rate_limit.key, limit: rate_limit.limit, per: `${rate_limit.per_ms}ms` } } : {}),
     ...(timeout_ms !== undefined ? { timeout: `${timeout_ms}ms` } : {}),
-    ...(retry !== undefined ? { retry: { backoff: retry.backoff, initial: `${retry.initial_ms}ms`, max: `${retry.max_ms}ms`, jitter: retry.jitter } } : {}),
+    ...(retry !== undefined
+      ? {
+          retry: {
+            backoff: retry.backoff,
+            initial: `${retry.initial_ms}ms`,
+            max: `${retry.max_ms}ms`,
+            jitter: retry.jitter,
+            ...(retry.non_retryable !== undefined ? { non_retryable: retry.non_retryable } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -315,6 +327,7 @@ function normalizeRetry(r: RetryDef | undefined): NormalizedRetry {
     initial_ms: ms(r?.initial) ?? base.initial_ms,
     max_ms: ms(r?.max) ?? base.max_ms,
     jitter: r?.jitter ?? base.jitter,
+    ...(r?.non_retryable !== undefined ? { non_retryable: [...new Set(r.non_retryable)] } : {}),
   };
 }
 

@@ -74,6 +74,7 @@ export {
   type ExtensionSpec,
   type Handler,
   type Handlers,
+  NonRetryableError,
   type SignalTermEvidence,
   TaskCancelled,
   type TaskContext,

@@ -4,6 +4,7 @@
  * for the kind; with neither, the attempt fails naming the kind.
  */
 import { type NormalizedDefinition, START_KIND } from '../compiler/normalize.js';
+import { NonRetryableError } from '../runtime/index.js';
 import type { Handler, Handlers, TaskContext } from '../runtime/worker/handlers.js';
 import type { Mock } from './test-file.js';
 import type { VirtualClock } from './virtual-clock.js';
@@ -48,7 +49,10 @@ export function unhandled(tree: readonly NormalizedDefinition[], root: string, m
 }
 
 export class MockFailure extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
     super(message);
     this.name = 'MockFailure';
   }
@@ -92,7 +96,10 @@ async function play(mock: Mock, ctx: TaskContext, setup: MockSetup, workflow: st
     }
     await setup.clock.sleep(mock.delay_ms, ctx.signal);
   }
-  if (mock.error !== undefined) throw new MockFailure(mock.error);
-  if (mock.fail !== undefined && ctx.attempt <= mock.fail) throw new MockFailure(`mocked failure ${ctx.attempt} of ${mock.fail}`);
+  if (mock.error !== undefined) {
+    if (mock.retry === false) throw new NonRetryableError(mock.error, { code: mock.code });
+    throw new MockFailure(mock.error, mock.code);
+  }
+  if (mock.fail !== undefined && ctx.attempt <= mock.fail) throw new MockFailure(`mocked failure ${ctx.attempt} of ${mock.fail}`, mock.code);
   return mock.output === undefined ? null : structuredClone(mock.output);
 }

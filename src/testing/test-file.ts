@@ -19,6 +19,10 @@ export interface Mock {
   fail?: number;
   delay_ms?: number;
   handler?: 'real';
+  /** The failures' error code. */
+  code?: string;
+  /** false: the error is not retried (a NonRetryableError). */
+  retry?: false;
 }
 
 export type TaskExpect = string | { state?: string; attempts?: number; args?: unknown; output?: unknown; wait?: Record<string, boolean>; logs?: LogExpect[] };
@@ -120,6 +124,8 @@ interface RawMock {
   fail?: number;
   delay?: string;
   handler?: 'real';
+  code?: string;
+  retry?: false;
 }
 
 /** Parses and schema-checks one test file. */
@@ -193,6 +199,8 @@ function toMock(m: RawMock): Mock {
   if (m.fail !== undefined) out.fail = m.fail;
   if (m.delay !== undefined) out.delay_ms = durationMs(m.delay);
   if (m.handler !== undefined) out.handler = m.handler;
+  if (m.code !== undefined) out.code = m.code;
+  if (m.retry === false) out.retry = false;
   return out;
 }
 
@@ -295,7 +303,10 @@ function describe(e: ErrorObject): { message: string; path: Path; hint?: string;
     case 'enum':
       return { message: `${where}: must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`, path };
     case 'not':
-      return { message: `${where}: a mock is one of { output }, { error }, { fail, output }, { delay, output } or { handler: real }`, path };
+      return {
+        message: `${where}: a mock is one of { output }, { error, code, retry: false }, { fail, code, output }, { delay, output } or { handler: real }`,
+        path,
+      };
     case 'pattern':
       if (/duration|advance|max_time|delay/.test(String(path.at(-1))))
         return {

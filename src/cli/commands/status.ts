@@ -49,7 +49,11 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
     const last = t.errors.at(-1);
     const note = t.removed_in
       ? removedNote(t)
-      : (t.pending_reason ?? t.skip_reason ?? (last && t.state !== 'completed' ? `${last.code ?? last.kind ?? 'error'}: ${last.message}` : ''));
+      : (t.pending_reason ??
+        t.skip_reason ??
+        (last && t.state !== 'completed'
+          ? `${last.code ?? last.kind ?? 'error'}: ${last.message}${last.not_retried ? ` (not retried: ${last.not_retried})` : ''}`
+          : ''));
     return [t.name, t.kind, t.state, attemptText(t.attempt, t.max_attempts), note];
   });
   const header = ['TASK', 'KIND', 'STATE', 'ATTEMPT', 'WAITING FOR / WHY SKIPPED / LAST ERROR'];

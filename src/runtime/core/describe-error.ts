@@ -1,5 +1,5 @@
 import type { TaskError } from '../sql/attempts.js';
-import { TaskTimeout } from '../worker/task-errors.js';
+import { NonRetryableError, TaskTimeout } from '../worker/task-errors.js';
 import { storableText } from './storable.js';
 
 /** A handler's error whose text is recorded as is (braid made it): its kind says what happened. */
@@ -16,6 +16,8 @@ export class OutputError extends Error {
 
 const MAX_MESSAGE = 2000;
 const STACK_LINES = 12;
+/** The longest error code kept: a longer `code` is no code a policy names. */
+const MAX_CODE = 100;
 
 /**
  * Whatever a handler threw, as a recorded error: never throws itself. A thrown value is the handler's, and
@@ -39,6 +41,10 @@ function describe(thrown: unknown): TaskError {
     const stack = textOf(() => thrown.stack);
     const error: TaskError = { message: clip(message), kind: 'error' };
     if (name) error.name = clip(name, 200);
+    // an error's own code (a string, as Node's and most libraries' are) is what retry.non_retryable names
+    const code = textOf(() => (thrown as { code?: unknown }).code);
+    if (code && code.length <= MAX_CODE) error.code = storableText(code);
+    if (thrown instanceof NonRetryableError) error.no_retry = true;
     if (stack)
       error.stack = storableText(
         stack

@@ -77,6 +77,8 @@ export interface RetryPolicy {
   initial_ms: number;
   max_ms: number;
   jitter: boolean;
+  /** Error codes that end the task at once; absent: DEFAULT_NON_RETRYABLE. */
+  non_retryable?: string[];
 }
 
 /**
@@ -88,7 +90,11 @@ export const DEFAULT_RETRY: RetryPolicy = { backoff: 'exponential', initial_ms: 
 /** Whether a policy is the default one (a task on it stores none). */
 export function isDefaultRetry(p: RetryPolicy): boolean {
   return (
-    p.backoff === DEFAULT_RETRY.backoff && p.initial_ms === DEFAULT_RETRY.initial_ms && p.max_ms === DEFAULT_RETRY.max_ms && p.jitter === DEFAULT_RETRY.jitter
+    p.backoff === DEFAULT_RETRY.backoff &&
+    p.initial_ms === DEFAULT_RETRY.initial_ms &&
+    p.max_ms === DEFAULT_RETRY.max_ms &&
+    p.jitter === DEFAULT_RETRY.jitter &&
+    p.non_retryable === undefined
   );
 }
 
@@ -115,13 +121,27 @@ export function attemptJitter(ref: { workflowId: string; name: string; attempt: 
 /** Errors no retry can mend: the same attempt would fail the same way (an output over max_output is too large again). */
 export const NOT_RETRIED: ReadonlySet<string> = new Set(['output_too_large']);
 
+/** The codes a task's failures end at once when its retry policy names none: an output that breaks `returns` breaks it again. */
+export const DEFAULT_NON_RETRYABLE: readonly string[] = ['output_invalid'];
+
+/** Why a failure is not to be retried, whatever attempts are left; undefined when it may be. */
+export function notRetried(error: { code?: string; no_retry?: boolean }, retry: { non_retryable?: readonly string[] } | null | undefined): string | undefined {
+  if (error.no_retry) return 'the handler said no retry can mend it';
+  if (error.code === undefined) return undefined;
+  if (NOT_RETRIED.has(error.code)) return `${error.code} is never retried: it would fail the same way`;
+  const list = retry?.non_retryable;
+  if (list === undefined)
+    return DEFAULT_NON_RETRYABLE.includes(error.code) ? `${error.code} is not retried by default (retry: { non_retryable: [] } retries it)` : undefined;
+  return list.includes(error.code) ? `${error.code} is in the task's retry.non_retryable` : undefined;
+}
+
 /** After an attempt fails: try again later, or give up for good. */
 export function afterFailure(
-  task: { attempt: number; max_attempts: number; cancel_requested: boolean },
-  error: { code?: string } = {},
+  task: { attempt: number; max_attempts: number; cancel_requested: boolean; retry?: { non_retryable?: readonly string[] } | null },
+  error: { code?: string; no_retry?: boolean } = {},
 ): 'retryable' | 'discarded' | 'cancelled' {
   if (task.cancel_requested) return 'cancelled';
-  if (error.code !== undefined && NOT_RETRIED.has(error.code)) return 'discarded';
+  if (notRetried(error, task.retry) !== undefined) return 'discarded';
   return task.attempt >= task.max_attempts ? 'discarded' : 'retryable';
 }
 

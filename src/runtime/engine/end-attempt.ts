@@ -16,7 +16,7 @@ import {
 import { insertLogLines } from '../sql/task-logs.js';
 import { advanceWorkflow } from './advance.js';
 import type { AdvanceContext } from './context.js';
-import { afterFailure, attemptJitter, DEFAULT_RETRY, dueState, retryDelayMs } from './decide.js';
+import { afterFailure, attemptJitter, DEFAULT_RETRY, dueState, notRetried, retryDelayMs } from './decide.js';
 
 /** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
 function storableError(e: TaskError): TaskError {
@@ -75,6 +75,10 @@ export async function endAttempt(
     worker: ref.workerId,
   };
   const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task, entry);
+  // a failure that ends the task with attempts left says why
+  const why = next === 'discarded' && ref.attempt < task.max_attempts ? notRetried(entry, task.retry) : undefined;
+  if (why !== undefined) entry.not_retried = why;
+  delete entry.no_retry;
   if (next === 'retryable') {
     // a lost attempt (its worker died, or could not record the end) is no failure of the handler's to back
     // off from: detecting it took long enough, so it runs again at once, keeping its place in the queue
@@ -102,7 +106,7 @@ export async function endAttempt(
     next === 'cancelled'
       ? `cancelled: ${entry.message}`
       : `attempt ${ref.attempt} of ${task.max_attempts} failed (${entry.code ?? entry.kind ?? 'error'}): ${entry.message}; the task is discarded${
-          ref.attempt < task.max_attempts ? ' (not retried)' : ''
+          why !== undefined ? ` (not retried: ${why})` : ''
         }`,
   );
   await advanceWorkflow(q, ctx, ref.workflowId, [{ name: ref.name, state: next }]);

@@ -18,11 +18,16 @@ export interface TaskError {
   stack?: string;
   kind?: 'error' | 'timeout' | 'cancel' | 'lost' | 'shutdown' | 'output';
   /**
-   * A code braid gives the error: output_invalid (the output breaks the task's `returns`), output_too_large
-   * (it is over the task's `max_output`: not retried), flow_invalid (its stored flow control cannot be
-   * enforced: the task ends without running).
+   * The error's code: braid's own — output_invalid (the output breaks the task's `returns`), output_too_large
+   * (it is over the task's `max_output`: never retried), args_invalid (its args did not render), flow_invalid
+   * (its stored flow control cannot be enforced: the task ends without running) — or the `code` of what the
+   * handler threw (a string), which a task's `retry.non_retryable` may name.
    */
-  code?: 'output_invalid' | 'output_too_large' | 'flow_invalid';
+  code?: string;
+  /** The handler said no retry can mend it (a NonRetryableError, ctx.fail with retry: false). */
+  no_retry?: true;
+  /** Why the task ended with attempts left: what made this failure one that is not retried. */
+  not_retried?: string;
 }
 
 /** What a handler's attempt ended in, other than success. */

@@ -231,7 +231,19 @@ export interface TaskRecord {
   args: unknown;
   output: unknown;
   /** Each attempt that did not complete, oldest first: when it started and ended, the worker that ran it, why. */
-  errors: { attempt: number; at: string; started_at?: string; worker?: string; message: string; kind?: string; code?: string; name?: string; stack?: string }[];
+  errors: {
+    attempt: number;
+    at: string;
+    started_at?: string;
+    worker?: string;
+    message: string;
+    kind?: string;
+    code?: string;
+    name?: string;
+    stack?: string;
+    /** Why the task ended with attempts left: what made this failure one that is not retried. */
+    not_retried?: string;
+  }[];
   deps: string[];
   dependents: string[];
   deps_left: number;

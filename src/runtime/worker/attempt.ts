@@ -16,7 +16,7 @@ import { workflowResults } from '../waits/gather.js';
 import { listTaskSignals } from '../waits/signals.js';
 import type { Handler, TaskContext, TaskSpan, TaskWait } from './handlers.js';
 import type { StoredOutput } from './output-rules.js';
-import { FencedAbort, ShutdownAbort, TaskCancelled, TaskSnoozed, TaskTimeout } from './task-errors.js';
+import { FencedAbort, NonRetryableError, ShutdownAbort, TaskCancelled, TaskFailed, TaskSnoozed, TaskTimeout } from './task-errors.js';
 import { AttemptLog, DEFAULT_LOG_BOUNDS, type LogWriter, type TaskLogger } from './task-log.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
@@ -192,6 +192,11 @@ export class AttemptContext implements TaskContext {
 
   snooze(ms: number): never {
     throw new TaskSnoozed(ms);
+  }
+
+  fail(message: string, options: { retry?: boolean; code?: string } = {}): never {
+    if (options.retry === false) throw new NonRetryableError(String(message), { code: options.code });
+    throw new TaskFailed(String(message), options.code);
   }
 }
 

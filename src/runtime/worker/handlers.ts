@@ -6,7 +6,7 @@ import type { SignalRow } from '../waits/decide.js';
 import type { TaskScopedOptions } from '../waits/signals.js';
 import type { TaskLogger } from './task-log.js';
 
-export { MAX_SNOOZE_MS, TaskCancelled, TaskSnoozed, TaskTimeout } from './task-errors.js';
+export { MAX_SNOOZE_MS, NonRetryableError, TaskCancelled, TaskSnoozed, TaskTimeout } from './task-errors.js';
 
 /** New tasks, as the `tasks:` map of a definition; deps may name existing tasks (a for_each name means all its expansions). */
 export interface ExtensionSpec {
@@ -142,6 +142,11 @@ export interface TaskContext<Wait extends TaskWait | null = TaskWait | null> {
   cancel(reason?: string): never;
   /** Runs the task again after `ms`, without using up an attempt. */
   snooze(ms: number): never;
+  /**
+   * Fails the attempt with `message` (and `code`, which a task's `retry.non_retryable` may name); with
+   * `retry: false` the task ends at once, whatever attempts it has left (as a thrown NonRetryableError does).
+   */
+  fail(message: string, options?: { retry?: boolean; code?: string }): never;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a handler map holds handlers of every kind's own args type (unknown would refuse them)

@@ -61,3 +61,28 @@ export class ShutdownAbort extends Error {
     this.name = 'ShutdownAbort';
   }
 }
+
+/**
+ * Thrown by a handler (or ctx.fail with retry: false) for a failure no retry can mend — a card declined, a 404
+ * from a partner: the task ends at once, whatever attempts it has left, its error saying why it was not retried.
+ * `code` is the error's code, as a task's `retry.non_retryable` names codes.
+ */
+export class NonRetryableError extends Error {
+  readonly code?: string;
+  constructor(message: string, options: { code?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'NonRetryableError';
+    if (options.code !== undefined) this.code = options.code;
+  }
+}
+
+/** Thrown by ctx.fail(message, { code }): the attempt fails with that code, retried as its task's policy says. */
+export class TaskFailed extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'TaskFailed';
+  }
+}
