@@ -2,10 +2,12 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/api/client.js';
+import { startApiServer } from '../../src/api/server.js';
 import { NonRetryableError } from '../../src/index.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { runCliInProcess } from '../helpers/cli.js';
-import { backend, drivenRuntime, final } from '../helpers/runtime.js';
+import { backend, drivenRuntime, final, postgresUrl } from '../helpers/runtime.js';
 
 /** One task of `kind` with 5 attempts, its retry policy as given (YAML, or none). */
 const one = (name: string, retry = '', returns = '') =>
@@ -82,7 +84,35 @@ describe(`failures that stop (${backend})`, () => {
   });
 });
 
-describe.runIf(backend === 'pglite')('failures that stop in braid test and status', () => {
+describe(`failures that stop, as the API and braid status say them (${backend})`, () => {
+  it("the task's error in the API carries its code and why it was not retried; braid status shows both", async () => {
+    const rt = await drivenRuntime({
+      definitions: { declined: one('declined') },
+      handlers: {
+        k: async () => {
+          throw new NonRetryableError('card declined', { code: 'card_declined' });
+        },
+      },
+    });
+    await rt.startWorker();
+    const id = await rt.start('declined');
+    expect((await final(rt, id)).state).toBe('failed');
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1' });
+    try {
+      const status = await new ApiClient(server.url, 'tok-tok-tok-tok-1').status(id);
+      expect(status.tasks[0]).toMatchObject({ state: 'discarded', attempt: 1 });
+      expect(status.tasks[0].errors[0]).toMatchObject({ code: 'card_declined', not_retried: 'the handler said no retry can mend it' });
+    } finally {
+      await server.close();
+    }
+    if (backend === 'postgres') {
+      const shown = await runCliInProcess(['status', id, '--database', postgresUrl, '--schema', rt.schema]);
+      expect(shown.stdout).toMatch(/^t +k +discarded +1\/5 +card_declined: card declined \(not retried: the handler said no retry can mend it\)$/m);
+    }
+  });
+});
+
+describe.runIf(backend === 'pglite')('failures that stop in braid test', () => {
   it('a mock can throw a non-retryable error: the task ends after one attempt; retry: false without an error is refused', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'braid-non-retryable-'));
     mkdirSync(join(dir, 'definitions'));
