@@ -97,6 +97,8 @@ tasks:
     expect(tasks.welcome.state).toBe('discarded');
     expect(tasks.welcome.errors).toHaveLength(2);
     expect(tasks.welcome.errors[0].message).toMatch(/^task "welcome", args.missing: template failed: /);
+    // with its code, which a task's retry.non_retryable may name
+    expect(tasks.welcome.errors.map((e) => e.code)).toEqual(['args_invalid', 'args_invalid']);
   });
 
   it('an arg that is one read of data that may be absent (an optional input, an output field not required) is left out when absent', async () => {

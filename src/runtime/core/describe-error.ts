@@ -14,6 +14,15 @@ export class OutputError extends Error {
   }
 }
 
+/** A task's args that did not render (a template reading its deps' outputs failed): code args_invalid. */
+export class ArgsError extends Error {
+  readonly code = 'args_invalid';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ArgsError';
+  }
+}
+
 const MAX_MESSAGE = 2000;
 const STACK_LINES = 12;
 /** The longest error code kept: a longer `code` is no code a policy names. */

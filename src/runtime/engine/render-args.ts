@@ -6,6 +6,7 @@
 import { renderDeferred } from '../../compiler/cel/deferred.js';
 import { TemplateError } from '../../compiler/cel/evaluate.js';
 import type { RuntimeContext } from '../core/context.js';
+import { ArgsError } from '../core/describe-error.js';
 import { depsScope } from '../core/scopes.js';
 import type { DeferredRow } from '../sql/task-columns.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
@@ -26,6 +27,6 @@ export async function renderTaskArgs(
     return renderDeferred(deferred, deferred.paths, context);
   } catch (error) {
     if (!(error instanceof TemplateError)) throw error;
-    throw new Error(`task "${task.name}", ${error.path.join('.')}: template failed: ${error.message}`);
+    throw new ArgsError(`task "${task.name}", ${error.path.join('.')}: template failed: ${error.message}`);
   }
 }
