@@ -41,11 +41,6 @@ export function moduleImports(path: string, text: string, types = false): string
   return [...new Set(found)];
 }
 
-/** A module's run-time edges (type-only ones are erased). */
-export function runtimeImports(path: string, text: string): string[] {
-  return moduleImports(path, text);
-}
-
 /** The import graph of a tree's modules: run-time edges, or with `types` every edge. */
 export function importGraph(tree: Tree, types = false): Map<string, string[]> {
   return new Map([...tree].map(([path, text]) => [path, moduleImports(path, text, types)]));

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { BUILTIN_DEFAULTS } from '../../src/compiler/normalize.js';
 import {
-  afterFailure,
   conditionOutcome,
   DEFAULT_RETRY,
   depOutcome,
   depsOutcome,
+  failureEnd,
   finalWorkflowState,
   isDefaultRetry,
   isFailed,
@@ -95,9 +95,9 @@ describe('runtime decisions (pure)', () => {
   });
 
   it('after a failed attempt: retry until max_attempts; a cancel request ends it cancelled', () => {
-    expect(afterFailure({ attempt: 1, max_attempts: 3, cancel_requested: false })).toBe('retryable');
-    expect(afterFailure({ attempt: 3, max_attempts: 3, cancel_requested: false })).toBe('discarded');
-    expect(afterFailure({ attempt: 1, max_attempts: 3, cancel_requested: true })).toBe('cancelled');
+    expect(failureEnd({ attempt: 1, max_attempts: 3, cancel_requested: false }).next).toBe('retryable');
+    expect(failureEnd({ attempt: 3, max_attempts: 3, cancel_requested: false }).next).toBe('discarded');
+    expect(failureEnd({ attempt: 1, max_attempts: 3, cancel_requested: true }).next).toBe('cancelled');
   });
 
   it('a workflow ends cancelled (by the API), failed (any failed task) or completed', () => {

@@ -135,14 +135,15 @@ export function notRetried(error: { code?: string; no_retry?: boolean }, retry: 
   return list.includes(error.code) ? `${error.code} is in the task's retry.non_retryable` : undefined;
 }
 
-/** After an attempt fails: try again later, or give up for good. */
-export function afterFailure(
+/** After an attempt fails: try again later, or give up for good (saying why, when attempts were left). */
+export function failureEnd(
   task: { attempt: number; max_attempts: number; cancel_requested: boolean; retry?: { non_retryable?: readonly string[] } | null },
   error: { code?: string; no_retry?: boolean } = {},
-): 'retryable' | 'discarded' | 'cancelled' {
-  if (task.cancel_requested) return 'cancelled';
-  if (notRetried(error, task.retry) !== undefined) return 'discarded';
-  return task.attempt >= task.max_attempts ? 'discarded' : 'retryable';
+): { next: 'retryable' | 'discarded' | 'cancelled'; notRetried?: string } {
+  if (task.cancel_requested) return { next: 'cancelled' };
+  if (task.attempt >= task.max_attempts) return { next: 'discarded' };
+  const why = notRetried(error, task.retry);
+  return why === undefined ? { next: 'retryable' } : { next: 'discarded', notRetried: why };
 }
 
 /** How a workflow ends once none of its tasks is open (sql/rules.ts finalWorkflowStateSql). */

@@ -16,7 +16,7 @@ import {
 import { insertLogLines } from '../sql/task-logs.js';
 import { advanceWorkflow } from './advance.js';
 import type { AdvanceContext } from './context.js';
-import { afterFailure, attemptJitter, DEFAULT_RETRY, dueState, notRetried, retryDelayMs } from './decide.js';
+import { attemptJitter, DEFAULT_RETRY, dueState, failureEnd, retryDelayMs } from './decide.js';
 
 /** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
 function storableError(e: TaskError): TaskError {
@@ -74,9 +74,8 @@ export async function endAttempt(
     ...(task.started_at ? { started_at: new Date(task.started_at).toISOString() } : {}),
     worker: ref.workerId,
   };
-  const next = outcome.type === 'cancel' ? 'cancelled' : afterFailure(task, entry);
+  const { next, notRetried: why } = outcome.type === 'cancel' ? { next: 'cancelled' as const, notRetried: undefined } : failureEnd(task, entry);
   // a failure that ends the task with attempts left says why
-  const why = next === 'discarded' && ref.attempt < task.max_attempts ? notRetried(entry, task.retry) : undefined;
   if (why !== undefined) entry.not_retried = why;
   delete entry.no_retry;
   if (next === 'retryable') {
