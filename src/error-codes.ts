@@ -13,6 +13,8 @@ export const ERROR_CODES = {
   diagnostics_unavailable: { http: 400, exit: 'failed' },
   cursor_invalid: { http: 400, exit: 'failed' },
   workflow_id_invalid: { http: 400, exit: 'failed' },
+  // an operator action (pause, a task action, a bulk operation) asked wrongly
+  operation_invalid: { http: 400, exit: 'failed' },
   inputs_invalid: { http: 422, exit: 'failed' },
   signal_key_unknown: { http: 422, exit: 'failed' },
   // a library caller's tx that is not a transaction (a client without BEGIN, a pool): nothing was written
@@ -26,6 +28,8 @@ export const ERROR_CODES = {
   schedule_not_found: { http: 404, exit: 'failed' },
   backfill_range: { http: 400, exit: 'failed' },
   route_not_found: { http: 404, exit: 'failed' },
+  pause_not_found: { http: 404, exit: 'failed' },
+  operation_not_found: { http: 404, exit: 'failed' },
   // it conflicts with what is stored
   signal_payload_mismatch: { http: 409, exit: 'failed' },
   signal_attempt_mismatch: { http: 409, exit: 'failed' },
@@ -33,6 +37,10 @@ export const ERROR_CODES = {
   workflow_not_final: { http: 409, exit: 'failed' },
   workflow_conflict: { http: 409, exit: 'failed' },
   workflow_not_movable: { http: 409, exit: 'failed' },
+  // a task action on a task whose state does not allow it (a running one without --force, a final one)
+  task_state_conflict: { http: 409, exit: 'failed' },
+  // a task completed by hand with an output its returns schema refuses
+  output_invalid: { http: 422, exit: 'failed' },
   // it is held by another transaction past the lock timeout: try again (HTTP answers carry Retry-After)
   workflow_busy: { http: 503, exit: 'failed' },
   // the HTTP exchange itself

@@ -2,6 +2,7 @@ export { formatDiagnostics, type OutputFormat } from './compiler/format/index.js
 export { type GraphFormat, renderGraph } from './compiler/graph.js';
 export * from './compiler/index.js';
 export {
+  type ActorOptions,
   BatchRowError,
   createPglite,
   createPostgres,
@@ -24,6 +25,10 @@ export {
   MAX_START_BATCH,
   migrate,
   NonRetryableError,
+  OperationInvalidError,
+  OutputInvalidError,
+  PauseNotFoundError,
+  type Pauses,
   type PgliteOptions,
   type PostgresOptions,
   type Queryable,
@@ -41,6 +46,7 @@ export {
   type TaskContext,
   type TaskScopedOptions,
   TaskSnoozed,
+  TaskStateConflictError,
   TaskTimeout,
   type TaskWait,
   type TimerTermEvidence,
@@ -63,7 +69,10 @@ export {
 export { Metrics } from './runtime/telemetry/metrics.js';
 // the records the API serves, as the runtime returns them: one declaration each (runtime/wire/)
 export type {
+  AuditRecord,
   Json,
+  PauseRecord,
+  PauseScope,
   SignalPage,
   SignalRow,
   TaskRecord,

@@ -19,6 +19,7 @@ const PAGES = [
   'schedules.md',
   'flow-control.md',
   'operating.md',
+  'incidents.md',
   'dev.md',
   'http-api.md',
   'typescript-api.md',

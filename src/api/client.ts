@@ -11,6 +11,8 @@ import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import type {
   LogPage,
+  PauseRecord,
+  PauseScope,
   ScheduleRecord,
   ScheduleStart,
   WaitDiagnostics,
@@ -84,6 +86,15 @@ export class ApiClient {
 
   schedule(workflow: string, schedule: string, action: 'pause' | 'resume'): Promise<ScheduleRecord> {
     return this.call(action, { workflow, schedule }, { body: {} });
+  }
+
+  pauses(): Promise<PauseRecord[]> {
+    return this.call('pauses', {}).then((r) => r.pauses);
+  }
+
+  /** Pauses (`pause`) or resumes a queue, a kind or a workflow name. */
+  setPause(action: 'pause' | 'resume', scope: PauseScope, target: string, who: { actor?: string; reason?: string }): Promise<PauseRecord> {
+    return this.call(action === 'pause' ? 'pauseScope' : 'resumeScope', {}, { body: { scope, target, ...who } });
   }
 
   trigger(workflow: string, schedule: string): Promise<ScheduleStart> {

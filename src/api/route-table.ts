@@ -11,6 +11,8 @@ import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definit
 import type { EmitResult } from '../runtime/waits/signals.js';
 import type {
   LogPage,
+  PauseRecord,
+  PauseScope,
   ScheduleRecord,
   ScheduleStart,
   SignalPage,
@@ -39,6 +41,9 @@ export const ROUTES = {
   resume: { method: 'POST', path: '/api/schedules/:workflow/:schedule/resume' },
   trigger: { method: 'POST', path: '/api/schedules/:workflow/:schedule/trigger' },
   backfill: { method: 'POST', path: '/api/schedules/:workflow/:schedule/backfill' },
+  pauses: { method: 'GET', path: '/api/pauses' },
+  pauseScope: { method: 'POST', path: '/api/pauses' },
+  resumeScope: { method: 'POST', path: '/api/pauses/resume' },
   workflows: { method: 'GET', path: '/api/workflows' },
   start: { method: 'POST', path: '/api/workflows' },
   startBatch: { method: 'POST', path: '/api/workflows/batch' },
@@ -76,6 +81,8 @@ export interface RouteBodies {
   resume: Record<string, never>;
   trigger: Record<string, never>;
   backfill: { from: string; to: string; dry_run?: boolean };
+  pauseScope: { scope: PauseScope; target: string; reason?: string; actor?: string };
+  resumeScope: { scope: PauseScope; target: string; reason?: string; actor?: string };
   start: { name: string; inputs?: unknown; id?: string };
   startBatch: { name: string; workflows: readonly { inputs?: unknown; id?: string }[] };
   cancel: Record<string, never>;
@@ -100,6 +107,9 @@ export interface RouteReplies {
   resume: ScheduleRecord;
   trigger: ScheduleStart;
   backfill: { runs: ScheduleStart[] };
+  pauses: { pauses: PauseRecord[] };
+  pauseScope: PauseRecord;
+  resumeScope: PauseRecord;
   workflows: WorkflowPage;
   start: { id: string; existing?: boolean };
   startBatch: { workflows: { id: string; existing: boolean }[] };

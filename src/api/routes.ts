@@ -6,6 +6,7 @@ import { definitionHandlers } from './definition-routes.js';
 import { listEvents, workflowEvents } from './events.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
+import { pauseHandlers } from './operation-routes.js';
 import { matchRoute } from './route-table.js';
 import { scheduleHandlers } from './schedule-routes.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
@@ -35,6 +36,7 @@ function listFilter(url: URL): Parameters<Runtime['listWorkflows']>[0] {
 const HANDLERS: RouteHandlers = {
   ...definitionHandlers,
   ...scheduleHandlers,
+  ...pauseHandlers,
   events: (c, { req, res, url }) => listEvents(req, res, c, listFilter(url)),
   dev: async (c, { res }) => send(res, 200, c.dev?.() ?? { definitions: null, handlers: null }),
   baseline: async (c, { res, url }) => {

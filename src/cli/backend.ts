@@ -23,7 +23,7 @@ import {
 } from '../runtime/index.js';
 import type { Runtime, RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
-import type { LogPage, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire/index.js';
+import type { LogPage, PauseRecord, PauseScope, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire/index.js';
 
 export type { ListFilter, WorkflowVersion };
 
@@ -113,6 +113,8 @@ export interface Backend {
   schedules(workflow: string | undefined, shown: { next?: number; runs?: number }): Promise<ScheduleRecord[]>;
   schedule(workflow: string, schedule: string, action: 'pause' | 'resume'): Promise<ScheduleRecord>;
   trigger(workflow: string, schedule: string): Promise<ScheduleStart>;
+  pauses(): Promise<PauseRecord[]>;
+  setPause(action: 'pause' | 'resume', scope: PauseScope, target: string, who: { actor: string; reason?: string }): Promise<PauseRecord>;
   backfill(workflow: string, schedule: string, from: Date, to: Date, dryRun: boolean): Promise<ScheduleStart[]>;
   /** Whether some process is running handlers (a `--wait` without one would wait forever). */
   readonly remote: boolean;
@@ -173,6 +175,8 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     schedules: (workflow, shown) => rethrow(io, async () => jsonClone(await rt.schedules.list(workflow, shown))),
     schedule: (workflow, schedule, action) => rethrow(io, async () => jsonClone(await rt.schedules[action](workflow, schedule))),
     trigger: (workflow, schedule) => rethrow(io, () => rt.schedules.trigger(workflow, schedule)),
+    pauses: () => rethrow(io, async () => jsonClone(await rt.pauses.list())),
+    setPause: (action, scope, target, who) => rethrow(io, async () => jsonClone(await rt.pauses[action](scope, target, who))),
     backfill: (workflow, schedule, from, to, dryRun) => rethrow(io, () => rt.schedules.backfill(workflow, schedule, from, to, { dryRun })),
     close: async () => {
       await rt.stop(0);
@@ -245,6 +249,8 @@ function remoteBackend(io: Io, holder: number): Backend {
     schedules: (workflow, shown) => guard(() => api.schedules(workflow, shown)),
     schedule: (workflow, schedule, action) => guard(() => api.schedule(workflow, schedule, action)),
     trigger: (workflow, schedule) => guard(() => api.trigger(workflow, schedule)),
+    pauses: () => guard(() => api.pauses()),
+    setPause: (action, scope, target, who) => guard(() => api.setPause(action, scope, target, who)),
     backfill: (workflow, schedule, from, to, dryRun) => guard(() => api.backfill(workflow, schedule, from, to, dryRun)),
     close: async () => undefined,
   };

@@ -26,6 +26,8 @@ export {
   WorkflowConflictError,
   WorkflowNotFoundError,
 } from './errors.js';
+export { OperationInvalidError, OutputInvalidError, PauseNotFoundError, TaskStateConflictError } from './incidents/errors.js';
+export type { ActorOptions, Pauses } from './incidents/pauses.js';
 export { changeListeners } from './reads/change-listeners.js';
 export {
   createRuntime,

@@ -83,3 +83,19 @@ export interface RuntimeOptions {
    */
   statementTimeoutMs?: number;
 }
+
+/**
+ * Recovery defaults: a killed worker's attempts run again within dead-after plus one leader pass (~8 s), a
+ * killed leader is replaced within its lease (5 s). Each worker heartbeats every 2 s.
+ */
+export const DEFAULT_HEARTBEAT_MS = 2000;
+/** A queue's concurrency when nothing says otherwise. */
+export const DEFAULT_CONCURRENCY = 10;
+export const DEFAULT_DEAD_AFTER_MS = 7000;
+/** The schema braid's tables live in when none is given. */
+export const DEFAULT_SCHEMA = 'braid';
+export const DEFAULT_STALL_LIMIT_MS = 5 * 60_000;
+export const DEFAULT_LEADER_LEASE_MS = 5000;
+export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
+/** How long stopping may go on past the handlers' deadline, recording what ended. */
+export const STOP_GRACE_MS = 750;

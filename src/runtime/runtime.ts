@@ -10,6 +10,7 @@ import { definitionVersions, type RegisterOptions, type RegisterResult, register
 import type { UpgradeReport, UpgradeRequest } from './deploys/upgrades.js';
 import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
+import { Pauses } from './incidents/pauses.js';
 import type { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
 import { type ScheduleOps, scheduleOps } from './schedules/ops.js';
@@ -19,7 +20,7 @@ import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
 import { quoteIdent } from './sql/schema.js';
 import type { Clock } from './sql/time.js';
-import { listWorkflows, type WorkflowListFilter, type WorkflowSummary } from './sql/workflows.js';
+import type { WorkflowSummary } from './sql/workflows.js';
 import { type Logger, rateLimitedWarnings, silentLogger } from './telemetry/log.js';
 import { otelApi, otelMetricsActive } from './telemetry/otel-api.js';
 import { checkTraceParent } from './telemetry/traceparent.js';
@@ -33,12 +34,22 @@ export type { RegisterOptions, RegisterResult, VersionState };
 
 import { advanceAt, advanceIn, clockNow, type RuntimeContext, workflowWrite } from './core/context.js';
 import { WORKFLOW_ID, WorkflowIdInvalidError } from './errors.js';
-import { decodeCursor, encodeCursor } from './reads/list-cursor.js';
-import type { RuntimeOptions } from './runtime-options.js';
+import { listPage } from './reads/list-cursor.js';
+import {
+  DEFAULT_CONCURRENCY,
+  DEFAULT_DEAD_AFTER_MS,
+  DEFAULT_HEARTBEAT_MS,
+  DEFAULT_LEADER_LEASE_MS,
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_SCHEMA,
+  DEFAULT_STALL_LIMIT_MS,
+  type RuntimeOptions,
+  STOP_GRACE_MS,
+} from './runtime-options.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
 export { WORKFLOW_ID } from './errors.js';
-export type { RuntimeOptions } from './runtime-options.js';
+export { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, DEFAULT_SCHEMA, type RuntimeOptions } from './runtime-options.js';
 export { MAX_START_BATCH } from './wire/index.js';
 
 export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
@@ -54,22 +65,6 @@ export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
 
 /** A batch start's options: per row business keys (`ids[i]` for row i; absent or null: none), and what a start takes. */
 export type StartManyOptions = Omit<StartOptions, 'id'> & { ids?: readonly (string | null | undefined)[] };
-
-/**
- * Recovery defaults: a killed worker's attempts run again within dead-after plus one leader pass (~8 s), a
- * killed leader is replaced within its lease (5 s). Each worker heartbeats every 2 s.
- */
-export const DEFAULT_HEARTBEAT_MS = 2000;
-/** A queue's concurrency when nothing says otherwise. */
-export const DEFAULT_CONCURRENCY = 10;
-export const DEFAULT_DEAD_AFTER_MS = 7000;
-/** The schema braid's tables live in when none is given. */
-export const DEFAULT_SCHEMA = 'braid';
-export const DEFAULT_STALL_LIMIT_MS = 5 * 60_000;
-export const DEFAULT_LEADER_LEASE_MS = 5000;
-export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
-/** How long stopping may go on past the handlers' deadline, recording what ended. */
-export const STOP_GRACE_MS = 750;
 
 /** The braid runtime: inserts plans, runs handlers, advances workflows, and reads their state. */
 export class Runtime {
@@ -216,17 +211,8 @@ export class Runtime {
    * created and finalized ranges, error text, top level, parent), `limit` per page (at most 500); pass the page's
    * `next_cursor` back as `cursor` for the next one.
    */
-  async listWorkflows(filter: WorkflowSearch = {}): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
-    const { cursor, limit: asked, ...search } = filter;
-    const limit = Math.min(Math.max(asked ?? 50, 1), 500);
-    const f: WorkflowListFilter = { ...search, after: cursor ? decodeCursor(cursor) : undefined, limit: limit + 1 };
-    const rows = await listWorkflows(this.db, this.s, f);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      workflows: page.map(({ cursor_at: _, ...w }) => w),
-      next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
-    };
+  listWorkflows(filter: WorkflowSearch = {}): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
+    return listPage(this.db, this.s, filter);
   }
 
   /** Schedules: read with their next ticks and runs, paused, resumed, a tick now, a range backfilled. */
@@ -236,6 +222,14 @@ export class Runtime {
   }
 
   private scheduleOps?: ScheduleOps;
+
+  /** Pauses without a deploy: a queue's, a kind's or a workflow name's tasks held from claims until resumed. */
+  get pauses(): Pauses {
+    this.pauseOps ??= new Pauses(this.ctx);
+    return this.pauseOps;
+  }
+
+  private pauseOps?: Pauses;
 
   /** The current version of every registered workflow. */
   currentDefinitions(): Promise<StoredDefinition[]> {

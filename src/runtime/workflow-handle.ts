@@ -8,9 +8,11 @@ import { flowReason } from './flow/reason.js';
 import { pendingReason, skipReason } from './reads/status.js';
 import { loadTasks, loadTasksByName } from './reads/task-records.js';
 import { lockWorkflows } from './sql/advance.js';
+import { workflowAudit } from './sql/audit.js';
 import { channels } from './sql/channels.js';
 import { registeredNames } from './sql/definitions.js';
 import { flowHoldings } from './sql/flow.js';
+import { workflowPauses } from './sql/pauses.js';
 import type { SignalPage } from './sql/signals.js';
 import { listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
@@ -18,7 +20,7 @@ import { liveKinds, loadWorkflow, readOneSnapshot, type TaskRecord, type Workflo
 import type { SignalRow } from './waits/decide.js';
 import type { WaitDiagnostics } from './waits/diagnostics.js';
 import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
-import type { LogPage, WorkflowStatus } from './wire/index.js';
+import { type LogPage, pauseText, type WorkflowStatus } from './wire/index.js';
 import type { ExtensionSpec } from './worker/handlers.js';
 
 /** What a handle reads and writes through: the runtime that made it (declared here, so the two modules need not import each other). */
@@ -161,12 +163,12 @@ export class WorkflowHandle {
   /** A task's wait evaluated now, without writing (phase, each term's value, errors, inputs, truncation). */
   async waitDiagnostics(task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {
     const { DiagnosticsError, waitDiagnostics } = await import('./waits/diagnostics.js');
-    // a task held back by flow control or a debounce has no wait to evaluate: what holds it back is said
+    // a task held back by flow control, a pause or a debounce has no wait to evaluate: what holds it back is said
     // instead, as status says it
     const t = (await this.tasks()).find((x) => x.name === task);
     if (t && !t.wait && (t.state === 'available' || t.state === 'scheduled')) {
       const why = (await this.status()).tasks.find((x) => x.name === task)?.pending_reason;
-      if ((t.state === 'available' && t.flow !== null) || why?.startsWith('debounced '))
+      if ((t.state === 'available' && (t.flow !== null || why?.startsWith('paused ('))) || why?.startsWith('debounced '))
         throw new DiagnosticsError(`task "${task}" has no wait: it is ${t.state} and not started yet: ${why}`);
     }
     const d = await waitDiagnostics(this.q, await advanceIn(this.rt.ctx), this.id, task, options);
@@ -179,7 +181,7 @@ export class WorkflowHandle {
     const { s, workerDeadAfterMs } = this.rt.internals;
     const now = await clockNow(this.rt.ctx);
     // one snapshot, so a task shown ended never sits beside its workflow shown running
-    const { workflow, tasks, kinds, upgrades, held } = await this.rt.db.transaction(async (q) => {
+    const { workflow, tasks, kinds, upgrades, held, pauses, audit } = await this.rt.db.transaction(async (q) => {
       await readOneSnapshot(q);
       const workflow = await this.load({ tx: q });
       const tasks = await this.tasks({ tx: q });
@@ -190,11 +192,16 @@ export class WorkflowHandle {
         kinds: await liveKinds(q, s, workerDeadAfterMs, now),
         upgrades: await upgradeHistory(q, s, this.id),
         held: flows.length > 0 ? await flowHoldings(q, s, flows) : undefined,
+        pauses: await workflowPauses(q, s, this.id),
+        audit: await workflowAudit(q, s, this.id),
       };
     });
     const byName = new Map(tasks.map((t) => [t.name, t]));
     const debounced = workflow.debounce_until !== null && new Date(workflow.debounce_until) > now ? new Date(workflow.debounce_until) : null;
     const flowWhy = (t: TaskRecord) => {
+      const pause =
+        t.state === 'available' ? pauses.find((p) => (p.scope === 'queue' ? t.queue : p.scope === 'kind' ? t.kind : workflow.name) === p.target) : undefined;
+      if (pause) return pauseText(pause);
       if (debounced && t.state === 'scheduled' && new Date(t.scheduled_at).getTime() === debounced.getTime())
         return `debounced until ${debounced.toISOString()} (a start with the same key before then replaces this run's inputs)`;
       return held && t.state === 'available' && t.flow ? flowReason(t.flow, this.id, held, now) : null;
@@ -203,6 +210,8 @@ export class WorkflowHandle {
       workflow,
       tasks: tasks.map((t) => ({ ...t, pending_reason: pendingReason(t, byName, kinds, flowWhy(t)), skip_reason: skipReason(t, byName) })),
       upgrades,
+      pauses,
+      audit,
     };
   }
 

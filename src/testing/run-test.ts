@@ -83,7 +83,7 @@ export async function runTest(session: TestSession, file: TestFile, test: TestCa
     await driver.settle();
     for (const [i, step] of test.steps.entries()) {
       at = { step: i, line: step.line, where: `at step ${i + 1} (line ${step.line})` };
-      const mismatches = await playStep(step, { driver, clock, own, observe: () => observe(rt, id, clock, { starts, flowControlled }) });
+      const mismatches = await playStep(step, { rt, driver, clock, own, observe: () => observe(rt, id, clock, { starts, flowControlled }) });
       if (mismatches?.seen && mismatches.list.length > 0)
         result.failures.push({ step: i, line: step.line, time: clock.now().toISOString(), mismatches: mismatches.list, failed: mismatches.seen.failed });
     }
@@ -133,7 +133,7 @@ async function prepare(session: TestSession, file: TestFile, test: TestCase, now
 /** Plays one step; an expect step returns what it saw and how that differs from what it expects. */
 async function playStep(
   step: TestCase['steps'][number],
-  c: { driver: Driver; clock: VirtualClock; own: () => ReturnType<Runtime['workflow']>; observe: () => Promise<Observed> },
+  c: { rt: Runtime; driver: Driver; clock: VirtualClock; own: () => ReturnType<Runtime['workflow']>; observe: () => Promise<Observed> },
 ): Promise<{ seen: Observed; list: Mismatch[] } | undefined> {
   switch (step.kind) {
     case 'advance':
@@ -145,6 +145,11 @@ async function playStep(
       break;
     case 'cancel':
       await c.own().cancel();
+      await c.driver.settle();
+      break;
+    case 'pause':
+    case 'resume':
+      await c.rt.pauses[step.kind](step.scope, step.target, { actor: 'braid test' });
       await c.driver.settle();
       break;
     case 'retry':

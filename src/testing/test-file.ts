@@ -9,6 +9,7 @@ import { durationRangeProblem, parseDuration } from '../compiler/duration.js';
 import { parseSource, type RawSource } from '../compiler/parse.js';
 import { testSchemaValidator } from '../compiler/schemas.js';
 import { locate, type Path, type Reporter, type SourceFile } from '../compiler/source.js';
+import type { PauseScope } from '../runtime/wire/index.js';
 
 export const DEFAULT_NOW = '2026-01-01T00:00:00Z';
 export const DEFAULT_MAX_TIME_MS = 30 * 86_400_000;
@@ -54,6 +55,7 @@ export type Step =
   | { kind: 'signal'; key: string; payload: unknown; idempotency_key?: string; source?: unknown; line: number }
   | { kind: 'expect'; expect: Expect; line: number }
   | { kind: 'cancel'; line: number }
+  | { kind: 'pause' | 'resume'; scope: PauseScope; target: string; line: number }
   | { kind: 'retry'; mode: 'all' | 'failed_only' | 'failed_and_downstream'; line: number };
 
 export interface KnownOutcome {
@@ -238,6 +240,11 @@ function toStep(s: Record<string, unknown>, at: number): Step {
   }
   if ('expect' in s) return { kind: 'expect', expect: s.expect as Expect, line: at };
   if ('cancel' in s) return { kind: 'cancel', line: at };
+  for (const kind of ['pause', 'resume'] as const) {
+    if (!(kind in s)) continue;
+    const [scope, target] = Object.entries(s[kind] as Record<PauseScope, string>)[0] as [PauseScope, string];
+    return { kind, scope, target, line: at };
+  }
   const retry = s.retry as true | { mode?: string };
   const mode = (retry === true ? 'all' : (retry.mode ?? 'all')).replaceAll('-', '_') as 'all' | 'failed_only' | 'failed_and_downstream';
   return { kind: 'retry', mode, line: at };
@@ -272,7 +279,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 
 const isStepPath = (p: string) => /^\/tests\/\d+\/steps\/\d+$/.test(p);
 
-const STEP_KEYS = ['advance', 'signal', 'expect', 'cancel', 'retry'];
+const STEP_KEYS = ['advance', 'signal', 'expect', 'cancel', 'pause', 'resume', 'retry'];
 
 function describe(e: ErrorObject): { message: string; path: Path; hint?: string; at?: 'key' | 'value' } {
   const path: Path = e.instancePath

@@ -208,6 +208,21 @@ export const LAYERS: readonly { from: string; only: readonly string[]; why: stri
     why: 'deploys/ registers and moves on the engine',
   },
   {
+    from: 'src/runtime/incidents/',
+    only: [
+      'src/compiler/',
+      'src/runtime/core/',
+      'src/runtime/db/',
+      'src/runtime/engine/',
+      'src/runtime/errors.ts',
+      'src/runtime/reads/',
+      'src/runtime/sql/',
+      'src/runtime/waits/',
+      'src/runtime/wire/',
+    ],
+    why: 'incidents/ holds the operator actions (pauses, task actions, bulk operations) on the engine',
+  },
+  {
     from: 'src/runtime/reads/',
     only: ['src/runtime/engine/', 'src/runtime/errors.ts', 'src/runtime/sql/', 'src/runtime/waits/', 'src/runtime/wire/'],
     why: 'reads/ shapes what callers read',

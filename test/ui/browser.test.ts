@@ -277,6 +277,22 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await until(async () => !(await paused()), 30_000, 200);
   });
 
+  it('the pauses page pauses a queue with a reason (confirmed) and resumes it', async () => {
+    await page.goto(`${dev.url}/pauses`);
+    await page.locator('[data-testid="pause-list"]').waitFor();
+    await page.locator('[data-testid="pause-scope"]').selectOption('queue');
+    await page.locator('[data-testid="pause-target"]').fill('ui-held');
+    await page.locator('[data-testid="pause-reason"]').fill('stripe outage');
+    await page.locator('[data-testid="pause-submit"]').click();
+    await page.locator('[data-testid="dialog-confirm"]').click();
+    await page.locator('tr[data-pause="queue ui-held"]').waitFor();
+    expect(await cli(['pauses'])).toMatch(/^paused \(queue ui-held, by ui at .*: "stripe outage"\)$/);
+    await page.locator('tr[data-pause="queue ui-held"] [data-testid="pause-resume"]').click();
+    await page.locator('[data-testid="dialog-confirm"]').click();
+    await page.locator('tr[data-pause="queue ui-held"]').waitFor({ state: 'detached' });
+    expect(await cli(['pauses'])).toBe('nothing is paused');
+  });
+
   it('a broken save shows the hot-reload banner until it is fixed', async () => {
     const file = join(dev.cwd, 'definitions', 'review_flow.yaml');
     await page.goto(`${dev.url}/`);

@@ -1,4 +1,13 @@
-import { type AttemptSpan, attemptHistory, attemptText, humanDuration, scheduledTick, type WorkflowStatus } from '../../runtime/wire/index.js';
+import {
+  type AttemptSpan,
+  attemptHistory,
+  attemptText,
+  auditText,
+  humanDuration,
+  pauseText,
+  scheduledTick,
+  type WorkflowStatus,
+} from '../../runtime/wire/index.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { EXIT, type Io, UsageError } from '../io.js';
@@ -33,7 +42,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
 }
 
 /** The readable table: one line per task, with why it waits or its last error. */
-export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): string {
+export function renderStatus({ workflow: w, tasks, upgrades, pauses, audit }: WorkflowStatus): string {
   const lines = [
     `workflow ${w.id}  ${w.name}  ${w.state}${w.end_reason ? ` (${w.end_reason})` : ''}` +
       `${w.state === 'running' ? '' : ` at ${w.finalized_at}`}  (attempt ${w.attempt}, created ${w.created_at})`,
@@ -43,6 +52,9 @@ export function renderStatus({ workflow: w, tasks, upgrades }: WorkflowStatus): 
   if (w.schedule) lines.push(`started by schedule ${w.schedule} for its tick ${scheduledTick(w)}`);
   // a workflow moved between versions says so: what it runs now, and each move
   for (const u of upgrades ?? []) lines.push(`upgraded ${new Date(u.at).toISOString()}: ${u.from.slice(0, 12)} -> ${u.to.slice(0, 12)}`);
+  // what holds its tasks, and what operators did to it (the audit trail)
+  for (const p of pauses ?? []) lines.push(pauseText(p));
+  for (const a of audit ?? []) lines.push(auditText(a));
   if (w.output !== null && w.output !== undefined) lines.push(`output: ${JSON.stringify(w.output)}`);
   if (w.output_error) lines.push(`output error: ${w.output_error}`);
   const rows = tasks.map((t) => {

@@ -1,4 +1,7 @@
+import type { Queryable } from '../db/types.js';
 import { InvalidCursorError } from '../errors.js';
+import { listWorkflows, type WorkflowListFilter, type WorkflowSummary } from '../sql/workflows.js';
+import type { WorkflowSearch } from '../wire/index.js';
 
 /** The workflow list's cursor: the last row's exact created_at text and id, opaque to clients. */
 export function encodeCursor(row: { cursor_at: string; id: string }): string {
@@ -14,4 +17,18 @@ export function decodeCursor(cursor: string): { created_at: string; id: string }
     /* falls through */
   }
   throw new InvalidCursorError();
+}
+
+/** One page of the workflow list (newest first): at most `limit` (1 to 500, default 50), and the next page's cursor. */
+export async function listPage(q: Queryable, s: string, filter: WorkflowSearch): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
+  const { cursor, limit: asked, ...search } = filter;
+  const limit = Math.min(Math.max(asked ?? 50, 1), 500);
+  const f: WorkflowListFilter = { ...search, after: cursor ? decodeCursor(cursor) : undefined, limit: limit + 1 };
+  const rows = await listWorkflows(q, s, f);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    workflows: page.map(({ cursor_at: _, ...w }) => w),
+    next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+  };
 }

@@ -3,6 +3,7 @@ import { type StatementContext, WORKFLOW_ROW_COLUMNS, type WorkflowRow } from '.
 import { activatedSql, moveDependentsSql } from './advance-wave.js';
 import { recordClaimSql } from './claims.js';
 import { type ClaimedJson, claimedJson, decodeClaimed, depOutputsSql, type FetchedTask } from './fetch.js';
+import { pausedTaskSql } from './pauses.js';
 import { finalWorkflowStateSql, heldSql } from './rules.js';
 
 export interface Completion {
@@ -243,7 +244,7 @@ export function completionSql(s: string, byTid: boolean): string {
            JOIN ${s}.tasks t ON t.workflow_id = e.w AND t.name = e.n
            JOIN jsonb_to_recordset($5::jsonb) AS l(queue text, n int) ON l.queue = t.queue
           WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($6::text[])
-            AND t.flow IS NULL /* a task with flow control is claimed by flow_pick() alone */) r
+            AND NOT ${pausedTaskSql(s, 't')} AND t.flow IS NULL /* a task with flow control is claimed by flow_pick() alone */) r
         WHERE r.rank <= r.n
      ), advanced AS (
        ${moveDependentsSql(s, {

@@ -104,14 +104,27 @@ const CLAIMED_RETURNING = `t.workflow_id, t.name, t.template, t.kind, t.queue, t
                   t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid`;
 
 /**
+ * A one-row relation of what pauses leave a claim (braid pause): `kinds`, those of `kinds` (a text[]) whose kind is
+ * not paused, and `queue_open`, whether `queue` is not paused. Read once per statement (pauses are few), so a
+ * paused queue costs a claim no look at its tasks.
+ */
+export function openSql(s: string, queue: string, kinds: string): string {
+  return `SELECT ARRAY(SELECT k FROM unnest(${kinds}) k WHERE NOT EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'kind' AND p.target = k)) AS kinds,
+              NOT EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'queue' AND p.target = ${queue}) AS queue_open`;
+}
+
+/**
  * The claim (fetchTasks): $1 queue, $2 kinds, $3 limit, $4 worker, $5 now, $6 claims to forget, $7 the limit
  * for tasks with flow control. Exported for the plan-regression test.
  */
 export function fetchSql(s: string): string {
-  return `WITH claimed AS (
+  return `WITH open AS MATERIALIZED (
+       ${openSql(s, '$1', '$2::text[]')}
+     ), claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
-                WHERE lane = 'available' AND queue = $1 AND kind = ANY($2::text[])
+                WHERE lane = 'available' AND queue = $1 AND kind = ANY((SELECT kinds FROM open)::text[]) AND (SELECT queue_open FROM open)
+                  AND NOT ${s}.workflow_paused(workflow_id)
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING ${CLAIMED_RETURNING}, NULL::text AS flow_error, 0 AS ord
@@ -122,8 +135,8 @@ export function fetchSql(s: string): string {
                          ORDER BY queue, flow_tag, id LIMIT 1), false) AS present
      ), flowed AS MATERIALIZED (
        SELECT f.* FROM (SELECT least($7::int, $3::int - (SELECT count(*)::int FROM claimed)) AS n) r
-        CROSS JOIN LATERAL ${s}.flow_pick($1, $2::text[], r.n, $5::timestamptz, false) f
-        WHERE r.n > 0 AND (SELECT present FROM waiting)
+        CROSS JOIN LATERAL ${s}.flow_pick($1, (SELECT kinds FROM open)::text[], r.n, $5::timestamptz, false) f
+        WHERE r.n > 0 AND (SELECT present FROM waiting) AND (SELECT queue_open FROM open)
      ), claimed_flow AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4, flow_waited = coalesce(f.waited, false)
          FROM flowed f

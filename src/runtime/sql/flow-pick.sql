@@ -4,6 +4,25 @@
 -- a change here is this file's diff plus a new migration naming it with the file's new sha256, for databases
 -- that applied the earlier ones (migrate.ts refuses a file whose latest naming has another hash).
 
+-- A window of a queue's waiting tasks in fair order (placed ones by tag, then those not placed yet), after
+-- (p_tag, p_id) among the placed and p_untagged among the others: one index range each, passing over tasks of a
+-- paused workflow name (braid pause --workflow; the claim leaves paused queues and kinds out before it asks).
+-- Plain SQL: inlined into the statements that read it.
+CREATE OR REPLACE FUNCTION {{schema}}.flow_candidates(p_queue text, p_kinds text[], p_tag double precision, p_id bigint, p_untagged bigint, p_limit int)
+  RETURNS TABLE (w text, n text, tag double precision, id bigint, flow jsonb) LANGUAGE sql STABLE AS $$
+  SELECT x.* FROM (
+    (SELECT t.workflow_id, t.name, t.flow_tag, t.id, t.flow FROM {{schema}}.tasks t
+      WHERE t.lane = 'flow' AND t.flow_parked IS NULL AND t.queue = p_queue AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
+        AND (t.flow_tag, t.id) > (p_tag, p_id) AND NOT {{schema}}.workflow_paused(t.workflow_id)
+      ORDER BY t.flow_tag, t.id LIMIT p_limit)
+    UNION ALL
+    (SELECT t.workflow_id, t.name, t.flow_tag, t.id, t.flow FROM {{schema}}.tasks t
+      WHERE t.lane = 'flow' AND t.flow_parked IS NULL AND t.queue = p_queue AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
+        AND t.flow_tag IS NULL AND t.id > p_untagged AND NOT {{schema}}.workflow_paused(t.workflow_id)
+      ORDER BY t.flow_tag, t.id LIMIT p_limit)) x
+  ORDER BY x.flow_tag, x.id LIMIT p_limit
+$$;
+
 -- A window of candidates (flow_candidates: one index range each for the placed and the not-yet-placed), each
 -- with its keys and limits as stored, and why its flow control cannot be enforced (NULL when it can). Plain SQL,
 -- so it is inlined into the statements of flow_pick that read it.

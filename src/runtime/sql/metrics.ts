@@ -38,3 +38,12 @@ export async function workflowCounts(q: Queryable, s: string, exactBelow = EXACT
   ]);
   return [...running.rows, ...finished.rows];
 }
+
+/** How many pauses are in force per scope (every scope, 0 when none). */
+export async function pauseCounts(q: Queryable, s: string): Promise<{ scope: string; n: number }[]> {
+  const { rows } = await q.query<{ scope: string; n: number }>(
+    `SELECT x.scope, count(p.target)::int AS n FROM unnest(ARRAY['queue', 'kind', 'workflow']) AS x(scope)
+       LEFT JOIN ${s}.pauses p ON p.scope = x.scope GROUP BY x.scope ORDER BY x.scope`,
+  );
+  return rows;
+}

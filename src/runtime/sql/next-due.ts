@@ -1,4 +1,6 @@
 import type { Queryable } from '../db/types.js';
+import { openSql } from './fetch.js';
+import { pausedTaskSql } from './pauses.js';
 import { bufferedFree } from './schedules.js';
 
 /**
@@ -27,9 +29,10 @@ export async function nextDue(q: Queryable, s: string, now: Date): Promise<Date 
 /** Whether any task could be claimed at `now`: an available one, or one with flow control that its limits let start. */
 export async function anyAvailable(q: Queryable, s: string, now: Date): Promise<boolean> {
   const { rows } = await q.query<{ any: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane = 'available')
-         OR EXISTS (SELECT 1 FROM (SELECT DISTINCT queue FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL) q
-                     CROSS JOIN LATERAL ${s}.flow_pick(q.queue, NULL, 1, $1, true) f WHERE f.wid IS NOT NULL) AS any`,
+    `SELECT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE lane = 'available' AND NOT ${pausedTaskSql(s, 't')})
+         OR EXISTS (SELECT 1 FROM (SELECT DISTINCT t.queue FROM ${s}.tasks t WHERE lane = 'flow' AND flow_parked IS NULL) q
+                     CROSS JOIN LATERAL (${openSql(s, 'q.queue', `ARRAY(SELECT DISTINCT kind FROM ${s}.tasks WHERE lane = 'flow' AND queue = q.queue)`)}) o
+                     CROSS JOIN LATERAL ${s}.flow_pick(q.queue, o.kinds, 1, $1, true) f WHERE o.queue_open AND f.wid IS NOT NULL) AS any`,
     [now],
   );
   return rows[0].any;

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/types.js';
 
 /**
  * Empties every table that holds runs (workflows, their tasks, signals, timers, effects, waits on others,
- * workers and their claims, the leader, the deployed schedules), keeping the definitions: what `braid test` does between tests, so
+ * workers and their claims, the leader, the deployed schedules, pauses and the audit trail), keeping the definitions: what `braid test` does between tests, so
  * each starts as on a fresh database with the project's definitions registered. DELETE, dependents first:
  * on the tiny tables of a test it is five times faster than TRUNCATE on the embedded database.
  */
@@ -20,6 +20,8 @@ export async function resetRuns(q: Queryable, s: string): Promise<void> {
     'leader',
     'change_listeners',
     'schedules',
+    'pauses',
+    'audit',
   ]) {
     await q.query(`DELETE FROM ${s}.${table}`);
   }

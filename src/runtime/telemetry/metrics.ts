@@ -7,7 +7,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Queryable } from '../db/types.js';
-import { queueDepths, workflowCounts } from '../sql/metrics.js';
+import { pauseCounts, queueDepths, workflowCounts } from '../sql/metrics.js';
 import { quoteIdent } from '../sql/schema.js';
 import { type MeterProviderLike, otelApi, otelMetricsActive } from './otel-api.js';
 
@@ -227,5 +227,11 @@ const GAUGES: {
     help: 'Workflows by name and state (read when scraped; past 100,000 workflows, finished ones estimated from Postgres statistics).',
     labels: ['name', 'state'],
     read: async ({ db, s }) => (await workflowCounts(db, s)).map((r) => [{ name: r.name, state: r.state }, r.n]),
+  },
+  {
+    name: 'braid_paused',
+    help: 'Pauses in force (braid pause) by scope: queue, kind, workflow (read when scraped).',
+    labels: ['scope'],
+    read: async ({ db, s }) => (await pauseCounts(db, s)).map((r) => [{ scope: r.scope }, r.n]),
   },
 ];

@@ -2,5 +2,7 @@
  * Records as the API serves them, declared once for the server, the API client, the web UI and the public
  * TypeScript API (the web UI imports this folder alone of the runtime: nothing here reaches Node).
  */
+
+export * from './operations.js';
 export * from './records.js';
 export * from './schedules.js';

@@ -3,9 +3,11 @@
  * types (src/ui/app imports it: beside types, only small pure functions and pretty-ms). `Json<T>` is a record as it
  * arrives over HTTP: dates as ISO strings. Wait progress and evidence are stored as they are served.
  */
+
 import prettyMs from 'pretty-ms';
 import type { PlanFlow } from '../../compiler/flow.js';
 import type { PlanWait } from '../../compiler/plan.js';
+import type { AuditRecord, PauseRecord } from './operations.js';
 
 /** The most rows one batch start takes (startMany, POST /api/workflows/batch): one statement carries them all. */
 export const MAX_START_BATCH = 10_000;
@@ -320,6 +322,10 @@ export interface WorkflowStatus {
   tasks: (TaskRecord & { pending_reason: string | null; skip_reason: string | null })[];
   /** Its moves between versions (braid upgrade, retry --on-current), oldest first. */
   upgrades: UpgradeRecord[];
+  /** The pauses that hold some of its tasks (its name's, its tasks' queues' and kinds'). */
+  pauses: PauseRecord[];
+  /** Operator actions on it (task actions, bulk operations), oldest first. */
+  audit: AuditRecord[];
 }
 
 export interface WaitDiagnostics {

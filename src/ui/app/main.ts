@@ -2,6 +2,7 @@ import { type DevState, type Live, onSignInNeeded, sessionFromHash, startSession
 import { definitionsPage } from './definitions.js';
 import { askToken } from './dialog.js';
 import { listPage } from './list.js';
+import { pausesPage } from './pauses.js';
 import { workflowPage } from './workflow.js';
 
 const app = document.getElementById('app')!;
@@ -33,6 +34,7 @@ function route(): void {
   const wf = /^\/workflows\/([^/]+)$/.exec(path);
   if (wf) current = workflowPage(app, decodeURIComponent(wf[1]), params);
   else if (path === '/definitions') current = definitionsPage(app, params);
+  else if (path === '/pauses') current = pausesPage(app);
   else current = listPage(app, params);
 }
 

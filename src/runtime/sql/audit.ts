@@ -1,0 +1,27 @@
+import type { Queryable } from '../db/types.js';
+import type { AuditRecord } from '../wire/index.js';
+
+/** An audit line to write: who did what to what, and why. */
+export type AuditEntry = Omit<AuditRecord, 'id' | 'at' | 'workflow_id' | 'task' | 'reason' | 'detail'> &
+  Partial<Pick<AuditRecord, 'workflow_id' | 'task' | 'reason' | 'detail'>>;
+
+/** Appends audit lines (in the transaction of the change they record). */
+export async function writeAudit(q: Queryable, s: string, at: Date, entries: readonly AuditEntry[]): Promise<void> {
+  if (entries.length === 0) return;
+  await q.query(
+    `INSERT INTO ${s}.audit (at, actor, action, target, workflow_id, task, reason, detail)
+     SELECT $1, e.actor, e.action, e.target, e.workflow_id, e.task, e.reason, e.detail
+       FROM jsonb_to_recordset($2::jsonb) AS e(actor text, action text, target text, workflow_id text, task text, reason text, detail jsonb)`,
+    [at, JSON.stringify(entries)],
+  );
+}
+
+/** A workflow's audit lines, oldest first (its history in braid status); at most `limit`. */
+export async function workflowAudit(q: Queryable, s: string, workflowId: string, limit = 200): Promise<AuditRecord[]> {
+  const { rows } = await q.query<AuditRecord>(
+    `SELECT id::text, at, actor, action, target, workflow_id, task, reason, detail FROM ${s}.audit
+      WHERE workflow_id = $1 ORDER BY id LIMIT $2`,
+    [workflowId, limit],
+  );
+  return rows;
+}

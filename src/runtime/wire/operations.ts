@@ -1,0 +1,42 @@
+/** Incident operations as the API serves them: pauses and audit lines (wire/index.ts exports these with the rest). */
+
+/** What a pause holds: the tasks of a queue, of a kind (every workflow's), or of every workflow of a name. */
+export type PauseScope = 'queue' | 'kind' | 'workflow';
+
+export const PAUSE_SCOPES: readonly PauseScope[] = ['queue', 'kind', 'workflow'];
+
+/** A pause in force (braid pause): who made it, when, and why. */
+export interface PauseRecord {
+  scope: PauseScope;
+  target: string;
+  actor: string;
+  reason: string | null;
+  paused_at: Date | string;
+}
+
+/** `paused (queue payments, by ada at 2026-12-04T10:00:00.000Z: "stripe outage")`: what status says of a task a pause holds. */
+export function pauseText(p: PauseRecord): string {
+  const at = typeof p.paused_at === 'string' ? p.paused_at : p.paused_at.toISOString();
+  return `paused (${p.scope} ${p.target}, by ${p.actor} at ${at}${p.reason ? `: ${JSON.stringify(p.reason)}` : ''})`;
+}
+
+/** One operator action, as recorded (an append-only line). */
+export interface AuditRecord {
+  id: string;
+  at: Date | string;
+  actor: string;
+  /** What was done: pause, resume, task.retry, task.skip, task.complete, bulk.retry, ... */
+  action: string;
+  /** What it was done to, in words ("queue payments", a workflow id, an operation's name). */
+  target: string;
+  workflow_id: string | null;
+  task: string | null;
+  reason: string | null;
+  detail: Record<string, unknown> | null;
+}
+
+/** `2026-12-04T10:00:00.000Z  task.skip charge by ada: "fixed by hand"`: an audit line in a workflow's history. */
+export function auditText(a: AuditRecord): string {
+  const at = typeof a.at === 'string' ? a.at : a.at.toISOString();
+  return `${at}  ${a.action}${a.task ? ` ${a.task}` : ''} by ${a.actor}${a.reason ? `: ${JSON.stringify(a.reason)}` : ''}`;
+}
