@@ -7,6 +7,8 @@ import type { BaselineVersion } from '../deploy/baseline.js';
 import type { UpgradeReport, UpgradeRequest } from '../runtime/deploys/upgrades.js';
 import type { RetryMode } from '../runtime/engine/decide.js';
 import type { RetryResult } from '../runtime/engine/retry.js';
+import type { TaskActionResult } from '../runtime/incidents/task-actions.js';
+import type { TaskAction } from '../runtime/incidents/task-decide.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import type {
@@ -21,7 +23,17 @@ import type {
   WorkflowSearch,
   WorkflowStatus,
 } from '../runtime/wire/index.js';
-import { pathTo, type Query, ROUTES, type RouteBodies, type RouteName, type RouteParams, type RouteReplies, type WorkflowVersion } from './route-table.js';
+import {
+  pathTo,
+  type Query,
+  ROUTES,
+  type RouteBodies,
+  type RouteName,
+  type RouteParams,
+  type RouteReplies,
+  type TaskActionBody,
+  type WorkflowVersion,
+} from './route-table.js';
 import { searchToParams } from './search-params.js';
 
 export type { WorkflowVersion } from './route-table.js';
@@ -95,6 +107,12 @@ export class ApiClient {
   /** Pauses (`pause`) or resumes a queue, a kind or a workflow name. */
   setPause(action: 'pause' | 'resume', scope: PauseScope, target: string, who: { actor?: string; reason?: string }): Promise<PauseRecord> {
     return this.call(action === 'pause' ? 'pauseScope' : 'resumeScope', {}, { body: { scope, target, ...who } });
+  }
+
+  /** An operator's action on one task (braid task retry|skip|complete). */
+  taskAction(id: string, task: string, action: TaskAction, body: TaskActionBody & { output?: unknown }): Promise<TaskActionResult> {
+    const route = ({ retry: 'taskRetry', skip: 'taskSkip', complete: 'taskComplete' } as const)[action];
+    return this.call(route, { id, task }, { body });
   }
 
   trigger(workflow: string, schedule: string): Promise<ScheduleStart> {

@@ -7,6 +7,7 @@ import type { BaselineVersion } from '../deploy/baseline.js';
 import type { DrainState } from '../runtime/deploys/in-flight.js';
 import type { UpgradeReport } from '../runtime/deploys/upgrades.js';
 import type { RetryResult } from '../runtime/engine/retry.js';
+import type { TaskActionResult } from '../runtime/incidents/task-actions.js';
 import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
 import type { EmitResult } from '../runtime/waits/signals.js';
 import type {
@@ -57,6 +58,9 @@ export const ROUTES = {
   wait: { method: 'GET', path: '/api/workflows/:id/wait' },
   diagnostics: { method: 'GET', path: '/api/workflows/:id/tasks/:task/diagnostics' },
   taskSignals: { method: 'GET', path: '/api/workflows/:id/tasks/:task/signals' },
+  taskRetry: { method: 'POST', path: '/api/workflows/:id/tasks/:task/retry' },
+  taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip' },
+  taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
 
 export type RouteName = keyof typeof ROUTES;
@@ -73,6 +77,13 @@ export type RouteParams<R extends RouteName> = ParamsOf<(typeof ROUTES)[R]['path
 /** One version of a definition, with the workflows still running on it and whether it drains. */
 export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
 
+/** An operator's action on one task: who, why, and whether a running task's attempt is cancelled first. */
+export interface TaskActionBody {
+  reason?: string;
+  actor?: string;
+  force?: boolean;
+}
+
 /** What a POST route takes as its JSON body (snake_case, as on the wire). */
 export interface RouteBodies {
   session: Record<string, never>;
@@ -87,6 +98,9 @@ export interface RouteBodies {
   startBatch: { name: string; workflows: readonly { inputs?: unknown; id?: string }[] };
   cancel: Record<string, never>;
   retry: { mode?: 'all' | 'failed_only' | 'failed_and_downstream'; reset_history?: boolean; on_current?: boolean };
+  taskRetry: TaskActionBody;
+  taskSkip: TaskActionBody;
+  taskComplete: TaskActionBody & { output?: unknown };
   emit: { key: string; payload?: unknown; idempotency_key?: string; source?: unknown; attempt?: number; any_key?: boolean };
 }
 
@@ -123,6 +137,9 @@ export interface RouteReplies {
   wait: { workflow: WorkflowRecord };
   diagnostics: WaitDiagnostics;
   taskSignals: SignalPage;
+  taskRetry: TaskActionResult;
+  taskSkip: TaskActionResult;
+  taskComplete: TaskActionResult;
 }
 
 /** A query string's values: absent ones left out. */

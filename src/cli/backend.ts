@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiClient, ApiError, ApiUnreachableError, type ListFilter, type WorkflowVersion } from '../api/client.js';
+import type { TaskActionBody } from '../api/route-table.js';
 import { CompileError } from '../compiler/compile-error.js';
 import { formatText } from '../compiler/format/text.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
@@ -20,6 +21,8 @@ import {
   keepMigratedImage,
   lockHolder,
   ping,
+  type TaskAction,
+  type TaskActionResult,
 } from '../runtime/index.js';
 import type { Runtime, RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
@@ -114,6 +117,7 @@ export interface Backend {
   schedule(workflow: string, schedule: string, action: 'pause' | 'resume'): Promise<ScheduleRecord>;
   trigger(workflow: string, schedule: string): Promise<ScheduleStart>;
   pauses(): Promise<PauseRecord[]>;
+  taskAction(id: string, task: string, action: TaskAction, body: TaskActionBody & { output?: unknown }): Promise<TaskActionResult>;
   setPause(action: 'pause' | 'resume', scope: PauseScope, target: string, who: { actor: string; reason?: string }): Promise<PauseRecord>;
   backfill(workflow: string, schedule: string, from: Date, to: Date, dryRun: boolean): Promise<ScheduleStart[]>;
   /** Whether some process is running handlers (a `--wait` without one would wait forever). */
@@ -176,6 +180,7 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     schedule: (workflow, schedule, action) => rethrow(io, async () => jsonClone(await rt.schedules[action](workflow, schedule))),
     trigger: (workflow, schedule) => rethrow(io, () => rt.schedules.trigger(workflow, schedule)),
     pauses: () => rethrow(io, async () => jsonClone(await rt.pauses.list())),
+    taskAction: (id, task, action, body) => rethrow(io, () => rt.workflow(id).taskAction(task, action, body)),
     setPause: (action, scope, target, who) => rethrow(io, async () => jsonClone(await rt.pauses[action](scope, target, who))),
     backfill: (workflow, schedule, from, to, dryRun) => rethrow(io, () => rt.schedules.backfill(workflow, schedule, from, to, { dryRun })),
     close: async () => {
@@ -250,6 +255,7 @@ function remoteBackend(io: Io, holder: number): Backend {
     schedule: (workflow, schedule, action) => guard(() => api.schedule(workflow, schedule, action)),
     trigger: (workflow, schedule) => guard(() => api.trigger(workflow, schedule)),
     pauses: () => guard(() => api.pauses()),
+    taskAction: (id, task, action, body) => guard(() => api.taskAction(id, task, action, body)),
     setPause: (action, scope, target, who) => guard(() => api.setPause(action, scope, target, who)),
     backfill: (workflow, schedule, from, to, dryRun) => guard(() => api.backfill(workflow, schedule, from, to, dryRun)),
     close: async () => undefined,

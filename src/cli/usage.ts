@@ -22,6 +22,7 @@ export const USAGE = {
   cancel: 'braid cancel ID [--json] [--database URL]',
   schedules: 'braid schedules [NAME] [--next N] [--json] [--database URL]',
   schedule: 'braid schedule pause|resume|trigger|backfill NAME SCHEDULE [--from ISO --to ISO] [--dry-run] [--json] [--database URL]',
+  task: 'braid task retry|skip|complete ID TASK [--output JSON] [--reason TEXT] [--force] [--actor NAME] [--json] [--database URL]',
   pause: 'braid pause --queue Q | --kind K | --workflow NAME [--reason TEXT] [--actor NAME] [--json] [--database URL]',
   resume: 'braid resume --queue Q | --kind K | --workflow NAME [--reason TEXT] [--actor NAME] [--json] [--database URL]',
   pauses: 'braid pauses [--json] [--database URL]',

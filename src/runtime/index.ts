@@ -28,6 +28,8 @@ export {
 } from './errors.js';
 export { OperationInvalidError, OutputInvalidError, PauseNotFoundError, TaskStateConflictError } from './incidents/errors.js';
 export type { ActorOptions, Pauses } from './incidents/pauses.js';
+export type { TaskActionOptions, TaskActionResult } from './incidents/task-actions.js';
+export type { TaskAction } from './incidents/task-decide.js';
 export { changeListeners } from './reads/change-listeners.js';
 export {
   createRuntime,

@@ -5,6 +5,8 @@ import type { RetryResult } from './engine/retry.js';
 import type { UpgradeOutcome } from './engine/upgrade.js';
 import { InvalidCursorError, TaskNotFoundError, WorkflowNotFoundError } from './errors.js';
 import { flowReason } from './flow/reason.js';
+import type { TaskActionOptions, TaskActionResult } from './incidents/task-actions.js';
+import type { TaskAction } from './incidents/task-decide.js';
 import { pendingReason, skipReason } from './reads/status.js';
 import { loadTasks, loadTasksByName } from './reads/task-records.js';
 import { lockWorkflows } from './sql/advance.js';
@@ -81,6 +83,18 @@ export class WorkflowHandle {
     const result = await workflowWrite(this.rt.ctx, options, this.id, (tx, ctx) => cancelWorkflow(tx, ctx, this.id));
     if (!result.found) throw new WorkflowNotFoundError(this.id);
     return { cancelled: result.cancelled, stopping: result.stopping };
+  }
+
+  /**
+   * An operator's action on one task, audited with `actor` and `reason` (braid task): `retry` opens a task that
+   * ended without completing again (with what it ended downstream; a final workflow starts a new attempt), or
+   * runs one waiting out its backoff now; `skip` ends an open task as skipped (its dependents apply their ignore
+   * rules); `complete` stores `output` (checked against `returns`) and its dependents run. A running task only
+   * with `force`, which cancels its attempt first. A TaskStateConflictError when the task's state allows none.
+   */
+  async taskAction(task: string, action: TaskAction, options: TaskActionOptions & { output?: unknown } = {}): Promise<TaskActionResult> {
+    const { taskAction } = await import('./incidents/task-actions.js');
+    return taskAction(this.rt.ctx, this.id, task, action, options);
   }
 
   /**

@@ -293,6 +293,22 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     expect(await cli(['pauses'])).toBe('nothing is paused');
   });
 
+  it('the task panel completes a waiting task by hand (confirmed, the output and a reason asked); its dependents run', async () => {
+    const id = await cli(['start', 'review_flow']);
+    await page.goto(`${dev.url}/workflows/${id}?selected=review`);
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="review"]')?.getAttribute('data-state') === 'pending');
+    await page.locator('[data-testid="task-complete"]').click();
+    await page.locator('[data-testid="task-action-output"]').fill('{"approved": true}');
+    await page.locator('[data-testid="task-action-reason"]').fill('approved by phone');
+    await page.locator('[data-testid="dialog-confirm"]').click();
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="archive"]')?.getAttribute('data-state') === 'completed', undefined, {
+      timeout: 15_000,
+    });
+    const status = JSON.parse(await cli(['status', id, '--json']));
+    expect(status.audit).toMatchObject([{ action: 'task.complete', task: 'review', actor: 'ui', reason: 'approved by phone' }]);
+    expect(status.tasks.find((t: { name: string }) => t.name === 'review').output).toEqual({ approved: true });
+  });
+
   it('a broken save shows the hot-reload banner until it is fixed', async () => {
     const file = join(dev.cwd, 'definitions', 'review_flow.yaml');
     await page.goto(`${dev.url}/`);

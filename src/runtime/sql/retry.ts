@@ -41,6 +41,20 @@ export async function restartWorkflow(
             deadline_at = $3::timestamptz + timeout_ms * interval '1 millisecond', trace_context = COALESCE($6, trace_context) WHERE id = $1`,
     [w.id, w.attempt, w.now, w.open, w.failed, w.traceContext],
   );
+  await resetTasks(q, s, w.id, tasks, resetHistory);
+}
+
+/**
+ * Puts tasks of one workflow back to their first state (given, with deps_left) with outputs, wait progress,
+ * evidence, timers and wait registrations cleared (with `resetHistory`, attempts and errors too).
+ */
+export async function resetTasks(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  tasks: readonly { name: string; state: string; deps_left: number }[],
+  resetHistory: boolean,
+): Promise<void> {
   await q.query(
     `UPDATE ${s}.tasks t
         SET state = r.state, deps_left = r.deps_left, output = NULL, output_bytes = NULL, finalized_at = NULL, started_at = NULL,
@@ -49,9 +63,18 @@ export async function restartWorkflow(
             attempt = CASE WHEN $3 THEN 0 ELSE t.attempt END, errors = CASE WHEN $3 THEN '[]'::jsonb ELSE t.errors END
        FROM jsonb_to_recordset($2::jsonb) AS r(name text, state text, deps_left int)
       WHERE t.workflow_id = $1 AND t.name = r.name`,
-    [w.id, JSON.stringify(tasks), resetHistory],
+    [workflowId, JSON.stringify(tasks), resetHistory],
   );
-  const names = tasks.map((t) => t.name);
-  await q.query(`DELETE FROM ${s}.timers WHERE workflow_id = $1 AND task = ANY($2::text[])`, [w.id, names]);
-  await q.query(`DELETE FROM ${s}.workflow_waiters WHERE workflow_id = $1 AND task = ANY($2::text[])`, [w.id, names]);
+  await forgetTaskWaits(
+    q,
+    s,
+    workflowId,
+    tasks.map((t) => t.name),
+  );
+}
+
+/** Deletes the timers and the registrations on other workflows of tasks whose waits end or start again. */
+export async function forgetTaskWaits(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<void> {
+  await q.query(`DELETE FROM ${s}.timers WHERE workflow_id = $1 AND task = ANY($2::text[])`, [workflowId, names]);
+  await q.query(`DELETE FROM ${s}.workflow_waiters WHERE workflow_id = $1 AND task = ANY($2::text[])`, [workflowId, names]);
 }

@@ -170,7 +170,8 @@ export class Worker {
         (queue) => this.wakeQueue(queue),
         () => this.resume(),
       ),
-      await db.listen(ch.cancel, (workflowId) => this.cancelled(new Set([workflowId]))),
+      // "ID" cancels a workflow's attempts, "ID TASK" one task's (an operator's braid task --force)
+      await db.listen(ch.cancel, (payload) => this.cancelled(new Set([payload.split(' ')[0]]), payload.split(' ')[1])),
     );
     this.timers.push(setInterval(() => this.wakeAll(), this.o.pollIntervalMs));
     for (const t of this.timers) t.unref();
@@ -178,13 +179,14 @@ export class Worker {
     for (const queue of this.perQueue.keys()) this.pump(queue);
   }
 
-  /** Workflows were cancelled: their running handlers are aborted, their prefetched attempts end cancelled. */
-  private cancelled(workflowIds: ReadonlySet<string>): void {
-    for (const r of this.running.values()) if (workflowIds.has(r.task.workflow_id)) r.abort(new TaskCancelled('workflow cancelled'));
+  /** Workflows (or one task) were cancelled: their running handlers are aborted, their prefetched attempts end cancelled. */
+  private cancelled(workflowIds: ReadonlySet<string>, task?: string): void {
+    const hit = (t: FetchedTask) => workflowIds.has(t.workflow_id) && (task === undefined || t.name === task);
+    for (const r of this.running.values()) if (hit(r.task)) r.abort(new TaskCancelled(task ? 'attempt cancelled' : 'workflow cancelled'));
     for (const q of this.perQueue.values()) {
-      const cancelled = q.buffer.filter((t) => workflowIds.has(t.workflow_id));
+      const cancelled = q.buffer.filter(hit);
       if (cancelled.length === 0) continue;
-      q.buffer = q.buffer.filter((t) => !workflowIds.has(t.workflow_id));
+      q.buffer = q.buffer.filter((t) => !hit(t));
       for (const t of cancelled) {
         this.track(
           this.executor

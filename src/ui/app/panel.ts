@@ -3,6 +3,7 @@ import { attemptHistory, attemptText, humanDuration, signalCountText } from '../
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, duration, h, json, time } from './dom.js';
+import { taskActions } from './task-actions.js';
 import type { Diagnostics, LogPage, PlanTerm, SignalPage, Task, TermValue, WorkflowStatus } from './types.js';
 
 /**
@@ -48,6 +49,7 @@ export class TaskPanel {
           h('button', { type: 'button', class: 'close', 'aria-label': 'close', onclick: () => this.onClose() }, '×'),
         ),
         h('p', { class: 'muted' }, `${task.kind} · queue ${task.queue} · attempt ${attemptText(task.attempt, task.max_attempts)}`),
+        task.removed_in ? null : taskActions(this.workflowId, task),
         task.removed_in &&
           h('p', { class: 'reason', 'data-testid': 'removed-in' }, `removed in ${task.removed_in.slice(0, 12)}: kept as history by an upgrade`),
         task.pending_reason && h('p', { class: 'reason', 'data-testid': 'pending-reason' }, task.pending_reason),
