@@ -4,6 +4,10 @@ export * from './compiler/index.js';
 export {
   type ActorOptions,
   BatchRowError,
+  type BulkCreated,
+  type BulkOps,
+  type BulkRequest,
+  type BulkRunOptions,
   createPglite,
   createPostgres,
   createRuntime,
@@ -26,6 +30,7 @@ export {
   migrate,
   NonRetryableError,
   OperationInvalidError,
+  OperationNotFoundError,
   OutputInvalidError,
   PauseNotFoundError,
   type Pauses,
@@ -73,6 +78,8 @@ export { Metrics } from './runtime/telemetry/metrics.js';
 // the records the API serves, as the runtime returns them: one declaration each (runtime/wire/)
 export type {
   AuditRecord,
+  BulkAction,
+  BulkOperation,
   Json,
   PauseRecord,
   PauseScope,

@@ -20,6 +20,7 @@ export function searchToParams(f: WorkflowSearch): URLSearchParams {
   const q = new URLSearchParams();
   if (f.state !== undefined) q.set('state', f.state);
   if (f.name !== undefined) q.set('name', f.name);
+  if (f.version !== undefined) q.set('version', f.version);
   if (f.idPrefix !== undefined) q.set('id_prefix', f.idPrefix);
   for (const i of f.inputs ?? []) q.append('input', `${i.path}=${i.value}`);
   for (const [key, param] of TIMES) if (f[key] !== undefined) q.set(param, f[key]);
@@ -65,6 +66,7 @@ export function searchFromParams(q: URLSearchParams): Omit<WorkflowSearch, 'limi
   const out: Omit<WorkflowSearch, 'limit'> = {
     state: state as WorkflowSearch['state'],
     name: short(q.get('name'), 'name'),
+    version: short(q.get('version'), 'version', 64),
     idPrefix: short(q.get('id_prefix'), 'id_prefix', 128),
     inputs: inputs.length > 0 ? inputs.map(inputFilter) : undefined,
     error: short(q.get('error'), 'error'),

@@ -16,7 +16,7 @@ export const USAGE = {
   status: 'braid status ID [--json] [--database URL]',
   logs: 'braid logs ID [TASK] [--attempt N] [--follow] [--json] [--database URL]',
   list:
-    'braid list [--state S] [--name N] [--id-prefix P] [--input PATH=VALUE...] [--created-after ISO] [--created-before ISO] ' +
+    'braid list [--state S] [--name N] [--version HASH] [--id-prefix P] [--input PATH=VALUE...] [--created-after ISO] [--created-before ISO] ' +
     '[--error TEXT] [--top-level] [--limit N] [--json] [--database URL]',
   versions: 'braid versions NAME [--diff HASH1 HASH2] [--json] [--database URL]',
   cancel: 'braid cancel ID [--json] [--database URL]',

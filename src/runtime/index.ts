@@ -26,7 +26,9 @@ export {
   WorkflowConflictError,
   WorkflowNotFoundError,
 } from './errors.js';
-export { OperationInvalidError, OutputInvalidError, PauseNotFoundError, TaskStateConflictError } from './incidents/errors.js';
+export type { BulkCreated, BulkRequest, BulkRunOptions } from './incidents/bulk.js';
+export { OperationInvalidError, OperationNotFoundError, OutputInvalidError, PauseNotFoundError, TaskStateConflictError } from './incidents/errors.js';
+export type { BulkOps } from './incidents/ops.js';
 export type { ActorOptions, Pauses } from './incidents/pauses.js';
 export type { TaskActionOptions, TaskActionResult } from './incidents/task-actions.js';
 export type { TaskAction } from './incidents/task-decide.js';

@@ -10,6 +10,7 @@ import { definitionVersions, type RegisterOptions, type RegisterResult, register
 import type { UpgradeReport, UpgradeRequest } from './deploys/upgrades.js';
 import type { AdvanceContext } from './engine/context.js';
 import { DefinitionCache } from './engine/definition-cache.js';
+import { type BulkOps, bulkOps } from './incidents/ops.js';
 import { Pauses } from './incidents/pauses.js';
 import type { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
@@ -108,6 +109,8 @@ export class Runtime {
       metrics: options.metrics,
       tracing: new Tracing(otelApi(), options.tracerProvider),
     };
+    this.pauses = new Pauses(this.ctx);
+    this.bulk = bulkOps(this.ctx, this.id);
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */
@@ -224,12 +227,9 @@ export class Runtime {
   private scheduleOps?: ScheduleOps;
 
   /** Pauses without a deploy: a queue's, a kind's or a workflow name's tasks held from claims until resumed. */
-  get pauses(): Pauses {
-    this.pauseOps ??= new Pauses(this.ctx);
-    return this.pauseOps;
-  }
-
-  private pauseOps?: Pauses;
+  readonly pauses: Pauses;
+  /** Bulk operations by filter (braid bulk): retry, cancel, upgrade or signal every workflow a filter selects. */
+  readonly bulk: BulkOps;
 
   /** The current version of every registered workflow. */
   currentDefinitions(): Promise<StoredDefinition[]> {

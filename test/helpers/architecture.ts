@@ -183,6 +183,7 @@ export const LAYERS: readonly { from: string; only: readonly string[]; why: stri
       'src/runtime/core/',
       'src/runtime/db/',
       'src/runtime/engine/',
+      'src/runtime/incidents/',
       'src/runtime/schedules/',
       'src/runtime/sql/',
       'src/runtime/telemetry/',
@@ -211,8 +212,10 @@ export const LAYERS: readonly { from: string; only: readonly string[]; why: stri
     from: 'src/runtime/incidents/',
     only: [
       'src/compiler/',
+      'src/error-codes.ts',
       'src/runtime/core/',
       'src/runtime/db/',
+      'src/runtime/deploys/',
       'src/runtime/engine/',
       'src/runtime/errors.ts',
       'src/runtime/reads/',

@@ -13,6 +13,7 @@ Usage: ${usage}
 
   --state STATE            running, completed, failed or cancelled
   --name NAME              only workflows of this name
+  --version HASH           only workflows on this version (a hash or its prefix)
   --id-prefix P            ids that begin with P (a business key's prefix: refund:r1)
   --input PATH=VALUE       an inputs value (repeatable): --input customer_id=c1, --input customer.tier=gold
   --created-after ISO      created at or after (2026-01-31, 2026-01-31T12:00:00Z)
@@ -30,10 +31,29 @@ Usage: ${usage}
 
 const STATES: readonly string[] = WORKFLOW_STATES;
 
-/** The filters given, read by the API's own reading of a search (the same filters, refused the same way). */
-function searchFrom(values: Record<string, string | undefined>, inputs: readonly string[]): Omit<WorkflowSearch, 'limit'> {
+/** The search's options (braid bulk takes them too). */
+export const SEARCH_FLAGS = [
+  'state',
+  'name',
+  'version',
+  'id-prefix',
+  'created-after',
+  'created-before',
+  'finalized-after',
+  'finalized-before',
+  'error',
+  'parent',
+] as const;
+
+/**
+ * The filters given, read by the API's own reading of a search (the same filters, refused the same way): the
+ * state and name as given, --top-level from `topLevel`.
+ */
+export function searchFrom(values: Record<string, string | undefined>, inputs: readonly string[], topLevel = false): Omit<WorkflowSearch, 'limit'> {
+  if (values.state !== undefined && !STATES.includes(values.state)) throw new UsageError(`--state must be one of ${STATES.join(', ')}, not "${values.state}"`);
   const query = new URLSearchParams();
   const flagged: [string, string][] = [
+    ['version', 'version'],
     ['id-prefix', 'id_prefix'],
     ['created-after', 'created_after'],
     ['created-before', 'created_before'],
@@ -45,7 +65,12 @@ function searchFrom(values: Record<string, string | undefined>, inputs: readonly
   for (const [flag, param] of flagged) if (values[flag] !== undefined) query.set(param, values[flag]);
   for (const i of inputs) query.append('input', i);
   try {
-    return searchFromParams(query);
+    return {
+      ...searchFromParams(query),
+      state: values.state as WorkflowRecord['state'] | undefined,
+      name: values.name,
+      topLevel: topLevel || undefined,
+    };
   } catch (error) {
     if (error instanceof SearchParamError)
       throw new UsageError(error.message.replace(/"(\w+)"/, (_, p: string) => `--${p.replace(/_/g, '-').replace('parent-id', 'parent')}`));
@@ -79,31 +104,18 @@ export async function run(argv: string[], io: Io): Promise<number> {
     lists,
     help: wantsHelp,
     positionals,
-  } = parse(
-    argv,
-    ['state', 'name', 'id-prefix', 'created-after', 'created-before', 'finalized-after', 'finalized-before', 'error', 'parent', 'limit', 'database', 'schema'],
-    usage,
-    ['json', 'top-level'],
-    ['input'],
-  );
+  } = parse(argv, [...SEARCH_FLAGS, 'limit', 'database', 'schema'], usage, ['json', 'top-level'], ['input']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
   }
   if (positionals.length > 0) throw new UsageError(`list takes no arguments (usage: ${usage})`);
-  if (values.state !== undefined && !STATES.includes(values.state)) throw new UsageError(`--state must be one of ${STATES.join(', ')}, not "${values.state}"`);
   const limit = values.limit === undefined ? 20 : Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError('--limit must be a whole number from 1 to 500');
-  const search = searchFrom(values, lists.input);
+  const search = searchFrom(values, lists.input, flags.has('top-level'));
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    const page = await backend.list({
-      ...search,
-      state: values.state as WorkflowRecord['state'] | undefined,
-      name: values.name,
-      topLevel: flags.has('top-level') || undefined,
-      limit,
-    });
+    const page = await backend.list({ ...search, limit });
     if (flags.has('json')) {
       io.stdout(`${JSON.stringify(page, null, 2)}\n`);
       return EXIT.ok;

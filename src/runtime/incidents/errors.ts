@@ -19,6 +19,14 @@ export class PauseNotFoundError extends Error {
   }
 }
 
+export class OperationNotFoundError extends Error {
+  readonly code = 'operation_not_found' as const;
+  constructor(name: string) {
+    super(`no bulk operation named ${name} (braid bulk list lists them)`);
+    this.name = 'OperationNotFoundError';
+  }
+}
+
 /** A task action its task's state refuses: what the task is, and what would do. */
 export class TaskStateConflictError extends Error {
   readonly code = 'task_state_conflict' as const;

@@ -4,6 +4,7 @@ import { errorMessage } from '../core/describe-error.js';
 import { channels } from '../sql/channels.js';
 import { electLeader, resignLeader } from '../sql/leader.js';
 import type { RetentionPolicy } from '../sql/maintenance.js';
+import { BulkService } from './bulk.js';
 import { DeadlineService } from './deadlines.js';
 import { EffectService } from './effects.js';
 import { FlowKeeperService } from './flow-keeper.js';
@@ -83,6 +84,7 @@ export class LeaderService {
       new SweeperService(o.promoteIntervalMs),
       new FlowKeeperService(o.promoteIntervalMs),
       new RetentionService(o.retentionIntervalMs, o.retention),
+      new BulkService(o.promoteIntervalMs, o.id),
     ];
   }
 

@@ -107,19 +107,14 @@ function inputsContainment(path: string, value: string): string[] {
 }
 
 /**
- * Workflows newest first, filtered and paged by (created_at, id); `cursor` holds the exact created_at text.
- * Each filter is a condition with its own parameter; the indexes of migration 018 serve the id prefix
- * (text_pattern_ops), the inputs (GIN, jsonb_path_ops) and the top-level list.
+ * The conditions of a workflow search over `w` (a workflows row), each with its parameter added through `p`:
+ * what the list and a bulk operation's selection (sql/bulk.ts) filter by.
  */
-export async function listWorkflows(q: Queryable, s: string, f: WorkflowListFilter): Promise<(WorkflowSummary & { cursor_at: string })[]> {
-  const params: unknown[] = [];
-  const p = (v: unknown) => {
-    params.push(v);
-    return `$${params.length}`;
-  };
+export function searchConditions(s: string, f: Omit<WorkflowSearch, 'cursor' | 'limit'>, p: (v: unknown) => string): string[] {
   const where: string[] = [];
   if (f.state) where.push(`w.state = ${p(f.state)}`);
   if (f.name) where.push(`w.name = ${p(f.name)}`);
+  if (f.version) where.push(`w.definition_hash LIKE ${p(`${likeText(f.version)}%`)}`);
   if (f.idPrefix) where.push(`w.id LIKE ${p(`${likeText(f.idPrefix)}%`)}`);
   for (const i of f.inputs ?? [])
     where.push(
@@ -140,6 +135,21 @@ export async function listWorkflows(q: Queryable, s: string, f: WorkflowListFilt
         OR EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.errors <> '[]'::jsonb AND t.errors::text ILIKE ${text}))`,
     );
   }
+  return where;
+}
+
+/**
+ * Workflows newest first, filtered and paged by (created_at, id); `cursor` holds the exact created_at text.
+ * Each filter is a condition with its own parameter; the indexes of migration 018 serve the id prefix
+ * (text_pattern_ops), the inputs (GIN, jsonb_path_ops) and the top-level list.
+ */
+export async function listWorkflows(q: Queryable, s: string, f: WorkflowListFilter): Promise<(WorkflowSummary & { cursor_at: string })[]> {
+  const params: unknown[] = [];
+  const p = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const where = searchConditions(s, f, p);
   if (f.after) where.push(`(w.created_at, w.id) < (${p(f.after.created_at)}::timestamptz, ${p(f.after.id)}::text)`);
   const { rows } = await q.query<WorkflowSummary & { cursor_at: string }>(
     `SELECT w.id, w.name, w.definition_hash, w.state, w.attempt, w.tasks_total, w.parent_id, w.created_at, w.finalized_at,

@@ -40,3 +40,34 @@ export function auditText(a: AuditRecord): string {
   const at = typeof a.at === 'string' ? a.at : a.at.toISOString();
   return `${at}  ${a.action}${a.task ? ` ${a.task}` : ''} by ${a.actor}${a.reason ? `: ${JSON.stringify(a.reason)}` : ''}`;
 }
+
+/** What a bulk operation does to each workflow it selected. */
+export type BulkAction = 'retry' | 'cancel' | 'upgrade' | 'signal';
+
+export const BULK_ACTIONS: readonly BulkAction[] = ['retry', 'cancel', 'upgrade', 'signal'];
+
+/** A bulk operation (braid bulk) as recorded: what, over which selection, by whom, and how far it is. */
+export interface BulkOperation {
+  name: string;
+  action: BulkAction;
+  /** The action's own options: retry's mode, reset_history and on_current; upgrade's to (a hash, frozen); signal's key and payload. */
+  options: Record<string, unknown>;
+  /** The filters it selected by, as given (the list's, and `where`). */
+  filter: Record<string, unknown>;
+  actor: string;
+  reason: string | null;
+  rate_per_s: number | null;
+  state: 'running' | 'completed' | 'cancelled';
+  total: number;
+  done: number;
+  failed: number;
+  created_at: Date | string;
+  finished_at: Date | string | null;
+  runner: string | null;
+  runner_at: Date | string | null;
+}
+
+/** `INC-42  retry  running  600/1000 done, 2 failed  by ada`: one line of braid bulk list. */
+export function bulkText(o: BulkOperation): string {
+  return `${o.name}  ${o.action}  ${o.state}  ${o.done}/${o.total} done${o.failed > 0 ? `, ${o.failed} failed` : ''}  by ${o.actor}`;
+}

@@ -360,6 +360,8 @@ export interface WaitDiagnostics {
 export interface WorkflowSearch {
   state?: 'running' | 'completed' | 'failed' | 'cancelled';
   name?: string;
+  /** Its version's hash begins with it. */
+  version?: string;
   /** The id begins with it: a business key's prefix (`refund:r1`). */
   idPrefix?: string;
   /** Inputs values: `{ path: 'customer.id', value: 'c1' }` holds when inputs.customer.id is "c1" (or the JSON value c1 is). */
