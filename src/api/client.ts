@@ -7,11 +7,13 @@ import type { BaselineVersion } from '../deploy/baseline.js';
 import type { UpgradeReport, UpgradeRequest } from '../runtime/deploys/upgrades.js';
 import type { RetryMode } from '../runtime/engine/decide.js';
 import type { RetryResult } from '../runtime/engine/retry.js';
+import type { BulkCreated } from '../runtime/incidents/bulk.js';
 import type { TaskActionResult } from '../runtime/incidents/task-actions.js';
 import type { TaskAction } from '../runtime/incidents/task-decide.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import type {
+  BulkOperation,
   LogPage,
   PauseRecord,
   PauseScope,
@@ -24,6 +26,7 @@ import type {
   WorkflowStatus,
 } from '../runtime/wire/index.js';
 import {
+  type BulkBody,
   pathTo,
   type Query,
   ROUTES,
@@ -107,6 +110,22 @@ export class ApiClient {
   /** Pauses (`pause`) or resumes a queue, a kind or a workflow name. */
   setPause(action: 'pause' | 'resume', scope: PauseScope, target: string, who: { actor?: string; reason?: string }): Promise<PauseRecord> {
     return this.call(action === 'pause' ? 'pauseScope' : 'resumeScope', {}, { body: { scope, target, ...who } });
+  }
+
+  bulkCreate(body: BulkBody): Promise<BulkCreated> {
+    return this.call('bulkCreate', {}, { body });
+  }
+
+  bulkList(): Promise<BulkOperation[]> {
+    return this.call('bulkList', {}).then((r) => r.operations);
+  }
+
+  bulkStatus(name: string): Promise<BulkOperation> {
+    return this.call('bulkStatus', { name });
+  }
+
+  bulkCancel(name: string, who: { actor?: string; reason?: string }): Promise<BulkOperation> {
+    return this.call('bulkCancel', { name }, { body: who });
   }
 
   /** An operator's action on one task (braid task retry|skip|complete). */

@@ -1,7 +1,8 @@
 import type { TaskAction } from '../runtime/incidents/task-decide.js';
-import type { PauseScope } from '../runtime/wire/index.js';
+import type { BulkAction, PauseScope } from '../runtime/wire/index.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
 import { HttpError, readJson, send } from './http.js';
+import { SearchParamError, searchFromParams } from './search-params.js';
 
 /** An operator action's who and why, from its body: `actor` (default "api") and `reason`, both strings when given. */
 export function actorFrom(b: Record<string, unknown>): { actor?: string; reason?: string } {
@@ -35,4 +36,63 @@ export const taskHandlers: Pick<RouteHandlers, 'taskRetry' | 'taskSkip' | 'taskC
   taskRetry: (c, call) => taskAction('retry', c, call),
   taskSkip: (c, call) => taskAction('skip', c, call),
   taskComplete: (c, call) => taskAction('complete', c, call),
+};
+
+const FILTER_KEYS = [
+  'state',
+  'name',
+  'version',
+  'id_prefix',
+  'input',
+  'error',
+  'top_level',
+  'parent_id',
+  'created_after',
+  'created_before',
+  'finalized_after',
+  'finalized_before',
+];
+
+/** A bulk body's filter, read as the list's query is (the same names, refused the same way). */
+function bulkFilter(filter: unknown): ReturnType<typeof searchFromParams> {
+  if (filter === undefined) return {};
+  if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) throw new HttpError(400, '"filter" is an object of the list\'s filters');
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(filter)) for (const one of Array.isArray(v) ? v : [v]) q.append(k, String(one));
+  try {
+    const { cursor: _, ...search } = searchFromParams(q);
+    const unknown = Object.keys(filter).find((k) => !FILTER_KEYS.includes(k));
+    if (unknown) throw new HttpError(400, `"filter" has no "${unknown}"`);
+    return search;
+  } catch (error) {
+    if (error instanceof SearchParamError) throw new HttpError(400, error.message);
+    throw error;
+  }
+}
+
+/** Bulk operations: the list, one, a cancel, and the making of one (run here, in the background, unless a dry run). */
+export const bulkHandlers: Pick<RouteHandlers, 'bulkList' | 'bulkCreate' | 'bulkStatus' | 'bulkCancel'> = {
+  bulkList: async (c, { res }) => send(res, 200, { operations: await c.rt.bulk.list() }),
+  bulkStatus: async (c, { res, params }) => send(res, 200, await c.rt.bulk.get(params.name)),
+  bulkCancel: async (c, { req, res, params }) => send(res, 200, await c.rt.bulk.cancel(params.name, actorFrom(await readJson(req)))),
+  bulkCreate: async (c, { req, res }) => {
+    const b = await readJson(req);
+    for (const k of ['where', 'name'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a string`);
+    if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
+    if (b.rate !== undefined && typeof b.rate !== 'number') throw new HttpError(400, '"rate" is a number of workflows a second');
+    if (b.options !== undefined && (typeof b.options !== 'object' || b.options === null)) throw new HttpError(400, '"options" is an object');
+    const made = await c.rt.bulk.create({
+      action: b.action as BulkAction,
+      filter: bulkFilter(b.filter),
+      where: b.where as string | undefined,
+      name: b.name as string | undefined,
+      dryRun: b.dry_run === true,
+      ratePerS: b.rate as number | undefined,
+      options: b.options as Record<string, unknown> | undefined,
+      ...actorFrom(b),
+    });
+    // this process acts on it; if it stops, the leader (or a rerun) continues it
+    if (made.operation?.state === 'running') void c.rt.bulk.run(made.name, { follow: false }).catch(() => undefined);
+    send(res, made.operation && !made.existing ? 202 : 200, made);
+  },
 };

@@ -7,10 +7,13 @@ import type { BaselineVersion } from '../deploy/baseline.js';
 import type { DrainState } from '../runtime/deploys/in-flight.js';
 import type { UpgradeReport } from '../runtime/deploys/upgrades.js';
 import type { RetryResult } from '../runtime/engine/retry.js';
+import type { BulkCreated } from '../runtime/incidents/bulk.js';
 import type { TaskActionResult } from '../runtime/incidents/task-actions.js';
 import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
 import type { EmitResult } from '../runtime/waits/signals.js';
 import type {
+  BulkAction,
+  BulkOperation,
   LogPage,
   PauseRecord,
   PauseScope,
@@ -45,6 +48,10 @@ export const ROUTES = {
   pauses: { method: 'GET', path: '/api/pauses' },
   pauseScope: { method: 'POST', path: '/api/pauses' },
   resumeScope: { method: 'POST', path: '/api/pauses/resume' },
+  bulkList: { method: 'GET', path: '/api/bulk' },
+  bulkCreate: { method: 'POST', path: '/api/bulk' },
+  bulkStatus: { method: 'GET', path: '/api/bulk/:name' },
+  bulkCancel: { method: 'POST', path: '/api/bulk/:name/cancel' },
   workflows: { method: 'GET', path: '/api/workflows' },
   start: { method: 'POST', path: '/api/workflows' },
   startBatch: { method: 'POST', path: '/api/workflows/batch' },
@@ -77,6 +84,23 @@ export type RouteParams<R extends RouteName> = ParamsOf<(typeof ROUTES)[R]['path
 /** One version of a definition, with the workflows still running on it and whether it drains. */
 export type WorkflowVersion = DefinitionVersion & { running: number; state: DrainState };
 
+/**
+ * A bulk operation asked over HTTP: the action, the list's filters as its query names them (state, name,
+ * version, id_prefix, input: ["PATH=VALUE"], error, created_after, created_before, ...), `where` (CEL), the
+ * operation's name, dry_run, rate (a second), the action's options, who and why.
+ */
+export interface BulkBody {
+  action: BulkAction;
+  filter?: Record<string, string | string[] | boolean>;
+  where?: string;
+  name?: string;
+  dry_run?: boolean;
+  rate?: number;
+  options?: Record<string, unknown>;
+  reason?: string;
+  actor?: string;
+}
+
 /** An operator's action on one task: who, why, and whether a running task's attempt is cancelled first. */
 export interface TaskActionBody {
   reason?: string;
@@ -94,6 +118,8 @@ export interface RouteBodies {
   backfill: { from: string; to: string; dry_run?: boolean };
   pauseScope: { scope: PauseScope; target: string; reason?: string; actor?: string };
   resumeScope: { scope: PauseScope; target: string; reason?: string; actor?: string };
+  bulkCreate: BulkBody;
+  bulkCancel: { reason?: string; actor?: string };
   start: { name: string; inputs?: unknown; id?: string };
   startBatch: { name: string; workflows: readonly { inputs?: unknown; id?: string }[] };
   cancel: Record<string, never>;
@@ -124,6 +150,10 @@ export interface RouteReplies {
   pauses: { pauses: PauseRecord[] };
   pauseScope: PauseRecord;
   resumeScope: PauseRecord;
+  bulkList: { operations: BulkOperation[] };
+  bulkCreate: BulkCreated;
+  bulkStatus: BulkOperation;
+  bulkCancel: BulkOperation;
   workflows: WorkflowPage;
   start: { id: string; existing?: boolean };
   startBatch: { workflows: { id: string; existing: boolean }[] };

@@ -6,7 +6,7 @@ import { definitionHandlers } from './definition-routes.js';
 import { listEvents, workflowEvents } from './events.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
-import { pauseHandlers, taskHandlers } from './operation-routes.js';
+import { bulkHandlers, pauseHandlers, taskHandlers } from './operation-routes.js';
 import { matchRoute } from './route-table.js';
 import { scheduleHandlers } from './schedule-routes.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
@@ -38,6 +38,7 @@ const HANDLERS: RouteHandlers = {
   ...scheduleHandlers,
   ...pauseHandlers,
   ...taskHandlers,
+  ...bulkHandlers,
   events: (c, { req, res, url }) => listEvents(req, res, c, listFilter(url)),
   dev: async (c, { res }) => send(res, 200, c.dev?.() ?? { definitions: null, handlers: null }),
   baseline: async (c, { res, url }) => {

@@ -11,6 +11,8 @@ import type { PgliteDatabase } from '../runtime/db/pglite.js';
 import type { Database } from '../runtime/db/types.js';
 import {
   BatchRowError,
+  type BulkCreated,
+  type BulkRequest,
   cachedImage,
   createPglite,
   createPostgres,
@@ -26,7 +28,8 @@ import {
 } from '../runtime/index.js';
 import type { Runtime, RuntimeOptions } from '../runtime/runtime.js';
 import type { WorkflowRecord, WorkflowSummary } from '../runtime/sql/workflows.js';
-import type { LogPage, PauseRecord, PauseScope, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire/index.js';
+import type { BulkOperation, LogPage, PauseRecord, PauseScope, ScheduleRecord, ScheduleStart, WorkflowStatus } from '../runtime/wire/index.js';
+import { bulkBody, followRemote } from './bulk-remote.js';
 
 export type { ListFilter, WorkflowVersion };
 
@@ -117,6 +120,12 @@ export interface Backend {
   schedule(workflow: string, schedule: string, action: 'pause' | 'resume'): Promise<ScheduleRecord>;
   trigger(workflow: string, schedule: string): Promise<ScheduleStart>;
   pauses(): Promise<PauseRecord[]>;
+  bulkCreate(request: BulkRequest): Promise<BulkCreated>;
+  /** Follows an operation to its end, acting on it here (or, through the API, as the server does), progress told as it goes. */
+  bulkRun(name: string, onProgress: (op: BulkOperation) => void, signal: AbortSignal): Promise<BulkOperation>;
+  bulkList(): Promise<BulkOperation[]>;
+  bulkGet(name: string): Promise<BulkOperation>;
+  bulkCancel(name: string, who: { actor: string; reason?: string }): Promise<BulkOperation>;
   taskAction(id: string, task: string, action: TaskAction, body: TaskActionBody & { output?: unknown }): Promise<TaskActionResult>;
   setPause(action: 'pause' | 'resume', scope: PauseScope, target: string, who: { actor: string; reason?: string }): Promise<PauseRecord>;
   backfill(workflow: string, schedule: string, from: Date, to: Date, dryRun: boolean): Promise<ScheduleStart[]>;
@@ -180,6 +189,11 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     schedule: (workflow, schedule, action) => rethrow(io, async () => jsonClone(await rt.schedules[action](workflow, schedule))),
     trigger: (workflow, schedule) => rethrow(io, () => rt.schedules.trigger(workflow, schedule)),
     pauses: () => rethrow(io, async () => jsonClone(await rt.pauses.list())),
+    bulkCreate: (request) => rethrow(io, async () => jsonClone(await rt.bulk.create(request))),
+    bulkRun: (name, onProgress, signal) => rethrow(io, async () => jsonClone(await rt.bulk.run(name, { follow: true, onProgress, signal }))),
+    bulkList: () => rethrow(io, async () => jsonClone(await rt.bulk.list())),
+    bulkGet: (name) => rethrow(io, async () => jsonClone(await rt.bulk.get(name))),
+    bulkCancel: (name, who) => rethrow(io, async () => jsonClone(await rt.bulk.cancel(name, who))),
     taskAction: (id, task, action, body) => rethrow(io, () => rt.workflow(id).taskAction(task, action, body)),
     setPause: (action, scope, target, who) => rethrow(io, async () => jsonClone(await rt.pauses[action](scope, target, who))),
     backfill: (workflow, schedule, from, to, dryRun) => rethrow(io, () => rt.schedules.backfill(workflow, schedule, from, to, { dryRun })),
@@ -255,6 +269,11 @@ function remoteBackend(io: Io, holder: number): Backend {
     schedule: (workflow, schedule, action) => guard(() => api.schedule(workflow, schedule, action)),
     trigger: (workflow, schedule) => guard(() => api.trigger(workflow, schedule)),
     pauses: () => guard(() => api.pauses()),
+    bulkCreate: (r) => guard(() => api.bulkCreate(bulkBody(r))),
+    bulkRun: (name, onProgress, signal) => guard(() => followRemote(api, name, onProgress, signal)),
+    bulkList: () => guard(() => api.bulkList()),
+    bulkGet: (name) => guard(() => api.bulkStatus(name)),
+    bulkCancel: (name, who) => guard(() => api.bulkCancel(name, who)),
     taskAction: (id, task, action, body) => guard(() => api.taskAction(id, task, action, body)),
     setPause: (action, scope, target, who) => guard(() => api.setPause(action, scope, target, who)),
     backfill: (workflow, schedule, from, to, dryRun) => guard(() => api.backfill(workflow, schedule, from, to, dryRun)),

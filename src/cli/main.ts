@@ -27,6 +27,7 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   cancel: () => import('./commands/cancel.js'),
   schedules: () => import('./commands/schedules.js'),
   schedule: () => import('./commands/schedule.js'),
+  bulk: () => import('./commands/bulk.js'),
   task: () => import('./commands/task.js'),
   pause: () => import('./commands/pause.js'),
   resume: () => import('./commands/resume.js'),

@@ -22,6 +22,11 @@ export const USAGE = {
   cancel: 'braid cancel ID [--json] [--database URL]',
   schedules: 'braid schedules [NAME] [--next N] [--json] [--database URL]',
   schedule: 'braid schedule pause|resume|trigger|backfill NAME SCHEDULE [--from ISO --to ISO] [--dry-run] [--json] [--database URL]',
+  bulk:
+    'braid bulk retry|cancel|upgrade|signal [--name N] [--state S] [--version HASH] [--input PATH=VALUE...] [--error TEXT] ' +
+    '[--created-after ISO] [--created-before ISO] [--id-prefix P] [--where CEL] [--as NAME] [--dry-run] [--rate N/s] [--mode M] [--on-current] ' +
+    '[--reset-history] [--to HASH] [--key K] [--payload JSON] [--reason TEXT] [--actor NAME] [--json] [--database URL] ' +
+    '| braid bulk list|status NAME|cancel NAME',
   task: 'braid task retry|skip|complete ID TASK [--output JSON] [--reason TEXT] [--force] [--actor NAME] [--json] [--database URL]',
   pause: 'braid pause --queue Q | --kind K | --workflow NAME [--reason TEXT] [--actor NAME] [--json] [--database URL]',
   resume: 'braid resume --queue Q | --kind K | --workflow NAME [--reason TEXT] [--actor NAME] [--json] [--database URL]',

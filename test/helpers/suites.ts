@@ -23,6 +23,7 @@ export const BACKEND_FREE = [
  * runs them in a lane of their own from the start, beside the rest, instead of after it.
  */
 export const HEAVY = [
+  'test/incidents/bulk-processes.test.ts',
   'test/deploy/upgrade-faults.test.ts',
   'test/runtime/busy-handler.test.ts',
   'test/runtime/faults.test.ts',

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/api/client.js';
+import { startApiServer } from '../../src/api/server.js';
 import { NonRetryableError, OperationInvalidError, type Runtime } from '../../src/index.js';
-import { advance, backend, definitionsDir, drivenRuntime, final, settle } from '../helpers/runtime.js';
+import { advance, backend, definitionsDir, drivenRuntime, final, settle, until } from '../helpers/runtime.js';
 
 const V1 = 'name: w\ninputs: { type: object, properties: { n: { type: integer } } }\ntasks:\n  a: { kind: a }\n';
 const V2 = `${V1}  b: { kind: b, deps: [a] }\n`;
@@ -107,5 +109,29 @@ describe(`bulk operations by filter (${backend})`, () => {
     await rt.bulk.create({ action: 'retry', filter: { name: 'w' }, name: 'once' });
     await expect(rt.bulk.create({ action: 'cancel', filter: { name: 'w' }, name: 'once' })).rejects.toThrow(/exists with another action or filter/);
     await expect(rt.bulk.get('never')).rejects.toThrow(/no bulk operation named never/);
+  });
+});
+
+describe(`bulk operations through the API (${backend})`, () => {
+  it('POST /api/bulk previews a dry run, makes and runs an operation (202), and GET follows it to its end; bad filters are 400', async () => {
+    const { rt, ids, mend } = await failedRuns(5);
+    mend();
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1' });
+    try {
+      const api = new ApiClient(server.url, 'tok-tok-tok-tok-1');
+      const body = { action: 'retry' as const, filter: { name: 'w', state: 'failed', input: ['n=3'] }, name: 'api-op', actor: 'ops-bot' };
+      expect(await api.bulkCreate({ ...body, dry_run: true })).toMatchObject({ total: 1, first_ids: [ids[3]] });
+      const made = await api.bulkCreate({ ...body, filter: { name: 'w', state: 'failed' } });
+      expect(made).toMatchObject({ total: 5, existing: false, operation: { state: 'running' } });
+      await until(async () => (await api.bulkStatus('api-op')).state === 'completed');
+      expect(await api.bulkStatus('api-op')).toMatchObject({ done: 5, failed: 0, actor: 'ops-bot' });
+      expect((await api.bulkList()).map((o) => o.name)).toEqual(['api-op']);
+      await expect(api.bulkCreate({ ...body, filter: { colour: 'red' } })).rejects.toMatchObject({ status: 400 });
+      await expect(api.bulkCreate({ ...body, filter: { state: 'asleep' } })).rejects.toMatchObject({ status: 400 });
+      await expect(api.bulkStatus('nope')).rejects.toMatchObject({ status: 404, code: 'operation_not_found' });
+    } finally {
+      await server.close();
+    }
+    for (const id of ids) expect((await final(rt, id)).state).toBe('completed');
   });
 });
