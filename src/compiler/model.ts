@@ -23,6 +23,10 @@ export interface Definition {
   rate_limit?: RateLimitDef;
   /** Starts with one key within `quiet` make one run. */
   debounce?: DebounceDef;
+  /** A workflow started once per failure (its inputs may read `failed`). */
+  on_failure?: { start?: { workflow?: string; inputs?: Record<string, unknown> } };
+  /** How long failed runs are kept: `keep`, or a duration. */
+  retention?: { failed?: string };
   /** The plain JSON value as parsed. */
   raw: Record<string, unknown>;
 }
@@ -193,7 +197,18 @@ export function buildDefinition(value: unknown): Definition | undefined {
     schedules: Array.isArray(value.schedules) ? value.schedules.map((v, index) => readSchedule(index, obj(v) ?? {})) : [],
     ...readFlow(value),
     ...(obj(value.debounce) ? { debounce: { key: str(obj(value.debounce)!.key), quiet: str(obj(value.debounce)!.quiet) } } : {}),
+    ...readFailure(value),
     raw: value,
+  };
+}
+
+/** on_failure and retention, each present only when written. */
+function readFailure(value: Record<string, unknown>): Pick<Definition, 'on_failure' | 'retention'> {
+  const start = obj(obj(value.on_failure)?.start);
+  const retention = obj(value.retention);
+  return {
+    ...(obj(value.on_failure) ? { on_failure: start ? { start: { workflow: str(start.workflow), inputs: obj(start.inputs) } } : {} } : {}),
+    ...(retention ? { retention: { failed: str(retention.failed) } } : {}),
   };
 }
 

@@ -29,6 +29,10 @@ export interface NormalizedDefinition {
   concurrency?: NormalizedConcurrency;
   /** Starts with one key within `quiet_ms` make one run, when it says. */
   debounce?: { key: string; quiet_ms: number };
+  /** The workflow a failed run starts, once per failure, when it says (its inputs' templates read `failed`). */
+  on_failure?: { start: { workflow: string; inputs: Record<string, unknown> } };
+  /** How long a failed run is kept when it says: null for keep (until deleted by hand). */
+  retention?: { failed_ms: number | null };
 }
 
 /** Flow control as declared (keys and CEL counts raw), each present only when set. */
@@ -170,6 +174,10 @@ export function normalizeDefinition(def: Definition): NormalizedDefinition {
   if (def.schedules.length > 0) out.schedules = def.schedules.map(normalizeSchedule);
   if (def.concurrency) out.concurrency = normalizeConcurrency(def.concurrency);
   if (def.debounce) out.debounce = { key: def.debounce.key!, quiet_ms: ms(def.debounce.quiet)! };
+  const hook = def.on_failure?.start;
+  if (hook) out.on_failure = { start: { workflow: hook.workflow!, inputs: hook.inputs ?? {} } };
+  const failed = def.retention?.failed;
+  if (failed !== undefined) out.retention = { failed_ms: failed === 'keep' ? null : ms(failed)! };
   return out;
 }
 

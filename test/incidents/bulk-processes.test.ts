@@ -73,5 +73,5 @@ describe.runIf(backend === 'postgres')('braid bulk as operators run it: 1,000 fa
     expect(await count(`attempt = 2`)).toBe(1000);
     const status = JSON.parse((await runCliInProcess(['bulk', 'status', 'INC-42', '--json', ...db])).stdout);
     expect(status).toMatchObject({ name: 'INC-42', action: 'retry', state: 'completed', total: 1000, done: 1000, failed: 0, actor: 'ada', rate_per_s: 200 });
-  });
+  }, 180_000);
 });

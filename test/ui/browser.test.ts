@@ -309,6 +309,22 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     expect(status.tasks.find((t: { name: string }) => t.name === 'review').output).toEqual({ approved: true });
   });
 
+  it('the list cancels every workflow its filters select: a preview count, a confirmation with a reason, progress to the end', async () => {
+    const inputs = (id: string) => ['--inputs', `{"expense_id":"${id}","amount":10,"requester":"bulk-ui"}`];
+    const ids = [await cli(['start', 'expense_approval', ...inputs('e1')]), await cli(['start', 'expense_approval', ...inputs('e2')])];
+    await page.goto(`${dev.url}/?name=expense_approval&state=running&input=requester%3Dbulk-ui`);
+    await page.locator('[data-testid="bulk-cancel"]').click();
+    await page.locator('[data-testid="bulk-count"]').waitFor();
+    expect(await page.locator('[data-testid="bulk-count"]').textContent()).toMatch(/^2 workflows match: /);
+    await page.locator('[data-testid="bulk-name"]').fill('ui-cancel');
+    await page.locator('[data-testid="bulk-reason"]').fill('duplicate requests');
+    await page.locator('[data-testid="dialog-confirm"]').click();
+    await page.locator('[data-testid="bulk-progress"][data-state="completed"]').waitFor({ timeout: 15_000 });
+    expect(await page.locator('[data-testid="bulk-progress"]').textContent()).toBe('ui-cancel: 2/2 (0 failed) completed');
+    for (const id of ids) expect(JSON.parse(await cli(['status', id, '--json'])).workflow.state).toBe('cancelled');
+    expect(JSON.parse(await cli(['bulk', 'status', 'ui-cancel', '--json']))).toMatchObject({ actor: 'ui', reason: 'duplicate requests', done: 2 });
+  });
+
   it('a broken save shows the hot-reload banner until it is fixed', async () => {
     const file = join(dev.cwd, 'definitions', 'review_flow.yaml');
     await page.goto(`${dev.url}/`);

@@ -104,7 +104,7 @@ function unknownField(ast: AstNode, problem: CelProblem, expr: string, variables
   }
   return {
     message: `unknown field "${field}"${known}`,
-    hint: guess ? `did you mean "${guess}"?` : 'inputs fields must be declared under inputs.properties (the inputs schema)',
+    hint: guess ? `did you mean "${guess}"?` : root === 'inputs' ? 'inputs fields must be declared under inputs.properties (the inputs schema)' : undefined,
   };
 }
 

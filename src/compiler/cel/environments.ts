@@ -22,7 +22,8 @@ export type CelContext =
   | 'flow' // a task's flow-control key, limit, weight: when the task is added
   | 'flow_item' // the same inside a for_each task
   | 'flow_workflow' // the workflow's concurrency, fairness, rate limit: at start
-  | 'debounce'; // the workflow's debounce key: at each start, before the run exists
+  | 'debounce' // the workflow's debounce key: at each start, before the run exists
+  | 'on_failure'; // on_failure.start.inputs: when the run fails
 
 export const TIMESTAMP = 'google.protobuf.Timestamp';
 
@@ -47,6 +48,7 @@ export const CONTEXT_REFS: Record<CelContext, readonly RefKind[]> = {
   flow_item: [],
   flow_workflow: [],
   debounce: [],
+  on_failure: [],
 };
 
 export function contextVariables(context: CelContext, inputs: CelType): Record<string, CelType> {
@@ -94,8 +96,13 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
       return base;
     case 'debounce':
       return { inputs };
+    case 'on_failure':
+      return { ...base, workflow: { ...workflowAtStart, attempt: 'int' }, failed: FAILED };
   }
 }
+
+/** What a failed run's on_failure inputs read of it: its id and name, its error, the task that failed, the attempt. */
+export const FAILED: CelType = { id: 'string', name: 'string', error: 'string', task: 'string', attempt: 'int' };
 
 // optional types: `inputs.?customer.?email.orValue("")` is one of the guards rule cel-optional accepts
 const OPTIONS = { homogeneousAggregateLiterals: false, enableOptionalTypes: true } as const;

@@ -50,6 +50,8 @@ class CelPass {
     this.flow(this.def.defaults, ['defaults'], 'flow');
     this.flow(this.def, [], 'flow_workflow');
     if (this.def.debounce?.key !== undefined) this.raw(this.def.debounce.key, ['debounce', 'key'], 'debounce', {}, 'key');
+    const hook = this.def.on_failure?.start?.inputs;
+    if (hook) this.templates(hook, ['on_failure', 'start', 'inputs'], 'on_failure', {});
   }
 
   /** Flow-control keys (a string or an int) and counts written as CEL (an int). */

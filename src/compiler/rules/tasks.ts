@@ -85,6 +85,7 @@ function checkDurationRanges(def: Definition, reporter: Reporter): void {
     else check(text, path);
   };
   check(def.timeout, ['timeout']);
+  if (def.retention?.failed !== 'keep') check(def.retention?.failed, ['retention', 'failed']);
   timeout(def.defaults.timeout, ['defaults', 'timeout']);
   retry(def.defaults.retry, ['defaults']);
   for (const task of def.tasks) {

@@ -8,8 +8,8 @@ export interface FileDefinition {
 }
 
 /**
- * Cross-file rules over a whole definitions folder: workflow names are unique, and `start` names a
- * workflow that exists (in the folder, or among those the caller says are registered already).
+ * Cross-file rules over a whole definitions folder: workflow names are unique, and `start` (a task's, or
+ * on_failure's) names a workflow that exists (in the folder, or among those the caller says are registered already).
  */
 export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: readonly string[] = []): void {
   const firstFile = new Map<string, string>();
@@ -28,6 +28,16 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
   }
   const known = [...new Set([...firstFile.keys(), ...alsoKnown])];
   for (const { definition, reporter } of files) {
+    const hook = definition.on_failure?.start?.workflow;
+    if (hook !== undefined && !known.includes(hook)) {
+      const guess = didYouMean(hook, known);
+      reporter.report(
+        'unknown-workflow',
+        `on_failure starts unknown workflow "${hook}"`,
+        { path: ['on_failure', 'start', 'workflow'] },
+        guess ? `did you mean "${guess}"?` : 'on_failure.start names a workflow defined in the definitions folder',
+      );
+    }
     for (const task of definition.tasks) {
       const target = task.start?.workflow;
       if (target === undefined || known.includes(target)) continue;

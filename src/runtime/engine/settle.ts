@@ -3,6 +3,7 @@ import { countClosed, deleteTaskRows, endWorkflows, type Finalized, type SettleR
 import { advanceWave } from '../sql/advance-wave.js';
 import type { AdvanceContext } from './context.js';
 import { finalWorkflowState, isFailed, isFinal } from './decide.js';
+import { afterFailures } from './failure-hooks.js';
 import { evaluateOutput } from './output.js';
 
 /**
@@ -60,5 +61,12 @@ export async function finalizeWorkflows(q: Queryable, ctx: AdvanceContext, workf
     ended.push({ id: w.id, state, output: output.output, output_error: output.error ?? null });
   }
   await endWorkflows(q, ctx, ended);
+  const failed = new Set(ended.filter((e) => e.state === 'failed').map((e) => e.id));
+  if (failed.size > 0)
+    await afterFailures(
+      q,
+      ctx,
+      workflows.filter((w) => failed.has(w.id)),
+    );
   return new Map(ended.map((e) => [e.id, e.state]));
 }

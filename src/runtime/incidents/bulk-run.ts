@@ -1,6 +1,7 @@
 import { isCallerError } from '../../error-codes.js';
 import { advanceIn, clockNow, type RuntimeContext } from '../core/context.js';
-import { claimItem, itemSavepoint, loadOperation, orphanedOperations, recordItem, releaseOperation, rollbackItem, takeOperation } from '../sql/bulk.js';
+import { claimItem, loadOperation, orphanedOperations, recordItem, releaseOperation, takeOperation } from '../sql/bulk.js';
+import { rollbackTo, savepoint } from '../sql/savepoints.js';
 import { isLockTimeout, setLockTimeout } from '../sql/session.js';
 import type { BulkOperation } from '../wire/index.js';
 import { applyItem } from './bulk-apply.js';
@@ -67,14 +68,14 @@ async function actOnNext(ctx: RuntimeContext, runner: string, op: BulkOperation)
     if (!item) return false;
     await setLockTimeout(tx, ctx.lockTimeoutMs);
     const advance = await advanceIn(ctx, tx);
-    await itemSavepoint(tx);
+    await savepoint(tx, 'bulk_item');
     let error: string | undefined;
     try {
       await applyItem(tx, advance, op, item.workflow_id);
     } catch (e) {
       // the workflow's state refused it (or another transaction held it too long): recorded, and the run goes on
       if (!isCallerError(e) && !isLockTimeout(e)) throw e;
-      await rollbackItem(tx);
+      await rollbackTo(tx, 'bulk_item');
       error = isLockTimeout(e) ? `workflow ${item.workflow_id} was busy past the lock timeout` : (e as Error).message;
     }
     await recordItem(tx, ctx.s, { name: op.name, seq: item.seq, outcome: error ? 'failed' : 'done', error, at: advance.now, runner });

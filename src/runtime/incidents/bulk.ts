@@ -4,11 +4,12 @@ import { advancing, type RuntimeContext } from '../core/context.js';
 import { assertStorable } from '../core/storable.js';
 import { writeAudit } from '../sql/audit.js';
 import { cancelOperation, insertOperation, listOperations, loadOperation, operationIds } from '../sql/bulk.js';
-import type { BulkAction, BulkOperation, WorkflowSearch } from '../wire/index.js';
+import type { BulkAction, BulkCreated, BulkOperation, WorkflowSearch } from '../wire/index.js';
 import { checkBulkOptions, checkFilter, OPERATION_NAME, selectWorkflows } from './bulk-select.js';
 import { OperationInvalidError, OperationNotFoundError } from './errors.js';
 import { type ActorOptions, actorOf } from './pauses.js';
 
+export type { BulkCreated } from '../wire/index.js';
 export { type BulkRunOptions, runOperation } from './bulk-run.js';
 
 /** A bulk operation asked for: the action and its options, the selection, its name, pace, who and why. */
@@ -26,20 +27,6 @@ export interface BulkRequest extends ActorOptions {
   ratePerS?: number;
   /** retry: mode, reset_history, on_current; upgrade: to, cancel_removed, drop_evidence; signal: key, payload. */
   options?: Record<string, unknown>;
-}
-
-/** What creating an operation says: the selection's size and first ids, and the operation (absent for a dry run). */
-export interface BulkCreated {
-  name: string;
-  action: BulkAction;
-  total: number;
-  first_ids: string[];
-  /** Workflows `where` could not be evaluated on (left out), and the first reason. */
-  unevaluated: number;
-  first_error?: string;
-  /** The operation recorded (a dry run records none); `existing`: one of this name was there already. */
-  operation?: BulkOperation;
-  existing?: boolean;
 }
 
 const SHOWN_IDS = 10;

@@ -4,14 +4,17 @@
  * finalization others wait on fans out into one `evaluate` effect per waiting workflow, which re-evaluates
  * exactly the tasks registered on the finalized workflow.
  */
+
 import { CoalescedPass } from '../../pacing/coalesced.js';
 import { compiler } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
 import { evaluateWaits } from '../engine/advance.js';
 import { cancelWorkflow } from '../engine/cancel.js';
 import type { AdvanceContext } from '../engine/context.js';
+import { hookFailed } from '../engine/failure-hooks.js';
 import { insertPlan } from '../engine/insert.js';
-import { childStartable, deleteEffect, type EffectRow, fanOutFinalized, lockEffect, oldestEffects, underSavepoint } from '../sql/effects.js';
+import { currentDefinition } from '../sql/definitions.js';
+import { childStartable, deleteEffect, type EffectRow, fanOutFinalized, lockEffect, oldestEffects, underSavepoint, workflowExists } from '../sql/effects.js';
 import { inBatches } from './batches.js';
 import type { MaintenanceContext, MaintenanceService } from './service.js';
 
@@ -89,6 +92,7 @@ async function applyEffect(tx: Queryable, ctx: AdvanceContext, e: EffectRow): Pr
   if (e.kind === 'finalized') await fanOutFinalized(tx, s, ctx.schema, e.workflow_id, ctx.now);
   else if (e.kind === 'evaluate') await evaluateWaits(tx, ctx, e.workflow_id, { names: (e.payload as EvaluatePayload).tasks });
   else if (e.kind === 'cancel') await cancelWorkflow(tx, ctx, e.workflow_id);
+  else if (e.kind === 'hook') await startHook(tx, ctx, e.workflow_id, e.payload as HookPayload);
   else await startChild(tx, ctx, s, e.workflow_id, e.payload as StartPayload);
   await deleteEffect(tx, s, e.workflow_id, e.id);
   return true;
@@ -119,6 +123,33 @@ async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: str
     ) ?? null;
   await insertPlan(tx, ctx, plan, { parentId: p.parent_id, group: p.group, traceContext: span?.stored });
   ctx.tracing?.end(span, undefined, { 'braid.workflow.tasks': plan.tasks.length });
+}
+
+interface HookPayload {
+  name: string;
+  inputs: unknown;
+  failed_id: string;
+}
+
+/**
+ * A failed run's on_failure start, once (a workflow with its id already there is it): from its workflow's
+ * current version. Inputs its schema refuses, or a workflow no longer registered, are said in the failed run's
+ * history instead, and the effect ends: a retry would fail the same way.
+ */
+async function startHook(tx: Queryable, ctx: AdvanceContext, id: string, p: HookPayload): Promise<void> {
+  if (await workflowExists(tx, ctx.s, id)) return;
+  const def = await currentDefinition(tx, ctx.s, p.name);
+  const { compile } = await compiler();
+  try {
+    if (!def) throw new Error(`no workflow named ${p.name} is registered`);
+    const plan = compile(def.normalized, p.inputs, { id, now: ctx.now, limits: UNLIMITED, hash: def.hash });
+    await insertPlan(tx, ctx, plan);
+  } catch (error) {
+    // the inputs refused (a CompileError's diagnostics) or no workflow to start: said, not tried again
+    const diagnostics = (error as { diagnostics?: { message: string }[] }).diagnostics;
+    if (def && !Array.isArray(diagnostics)) throw error;
+    await hookFailed(tx, ctx.s, ctx.now, p.failed_id, p.name, diagnostics ? new Error(diagnostics.map((d) => d.message).join('; ')) : (error as Error));
+  }
 }
 
 /** Effects as a maintenance service: passes never overlap; one effect that fails is kept and tried again later. */

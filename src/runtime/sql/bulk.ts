@@ -139,12 +139,3 @@ export async function cancelOperation(q: Queryable, s: string, name: string, at:
   );
   return rows[0];
 }
-
-/** Marks where an item's action starts in its transaction: a failure rolls back to here, keeping the item's lock to record it. */
-export async function itemSavepoint(q: Queryable): Promise<void> {
-  await q.query('SAVEPOINT bulk_item');
-}
-
-export async function rollbackItem(q: Queryable): Promise<void> {
-  await q.query('ROLLBACK TO SAVEPOINT bulk_item');
-}

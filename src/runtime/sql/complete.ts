@@ -56,8 +56,8 @@ export interface EagerClaim {
  * duplicate completion is a no-op. "Running" is tested as "has this worker" (a CHECK ties the two), which keeps
  * the planner on primary-key lookups. A completed dep satisfies every dependent whatever its ignore flags, so
  * dependents advance set-based; the state is readyStateSql(). A workflow whose last open task closes
- * finalizes in the same statement when it has no output template (finalWorkflowStateSql()); one
- * with an output template is returned in `toFinalize`, for its output to be evaluated.
+ * finalizes in the same statement when it completes with no output template (finalWorkflowStateSql()); one
+ * with an output template, or that fails or is cancelled, is returned in `toFinalize`, for finalizeWorkflows.
  *
  * Attempts whose claimed row version is known are found by it (the completion holds its workflow's lock, so
  * the lookup is on the critical path); those whose row moved since (updated by a cancel, an extension) are
@@ -198,24 +198,27 @@ function completionHead(s: string, byTid: boolean, returning: string): string {
         ${returning}`;
 }
 
-/** Counting the completed tasks off their workflows, each finalized in the statement when nothing is left to evaluate. */
+/**
+ * Counting the completed tasks off their workflows, each finalized in the statement when it completes with
+ * nothing left to evaluate; one with an output template, or that fails (its definition may start a workflow on
+ * failure, or keep it), is left to finalizeWorkflows (engine/settle.ts), in the same transaction or just after.
+ */
 function countedSql(s: string): string {
+  const inStatement = `w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' AND ${finalWorkflowStateSql('w')} = 'completed'`;
   return `counted AS (
        UPDATE ${s}.workflows w
           SET tasks_open = w.tasks_open - c.n,
-              state = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running'
-                           THEN ${finalWorkflowStateSql('w')}
-                           ELSE w.state END,
-              finalized_at = CASE WHEN w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' THEN $2 ELSE w.finalized_at END
+              state = CASE WHEN ${inStatement} THEN 'completed' ELSE w.state END,
+              finalized_at = CASE WHEN ${inStatement} THEN $2 ELSE w.finalized_at END
          FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
         WHERE w.id = c.workflow_id
-        RETURNING w.id, w.state, w.tasks_open, w.output_template IS NOT NULL AS has_template
+        RETURNING w.id, w.state, w.tasks_open
      )`;
 }
 
 const SKIPPED_SQL = `(SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
               WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped`;
-const FINALIZE_SQL = `(SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running' AND has_template) AS finalize`;
+const FINALIZE_SQL = `(SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running') AS finalize`;
 
 /**
  * A batch none of whose tasks has dependents: no edges to follow, nothing to claim. A task that gained

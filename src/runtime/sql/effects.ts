@@ -6,7 +6,7 @@ import { channels } from './channels.js';
 export interface EffectRow {
   workflow_id: string;
   id: string;
-  kind: 'start' | 'cancel' | 'finalized' | 'evaluate';
+  kind: 'start' | 'cancel' | 'finalized' | 'evaluate' | 'hook';
   payload: unknown;
 }
 
@@ -89,4 +89,29 @@ export async function recordChildStarts(q: Queryable, s: string, schema: string,
     [c.parentId, c.parentTask, c.group, c.name, c.definitionHash, c.now, JSON.stringify(c.children), c.traceContext],
   );
   await q.query('SELECT pg_notify($1, $2)', [channels(schema).effect, c.parentId]);
+}
+
+/** What a failed run's on_failure asks: a workflow of `name` started with these inputs, its id the failure's key. */
+export interface HookStart {
+  id: string;
+  name: string;
+  inputs: unknown;
+  failedId: string;
+  now: Date;
+}
+
+/** A `hook` effect (applied by the leader's effect pass, as a child start is), notified. */
+export async function recordHookStart(q: Queryable, s: string, schema: string, h: HookStart): Promise<void> {
+  await q.query(
+    `INSERT INTO ${s}.effects (workflow_id, kind, payload, created_at)
+     VALUES ($1, 'hook', jsonb_build_object('name', $2::text, 'inputs', $3::jsonb, 'failed_id', $4::text), $5)`,
+    [h.id, h.name, JSON.stringify(h.inputs ?? null), h.failedId, h.now],
+  );
+  await q.query('SELECT pg_notify($1, $2)', [channels(schema).effect, h.id]);
+}
+
+/** Whether a workflow of this id exists (a hook started already by an earlier pass that committed). */
+export async function workflowExists(q: Queryable, s: string, id: string): Promise<boolean> {
+  const { rows } = await q.query(`SELECT 1 FROM ${s}.workflows WHERE id = $1`, [id]);
+  return rows.length > 0;
 }

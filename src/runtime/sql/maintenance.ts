@@ -37,17 +37,19 @@ export interface RetentionPolicy {
  */
 export async function deleteExpiredWorkflows(q: Queryable, s: string, policy: RetentionPolicy, now: Date, limit = 500): Promise<number> {
   let deleted = 0;
-  const rules: [string[], number | null][] = [
-    [['completed', 'failed'], policy.closedMs],
-    [['cancelled'], policy.cancelledMs],
+  // a failed run its definition keeps (keep_until) goes at its own time, never by the runtime's period
+  const rules: [string, string[], Date | null][] = [
+    ['keep_until IS NULL AND finalized_at < $2 ORDER BY finalized_at', ['completed', 'failed'], before(now, policy.closedMs)],
+    ['keep_until IS NULL AND finalized_at < $2 ORDER BY finalized_at', ['cancelled'], before(now, policy.cancelledMs)],
+    ['keep_until IS NOT NULL AND keep_until < $2 ORDER BY keep_until', ['failed'], now],
   ];
-  for (const [states, ms] of rules) {
-    if (ms === null) continue;
+  for (const [which, states, cutoff] of rules) {
+    if (cutoff === null) continue;
     // tasks, signals and timers go by foreign key; the rows keyed by workflow without one go here
     const { rows } = await q.query<{ n: number }>(
       `WITH gone AS (
          DELETE FROM ${s}.workflows WHERE id IN (
-           SELECT id FROM ${s}.workflows WHERE state = ANY($1::text[]) AND finalized_at < $2 ORDER BY finalized_at LIMIT $3)
+           SELECT id FROM ${s}.workflows WHERE state = ANY($1::text[]) AND ${which} LIMIT $3)
          RETURNING id
        ), effects AS (
          DELETE FROM ${s}.effects WHERE workflow_id IN (SELECT id FROM gone)
@@ -55,12 +57,14 @@ export async function deleteExpiredWorkflows(q: Queryable, s: string, policy: Re
          DELETE FROM ${s}.workflow_waiters WHERE workflow_id IN (SELECT id FROM gone)
        )
        SELECT count(*)::int AS n FROM gone`,
-      [states, new Date(now.getTime() - ms), limit],
+      [states, cutoff, limit],
     );
     deleted += rows[0].n;
   }
   return deleted;
 }
+
+const before = (now: Date, ms: number | null) => (ms === null ? null : new Date(now.getTime() - ms));
 
 /**
  * Per-task retention (opt-in): running workflows old enough to hold a task finalized before the cutoff, in

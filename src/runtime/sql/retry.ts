@@ -37,7 +37,7 @@ export async function restartWorkflow(
 ): Promise<void> {
   await q.query(
     `UPDATE ${s}.workflows SET attempt = $2, attempt_started_at = $3, state = 'running', finalized_at = NULL, output = NULL, output_error = NULL,
-            cancel_requested = false, tasks_open = $4, tasks_failed = $5, end_reason = NULL,
+            cancel_requested = false, tasks_open = $4, tasks_failed = $5, end_reason = NULL, keep_until = NULL,
             deadline_at = $3::timestamptz + timeout_ms * interval '1 millisecond', trace_context = COALESCE($6, trace_context) WHERE id = $1`,
     [w.id, w.attempt, w.now, w.open, w.failed, w.traceContext],
   );

@@ -71,3 +71,17 @@ export interface BulkOperation {
 export function bulkText(o: BulkOperation): string {
   return `${o.name}  ${o.action}  ${o.state}  ${o.done}/${o.total} done${o.failed > 0 ? `, ${o.failed} failed` : ''}  by ${o.actor}`;
 }
+
+/** What creating an operation says: the selection's size and first ids, and the operation (absent for a dry run). */
+export interface BulkCreated {
+  name: string;
+  action: BulkAction;
+  total: number;
+  first_ids: string[];
+  /** Workflows `where` could not be evaluated on (left out), and the first reason. */
+  unevaluated: number;
+  first_error?: string;
+  /** The operation recorded (a dry run records none); `existing`: one of this name was there already. */
+  operation?: BulkOperation;
+  existing?: boolean;
+}

@@ -1,6 +1,7 @@
 import { pathTo } from '../../api/route-table.js';
 import { WORKFLOW_STATES } from '../../runtime/wire/index.js';
 import { type Live, live } from './api.js';
+import { bulkBar } from './bulk.js';
 import { badge, clear, duration, h, time } from './dom.js';
 import type { WorkflowPage, WorkflowSummary } from './types.js';
 
@@ -38,6 +39,7 @@ export function listPage(app: HTMLElement, params: URLSearchParams): Live {
   app.append(
     h('h1', {}, 'Workflows'),
     filters,
+    search().size > 0 ? bulkBar(new URLSearchParams(apiQuery({}))) : '',
     h(
       'table',
       { class: 'list', 'data-testid': 'workflow-list' },

@@ -1,0 +1,114 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { NonRetryableError } from '../../src/index.js';
+import { runCliInProcess } from '../helpers/cli.js';
+import { advance, backend, drivenRuntime, final, settle } from '../helpers/runtime.js';
+
+const PAY = `name: pay
+inputs: { type: object, properties: { order: { type: string } } }
+on_failure:
+  start:
+    workflow: dead_letter
+    inputs:
+      failed_id: "\${{ failed.id }}"
+      why: "\${{ failed.task }}: \${{ failed.error }} (attempt \${{ failed.attempt }})"
+      order: "\${{ inputs.order }}"
+retention: { failed: keep }
+tasks:
+  charge: { kind: charge }
+  ship: { kind: ship, deps: [charge] }
+`;
+const DEAD_LETTER = `name: dead_letter
+inputs:
+  type: object
+  required: [failed_id, why]
+  properties: { failed_id: { type: string }, why: { type: string }, order: { type: string } }
+tasks:
+  page: { kind: page }
+`;
+const PLAIN = 'name: plain\ntasks:\n  charge: { kind: charge }\n';
+
+async function runtime(definitions: Record<string, string> = { pay: PAY, dead_letter: DEAD_LETTER, plain: PLAIN }) {
+  const rt = await drivenRuntime({
+    definitions,
+    retention: { closedMs: 3_600_000, cancelledMs: 3_600_000 },
+    handlers: {
+      charge: async () => {
+        throw new NonRetryableError('card declined', { code: 'card_declined' });
+      },
+      ship: async () => ({}),
+      page: async () => ({ paged: true }),
+    },
+  });
+  await rt.startWorker();
+  return rt;
+}
+
+describe(`dead letters and failure hooks (${backend})`, () => {
+  it('a failed run starts its hook once per failure, with failed.* in its inputs; a retried run that fails again starts another', async () => {
+    const rt = await runtime();
+    const id = await rt.start('pay', { order: 'o-17' });
+    expect((await final(rt, id)).state).toBe('failed');
+    await settle(rt);
+    const first = await rt.workflow(`${id}.on_failure.1`).load();
+    expect(first).toMatchObject({ name: 'dead_letter', state: 'completed' });
+    expect(first.inputs).toEqual({ failed_id: id, why: 'charge: card declined (attempt 1)', order: 'o-17' });
+    const hooks = async () => (await rt.listWorkflows({ name: 'dead_letter' })).workflows.map((w) => w.id).sort();
+    expect(await hooks()).toEqual([`${id}.on_failure.1`]);
+
+    await rt.workflow(id).retry({ mode: 'failed_only' });
+    expect((await final(rt, id)).state).toBe('failed');
+    await settle(rt);
+    expect(await hooks()).toEqual([`${id}.on_failure.1`, `${id}.on_failure.2`]);
+    expect((await rt.workflow(`${id}.on_failure.2`).load()).inputs).toMatchObject({ why: 'charge: card declined (attempt 2)' });
+  });
+
+  it('retention: { failed: keep } keeps the failed run whole past the runtime period; a run without it goes', async () => {
+    const rt = await runtime();
+    const kept = await rt.start('pay', { order: 'o-1' });
+    const gone = await rt.start('plain');
+    expect((await final(rt, kept)).state).toBe('failed');
+    expect((await final(rt, gone)).state).toBe('failed');
+    await advance(rt, 2 * 3_600_000);
+    await rt.maintenance({ only: ['deleted'] });
+    await expect(rt.workflow(gone).load()).rejects.toThrow(/not found|no workflow/i);
+    const w = await rt.workflow(kept).status();
+    expect(w.workflow.state).toBe('failed');
+    expect(w.tasks.map((t) => [t.name, t.state])).toEqual([
+      ['charge', 'discarded'],
+      ['ship', 'cancelled'],
+    ]);
+    expect((await rt.listWorkflows({ state: 'failed', name: 'pay' })).workflows.map((x) => x.id)).toEqual([kept]);
+  });
+
+  it("a hook that cannot start leaves the failure as it is and says why in the run's history", async () => {
+    const broken = PAY.replace('      failed_id: "${{ failed.id }}"\n', '');
+    const rt = await runtime({ pay: broken, dead_letter: DEAD_LETTER });
+    const id = await rt.start('pay', { order: 'o-2' });
+    expect((await final(rt, id)).state).toBe('failed');
+    const status = await rt.workflow(id).status();
+    expect(status.audit).toMatchObject([
+      { actor: 'braid', action: 'on_failure.error', reason: expect.stringMatching(/^on_failure could not start dead_letter: /) },
+    ]);
+    expect((await rt.listWorkflows({ name: 'dead_letter' })).workflows).toEqual([]);
+  });
+});
+
+describe.runIf(backend === 'pglite')('on_failure and retention, checked offline', () => {
+  it('braid validate refuses an unknown hook workflow, a failed.* field that does not exist, and a retention that is no duration', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-dead-letters-'));
+    mkdirSync(join(dir, 'definitions'));
+    writeFileSync(join(dir, 'definitions', 'dead_letter.yaml'), DEAD_LETTER);
+    const bad = PAY.replace('workflow: dead_letter', 'workflow: dead_letters').replace('failed.task', 'failed.step').replace('failed: keep', 'failed: forever');
+    writeFileSync(join(dir, 'definitions', 'pay.yaml'), bad);
+    const r = await runCliInProcess(['validate'], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/pay\.yaml:5:15: error: on_failure starts unknown workflow "dead_letters" \[unknown-workflow\]/);
+    expect(r.stdout).toMatch(/pay\.yaml:8:\d+: error: unknown field "step" \(fields: id, name, error, task, attempt\) \[cel-unknown-ref\]/);
+    expect(r.stdout).toMatch(/pay\.yaml:10:\d+: error: retention\.failed/);
+    writeFileSync(join(dir, 'definitions', 'pay.yaml'), PAY);
+    expect((await runCliInProcess(['validate'], { cwd: dir, env: { DATABASE_URL: '' } })).code).toBe(0);
+  });
+});
