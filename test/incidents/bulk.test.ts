@@ -52,6 +52,7 @@ describe(`bulk operations by filter (${backend})`, () => {
     for (const id of ids) expect((await final(rt, id)).state).toBe('completed');
     expect(new Set(await attempts(rt, ids))).toEqual(new Set([2]));
     expect((await rt.workflow(ids[0]).tasks()).map((t) => t.name)).toEqual(['a', 'b']);
+    expect((await rt.workflow(ids[0]).status()).audit).toMatchObject([{ action: 'bulk.retry', target: 'INC-42', actor: 'ada', detail: { outcome: 'done' } }]);
     // the same request again is the same operation: it acts on nothing new
     const again = await rt.bulk.create(request);
     expect(again).toMatchObject({ existing: true, operation: { state: 'completed', done: 20 } });

@@ -1,5 +1,6 @@
 import { isCallerError } from '../../error-codes.js';
 import { advanceIn, clockNow, type RuntimeContext } from '../core/context.js';
+import { writeAudit } from '../sql/audit.js';
 import { claimItem, loadOperation, orphanedOperations, recordItem, releaseOperation, takeOperation } from '../sql/bulk.js';
 import { rollbackTo, savepoint } from '../sql/savepoints.js';
 import { isLockTimeout, setLockTimeout } from '../sql/session.js';
@@ -79,6 +80,9 @@ async function actOnNext(ctx: RuntimeContext, runner: string, op: BulkOperation)
       error = isLockTimeout(e) ? `workflow ${item.workflow_id} was busy past the lock timeout` : (e as Error).message;
     }
     await recordItem(tx, ctx.s, { name: op.name, seq: item.seq, outcome: error ? 'failed' : 'done', error, at: advance.now, runner });
+    // the workflow's history says which operation acted on it (or tried to), by whom and why
+    const line = { action: `bulk.${op.action}`, target: op.name, workflow_id: item.workflow_id, actor: op.actor, reason: op.reason };
+    await writeAudit(tx, ctx.s, advance.now, [{ ...line, detail: error ? { outcome: 'failed', error } : { outcome: 'done' } }]);
     return true;
   });
 }

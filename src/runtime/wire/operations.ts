@@ -35,10 +35,12 @@ export interface AuditRecord {
   detail: Record<string, unknown> | null;
 }
 
-/** `2026-12-04T10:00:00.000Z  task.skip charge by ada: "fixed by hand"`: an audit line in a workflow's history. */
+/** `2026-12-04T10:00:00.000Z  task.skip charge by ada: "fixed by hand"` (`bulk.retry (INC-42) by ada`): an audit line in a workflow's history. */
 export function auditText(a: AuditRecord): string {
   const at = typeof a.at === 'string' ? a.at : a.at.toISOString();
-  return `${at}  ${a.action}${a.task ? ` ${a.task}` : ''} by ${a.actor}${a.reason ? `: ${JSON.stringify(a.reason)}` : ''}`;
+  const what = a.task ? ` ${a.task}` : a.action.startsWith('bulk.') ? ` (${a.target})` : '';
+  const failed = a.detail?.outcome === 'failed' ? ` (failed: ${String(a.detail.error)})` : '';
+  return `${at}  ${a.action}${what} by ${a.actor}${a.reason ? `: ${JSON.stringify(a.reason)}` : ''}${failed}`;
 }
 
 /** What a bulk operation does to each workflow it selected. */
