@@ -9,3 +9,8 @@ CREATE INDEX workflows_kept ON {{schema}}.workflows (keep_until) WHERE keep_unti
 -- on_failure's start: an effect recorded in the transaction that fails the run, applied as a child start is
 ALTER TABLE {{schema}}.effects DROP CONSTRAINT effects_kind_check;
 ALTER TABLE {{schema}}.effects ADD CONSTRAINT effects_kind_check CHECK (kind IN ('start', 'cancel', 'finalized', 'evaluate', 'hook'));
+
+-- A paused workflow name is tested inline where a claim reads it (a function call per candidate task cost every
+-- claim a lookup while nothing was paused): flow_candidates anew, and the function goes.
+DROP FUNCTION {{schema}}.workflow_paused(text);
+-- braid:install src/runtime/sql/flow-pick.sql sha256:7029273da25b30f739d1bb241017b88e78f9429379dd4192bfbb6ab3dd21f7d3

@@ -84,7 +84,8 @@ describe(`dead letters and failure hooks (${backend})`, () => {
   });
 
   it("a hook that cannot start leaves the failure as it is and says why in the run's history", async () => {
-    const broken = PAY.replace('      failed_id: "${{ failed.id }}"\n', '');
+    // an int where the hook's schema wants a string: known only when the value is rendered
+    const broken = PAY.replace('failed_id: "${{ failed.id }}"', 'failed_id: "${{ failed.attempt }}"');
     const rt = await runtime({ pay: broken, dead_letter: DEAD_LETTER });
     const id = await rt.start('pay', { order: 'o-2' });
     expect((await final(rt, id)).state).toBe('failed');
@@ -108,6 +109,9 @@ describe.runIf(backend === 'pglite')('on_failure and retention, checked offline'
     expect(r.stdout).toMatch(/pay\.yaml:5:15: error: on_failure starts unknown workflow "dead_letters" \[unknown-workflow\]/);
     expect(r.stdout).toMatch(/pay\.yaml:8:\d+: error: unknown field "step" \(fields: id, name, error, task, attempt\) \[cel-unknown-ref\]/);
     expect(r.stdout).toMatch(/pay\.yaml:10:\d+: error: retention\.failed/);
+    writeFileSync(join(dir, 'definitions', 'pay.yaml'), PAY.replace('      failed_id: "${{ failed.id }}"\n', ''));
+    const missing = await runCliInProcess(['validate'], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(missing.stdout).toMatch(/pay\.yaml:6:5: error: on_failure starts "dead_letter" without its required input "failed_id" \[invalid-inputs\]/);
     writeFileSync(join(dir, 'definitions', 'pay.yaml'), PAY);
     expect((await runCliInProcess(['validate'], { cwd: dir, env: { DATABASE_URL: '' } })).code).toBe(0);
   });

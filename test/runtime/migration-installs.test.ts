@@ -36,6 +36,6 @@ describe('migrations that install a source file', () => {
 
   it("braid's own migrations load: every file they install has the hash its latest migration names", () => {
     const list = loadMigrations();
-    expect(list.find((m) => m.name === '030_pauses_and_audit')?.sql).toContain('CREATE OR REPLACE FUNCTION {{schema}}.flow_pick(');
+    expect(list.find((m) => m.name === '032_dead_letters')?.sql).toContain('CREATE OR REPLACE FUNCTION {{schema}}.flow_pick(');
   });
 });

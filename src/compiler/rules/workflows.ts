@@ -27,8 +27,11 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
     } else firstFile.set(name, reporter.file.path);
   }
   const known = [...new Set([...firstFile.keys(), ...alsoKnown])];
+  const byName = new Map(files.flatMap(({ definition: d }) => (d.name === undefined ? [] : [[d.name, d] as const])));
   for (const { definition, reporter } of files) {
     const hook = definition.on_failure?.start?.workflow;
+    const child = hook === undefined ? undefined : byName.get(hook);
+    if (child) checkHookInputs(definition.on_failure!.start!.inputs ?? {}, child, reporter);
     if (hook !== undefined && !known.includes(hook)) {
       const guess = didYouMean(hook, known);
       reporter.report(
@@ -49,5 +52,34 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
         guess ? `did you mean "${guess}"?` : 'start names a workflow defined in the definitions folder',
       );
     }
+  }
+}
+
+/**
+ * The inputs on_failure writes against the started workflow's inputs schema, as far as they are known before a
+ * failure: every required input is written (or has a default), and none it does not declare when it declares
+ * no others (additionalProperties: false). The values' shapes are checked when the hook starts.
+ */
+function checkHookInputs(inputs: Record<string, unknown>, child: Definition, reporter: Reporter): void {
+  const schema = child.inputs ?? {};
+  const props = (typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}) as Record<string, { default?: unknown }>;
+  const required = Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : [];
+  const missing = required.filter((r) => !(r in inputs) && props[r]?.default === undefined);
+  if (missing.length > 0)
+    reporter.report(
+      'invalid-inputs',
+      `on_failure starts "${child.name}" without its required input${missing.length > 1 ? 's' : ''} ${missing.map((m) => `"${m}"`).join(', ')}`,
+      { path: ['on_failure', 'start', 'inputs'], at: 'key' },
+      `add ${missing[0]}: under on_failure.start.inputs (failed.id, failed.error, failed.task and inputs.* can fill it)`,
+    );
+  if (schema.additionalProperties !== false) return;
+  for (const key of Object.keys(inputs).filter((k) => !(k in props))) {
+    const guess = didYouMean(key, Object.keys(props));
+    reporter.report(
+      'invalid-inputs',
+      `"${child.name}" declares no input "${key}"`,
+      { path: ['on_failure', 'start', 'inputs', key], at: 'key' },
+      guess ? `did you mean "${guess}"?` : undefined,
+    );
   }
 }

@@ -2,6 +2,7 @@ import type { Queryable } from '../db/types.js';
 import type { WaitEvidence } from '../wire/index.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
 import { placeWaiting } from './flow.js';
+import { workflowPausedSql } from './pauses.js';
 import type { DeferredRow } from './task-columns.js';
 import type { TaskRecord } from './workflows.js';
 
@@ -124,7 +125,7 @@ export function fetchSql(s: string): string {
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
                 WHERE lane = 'available' AND queue = $1 AND kind = ANY((SELECT kinds FROM open)::text[]) AND (SELECT queue_open FROM open)
-                  AND NOT ${s}.workflow_paused(workflow_id)
+                  AND NOT ${workflowPausedSql(s, `${s}.tasks`)}
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING ${CLAIMED_RETURNING}, NULL::text AS flow_error, 0 AS ord

@@ -6,19 +6,22 @@
 
 -- A window of a queue's waiting tasks in fair order (placed ones by tag, then those not placed yet), after
 -- (p_tag, p_id) among the placed and p_untagged among the others: one index range each, passing over tasks of a
--- paused workflow name (braid pause --workflow; the claim leaves paused queues and kinds out before it asks).
+-- paused workflow name (braid pause --workflow: its first test reads no task, so it is evaluated once while no
+-- name is paused; the claim leaves paused queues and kinds out before it asks).
 -- Plain SQL: inlined into the statements that read it.
 CREATE OR REPLACE FUNCTION {{schema}}.flow_candidates(p_queue text, p_kinds text[], p_tag double precision, p_id bigint, p_untagged bigint, p_limit int)
   RETURNS TABLE (w text, n text, tag double precision, id bigint, flow jsonb) LANGUAGE sql STABLE AS $$
   SELECT x.* FROM (
     (SELECT t.workflow_id, t.name, t.flow_tag, t.id, t.flow FROM {{schema}}.tasks t
       WHERE t.lane = 'flow' AND t.flow_parked IS NULL AND t.queue = p_queue AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
-        AND (t.flow_tag, t.id) > (p_tag, p_id) AND NOT {{schema}}.workflow_paused(t.workflow_id)
+        AND (t.flow_tag, t.id) > (p_tag, p_id) AND NOT (EXISTS (SELECT 1 FROM {{schema}}.pauses WHERE scope = 'workflow')
+             AND EXISTS (SELECT 1 FROM {{schema}}.workflows w JOIN {{schema}}.pauses p ON p.scope = 'workflow' AND p.target = w.name WHERE w.id = t.workflow_id))
       ORDER BY t.flow_tag, t.id LIMIT p_limit)
     UNION ALL
     (SELECT t.workflow_id, t.name, t.flow_tag, t.id, t.flow FROM {{schema}}.tasks t
       WHERE t.lane = 'flow' AND t.flow_parked IS NULL AND t.queue = p_queue AND (p_kinds IS NULL OR t.kind = ANY(p_kinds))
-        AND t.flow_tag IS NULL AND t.id > p_untagged AND NOT {{schema}}.workflow_paused(t.workflow_id)
+        AND t.flow_tag IS NULL AND t.id > p_untagged AND NOT (EXISTS (SELECT 1 FROM {{schema}}.pauses WHERE scope = 'workflow')
+             AND EXISTS (SELECT 1 FROM {{schema}}.workflows w JOIN {{schema}}.pauses p ON p.scope = 'workflow' AND p.target = w.name WHERE w.id = t.workflow_id))
       ORDER BY t.flow_tag, t.id LIMIT p_limit)) x
   ORDER BY x.flow_tag, x.id LIMIT p_limit
 $$;

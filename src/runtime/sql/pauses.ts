@@ -7,11 +7,20 @@ import type { PauseRecord, PauseScope } from '../wire/index.js';
  * eager claim, flow_candidates), so a pause committed holds every claim that starts after it.
  */
 
+/**
+ * Whether the workflow of task row `t` has a paused name. The first test reads no row of the task, so a
+ * statement evaluates it once: while no workflow name is paused, nothing is looked up per task.
+ */
+export function workflowPausedSql(s: string, t: string): string {
+  return `(EXISTS (SELECT 1 FROM ${s}.pauses WHERE scope = 'workflow')
+           AND EXISTS (SELECT 1 FROM ${s}.workflows pw JOIN ${s}.pauses pp ON pp.scope = 'workflow' AND pp.target = pw.name WHERE pw.id = ${t}.workflow_id))`;
+}
+
 /** Whether task row `t` is held by a pause: its queue, its kind or its workflow's name is paused. Each list read once a statement. */
 export function pausedTaskSql(s: string, t: string): string {
   return `(${t}.queue = ANY(ARRAY(SELECT target FROM ${s}.pauses WHERE scope = 'queue'))
            OR ${t}.kind = ANY(ARRAY(SELECT target FROM ${s}.pauses WHERE scope = 'kind'))
-           OR ${s}.workflow_paused(${t}.workflow_id))`;
+           OR ${workflowPausedSql(s, t)})`;
 }
 
 const COLUMNS = 'scope, target, actor, reason, paused_at';
