@@ -56,7 +56,11 @@ export async function setPause(action: 'pause' | 'resume', argv: string[], io: I
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const p = await backend.setPause(action, scope, values[scope]!, { actor: actorName(values.actor), reason: values.reason });
-    io.stdout(flags.has('json') ? `${JSON.stringify(p)}\n` : action === 'pause' ? `${pauseText(p)}\n` : `resumed ${p.scope} ${p.target} (${pauseText(p)})\n`);
+    const was = () =>
+      `resumed ${p.scope} ${p.target} (it was ${pauseText(p)
+        .replace(/^paused \(\S+ \S+, /, 'paused ')
+        .replace(/\)$/, '')})`;
+    io.stdout(flags.has('json') ? `${JSON.stringify(p)}\n` : action === 'pause' ? `${pauseText(p)}\n` : `${was()}\n`);
     return EXIT.ok;
   } finally {
     await backend.close();
