@@ -31,7 +31,7 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
   for (const { definition, reporter } of files) {
     const hook = definition.on_failure?.start?.workflow;
     const child = hook === undefined ? undefined : byName.get(hook);
-    if (child) checkHookInputs(definition.on_failure!.start!.inputs ?? {}, child, reporter);
+    if (child) checkStartInputs(definition.on_failure!.start!.inputs ?? {}, child, reporter, ['on_failure', 'start', 'inputs'], 'on_failure');
     if (hook !== undefined && !known.includes(hook)) {
       const guess = didYouMean(hook, known);
       reporter.report(
@@ -43,6 +43,8 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
     }
     for (const task of definition.tasks) {
       const target = task.start?.workflow;
+      const started = target === undefined ? undefined : byName.get(target);
+      if (started) checkStartInputs(task.start?.inputs ?? {}, started, reporter, taskPath(task, 'start', 'inputs'), `task "${task.name}"`);
       if (target === undefined || known.includes(target)) continue;
       const guess = didYouMean(target, known);
       reporter.report(
@@ -56,11 +58,11 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
 }
 
 /**
- * The inputs on_failure writes against the started workflow's inputs schema, as far as they are known before a
- * failure: every required input is written (or has a default), and none it does not declare when it declares
- * no others (additionalProperties: false). The values' shapes are checked when the hook starts.
+ * The inputs a start (a task's, or on_failure's) writes against the started workflow's inputs schema, as far as
+ * they are known before it runs: every required input is written (or has a default), and none it does not
+ * declare when it declares no others (additionalProperties: false). The values' shapes are checked at the start.
  */
-function checkHookInputs(inputs: Record<string, unknown>, child: Definition, reporter: Reporter): void {
+function checkStartInputs(inputs: Record<string, unknown>, child: Definition, reporter: Reporter, path: (string | number)[], who: string): void {
   const schema = child.inputs ?? {};
   const props = (typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}) as Record<string, { default?: unknown }>;
   const required = Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : [];
@@ -68,9 +70,9 @@ function checkHookInputs(inputs: Record<string, unknown>, child: Definition, rep
   if (missing.length > 0)
     reporter.report(
       'invalid-inputs',
-      `on_failure starts "${child.name}" without its required input${missing.length > 1 ? 's' : ''} ${missing.map((m) => `"${m}"`).join(', ')}`,
-      { path: ['on_failure', 'start', 'inputs'], at: 'key' },
-      `add ${missing[0]}: under on_failure.start.inputs (failed.id, failed.error, failed.task and inputs.* can fill it)`,
+      `${who} starts "${child.name}" without its required input${missing.length > 1 ? 's' : ''} ${missing.map((m) => `"${m}"`).join(', ')}`,
+      { path, at: 'key' },
+      `add ${missing[0]}: under ${path.join('.')}`,
     );
   if (schema.additionalProperties !== false) return;
   for (const key of Object.keys(inputs).filter((k) => !(k in props))) {
@@ -78,7 +80,7 @@ function checkHookInputs(inputs: Record<string, unknown>, child: Definition, rep
     reporter.report(
       'invalid-inputs',
       `"${child.name}" declares no input "${key}"`,
-      { path: ['on_failure', 'start', 'inputs', key], at: 'key' },
+      { path: [...path, key], at: 'key' },
       guess ? `did you mean "${guess}"?` : undefined,
     );
   }
