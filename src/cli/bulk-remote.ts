@@ -21,12 +21,21 @@ export function bulkBody(r: BulkRequest): BulkBody {
   };
 }
 
-/** An operation the server acts on, followed to its end (or the signal) by reading it twice a second. */
+/** How long an operation may show no progress before following it stops (the server went away; a rerun continues it). */
+const QUIET_MS = 30_000;
+
+/** An operation the server acts on, followed to its end (or the signal, or QUIET_MS without progress) by reading it twice a second. */
 export async function followRemote(api: ApiClient, name: string, onProgress: (op: BulkOperation) => void, signal: AbortSignal): Promise<BulkOperation> {
+  let seen = -1;
+  let movedAt = Date.now();
   for (;;) {
     const op = await api.bulkStatus(name);
     onProgress(op);
-    if (op.state !== 'running' || signal.aborted) return op;
+    if (op.done + op.failed !== seen) {
+      seen = op.done + op.failed;
+      movedAt = Date.now();
+    }
+    if (op.state !== 'running' || signal.aborted || Date.now() - movedAt > QUIET_MS) return op;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }

@@ -84,6 +84,12 @@ describe(`bulk operations by filter (${backend})`, () => {
     await other.bulk.run('stopped', { maxItems: 2 });
     expect(await other.bulk.cancel('stopped', { actor: 'bob' })).toMatchObject({ state: 'cancelled', done: 2 });
     expect(await other.bulk.run('stopped')).toMatchObject({ state: 'cancelled', done: 2 });
+    // a filter that selects nothing makes an operation that is done at once
+    expect((await other.bulk.create({ action: 'cancel', filter: { name: 'nothing' }, name: 'empty' })).operation).toMatchObject({
+      state: 'completed',
+      total: 0,
+    });
+    expect(await other.bulk.run('empty')).toMatchObject({ state: 'completed', total: 0 });
   });
 
   it('the leader continues an operation whose runner went silent', async () => {

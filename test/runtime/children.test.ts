@@ -154,14 +154,14 @@ tasks:
     await settled(rt, async () => (await children(rt, parent)).every((c) => c.state === 'cancelled'));
   });
 
-  it('invalid child inputs are the attempt error: retried, then discarded; nothing is started', async () => {
+  it('child inputs the schema refuses when rendered are the attempt error: retried, then discarded; nothing is started', async () => {
     const rt = await drivenRuntime({
       handlers: handlers([]),
       definitions: {
         topic,
         bad:
           `name: bad\ntasks:\n  fan:\n    max_attempts: 2\n    retry: { backoff: constant, initial: 10ms, ` +
-          `jitter: false }\n    start: { workflow: topic, group: g, inputs: { nope: 1 } }\n`,
+          `jitter: false }\n    start: { workflow: topic, group: g, inputs: { topic: 1 } }\n`,
       },
     });
     await rt.startWorker();

@@ -37,7 +37,7 @@ export async function selectPage(q: Queryable, s: string, f: Omit<WorkflowSearch
 
 const COLUMNS = `name, action, options, filter, actor, reason, rate_per_s, state, total, done, failed, created_at, finished_at, runner, runner_at`;
 
-/** Records an operation and its frozen selection (one item per workflow, in order). False when the name is taken. */
+/** Records an operation and its frozen selection (one item per workflow, in order; none: done at once). False when the name is taken. */
 export async function insertOperation(
   q: Queryable,
   s: string,
@@ -45,8 +45,10 @@ export async function insertOperation(
   ids: readonly string[],
 ): Promise<boolean> {
   const { rows } = await q.query(
-    `INSERT INTO ${s}.bulk_operations (name, action, options, filter, actor, reason, rate_per_s, state, total, created_at, runner, runner_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8, $9, $10, $9) ON CONFLICT (name) DO NOTHING RETURNING name`,
+    `INSERT INTO ${s}.bulk_operations (name, action, options, filter, actor, reason, rate_per_s, state, total, created_at, finished_at, runner, runner_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8::int = 0 THEN 'completed' ELSE 'running' END, $8::int, $9::timestamptz,
+             CASE WHEN $8::int = 0 THEN $9::timestamptz END, $10, $9::timestamptz)
+     ON CONFLICT (name) DO NOTHING RETURNING name`,
     [o.name, o.action, JSON.stringify(o.options), JSON.stringify(o.filter), o.actor, o.reason, o.rate_per_s, ids.length, o.at, o.runner],
   );
   if (rows.length === 0) return false;
