@@ -46,17 +46,7 @@ export async function retryWorkflow(
   const selected = options.selection ?? retrySelection(tasks, options.mode);
   if (selected.size === 0) return { attempt: w.attempt, retried: [] };
   const attempt = w.attempt + 1;
-  const rows = tasks
-    .filter((t) => selected.has(t.name))
-    .map((t) => {
-      const depsLeft = t.deps.filter((d) => selected.has(d)).length;
-      return {
-        name: t.name,
-        deps_left: depsLeft,
-        state: readyState({ deps_left: depsLeft, held: t.held, scheduled_at: new Date(t.scheduled_at) }, now),
-        queue: t.queue,
-      };
-    });
+  const rows = runAgainRows(tasks, selected, now);
   const stillFailed = tasks.filter((t) => !selected.has(t.name) && isFailed(t.state)).length;
   const span = ctx.tracing?.enabled() ? await beginAttemptSpan(q, ctx.tracing, ctx.s, id, attempt) : null;
   await restartWorkflow(q, s, { id, attempt, now, open: rows.length, failed: stillFailed, traceContext: span?.stored ?? null }, rows, options.resetHistory);
@@ -68,6 +58,23 @@ export async function retryWorkflow(
     rows.filter((r) => r.deps_left === 0 && r.state === 'pending').map((r) => r.name),
   );
   return { attempt, retried: rows.map((r) => r.name) };
+}
+
+/**
+ * The selected tasks as they start again: each counts its deps that run again too (the others stay as they
+ * ended) and takes its first state from that.
+ */
+export function runAgainRows(
+  tasks: readonly { name: string; deps: readonly string[]; held: boolean; scheduled_at: Date | string }[],
+  selected: ReadonlySet<string>,
+  now: Date,
+): { name: string; deps_left: number; state: string }[] {
+  return tasks
+    .filter((t) => selected.has(t.name))
+    .map((t) => {
+      const depsLeft = t.deps.filter((d) => selected.has(d)).length;
+      return { name: t.name, deps_left: depsLeft, state: readyState({ deps_left: depsLeft, held: t.held, scheduled_at: new Date(t.scheduled_at) }, now) };
+    });
 }
 
 /** A new workflow attempt's span, under the caller's context, linked to the attempt before it. */

@@ -5,8 +5,7 @@ import type { Queryable, TxOption } from '../db/types.js';
 import { activateWaits, advanceWorkflow } from '../engine/advance.js';
 import { completeAll } from '../engine/completion.js';
 import type { AdvanceContext } from '../engine/context.js';
-import { readyState } from '../engine/decide.js';
-import { retryWorkflow } from '../engine/retry.js';
+import { retryWorkflow, runAgainRows } from '../engine/retry.js';
 import { TaskNotFoundError, WorkflowNotFoundError } from '../errors.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { writeAudit } from '../sql/audit.js';
@@ -101,16 +100,7 @@ async function checkedOutput(q: Queryable, ctx: RuntimeContext, workflowId: stri
 async function reopen(q: Queryable, advance: AdvanceContext, workflowId: string, running: boolean, tasks: readonly ActionTaskRow[], name: string) {
   const { selected, failed } = reopenSelection(tasks, name, running);
   if (!running) return (await retryWorkflow(q, advance, workflowId, { mode: 'failed_only', resetHistory: false, selection: selected }))?.retried ?? [];
-  const rows = tasks
-    .filter((t) => selected.has(t.name))
-    .map((t) => {
-      const depsLeft = t.deps.filter((d) => selected.has(d)).length;
-      return {
-        name: t.name,
-        deps_left: depsLeft,
-        state: readyState({ deps_left: depsLeft, held: t.held, scheduled_at: new Date(t.scheduled_at) }, advance.now),
-      };
-    });
+  const rows = runAgainRows(tasks, selected, advance.now);
   await resetTasks(q, advance.s, workflowId, rows, false);
   await reopenCounts(q, advance.s, workflowId, rows.length, failed);
   await activateWaits(
