@@ -92,6 +92,22 @@ describe(`bulk operations by filter (${backend})`, () => {
     expect(await other.bulk.run('empty')).toMatchObject({ state: 'completed', total: 0 });
   });
 
+  it('retention forgets a finished operation after 30 days, and audit lines after a year', async () => {
+    const { rt, ids } = await failedRuns(2);
+    await rt.bulk.create({ action: 'cancel', filter: { name: 'w' }, name: 'old-op' });
+    await rt.bulk.run('old-op');
+    await rt.pauses.pause('queue', 'q');
+    await advance(rt, 31 * 86_400_000);
+    await rt.maintenance({ only: ['deleted'] });
+    await expect(rt.bulk.get('old-op')).rejects.toThrow(/no bulk operation named old-op/);
+    const lines = async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${rt.schema}".audit`)).rows[0].n;
+    expect(await lines()).toBeGreaterThan(0);
+    await advance(rt, 366 * 86_400_000);
+    await rt.maintenance({ only: ['deleted'] });
+    expect(await lines()).toBe(0);
+    expect(ids).toHaveLength(2);
+  });
+
   it('the leader continues an operation whose runner went silent', async () => {
     const { rt, ids, mend } = await failedRuns(4);
     mend();

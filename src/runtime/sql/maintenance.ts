@@ -87,3 +87,16 @@ export async function expiredTasks(q: Queryable, s: string, workflowId: string, 
   ]);
   return rows.map((r) => r.name);
 }
+
+/**
+ * Operator records past their time, in bounded batches: bulk operations finished before `bulkBefore` (their
+ * items with them), audit lines written before `auditBefore`.
+ */
+export async function forgetOperatorRecords(q: Queryable, s: string, bulkBefore: Date, auditBefore: Date, limit = 1000): Promise<void> {
+  await q.query(
+    `DELETE FROM ${s}.bulk_operations WHERE name IN (
+       SELECT name FROM ${s}.bulk_operations WHERE state <> 'running' AND finished_at < $1 ORDER BY finished_at LIMIT $2)`,
+    [bulkBefore, limit],
+  );
+  await q.query(`DELETE FROM ${s}.audit WHERE id IN (SELECT id FROM ${s}.audit WHERE at < $1 ORDER BY at LIMIT $2)`, [auditBefore, limit]);
+}
