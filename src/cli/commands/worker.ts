@@ -116,13 +116,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     // listening before saying it runs: a SIGTERM sent on reading that line finds the graceful stop in place
     const stopSignal = waitForStopSignal();
     log.info(`worker ${rt.id} running ${Object.keys(handlers).length} kind(s): ${Object.keys(handlers).sort().join(', ')}`);
-    if (!versions.some((v) => v.current))
-      log.warn(
-        embedded
-          ? 'no workflow is registered yet: this process holds the embedded database, so stop it, run `braid register` ' +
-              'and start it again (or run `braid dev`, which registers as you save)'
-          : 'no workflow is registered yet: run `braid register` to deploy the definitions',
-      );
+    if (!versions.some((v) => v.current)) log.warn(nothingRegistered(embedded));
     const signal = await stopSignal;
     log.info(`${signal}: stopping (running handlers get ${stopMs / 1000} s)`);
     await rt.stop(stopMs);
@@ -192,4 +186,12 @@ export function warnMissingKinds(log: Logger, versions: readonly BaselineVersion
     ].join('; ');
     log.warn(`no handler for kind "${kind}" (${who}): its tasks wait for a worker that has one`);
   }
+}
+
+/** What a worker with nothing registered tells its user to do (register cannot open an embedded database a worker holds). */
+function nothingRegistered(embedded: boolean): string {
+  return embedded
+    ? 'no workflow is registered yet: this process holds the embedded database, so stop it, run `braid register` and start it again ' +
+        '(or run `braid dev`, which registers as you save)'
+    : 'no workflow is registered yet: run `braid register` to deploy the definitions';
 }
