@@ -1,5 +1,5 @@
 import type { PauseRecord, PauseScope } from '../../runtime/wire/index.js';
-import { pauseText } from '../../runtime/wire/index.js';
+import { pausedBy, pauseText } from '../../runtime/wire/index.js';
 import { actorName } from '../actor.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
@@ -56,10 +56,7 @@ export async function setPause(action: 'pause' | 'resume', argv: string[], io: I
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
     const p = await backend.setPause(action, scope, values[scope]!, { actor: actorName(values.actor), reason: values.reason });
-    const was = () =>
-      `resumed ${p.scope} ${p.target} (it was ${pauseText(p)
-        .replace(/^paused \(\S+ \S+, /, 'paused ')
-        .replace(/\)$/, '')})`;
+    const was = () => `resumed ${p.scope} ${p.target} (it was paused ${pausedBy(p)})`;
     io.stdout(flags.has('json') ? `${JSON.stringify(p)}\n` : action === 'pause' ? `${pauseText(p)}\n` : `${was()}\n`);
     return EXIT.ok;
   } finally {

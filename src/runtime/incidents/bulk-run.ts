@@ -45,21 +45,25 @@ export async function runOperation(ctx: RuntimeContext, runner: string, name: st
   const limit = Math.min(o.maxItems ?? Number.POSITIVE_INFINITY, op.total);
   while (op.state === 'running' && acted < limit && !o.signal?.aborted) {
     const now = await clockNow(ctx);
-    if (!(await takeOperation(ctx.db, ctx.s, name, runner, now, new Date(now.getTime() - RUNNER_STALE_MS)))) {
-      if (!o.follow) break;
-      await sleep(500, o.signal);
-    } else {
-      // the pace: item n of this run not before n / rate seconds after its start
-      const due = op.rate_per_s ? started + (acted * 1000) / op.rate_per_s : 0;
-      if (due > Date.now()) await sleep(Math.min(due - Date.now(), 1000), o.signal);
-      else if (await actOnNext(ctx, runner, op)) acted++;
-      else break;
-    }
-    op = (await loadOperation(ctx.db, ctx.s, name))!;
+    // the mark renewed reads the operation as it stands (its counts after the last item)
+    const taken = await takeOperation(ctx.db, ctx.s, name, runner, now, new Date(now.getTime() - RUNNER_STALE_MS));
+    op = taken ?? (await loadOperation(ctx.db, ctx.s, name))!;
     o.onProgress?.(op);
+    if (!taken) {
+      if (!o.follow || op.state !== 'running') break;
+      await sleep(500, o.signal);
+      continue;
+    }
+    // the pace: item n of this run not before n / rate seconds after its start
+    const due = op.rate_per_s ? started + (acted * 1000) / op.rate_per_s : 0;
+    if (due > Date.now()) await sleep(Math.min(due - Date.now(), 1000), o.signal);
+    else if (await actOnNext(ctx, runner, op)) acted++;
+    else break;
   }
-  if (op.state === 'running' && op.runner === runner) await releaseOperation(ctx.db, ctx.s, name, runner);
-  return (await loadOperation(ctx.db, ctx.s, name))!;
+  await releaseOperation(ctx.db, ctx.s, name, runner);
+  const ended = (await loadOperation(ctx.db, ctx.s, name))!;
+  o.onProgress?.(ended);
+  return ended;
 }
 
 /** Acts on the next item no runner holds, in one transaction with its outcome; false when none is left. */

@@ -107,19 +107,22 @@ export async function recordItem(
   );
 }
 
-/** Takes an operation to run (a new runner, or one whose runner has been silent since `staleBefore`); false when another runs it. */
-export async function takeOperation(q: Queryable, s: string, name: string, runner: string, at: Date, staleBefore: Date): Promise<boolean> {
-  const { rows } = await q.query(
+/**
+ * Takes an operation to run (a new runner, or one whose runner has been silent since `staleBefore`): the
+ * operation as it stands, or undefined when it is not running or another runs it.
+ */
+export async function takeOperation(q: Queryable, s: string, name: string, runner: string, at: Date, staleBefore: Date): Promise<BulkOperation | undefined> {
+  const { rows } = await q.query<BulkOperation>(
     `UPDATE ${s}.bulk_operations SET runner = $2, runner_at = $3
-      WHERE name = $1 AND state = 'running' AND (runner IS NULL OR runner = $2 OR runner_at < $4) RETURNING name`,
+      WHERE name = $1 AND state = 'running' AND (runner IS NULL OR runner = $2 OR runner_at < $4) RETURNING ${COLUMNS}`,
     [name, runner, at, staleBefore],
   );
-  return rows.length > 0;
+  return rows[0];
 }
 
-/** Lets go of an operation (its runner stops before its end): another may continue it at once. */
+/** Lets go of a running operation this runner holds (it stops before its end): another may continue it at once. */
 export async function releaseOperation(q: Queryable, s: string, name: string, runner: string): Promise<void> {
-  await q.query(`UPDATE ${s}.bulk_operations SET runner = NULL WHERE name = $1 AND runner = $2`, [name, runner]);
+  await q.query(`UPDATE ${s}.bulk_operations SET runner = NULL WHERE name = $1 AND runner = $2 AND state = 'running'`, [name, runner]);
 }
 
 /** Running operations no live runner acts on (none, or silent since `staleBefore`): what the leader continues. */

@@ -14,10 +14,15 @@ export interface PauseRecord {
   paused_at: Date | string;
 }
 
+/** `by ada at 2026-12-04T10:00:00.000Z: "stripe outage"`: who paused, when, and why. */
+export function pausedBy(p: PauseRecord): string {
+  const at = typeof p.paused_at === 'string' ? p.paused_at : p.paused_at.toISOString();
+  return `by ${p.actor} at ${at}${p.reason ? `: ${JSON.stringify(p.reason)}` : ''}`;
+}
+
 /** `paused (queue payments, by ada at 2026-12-04T10:00:00.000Z: "stripe outage")`: what status says of a task a pause holds. */
 export function pauseText(p: PauseRecord): string {
-  const at = typeof p.paused_at === 'string' ? p.paused_at : p.paused_at.toISOString();
-  return `paused (${p.scope} ${p.target}, by ${p.actor} at ${at}${p.reason ? `: ${JSON.stringify(p.reason)}` : ''})`;
+  return `paused (${p.scope} ${p.target}, ${pausedBy(p)})`;
 }
 
 /** One operator action, as recorded (an append-only line). */
