@@ -43,6 +43,16 @@ export const ERROR_CODES = {
   output_invalid: { http: 422, exit: 'failed' },
   // it is held by another transaction past the lock timeout: try again (HTTP answers carry Retry-After)
   workflow_busy: { http: 503, exit: 'failed' },
+  // a callback link: forged, damaged or of nothing there (one answer, so a guess learns nothing); past its time;
+  // a body its schema refuses; already used with another body
+  callback_not_found: { http: 404, exit: 'failed' },
+  callback_term_unknown: { http: 404, exit: 'failed' },
+  callback_gone: { http: 410, exit: 'failed' },
+  callback_invalid: { http: 422, exit: 'failed' },
+  callback_used: { http: 409, exit: 'failed' },
+  // links are asked for where no signing key is configured (config secret, BRAID_SECRET)
+  secret_missing: { http: 400, exit: 'failed' },
+  rate_limited: { http: 429, exit: 'failed' },
   // the HTTP exchange itself
   unauthorized: { http: 401, exit: 'failed' },
   forbidden: { http: 403, exit: 'failed' },

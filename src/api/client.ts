@@ -3,6 +3,7 @@
  * for the server. The CLI's commands use it when another process (braid worker, braid dev) holds the embedded
  * database. Every request has a deadline; a reply of 400 or more is an ApiError with the server's code.
  */
+
 import type { BaselineVersion } from '../deploy/baseline.js';
 import type { UpgradeReport, UpgradeRequest } from '../runtime/deploys/upgrades.js';
 import type { RetryMode } from '../runtime/engine/decide.js';
@@ -14,6 +15,7 @@ import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import type {
   BulkOperation,
+  CallbackLinkUrl,
   LogPage,
   PauseRecord,
   PauseScope,
@@ -181,6 +183,11 @@ export class ApiClient {
 
   versions(name: string): Promise<WorkflowVersion[]> {
     return this.call('versions', { name });
+  }
+
+  /** A callback term's links, answered by this server (unless the runtime knows its public URL). */
+  callbackLinks(id: string, task: string, term: string): Promise<CallbackLinkUrl[]> {
+    return this.call('callbackLinks', { id, task, term }).then((r) => r.links);
   }
 
   diagnose(id: string, task: string, options: { signalScanLimit?: number } = {}): Promise<WaitDiagnostics> {

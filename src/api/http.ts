@@ -9,6 +9,7 @@ const BY_STATUS: Record<number, ErrorCode> = {
   405: 'method_not_allowed',
   413: 'body_too_large',
   415: 'unsupported_media_type',
+  429: 'rate_limited',
 };
 
 /** An answer other than 2xx about the HTTP exchange itself, with its message and code for the client. */
@@ -18,6 +19,8 @@ export class HttpError extends Error {
     readonly status: number,
     message: string,
     code?: ErrorCode,
+    /** Headers the answer carries (Retry-After). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'HttpError';
@@ -32,18 +35,24 @@ export function send(res: ServerResponse, status: number, payload: unknown, head
 
 const MAX_BODY = 10 * 1024 * 1024;
 
-/** The request's JSON object body ({} when empty). */
-export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+/** The request's body, refused past `max` bytes (413). */
+export async function readBody(req: IncomingMessage, max = MAX_BODY): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new HttpError(413, 'request body over 10 MB');
+    if (size > max) throw new HttpError(413, `request body over ${max >= 1024 * 1024 ? `${max / 1024 / 1024} MB` : `${max / 1024} KiB`}`);
     chunks.push(chunk as Buffer);
   }
-  if (chunks.length === 0) return {};
+  return Buffer.concat(chunks);
+}
+
+/** The request's JSON object body ({} when empty). */
+export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const body = await readBody(req);
+  if (body.length === 0) return {};
   try {
-    const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    const parsed = JSON.parse(body.toString('utf8')) as unknown;
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
     return parsed as Record<string, unknown>;
   } catch {

@@ -14,6 +14,7 @@ import type { EmitResult } from '../runtime/waits/signals.js';
 import type {
   BulkAction,
   BulkOperation,
+  CallbackLinkUrl,
   LogPage,
   PauseRecord,
   PauseScope,
@@ -68,6 +69,7 @@ export const ROUTES = {
   taskRetry: { method: 'POST', path: '/api/workflows/:id/tasks/:task/retry' },
   taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip' },
   taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete' },
+  callbackLinks: { method: 'GET', path: '/api/workflows/:id/tasks/:task/callbacks/:term' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
 
 export type RouteName = keyof typeof ROUTES;
@@ -170,6 +172,7 @@ export interface RouteReplies {
   taskRetry: TaskActionResult;
   taskSkip: TaskActionResult;
   taskComplete: TaskActionResult;
+  callbackLinks: { links: CallbackLinkUrl[] };
 }
 
 /** A query string's values: absent ones left out. */

@@ -102,6 +102,11 @@ const HANDLERS: RouteHandlers = {
   },
   diagnostics: async (c, { res, url, params }) =>
     send(res, 200, await c.rt.workflow(params.id).waitDiagnostics(params.task, { signalScanLimit: integerParam(url, 'signal_scan_limit') })),
+  callbackLinks: async (c, { req, res, params }) => {
+    // links answered where this request came, unless the runtime knows its public URL
+    const links = await c.rt.callbacks.links(params.id, params.task, params.term, { baseUrl: c.rt.internals.publicUrl ?? `http://${req.headers.host}` });
+    send(res, 200, { links });
+  },
   taskSignals: async (c, { res, url, params }) => {
     const page = await c.rt.workflow(params.id).signals.listForTask(params.task, {
       key: url.searchParams.get('key') ?? undefined,

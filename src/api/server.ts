@@ -8,10 +8,12 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { Logger } from '../runtime/telemetry/log.js';
 import type { Metrics } from '../runtime/telemetry/metrics.js';
 import { serveUi } from '../ui/assets.js';
+import { CALLBACK_PREFIX, serveCallback } from './callback-routes.js';
 import type { DevState } from './events.js';
 import { ChangeFeed } from './feed.js';
 import { HttpError, send } from './http.js';
 import { sendMetrics } from './metrics-server.js';
+import { RateLimit } from './rate-limit.js';
 import { API_PREFIX, ROUTES } from './route-table.js';
 import { route } from './routes.js';
 import { Guard } from './security.js';
@@ -78,6 +80,7 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
   const host = options.host ?? '127.0.0.1';
   const guard = new Guard(token, { host, allowedHosts: options.allowedHosts });
   const feed = new ChangeFeed(options.listenLingerMs);
+  const callbackLimit = new RateLimit(30, 60_000);
   await feed.start(rt.db, rt.schema);
   const context = {
     rt,
@@ -112,6 +115,8 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
         if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
         return sendMetrics(options.metrics, res, options.log);
       }
+      // a link is its own capability: no token, the Host check above, and a rate per link
+      if (url.pathname.startsWith(CALLBACK_PREFIX)) return await serveCallback(rt, req, res, url, callbackLimit);
       if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) {
         if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'the UI is read with GET');
         return serveUi(url.pathname, res);

@@ -40,9 +40,10 @@ import type { RetryResult } from '../runtime/engine/retry.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
+import type { CallbackLinkUrl } from '../runtime/wire/index.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, type Io, SubjectError } from './io.js';
-import { braidDir, databaseUrl, project, schemaName } from './project.js';
+import { braidDir, databaseUrl, linkOptions, project, schemaName } from './project.js';
 
 export { braidDir, databaseUrl };
 
@@ -110,6 +111,7 @@ export interface Backend {
   /** One registered version by hash or unique prefix (the current one without). */
   version(name: string, hash?: string): Promise<StoredDefinition>;
   diagnose(id: string, task: string, options: { signalScanLimit?: number }): Promise<WaitDiagnostics>;
+  callbackLinks(id: string, task: string, term: string): Promise<CallbackLinkUrl[]>;
   waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
   versions(name: string): Promise<WorkflowVersion[]>;
   /** The versions a deploy compares with: current ones and those with running workflows (of the names given, or all). */
@@ -144,7 +146,13 @@ export async function openBackend(io: Io, choice: DatabaseChoice, options: Parti
     if (holder !== undefined) return remoteBackend(io, holder);
   }
   const db = await openDatabase(io, choice);
-  const rt = createRuntime({ database: db, schema: schemaName(io, choice.schema), lockTimeoutMs: project(io).config?.lockTimeoutMs, ...options });
+  const rt = createRuntime({
+    database: db,
+    schema: schemaName(io, choice.schema),
+    lockTimeoutMs: project(io).config?.lockTimeoutMs,
+    ...linkOptions(io, choice.url),
+    ...options,
+  });
   try {
     await rt.migrate();
   } catch (error) {
@@ -171,6 +179,7 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
     signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
     diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
+    callbackLinks: (id, task, term) => rethrow(io, () => rt.callbacks.links(id, task, term)),
     retry: (id, options) => rethrow(io, () => rt.workflow(id).retry(options)),
     upgrade: (name, request) => rethrow(io, async () => jsonClone(await rt.upgrade(name, request))),
     version: (name, hash) => rethrow(io, () => rt.version(name, hash)),
@@ -261,6 +270,7 @@ function remoteBackend(io: Io, holder: number): Backend {
     upgrade: (name, request) => guard(() => api.upgrade(name, request)),
     version: (name, hash) => guard(() => api.version(name, hash)),
     diagnose: (id, task, options) => guard(() => api.diagnose(id, task, options)),
+    callbackLinks: (id, task, term) => guard(() => api.callbackLinks(id, task, term)),
     waitFinal: (id, timeoutMs) => guard(() => api.waitFinal(id, timeoutMs)),
     versions: (name) => guard(() => api.versions(name)),
     deployBaseline: (names, options) => guard(() => api.deployBaseline(names, options)),

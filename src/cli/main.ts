@@ -33,6 +33,7 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   resume: () => import('./commands/resume.js'),
   pauses: () => import('./commands/pauses.js'),
   signal: () => import('./commands/signal.js'),
+  'callback-url': () => import('./commands/callback-url.js'),
   diagnose: () => import('./commands/diagnose.js'),
   retry: () => import('./commands/retry.js'),
   upgrade: () => import('./commands/upgrade.js'),

@@ -1,10 +1,12 @@
-import { existsSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { formatText } from '../compiler/format/text.js';
 import { isDefinitionFile, isTestFile, listDefinitionFiles, readSnippetText } from '../compiler/load.js';
 import type { KindsConfig } from '../compiler/validate.js';
 import { expandEnv, findConfigFile, loadConfig, type ProjectConfig } from '../config/config.js';
 import { findFiles, globToRegExp, matchesAny } from '../config/globs.js';
+import { privateDir, writePrivateFile } from '../private-files.js';
 import { displayPath } from './definitions.js';
 import { type Io, SubjectError } from './io.js';
 
@@ -112,4 +114,25 @@ export function testFiles(io: Io, given: readonly string[]): string[] {
 
 function isFolder(path: string): boolean {
   return existsSync(path) && statSync(path).isDirectory();
+}
+
+/**
+ * What signs and addresses callback links: BRAID_SECRET, else the config's `secret`, else — on the embedded
+ * database only, where everything is this machine's — a key made once and kept in .braid/secret, so links work
+ * in development without set-up. BRAID_PUBLIC_URL, else the config's `public_url`.
+ */
+export function linkOptions(io: Io, url: string | undefined): { secret?: string; publicUrl?: string } {
+  const config = project(io).config;
+  const configured = config?.secret === undefined ? undefined : expandEnv(config.secret) || undefined;
+  let secret = process.env.BRAID_SECRET || configured;
+  if (!secret && !databaseUrl(io, url)) {
+    const file = join(braidDir(io), 'secret');
+    if (!existsSync(file)) {
+      privateDir(braidDir(io));
+      writePrivateFile(file, `local:${randomBytes(32).toString('base64url')}\n`);
+    }
+    secret = readFileSync(file, 'utf8').trim();
+  }
+  const publicUrl = process.env.BRAID_PUBLIC_URL || config?.publicUrl;
+  return { ...(secret ? { secret } : {}), ...(publicUrl ? { publicUrl } : {}) };
 }

@@ -44,6 +44,7 @@ export const RULES = [
   'flow-control',
   'cel-optional',
   'deploy-unmovable',
+  'callback-schema',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

@@ -1,13 +1,12 @@
 import type { ValidateFunction } from 'ajv';
+import { callbackKey } from './callback-key.js';
 import { baseContext } from './cel/context.js';
 import { withCelBudget } from './cel/cost.js';
 import { deferredPaths, isDeferredString } from './cel/deferred.js';
-import { renderTemplates, TemplateError } from './cel/evaluate.js';
-import { scalarOffsets } from './cel/scalar-offsets.js';
 import { hasTemplate } from './cel/templates.js';
-import { CompileError, type CompileLimits, DEFAULT_COMPILE_LIMITS } from './compile-error.js';
-import { type Diagnostic, pointer, printable, type Rule } from './diagnostics.js';
+import { type CompileLimits, DEFAULT_COMPILE_LIMITS } from './compile-error.js';
 import { FLOW_FAILED, resolveFlow } from './flow.js';
+import { describe, FAILED, Problems } from './instantiate-problems.js';
 import {
   definitionHash as definitionHashOf,
   type NormalizedDefinition,
@@ -19,7 +18,6 @@ import {
 import type { Plan, PlanTask, PlanTerm, PlanWait } from './plan.js';
 import { isTimestamp } from './rules/tasks.js';
 import { makeUserSchemaAjv } from './schemas.js';
-import { locate, makeDiagnostic, nodeAt, type SourceFile } from './source.js';
 import { topologicalOrder } from './topo.js';
 import { ulid } from './ulid.js';
 import type { WorkflowDefinition } from './validate.js';
@@ -208,7 +206,7 @@ function instantiateTask(
   const metadata = problems.render(task.metadata, context, [...base, 'metadata'], isDeferredString);
   const deferredAt = [...deferredPaths(task.args, ['args']), ...deferredPaths(task.metadata, ['metadata'])];
   const scheduledAt = resolveScheduledAt(task, context, now, problems);
-  const wait = task.wait ? instantiateWait(task, task.wait, context, problems) : null;
+  const wait = task.wait ? instantiateWait(task, name, task.wait, context, problems) : null;
   if (args === FAILED || metadata === FAILED || scheduledAt === FAILED || wait === FAILED) return undefined;
   const flow = resolveFlow(task.flow, workflowConcurrency, { ...context, args }, base, (path, message) => problems.at(path, message, 'flow-control'));
   if (flow === FLOW_FAILED) return undefined;
@@ -256,6 +254,24 @@ function resolveTime(value: string, context: Record<string, unknown>, path: (str
   return new Date(rendered).toISOString();
 }
 
+/** A callback term's recipients: as listed, or its template's list of 1 to 1,000 distinct non-empty strings. */
+function resolveRecipients(
+  value: unknown,
+  context: Record<string, unknown>,
+  path: (string | number)[],
+  problems: Problems,
+): string[] | undefined | typeof FAILED {
+  if (value === undefined || Array.isArray(value)) return value as string[] | undefined;
+  const rendered = problems.render(value, context, [...path, 'recipients']);
+  if (rendered === FAILED) return FAILED;
+  const ok = (r: unknown) => typeof r === 'string' && r.length > 0 && r.length <= 256;
+  if (!Array.isArray(rendered) || rendered.length === 0 || rendered.length > 1000 || !rendered.every(ok) || new Set(rendered).size < rendered.length) {
+    problems.at([...path, 'recipients'], `recipients yielded ${describe(rendered)}, not a list of 1 to 1000 distinct strings of 1 to 256 characters`);
+    return FAILED;
+  }
+  return rendered as string[];
+}
+
 /** A signal term's count: a number as written, or its template over inputs, which must yield an int from 1 to 100,000. */
 function resolveCount(value: number | string, context: Record<string, unknown>, path: (string | number)[], problems: Problems): number | typeof FAILED {
   if (typeof value === 'number') return value;
@@ -268,7 +284,13 @@ function resolveCount(value: number | string, context: Record<string, unknown>, 
   return rendered;
 }
 
-function instantiateWait(task: NormalizedTask, wait: NormalizedWait, context: Record<string, unknown>, problems: Problems): PlanWait | typeof FAILED {
+function instantiateWait(
+  task: NormalizedTask,
+  name: string,
+  wait: NormalizedWait,
+  context: Record<string, unknown>,
+  problems: Problems,
+): PlanWait | typeof FAILED {
   let failed = false;
   const timer = (t: NormalizedTimer, path: (string | number)[]): NormalizedTimer => {
     if (t.anchor !== 'at') return t;
@@ -284,88 +306,22 @@ function instantiateWait(task: NormalizedTask, wait: NormalizedWait, context: Re
     if (term.kind === 'timer') return { ...term, timer: timer(term.timer, [...base, 'terms', term.name, 'timer', 'at']) };
     if (term.kind !== 'signal') return term;
     const count = resolveCount(term.count, context, [...base, 'terms', term.name, 'count'], problems);
-    if (count === FAILED) failed = true;
-    return { ...term, count: count === FAILED ? 1 : count };
+    const recipients = term.callback && resolveRecipients(term.callback.recipients, context, [...base, 'terms', term.name, 'callback'], problems);
+    if (count === FAILED || recipients === FAILED) failed = true;
+    if (!term.callback || recipients === FAILED) return { ...term, count: count === FAILED ? 1 : count };
+    const links = recipients?.length ?? 1;
+    if (term.callback.single_use && count !== FAILED && count > links) {
+      problems.at(
+        [...base, 'terms', term.name, 'count'],
+        `count ${count} is more than the ${links} single-use link${links === 1 ? '' : 's'} of term "${term.name}"`,
+      );
+      failed = true;
+    }
+    // each expansion's links are its own
+    const signal = name === task.name ? term.signal : callbackKey(name, term.name);
+    const callback = { ...term.callback, ...(recipients ? { recipients } : {}) };
+    return { ...term, signal, count: count === FAILED ? 1 : count, callback };
   });
   const timers = wait.timers.map((t) => timer(t, [...base, 'timers', t.name, 'at']));
   return failed ? FAILED : { expr: wait.expr, terms, signals: wait.signals, timers };
-}
-
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'object') return 'a map';
-  return `${typeof v} ${JSON.stringify(v)}`;
-}
-
-const FAILED = Symbol('failed');
-
-/** A definition path in words: `task "x", for_each`, `output.total`. */
-function describePath(path: readonly (string | number)[]): string {
-  if (path[0] === 'tasks' && path.length > 1) return `task "${path[1]}"${path.length > 2 ? `, ${path.slice(2).join('.')}` : ''}`;
-  return path.join('.') || 'the definition';
-}
-
-/** Collects instantiation problems as diagnostics that point into the definition file where there is one. */
-class Problems {
-  private readonly diagnostics: Diagnostic[] = [];
-  /** The budget ran out: every later template would fail the same way, so they are not evaluated. */
-  private overBudget = false;
-  constructor(private readonly file: SourceFile | { path: string }) {}
-
-  render(value: unknown, context: Record<string, unknown>, path: (string | number)[], keep?: (s: string) => boolean): unknown {
-    if (this.overBudget) return FAILED;
-    try {
-      return renderTemplates(value, context, [], keep);
-    } catch (error) {
-      if (!(error instanceof TemplateError)) throw error;
-      this.overBudget = error.overBudget;
-      const failed = error.overBudget ? `template stopped: ${error.message} (limit cel_cost)` : `template failed: ${error.message}`;
-      // no text to point into (a start from a registered version): the message says which template instead
-      const message = 'text' in this.file && this.file.doc ? failed : `${describePath([...path, ...error.path])}: ${failed}`;
-      this.at([...path, ...error.path], message, error.overBudget ? 'cel-cost' : 'invalid-inputs', error.span);
-      return FAILED;
-    }
-  }
-
-  at(path: (string | number)[], message: string, rule: Rule = 'invalid-inputs', span?: [number, number]): void {
-    const file = this.file;
-    if (!('text' in file) || !file.doc) {
-      this.diagnostics.push({
-        rule,
-        severity: 'error',
-        message: printable(message),
-        file: file.path,
-        line: 1,
-        column: 1,
-        end_line: 1,
-        end_column: 1,
-        path: pointer(path),
-      });
-      return;
-    }
-    let [start, end] = locate(file, path, 'value');
-    const offsets = span ? scalarOffsets(nodeAt(file.doc, path), file.text) : undefined;
-    if (span && offsets) [start, end] = [offsets[span[0]], offsets[Math.max(span[0], span[1] - 1)] + 1];
-    // at compile every problem is an error, also of a rule that validation only warns about (cel-cost)
-    this.diagnostics.push({ ...makeDiagnostic(file, rule, message, start, end, pointer(path)), severity: 'error' });
-  }
-
-  inputs(message: string, instancePath: string): void {
-    this.diagnostics.push({
-      rule: 'invalid-inputs',
-      severity: 'error',
-      message: printable(message),
-      file: '<inputs>',
-      line: 1,
-      column: 1,
-      end_line: 1,
-      end_column: 1,
-      path: instancePath,
-    });
-  }
-
-  throwIfAny(): void {
-    if (this.diagnostics.length > 0) throw new CompileError(this.diagnostics);
-  }
 }

@@ -139,7 +139,7 @@ export interface WaitDef {
   timers: TimerDef[];
 }
 
-export type TermKind = 'signal' | 'timer' | 'expr' | 'workflows';
+export type TermKind = 'signal' | 'timer' | 'expr' | 'workflows' | 'callback';
 
 export interface TermDef {
   name: string;
@@ -157,6 +157,16 @@ export interface TermDef {
   timer?: TimerDef;
   expr?: string;
   workflows?: WorkflowsDef;
+  callback?: CallbackDef;
+}
+
+/** A term completed by POSTs to signed links braid mints for it (one per recipient). */
+export interface CallbackDef {
+  schema?: Record<string, unknown>;
+  expires?: string;
+  single_use?: boolean;
+  /** A list of strings, or a template over inputs evaluated at start. */
+  recipients?: string | unknown[];
 }
 
 export interface TimerDef {
@@ -317,8 +327,10 @@ function readTerm(name: string, v: Record<string, unknown>): TermDef {
   if ('timer' in v) kinds.push('timer');
   if ('expr' in v) kinds.push('expr');
   if ('workflows' in v) kinds.push('workflows');
+  if ('callback' in v) kinds.push('callback');
   const timer = obj(v.timer);
   const wf = obj(v.workflows);
+  const cb = obj(v.callback);
   return {
     name,
     kinds,
@@ -339,6 +351,7 @@ function readTerm(name: string, v: Record<string, unknown>): TermDef {
           on_failure: wf.on_failure === 'cancel' || wf.on_failure === 'continue' ? wf.on_failure : undefined,
         }
       : undefined,
+    callback: cb ? { schema: obj(cb.schema), expires: str(cb.expires), single_use: bool(cb.single_use), recipients: listOrTemplate(cb.recipients) } : undefined,
   };
 }
 

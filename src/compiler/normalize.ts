@@ -1,3 +1,4 @@
+import { callbackKey } from './callback-key.js';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { parseDuration } from './duration.js';
 import type { ConcurrencyDef, Definition, FairnessDef, RateLimitDef, RetryDef, ScheduleDef, TaskDef, TermDef, TimerDef, WorkflowsDef } from './model.js';
@@ -132,11 +133,20 @@ export interface NormalizedWait {
 }
 
 export type NormalizedTerm = { name: string; label?: string } & (
-  | { kind: 'signal'; signal: string; where?: string; count: number | string; distinct?: string; renamed_from?: string }
+  | { kind: 'signal'; signal: string; where?: string; count: number | string; distinct?: string; renamed_from?: string; callback?: NormalizedCallback }
   | { kind: 'timer'; timer: NormalizedTimer }
   | { kind: 'expr'; expr: string }
   | { kind: 'workflows'; workflows: NormalizedWorkflows }
 );
+
+/** A callback term is a signal term whose signals only its links send. */
+export interface NormalizedCallback {
+  schema: Record<string, unknown>;
+  expires_ms: number;
+  single_use: boolean;
+  /** A list, or a template over inputs (a list of strings once instantiated). */
+  recipients?: string | string[];
+}
 
 export type NormalizedTimer = { name: string } & (
   | { anchor: 'at'; at: string }
@@ -272,7 +282,7 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
     if (task.start.for_each !== undefined) out.start.for_each = task.start.for_each;
   }
   if (task.wait) {
-    const terms = task.wait.terms.map(normalizeTerm);
+    const terms = task.wait.terms.map((term) => normalizeTerm(task.name, term));
     out.wait = {
       expr: task.wait.expr ?? terms[0].name,
       terms,
@@ -339,17 +349,28 @@ function normalizeRetry(r: RetryDef | undefined): NormalizedRetry {
   };
 }
 
-function normalizeTerm(term: TermDef): NormalizedTerm {
+function normalizeTerm(task: string, term: TermDef): NormalizedTerm {
   const head = term.label !== undefined ? { name: term.name, label: term.label } : { name: term.name };
-  if (term.signal !== undefined) {
+  const cb = term.callback;
+  if (term.signal !== undefined || cb) {
     return {
       ...head,
       kind: 'signal',
-      signal: term.signal,
+      signal: term.signal ?? callbackKey(task, term.name),
       ...(term.where !== undefined ? { where: term.where } : {}),
       count: term.count ?? 1,
       ...(term.distinct !== undefined ? { distinct: term.distinct } : {}),
       ...(term.renamed_from !== undefined ? { renamed_from: term.renamed_from } : {}),
+      ...(cb
+        ? {
+            callback: {
+              schema: cb.schema!,
+              expires_ms: ms(cb.expires)!,
+              single_use: cb.single_use ?? true,
+              ...(cb.recipients !== undefined ? { recipients: cb.recipients as string | string[] } : {}),
+            },
+          }
+        : {}),
     };
   }
   if (term.timer) return { ...head, kind: 'timer', timer: normalizeTimer(term.timer) };

@@ -43,6 +43,10 @@ export interface ProjectConfig {
   lockTimeoutMs?: number;
   /** The client-side deadline of each braid statement (limits.statement_timeout). */
   statementTimeoutMs?: number;
+  /** The keys that sign callback links, as written (`${VAR}` not yet read). */
+  secret?: string;
+  /** Where this deployment's braid server is reached, for callback links' URLs. */
+  publicUrl?: string;
 }
 
 /** The config file for a folder: in it or in the nearest folder above that has one. */
@@ -109,6 +113,8 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
       limits: { forEachItems: raw.limits?.for_each_items, planTasks: raw.limits?.plan_tasks, celCost: raw.limits?.cel_cost },
       lockTimeoutMs: ms(raw.limits?.lock_timeout),
       statementTimeoutMs: ms(raw.limits?.statement_timeout),
+      secret: raw.secret,
+      publicUrl: raw.public_url,
     },
   };
 }
@@ -147,6 +153,8 @@ interface RawConfig {
     log_bytes?: number;
   };
   limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string; statement_timeout?: string };
+  secret?: string;
+  public_url?: string;
 }
 
 /** `${VAR}` references read from the environment; unset variables are empty. */
@@ -165,7 +173,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 }
 
 const KNOWN: Record<string, string[]> = {
-  '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'kinds', 'worker', 'limits'],
+  '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'kinds', 'worker', 'limits', 'secret', 'public_url'],
   '/worker': ['heartbeat', 'dead_after', 'stall_limit', 'leader_lease', 'prefetch', 'shutdown_timeout', 'log_lines', 'log_bytes'],
   '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout', 'statement_timeout'],
 };

@@ -32,6 +32,16 @@ export type { BulkOps } from './incidents/ops.js';
 export type { ActorOptions, Pauses } from './incidents/pauses.js';
 export type { TaskActionOptions, TaskActionResult } from './incidents/task-actions.js';
 export type { TaskAction } from './incidents/task-decide.js';
+export type { CallbackReceipt } from './outside/callbacks.js';
+export {
+  CallbackBodyError,
+  CallbackGoneError,
+  CallbackNotFoundError,
+  CallbackTermUnknownError,
+  CallbackUsedError,
+  SecretMissingError,
+} from './outside/errors.js';
+export { parseKeyRing, SecretConfigError } from './outside/secrets.js';
 export { changeListeners } from './reads/change-listeners.js';
 export {
   createRuntime,

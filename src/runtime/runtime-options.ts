@@ -82,6 +82,13 @@ export interface RuntimeOptions {
    * pool; default 20 s): a statement past it fails and its connection is closed (createPostgres takes it too).
    */
   statementTimeoutMs?: number;
+  /**
+   * The keys that sign callback links: `ID:SECRET` pairs, comma separated, the first signing, the others still
+   * accepted (default: env BRAID_SECRET). Without one, links cannot be made.
+   */
+  secret?: string;
+  /** The URL this deployment's braid server is reached at, for callback links' full URLs (default: env BRAID_PUBLIC_URL). */
+  publicUrl?: string;
 }
 
 /**

@@ -14,6 +14,8 @@ import { type BulkOps, bulkOps } from './incidents/ops.js';
 import { Pauses } from './incidents/pauses.js';
 import type { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
+import { CallbackOps } from './outside/callback-ops.js';
+import { parseKeyRing } from './outside/secrets.js';
 import { type ScheduleOps, scheduleOps } from './schedules/ops.js';
 import { migrate } from './setup/migrate.js';
 import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
@@ -108,9 +110,12 @@ export class Runtime {
       lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
       metrics: options.metrics,
       tracing: new Tracing(otelApi(), options.tracerProvider),
+      keys: parseKeyRing(options.secret ?? process.env.BRAID_SECRET, options.secret !== undefined ? 'secret' : 'BRAID_SECRET'),
+      publicUrl: options.publicUrl ?? (process.env.BRAID_PUBLIC_URL || undefined),
     };
     this.pauses = new Pauses(this.ctx);
     this.bulk = bulkOps(this.ctx, this.id);
+    this.callbacks = new CallbackOps(this.ctx);
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */
@@ -230,6 +235,8 @@ export class Runtime {
   readonly pauses: Pauses;
   /** Bulk operations by filter (braid bulk): retry, cancel, upgrade or signal every workflow a filter selects. */
   readonly bulk: BulkOps;
+  /** Callback terms' signed links: make them, take their POSTs. */
+  readonly callbacks: CallbackOps;
 
   /** The current version of every registered workflow. */
   currentDefinitions(): Promise<StoredDefinition[]> {

@@ -169,6 +169,7 @@ export const LAYERS: readonly { from: string; only: readonly string[]; why: stri
       'src/runtime/core/',
       'src/runtime/db/',
       'src/runtime/engine/',
+      'src/runtime/outside/',
       'src/runtime/reads/',
       'src/runtime/sql/',
       'src/runtime/telemetry/',
@@ -224,6 +225,20 @@ export const LAYERS: readonly { from: string; only: readonly string[]; why: stri
       'src/runtime/wire/',
     ],
     why: 'incidents/ holds the operator actions (pauses, task actions, bulk operations) on the engine',
+  },
+  {
+    from: 'src/runtime/outside/',
+    only: [
+      'src/compiler/',
+      'src/runtime/core/',
+      'src/runtime/db/',
+      'src/runtime/engine/',
+      'src/runtime/errors.ts',
+      'src/runtime/sql/',
+      'src/runtime/waits/',
+      'src/runtime/wire/',
+    ],
+    why: 'outside/ meets the world beyond the workflow: callback links, events, streams',
   },
   {
     from: 'src/runtime/reads/',

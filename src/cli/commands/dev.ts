@@ -10,7 +10,7 @@ import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { braidDir, definitionSet, handlersModule as handlersModuleOf, project, projectKinds, schemaName } from '../project.js';
+import { braidDir, definitionSet, handlersModule as handlersModuleOf, linkOptions, project, projectKinds, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import {
   listenOn,
@@ -84,6 +84,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       logger: log,
       taskLog: { maxLines: worker?.logLines, maxBytes: worker?.logBytes },
       ...recovery,
+      ...linkOptions(io, values.database),
     });
     await rt.migrate();
     const runtime = rt;

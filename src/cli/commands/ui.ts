@@ -3,7 +3,7 @@ import { consoleLogger, createRuntime, loadMetrics, rateLimitedWarnings } from '
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { schemaName } from '../project.js';
+import { linkOptions, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import { listenOn, parsePort, waitForStopSignal } from './serve.js';
 
@@ -42,7 +42,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const schema = schemaName(io, values.schema);
     // /metrics: the database's side (queue depth and age, workflows by name and state); workers count the rest
     const Metrics = await loadMetrics();
-    const rt = createRuntime({ database: db, schema });
+    const rt = createRuntime({ database: db, schema, ...linkOptions(io, values.database) });
     await rt.migrate();
     const metrics = new Metrics(db, schema);
     api = await listenOn(port, () =>

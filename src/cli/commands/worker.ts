@@ -10,7 +10,7 @@ import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { databaseUrl, project, schemaName } from '../project.js';
+import { databaseUrl, linkOptions, project, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import {
   listenOn,
@@ -69,7 +69,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     return EXIT.ok;
   }
   if (positionals.length > 0) throw new UsageError(`worker takes no arguments (usage: ${usage})`);
-  const { handlersPath, queues, prefetch, stopMs, recovery, embedded, port, metricsPort, metricsToken } = workerOptions(io, values);
+  const { handlersPath, queues, prefetch, stopMs, tuning, embedded, port, metricsPort, metricsToken } = workerOptions(io, values);
   const handlers = await loadHandlersArg(handlersPath);
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const log = consoleLogger((line) => io.stdout(`${line}\n`));
@@ -99,7 +99,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       prefetch: values.prefetch === undefined ? project(io).config?.worker.prefetch : prefetch,
       taskLog: { maxLines: project(io).config?.worker.logLines, maxBytes: project(io).config?.worker.logBytes },
       logger: log,
-      ...recovery,
+      ...tuning,
     });
     await rt.startWorker();
     if (embedded) {
@@ -142,7 +142,8 @@ function workerOptions(io: Io, values: Record<string, string | undefined>) {
   const prefetch = values.prefetch === undefined ? 0 : Number(values.prefetch);
   if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) throw new UsageError('--prefetch must be a whole number from 0 to 10000');
   const stopMs = shutdownMs(io, values['shutdown-timeout']);
-  const recovery = recoveryOptions(io, values);
+  // how it recovers from failures, and how it signs callback links
+  const tuning = { ...recoveryOptions(io, values), ...linkOptions(io, values.database) };
   const embedded = !databaseUrl(io, values.database);
   const port = parsePort(values.port, 0);
   if (values.port !== undefined && !embedded)
@@ -152,7 +153,7 @@ function workerOptions(io: Io, values: Record<string, string | undefined>) {
   const metricsToken = values['metrics-token'] ?? process.env.BRAID_METRICS_TOKEN;
   if (values['metrics-token'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-token needs --metrics-port');
   if (metricsToken !== undefined && metricsToken.length < 16) throw new UsageError('--metrics-token must be at least 16 characters');
-  return { handlersPath, queues, prefetch, stopMs, recovery, embedded, port, metricsPort, metricsToken };
+  return { handlersPath, queues, prefetch, stopMs, tuning, embedded, port, metricsPort, metricsToken };
 }
 
 /** Every queue the definitions use, and `default`, at concurrency 10. */

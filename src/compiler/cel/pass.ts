@@ -10,7 +10,7 @@ import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
 import { type CelType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
 
-type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids' | 'int' | 'limit';
+type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids' | 'int' | 'limit' | 'recipients';
 
 /** Pass 4: every template and every wait expression parsed and type-checked in its own context. */
 export function checkDefinitionCel(def: Definition, reporter: Reporter): void {
@@ -122,6 +122,8 @@ class CelPass {
       if (term.where !== undefined) this.raw(term.where, [...path, 'where'], 'where', {}, 'bool');
       if (term.distinct !== undefined) this.raw(term.distinct, [...path, 'distinct'], 'where', {}, 'any');
       if (typeof term.count === 'string') this.templates(term.count, [...path, 'count'], 'template', {}, 'int');
+      const recipients = term.callback?.recipients;
+      if (typeof recipients === 'string') this.templates(recipients, [...path, 'callback', 'recipients'], 'template', {}, 'recipients');
       if (term.expr !== undefined) this.raw(term.expr, [...path, 'expr'], 'generic', known, 'bool');
       if (term.timer?.at !== undefined) this.templates(term.timer.at, [...path, 'timer', 'at'], atStart, {}, 'time');
       const ids = term.workflows?.ids;
@@ -288,6 +290,8 @@ function typeMismatch(type: string, expect: Expect): { rule: Rule; message: stri
       return type === 'int' ? undefined : { rule: 'cel-type', message: 'a limit or weight must yield an int' };
     case 'list':
       return type.startsWith('list') ? undefined : { rule: 'for-each', message: 'for_each must yield a list' };
+    case 'recipients':
+      return type.startsWith('list') ? undefined : { rule: 'cel-type', message: 'recipients must yield a list of strings' };
     case 'ids':
       return type.startsWith('list') || type === 'string' ? undefined : { rule: 'cel-type', message: 'ids must yield a list of workflow ids' };
     case 'key':

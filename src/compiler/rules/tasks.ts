@@ -92,7 +92,10 @@ function checkDurationRanges(def: Definition, reporter: Reporter): void {
     timeout(task.timeout, taskPath(task, 'timeout'));
     check(task.delay, taskPath(task, 'delay'));
     retry(task.retry, taskPath(task));
-    for (const term of task.wait?.terms ?? []) if (term.timer) timer(term.timer, termPath(task, term, 'timer'));
+    for (const term of task.wait?.terms ?? []) {
+      if (term.timer) timer(term.timer, termPath(task, term, 'timer'));
+      check(term.callback?.expires, termPath(task, term, 'callback', 'expires'));
+    }
     for (const t of task.wait?.timers ?? []) timer(t, taskPath(task, 'wait', 'timers', t.name));
   }
 }

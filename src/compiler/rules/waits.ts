@@ -1,5 +1,8 @@
-import { type Definition, type TaskDef, type TimerDef, taskPath, termPath } from '../model.js';
+import { CALLBACK_KEY_PREFIX } from '../callback-key.js';
+import { parseDuration } from '../duration.js';
+import { type Definition, type TaskDef, type TermDef, type TimerDef, taskPath, termPath } from '../model.js';
 import type { Path, Reporter } from '../source.js';
+import { checkUserSchema } from './inputs-schema.js';
 
 /** The shape of each wait: terms, their kinds, timer anchors, and groups of started workflows. */
 export function checkWaits(def: Definition, reporter: Reporter): void {
@@ -11,7 +14,7 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
         'wait-shape',
         `task "${task.name}": a wait needs at least one term`,
         { path: taskPath(task, 'wait') },
-        'add wait.terms: { NAME: { signal | timer | expr | workflows } }',
+        'add wait.terms: { NAME: { signal | timer | expr | workflows | callback } }',
       );
     } else if (wait.terms.length > 1 && wait.expr === undefined) {
       reporter.report(
@@ -26,17 +29,24 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
       const path = termPath(task, term);
       if (term.kinds.length !== 1) {
         const what = term.kinds.length === 0 ? 'has none' : `has ${term.kinds.join(' and ')}`;
-        reporter.report('wait-shape', `term "${term.name}" of task "${task.name}" needs exactly one of signal, timer, expr, workflows; it ${what}`, {
+        reporter.report('wait-shape', `term "${term.name}" of task "${task.name}" needs exactly one of ${TERM_KINDS}; it ${what}`, {
           path,
           at: 'key',
         });
       }
-      if (!term.kinds.includes('signal')) {
-        for (const field of ['where', 'count', 'distinct', 'renamed_from'] as const) {
-          if (term[field] !== undefined)
-            reporter.report('wait-shape', `term "${term.name}": "${field}" belongs to signal terms only`, { path: [...path, field], at: 'key' });
+      const counted = term.kinds.includes('signal') || term.kinds.includes('callback');
+      for (const field of ['where', 'count', 'distinct', 'renamed_from'] as const) {
+        const allowed = field === 'renamed_from' ? term.kinds.includes('signal') : counted;
+        if (term[field] !== undefined && !allowed) {
+          const owners = field === 'renamed_from' ? 'signal terms' : 'signal and callback terms';
+          reporter.report('wait-shape', `term "${term.name}": "${field}" belongs to ${owners} only`, { path: [...path, field], at: 'key' });
         }
       }
+      if (term.callback) checkCallback(term, [...path, 'callback'], reporter);
+      if (term.signal?.startsWith(CALLBACK_KEY_PREFIX))
+        reporter.report('wait-shape', `term "${term.name}": signal keys starting with "${CALLBACK_KEY_PREFIX}" are callback terms' own`, {
+          path: [...path, 'signal'],
+        });
       if (term.signal !== undefined && term.renamed_from === term.signal) {
         reporter.report('renamed-from', `term "${term.name}": renamed_from names the key the term has now, "${term.signal}"`, {
           path: [...path, 'renamed_from'],
@@ -69,6 +79,25 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
       }
     }
     for (const timer of wait.timers) checkAnchor(task, timer, taskPath(task, 'wait', 'timers', timer.name), reporter);
+  }
+}
+
+const TERM_KINDS = 'signal, timer, expr, workflows, callback';
+
+/** A callback's body schema compiles, and a count its single-use links can reach. */
+function checkCallback(term: TermDef, path: Path, reporter: Reporter): void {
+  const cb = term.callback!;
+  if (cb.schema !== undefined) checkUserSchema(cb.schema, [...path, 'schema'], `the callback schema of term "${term.name}"`, 'callback-schema', reporter);
+  if (cb.expires !== undefined && parseDuration(cb.expires) === 0)
+    reporter.report('invalid-duration', `term "${term.name}": links that expire at once could never be used`, { path: [...path, 'expires'] });
+  const links = Array.isArray(cb.recipients) ? cb.recipients.length : typeof cb.recipients === 'string' ? undefined : 1;
+  if (cb.single_use !== false && typeof term.count === 'number' && links !== undefined && term.count > links) {
+    reporter.report(
+      'wait-shape',
+      `term "${term.name}": count ${term.count} is more than its ${links} single-use link${links === 1 ? '' : 's'}`,
+      { path: [...path.slice(0, -1), 'count'] },
+      links === 1 ? 'give it recipients (one link each), or single_use: false' : 'list more recipients, or lower the count',
+    );
   }
 }
 

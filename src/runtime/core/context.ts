@@ -2,6 +2,7 @@ import { type Database, inTransaction, type Queryable, type TxOption } from '../
 import type { AdvanceContext } from '../engine/context.js';
 import type { DefinitionCache } from '../engine/definition-cache.js';
 import { WorkflowBusyError } from '../errors.js';
+import type { KeyRing } from '../outside/secrets.js';
 import { isLockTimeout, setLockTimeout } from '../sql/session.js';
 import { type Clock, currentTime } from '../sql/time.js';
 import type { Logger } from '../telemetry/log.js';
@@ -27,6 +28,10 @@ export interface RuntimeContext {
   metrics?: Metrics;
   /** Where spans go (OpenTelemetry, when the application registers a provider). */
   tracing?: Tracing;
+  /** The keys that sign callback links (none: links cannot be made, and every token is unknown). */
+  keys?: KeyRing;
+  /** Where this deployment's links are served, for their full URLs. */
+  publicUrl?: string;
 }
 
 /** The clock's reading (through `tx` when given: everything in one transaction sees one time). */

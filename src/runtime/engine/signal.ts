@@ -2,6 +2,7 @@
  * A signal's sequence: stored under its workflow's lock and judged by the waits that declare its key, in the
  * caller's transaction (SPEC "Signals commit with the evaluation they trigger").
  */
+import { CALLBACK_KEY_PREFIX } from '../../compiler/callback-key.js';
 import type { Queryable } from '../db/types.js';
 import { insertSignal, signalByIdempotencyKey, waitedKeys } from '../sql/signals.js';
 import { loadWaitWorkflow } from '../sql/waits.js';
@@ -11,6 +12,7 @@ import {
   checkSignal,
   type EmitOptions,
   type EmitResult,
+  InvalidSignalError,
   SignalAttemptMismatchError,
   SignalPayloadMismatchError,
   UnknownSignalKeyError,
@@ -31,8 +33,12 @@ export async function emitSignal(
   key: string,
   payload: unknown,
   options: EmitOptions,
+  from: 'caller' | 'link' = 'caller',
 ): Promise<EmitResult | undefined> {
   checkSignal(key, payload, options);
+  // a callback term's signals come through its links, whose checks (the body's schema, expiry) they owe
+  if (from === 'caller' && key.startsWith(CALLBACK_KEY_PREFIX))
+    throw new InvalidSignalError(`signal key "${key}" is a callback term's: its links send it (braid callback-url)`);
   const caller = checkTraceParent(options.traceparent, options.tracestate);
   const w = await loadWaitWorkflow(q, ctx.s, workflowId, { lock: true });
   if (!w) return undefined;

@@ -3,6 +3,7 @@
  * TypeScript API (the web UI imports this folder alone of the runtime: nothing here reaches Node).
  */
 
+export * from './callbacks.js';
 export * from './operations.js';
 export * from './records.js';
 export * from './schedules.js';

@@ -3,6 +3,8 @@ import { advanceAt, advanceIn, clockNow, type RuntimeContext } from '../core/con
 import { type Queryable, unbounded } from '../db/types.js';
 import { completeAttempt } from '../engine/completion.js';
 import { compileFor } from '../engine/extend.js';
+import { withUrls } from '../outside/callback-ops.js';
+import { callbackLinks } from '../outside/callbacks.js';
 import { loadTasksByName } from '../reads/task-records.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { type AttemptRef, attemptRunning } from '../sql/attempts.js';
@@ -14,6 +16,7 @@ import { NOOP_SPAN, type OpenSpan } from '../telemetry/tracing.js';
 import type { SignalRow } from '../waits/decide.js';
 import { workflowResults } from '../waits/gather.js';
 import { listTaskSignals } from '../waits/signals.js';
+import type { CallbackLinkUrl } from '../wire/index.js';
 import type { Handler, TaskContext, TaskSpan, TaskWait } from './handlers.js';
 import type { StoredOutput } from './output-rules.js';
 import { FencedAbort, NonRetryableError, ShutdownAbort, TaskCancelled, TaskFailed, TaskSnoozed, TaskTimeout } from './task-errors.js';
@@ -174,6 +177,12 @@ export class AttemptContext implements TaskContext {
 
   workflowResults(term: string): Promise<{ id: string; state: string | null; output: unknown }[]> {
     return workflowResults(this.env.db, this.env.s, this.workflowId, this.taskName, term);
+  }
+
+  async callbacks(task: string, term: string): Promise<CallbackLinkUrl[]> {
+    // inside the attempt's own transaction once it is open (the embedded database runs one at a time)
+    const q = this.current.tx?.queryable ?? this.env.db;
+    return withUrls(await callbackLinks(q, this.env.s, this.env.keys, this.workflowId, task, term), this.env.publicUrl);
   }
 
   async extend(spec: Parameters<TaskContext['extend']>[0]): Promise<string[]> {

@@ -4,6 +4,7 @@ import type { SignalPage } from '../sql/signals.js';
 import type { TaskRecord } from '../sql/workflows.js';
 import type { SignalRow } from '../waits/decide.js';
 import type { TaskScopedOptions } from '../waits/signals.js';
+import type { CallbackLinkUrl } from '../wire/index.js';
 import type { TaskLogger } from './task-log.js';
 
 export { MAX_SNOOZE_MS, NonRetryableError, TaskCancelled, TaskSnoozed, TaskTimeout } from './task-errors.js';
@@ -132,6 +133,12 @@ export interface TaskContext<Wait extends TaskWait | null = TaskWait | null> {
    * and its output once completed.
    */
   workflowResults(term: string): Promise<{ id: string; state: string | null; output: unknown }[]>;
+  /**
+   * The signed links of a callback term of a task of this workflow (often a later one: send them, then wait),
+   * one per recipient: `{ recipient, token, path, url }`, url null unless the runtime knows where it is served
+   * (publicUrl, BRAID_PUBLIC_URL). The same links however often asked; they exist before the wait starts.
+   */
+  callbacks(task: string, term: string): Promise<CallbackLinkUrl[]>;
   /**
    * Adds tasks to this workflow (a `tasks:` map in the definition language; deps may name existing tasks),
    * checked now and inserted in the transaction that completes this task: if the task does not complete,

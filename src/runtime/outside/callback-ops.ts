@@ -1,0 +1,51 @@
+/** The runtime's face on callback links (rt.callbacks): make a term's links, take a POST, describe a link for its page. */
+import { clockNow, type RuntimeContext, workflowWrite } from '../core/context.js';
+import { type TxOption, txQueryable } from '../db/types.js';
+import { signalByIdempotencyKey } from '../sql/signals.js';
+import type { CallbackLink, CallbackLinkUrl, CallbackView } from '../wire/index.js';
+import { readToken } from './callback-token.js';
+import { type CallbackReceipt, callbackLinks, goneReason, linkIdempotencyKey, receiveCallback, resolveLink } from './callbacks.js';
+import { CallbackNotFoundError } from './errors.js';
+
+/** Links with their full URLs under `base` (null URLs without one). */
+export function withUrls(links: readonly CallbackLink[], base: string | undefined): CallbackLinkUrl[] {
+  const root = base?.replace(/\/+$/, '');
+  return links.map((l) => ({ ...l, url: root ? `${root}${l.path}` : null }));
+}
+
+export class CallbackOps {
+  constructor(private readonly ctx: RuntimeContext) {}
+
+  /** The links of a task's callback term, one per recipient. */
+  async links(workflowId: string, task: string, term: string, options: TxOption & { baseUrl?: string } = {}): Promise<CallbackLinkUrl[]> {
+    const q = options.tx ? txQueryable(options.tx) : this.ctx.db;
+    return withUrls(await callbackLinks(q, this.ctx.s, this.ctx.keys, workflowId, task, term), options.baseUrl ?? this.ctx.publicUrl);
+  }
+
+  /** A POST to a link: its body counts for the term (in the caller's transaction when given). */
+  receive(token: string, body: unknown, options: TxOption = {}): Promise<CallbackReceipt> {
+    const ref = readToken(this.ctx.keys, token);
+    if (!ref) return Promise.reject(new CallbackNotFoundError());
+    return workflowWrite(this.ctx, options, ref.workflowId, (tx, advance) => receiveCallback(tx, advance, this.ctx.keys, token, body));
+  }
+
+  /** What a link is for and whether it still answers (a read: nothing is taken or written). */
+  async view(token: string): Promise<CallbackView> {
+    const link = await resolveLink(this.ctx.db, this.ctx.s, this.ctx.keys, token, false);
+    const now = await clockNow(this.ctx);
+    const idempotencyKey = linkIdempotencyKey(link.ref.link);
+    const used = link.term.callback.single_use
+      ? await signalByIdempotencyKey(this.ctx.db, this.ctx.s, { workflowId: link.ref.workflowId, key: link.term.signal, idempotencyKey, payload: null })
+      : undefined;
+    return {
+      workflowId: link.ref.workflowId,
+      task: link.ref.task,
+      term: link.ref.term,
+      label: link.term.label ?? null,
+      recipient: link.recipient,
+      schema: link.term.callback.schema,
+      gone: goneReason(link, now) ?? null,
+      used: used ? used.payload : null,
+    };
+  }
+}

@@ -1,0 +1,84 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { planSchemaValidator } from '../../src/compiler/schemas.js';
+import { CompileError, compile, RULES, validate } from '../../src/index.js';
+
+const anyValue = fc.oneof(
+  fc.string({ maxLength: 10 }),
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.oneof(fc.integer(), fc.string({ maxLength: 4 })), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 2 }),
+);
+const template = fc.constantFrom('${{ inputs.people }}', '${{ inputs.n }}', '${{ [inputs.n] }}', '${{ ((', '${{ inputs.nope }}', '${{ ["a", "a"] }}');
+/** Mostly a value the field takes, sometimes anything at all. */
+const mostly = <T>(valid: fc.Arbitrary<T>) => fc.oneof({ arbitrary: valid, weight: 12 }, { arbitrary: anyValue, weight: 1 });
+/** Absent more often than not. */
+const sometimes = <T>(a: fc.Arbitrary<T>, weight = 1) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: a, weight });
+const schema = mostly(
+  fc.constantFrom(
+    {},
+    { type: 'object' },
+    { type: 'objekt' },
+    { properties: { d: { enum: ['yes', 'no'] } }, required: ['d'] },
+    { type: 'string', pattern: '(' },
+  ),
+);
+const callback = mostly(
+  fc
+    .record(
+      {
+        schema,
+        expires: mostly(fc.constantFrom('1s', '0s', '2d', '100000000d', 'soon')),
+        single_use: sometimes(mostly(fc.boolean())),
+        recipients: sometimes(mostly(fc.oneof(template, fc.array(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 4 })))),
+      },
+      { requiredKeys: ['schema', 'expires'] },
+    )
+    .map((c) => Object.fromEntries(Object.entries(c).filter(([, v]) => v !== undefined))),
+);
+const term = fc
+  .record({
+    callback,
+    count: sometimes(mostly(fc.oneof(fc.integer({ min: -1, max: 5 }), template))),
+    where: sometimes(mostly(fc.constantFrom('payload.d == "yes"', 'source.recipient != ""', '(('))),
+    distinct: sometimes(mostly(fc.constantFrom('source.recipient', 'payload'))),
+    signal: fc.oneof({ arbitrary: fc.constant(undefined), weight: 12 }, { arbitrary: fc.constantFrom('callback:x.y', 'ok'), weight: 1 }),
+  })
+  .map((t) => Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined)));
+const inputs = { type: 'object', properties: { people: { type: 'array', items: { type: 'string' } }, n: { type: 'integer' } } };
+
+describe('callback terms: property tests', () => {
+  it('any callback block validates to diagnostics of known rules at real positions, never a crash; what validates compiles to a valid plan or says why', () => {
+    let compiled = 0;
+    fc.assert(
+      fc.property(term, fc.record({ people: fc.array(fc.string({ maxLength: 300 }), { maxLength: 5 }), n: fc.integer({ min: -3, max: 3 }) }), (t, start) => {
+        const definition = { name: 'p', inputs, tasks: { a: { kind: 'x', wait: { terms: { t } } } } };
+        const result = validate([{ path: 'p.yaml', content: stringify(definition) }]);
+        for (const d of result.diagnostics) {
+          expect(RULES).toContain(d.rule);
+          expect(d.line).toBeGreaterThanOrEqual(1);
+        }
+        if (result.errors > 0) return;
+        try {
+          const plan = compile(result.definitions[0], start, { id: 'w', now: '2027-01-01T00:00:00Z' });
+          const check = planSchemaValidator();
+          expect(check(plan), JSON.stringify(check.errors)).toBe(true);
+          compiled++;
+          const planned = plan.tasks[0].wait!.terms[0];
+          expect(planned.kind).toBe('signal');
+          if (planned.kind === 'signal') expect(planned.callback!.expires_ms).toBeGreaterThan(0);
+        } catch (error) {
+          expect(error).toBeInstanceOf(CompileError);
+          expect((error as CompileError).diagnostics.length).toBeGreaterThan(0);
+        }
+      }),
+      { numRuns: 300 },
+    );
+    // the arbitraries reach the plan, not only the diagnostics
+    expect(compiled).toBeGreaterThan(5);
+  });
+});
