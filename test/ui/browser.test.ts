@@ -38,6 +38,23 @@ tasks:
   join: { kind: work, deps: [leaf] }
 `;
 
+const SIGN_OFF = `name: sign_off
+tasks:
+  draft: { kind: work }
+  approve:
+    kind: work
+    deps: [draft]
+    wait:
+      terms:
+        ok:
+          label: Sign-off
+          callback:
+            expires: 1d
+            schema: { type: object, properties: { decision: { enum: [approve, reject] }, note: { type: string } }, required: [decision] }
+          where: payload.decision == "approve"
+  publish: { kind: work, deps: [approve] }
+`;
+
 let dev: DevProcess;
 let browser: Browser;
 let page: Page;
@@ -68,6 +85,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
         ...examples,
         'review_flow.yaml': REVIEW,
         'big.yaml': BIG,
+        'sign_off.yaml': SIGN_OFF,
         'speaking.yaml': 'name: speaking\ntasks:\n  speak: { kind: speak }\n',
         'chorus.yaml': "name: chorus\ntasks:\n  voices:\n    start: { workflow: speaking, group: voices, for_each: '${{ [1, 2] }}' }\n",
       },
@@ -171,6 +189,33 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.waitForFunction(() => document.querySelector('[data-testid="wait-phase"]')?.textContent === 'resolved', undefined, { timeout: 15_000 });
     await page.waitForFunction(() => document.querySelector('g.node[data-task="review"]')?.getAttribute('data-state') === 'completed');
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="signal-history"] li').length === 2);
+  });
+
+  it('a callback link from the task panel opens a page without script; clicking approve lets the workflow go on', async () => {
+    const id = await cli(['start', 'sign_off']);
+    await page.goto(`${dev.url}/workflows/${id}?selected=approve`);
+    await page.locator('[data-testid="show-links-ok"]').click();
+    const link = page.locator('[data-testid="links-ok"] a');
+    await link.waitFor();
+    const href = (await link.getAttribute('href'))!;
+    expect(href).toMatch(/\/callbacks\/v1\./);
+    // a second, fresh page: a recipient's browser has no session with the UI
+    const context = await browser.newContext();
+    const recipient = await context.newPage();
+    try {
+      await recipient.goto(href);
+      expect(await recipient.locator('h1').textContent()).toBe('Sign-off');
+      expect(await recipient.locator('script').count()).toBe(0);
+      await recipient.locator('input[name="note"]').fill('looks good');
+      await recipient.locator('button[value="approve"]').click();
+      await recipient.getByText('your answer is recorded').waitFor();
+      await recipient.screenshot({ path: join(ARTIFACTS, 'callback-page.png') });
+    } finally {
+      await context.close();
+    }
+    await until(async () => JSON.parse(await cli(['status', id, '--json'])).workflow.state === 'completed');
+    const status = JSON.parse(await cli(['status', id, '--json'])) as { tasks: { name: string; wait: { evidence: unknown } | null }[] };
+    expect(JSON.stringify(status.tasks.find((t) => t.name === 'approve')!.wait!.evidence)).toContain('ok');
   });
 
   it("the task panel shows the handler's log lines, braid's own marked", async () => {

@@ -1,6 +1,7 @@
 import { pathTo } from '../../api/route-table.js';
 import { attemptHistory, attemptText, humanDuration, signalCountText } from '../../runtime/wire/index.js';
 import { get, post } from './api.js';
+import { callbackLinks, sendableKeys } from './callback-links.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, duration, h, json, time } from './dom.js';
 import { taskActions } from './task-actions.js';
@@ -108,7 +109,7 @@ export class TaskPanel {
     const key = h(
       'select',
       { 'data-testid': 'signal-key' },
-      w.signals.map((k) => h('option', { value: k }, k)),
+      sendableKeys(w.signals).map((k) => h('option', { value: k }, k)),
     );
     const payload = h('textarea', { rows: 3, 'data-testid': 'signal-payload', placeholder: '{"approved": true}' });
     return h(
@@ -136,7 +137,8 @@ export class TaskPanel {
       ),
       w.last_evaluation?.error && h('p', { class: 'error' }, `expression error: ${w.last_evaluation.error}`),
       this.live,
-      w.signals.length > 0 &&
+      callbackLinks(this.workflowId, task),
+      sendableKeys(w.signals).length > 0 &&
         h(
           'form',
           { class: 'emit', 'data-testid': 'emit-form', onsubmit: (e: Event) => void this.emit(e, key.value, payload.value) },
