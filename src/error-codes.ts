@@ -52,6 +52,8 @@ export const ERROR_CODES = {
   callback_used: { http: 409, exit: 'failed' },
   // links are asked for where no signing key is configured (config secret, BRAID_SECRET)
   secret_missing: { http: 400, exit: 'failed' },
+  // an event braid cannot take: a bad name or id, a payload its schema refuses
+  event_invalid: { http: 422, exit: 'failed' },
   rate_limited: { http: 429, exit: 'failed' },
   // the HTTP exchange itself
   unauthorized: { http: 401, exit: 'failed' },

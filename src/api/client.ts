@@ -16,6 +16,8 @@ import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import type {
   BulkOperation,
   CallbackLinkUrl,
+  EmitEventResult,
+  EventRecord,
   LogPage,
   PauseRecord,
   PauseScope,
@@ -183,6 +185,14 @@ export class ApiClient {
 
   versions(name: string): Promise<WorkflowVersion[]> {
     return this.call('versions', { name });
+  }
+
+  emitEvent(name: string, payload: unknown, id?: string): Promise<EmitEventResult> {
+    return this.call('emitEvent', {}, { body: { name, payload, ...(id !== undefined ? { id } : {}) } });
+  }
+
+  listEvents(filter: { name?: string; limit?: number; before?: string }): Promise<EventRecord[]> {
+    return this.call('eventList', {}, { query: filter }).then((r) => r.events);
   }
 
   /** A callback term's links, answered by this server (unless the runtime knows its public URL). */

@@ -15,6 +15,8 @@ import type {
   BulkAction,
   BulkOperation,
   CallbackLinkUrl,
+  EmitEventResult,
+  EventRecord,
   LogPage,
   PauseRecord,
   PauseScope,
@@ -33,6 +35,9 @@ export const API_PREFIX = '/api';
 export const ROUTES = {
   session: { method: 'POST', path: '/api/session' },
   events: { method: 'GET', path: '/api/events' },
+  emitEvent: { method: 'POST', path: '/api/events' },
+  eventList: { method: 'GET', path: '/api/events/recent' },
+  emitNamedEvent: { method: 'POST', path: '/api/events/:name' },
   dev: { method: 'GET', path: '/api/dev' },
   baseline: { method: 'GET', path: '/api/deploy/baseline' },
   definitions: { method: 'GET', path: '/api/definitions' },
@@ -70,6 +75,7 @@ export const ROUTES = {
   taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip' },
   taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete' },
   callbackLinks: { method: 'GET', path: '/api/workflows/:id/tasks/:task/callbacks/:term' },
+  workflowEvent: { method: 'GET', path: '/api/workflows/:id/event' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
 
 export type RouteName = keyof typeof ROUTES;
@@ -129,6 +135,8 @@ export interface RouteBodies {
   taskRetry: TaskActionBody;
   taskSkip: TaskActionBody;
   taskComplete: TaskActionBody & { output?: unknown };
+  emitEvent: { name: string; payload?: unknown; id?: string };
+  emitNamedEvent: unknown;
   emit: { key: string; payload?: unknown; idempotency_key?: string; source?: unknown; attempt?: number; any_key?: boolean };
 }
 
@@ -173,6 +181,10 @@ export interface RouteReplies {
   taskSkip: TaskActionResult;
   taskComplete: TaskActionResult;
   callbackLinks: { links: CallbackLinkUrl[] };
+  emitEvent: EmitEventResult;
+  emitNamedEvent: EmitEventResult;
+  eventList: { events: EventRecord[] };
+  workflowEvent: { event: { seq: string; name: string; event_id: string; at: string } | null };
 }
 
 /** A query string's values: absent ones left out. */

@@ -3,6 +3,7 @@ import { InvalidCursorError, parseTraceParent } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { MAX_START_BATCH } from '../runtime/wire/index.js';
 import { definitionHandlers } from './definition-routes.js';
+import { eventHandlers } from './event-routes.js';
 import { listEvents, workflowEvents } from './events.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
@@ -39,6 +40,7 @@ const HANDLERS: RouteHandlers = {
   ...pauseHandlers,
   ...taskHandlers,
   ...bulkHandlers,
+  ...eventHandlers,
   events: (c, { req, res, url }) => listEvents(req, res, c, listFilter(url)),
   dev: async (c, { res }) => send(res, 200, c.dev?.() ?? { definitions: null, handlers: null }),
   baseline: async (c, { res, url }) => {

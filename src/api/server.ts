@@ -9,6 +9,7 @@ import type { Logger } from '../runtime/telemetry/log.js';
 import type { Metrics } from '../runtime/telemetry/metrics.js';
 import { serveUi } from '../ui/assets.js';
 import { CALLBACK_PREFIX, serveCallback } from './callback-routes.js';
+import { type EventSignature, serveSignedEvent } from './event-routes.js';
 import type { DevState } from './events.js';
 import { ChangeFeed } from './feed.js';
 import { HttpError, send } from './http.js';
@@ -47,6 +48,8 @@ export interface ApiServerOptions {
   log?: Logger;
   /** Served at GET /metrics (Prometheus text), with the API's token like everything else. */
   metrics?: Metrics;
+  /** Events whose webhooks are signed (the project config's events.NAME.signature): taken on the signature, not the token. */
+  eventSignatures?: Readonly<Record<string, EventSignature>>;
 }
 
 /** Answers an error the caller can act on (its status, code and words); false for any other, which is internal. */
@@ -121,6 +124,8 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
         if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'the UI is read with GET');
         return serveUi(url.pathname, res);
       }
+      // a provider's webhook carries its signature, not the token, and is no browser page
+      if (options.eventSignatures && (await serveSignedEvent(rt, options.eventSignatures, req, res, url))) return;
       if (req.method !== 'GET' && req.method !== 'HEAD') guard.checkMutation(req);
       if (url.pathname === ROUTES.session.path && req.method === ROUTES.session.method) {
         if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');

@@ -40,7 +40,7 @@ import type { RetryResult } from '../runtime/engine/retry.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
-import type { CallbackLinkUrl } from '../runtime/wire/index.js';
+import type { CallbackLinkUrl, EmitEventResult, EventRecord } from '../runtime/wire/index.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, type Io, SubjectError } from './io.js';
 import { braidDir, databaseUrl, linkOptions, project, schemaName } from './project.js';
@@ -112,6 +112,8 @@ export interface Backend {
   version(name: string, hash?: string): Promise<StoredDefinition>;
   diagnose(id: string, task: string, options: { signalScanLimit?: number }): Promise<WaitDiagnostics>;
   callbackLinks(id: string, task: string, term: string): Promise<CallbackLinkUrl[]>;
+  emitEvent(name: string, payload: unknown, id?: string): Promise<EmitEventResult>;
+  listEvents(filter: { name?: string; limit?: number; before?: string }): Promise<EventRecord[]>;
   waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
   versions(name: string): Promise<WorkflowVersion[]>;
   /** The versions a deploy compares with: current ones and those with running workflows (of the names given, or all). */
@@ -180,6 +182,8 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
     diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
     callbackLinks: (id, task, term) => rethrow(io, () => rt.callbacks.links(id, task, term)),
+    emitEvent: (name, payload, id) => rethrow(io, async () => jsonClone(await rt.emit(name, payload, { id }))),
+    listEvents: (filter) => rethrow(io, async () => jsonClone(await rt.events.list(filter))),
     retry: (id, options) => rethrow(io, () => rt.workflow(id).retry(options)),
     upgrade: (name, request) => rethrow(io, async () => jsonClone(await rt.upgrade(name, request))),
     version: (name, hash) => rethrow(io, () => rt.version(name, hash)),
@@ -271,6 +275,8 @@ function remoteBackend(io: Io, holder: number): Backend {
     version: (name, hash) => guard(() => api.version(name, hash)),
     diagnose: (id, task, options) => guard(() => api.diagnose(id, task, options)),
     callbackLinks: (id, task, term) => guard(() => api.callbackLinks(id, task, term)),
+    emitEvent: (name, payload, id) => guard(() => api.emitEvent(name, payload, id)),
+    listEvents: (filter) => guard(() => api.listEvents(filter)),
     waitFinal: (id, timeoutMs) => guard(() => api.waitFinal(id, timeoutMs)),
     versions: (name) => guard(() => api.versions(name)),
     deployBaseline: (names, options) => guard(() => api.deployBaseline(names, options)),

@@ -6,7 +6,7 @@ import { validate } from '../compiler/validate.js';
 import { globToRegExp, matchesAny } from '../config/globs.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
 import { type Io, UsageError } from './io.js';
-import { project, projectKinds } from './project.js';
+import { project, projectChecks } from './project.js';
 
 /** How long one git call may take: a repository on a hung network mount must not hang the plan. */
 const GIT_TIMEOUT_MS = 60_000;
@@ -66,6 +66,6 @@ export function definitionsAtRef(io: Io, ref: string, given: readonly string[], 
     if (!blob.ok) return { path: label, content: '', problem: `cannot read it at ${ref}: ${blob.stderr || 'too large'}` };
     return { path: label, content: blob.stdout };
   });
-  const result = validate(sources, { kinds: projectKinds(io) });
+  const result = validate(sources, projectChecks(io));
   return result.definitions.map((d) => ({ name: d.name, hash: d.hash, current: true, running: null, normalized: d.normalized }));
 }

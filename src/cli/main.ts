@@ -34,6 +34,8 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   pauses: () => import('./commands/pauses.js'),
   signal: () => import('./commands/signal.js'),
   'callback-url': () => import('./commands/callback-url.js'),
+  emit: () => import('./commands/emit.js'),
+  events: () => import('./commands/events.js'),
   diagnose: () => import('./commands/diagnose.js'),
   retry: () => import('./commands/retry.js'),
   upgrade: () => import('./commands/upgrade.js'),

@@ -3,8 +3,8 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { formatText } from '../compiler/format/text.js';
 import { isDefinitionFile, isTestFile, listDefinitionFiles, readSnippetText } from '../compiler/load.js';
-import type { KindsConfig } from '../compiler/validate.js';
-import { expandEnv, findConfigFile, loadConfig, type ProjectConfig } from '../config/config.js';
+import type { EventsConfig, KindsConfig } from '../compiler/validate.js';
+import { type EventConfig, expandEnv, findConfigFile, loadConfig, type ProjectConfig } from '../config/config.js';
 import { findFiles, globToRegExp, matchesAny } from '../config/globs.js';
 import { privateDir, writePrivateFile } from '../private-files.js';
 import { displayPath } from './definitions.js';
@@ -135,4 +135,19 @@ export function linkOptions(io: Io, url: string | undefined): { secret?: string;
   }
   const publicUrl = process.env.BRAID_PUBLIC_URL || config?.publicUrl;
   return { ...(secret ? { secret } : {}), ...(publicUrl ? { publicUrl } : {}) };
+}
+
+/** The project config's `events` (their payload schemas), for every command that validates definitions. */
+export function projectEvents(io: Io): EventsConfig {
+  return Object.fromEntries(Object.entries(project(io).config?.events ?? {}).map(([name, e]) => [name, { schema: e.schema }]));
+}
+
+/** What validating a definition takes from the project config: its kinds and its events. */
+export function projectChecks(io: Io): { kinds: KindsConfig; events: EventsConfig } {
+  return { kinds: projectKinds(io), events: projectEvents(io) };
+}
+
+/** The events whose webhooks the project config signs, for the servers that take them (braid ui, dev, a worker's --port). */
+export function eventSignatures(io: Io): Record<string, NonNullable<EventConfig['signature']>> {
+  return Object.fromEntries(Object.entries(project(io).config?.events ?? {}).flatMap(([name, e]) => (e.signature ? [[name, e.signature]] : [])));
 }

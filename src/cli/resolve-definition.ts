@@ -6,7 +6,7 @@ import { isDefinitionFile, readSource } from '../compiler/load.js';
 import { validate, type WorkflowDefinition } from '../compiler/validate.js';
 import { displayPath, readSourceTexts } from './definitions.js';
 import { type Io, SubjectError, UsageError } from './io.js';
-import { projectKinds } from './project.js';
+import { projectChecks } from './project.js';
 
 /**
  * A definition named by file path or by workflow name, validated together with the definitions folder so
@@ -21,7 +21,7 @@ export function resolveDefinition(io: Io, target: string, set: { files: string[]
   if (!isFile && (isDefinitionFile(target) || target.includes('/'))) throw new UsageError(`no such file: ${target}`);
   const files = isFile && !folderFiles.includes(asFile) ? [...folderFiles, asFile] : folderFiles;
   const sources = files.map((f) => ({ ...readSource(f), path: displayPath(io, f) }));
-  const result = validate(sources, { kinds: projectKinds(io) });
+  const result = validate(sources, projectChecks(io));
   const wanted = isFile ? displayPath(io, asFile) : undefined;
   const definition = result.definitions.find((d) => (wanted ? d.file === wanted : d.name === target));
   if (definition) return definition;

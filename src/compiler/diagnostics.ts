@@ -45,6 +45,7 @@ export const RULES = [
   'cel-optional',
   'deploy-unmovable',
   'callback-schema',
+  'unknown-event',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

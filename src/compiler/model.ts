@@ -27,8 +27,26 @@ export interface Definition {
   on_failure?: { start?: { workflow?: string; inputs?: Record<string, unknown> } };
   /** How long failed runs are kept: `keep`, or a duration. */
   retention?: { failed?: string };
+  /** Events that start it. */
+  triggers: TriggerDef[];
   /** The plain JSON value as parsed. */
   raw: Record<string, unknown>;
+}
+
+export interface TriggerDef {
+  /** Its place in the list, for paths. */
+  index: number;
+  event?: string;
+  /** Raw CEL over `event`: the event starts a run only when true. */
+  where?: string;
+  /** Raw CEL over `event`: the run's business key. */
+  id?: string;
+  /** Templates over `event`. */
+  inputs?: Record<string, unknown>;
+  /** The event's payload schema, from the project config's `events:` (absent when the event is not declared there). */
+  schema?: Record<string, unknown>;
+  /** Whether the project config declares the event. */
+  declared?: boolean;
 }
 
 export interface TaskDefaults {
@@ -205,6 +223,7 @@ export function buildDefinition(value: unknown): Definition | undefined {
     output: value.output,
     timeout: str(value.timeout),
     schedules: Array.isArray(value.schedules) ? value.schedules.map((v, index) => readSchedule(index, obj(v) ?? {})) : [],
+    triggers: Array.isArray(value.triggers) ? value.triggers.map((v, index) => readTrigger(index, obj(v) ?? {})) : [],
     ...readFlow(value),
     ...(obj(value.debounce) ? { debounce: { key: str(obj(value.debounce)!.key), quiet: str(obj(value.debounce)!.quiet) } } : {}),
     ...readFailure(value),
@@ -220,6 +239,10 @@ function readFailure(value: Record<string, unknown>): Pick<Definition, 'on_failu
     ...(obj(value.on_failure) ? { on_failure: start ? { start: { workflow: str(start.workflow), inputs: obj(start.inputs) } } : {} } : {}),
     ...(retention ? { retention: { failed: str(retention.failed) } } : {}),
   };
+}
+
+function readTrigger(index: number, v: Record<string, unknown>): TriggerDef {
+  return { index, event: str(v.event), where: str(v.where), id: str(v.id), inputs: obj(v.inputs) };
 }
 
 const OVERLAPS = ['skip', 'buffer_one', 'allow', 'cancel_previous'] as const;

@@ -1,7 +1,10 @@
-import { callbackKey } from './callback-key.js';
 import { canonicalJson, sha256Hex } from './canonical-json.js';
 import { parseDuration } from './duration.js';
-import type { ConcurrencyDef, Definition, FairnessDef, RateLimitDef, RetryDef, ScheduleDef, TaskDef, TermDef, TimerDef, WorkflowsDef } from './model.js';
+import { type NormalizedWait, normalizeTerm, normalizeTimer } from './normalize-wait.js';
+
+export type { NormalizedCallback, NormalizedTerm, NormalizedTimer, NormalizedWait, NormalizedWorkflows } from './normalize-wait.js';
+
+import type { ConcurrencyDef, Definition, FairnessDef, RateLimitDef, RetryDef, ScheduleDef, TaskDef } from './model.js';
 import { DEFAULT_DST, type ScheduleTiming } from './schedule/ticks.js';
 import { parseSize } from './size.js';
 
@@ -34,6 +37,17 @@ export interface NormalizedDefinition {
   on_failure?: { start: { workflow: string; inputs: Record<string, unknown> } };
   /** How long a failed run is kept when it says: null for keep (until deleted by hand). */
   retention?: { failed_ms: number | null };
+  /** The events that start it, when it declares some. */
+  triggers?: NormalizedTrigger[];
+}
+
+/** A trigger: its event, raw CEL `where` and `id` over `event`, inputs' templates, and the event's payload schema. */
+export interface NormalizedTrigger {
+  event: string;
+  where?: string;
+  id?: string;
+  inputs: Record<string, unknown>;
+  schema?: Record<string, unknown>;
 }
 
 /** Flow control as declared (keys and CEL counts raw), each present only when set. */
@@ -125,43 +139,6 @@ export interface NormalizedStart {
   group: string;
 }
 
-export interface NormalizedWait {
-  expr: string;
-  terms: NormalizedTerm[];
-  signals: string[];
-  timers: NormalizedTimer[];
-}
-
-export type NormalizedTerm = { name: string; label?: string } & (
-  | { kind: 'signal'; signal: string; where?: string; count: number | string; distinct?: string; renamed_from?: string; callback?: NormalizedCallback }
-  | { kind: 'timer'; timer: NormalizedTimer }
-  | { kind: 'expr'; expr: string }
-  | { kind: 'workflows'; workflows: NormalizedWorkflows }
-);
-
-/** A callback term is a signal term whose signals only its links send. */
-export interface NormalizedCallback {
-  schema: Record<string, unknown>;
-  expires_ms: number;
-  single_use: boolean;
-  /** A list, or a template over inputs (a list of strings once instantiated). */
-  recipients?: string | string[];
-}
-
-export type NormalizedTimer = { name: string } & (
-  | { anchor: 'at'; at: string }
-  | { anchor: 'workflow_created' | 'wait_started'; after_ms: number }
-  | { anchor: 'task_finalized'; task: string; after_ms: number }
-);
-
-export interface NormalizedWorkflows {
-  ids?: string | string[];
-  group?: string;
-  mode: 'all' | 'any' | 'quorum';
-  quorum?: number;
-  on_failure: 'cancel' | 'continue';
-}
-
 /** The kind of the runtime's built-in handler that runs `start` tasks. */
 export const START_KIND = 'braid.start';
 
@@ -188,6 +165,14 @@ export function normalizeDefinition(def: Definition): NormalizedDefinition {
   if (hook) out.on_failure = { start: { workflow: hook.workflow!, inputs: hook.inputs ?? {} } };
   const failed = def.retention?.failed;
   if (failed !== undefined) out.retention = { failed_ms: failed === 'keep' ? null : ms(failed)! };
+  if (def.triggers.length > 0)
+    out.triggers = def.triggers.map((t) => ({
+      event: t.event!,
+      ...(t.where !== undefined ? { where: t.where } : {}),
+      ...(t.id !== undefined ? { id: t.id } : {}),
+      inputs: t.inputs ?? {},
+      ...(t.schema !== undefined ? { schema: t.schema } : {}),
+    }));
   return out;
 }
 
@@ -346,52 +331,5 @@ function normalizeRetry(r: RetryDef | undefined): NormalizedRetry {
     max_ms: ms(r?.max) ?? base.max_ms,
     jitter: r?.jitter ?? base.jitter,
     ...(r?.non_retryable !== undefined ? { non_retryable: [...new Set(r.non_retryable)] } : {}),
-  };
-}
-
-function normalizeTerm(task: string, term: TermDef): NormalizedTerm {
-  const head = term.label !== undefined ? { name: term.name, label: term.label } : { name: term.name };
-  const cb = term.callback;
-  if (term.signal !== undefined || cb) {
-    return {
-      ...head,
-      kind: 'signal',
-      signal: term.signal ?? callbackKey(task, term.name),
-      ...(term.where !== undefined ? { where: term.where } : {}),
-      count: term.count ?? 1,
-      ...(term.distinct !== undefined ? { distinct: term.distinct } : {}),
-      ...(term.renamed_from !== undefined ? { renamed_from: term.renamed_from } : {}),
-      ...(cb
-        ? {
-            callback: {
-              schema: cb.schema!,
-              expires_ms: ms(cb.expires)!,
-              single_use: cb.single_use ?? true,
-              ...(cb.recipients !== undefined ? { recipients: cb.recipients as string | string[] } : {}),
-            },
-          }
-        : {}),
-    };
-  }
-  if (term.timer) return { ...head, kind: 'timer', timer: normalizeTimer(term.timer) };
-  if (term.workflows) return { ...head, kind: 'workflows', workflows: normalizeWorkflows(term.workflows) };
-  return { ...head, kind: 'expr', expr: term.expr! };
-}
-
-function normalizeTimer(t: TimerDef): NormalizedTimer {
-  if (t.at !== undefined) return { name: t.name, anchor: 'at', at: t.at };
-  if (t.after_workflow_created !== undefined) return { name: t.name, anchor: 'workflow_created', after_ms: ms(t.after_workflow_created)! };
-  if (t.after_wait_started !== undefined) return { name: t.name, anchor: 'wait_started', after_ms: ms(t.after_wait_started)! };
-  const f = t.after_task_finalized!;
-  return { name: t.name, anchor: 'task_finalized', task: f.task!, after_ms: ms(f.after)! };
-}
-
-function normalizeWorkflows(w: WorkflowsDef): NormalizedWorkflows {
-  return {
-    ...(w.ids !== undefined ? { ids: w.ids } : {}),
-    ...(w.group !== undefined ? { group: w.group } : {}),
-    mode: w.mode ?? 'all',
-    ...(w.quorum !== undefined ? { quorum: w.quorum } : {}),
-    on_failure: w.on_failure ?? 'cancel',
   };
 }

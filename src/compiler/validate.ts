@@ -9,6 +9,7 @@ import { checkFlowControl } from './rules/flow-control.js';
 import { checkInputsSchema } from './rules/inputs-schema.js';
 import { checkScheduleInputs, checkSchedules } from './rules/schedules.js';
 import { checkFileName, checkTasks } from './rules/tasks.js';
+import { checkTriggers } from './rules/triggers.js';
 import { checkWaits } from './rules/waits.js';
 import { checkWorkflowSet, type FileDefinition } from './rules/workflows.js';
 import { checkSchema } from './schema-check.js';
@@ -38,7 +39,12 @@ export interface ValidateOptions {
   found?: ReadonlySet<string>;
   /** The project config's `kinds`: a task without its own `returns` takes its kind's. */
   kinds?: KindsConfig;
+  /** The project config's `events`: the events triggers may name, with their payload schemas. */
+  events?: EventsConfig;
 }
+
+/** Per event name, its payload's JSON Schema (the project config's `events:`). */
+export type EventsConfig = Readonly<Record<string, { schema?: Record<string, unknown> }>>;
 
 /** Per handler kind, what every task of the kind shares (the project config's `kinds:`). */
 export type KindsConfig = Readonly<Record<string, { returns?: Record<string, unknown>; max_output?: number | string }>>;
@@ -58,7 +64,7 @@ export interface ValidationResult {
 export function validate(sources: readonly RawSource[], options: ValidateOptions = {}): ValidationResult {
   const limits = { ...DEFAULT_LIMITS, planTasks: DEFAULT_COMPILE_LIMITS.planTasks, ...options.limits };
   const checked: { reporter: Reporter; definition?: Definition }[] = sources.map((raw) =>
-    checkFile(raw, limits, options.found?.has(raw.path) ?? false, options.kinds ?? {}),
+    checkFile(raw, limits, options.found?.has(raw.path) ?? false, { kinds: options.kinds ?? {}, events: options.events ?? {} }),
   );
   const withDefinitions = checked.filter((c): c is FileDefinition => c.definition !== undefined);
   checkWorkflowSet(withDefinitions, options.knownWorkflows);
@@ -82,7 +88,7 @@ function checkFile(
   raw: RawSource,
   limits: Limits & { planTasks: number },
   found: boolean,
-  kinds: KindsConfig,
+  config: { kinds: KindsConfig; events: EventsConfig },
 ): { reporter: Reporter; definition?: Definition } {
   const { reporter, value } = parseSource(raw, limits);
   // a duplicate key leaves a readable document (the later key stands): its other problems are found too
@@ -111,7 +117,8 @@ function checkFile(
   checkSchema(value, reporter);
   const definition = buildDefinition(value);
   if (!definition) return { reporter };
-  applyKinds(definition, kinds);
+  applyKinds(definition, config.kinds);
+  applyEvents(definition, config.events);
   checkTasks(definition, reporter);
   checkFileName(definition, reporter);
   checkDeps(definition, reporter);
@@ -119,6 +126,7 @@ function checkFile(
   checkInputsSchema(definition, reporter);
   checkSchedules(definition, reporter);
   checkFlowControl(definition, reporter);
+  checkTriggers(definition, reporter, Object.keys(config.events));
   checkDefinitionCel(definition, reporter);
   checkScheduleInputs(definition, reporter);
   return { reporter, definition };
@@ -131,6 +139,15 @@ function applyKinds(definition: Definition, kinds: KindsConfig): void {
     if (!kind) continue;
     if (task.returns === undefined && kind.returns !== undefined) Object.assign(task, { returns: kind.returns, returnsFrom: 'config' });
     if (task.max_output === undefined && kind.max_output !== undefined) task.max_output = kind.max_output;
+  }
+}
+
+/** Each trigger takes its event's payload schema from the project config, where the config declares the event. */
+function applyEvents(definition: Definition, events: EventsConfig): void {
+  for (const t of definition.triggers) {
+    if (t.event === undefined || !Object.hasOwn(events, t.event)) continue;
+    t.declared = true;
+    t.schema = events[t.event].schema;
   }
 }
 

@@ -47,6 +47,15 @@ export interface ProjectConfig {
   secret?: string;
   /** Where this deployment's braid server is reached, for callback links' URLs. */
   publicUrl?: string;
+  /** The events triggers may name: each one's payload schema, and the signature its webhook must carry. */
+  events: Record<string, EventConfig>;
+}
+
+/** One event of the config's `events:`. */
+export interface EventConfig {
+  schema?: Record<string, unknown>;
+  /** POST /api/events/NAME must carry an HMAC of its body in `header`, keyed by the secret in env `secret_env`. */
+  signature?: { header: string; secret_env: string; algorithm?: 'sha1' | 'sha256' | 'sha512'; encoding?: 'hex' | 'base64'; prefix?: string };
 }
 
 /** The config file for a folder: in it or in the nearest folder above that has one. */
@@ -85,6 +94,8 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
     const tooLarge = k.max_output === undefined ? undefined : maxOutputProblem(k.max_output);
     if (tooLarge) reporter.report('config', `kinds.${kind}.${tooLarge}`, { path: ['kinds', kind, 'max_output'] });
   }
+  for (const [event, e] of Object.entries(raw.events ?? {}))
+    if (e.schema !== undefined) checkUserSchema(e.schema, ['events', event, 'schema'], `events.${event}.schema`, 'config', reporter);
   if (reporter.errorCount > 0) return { diagnostics: sortDiagnostics(reporter.diagnostics) };
   const ms = (d: string | undefined) => (d === undefined ? undefined : parseDuration(d));
   return {
@@ -115,6 +126,7 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
       statementTimeoutMs: ms(raw.limits?.statement_timeout),
       secret: raw.secret,
       publicUrl: raw.public_url,
+      events: raw.events ?? {},
     },
   };
 }
@@ -155,6 +167,7 @@ interface RawConfig {
   limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string; statement_timeout?: string };
   secret?: string;
   public_url?: string;
+  events?: Record<string, EventConfig>;
 }
 
 /** `${VAR}` references read from the environment; unset variables are empty. */
@@ -173,7 +186,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 }
 
 const KNOWN: Record<string, string[]> = {
-  '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'kinds', 'worker', 'limits', 'secret', 'public_url'],
+  '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'kinds', 'worker', 'limits', 'secret', 'public_url', 'events'],
   '/worker': ['heartbeat', 'dead_after', 'stall_limit', 'leader_lease', 'prefetch', 'shutdown_timeout', 'log_lines', 'log_bytes'],
   '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout', 'statement_timeout'],
 };

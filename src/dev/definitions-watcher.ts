@@ -2,7 +2,7 @@ import { type FSWatcher, watch } from 'chokidar';
 import type { Diagnostic } from '../compiler/diagnostics.js';
 import { formatText } from '../compiler/format/text.js';
 import { isDefinitionFile, readSnippetText } from '../compiler/load.js';
-import type { KindsConfig } from '../compiler/validate.js';
+import type { EventsConfig, KindsConfig } from '../compiler/validate.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DebouncedPass } from './debounced.js';
 
@@ -40,6 +40,8 @@ export interface DefinitionsWatcherOptions {
   files?: () => string[];
   /** The project config's `kinds` (their output schemas). */
   kinds?: KindsConfig;
+  /** The project config's `events` (their payload schemas). */
+  events?: EventsConfig;
 }
 
 /**
@@ -92,6 +94,7 @@ export class DefinitionsWatcher {
         registeredBefore: known,
       } = await this.rt.registerDefinitions(this.options.files?.() ?? this.dir, {
         kinds: this.options.kinds,
+        events: this.options.events,
       });
       registeredBefore = new Set(known);
       state = {

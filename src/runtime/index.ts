@@ -39,8 +39,12 @@ export {
   CallbackNotFoundError,
   CallbackTermUnknownError,
   CallbackUsedError,
+  EventInvalidError,
+  EventPayloadError,
+  EventSignatureError,
   SecretMissingError,
 } from './outside/errors.js';
+export type { EmitEventOptions } from './outside/event-ops.js';
 export { parseKeyRing, SecretConfigError } from './outside/secrets.js';
 export { changeListeners } from './reads/change-listeners.js';
 export {

@@ -106,3 +106,31 @@ export const DEFAULT_LEADER_LEASE_MS = 5000;
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
 /** How long stopping may go on past the handlers' deadline, recording what ended. */
 export const STOP_GRACE_MS = 750;
+
+/** The worker's settings from a runtime's options, defaults filled in. */
+export function workerSettings(o: RuntimeOptions) {
+  return {
+    handlers: o.handlers ?? {},
+    queues: { ...(o.queues ?? { default: DEFAULT_CONCURRENCY }) },
+    prefetch: o.prefetch ?? 0,
+    pollIntervalMs: o.pollIntervalMs ?? 1000,
+    heartbeatIntervalMs: o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS,
+    abandonAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
+    stallLimitMs: o.workerStallLimitMs ?? DEFAULT_STALL_LIMIT_MS,
+    maxOutputBytes: o.maxOutputBytes ?? 1024 * 1024,
+    logBounds: o.taskLog,
+    limits: o.limits,
+  };
+}
+
+/** The leader's settings from a runtime's options, defaults filled in. */
+export function leaderSettings(o: RuntimeOptions) {
+  return {
+    leaseMs: o.leaderLeaseMs ?? DEFAULT_LEADER_LEASE_MS,
+    promoteIntervalMs: o.pollIntervalMs ?? 1000,
+    timerIntervalMs: o.timerIntervalMs ?? 1000,
+    workerDeadAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
+    retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, taskMs: null, ...o.retention },
+    retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
+  };
+}

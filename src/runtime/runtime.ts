@@ -15,6 +15,7 @@ import { Pauses } from './incidents/pauses.js';
 import type { LeaderService } from './maintenance/leader.js';
 import type { MaintenanceCounts } from './maintenance/service.js';
 import { CallbackOps } from './outside/callback-ops.js';
+import { type EmitEventOptions, EventOps } from './outside/event-ops.js';
 import { parseKeyRing } from './outside/secrets.js';
 import { type ScheduleOps, scheduleOps } from './schedules/ops.js';
 import { migrate } from './setup/migrate.js';
@@ -28,7 +29,7 @@ import { type Logger, rateLimitedWarnings, silentLogger } from './telemetry/log.
 import { otelApi, otelMetricsActive } from './telemetry/otel-api.js';
 import { checkTraceParent } from './telemetry/traceparent.js';
 import { Tracing } from './telemetry/tracing.js';
-import type { WorkflowSearch } from './wire/index.js';
+import type { EmitEventResult, WorkflowSearch } from './wire/index.js';
 import type { Handlers } from './worker/handlers.js';
 import type { Worker } from './worker/worker.js';
 import { workerId } from './worker/worker-id.js';
@@ -39,15 +40,13 @@ import { advanceAt, advanceIn, clockNow, type RuntimeContext, workflowWrite } fr
 import { WORKFLOW_ID, WorkflowIdInvalidError } from './errors.js';
 import { listPage } from './reads/list-cursor.js';
 import {
-  DEFAULT_CONCURRENCY,
   DEFAULT_DEAD_AFTER_MS,
-  DEFAULT_HEARTBEAT_MS,
-  DEFAULT_LEADER_LEASE_MS,
   DEFAULT_LOCK_TIMEOUT_MS,
   DEFAULT_SCHEMA,
-  DEFAULT_STALL_LIMIT_MS,
+  leaderSettings,
   type RuntimeOptions,
   STOP_GRACE_MS,
+  workerSettings,
 } from './runtime-options.js';
 import { WorkflowHandle } from './workflow-handle.js';
 
@@ -116,6 +115,7 @@ export class Runtime {
     this.pauses = new Pauses(this.ctx);
     this.bulk = bulkOps(this.ctx, this.id);
     this.callbacks = new CallbackOps(this.ctx);
+    this.events = new EventOps(this.ctx);
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */
@@ -237,6 +237,16 @@ export class Runtime {
   readonly bulk: BulkOps;
   /** Callback terms' signed links: make them, take their POSTs. */
   readonly callbacks: CallbackOps;
+  /** The event log (rt.events.list), and emits (as rt.emit). */
+  readonly events: EventOps;
+
+  /**
+   * Records an event and starts every workflow whose trigger it matches, in one transaction (the caller's `tx`:
+   * a rollback starts nothing); the same name and `id` again starts nothing (duplicate: true).
+   */
+  emit(name: string, payload: unknown = null, options: EmitEventOptions = {}): Promise<EmitEventResult> {
+    return this.events.emit(name, payload, options);
+  }
 
   /** The current version of every registered workflow. */
   currentDefinitions(): Promise<StoredDefinition[]> {
@@ -283,22 +293,9 @@ export class Runtime {
     // the worker and the leader load when first started: a command that only reads (status, list) never does
     const { Worker } = await import('./worker/worker.js');
     await this.otelMetrics();
-    const queues = { ...(o.queues ?? { default: DEFAULT_CONCURRENCY }) };
-    this.ctx.metrics?.serveQueues(Object.keys(queues));
-    this.worker = new Worker({
-      ...this.ctx,
-      id: this.id,
-      handlers: o.handlers ?? {},
-      queues,
-      prefetch: o.prefetch ?? 0,
-      pollIntervalMs: o.pollIntervalMs ?? 1000,
-      heartbeatIntervalMs: o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_MS,
-      abandonAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
-      stallLimitMs: o.workerStallLimitMs ?? DEFAULT_STALL_LIMIT_MS,
-      maxOutputBytes: o.maxOutputBytes ?? 1024 * 1024,
-      logBounds: o.taskLog,
-      limits: o.limits,
-    });
+    const settings = workerSettings(o);
+    this.ctx.metrics?.serveQueues(Object.keys(settings.queues));
+    this.worker = new Worker({ ...this.ctx, id: this.id, ...settings });
     await this.worker.start();
     if (o.leader !== false) {
       this.leader = await this.leaderService();
@@ -318,18 +315,8 @@ export class Runtime {
 
   private async leaderService(): Promise<LeaderService> {
     await this.otelMetrics();
-    const o = this.options;
     const { LeaderService } = await import('./maintenance/leader.js');
-    return new LeaderService({
-      ...this.ctx,
-      id: this.id,
-      leaseMs: o.leaderLeaseMs ?? DEFAULT_LEADER_LEASE_MS,
-      promoteIntervalMs: o.pollIntervalMs ?? 1000,
-      timerIntervalMs: o.timerIntervalMs ?? 1000,
-      workerDeadAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
-      retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, taskMs: null, ...o.retention },
-      retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
-    });
+    return new LeaderService({ ...this.ctx, id: this.id, ...leaderSettings(this.options) });
   }
 
   /**

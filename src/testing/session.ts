@@ -5,7 +5,7 @@
  * gives the same fresh start in milliseconds.)
  */
 import type { NormalizedDefinition } from '../compiler/normalize.js';
-import type { KindsConfig } from '../compiler/validate.js';
+import type { EventsConfig, KindsConfig } from '../compiler/validate.js';
 import type { PgliteDatabase } from '../runtime/db/pglite.js';
 import { createRuntime, migratedDatabase, resetRuns } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -25,6 +25,8 @@ export interface SessionOptions {
   handlers?: Handlers;
   /** The project config's `kinds`: a task without its own `returns` takes its kind's. */
   kinds?: KindsConfig;
+  /** The project config's `events`: the events triggers may name. */
+  events?: EventsConfig;
 }
 
 export class TestSession {
@@ -41,7 +43,7 @@ export class TestSession {
     const db = await migratedDatabase();
     try {
       const rt = createRuntime({ database: db, leader: false });
-      const { validation } = await rt.registerDefinitions(options.definitions, { kinds: options.kinds });
+      const { validation } = await rt.registerDefinitions(options.definitions, { kinds: options.kinds, events: options.events });
       if (validation.errors > 0)
         throw new SessionError(
           validation.diagnostics.filter((d) => d.severity === 'error').map((d) => `${d.file}:${d.line}:${d.column}: ${d.message} [${d.rule}]`),

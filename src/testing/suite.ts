@@ -5,7 +5,7 @@
 import type { Diagnostic } from '../compiler/diagnostics.js';
 import { readSource } from '../compiler/load.js';
 import type { NormalizedDefinition } from '../compiler/normalize.js';
-import type { KindsConfig } from '../compiler/validate.js';
+import type { EventsConfig, KindsConfig } from '../compiler/validate.js';
 import type { Handlers } from '../runtime/worker/handlers.js';
 import { checkTestFile } from './checks.js';
 import { runTest, type TestResult } from './run-test.js';
@@ -50,12 +50,14 @@ export async function runSuite(options: {
   handlers?: Handlers;
   /** The project config's `kinds` (their output schemas). */
   kinds?: KindsConfig;
+  /** The project config's `events` (their payload schemas). */
+  events?: EventsConfig;
   filter?: string;
   /** Each test's real-time bound (default 60 s). */
   timeoutMs?: number;
   onResult?: (r: TestResult) => void;
 }): Promise<{ results: TestResult[]; definitions: ReadonlyMap<string, NormalizedDefinition> }> {
-  const session = await TestSession.open({ definitions: options.definitions, handlers: options.handlers, kinds: options.kinds });
+  const session = await TestSession.open({ definitions: options.definitions, handlers: options.handlers, kinds: options.kinds, events: options.events });
   const results: TestResult[] = [];
   try {
     for (const { file } of options.files) {

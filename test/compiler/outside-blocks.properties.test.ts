@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { planSchemaValidator } from '../../src/compiler/schemas.js';
+import { triggerOutcomes } from '../../src/compiler/triggers.js';
 import { CompileError, compile, RULES, validate } from '../../src/index.js';
 
 const anyValue = fc.oneof(
@@ -80,5 +81,58 @@ describe('callback terms: property tests', () => {
     );
     // the arbitraries reach the plan, not only the diagnostics
     expect(compiled).toBeGreaterThan(5);
+  });
+});
+
+const cel = fc.oneof(
+  fc.constantFrom(
+    'event.payload.n > 1',
+    'event.payload.who',
+    'event.name',
+    '"k-" + event.id',
+    'event.payload.nope',
+    '((',
+    'event.payload.n',
+    'true',
+    '${{ event.id }}',
+  ),
+  fc.string({ maxLength: 8 }),
+);
+const trigger = fc
+  .record({
+    event: mostly(fc.constantFrom('thing.done', 'thing.undeclared', 'bad name')),
+    where: sometimes(mostly(cel)),
+    id: sometimes(mostly(cel)),
+    inputs: sometimes(
+      mostly(
+        fc.dictionary(fc.constantFrom('n', 'who', 'x'), fc.oneof(fc.constantFrom('${{ event.payload.n }}', '${{ event.payload.who }}', '${{ (('), anyValue)),
+      ),
+    ),
+    extra: fc.oneof({ arbitrary: fc.constant(undefined), weight: 12 }, { arbitrary: anyValue, weight: 1 }),
+  })
+  .map((t) => Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined)));
+const events = { 'thing.done': { schema: { type: 'object', properties: { n: { type: 'integer' }, who: { type: 'string' } } } } };
+
+describe('triggers: property tests', () => {
+  it('any triggers block validates to diagnostics, never a crash; what validates evaluates any payload to outcomes, never a throw', () => {
+    let evaluated = 0;
+    fc.assert(
+      fc.property(fc.oneof(fc.array(trigger, { maxLength: 3 }), anyValue), anyValue, fc.string({ maxLength: 12 }), (triggers, payload, id) => {
+        const definition = {
+          name: 'p',
+          inputs: { type: 'object', properties: { n: { type: 'integer' }, who: { type: 'string' } } },
+          triggers,
+          tasks: { a: { kind: 'x' } },
+        };
+        const result = validate([{ path: 'p.yaml', content: stringify(definition) }], { events });
+        for (const d of result.diagnostics) expect(RULES).toContain(d.rule);
+        if (result.errors > 0) return;
+        const outcomes = triggerOutcomes(result.definitions[0].normalized, { id, name: 'thing.done', time: new Date(0), payload });
+        evaluated++;
+        for (const o of outcomes) if (o.matched && !('error' in o)) expect(o.id).toMatch(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/);
+      }),
+      { numRuns: 300 },
+    );
+    expect(evaluated).toBeGreaterThan(5);
   });
 });

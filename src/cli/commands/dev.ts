@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { type ApiServer, startApiServer } from '../../api/server.js';
+import { type ApiServer, type ApiServerOptions, startApiServer } from '../../api/server.js';
 import { DefinitionsWatcher } from '../../dev/definitions-watcher.js';
 import { HandlersWatcher } from '../../dev/handlers-watcher.js';
 import { consoleLogger, createRuntime, DEFAULT_CONCURRENCY } from '../../runtime/index.js';
@@ -10,7 +10,7 @@ import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { braidDir, definitionSet, handlersModule as handlersModuleOf, linkOptions, project, projectKinds, schemaName } from '../project.js';
+import { braidDir, definitionSet, eventSignatures, handlersModule as handlersModuleOf, linkOptions, project, projectChecks, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import {
   listenOn,
@@ -98,9 +98,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       handlersWatcher = new HandlersWatcher(runtime, handlersModule, Object.keys(handlers).sort(), { print, onReload: () => api?.devChanged() });
       await handlersWatcher.start();
     }
-    api = await listenOn(port, () =>
-      startApiServer(runtime, { port, host: values.host, token: projectToken(io), definitionsDir: dir, log, dev: () => devState(watcher, handlersWatcher) }),
-    );
+    api = await serveDev(io, runtime, { port, host: values.host, definitionsDir: dir, log, dev: () => devState(watcher, handlersWatcher) });
     unpublish = publishApi(io, api);
     // listening before saying it runs: a SIGTERM sent on reading these lines finds the graceful stop in place
     const stopSignal = waitForStopSignal();
@@ -154,6 +152,11 @@ function devState(definitions: DefinitionsWatcher, handlers: HandlersWatcher | u
  * The definitions watcher: a config's globs are worked out again on every reload, watching the project's folder;
  * a definition may name a new queue, which the worker then serves (unless the queues were given).
  */
+/** The dev process's UI and API: the project's token, and the webhooks its config signs. */
+function serveDev(io: Io, runtime: Runtime, o: Pick<ApiServerOptions, 'port' | 'host' | 'definitionsDir' | 'log' | 'dev'>): Promise<ApiServer> {
+  return listenOn(o.port ?? 0, () => startApiServer(runtime, { ...o, token: projectToken(io), eventSignatures: eventSignatures(io) }));
+}
+
 function watchDefinitions(
   io: Io,
   runtime: Runtime,
@@ -161,7 +164,7 @@ function watchDefinitions(
 ): DefinitionsWatcher {
   return new DefinitionsWatcher(runtime, o.dir, {
     files: o.globs ? () => definitionSet(io, undefined).files : undefined,
-    kinds: projectKinds(io),
+    ...projectChecks(io),
     print: o.print,
     display: (file) => displayPath(io, file),
     onReload: (state) => {

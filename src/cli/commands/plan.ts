@@ -10,7 +10,7 @@ import { displayPath, readSourceTexts } from '../definitions.js';
 import { givenPaths, handlerSet, hasDatabase } from '../deploy-check.js';
 import { definitionsAtRef } from '../git-baseline.js';
 import { EXIT, type Io, UsageError } from '../io.js';
-import { definitionSet, projectKinds } from '../project.js';
+import { definitionSet, projectChecks } from '../project.js';
 import { USAGE } from '../usage.js';
 import { version } from '../version.js';
 
@@ -83,7 +83,7 @@ export function deployPlan(
 ): DeployPlan {
   const known = [...new Set(baseline.filter((v) => v.current).map((v) => v.name))];
   const sources = readSources(from).map((s) => ({ ...s, path: displayPath(io, s.path) }));
-  const validation = validate(sources, { knownWorkflows: known, kinds: projectKinds(io) });
+  const validation = validate(sources, { knownWorkflows: known, ...projectChecks(io) });
   return planDeploy({ validation, baseline, handlers, against, includeAbsent });
 }
 

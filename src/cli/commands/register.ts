@@ -9,7 +9,7 @@ import { openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { handlerSet } from '../deploy-check.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { definitionSet, projectKinds, schemaName } from '../project.js';
+import { definitionSet, projectChecks, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.register;
@@ -54,7 +54,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     let baseline: BaselineVersion[];
     try {
       await rt.migrate();
-      checked = await rt.registerDefinitions(from, { dryRun: true, allOrNothing: true, kinds: projectKinds(io) });
+      checked = await rt.registerDefinitions(from, { dryRun: true, allOrNothing: true, ...projectChecks(io) });
       baseline = await rt.deployBaseline(undefined, { started: true });
     } catch (error) {
       throw commandFailure(error);
@@ -65,7 +65,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     let result = checked;
     if (write) {
       try {
-        result = await rt.registerDefinitions(from, { allOrNothing: true, kinds: projectKinds(io) });
+        result = await rt.registerDefinitions(from, { allOrNothing: true, ...projectChecks(io) });
       } catch (error) {
         throw commandFailure(error);
       }

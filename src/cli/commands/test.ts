@@ -12,7 +12,7 @@ import { updatedText } from '../../testing/update.js';
 import { oneOf, parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, type Io, UsageError } from '../io.js';
-import { definitionSet, handlersModule, projectKinds, testFiles } from '../project.js';
+import { definitionSet, handlersModule, projectChecks, testFiles } from '../project.js';
 import { USAGE } from '../usage.js';
 import { version } from '../version.js';
 import { loadHandlersArg } from './serve.js';
@@ -69,7 +69,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   // the definitions and the test files are checked first, without a database: problems stop the run
   const validation = validate(
     readSources(defs.files).map((s) => ({ ...s, path: display(s.path) })),
-    { kinds: projectKinds(io) },
+    projectChecks(io),
   );
   const checked = checkTestFiles(files, new Map(validation.definitions.map((d) => [d.name, d.normalized])), display);
   const diagnostics = [...validation.diagnostics, ...checked.diagnostics];
@@ -88,7 +88,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     files: checked.files,
     definitions: defs.files,
     handlers,
-    kinds: projectKinds(io),
+    ...projectChecks(io),
     filter: values.filter,
     timeoutMs,
   });

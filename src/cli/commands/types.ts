@@ -9,7 +9,7 @@ import { openBackend } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { hasDatabase } from '../deploy-check.js';
 import { EXIT, type Io, SubjectError } from '../io.js';
-import { definitionSet, handlersModule, project, projectKinds } from '../project.js';
+import { definitionSet, handlersModule, project, projectChecks } from '../project.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.types;
@@ -41,7 +41,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   const set = definitionSet(io, values.definitions);
   const sources = readSources(set.files).map((s) => ({ ...s, path: displayPath(io, s.path) }));
-  const result = validate(sources, { kinds: projectKinds(io) });
+  const result = validate(sources, projectChecks(io));
   if (result.errors > 0)
     throw new SubjectError(
       formatText(

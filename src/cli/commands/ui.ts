@@ -3,7 +3,7 @@ import { consoleLogger, createRuntime, loadMetrics, rateLimitedWarnings } from '
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { linkOptions, schemaName } from '../project.js';
+import { eventSignatures, linkOptions, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import { listenOn, parsePort, waitForStopSignal } from './serve.js';
 
@@ -47,6 +47,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     const metrics = new Metrics(db, schema);
     api = await listenOn(port, () =>
       startApiServer(rt, {
+        eventSignatures: eventSignatures(io),
         metrics,
         port,
         host: values.host,

@@ -8,7 +8,7 @@ import { checkTestFiles } from '../../testing/suite.js';
 import { oneOf, parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { EXIT, type Io, UsageError } from '../io.js';
-import { definitionSet, project, projectKinds, testFiles } from '../project.js';
+import { definitionSet, project, projectChecks, testFiles } from '../project.js';
 import { USAGE } from '../usage.js';
 import { version } from '../version.js';
 
@@ -67,7 +67,7 @@ export function run(argv: string[], io: Io): number {
   const result = validate(sources, {
     limits: Object.fromEntries(Object.entries({ ...limits, planTasks: config?.limits.planTasks }).filter(([, v]) => v !== undefined)),
     found: new Set([...found].map((f) => displayPath(io, f))),
-    kinds: projectKinds(io),
+    ...projectChecks(io),
   });
   // workflow test files are checked too: their schema, and what they name against the definitions
   const tests = positionals.length === 0 ? testFiles(io, []) : testFiles(io, positionals).filter((f) => isTestFile(f));

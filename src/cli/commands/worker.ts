@@ -10,7 +10,7 @@ import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { databaseUrl, linkOptions, project, schemaName } from '../project.js';
+import { databaseUrl, eventSignatures, linkOptions, project, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import {
   listenOn,
@@ -103,7 +103,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     });
     await rt.startWorker();
     if (embedded) {
-      const server = await listenOn(port, () => startApiServer(rt!, { port, token: projectToken(io), log }));
+      const server = await listenOn(port, () => startApiServer(rt!, { port, token: projectToken(io), log, eventSignatures: eventSignatures(io) }));
       api = server;
       unpublish = publishApi(io, server);
     }

@@ -23,7 +23,8 @@ export type CelContext =
   | 'flow_item' // the same inside a for_each task
   | 'flow_workflow' // the workflow's concurrency, fairness, rate limit: at start
   | 'debounce' // the workflow's debounce key: at each start, before the run exists
-  | 'on_failure'; // on_failure.start.inputs: when the run fails
+  | 'on_failure' // on_failure.start.inputs: when the run fails
+  | 'trigger'; // a trigger's where, id and inputs: when its event is emitted
 
 export const TIMESTAMP = 'google.protobuf.Timestamp';
 
@@ -49,6 +50,7 @@ export const CONTEXT_REFS: Record<CelContext, readonly RefKind[]> = {
   flow_workflow: [],
   debounce: [],
   on_failure: [],
+  trigger: [],
 };
 
 export function contextVariables(context: CelContext, inputs: CelType): Record<string, CelType> {
@@ -98,6 +100,9 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
       return { inputs };
     case 'on_failure':
       return { ...base, workflow: { ...workflowAtStart, attempt: 'int' }, failed: FAILED };
+    case 'trigger':
+      // event's payload is typed by its schema: the pass gives `event` itself
+      return {};
   }
 }
 

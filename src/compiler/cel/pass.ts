@@ -8,7 +8,7 @@ import { nestedCostWarning } from './nested-cost.js';
 import { itemSource, outputSchemas, type ReadRoots, unguardedReads } from './optional-reads.js';
 import { scalarOffsets } from './scalar-offsets.js';
 import { scanTemplates, singleTemplate } from './templates.js';
-import { type CelType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
+import { type CelType, eventType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
 
 type Expect = 'any' | 'bool' | 'list' | 'key' | 'time' | 'ids' | 'int' | 'limit' | 'recipients';
 
@@ -52,6 +52,20 @@ class CelPass {
     if (this.def.debounce?.key !== undefined) this.raw(this.def.debounce.key, ['debounce', 'key'], 'debounce', {}, 'key');
     const hook = this.def.on_failure?.start?.inputs;
     if (hook) this.templates(hook, ['on_failure', 'start', 'inputs'], 'on_failure', {});
+    this.triggers();
+  }
+
+  /** A trigger's where, id and inputs read `event`, its payload typed by the event's schema from the project config. */
+  private triggers(): void {
+    for (const t of this.def.triggers) {
+      if (!t.declared) continue;
+      this.typed = { event: eventType(t.schema) };
+      const path = ['triggers', t.index];
+      if (t.where !== undefined) this.raw(t.where, [...path, 'where'], 'trigger', {}, 'bool');
+      if (t.id !== undefined) this.raw(t.id, [...path, 'id'], 'trigger', {}, 'key');
+      if (t.inputs) this.templates(t.inputs, [...path, 'inputs'], 'trigger', {});
+    }
+    this.typed = {};
   }
 
   /** Flow-control keys (a string or an int) and counts written as CEL (an int). */
@@ -228,7 +242,7 @@ class CelPass {
       ]);
       return;
     }
-    const typed = CONTEXT_REFS[context].some((r) => r === 'deps' || r === 'tasks') ? this.typed : {};
+    const typed = context === 'trigger' || CONTEXT_REFS[context].some((r) => r === 'deps' || r === 'tasks') ? this.typed : {};
     const result = checkCel(env ?? this.env(context, typed), expr, context, known, { ...contextVariables(context, this.inputs), ...typed });
     if (result.problems.length > 0) {
       this.reportProblems(path, offset, result.problems);

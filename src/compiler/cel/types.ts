@@ -121,6 +121,11 @@ export function inputsType(inputsSchema: unknown): CelType {
   return t === 'dyn' ? 'map<string, dyn>' : t;
 }
 
+/** `event` as a trigger reads it: its payload typed by the event's schema. */
+export function eventType(payloadSchema: unknown): CelType {
+  return { id: 'string', name: 'string', time: 'google.protobuf.Timestamp', payload: inputsType(payloadSchema) };
+}
+
 /**
  * Brings JSON values into the CEL value space: numbers at int-typed positions become BigInt (CEL ints);
  * every other JSON number stays a double.

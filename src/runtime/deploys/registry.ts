@@ -1,9 +1,10 @@
-import type { KindsConfig, ValidationResult } from '../../compiler/validate.js';
+import type { EventsConfig, KindsConfig, ValidationResult } from '../../compiler/validate.js';
 import { clockNow, type RuntimeContext } from '../core/context.js';
 import { sourceReader, validator } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
 import { UnknownWorkflowError } from '../errors.js';
 import { currentHashes, type DefinitionVersion, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion } from '../sql/definitions.js';
+import { deployTriggers } from '../sql/events.js';
 import { type DrainState, drainState } from './in-flight.js';
 
 /** Registering definition versions (the deploy step) and reading them back with their drain state. */
@@ -30,6 +31,8 @@ export interface RegisterOptions {
   allOrNothing?: boolean;
   /** The project config's `kinds`: a task without its own `returns` takes its kind's. */
   kinds?: KindsConfig;
+  /** The project config's `events`: the events triggers may name, with their payload schemas. */
+  events?: EventsConfig;
 }
 
 /** A registered version with how many workflows run on it and its drain state. */
@@ -47,6 +50,7 @@ export async function registerDefinitions(
   const validation = validate(readSources(typeof from === 'string' ? [from] : from), {
     knownWorkflows: known,
     kinds: options.kinds,
+    events: options.events,
     ...(planTasks !== undefined ? { limits: { planTasks } } : {}),
   });
   const valid = new Map(validation.definitions.map((d) => [d.file, d]));
@@ -70,6 +74,13 @@ export async function registerDefinitions(
         registered.push({ name: def.name, hash: def.hash });
         // the version that becomes current brings its schedules; one without any takes the old ones away
         await deploySchedules(tx, ctx.s, def.name, def.hash, def.normalized.schedules ?? [], now);
+        await deployTriggers(
+          tx,
+          ctx.s,
+          def.name,
+          def.hash,
+          (def.normalized.triggers ?? []).map((t) => t.event),
+        );
       }
     });
   }

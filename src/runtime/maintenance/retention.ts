@@ -1,6 +1,7 @@
 import { clockNow } from '../core/context.js';
 import { deleteTasks } from '../engine/advance.js';
 import { lockWorkflows } from '../sql/advance.js';
+import { forgetEvents } from '../sql/events.js';
 import {
   deleteExpiredWorkflows,
   expiredTasks,
@@ -35,6 +36,8 @@ export class RetentionService implements MaintenanceService {
     if (this.policy.taskMs !== null) deleted += await this.deleteExpiredTasks(ctx, new Date(now.getTime() - this.policy.taskMs));
     await leaderWrite(ctx, (tx) => forgetDeadWorkers(tx, ctx.s, new Date(now.getTime() - FORGET_WORKERS_AFTER_MS)));
     await leaderWrite(ctx, (tx) => forgetOperatorRecords(tx, ctx.s, new Date(now.getTime() - KEEP_BULK_MS), new Date(now.getTime() - KEEP_AUDIT_MS)));
+    // the event log is for finding what an event did: a month of it (the runs keep their own retention)
+    await leaderWrite(ctx, (tx) => forgetEvents(tx, ctx.s, new Date(now.getTime() - KEEP_BULK_MS)));
     return deleted;
   }
 

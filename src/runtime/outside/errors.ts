@@ -52,3 +52,33 @@ export class SecretMissingError extends Error {
     this.name = 'SecretMissingError';
   }
 }
+
+/** An event whose name, id or payload braid cannot take: nothing was recorded. */
+export class EventInvalidError extends Error {
+  readonly code = 'event_invalid' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'EventInvalidError';
+  }
+}
+
+/** A payload its event's schema refuses: nothing was recorded, nothing started. */
+export class EventPayloadError extends Error {
+  readonly code = 'event_invalid' as const;
+  constructor(
+    event: string,
+    readonly problems: readonly OutputProblem[],
+  ) {
+    super(`the payload does not fit the schema of event "${event}": ${problems.map((p) => `${p.pointer} ${p.message}`).join('; ')}`);
+    this.name = 'EventPayloadError';
+  }
+}
+
+/** A webhook's signature missing or wrong: nothing was recorded. */
+export class EventSignatureError extends Error {
+  readonly code = 'unauthorized' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'EventSignatureError';
+  }
+}

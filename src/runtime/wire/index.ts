@@ -4,6 +4,7 @@
  */
 
 export * from './callbacks.js';
+export * from './events.js';
 export * from './operations.js';
 export * from './records.js';
 export * from './schedules.js';

@@ -1,0 +1,95 @@
+/**
+ * Events over HTTP: POST /api/events ({ name, payload, id }) and POST /api/events/NAME (the body is the payload,
+ * the event id from ?id= or Idempotency-Key) record an event and start what it triggers; GET /api/events/recent
+ * lists the log; GET /api/workflows/:id/event names the event that started a workflow. An event the project
+ * config signs (events.NAME.signature) is taken on its signature instead of the API's token: verified over the
+ * raw body before anything is read or written, and refused (401) without a valid one.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Runtime } from '../runtime/runtime.js';
+import type { RouteHandlers } from './handler-types.js';
+import { HttpError, integerParam, pathParts, readBody, readJson, send } from './http.js';
+
+/** How a webhook of one event is signed (the project config's events.NAME.signature). */
+export interface EventSignature {
+  header: string;
+  secret_env: string;
+  algorithm?: 'sha1' | 'sha256' | 'sha512';
+  encoding?: 'hex' | 'base64';
+  prefix?: string;
+}
+
+const MAX_EVENT_BODY = 1024 * 1024;
+
+export const eventHandlers: Pick<RouteHandlers, 'emitEvent' | 'emitNamedEvent' | 'eventList' | 'workflowEvent'> = {
+  emitEvent: async (c, { req, res }) => {
+    const b = await readJson(req);
+    if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
+    if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
+    const r = await c.rt.emit(b.name, b.payload ?? null, { id: b.id });
+    send(res, r.duplicate ? 200 : 201, r);
+  },
+  emitNamedEvent: async (c, { req, res, url, params }) => {
+    const r = await emitRaw(c.rt, params.name, await readBody(req, MAX_EVENT_BODY), req, url);
+    send(res, r.duplicate ? 200 : 201, r);
+  },
+  eventList: async (c, { res, url }) => {
+    const name = url.searchParams.get('name') ?? undefined;
+    const before = url.searchParams.get('before') ?? undefined;
+    send(res, 200, { events: await c.rt.events.list({ name, limit: integerParam(url, 'limit', 500), before }) });
+  },
+  workflowEvent: async (c, { res, params }) => send(res, 200, { event: (await c.rt.events.startedBy(params.id)) ?? null }),
+};
+
+/** The event id a webhook names: ?id=, else its Idempotency-Key header; else the runtime makes one. */
+function eventId(req: IncomingMessage, url: URL): string | undefined {
+  const header = req.headers['idempotency-key'];
+  return url.searchParams.get('id') ?? (typeof header === 'string' ? header : undefined);
+}
+
+async function emitRaw(rt: Runtime, name: string, raw: Buffer, req: IncomingMessage, url: URL) {
+  let payload: unknown = null;
+  if (raw.length > 0) {
+    try {
+      payload = JSON.parse(raw.toString('utf8')) as unknown;
+    } catch {
+      throw new HttpError(400, 'the body is not JSON');
+    }
+  }
+  return rt.emit(name, payload, { id: eventId(req, url) });
+}
+
+/**
+ * POST /api/events/NAME of an event the config signs: the signature checked before anything else (401 and
+ * nothing recorded without a valid one), then emitted as any other. Returns false for a request it is not for.
+ */
+export async function serveSignedEvent(
+  rt: Runtime,
+  signatures: Readonly<Record<string, EventSignature>>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<boolean> {
+  const parts = pathParts(url.pathname);
+  if (req.method !== 'POST' || parts.length !== 3 || parts[0] !== 'api' || parts[1] !== 'events' || !Object.hasOwn(signatures, parts[2])) return false;
+  const signature = signatures[parts[2]];
+  const raw = await readBody(req, MAX_EVENT_BODY);
+  if (!signedBy(signature, raw, req.headers[signature.header.toLowerCase()])) throw new HttpError(401, `missing or wrong ${signature.header} signature`);
+  const r = await emitRaw(rt, parts[2], raw, req, url);
+  send(res, r.duplicate ? 200 : 201, r);
+  return true;
+}
+
+/** Whether the header holds the HMAC of the raw body under the event's secret (a missing secret signs nothing). */
+export function signedBy(signature: EventSignature, raw: Buffer, header: string | string[] | undefined): boolean {
+  const secret = process.env[signature.secret_env];
+  if (!secret || typeof header !== 'string') return false;
+  const prefix = signature.prefix ?? '';
+  if (!header.startsWith(prefix)) return false;
+  const given = Buffer.from(header.slice(prefix.length).trim(), signature.encoding === 'base64' ? 'base64' : 'hex');
+  const wanted = createHmac(signature.algorithm ?? 'sha256', secret)
+    .update(raw)
+    .digest();
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}
