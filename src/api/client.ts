@@ -23,6 +23,7 @@ import type {
   PauseScope,
   ScheduleRecord,
   ScheduleStart,
+  StreamChunk,
   WaitDiagnostics,
   WorkflowPage,
   WorkflowRecord,
@@ -67,6 +68,26 @@ export class ApiUnreachableError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'ApiUnreachableError';
+  }
+}
+
+/** The events of a server-sent event stream, as they arrive. */
+async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string }> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const part of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(part, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = 'message';
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      if (data.length > 0) yield { event, data: data.join('\n') };
+    }
   }
 }
 
@@ -193,6 +214,31 @@ export class ApiClient {
 
   listEvents(filter: { name?: string; limit?: number; before?: string }): Promise<EventRecord[]> {
     return this.call('eventList', {}, { query: filter }).then((r) => r.events);
+  }
+
+  /**
+   * A task's output stream as its server-sent events, each chunk to `onChunk`; with `follow`, until the task has
+   * ended. Resolves with the task's state at the end (null when not following).
+   */
+  async followStream(id: string, task: string, name: string, follow: boolean, onChunk: (c: StreamChunk) => void): Promise<string | null> {
+    const path = pathTo('taskStream', { id, task, name }, follow ? {} : { follow: 0 });
+    let res: Response;
+    try {
+      res = await fetch(`${this.url}${path}`, { headers: { authorization: `Bearer ${this.token}`, accept: 'text/event-stream' } });
+    } catch (error) {
+      throw new ApiUnreachableError(`${(error as Error).message}`);
+    }
+    if (!res.ok || !res.body) {
+      const body = (await res.json().catch(() => ({}))) as { error?: string; code?: string };
+      throw new ApiError(res.status, body.error ?? `HTTP ${res.status}`, body.code);
+    }
+    let state: string | null = null;
+    for await (const e of serverSentEvents(res.body)) {
+      if (e.event === 'chunk') onChunk(JSON.parse(e.data) as StreamChunk);
+      else if (e.event === 'end') state = (JSON.parse(e.data) as { state: string }).state;
+      else if (e.event === 'error') throw new ApiError(500, (JSON.parse(e.data) as { error: string }).error, 'internal');
+    }
+    return state;
   }
 
   /** A callback term's links, answered by this server (unless the runtime knows its public URL). */

@@ -113,7 +113,7 @@ export class SseStream {
     });
   }
 
-  send(event: string, data: unknown, id?: number): void {
+  send(event: string, data: unknown, id?: number | string): void {
     if (this.closed) return;
     this.res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }

@@ -76,6 +76,8 @@ export const ROUTES = {
   taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete' },
   callbackLinks: { method: 'GET', path: '/api/workflows/:id/tasks/:task/callbacks/:term' },
   workflowEvent: { method: 'GET', path: '/api/workflows/:id/event' },
+  taskStreams: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams' },
+  taskStream: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams/:name' },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
 
 export type RouteName = keyof typeof ROUTES;
@@ -184,6 +186,8 @@ export interface RouteReplies {
   emitEvent: EmitEventResult;
   emitNamedEvent: EmitEventResult;
   eventList: { events: EventRecord[] };
+  taskStreams: { streams: { name: string; attempt: number; chunks: number }[] };
+  taskStream: never;
   workflowEvent: { event: { seq: string; name: string; event_id: string; at: string } | null };
 }
 

@@ -11,6 +11,7 @@ import { bulkHandlers, pauseHandlers, taskHandlers } from './operation-routes.js
 import { matchRoute } from './route-table.js';
 import { scheduleHandlers } from './schedule-routes.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
+import { streamHandlers } from './stream-routes.js';
 
 /** The JSON API under /api (snake_case), dispatched by the route table; 404 for a method and path it does not have. */
 export async function route(c: RouteContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
@@ -41,6 +42,7 @@ const HANDLERS: RouteHandlers = {
   ...taskHandlers,
   ...bulkHandlers,
   ...eventHandlers,
+  ...streamHandlers,
   events: (c, { req, res, url }) => listEvents(req, res, c, listFilter(url)),
   dev: async (c, { res }) => send(res, 200, c.dev?.() ?? { definitions: null, handlers: null }),
   baseline: async (c, { res, url }) => {

@@ -40,7 +40,7 @@ import type { RetryResult } from '../runtime/engine/retry.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
-import type { CallbackLinkUrl, EmitEventResult, EventRecord } from '../runtime/wire/index.js';
+import type { CallbackLinkUrl, EmitEventResult, EventRecord, StreamChunk } from '../runtime/wire/index.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, type Io, SubjectError } from './io.js';
 import { braidDir, databaseUrl, linkOptions, project, schemaName } from './project.js';
@@ -113,6 +113,8 @@ export interface Backend {
   diagnose(id: string, task: string, options: { signalScanLimit?: number }): Promise<WaitDiagnostics>;
   callbackLinks(id: string, task: string, term: string): Promise<CallbackLinkUrl[]>;
   emitEvent(name: string, payload: unknown, id?: string): Promise<EmitEventResult>;
+  /** A task's output stream, each chunk to onChunk (following: until the task ends); the task's state at the end when following. */
+  followStream(id: string, task: string, name: string, follow: boolean, onChunk: (c: StreamChunk) => void): Promise<string | null>;
   listEvents(filter: { name?: string; limit?: number; before?: string }): Promise<EventRecord[]>;
   waitFinal(id: string, timeoutMs: number): Promise<WorkflowRecord>;
   versions(name: string): Promise<WorkflowVersion[]>;
@@ -184,6 +186,12 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     callbackLinks: (id, task, term) => rethrow(io, () => rt.callbacks.links(id, task, term)),
     emitEvent: (name, payload, id) => rethrow(io, async () => jsonClone(await rt.emit(name, payload, { id }))),
     listEvents: (filter) => rethrow(io, async () => jsonClone(await rt.events.list(filter))),
+    followStream: (id, task, name, follow, onChunk) =>
+      rethrow(io, async () => {
+        const wf = rt.workflow(id);
+        for await (const c of wf.stream(task, name, { follow })) onChunk(c);
+        return follow ? (await wf.task(task)).state : null;
+      }),
     retry: (id, options) => rethrow(io, () => rt.workflow(id).retry(options)),
     upgrade: (name, request) => rethrow(io, async () => jsonClone(await rt.upgrade(name, request))),
     version: (name, hash) => rethrow(io, () => rt.version(name, hash)),
@@ -277,6 +285,7 @@ function remoteBackend(io: Io, holder: number): Backend {
     callbackLinks: (id, task, term) => guard(() => api.callbackLinks(id, task, term)),
     emitEvent: (name, payload, id) => guard(() => api.emitEvent(name, payload, id)),
     listEvents: (filter) => guard(() => api.listEvents(filter)),
+    followStream: (id, task, name, follow, onChunk) => guard(() => api.followStream(id, task, name, follow, onChunk)),
     waitFinal: (id, timeoutMs) => guard(() => api.waitFinal(id, timeoutMs)),
     versions: (name) => guard(() => api.versions(name)),
     deployBaseline: (names, options) => guard(() => api.deployBaseline(names, options)),

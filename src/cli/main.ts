@@ -36,6 +36,7 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   'callback-url': () => import('./commands/callback-url.js'),
   emit: () => import('./commands/emit.js'),
   events: () => import('./commands/events.js'),
+  stream: () => import('./commands/stream.js'),
   diagnose: () => import('./commands/diagnose.js'),
   retry: () => import('./commands/retry.js'),
   upgrade: () => import('./commands/upgrade.js'),

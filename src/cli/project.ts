@@ -117,16 +117,17 @@ function isFolder(path: string): boolean {
 }
 
 /**
- * What signs and addresses callback links: BRAID_SECRET, else the config's `secret`, else — on the embedded
- * database only, where everything is this machine's — a key made once and kept in .braid/secret, so links work
- * in development without set-up. BRAID_PUBLIC_URL, else the config's `public_url`.
+ * What signs and addresses callback links: BRAID_SECRET, else the config's `secret`, else the project's own key
+ * in .braid/secret — made once where everything is this machine's (the embedded database, or `braid dev`:
+ * `local`), so links work in development without set-up, and read by the project's other commands. The URL:
+ * BRAID_PUBLIC_URL, else the config's `public_url`.
  */
-export function linkOptions(io: Io, url: string | undefined): { secret?: string; publicUrl?: string } {
+export function linkOptions(io: Io, url: string | undefined, local = false): { secret?: string; publicUrl?: string } {
   const config = project(io).config;
   const configured = config?.secret === undefined ? undefined : expandEnv(config.secret) || undefined;
   let secret = process.env.BRAID_SECRET || configured;
-  if (!secret && !databaseUrl(io, url)) {
-    const file = join(braidDir(io), 'secret');
+  const file = join(braidDir(io), 'secret');
+  if (!secret && (existsSync(file) || local || !databaseUrl(io, url))) {
     if (!existsSync(file)) {
       privateDir(braidDir(io));
       writePrivateFile(file, `local:${randomBytes(32).toString('base64url')}\n`);

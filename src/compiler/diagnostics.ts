@@ -46,6 +46,7 @@ export const RULES = [
   'deploy-unmovable',
   'callback-schema',
   'unknown-event',
+  'stream-schema',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

@@ -4,6 +4,11 @@
  * never hides the problems of the rest of the file.
  */
 
+import { bool, isObject, listOrTemplate, num, obj, str, strList } from './model-values.js';
+import { readWait, type TermDef, type WaitDef } from './model-wait.js';
+
+export type { CallbackDef, TermDef, TermKind, TimerDef, WaitDef, WorkflowsDef } from './model-wait.js';
+
 export interface Definition {
   name?: string;
   description?: string;
@@ -141,6 +146,8 @@ export interface TaskDef extends TaskDefaults {
   max_output?: number | string;
   /** Where `returns` came from: the task itself, or the project config's `kinds`. */
   returnsFrom?: 'task' | 'config';
+  /** Its handler's output streams by name, each with the JSON Schema of a chunk. */
+  streams?: Record<string, { schema?: Record<string, unknown> }>;
 }
 
 export interface StartDef {
@@ -149,67 +156,6 @@ export interface StartDef {
   for_each?: string | unknown[];
   group?: string;
 }
-
-export interface WaitDef {
-  expr?: string;
-  terms: TermDef[];
-  signals: string[];
-  timers: TimerDef[];
-}
-
-export type TermKind = 'signal' | 'timer' | 'expr' | 'workflows' | 'callback';
-
-export interface TermDef {
-  name: string;
-  /** The kinds this term declares; exactly one is valid (wait-shape reports the rest). */
-  kinds: TermKind[];
-  label?: string;
-  signal?: string;
-  where?: string;
-  /** A number, or a template over inputs evaluated at compile. */
-  count?: number | string;
-  /** Raw CEL over one signal row: count counts its distinct values. */
-  distinct?: string;
-  /** A signal term's key in earlier versions: signals of that key count for it too. */
-  renamed_from?: string;
-  timer?: TimerDef;
-  expr?: string;
-  workflows?: WorkflowsDef;
-  callback?: CallbackDef;
-}
-
-/** A term completed by POSTs to signed links braid mints for it (one per recipient). */
-export interface CallbackDef {
-  schema?: Record<string, unknown>;
-  expires?: string;
-  single_use?: boolean;
-  /** A list of strings, or a template over inputs evaluated at start. */
-  recipients?: string | unknown[];
-}
-
-export interface TimerDef {
-  name: string;
-  at?: string;
-  after_workflow_created?: string;
-  after_wait_started?: string;
-  after_task_finalized?: { task?: string; after?: string };
-}
-
-export interface WorkflowsDef {
-  ids?: string | string[];
-  group?: string;
-  mode?: 'all' | 'any' | 'quorum';
-  quorum?: number;
-  on_failure?: 'cancel' | 'continue';
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) ? v : undefined);
-const bool = (v: unknown): boolean | undefined => (typeof v === 'boolean' ? v : undefined);
-const obj = (v: unknown): Record<string, unknown> | undefined => (isObject(v) ? v : undefined);
-const strList = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
-const listOrTemplate = (v: unknown): string | unknown[] | undefined => (typeof v === 'string' || Array.isArray(v) ? v : undefined);
 
 export function buildDefinition(value: unknown): Definition | undefined {
   if (!isObject(value)) return undefined;
@@ -330,62 +276,7 @@ function readTask(name: string, index: number, v: Record<string, unknown>): Task
     renamed_from: str(v.renamed_from),
     ...(obj(v.returns) ? { returns: obj(v.returns), returnsFrom: 'task' as const } : {}),
     ...(typeof v.max_output === 'number' || typeof v.max_output === 'string' ? { max_output: v.max_output } : {}),
-  };
-}
-
-function readWait(v: Record<string, unknown>): WaitDef {
-  const terms = obj(v.terms) ?? {};
-  const timers = obj(v.timers) ?? {};
-  return {
-    expr: str(v.expr),
-    terms: Object.entries(terms).map(([name, t]) => readTerm(name, obj(t) ?? {})),
-    signals: strList(v.signals),
-    timers: Object.entries(timers).map(([name, t]) => readTimer(name, obj(t) ?? {})),
-  };
-}
-
-function readTerm(name: string, v: Record<string, unknown>): TermDef {
-  const kinds: TermKind[] = [];
-  if ('signal' in v) kinds.push('signal');
-  if ('timer' in v) kinds.push('timer');
-  if ('expr' in v) kinds.push('expr');
-  if ('workflows' in v) kinds.push('workflows');
-  if ('callback' in v) kinds.push('callback');
-  const timer = obj(v.timer);
-  const wf = obj(v.workflows);
-  const cb = obj(v.callback);
-  return {
-    name,
-    kinds,
-    label: str(v.label),
-    signal: str(v.signal),
-    where: str(v.where),
-    count: num(v.count) ?? str(v.count),
-    distinct: str(v.distinct),
-    renamed_from: str(v.renamed_from),
-    timer: timer ? readTimer(name, timer) : undefined,
-    expr: str(v.expr),
-    workflows: wf
-      ? {
-          ids: typeof wf.ids === 'string' ? wf.ids : Array.isArray(wf.ids) ? strList(wf.ids) : undefined,
-          group: str(wf.group),
-          mode: wf.mode === 'all' || wf.mode === 'any' || wf.mode === 'quorum' ? wf.mode : undefined,
-          quorum: num(wf.quorum),
-          on_failure: wf.on_failure === 'cancel' || wf.on_failure === 'continue' ? wf.on_failure : undefined,
-        }
-      : undefined,
-    callback: cb ? { schema: obj(cb.schema), expires: str(cb.expires), single_use: bool(cb.single_use), recipients: listOrTemplate(cb.recipients) } : undefined,
-  };
-}
-
-function readTimer(name: string, v: Record<string, unknown>): TimerDef {
-  const atf = obj(v.after_task_finalized);
-  return {
-    name,
-    at: str(v.at),
-    after_workflow_created: str(v.after_workflow_created),
-    after_wait_started: str(v.after_wait_started),
-    after_task_finalized: atf ? { task: str(atf.task), after: str(atf.after) } : undefined,
+    ...(obj(v.streams) ? { streams: Object.fromEntries(Object.entries(obj(v.streams)!).map(([n, d]) => [n, { schema: obj(obj(d)?.schema) }])) } : {}),
   };
 }
 

@@ -130,6 +130,8 @@ export interface NormalizedTask {
   max_output?: number;
   /** Its flow control (its own, else `defaults:`, else the workflow's fairness and rate limit), when any applies. */
   flow?: NormalizedFlow;
+  /** Its handler's output streams by name, each chunk's JSON Schema when it gives one (absent without streams). */
+  streams?: Record<string, { schema?: Record<string, unknown> }>;
 }
 
 export interface NormalizedStart {
@@ -256,6 +258,7 @@ function normalizeTask(def: Definition, task: TaskDef): NormalizedTask {
   if (task.renamed_from !== undefined) out.renamed_from = task.renamed_from;
   if (task.returns !== undefined) out.returns = task.returns;
   if (task.max_output !== undefined) out.max_output = parseSize(task.max_output);
+  if (task.streams !== undefined) out.streams = task.streams;
   const flow = taskFlow(def, task);
   if (flow) out.flow = flow;
   if (task.delay !== undefined) out.delay_ms = ms(task.delay);

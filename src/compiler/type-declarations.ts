@@ -34,6 +34,7 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   }
   const outputs = new Map<string, Set<string>>();
   const waits = new Map<string, Set<string>>();
+  const streams = new Map<string, Set<string>>();
   for (const d of [...definitions, ...legacy]) {
     const byName = new Map(d.normalized.tasks.map((t) => [t.name, t]));
     const returns = outputSchemas(d.normalized.tasks);
@@ -59,6 +60,7 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
       kinds.set(t.kind, (kinds.get(t.kind) ?? new Set()).add(type));
       outputs.set(t.kind, (outputs.get(t.kind) ?? new Set()).add(t.returns === undefined ? 'unknown' : schemaType(t.returns as Schema, 2)));
       waits.set(t.kind, (waits.get(t.kind) ?? new Set()).add(waitShape(t.wait)));
+      streams.set(t.kind, (streams.get(t.kind) ?? new Set()).add(streamsShape(t.streams)));
     }
   }
   const args = [...kinds]
@@ -71,7 +73,14 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   const returned = [...outputs]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([kind, types]) => `  ${key(kind)}: ${types.has('unknown') ? 'unknown' : [...types].join(' | ')};`);
-  const waited = [...waits].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, shapes]) => `  ${key(kind)}: ${[...shapes].join(' | ')};`);
+  return declarationsText(inputs, args, returned, byKind(waits, ' | '), byKind(streams, ' & '));
+}
+
+/** Each kind's shapes joined (a union of waits, an intersection of streams), a line per kind in name order. */
+const byKind = (shapes: Map<string, Set<string>>, join: string): string[] =>
+  [...shapes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, s]) => `  ${key(kind)}: ${[...s].join(join)};`);
+
+function declarationsText(inputs: string[], args: string[], returned: string[], waited: string[], streamed: string[]): string {
   return [
     '// Written by `braid types` from the definitions: do not edit; run it again after changing them.',
     '',
@@ -95,7 +104,20 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
     ...waited,
     '}',
     '',
+    "/** The streams each kind's handler may write and the type of their chunks, as ctx.stream(NAME).write takes them. */",
+    'export interface KindStreams {',
+    ...streamed,
+    '}',
+    '',
   ].join('\n');
+}
+
+/** A task's streams by name with the type of their chunks, or an empty record without any. */
+function streamsShape(streams: NormalizedTask['streams']): string {
+  if (!streams || Object.keys(streams).length === 0) return 'Record<never, never>';
+  return `{ ${Object.entries(streams)
+    .map(([name, s]) => `${key(name)}: ${s.schema ? schemaType(s.schema as Schema, 2) : 'unknown'};`)
+    .join(' ')} }`;
 }
 
 /** A wait's terms by name with their kinds (`{ approvals: 'signal'; sla: 'timer' }`), or null without one. */

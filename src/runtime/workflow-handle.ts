@@ -8,6 +8,7 @@ import { flowReason } from './flow/reason.js';
 import type { TaskActionOptions, TaskActionResult } from './incidents/task-actions.js';
 import type { TaskAction } from './incidents/task-decide.js';
 import { pendingReason, skipReason } from './reads/status.js';
+import { readStream, type StreamReadOptions } from './reads/stream-reader.js';
 import { loadTasks, loadTasksByName } from './reads/task-records.js';
 import { lockWorkflows } from './sql/advance.js';
 import { workflowAudit } from './sql/audit.js';
@@ -16,13 +17,14 @@ import { registeredNames } from './sql/definitions.js';
 import { flowHoldings } from './sql/flow.js';
 import { workflowPauses } from './sql/pauses.js';
 import type { SignalPage } from './sql/signals.js';
+import { taskStreams } from './sql/streams.js';
 import { listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
 import { liveKinds, loadWorkflow, readOneSnapshot, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
 import type { SignalRow } from './waits/decide.js';
 import type { WaitDiagnostics } from './waits/diagnostics.js';
 import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
-import { type LogPage, pauseText, type WorkflowStatus } from './wire/index.js';
+import { type LogPage, pauseText, type StreamChunk, type WorkflowStatus } from './wire/index.js';
 import type { ExtensionSpec } from './worker/handlers.js';
 
 /** What a handle reads and writes through: the runtime that made it (declared here, so the two modules need not import each other). */
@@ -52,6 +54,19 @@ export class WorkflowHandle {
   /** All tasks, paged (insertion order). */
   tasks(page: { limit?: number; offset?: number; tx?: Queryable } = {}): Promise<TaskRecord[]> {
     return loadTasks(page.tx ?? this.q, this.rt.ctx.s, this.id, page);
+  }
+
+  /**
+   * A task's output stream `name`, chunk by chunk in order (across attempts, from the current attempt's start or
+   * `after`); with `follow`, until the task has ended.
+   */
+  stream(task: string, name: string, options: StreamReadOptions = {}): AsyncGenerator<StreamChunk> {
+    return readStream(this.q, this.rt.ctx.s, { workflowId: this.id, task, name }, options);
+  }
+
+  /** The task's streams that have chunks, each with its latest attempt and that attempt's chunk count. */
+  streams(task: string): Promise<{ name: string; attempt: number; chunks: number }[]> {
+    return taskStreams(this.q, this.rt.ctx.s, this.id, task);
   }
 
   async task(name: string, options: TxOption = {}): Promise<TaskRecord> {

@@ -74,18 +74,18 @@ class TestFileChecker {
       this.reporter.report('test-schema', `${this.raw.workflow} declares no schedules to run`, { path: ['tests', i, 'schedules'] });
     for (const [j, name] of (Array.isArray(t.schedules) ? t.schedules : []).entries()) this.scheduleNamed(name, ['tests', i, 'schedules', j]);
     for (const [j, r] of (t.expect?.runs ?? []).entries()) this.scheduleNamed(r.schedule, ['tests', i, 'expect', 'runs', j, 'schedule']);
-    const started = t.inputs !== undefined || !t.schedules;
+    const started = t.inputs !== undefined || (!t.schedules && !(t.steps ?? []).some((step) => 'emit' in step));
     for (const key of ['state', 'reason', 'output', 'tasks'] as const)
       if (!started && t.expect && key in t.expect)
-        this.reporter.report('test-schema', `expect.${key} is about the test's own run: give the test inputs, or expect the schedules' runs`, {
+        this.reporter.report('test-schema', `expect.${key} is about the test's own run: give the test inputs, or expect the runs others started`, {
           path: ['tests', i, 'expect', key],
           at: 'key',
         });
     if (!started)
       (t.steps ?? []).forEach((step, j) => {
-        for (const key of ['signal', 'cancel', 'retry'])
+        for (const key of ['signal', 'callback', 'cancel', 'retry'])
           if (key in step)
-            this.reporter.report('test-schema', `a ${key} step needs the test's own run: give the test inputs (only the schedules start runs without)`, {
+            this.reporter.report('test-schema', `a ${key} step needs the test's own run: give the test inputs (only schedules and events start runs without)`, {
               path: ['tests', i, 'steps', j, key],
               at: 'key',
             });

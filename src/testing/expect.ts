@@ -4,7 +4,7 @@
  */
 
 import { templateOf } from './mocks.js';
-import type { Expect, LogExpect, RunExpect, TaskExpect } from './test-file.js';
+import type { Expect, LogExpect, RunExpect, TaskExpect, TriggeredExpect } from './test-file.js';
 
 /** What a run looks like at one moment, in the terms expectations use. */
 export interface Observed {
@@ -22,6 +22,8 @@ export interface Observed {
   flowControlled: boolean;
   /** The tasks that failed (discarded, cancelled), with their last error: what a failing test shows under its diff. */
   failed: FailedTask[];
+  /** The runs the test's events started, in order. */
+  triggered: { workflow: string; id: string; state: string }[];
 }
 
 export interface FailedTask {
@@ -90,6 +92,7 @@ export function compare(expect: Expect, observed: Observed): Mismatch[] {
     out.push({ path: 'time', expected: expect.time, actual: observed.time });
   for (const [name, want] of Object.entries(expect.tasks ?? {})) out.push(...compareTask(name, want, observed.tasks));
   if (expect.runs !== undefined) out.push(...compareRuns(expect.runs, observed.runs));
+  if (expect.triggered !== undefined) out.push(...compareTriggered(expect.triggered, observed.triggered));
   if (expect.started !== undefined) {
     const at = firstDifference(expect.started, observed.started);
     if (at !== undefined) out.push({ path: `started[${at}]`, expected: expect.started.slice(at, at + 5), actual: observed.started.slice(at, at + 5) });
@@ -118,6 +121,19 @@ function compareRuns(expected: readonly RunExpect[], actual: readonly ObservedRu
       new Date(want.time).getTime() === new Date(got.time).getTime() &&
       (want.state === undefined || want.state === got.state);
     if (!same) out.push({ path: `runs[${i}]`, expected: want ? shown(want) : 'no more runs', actual: got ? shown(got) : 'no more runs' });
+  }
+  return out;
+}
+
+/** The runs events started, one for one in order: the same workflow, and the business key and state where given. */
+function compareTriggered(expected: readonly TriggeredExpect[], actual: Observed['triggered']): Mismatch[] {
+  const shown = (r: TriggeredExpect) => `${r.workflow}${r.id !== undefined ? ` ${r.id}` : ''}${r.state ? ` ${r.state}` : ''}`;
+  const out: Mismatch[] = [];
+  for (let i = 0; i < Math.max(expected.length, actual.length); i++) {
+    const [want, got] = [expected[i], actual[i]];
+    const same =
+      want && got && want.workflow === got.workflow && (want.id === undefined || want.id === got.id) && (want.state === undefined || want.state === got.state);
+    if (!same) out.push({ path: `triggered[${i}]`, expected: want ? shown(want) : 'no more runs', actual: got ? shown(got) : 'no more runs' });
   }
   return out;
 }
@@ -166,13 +182,15 @@ function firstMissingLine(expected: readonly LogExpect[], lines: readonly { leve
 /** The final expectation a run would pass, as `--update` writes it: state, reason, output, every task's state, time. */
 export function snapshotOf(observed: Observed): Expect {
   const runs = observed.runs.map((r) => ({ schedule: r.schedule, time: r.time.replace('.000Z', 'Z'), state: r.state }));
-  if (observed.state === 'none') return { ...(runs.length > 0 ? { runs } : {}), time: observed.time };
+  const triggered = observed.triggered.length > 0 ? { triggered: observed.triggered } : {};
+  if (observed.state === 'none') return { ...(runs.length > 0 ? { runs } : {}), ...triggered, time: observed.time };
   return {
     state: observed.state,
     ...(observed.reason !== null ? { reason: observed.reason } : {}),
     ...(observed.output !== null && observed.output !== undefined ? { output: observed.output } : {}),
     tasks: Object.fromEntries(Object.entries(observed.tasks).map(([n, t]) => [n, t.state])),
     ...(runs.length > 0 ? { runs } : {}),
+    ...triggered,
     ...(observed.flowControlled ? { started: observed.started } : {}),
     time: observed.time,
   };

@@ -143,6 +143,14 @@ async function playStep(
       await c.own().signals.emit(step.key, step.payload, { idempotencyKey: step.idempotency_key, source: step.source });
       await c.driver.settle();
       break;
+    case 'emit':
+      await c.rt.emit(step.event, step.payload, { id: step.id });
+      await c.driver.settle();
+      break;
+    case 'callback':
+      await answerLink(c.rt, c.own().id, step);
+      await c.driver.settle();
+      break;
     case 'cancel':
       await c.own().cancel();
       await c.driver.settle();
@@ -247,7 +255,7 @@ export async function observe(
   s: { starts: readonly string[]; flowControlled: boolean } = { starts: [], flowControlled: false },
 ): Promise<Observed> {
   const runs = await scheduledRuns(rt);
-  const started = { started: [...s.starts], flowControlled: s.flowControlled };
+  const started = { started: [...s.starts], flowControlled: s.flowControlled, triggered: await triggeredRuns(rt) };
   if (id === undefined) return { state: 'none', reason: null, output: null, tasks: {}, time: clock.now().toISOString(), runs, failed: [], ...started };
   const w = await rt.workflow(id).load();
   const tasks = await rt.workflow(id).tasks();
@@ -264,6 +272,23 @@ export async function observe(
       .map((t) => ({ task: t.name, state: t.state, attempts: t.attempt, error: t.errors.at(-1)?.message ?? null })),
     ...started,
   };
+}
+
+/** A callback step: the recipient's link of the term (the term's one link without a recipient), answered with the body. */
+async function answerLink(rt: Runtime, id: string, step: Extract<TestCase['steps'][number], { kind: 'callback' }>): Promise<void> {
+  const links = await rt.callbacks.links(id, step.task, step.term);
+  const link = step.recipient === undefined ? links[0] : links.find((l) => l.recipient === step.recipient);
+  if (!link)
+    throw new Error(`callback: term "${step.term}" of task "${step.task}" has no link for "${step.recipient}" (${links.map((l) => l.recipient).join(', ')})`);
+  await rt.callbacks.receive(link.token, step.body);
+}
+
+/** The runs the test's events started, in the order they started, each with its state now. */
+async function triggeredRuns(rt: Runtime): Promise<Observed['triggered']> {
+  const out: Observed['triggered'] = [];
+  for (const e of (await rt.events.list({ limit: 500 })).reverse())
+    for (const o of e.outcomes) if (o.outcome === 'started') out.push({ workflow: o.workflow, id: o.id, state: (await rt.workflow(o.id).load()).state });
+  return out;
 }
 
 /** Every run a schedule started, oldest tick first: its schedule, nominal tick (UTC, from its key) and state. */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * A test session: one in-process embedded database, migrated once, with the project's definitions registered;
  * each test then empties the run tables (sql/reset.ts) and runs on the real runtime with a virtual clock.
@@ -16,6 +17,8 @@ import type { Mock } from './test-file.js';
 import { VirtualClock } from './virtual-clock.js';
 
 /** A decade: no worker of the test's own is ever taken for dead while virtual days pass. */
+/** The key a test session's callback links are signed with (tests only: nothing outside the session reads them). */
+const SESSION_SECRET = `test:${randomBytes(32).toString('base64url')}`;
 const NEVER_MS = 10 * 365 * 86_400_000;
 
 export interface SessionOptions {
@@ -97,6 +100,8 @@ export class TestSession {
       heartbeatIntervalMs: 60_000,
       workerDeadAfterMs: NEVER_MS,
       retention: { closedMs: null, cancelledMs: null },
+      // callback steps answer links the test's run made: a key of the session's own signs them
+      secret: SESSION_SECRET,
     });
     return { rt, clock, started };
   }

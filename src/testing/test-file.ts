@@ -41,6 +41,15 @@ export interface Expect {
   runs?: RunExpect[];
   /** Every attempt's start, in order (a child's task as WORKFLOW.TASK). */
   started?: string[];
+  /** The runs the test's events started, in order. */
+  triggered?: TriggeredExpect[];
+}
+
+/** A run an event started: its workflow, and its business key and state where given. */
+export interface TriggeredExpect {
+  workflow: string;
+  id?: string;
+  state?: string;
 }
 
 /** A run a schedule started: its schedule, its nominal tick (UTC), and its state when given. */
@@ -53,6 +62,8 @@ export interface RunExpect {
 export type Step =
   | { kind: 'advance'; ms: number; line: number }
   | { kind: 'signal'; key: string; payload: unknown; idempotency_key?: string; source?: unknown; line: number }
+  | { kind: 'emit'; event: string; payload: unknown; id?: string; line: number }
+  | { kind: 'callback'; task: string; term: string; recipient?: string; body: unknown; line: number }
   | { kind: 'expect'; expect: Expect; line: number }
   | { kind: 'cancel'; line: number }
   | { kind: 'pause' | 'resume'; scope: PauseScope; target: string; line: number }
@@ -221,7 +232,7 @@ function toModel(raw: RawTestFile, file: SourceFile): TestFile {
       name: t.name,
       index,
       // with schedules and no inputs the test starts nothing itself
-      inputs: t.inputs ?? (t.schedules ? undefined : {}),
+      inputs: t.inputs ?? (t.schedules || (t.steps ?? []).some((s) => 'emit' in s) ? undefined : {}),
       ...(t.schedules ? { schedules: t.schedules } : {}),
       mocks: { ...shared, ...mocksOf(t.mocks) },
       workflows: (t.workflows ?? []).map((w) => ({ ...w, output: w.output ?? null })),
@@ -237,6 +248,14 @@ function toStep(s: Record<string, unknown>, at: number): Step {
   if ('signal' in s) {
     const sig = s.signal as { key: string; payload?: unknown; idempotency_key?: string; source?: unknown };
     return { kind: 'signal', key: sig.key, payload: sig.payload ?? null, idempotency_key: sig.idempotency_key, source: sig.source, line: at };
+  }
+  if ('emit' in s) {
+    const e = s.emit as { event: string; payload?: unknown; id?: string };
+    return { kind: 'emit', event: e.event, payload: e.payload ?? null, ...(e.id !== undefined ? { id: e.id } : {}), line: at };
+  }
+  if ('callback' in s) {
+    const c = s.callback as { task: string; term: string; recipient?: string; body?: unknown };
+    return { kind: 'callback', task: c.task, term: c.term, ...(c.recipient !== undefined ? { recipient: c.recipient } : {}), body: c.body ?? null, line: at };
   }
   if ('expect' in s) return { kind: 'expect', expect: s.expect as Expect, line: at };
   if ('cancel' in s) return { kind: 'cancel', line: at };
@@ -279,7 +298,7 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 
 const isStepPath = (p: string) => /^\/tests\/\d+\/steps\/\d+$/.test(p);
 
-const STEP_KEYS = ['advance', 'signal', 'expect', 'cancel', 'pause', 'resume', 'retry'];
+const STEP_KEYS = ['advance', 'signal', 'emit', 'callback', 'expect', 'cancel', 'pause', 'resume', 'retry'];
 
 function describe(e: ErrorObject): { message: string; path: Path; hint?: string; at?: 'key' | 'value' } {
   const path: Path = e.instancePath

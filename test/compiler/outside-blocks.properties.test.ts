@@ -136,3 +136,29 @@ describe('triggers: property tests', () => {
     expect(evaluated).toBeGreaterThan(5);
   });
 });
+
+const streams = mostly(
+  fc.dictionary(
+    fc.oneof(fc.constantFrom('tokens', 'text', 'Bad-Name'), fc.string({ maxLength: 6 })),
+    mostly(fc.record({ schema: schema }, { requiredKeys: [] })),
+    { maxKeys: 3 },
+  ),
+);
+
+describe('streams: property tests', () => {
+  it('any streams block validates to diagnostics of known rules, never a crash; what validates keeps its streams in the normalized task', () => {
+    let kept = 0;
+    fc.assert(
+      fc.property(streams, fc.boolean(), (s, starts) => {
+        const task = starts ? { start: { workflow: 'p' }, streams: s } : { kind: 'x', streams: s };
+        const result = validate([{ path: 'p.yaml', content: stringify({ name: 'p', tasks: { a: task } }) }]);
+        for (const d of result.diagnostics) expect(RULES).toContain(d.rule);
+        if (result.errors > 0) return;
+        expect(result.definitions[0].normalized.tasks[0].streams).toEqual(s);
+        kept++;
+      }),
+      { numRuns: 300 },
+    );
+    expect(kept).toBeGreaterThan(5);
+  });
+});

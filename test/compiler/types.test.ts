@@ -98,6 +98,42 @@ describe('braid types: what each kind returns, and args rendered from typed outp
     expect(unguarded.out).toContain("'args.reasons' is possibly 'undefined'");
   }, 240_000);
 
+  it("types ctx.stream: only the kind's streams, each chunk by its schema (KindStreams); tsc holds handlers to them", async () => {
+    const TALK = `name: talk
+tasks:
+  speak:
+    kind: speak
+    streams:
+      tokens: { schema: { type: object, required: [text], properties: { text: { type: string } } } }
+      raw: {}
+  quiet: { kind: quiet }
+`;
+    const dir = project({ 'braid.config.yaml': 'definitions: definitions\n', 'definitions/talk.yaml': TALK, 'package.json': '{ "type": "module" }' });
+    const run = await runCliInProcess(['types', '--out', 'braid-types.d.ts'], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const written = readFileSync(join(dir, 'braid-types.d.ts'), 'utf8');
+    expect(written).toContain(
+      'export interface KindStreams {\n  quiet: Record<never, never>;\n  speak: { tokens: {\n    text: string;\n  }; raw: unknown; };\n}',
+    );
+    const module = (body: string) => `import { defineHandlers } from '${join(repoRoot, 'dist/src/index.js')}';
+import type { KindArgs, KindOutputs, KindStreams, KindWaits } from './braid-types.js';
+
+export default defineHandlers<KindArgs, KindOutputs, KindWaits, KindStreams>({
+  speak: async (_args, ctx) => {
+    ${body}
+  },
+  quiet: async () => undefined,
+});
+`;
+    writeFileSync(join(dir, 'handlers.ts'), module("await ctx.stream('tokens').write({ text: 'hi' });\n    await ctx.stream('raw').write([1, 2]);"));
+    expect(typeCheck(dir)).toMatchObject({ code: 0, out: '' });
+    writeFileSync(join(dir, 'handlers.ts'), module("await ctx.stream('tokens').write({ txt: 'hi' });\n    await ctx.stream('tokenz').write(1);"));
+    const broken = typeCheck(dir);
+    expect(broken.code).not.toBe(0);
+    expect(broken.out).toContain("'txt' does not exist in type '{ text: string; }'");
+    expect(broken.out).toContain('Argument of type \'"tokenz"\' is not assignable to parameter of type \'"tokens" | "raw"\'');
+  }, 240_000);
+
   it("types a for_each item by its list's items schema, and an arg reading an optional input or item field as optional; tsc holds handlers to them", async () => {
     const SHIP = `name: ship
 inputs:

@@ -142,6 +142,23 @@ describe.runIf(backend === 'pglite')('braid test, through the CLI', { timeout: 1
     expect(bad.stderr).toContain('bad/schedules.test.yaml:12:23: error: nightly has no schedule "new_yrok" [test-schema]');
   });
 
+  it('events and callback links: a test emits events and expects the runs they start; a callback step answers a link', async () => {
+    const dir = join(repoRoot, 'test/fixtures/testing/events');
+    const r = await runCliInProcess(['test', 'definitions', '--format', 'json'], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.stdout) as { passed: number }).passed).toBe(2);
+    const wrong = join(dir, 'definitions', 'wrong_order.test.yaml');
+    writeFileSync(wrong, readFileSync(join(dir, 'definitions', 'fulfil.test.yaml'), 'utf8').replace('id: fulfil-o1, state', 'id: fulfil-o2, state'));
+    try {
+      const failed = await runCliInProcess(['test', 'definitions/wrong_order.test.yaml'], { cwd: dir, env: { DATABASE_URL: '' } });
+      expect(failed.code).toBe(1);
+      expect(failed.stdout).toContain('triggered[0]: expected "fulfil fulfil-o2 running", got "fulfil fulfil-o1 running"');
+    } finally {
+      rmSync(wrong);
+    }
+  });
+
   it('flow control on the virtual clock: the order tasks started is a golden (fairness between tenants, two at once per tenant, three slots)', async () => {
     const dir = join(repoRoot, 'test/fixtures/testing/flow');
     const r = await runCliInProcess(['test', 'definitions'], { cwd: dir, env: { DATABASE_URL: '' } });

@@ -11,6 +11,7 @@ const observed = (logs: { level: string; message: string }[]): Observed => ({
   started: [],
   flowControlled: false,
   failed: [],
+  triggered: [],
 });
 
 describe("braid test's logs expectation", () => {

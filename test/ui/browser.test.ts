@@ -55,6 +55,14 @@ tasks:
   publish: { kind: work, deps: [approve] }
 `;
 
+const TALK = `name: talk
+tasks:
+  say:
+    kind: say
+    streams:
+      words: { schema: { type: string } }
+`;
+
 let dev: DevProcess;
 let browser: Browser;
 let page: Page;
@@ -86,6 +94,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
         'review_flow.yaml': REVIEW,
         'big.yaml': BIG,
         'sign_off.yaml': SIGN_OFF,
+        'talk.yaml': TALK,
         'speaking.yaml': 'name: speaking\ntasks:\n  speak: { kind: speak }\n',
         'chorus.yaml': "name: chorus\ntasks:\n  voices:\n    start: { workflow: speaking, group: voices, for_each: '${{ [1, 2] }}' }\n",
       },
@@ -93,7 +102,9 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
         'example-handlers.ts': readFileSync(join(repoRoot, 'examples', 'handlers.ts'), 'utf8'),
         'handlers.ts':
           "import examples from './example-handlers.ts';\nexport default { ...examples, work: async () => ({ ok: true }),\n" +
-          "  speak: async (_args, ctx) => { ctx.log.info('hello from the handler', { n: 1 }); ctx.log.warn('careful now'); return {}; } };\n",
+          "  speak: async (_args, ctx) => { ctx.log.info('hello from the handler', { n: 1 }); ctx.log.warn('careful now'); return {}; },\n" +
+          '  say: async (_args, ctx) => { const w = ctx.stream("words"); await w.write("hello "); await w.flush();\n' +
+          '    await new Promise((r) => setTimeout(r, 3000)); await w.write("from "); await w.write("braid"); return {}; } };\n',
       },
     );
     dev = await startDev(dir, ['--handlers', 'handlers.ts']);
@@ -216,6 +227,22 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await until(async () => JSON.parse(await cli(['status', id, '--json'])).workflow.state === 'completed');
     const status = JSON.parse(await cli(['status', id, '--json'])) as { tasks: { name: string; wait: { evidence: unknown } | null }[] };
     expect(JSON.stringify(status.tasks.find((t) => t.name === 'approve')!.wait!.evidence)).toContain('ok');
+  });
+
+  it("the task panel shows a task's output stream live, while its handler still writes it", async () => {
+    const id = await cli(['start', 'talk']);
+    await page.goto(`${dev.url}/workflows/${id}?selected=say`);
+    const words = page.locator('[data-testid="stream-words"]');
+    await page.waitForFunction(() => document.querySelector('[data-testid="stream-words"]')?.textContent === 'hello ', undefined, { timeout: 15_000 });
+    // the handler is still running (it waits three seconds after its first chunk): what shows came live
+    expect(await nodeState('say')).toBe('running');
+    await page.waitForFunction(() => document.querySelector('[data-testid="stream-words"]')?.textContent === 'hello from braid', undefined, {
+      timeout: 15_000,
+    });
+    expect(await page.locator('[data-testid="stream-count-words"]').textContent()).toBe('3');
+    await page.waitForFunction(() => document.querySelector('g.node[data-task="say"]')?.getAttribute('data-state') === 'completed');
+    // the panel re-rendered on every state change since: the stream still shows once, not replayed
+    expect(await words.textContent()).toBe('hello from braid');
   });
 
   it("the task panel shows the handler's log lines, braid's own marked", async () => {

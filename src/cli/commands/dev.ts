@@ -84,7 +84,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       logger: log,
       taskLog: { maxLines: worker?.logLines, maxBytes: worker?.logBytes },
       ...recovery,
-      ...linkOptions(io, values.database),
+      ...linkOptions(io, values.database, true),
     });
     await rt.migrate();
     const runtime = rt;

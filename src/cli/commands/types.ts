@@ -16,8 +16,9 @@ export const usage = USAGE.types;
 
 export const help = `Write TypeScript declarations from the definitions: each workflow's start inputs (Inputs), the
 args each task kind receives (KindArgs), what each kind returns (KindOutputs, from returns) and each kind's
-wait terms (KindWaits, for ctx.wait). \`defineHandlers<KindArgs, KindOutputs, KindWaits>({...})\` then checks
-each handler's args, output and the terms it reads, and that every kind the definitions use has one.
+wait terms (KindWaits, for ctx.wait) and streams (KindStreams, for ctx.stream).
+\`defineHandlers<KindArgs, KindOutputs, KindWaits, KindStreams>({...})\` then checks each handler's args, output,
+the terms it reads and the chunks it writes, and that every kind the definitions use has one.
 
 Usage: ${usage}
 

@@ -36,6 +36,22 @@ export function checkInputsSchema(def: Definition, reporter: Reporter): void {
     }
     checkUserSchema(task.returns, ['tasks', task.name, 'returns'], `returns of task "${task.name}"`, 'returns-schema', reporter);
   }
+  for (const task of def.tasks) checkStreams(task, reporter);
+}
+
+/** A task's streams: each chunk's schema a valid JSON Schema, on a task with a handler to write them. */
+function checkStreams(task: Definition['tasks'][number], reporter: Reporter): void {
+  if (!task.streams) return;
+  if (task.start) {
+    reporter.report('stream-schema', `task "${task.name}" starts workflows: it has no handler to write streams`, {
+      path: ['tasks', task.name, 'streams'],
+      at: 'key',
+    });
+    return;
+  }
+  for (const [name, s] of Object.entries(task.streams))
+    if (s.schema !== undefined)
+      checkUserSchema(s.schema, ['tasks', task.name, 'streams', name, 'schema'], `the schema of stream "${name}"`, 'stream-schema', reporter);
 }
 
 /** One user-written JSON Schema checked against the meta-schema, then compiled. */

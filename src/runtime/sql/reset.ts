@@ -8,6 +8,8 @@ import type { Queryable } from '../db/types.js';
  */
 export async function resetRuns(q: Queryable, s: string): Promise<void> {
   for (const table of [
+    'event_starts',
+    'events',
     'workflow_waiters',
     'effects',
     'timers',

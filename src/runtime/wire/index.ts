@@ -8,3 +8,4 @@ export * from './events.js';
 export * from './operations.js';
 export * from './records.js';
 export * from './schedules.js';
+export * from './streams.js';

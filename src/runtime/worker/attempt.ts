@@ -21,6 +21,7 @@ import type { Handler, TaskContext, TaskSpan, TaskWait } from './handlers.js';
 import type { StoredOutput } from './output-rules.js';
 import { FencedAbort, NonRetryableError, ShutdownAbort, TaskCancelled, TaskFailed, TaskSnoozed, TaskTimeout } from './task-errors.js';
 import { AttemptLog, DEFAULT_LOG_BOUNDS, type LogWriter, type TaskLogger } from './task-log.js';
+import { AttemptStreams, type StreamWriter } from './task-stream.js';
 
 /** What an attempt needs of its worker to serve the handler's context. */
 export type AttemptEnv = RuntimeContext;
@@ -51,6 +52,8 @@ export class Attempt {
   log?: AttemptLog;
   /** The attempt's span, when a tracer provider records. */
   span: OpenSpan | null = null;
+  /** Its output streams (ctx.stream), opened when the handler first asks for one. */
+  streams?: AttemptStreams;
 
   constructor(
     readonly task: FetchedTask,
@@ -177,6 +180,11 @@ export class AttemptContext implements TaskContext {
 
   workflowResults(term: string): Promise<{ id: string; state: string | null; output: unknown }[]> {
     return workflowResults(this.env.db, this.env.s, this.workflowId, this.taskName, term);
+  }
+
+  stream(name: string): StreamWriter {
+    this.current.streams ??= new AttemptStreams(this.env, this.current.task);
+    return this.current.streams.stream(name);
   }
 
   async callbacks(task: string, term: string): Promise<CallbackLinkUrl[]> {

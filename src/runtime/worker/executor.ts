@@ -123,6 +123,8 @@ export class Executor {
       } finally {
         onHandlerSettled();
       }
+      // every chunk stored before the end is: a reader that sees the task ended has read them all
+      if (attempt.streams) await attempt.streams.close(attempt.tx?.queryable);
       // inside the handler's own transaction while it is open (the embedded database runs one at a time)
       const json = await this.outputs.accept(task, output, attempt.tx?.queryable ?? this.o.db);
       // stored as text from here: a large value can be collected while its completion commits
@@ -136,6 +138,7 @@ export class Executor {
     } catch (error) {
       if (attempt.tx) await attempt.tx.rollback();
       outcome = outcomeOf(error);
+      if (attempt.streams) await attempt.streams.close().catch(() => undefined);
       if (attempt.log) await this.logs.end(attempt.log);
       // (what the handler threw may be hostile to look at: the attempt knows why it ended)
       this.watchAbandoned(attempt);

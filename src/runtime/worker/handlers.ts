@@ -6,6 +6,7 @@ import type { SignalRow } from '../waits/decide.js';
 import type { TaskScopedOptions } from '../waits/signals.js';
 import type { CallbackLinkUrl } from '../wire/index.js';
 import type { TaskLogger } from './task-log.js';
+import type { StreamWriter } from './task-stream.js';
 
 export { MAX_SNOOZE_MS, NonRetryableError, TaskCancelled, TaskSnoozed, TaskTimeout } from './task-errors.js';
 
@@ -86,7 +87,7 @@ export interface TaskSpan {
 }
 
 /** What a handler sees besides its args. */
-export interface TaskContext<Wait extends TaskWait | null = TaskWait | null> {
+export interface TaskContext<Wait extends TaskWait | null = TaskWait | null, Streams extends object = Record<string, unknown>> {
   workflowId: string;
   /** The task's name in its workflow (`ship[p1]` for an expansion). */
   taskName: string;
@@ -140,6 +141,12 @@ export interface TaskContext<Wait extends TaskWait | null = TaskWait | null> {
    */
   callbacks(task: string, term: string): Promise<CallbackLinkUrl[]>;
   /**
+   * An output stream the task declares (`streams:`): `write(chunk)` checks the chunk (its schema, 1 MiB) and
+   * queues it; chunks are stored in order, in batches, and all of them before the attempt's end is. Readers
+   * follow it live (braid stream, GET .../streams/NAME, the UI). A new attempt starts a new stream.
+   */
+  stream<N extends keyof Streams & string>(name: N): StreamWriter<Streams[N]>;
+  /**
    * Adds tasks to this workflow (a `tasks:` map in the definition language; deps may name existing tasks),
    * checked now and inserted in the transaction that completes this task: if the task does not complete,
    * nothing is added. Returns the new tasks' names.
@@ -164,7 +171,8 @@ export type Handlers = Record<string, Handler>;
  * Handlers typed by kind: with `KindArgs` from `braid types`, `defineHandlers<KindArgs>({...})` types each
  * handler's args and makes a kind the definitions use but the map lacks a type error; with `KindOutputs` too,
  * `defineHandlers<KindArgs, KindOutputs>({...})` checks what each handler returns against its kind's `returns`
- * (a promise of it, or it); with `KindWaits` as well, each handler's `ctx.wait` names its wait's terms.
+ * (a promise of it, or it); with `KindWaits` as well, each handler's `ctx.wait` names its wait's terms; with
+ * `KindStreams`, `ctx.stream(NAME)` takes only the kind's streams and their chunks' types.
  * Returns the map as is.
  */
 export function defineHandlers<
@@ -172,7 +180,8 @@ export function defineHandlers<
   A extends object = Record<string, any>,
   O extends { [K in keyof A]?: unknown } = { [K in keyof A]: unknown },
   W extends { [K in keyof A]?: unknown } = { [K in keyof A]: TermKinds | null },
->(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext<WaitFor<W, K>>) => OutputOf<O, K> | Promise<OutputOf<O, K>> }): Handlers {
+  S extends { [K in keyof A]?: object } = { [K in keyof A]: Record<string, unknown> },
+>(handlers: { [K in keyof A]: (args: A[K], ctx: TaskContext<WaitFor<W, K>, StreamsFor<S, K>>) => OutputOf<O, K> | Promise<OutputOf<O, K>> }): Handlers {
   return handlers as Handlers;
 }
 
@@ -180,6 +189,8 @@ export function defineHandlers<
 type OutputOf<O, K> = K extends keyof O ? O[K] : unknown;
 /** A kind's ctx.wait: from its KindWaits entry, or any wait for a kind without one. */
 type WaitFor<W, K> = K extends keyof W ? WaitOf<W[K]> : TaskWait | null;
+/** A kind's streams: from its KindStreams entry, or any stream for a kind without one. */
+type StreamsFor<S, K> = K extends keyof S ? (S[K] extends object ? S[K] : Record<string, unknown>) : Record<string, unknown>;
 
 /** The kinds a worker runs with these handlers: theirs, and the built-in start handler's. */
 export function handledKinds(handlers: Handlers): string[] {

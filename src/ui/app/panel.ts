@@ -4,6 +4,7 @@ import { get, post } from './api.js';
 import { callbackLinks, sendableKeys } from './callback-links.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, duration, h, json, time } from './dom.js';
+import { StreamsView } from './streams.js';
 import { taskActions } from './task-actions.js';
 import type { Diagnostics, LogPage, PlanTerm, SignalPage, Task, TermValue, WorkflowStatus } from './types.js';
 
@@ -21,6 +22,8 @@ export class TaskPanel {
   private readonly logs = h('div', { class: 'logs', 'data-testid': 'task-logs' });
   /** While the shown task runs, its log is read again every LOG_POLL_MS (its lines are stored each second). */
   private logTimer?: number;
+  /** The shown task's output streams, followed live (kept while the same task stays shown). */
+  private streams?: StreamsView;
 
   constructor(
     private readonly root: HTMLElement,
@@ -38,6 +41,11 @@ export class TaskPanel {
     }
     const first = this.shown !== task.name;
     this.shown = task.name;
+    if (first) {
+      this.streams?.dispose();
+      this.streams = new StreamsView(this.workflowId, task.name);
+    }
+    this.streams!.taskState(task.state);
     clear(this.root);
     this.root.append(
       h(
@@ -68,6 +76,7 @@ export class TaskPanel {
         task.wait && this.inspector(task),
         h('h3', {}, 'Log'),
         this.logs,
+        this.streams!.el,
         h('h3', {}, 'Args'),
         json(task.args),
         h('h3', {}, 'Output'),
@@ -258,6 +267,8 @@ export class TaskPanel {
   }
 
   close(): void {
+    this.streams?.dispose();
+    this.streams = undefined;
     clearTimeout(this.refresh);
     window.clearInterval(this.logTimer);
     this.logTimer = undefined;

@@ -1,0 +1,192 @@
+/**
+ * ctx.stream(NAME): the chunks a handler writes while it runs, stored in order for readers to follow live.
+ * A write is checked at once (declared stream, the chunk's schema, storable JSON, the stream's bounds) and then
+ * queued: chunks are stored in batches (every few milliseconds, or as soon as many wait), so a handler writing
+ * thousands of small chunks pays a statement per batch, not per chunk; a writer far ahead of the database
+ * waits. The attempt's end stores what is queued before its completion commits: a reader that sees the task
+ * ended has seen every chunk.
+ */
+import { describeOutputProblems, outputProblems } from '../../compiler/returns.js';
+import { errorMessage } from '../core/describe-error.js';
+import { findUnstorable } from '../core/storable.js';
+import type { Queryable } from '../db/types.js';
+import type { DefinitionCache } from '../engine/definition-cache.js';
+import { insertChunks } from '../sql/streams.js';
+import type { Clock } from '../sql/time.js';
+import { workflowVersionRef } from '../sql/workflows.js';
+
+export interface StreamWriter<Chunk = unknown> {
+  /** Checks and queues a chunk: rejects (and keeps nothing) for a chunk its schema refuses or past the stream's bounds. */
+  write(chunk: Chunk): Promise<void>;
+  /** Resolves once every chunk written so far is stored. */
+  flush(): Promise<void>;
+}
+
+/** A stream's bounds per attempt: its bytes of JSON, its chunks, one chunk's bytes. */
+export const STREAM_LIMITS = { maxBytes: 16 * 1024 * 1024, maxChunks: 100_000, maxChunkBytes: 1024 * 1024 } as const;
+
+/** Why a write was refused: nothing of it was kept; the stream goes on (a limit reached refuses every later write). */
+export class StreamWriteError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StreamWriteError';
+  }
+}
+
+const BATCH_CHUNKS = 500;
+const BATCH_BYTES = 256 * 1024;
+const FLUSH_AFTER_MS = 15;
+/** Chunks queued past this, a write waits for the batches before it. */
+const HIGH_WATER = 5000;
+
+interface StreamEnv {
+  db: Queryable;
+  s: string;
+  definitions: DefinitionCache;
+  clock?: Clock;
+}
+
+/** One attempt's streams, made on its handler's first ctx.stream(). */
+export class AttemptStreams {
+  private readonly open = new Map<string, OneStream>();
+  private declared?: Promise<Record<string, { schema?: Record<string, unknown> }>>;
+
+  constructor(
+    private readonly env: StreamEnv,
+    readonly task: { workflow_id: string; name: string; template: string; attempt: number },
+  ) {}
+
+  stream(name: string): StreamWriter {
+    let s = this.open.get(name);
+    if (!s) this.open.set(name, (s = new OneStream(this, this.env, String(name))));
+    return s;
+  }
+
+  /** The task's declared streams (its definition's `streams:`), read once per attempt. */
+  declarations(): Promise<Record<string, { schema?: Record<string, unknown> }>> {
+    this.declared ??= (async () => {
+      const ref = await workflowVersionRef(this.env.db, this.env.s, this.task.workflow_id);
+      const def = ref && (await this.env.definitions.find(this.env.db, ref.name, ref.definition_hash));
+      return def?.tasks.find((t) => t.name === this.task.template)?.streams ?? {};
+    })();
+    return this.declared;
+  }
+
+  /**
+   * At the attempt's end: what is queued is stored (a failure to store is the attempt's), and later writes
+   * refused. `tx`: the handler's own transaction, still open, through which the rest goes (on the embedded
+   * database, which runs one transaction at a time, a batch sent beside it waits for it to commit).
+   */
+  async close(tx?: Queryable): Promise<void> {
+    const errors: string[] = [];
+    for (const s of this.open.values()) {
+      const error = await s.close(tx);
+      if (error) errors.push(error);
+    }
+    if (errors.length > 0) throw new Error(`its stream could not be stored: ${errors.join('; ')}`);
+  }
+}
+
+class OneStream implements StreamWriter {
+  private queued: string[] = [];
+  private queuedBytes = 0;
+  private nextSeq = 1;
+  private bytes = 0;
+  private chunks = 0;
+  private storing: Promise<void> = Promise.resolve();
+  private failed?: string;
+  private closed = false;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly owner: AttemptStreams,
+    private readonly env: StreamEnv,
+    private readonly name: string,
+  ) {}
+
+  async write(chunk: unknown): Promise<void> {
+    const what = `stream "${this.name}" of task "${this.owner.task.name}"`;
+    if (this.closed) throw new StreamWriteError(`${what}: the attempt has ended, so its stream is closed`);
+    if (this.failed) throw new StreamWriteError(`${what} could not be stored: ${this.failed}`);
+    const declared = await this.owner.declarations();
+    if (!Object.hasOwn(declared, this.name))
+      throw new StreamWriteError(
+        `task "${this.owner.task.name}" declares no stream "${this.name}" (its streams: ${Object.keys(declared).join(', ') || 'none'})`,
+      );
+    const value = chunk === undefined ? null : chunk;
+    const schema = declared[this.name].schema;
+    const problems = schema ? outputProblems(schema, value) : [];
+    if (problems.length > 0) throw new StreamWriteError(`${what}: the chunk breaks its schema: ${describeOutputProblems(problems)}`);
+    const text = storableJson(value, what);
+    const size = Buffer.byteLength(text);
+    if (size > STREAM_LIMITS.maxChunkBytes) throw new StreamWriteError(`${what}: a chunk of ${size} bytes is over the most one may be (1 MiB)`);
+    if (this.bytes + size > STREAM_LIMITS.maxBytes || this.chunks + 1 > STREAM_LIMITS.maxChunks)
+      throw new StreamWriteError(`${what} is full: an attempt's stream keeps at most 16 MiB and 100,000 chunks; later chunks are refused`);
+    this.bytes += size;
+    this.chunks++;
+    this.queued.push(text);
+    this.queuedBytes += size;
+    if (this.queued.length >= BATCH_CHUNKS || this.queuedBytes >= BATCH_BYTES) this.store();
+    else this.timer ??= setTimeout(() => this.store(), FLUSH_AFTER_MS);
+    if (this.queued.length >= HIGH_WATER) await this.storing;
+  }
+
+  async flush(): Promise<void> {
+    this.store();
+    await this.storing;
+    if (this.failed) throw new StreamWriteError(`stream "${this.name}" of task "${this.owner.task.name}" could not be stored: ${this.failed}`);
+  }
+
+  /** Stores what is queued and refuses later writes; returns why storing failed, if it did. */
+  async close(tx?: Queryable): Promise<string | undefined> {
+    this.closed = true;
+    if (tx) {
+      clearTimeout(this.timer);
+      const batch = this.batch();
+      if (batch && !this.failed) await insertChunks(tx, this.env.s, batch).catch((error: unknown) => (this.failed ??= errorMessage(error).split('\n')[0]));
+    } else {
+      this.store();
+      await this.storing;
+    }
+    return this.failed && `stream "${this.name}": ${this.failed}`;
+  }
+
+  /** The queued chunks as the next batch (numbered after those before it), or undefined when none wait. */
+  private batch(): Parameters<typeof insertChunks>[2] | undefined {
+    if (this.queued.length === 0) return undefined;
+    const chunks = this.queued;
+    const firstSeq = this.nextSeq;
+    this.nextSeq += chunks.length;
+    this.queued = [];
+    this.queuedBytes = 0;
+    const t = this.owner.task;
+    return { workflowId: t.workflow_id, task: t.name, name: this.name, attempt: t.attempt, firstSeq, chunks, at: this.env.clock?.() ?? new Date() };
+  }
+
+  /** Queues the waiting chunks as one batch after those before it. */
+  private store(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.failed) return;
+    const batch = this.batch();
+    if (!batch) return;
+    this.storing = this.storing
+      .then(() => (this.failed ? undefined : insertChunks(this.env.db, this.env.s, batch)))
+      .catch((error: unknown) => {
+        this.failed ??= errorMessage(error).split('\n')[0];
+      });
+  }
+}
+
+function storableJson(value: unknown, what: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw new StreamWriteError(`${what}: the chunk is not JSON (${(error as Error).message})`);
+  }
+  if (text === undefined) throw new StreamWriteError(`${what}: the chunk is not JSON`);
+  const bad = findUnstorable(value, text);
+  if (bad) throw new StreamWriteError(`${what}: the chunk holds ${bad.what}, which Postgres cannot store`);
+  return text;
+}
