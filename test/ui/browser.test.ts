@@ -63,6 +63,16 @@ tasks:
       words: { schema: { type: string } }
 `;
 
+const ON_ORDER = `name: on_order
+inputs: { type: object, properties: { order: { type: string } }, required: [order] }
+triggers:
+  - event: order.created
+    id: '"order-" + event.payload.order_id'
+    inputs: { order: "\${{ event.payload.order_id }}" }
+tasks:
+  ship: { kind: work }
+`;
+
 let dev: DevProcess;
 let browser: Browser;
 let page: Page;
@@ -95,10 +105,13 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
         'big.yaml': BIG,
         'sign_off.yaml': SIGN_OFF,
         'talk.yaml': TALK,
+        'on_order.yaml': ON_ORDER,
         'speaking.yaml': 'name: speaking\ntasks:\n  speak: { kind: speak }\n',
         'chorus.yaml': "name: chorus\ntasks:\n  voices:\n    start: { workflow: speaking, group: voices, for_each: '${{ [1, 2] }}' }\n",
       },
       {
+        'braid.config.yaml':
+          'definitions: definitions\nevents:\n  order.created: { schema: { type: object, properties: { order_id: { type: string } }, required: [order_id] } }\n',
         'example-handlers.ts': readFileSync(join(repoRoot, 'examples', 'handlers.ts'), 'utf8'),
         'handlers.ts':
           "import examples from './example-handlers.ts';\nexport default { ...examples, work: async () => ({ ok: true }),\n" +
@@ -243,6 +256,21 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.waitForFunction(() => document.querySelector('g.node[data-task="say"]')?.getAttribute('data-state') === 'completed');
     // the panel re-rendered on every state change since: the stream still shows once, not replayed
     expect(await words.textContent()).toBe('hello from braid');
+  });
+
+  it('the events page links an event to the run it started, and the run back to its event', async () => {
+    await cli(['emit', 'order.created', '--payload', '{"order_id":"b-1"}', '--id', 'evt-b1']);
+    await page.goto(`${dev.url}/events`);
+    const event = page.locator('[data-event="order.created evt-b1"]');
+    await event.waitFor();
+    expect(await event.locator('li[data-outcome="started"]').textContent()).toBe('on_order (trigger 1): started order-b-1');
+    await event.locator('li[data-outcome="started"] a').click();
+    await page.locator('[data-testid="started-by-event"]:not([hidden])').waitFor();
+    expect(page.url()).toContain('/workflows/order-b-1');
+    expect(await page.locator('[data-testid="started-by-event"]').textContent()).toBe('Started by event order.created evt-b1');
+    await page.locator('[data-testid="started-by-event"] a').click();
+    await page.locator('[data-event="order.created evt-b1"]').waitFor();
+    expect(page.url()).toContain('/events?name=order.created');
   });
 
   it("the task panel shows the handler's log lines, braid's own marked", async () => {

@@ -20,6 +20,7 @@ import type { EmitEventResult, TriggerRun } from '../wire/index.js';
 import { EventInvalidError, EventPayloadError } from './errors.js';
 
 const EVENT_NAME = /^[A-Za-z][A-Za-z0-9_.:-]{0,127}$/;
+const MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 /** The checks an event owes before anything is written: its name, its id, a storable payload. */
 export function checkEvent(name: unknown, payload: unknown, eventId: unknown): void {
@@ -30,6 +31,8 @@ export function checkEvent(name: unknown, payload: unknown, eventId: unknown): v
       `an event id is 1 to 128 letters, digits and _ . : - starting with a letter or digit, not ${JSON.stringify(eventId)?.slice(0, 140)}`,
     );
   assertStorable(payload === undefined ? null : payload, "the event's payload");
+  const size = Buffer.byteLength(JSON.stringify(payload ?? null));
+  if (size > MAX_PAYLOAD_BYTES) throw new EventInvalidError(`the event's payload is ${size} bytes of JSON, over the most an event may carry (1 MiB)`);
 }
 
 /** Records an event and starts what it triggers, in `tx` (see the module's comment). */

@@ -1,6 +1,7 @@
 import { type DevState, type Live, onSignInNeeded, sessionFromHash, startSession } from './api.js';
 import { definitionsPage } from './definitions.js';
 import { askToken } from './dialog.js';
+import { eventsPage } from './events.js';
 import { listPage } from './list.js';
 import { pausesPage } from './pauses.js';
 import { workflowPage } from './workflow.js';
@@ -35,6 +36,7 @@ function route(): void {
   if (wf) current = workflowPage(app, decodeURIComponent(wf[1]), params);
   else if (path === '/definitions') current = definitionsPage(app, params);
   else if (path === '/pauses') current = pausesPage(app);
+  else if (path === '/events') current = eventsPage(app, params);
   else current = listPage(app, params);
 }
 

@@ -4,6 +4,7 @@ import { type Live, live, post } from './api.js';
 import { type DagEdge, type DagNode, DagView } from './dag.js';
 import { confirmAction, toast } from './dialog.js';
 import { badge, clear, duration, h, json, time } from './dom.js';
+import { startedByEvent } from './events.js';
 import { TaskPanel } from './panel.js';
 import type { Task, WorkflowStatus } from './types.js';
 
@@ -35,7 +36,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
   const details = h('details', { class: 'io' });
   const timeline = h('details', { class: 'wf-timeline', 'data-testid': 'workflow-timeline' });
   clear(app);
-  app.append(header, h('div', { class: 'wf-body' }, graph, side), timeline, details);
+  app.append(header, startedByEvent(id), h('div', { class: 'wf-body' }, graph, side), timeline, details);
 
   function select(name: string | undefined): void {
     selected = name;
