@@ -413,9 +413,38 @@ tasks:
     expect((await runCliInProcess(['worker', '--handlers', 'handlers.mjs', '--port', '70000'], { cwd: dir })).stderr).toBe(
       'braid: --port must be a port number from 0 to 65535, not "70000"\n',
     );
-    expect(
-      (await runCliInProcess(['worker', '--handlers', 'handlers.mjs', '--port', '4781', '--database', 'postgres://127.0.0.1:1/none'], { cwd: dir })).stderr,
-    ).toBe("braid: --port is the embedded database's local API; on Postgres a worker serves no API (run braid ui for one)\n");
+  });
+
+  it.runIf(backend === 'postgres')("on Postgres, --port serves the worker's API: a callback link is answered there", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'braid-worker-port-'));
+    mkdirSync(join(dir, 'definitions'));
+    writeFileSync(
+      join(dir, 'definitions', 'nod.yaml'),
+      'name: nod\ntasks:\n  ok:\n    kind: done\n    wait: { terms: { yes: { callback: { expires: 1h, schema: { type: object } } } } }\n',
+    );
+    writeFileSync(join(dir, 'handlers.mjs'), 'export default { done: async () => ({ ok: true }) };\n');
+    const env = { BRAID_SECRET: 'w1:a-worker-key-of-at-least-thirty-two-chars' };
+    const db = ['--database', postgresUrl, '--schema', uniqueSchema()];
+    expect((await runCliInProcess(['register', ...db], { cwd: dir, env })).code).toBe(0);
+    const id = (await runCliInProcess(['start', 'nod', ...db], { cwd: dir, env })).stdout.trim();
+    const path = (await runCliInProcess(['callback-url', id, 'ok', 'yes', ...db], { cwd: dir, env })).stdout.trim();
+    expect(path).toMatch(/^\/callbacks\/v1\.w1\./);
+    const port = await freePort();
+    const worker = spawn(process.execPath, [braidBin, 'worker', '--handlers', 'handlers.mjs', '--port', String(port), ...db], {
+      cwd: dir,
+      env: { ...process.env, ...env },
+    });
+    children.push(worker);
+    let out = '';
+    worker.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    await printed({ child: worker, output: () => out }, 'running 1 kind(s)');
+    const answer = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toMatchObject({ status: 'accepted', resolved: ['ok'] });
+    const status = await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env });
+    expect(JSON.parse(status.stdout).tasks[0].wait.phase).toBe('resolved');
+    worker.kill('SIGTERM');
+    expect(await exited(worker)).toBe(0);
   });
 
   it.runIf(backend === 'pglite')('on the embedded database, --port is where the worker serves the project its local API', async () => {

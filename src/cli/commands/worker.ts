@@ -1,4 +1,4 @@
-import { startApiServer } from '../../api/server.js';
+import { type ApiServer, startApiServer } from '../../api/server.js';
 import { type NormalizedDefinition, START_KIND } from '../../compiler/normalize.js';
 import type { BaselineVersion } from '../../deploy/baseline.js';
 import { within } from '../../pacing/within.js';
@@ -48,8 +48,9 @@ Usage: ${usage}
                             answers only to this machine's names in the Host header
   --metrics-token T         /metrics answers only with Authorization: Bearer T (default: BRAID_METRICS_TOKEN;
                             at least 16 characters)
-  --port N                  on the embedded database, the port of its local API, which the project's other
-                            commands reach it through (default: 0, a free one; written to .braid/api.json)
+  --port N                  the port of its API (callback links, events' webhooks, the UI's routes; the token
+                            in .braid/token): on the embedded database always (default: 0, a free one, written
+                            to .braid/api.json: the project's other commands reach it there), on Postgres when given
   --shutdown-timeout SECS   how long running handlers get to finish at shutdown (default: 10)
 ${recoveryHelp}
 `;
@@ -77,7 +78,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const schema = schemaName(io, values.schema);
   let rt: Runtime | undefined;
   let unpublish: () => void = () => undefined;
-  let api: { close(): Promise<void> } | undefined;
+  let api: ApiServer | undefined;
   let metricsServer: { close(): Promise<void> } | undefined;
   try {
     const reader = createRuntime({ database: db, schema });
@@ -102,10 +103,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
       ...tuning,
     });
     await rt.startWorker();
-    if (embedded) {
-      const server = await listenOn(port, () => startApiServer(rt!, { port, token: projectToken(io), log, eventSignatures: eventSignatures(io) }));
-      api = server;
-      unpublish = publishApi(io, server);
+    if (embedded || values.port !== undefined) {
+      api = await listenOn(port, () => startApiServer(rt!, { port, token: projectToken(io), log, eventSignatures: eventSignatures(io) }));
+      if (embedded) unpublish = publishApi(io, api);
     }
     if (metrics && metricsPort !== undefined) {
       const { serveMetrics } = await import('../../api/metrics-server.js');
@@ -146,8 +146,6 @@ function workerOptions(io: Io, values: Record<string, string | undefined>) {
   const tuning = { ...recoveryOptions(io, values), ...linkOptions(io, values.database) };
   const embedded = !databaseUrl(io, values.database);
   const port = parsePort(values.port, 0);
-  if (values.port !== undefined && !embedded)
-    throw new UsageError("--port is the embedded database's local API; on Postgres a worker serves no API (run braid ui for one)");
   const metricsPort = values['metrics-port'] === undefined ? undefined : parsePort(values['metrics-port'], 0);
   if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port');
   const metricsToken = values['metrics-token'] ?? process.env.BRAID_METRICS_TOKEN;
