@@ -218,6 +218,9 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   it('a callback link from the task panel opens a page without script; clicking approve lets the workflow go on', async () => {
     const id = await cli(['start', 'sign_off']);
     await page.goto(`${dev.url}/workflows/${id}?selected=approve`);
+    await page.locator('tr[data-term="ok"]').waitFor();
+    expect(await page.locator('tr[data-term="ok"] td').nth(1).textContent()).toBe('callback');
+    expect(await page.locator('tr[data-term="ok"] code.cel').textContent()).toBe('callback links (1) where payload.decision == "approve"');
     await page.locator('[data-testid="show-links-ok"]').click();
     const link = page.locator('[data-testid="links-ok"] a');
     await link.waitFor();

@@ -280,7 +280,7 @@ const LOG_POLL_MS = 1500;
 function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
   const source =
     term.kind === 'signal'
-      ? `signal ${term.signal}${term.where ? ` where ${term.where}` : ''}${term.count && term.count > 1 ? ` × ${term.count}` : ''}` +
+      ? `${term.callback ? `callback links (${term.callback.recipients?.length ?? 1})` : `signal ${term.signal}`}${term.where ? ` where ${term.where}` : ''}${term.count && term.count > 1 ? ` × ${term.count}` : ''}` +
         `${term.distinct ? ` distinct by ${term.distinct}` : ''}`
       : term.kind === 'expr'
         ? (term.expr ?? '')
@@ -295,7 +295,7 @@ function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
     'tr',
     { 'data-term': term.name, class: value?.value ? 'true' : '' },
     h('td', {}, h('strong', {}, term.name), term.label ? h('div', { class: 'muted' }, term.label) : null),
-    h('td', {}, term.kind),
+    h('td', {}, term.kind === 'signal' && term.callback ? 'callback' : term.kind),
     h('td', {}, h('code', { class: 'cel' }, source)),
     h('td', { 'data-testid': `term-${term.name}` }, shown, value?.error ? h('div', { class: 'error' }, value.error) : null),
   );
