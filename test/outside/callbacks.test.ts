@@ -102,6 +102,9 @@ describe(`callback terms through the real HTTP endpoints (${backend})`, () => {
       expect(await post(cy, { decision: 'reject' })).toMatchObject({ status: 200, body: { status: 'accepted' } });
       await settle(rt);
       expect(await decideOf(rt, id)).toBe('pending');
+      // why it waits, in the words of its links
+      const waiting = (await rt.workflow(id).status()).tasks.find((t) => t.name === 'decide')!;
+      expect(waiting.pending_reason).toBe('waiting on approve: approve 1/2 link answers');
       const second = await post(bob, { decision: 'approve' });
       expect(second).toMatchObject({ status: 200, body: { status: 'accepted', resolved: ['decide'] } });
       // the sender's retry after its wait resolved the term is still its answer, not a refusal

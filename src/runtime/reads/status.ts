@@ -56,14 +56,18 @@ export function pendingReason(
 export function describeWait(wait: WaitSnapshot): string {
   const last = wait.last_evaluation;
   if (!last) return `waiting on ${wait.expr}`;
-  return `waiting on ${wait.expr}: ${last.terms.map(termText).join(', ')}${last.error ? `; error: ${last.error}` : ''}`;
+  const links = new Set(wait.terms.filter((t) => t.kind === 'signal' && t.callback).map((t) => t.name));
+  return `waiting on ${wait.expr}: ${last.terms.map((t) => termText(t, links.has(t.name))).join(', ')}${last.error ? `; error: ${last.error}` : ''}`;
 }
 
-function termText(t: TermValue): string {
+/** A term's value in words; a callback term's signals are its links' answers. */
+function termText(t: TermValue, callback: boolean): string {
   const error = t.error ? ` (error: ${t.error})` : '';
   switch (t.kind) {
-    case 'signal':
-      return `${t.name} ${signalCountText(t)}${t.distinct ? '' : ` signal${t.required === 1 ? '' : 's'}`}${error}`;
+    case 'signal': {
+      const noun = callback ? ' link answer' : ' signal';
+      return `${t.name} ${signalCountText(t)}${t.distinct ? '' : `${noun}${t.required === 1 ? '' : 's'}`}${error}`;
+    }
     case 'timer':
       return `${t.name} ${t.fired ? 'fired' : t.fire_at ? `fires at ${t.fire_at}` : 'not scheduled'}`;
     case 'workflows':
