@@ -280,7 +280,8 @@ const LOG_POLL_MS = 1500;
 function termRow(term: PlanTerm, value: TermValue | undefined): HTMLElement {
   const source =
     term.kind === 'signal'
-      ? `${term.callback ? `callback links (${term.callback.recipients?.length ?? 1})` : `signal ${term.signal}`}${term.where ? ` where ${term.where}` : ''}${term.count && term.count > 1 ? ` × ${term.count}` : ''}` +
+      ? `${term.callback ? `callback links (${term.callback.recipients?.length ?? 1})` : `signal ${term.signal}`}` +
+        `${term.where ? ` where ${term.where}` : ''}${term.count && term.count > 1 ? ` × ${term.count}` : ''}` +
         `${term.distinct ? ` distinct by ${term.distinct}` : ''}`
       : term.kind === 'expr'
         ? (term.expr ?? '')
