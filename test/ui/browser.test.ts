@@ -117,7 +117,9 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
           "import examples from './example-handlers.ts';\nexport default { ...examples, work: async () => ({ ok: true }),\n" +
           "  speak: async (_args, ctx) => { ctx.log.info('hello from the handler', { n: 1 }); ctx.log.warn('careful now'); return {}; },\n" +
           '  say: async (_args, ctx) => { const w = ctx.stream("words"); await w.write("hello "); await w.flush();\n' +
-          '    await new Promise((r) => setTimeout(r, 3000)); await w.write("from "); await w.write("braid"); return {}; } };\n',
+          "    const { existsSync } = await import('node:fs');\n" +
+          "    for (let i = 0; i < 1200 && !existsSync('say.go'); i++) await new Promise((r) => setTimeout(r, 50));\n" +
+          '    await w.write("from "); await w.write("braid"); return {}; } };\n',
       },
     );
     dev = await startDev(dir, ['--handlers', 'handlers.ts']);
@@ -218,15 +220,15 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   it('a callback link from the task panel opens a page without script; clicking approve lets the workflow go on', async () => {
     const id = await cli(['start', 'sign_off']);
     await page.goto(`${dev.url}/workflows/${id}?selected=approve`);
-    await page.locator('tr[data-term="ok"]').waitFor();
+    await page.locator('tr[data-term="ok"]').waitFor({ timeout: 20_000 });
     expect(await page.locator('tr[data-term="ok"] td').nth(1).textContent()).toBe('callback');
     expect(await page.locator('tr[data-term="ok"] code.cel').textContent()).toBe('callback links (1) where payload.decision == "approve"');
     await page.locator('[data-testid="show-links-ok"]').click();
     const link = page.locator('[data-testid="links-ok"] a');
-    await link.waitFor();
+    await link.waitFor({ timeout: 20_000 });
     const href = (await link.getAttribute('href'))!;
     expect(href).toMatch(/\/callbacks\/v1\./);
-    // a second, fresh page: a recipient's browser has no session with the UI
+    // a fresh browser context, as a recipient opens the link from a message: no session with the UI
     const context = await browser.newContext();
     const recipient = await context.newPage();
     try {
@@ -235,7 +237,7 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
       expect(await recipient.locator('script').count()).toBe(0);
       await recipient.locator('input[name="note"]').fill('looks good');
       await recipient.locator('button[value="approve"]').click();
-      await recipient.getByText('your answer is recorded').waitFor();
+      await recipient.getByText('your answer is recorded').waitFor({ timeout: 20_000 });
       await recipient.screenshot({ path: join(ARTIFACTS, 'callback-page.png') });
     } finally {
       await context.close();
@@ -243,15 +245,16 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await until(async () => JSON.parse(await cli(['status', id, '--json'])).workflow.state === 'completed');
     const status = JSON.parse(await cli(['status', id, '--json'])) as { tasks: { name: string; wait: { evidence: unknown } | null }[] };
     expect(JSON.stringify(status.tasks.find((t) => t.name === 'approve')!.wait!.evidence)).toContain('ok');
-  });
+  }, 60_000);
 
   it("the task panel shows a task's output stream live, while its handler still writes it", async () => {
     const id = await cli(['start', 'talk']);
     await page.goto(`${dev.url}/workflows/${id}?selected=say`);
     const words = page.locator('[data-testid="stream-words"]');
     await page.waitForFunction(() => document.querySelector('[data-testid="stream-words"]')?.textContent === 'hello ', undefined, { timeout: 15_000 });
-    // the handler is still running (it waits three seconds after its first chunk): what shows came live
+    // the handler is still running (it waits for the test's go after its first chunk): what shows came live
     expect(await nodeState('say')).toBe('running');
+    writeFileSync(join(dev.cwd, 'say.go'), '');
     await page.waitForFunction(() => document.querySelector('[data-testid="stream-words"]')?.textContent === 'hello from braid', undefined, {
       timeout: 15_000,
     });
