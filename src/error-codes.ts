@@ -30,6 +30,7 @@ export const ERROR_CODES = {
   route_not_found: { http: 404, exit: 'failed' },
   pause_not_found: { http: 404, exit: 'failed' },
   operation_not_found: { http: 404, exit: 'failed' },
+  user_not_found: { http: 404, exit: 'failed' },
   // it conflicts with what is stored
   signal_payload_mismatch: { http: 409, exit: 'failed' },
   signal_attempt_mismatch: { http: 409, exit: 'failed' },

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Principal } from '../runtime/wire/index.js';
 import type { StreamContext } from './events.js';
 import type { RouteName } from './route-table.js';
 
@@ -14,6 +15,8 @@ export interface Call {
   res: ServerResponse;
   url: URL;
   params: Record<string, string>;
+  /** Who the request is (its role allowed the route). */
+  principal: Principal;
 }
 
 /** A handler for every route of the table (the session is the server's own, before the token is checked). */

@@ -44,7 +44,8 @@ export async function serveMetrics(
     }
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' || path !== '/metrics') return refuse(res, 404, 'GET /metrics');
-    if (options.token !== undefined && !guard.authorized(req)) return refuse(res, 401, 'missing or wrong token (Authorization: Bearer TOKEN)');
+    if (options.token !== undefined && guard.credentials(req)?.kind !== 'server')
+      return refuse(res, 401, 'missing or wrong token (Authorization: Bearer TOKEN)');
     return void sendMetrics(metrics, res, log);
   });
   await new Promise<void>((resolve, reject) => {

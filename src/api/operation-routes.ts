@@ -1,33 +1,36 @@
 import type { TaskAction } from '../runtime/incidents/task-decide.js';
-import type { BulkAction, PauseScope } from '../runtime/wire/index.js';
+import type { BulkAction, PauseScope, Principal } from '../runtime/wire/index.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
 import { HttpError, readJson, send } from './http.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
 
-/** An operator action's who and why, from its body: `actor` (default "api") and `reason`, both strings when given. */
-export function actorFrom(b: Record<string, unknown>): { actor?: string; reason?: string } {
+/**
+ * An operator action's who and why: the user the request is (a user cannot act as another), else the body's
+ * `actor` (default "api"); and the body's `reason`. Both strings when given.
+ */
+export function actorFrom(b: Record<string, unknown>, who: Principal): { actor?: string; reason?: string } {
   for (const k of ['actor', 'reason'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a string`);
-  return { actor: b.actor as string | undefined, reason: b.reason as string | undefined };
+  return { actor: who.bootstrap ? (b.actor as string | undefined) : who.name, reason: b.reason as string | undefined };
 }
 
 /** Pauses without a deploy: the list, a pause ({ scope, target, reason, actor }), a resume (the same body). */
 export const pauseHandlers: Pick<RouteHandlers, 'pauses' | 'pauseScope' | 'resumeScope'> = {
   pauses: async (c, { res }) => send(res, 200, { pauses: await c.rt.pauses.list() }),
-  pauseScope: async (c, { req, res }) => {
+  pauseScope: async (c, { req, res, principal }) => {
     const b = await readJson(req);
-    send(res, 200, await c.rt.pauses.pause(b.scope as PauseScope, b.target as string, actorFrom(b)));
+    send(res, 200, await c.rt.pauses.pause(b.scope as PauseScope, b.target as string, actorFrom(b, principal)));
   },
-  resumeScope: async (c, { req, res }) => {
+  resumeScope: async (c, { req, res, principal }) => {
     const b = await readJson(req);
-    send(res, 200, await c.rt.pauses.resume(b.scope as PauseScope, b.target as string, actorFrom(b)));
+    send(res, 200, await c.rt.pauses.resume(b.scope as PauseScope, b.target as string, actorFrom(b, principal)));
   },
 };
 
 /** One task action from its route: the body's actor, reason and force (and complete's output). */
-async function taskAction(action: TaskAction, c: RouteContext, { req, res, params }: Call): Promise<void> {
+async function taskAction(action: TaskAction, c: RouteContext, { req, res, params, principal }: Call): Promise<void> {
   const b = await readJson(req);
   if (b.force !== undefined && typeof b.force !== 'boolean') throw new HttpError(400, '"force" is a boolean');
-  const options = { ...actorFrom(b), force: b.force === true, ...(action === 'complete' ? { output: b.output ?? null } : {}) };
+  const options = { ...actorFrom(b, principal), force: b.force === true, ...(action === 'complete' ? { output: b.output ?? null } : {}) };
   send(res, 200, await c.rt.workflow(params.id).taskAction(params.task, action, options));
 }
 
@@ -74,8 +77,8 @@ function bulkFilter(filter: unknown): ReturnType<typeof searchFromParams> {
 export const bulkHandlers: Pick<RouteHandlers, 'bulkList' | 'bulkCreate' | 'bulkStatus' | 'bulkCancel'> = {
   bulkList: async (c, { res }) => send(res, 200, { operations: await c.rt.bulk.list() }),
   bulkStatus: async (c, { res, params }) => send(res, 200, await c.rt.bulk.get(params.name)),
-  bulkCancel: async (c, { req, res, params }) => send(res, 200, await c.rt.bulk.cancel(params.name, actorFrom(await readJson(req)))),
-  bulkCreate: async (c, { req, res }) => {
+  bulkCancel: async (c, { req, res, params, principal }) => send(res, 200, await c.rt.bulk.cancel(params.name, actorFrom(await readJson(req), principal))),
+  bulkCreate: async (c, { req, res, principal }) => {
     const b = await readJson(req);
     for (const k of ['where', 'name'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a string`);
     if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
@@ -89,7 +92,7 @@ export const bulkHandlers: Pick<RouteHandlers, 'bulkList' | 'bulkCreate' | 'bulk
       dryRun: b.dry_run === true,
       ratePerS: b.rate as number | undefined,
       options: b.options as Record<string, unknown> | undefined,
-      ...actorFrom(b),
+      ...actorFrom(b, principal),
     });
     // this process acts on it; if it stops, the leader (or a rerun) continues it
     if (made.operation?.state === 'running') void c.rt.bulk.run(made.name, { follow: false }).catch(() => undefined);

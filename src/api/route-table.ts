@@ -20,6 +20,8 @@ import type {
   LogPage,
   PauseRecord,
   PauseScope,
+  Principal,
+  Role,
   ScheduleRecord,
   ScheduleStart,
   SignalPage,
@@ -34,6 +36,7 @@ export const API_PREFIX = '/api';
 
 export const ROUTES = {
   session: { method: 'POST', path: '/api/session' },
+  me: { method: 'GET', path: '/api/me' },
   events: { method: 'GET', path: '/api/events' },
   emitEvent: { method: 'POST', path: '/api/events' },
   eventList: { method: 'GET', path: '/api/events/recent' },
@@ -81,6 +84,15 @@ export const ROUTES = {
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
 
 export type RouteName = keyof typeof ROUTES;
+
+/** Routes only an admin may take: deploys (upgrades) and schedules' operations. */
+const ADMIN_ROUTES: readonly RouteName[] = ['upgrade', 'pause', 'resume', 'trigger', 'backfill'];
+
+/** The role a route needs: reads a viewer, changes an operator, deploys and schedules an admin. */
+export function roleFor(route: RouteName): Role {
+  if (ADMIN_ROUTES.includes(route)) return 'admin';
+  return ROUTES[route].method === 'GET' ? 'viewer' : 'operator';
+}
 
 /** A path's `:name` segments, as an object of strings. */
 type ParamsOf<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`
@@ -145,6 +157,7 @@ export interface RouteBodies {
 /** What each route answers with a 2xx status (the event streams answer with server-sent events). */
 export interface RouteReplies {
   session: null;
+  me: Principal;
   events: never;
   dev: unknown;
   baseline: { versions: BaselineVersion[] };

@@ -1,30 +1,34 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidCursorError, parseTraceParent } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { MAX_START_BATCH } from '../runtime/wire/index.js';
+import { MAX_START_BATCH, type Principal, roleAllows } from '../runtime/wire/index.js';
 import { definitionHandlers } from './definition-routes.js';
 import { eventHandlers } from './event-routes.js';
 import { listEvents, workflowEvents } from './events.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 import { bulkHandlers, pauseHandlers, taskHandlers } from './operation-routes.js';
-import { matchRoute } from './route-table.js';
+import { matchRoute, roleFor } from './route-table.js';
 import { scheduleHandlers } from './schedule-routes.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
 import { streamHandlers } from './stream-routes.js';
 
 /** The JSON API under /api (snake_case), dispatched by the route table; 404 for a method and path it does not have. */
-export async function route(c: RouteContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+export async function route(c: RouteContext, req: IncomingMessage, res: ServerResponse, url: URL, principal: Principal): Promise<void> {
   const method = req.method ?? 'GET';
   const match = matchRoute(method, pathParts(url.pathname));
   if (!match || match.route === 'session') throw new HttpError(404, `no route ${method} ${url.pathname}`);
+  const needs = roleFor(match.route);
+  if (!roleAllows(principal.role, needs)) throw new HttpError(403, `this needs the ${needs} role; ${principal.name} is ${articled(principal.role)}`);
   try {
-    await HANDLERS[match.route](c, { req, res, url, params: match.params });
+    await HANDLERS[match.route](c, { req, res, url, params: match.params, principal });
   } catch (error) {
     if (error instanceof InvalidCursorError) throw new HttpError(400, error.message, error.code);
     throw error;
   }
 }
+
+const articled = (role: string) => (role === 'admin' || role === 'operator' ? `an ${role}` : `a ${role}`);
 
 function listFilter(url: URL): Parameters<Runtime['listWorkflows']>[0] {
   try {
@@ -44,6 +48,7 @@ const HANDLERS: RouteHandlers = {
   ...eventHandlers,
   ...streamHandlers,
   events: (c, { req, res, url }) => listEvents(req, res, c, listFilter(url)),
+  me: async (_c, { res, principal }) => send(res, 200, principal),
   dev: async (c, { res }) => send(res, 200, c.dev?.() ?? { definitions: null, handlers: null }),
   baseline: async (c, { res, url }) => {
     const names = url.searchParams.get('names');

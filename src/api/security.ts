@@ -42,11 +42,22 @@ export class Guard {
     if (this.allowedHosts && !this.allowedHosts.has(host)) throw new HttpError(403, 'this server does not answer to that Host name');
   }
 
-  authorized(req: IncomingMessage): boolean {
+  /**
+   * What a request carries: the server's own token (as Bearer or its session cookie), a user's token (Bearer),
+   * a user's session (the token id, proved by a cookie only this server signs), or nothing it knows.
+   */
+  credentials(req: IncomingMessage): { kind: 'server' } | { kind: 'user'; token: string } | { kind: 'session'; tokenId: string } | undefined {
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    if (bearer !== undefined) return same(bearer, this.token);
+    if (bearer !== undefined) return same(bearer, this.token) ? { kind: 'server' } : bearer.startsWith('braid_') ? { kind: 'user', token: bearer } : undefined;
     const cookie = cookies(req.headers.cookie)[SESSION_COOKIE];
-    return cookie !== undefined && same(cookie, this.session);
+    if (cookie === undefined) return undefined;
+    if (same(cookie, this.session)) return { kind: 'server' };
+    const m = /^u\.([0-9a-f]{24})\.([0-9a-f]{64})$/.exec(cookie);
+    return m && same(m[2], this.userSession(m[1])) ? { kind: 'session', tokenId: m[1] } : undefined;
+  }
+
+  private userSession(tokenId: string): string {
+    return createHmac('sha256', this.token).update(`braid ui session of ${tokenId}`).digest('hex');
   }
 
   /** A change must be JSON, sent by this origin or by a client that is not a browser page. */
@@ -59,9 +70,10 @@ export class Guard {
     if (req.headers['content-type']?.split(';')[0].trim() !== 'application/json') throw new HttpError(415, 'send JSON (content-type: application/json)');
   }
 
-  /** The Set-Cookie value that lets the page's requests (EventSource included) carry the token. */
-  sessionCookie(): string {
-    return `${SESSION_COOKIE}=${this.session}; HttpOnly; SameSite=Strict; Path=/`;
+  /** The Set-Cookie value that lets the page's requests (EventSource included) carry the token (a user's: its id, signed). */
+  sessionCookie(tokenId?: string): string {
+    const value = tokenId === undefined ? this.session : `u.${tokenId}.${this.userSession(tokenId)}`;
+    return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/`;
   }
 }
 

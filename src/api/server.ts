@@ -3,10 +3,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CompileError } from '../compiler/compile-error.js';
 import { httpStatus, isCallerError } from '../error-codes.js';
-import { BatchRowError, errorMessage, isTransientError } from '../runtime/index.js';
+import { BatchRowError, errorMessage, isTransientError, userTokenId } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Logger } from '../runtime/telemetry/log.js';
 import type { Metrics } from '../runtime/telemetry/metrics.js';
+import type { Principal } from '../runtime/wire/index.js';
 import { serveUi } from '../ui/assets.js';
 import { CALLBACK_PREFIX, serveCallback } from './callback-routes.js';
 import { type EventSignature, serveSignedEvent } from './event-routes.js';
@@ -50,6 +51,25 @@ export interface ApiServerOptions {
   metrics?: Metrics;
   /** Events whose webhooks are signed (the project config's events.NAME.signature): taken on the signature, not the token. */
   eventSignatures?: Readonly<Record<string, EventSignature>>;
+}
+
+/** The server's own token, until a user exists: an admin, so a new deployment can add its first users. */
+const BOOTSTRAP_ADMIN: Principal = { name: 'bootstrap', role: 'admin', workflows: null, bootstrap: true };
+
+/** Who a request is: a user (not revoked, not expired), or the bootstrap admin while no user exists. */
+async function who(rt: Runtime, guard: Guard, req: IncomingMessage): Promise<Principal | undefined> {
+  const c = guard.credentials(req);
+  if (!c) return undefined;
+  if (c.kind === 'server') return (await rt.users.any()) ? undefined : BOOTSTRAP_ADMIN;
+  return c.kind === 'user' ? rt.users.authenticate(c.token) : rt.users.byTokenId(c.tokenId);
+}
+
+/** POST /api/session: the cookie that lets the page's requests (EventSource included) carry who it is. */
+function startSession(guard: Guard, req: IncomingMessage, res: ServerResponse): void {
+  const c = guard.credentials(req);
+  const tokenId = c?.kind === 'user' ? userTokenId(c.token) : c?.kind === 'session' ? c.tokenId : undefined;
+  res.writeHead(204, { 'set-cookie': guard.sessionCookie(tokenId), 'cache-control': 'no-store' });
+  res.end();
 }
 
 /** Answers an error the caller can act on (its status, code and words); false for any other, which is internal. */
@@ -115,7 +135,7 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       if (url.pathname === '/metrics') {
         // a server without metrics (a worker's local API) says so, rather than serve the UI's page
         if (!options.metrics || req.method !== 'GET') throw new HttpError(404, 'no metrics here: braid worker --metrics-port serves them');
-        if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
+        if (!(await who(rt, guard, req))) throw new HttpError(401, 'missing or wrong token');
         return sendMetrics(options.metrics, res, options.log);
       }
       // a link is its own capability: no token, the Host check above, and a rate per link
@@ -127,13 +147,10 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       // a provider's webhook carries its signature, not the token, and is no browser page
       if (options.eventSignatures && (await serveSignedEvent(rt, options.eventSignatures, req, res, url))) return;
       if (req.method !== 'GET' && req.method !== 'HEAD') guard.checkMutation(req);
-      if (url.pathname === ROUTES.session.path && req.method === ROUTES.session.method) {
-        if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
-        res.writeHead(204, { 'set-cookie': guard.sessionCookie(), 'cache-control': 'no-store' });
-        return void res.end();
-      }
-      if (!guard.authorized(req)) throw new HttpError(401, 'missing or wrong token');
-      await route(context, req, res, url);
+      const principal = await who(rt, guard, req);
+      if (!principal) throw new HttpError(401, 'missing, wrong, revoked or expired token');
+      if (url.pathname === ROUTES.session.path && req.method === ROUTES.session.method) return startSession(guard, req, res);
+      await route(context, req, res, url, principal);
     } catch (error) {
       if (!answeredError(res, error)) throw error;
     }

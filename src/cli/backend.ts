@@ -248,7 +248,8 @@ function remoteBackend(io: Io, holder: number): Backend {
   } catch {
     throw new ConnectionError(`the embedded database in .braid/ is held by process ${holder}, which serves no API (stop it, or use its own output)`);
   }
-  const api = new ApiClient(info.url, info.token);
+  // a user's token (once users exist, the project's own token is refused): BRAID_TOKEN
+  const api = new ApiClient(info.url, process.env.BRAID_TOKEN || info.token);
   // the code decides, as it does for a direct call: the caller's error, or braid's
   const guard = async <T>(call: () => Promise<T>): Promise<T> => {
     try {

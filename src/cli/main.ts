@@ -37,6 +37,7 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   emit: () => import('./commands/emit.js'),
   events: () => import('./commands/events.js'),
   stream: () => import('./commands/stream.js'),
+  users: () => import('./commands/users.js'),
   diagnose: () => import('./commands/diagnose.js'),
   retry: () => import('./commands/retry.js'),
   upgrade: () => import('./commands/upgrade.js'),

@@ -6,6 +6,9 @@
 
 // what braid's own commands and servers use beyond it: defaults, the embedded database's image and lock, the
 // console logger, error text, trace parents, drain labels, the change feed's registration
+import { parseToken } from './access/user-tokens.js';
+
+export { type AddUser, UserError } from './access/users.js';
 export { errorMessage } from './core/describe-error.js';
 export { UnstorableValueError } from './core/storable.js';
 // the package's public API (src/index.ts exports these)
@@ -46,6 +49,10 @@ export {
 } from './outside/errors.js';
 export type { EmitEventOptions } from './outside/event-ops.js';
 export { parseKeyRing, SecretConfigError } from './outside/secrets.js';
+export { ROLES, type Role, type UserRecord } from './wire/index.js';
+
+/** The id of a user token (what a session remembers of it), or undefined for anything else. */
+export const userTokenId = (token: string): string | undefined => parseToken(token)?.tokenId;
 export { changeListeners } from './reads/change-listeners.js';
 export {
   createRuntime,

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { CompileOptions } from '../compiler/instantiate.js';
 import type { Plan } from '../compiler/plan.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
+import { UserOps } from './access/users.js';
 import { assertStorable } from './core/storable.js';
 import { createPostgres } from './db/postgres.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
@@ -116,6 +117,7 @@ export class Runtime {
     this.bulk = bulkOps(this.ctx, this.id);
     this.callbacks = new CallbackOps(this.ctx);
     this.events = new EventOps(this.ctx);
+    this.users = new UserOps(this.ctx);
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */
@@ -239,6 +241,8 @@ export class Runtime {
   readonly callbacks: CallbackOps;
   /** The event log (rt.events.list), and emits (as rt.emit). */
   readonly events: EventOps;
+  /** People and their roles (braid users): their tokens, and who a request is. */
+  readonly users: UserOps;
 
   /**
    * Records an event and starts every workflow whose trigger it matches, in one transaction (the caller's `tx`:

@@ -227,6 +227,11 @@ export const LAYERS: readonly { from: string; only: readonly string[]; why: stri
     why: 'incidents/ holds the operator actions (pauses, task actions, bulk operations) on the engine',
   },
   {
+    from: 'src/runtime/access/',
+    only: ['src/runtime/core/', 'src/runtime/db/', 'src/runtime/sql/', 'src/runtime/wire/'],
+    why: 'access/ says who a request is',
+  },
+  {
     from: 'src/runtime/outside/',
     only: [
       'src/compiler/',

@@ -9,3 +9,4 @@ export * from './operations.js';
 export * from './records.js';
 export * from './schedules.js';
 export * from './streams.js';
+export * from './users.js';
