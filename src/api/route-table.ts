@@ -88,9 +88,13 @@ export type RouteName = keyof typeof ROUTES;
 /** Routes only an admin may take: deploys (upgrades) and schedules' operations. */
 const ADMIN_ROUTES: readonly RouteName[] = ['upgrade', 'pause', 'resume', 'trigger', 'backfill'];
 
+/** Reads that hand out a capability to act (a callback term's links answer for it): an operator's. */
+const OPERATOR_READS: readonly RouteName[] = ['callbackLinks'];
+
 /** The role a route needs: reads a viewer, changes an operator, deploys and schedules an admin. */
 export function roleFor(route: RouteName): Role {
   if (ADMIN_ROUTES.includes(route)) return 'admin';
+  if (OPERATOR_READS.includes(route)) return 'operator';
   return ROUTES[route].method === 'GET' ? 'viewer' : 'operator';
 }
 

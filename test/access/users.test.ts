@@ -43,6 +43,8 @@ describe(`people and roles (${backend})`, () => {
       const refused = await call(viewer.token, 'POST', `/api/workflows/${id}/cancel`, {});
       expect(refused).toMatchObject({ status: 403, body: { code: 'forbidden', error: 'this needs the operator role; vic is a viewer' } });
       expect((await rt.workflow(id).load()).state).toBe('running');
+      // a callback term's links answer for it: reading them is an operator's, not a viewer's
+      expect((await call(viewer.token, 'GET', `/api/workflows/${id}/tasks/a/callbacks/go`)).status).toBe(403);
 
       expect((await call(operator.token, 'POST', `/api/workflows/${id}/tasks/a/skip`, { reason: 'INC-7', actor: 'someone-else' })).status).toBe(200);
       expect((await rt.workflow(id).status()).audit).toMatchObject([{ action: 'task.skip', actor: 'ada', reason: 'INC-7' }]);
