@@ -14,6 +14,7 @@ import type { TaskAction } from '../runtime/incidents/task-decide.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import type {
+  AuditRecord,
   BulkOperation,
   CallbackLinkUrl,
   EmitEventResult,
@@ -206,6 +207,10 @@ export class ApiClient {
 
   versions(name: string): Promise<WorkflowVersion[]> {
     return this.call('versions', { name });
+  }
+
+  audit(filter: { actor?: string; action?: string; target?: string; since?: string; limit?: number }): Promise<AuditRecord[]> {
+    return this.call('audit', {}, { query: filter }).then((r) => r.lines);
   }
 
   emitEvent(name: string, payload: unknown, id?: string): Promise<EmitEventResult> {

@@ -12,6 +12,7 @@ import type { TaskActionResult } from '../runtime/incidents/task-actions.js';
 import type { DefinitionVersion, StoredDefinition } from '../runtime/sql/definitions.js';
 import type { EmitResult } from '../runtime/waits/signals.js';
 import type {
+  AuditRecord,
   BulkAction,
   BulkOperation,
   CallbackLinkUrl,
@@ -37,6 +38,7 @@ export const API_PREFIX = '/api';
 export const ROUTES = {
   session: { method: 'POST', path: '/api/session' },
   me: { method: 'GET', path: '/api/me' },
+  audit: { method: 'GET', path: '/api/audit' },
   events: { method: 'GET', path: '/api/events' },
   emitEvent: { method: 'POST', path: '/api/events' },
   eventList: { method: 'GET', path: '/api/events/recent' },
@@ -162,6 +164,7 @@ export interface RouteBodies {
 export interface RouteReplies {
   session: null;
   me: Principal;
+  audit: { lines: AuditRecord[] };
   events: never;
   dev: unknown;
   baseline: { versions: BaselineVersion[] };

@@ -49,6 +49,21 @@ const HANDLERS: RouteHandlers = {
   ...streamHandlers,
   events: (c, { req, res, url }) => listEvents(req, res, c, listFilter(url)),
   me: async (_c, { res, principal }) => send(res, 200, principal),
+  audit: async (c, { res, url }) => {
+    const p = (k: string) => url.searchParams.get(k) ?? undefined;
+    const since = p('since') === undefined ? undefined : new Date(p('since')!);
+    if (since && Number.isNaN(since.getTime())) throw new HttpError(400, '"since" is an ISO 8601 time');
+    if (p('before') !== undefined && !/^[0-9]{1,18}$/.test(p('before')!)) throw new HttpError(400, '"before" is an audit line id');
+    const lines = await c.rt.auditTrail({
+      actor: p('actor'),
+      action: p('action'),
+      target: p('target'),
+      since,
+      before: p('before'),
+      limit: integerParam(url, 'limit', 1000),
+    });
+    send(res, 200, { lines });
+  },
   dev: async (c, { res }) => send(res, 200, c.dev?.() ?? { definitions: null, handlers: null }),
   baseline: async (c, { res, url }) => {
     const names = url.searchParams.get('names');

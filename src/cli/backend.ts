@@ -40,7 +40,7 @@ import type { RetryResult } from '../runtime/engine/retry.js';
 import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
-import type { CallbackLinkUrl, EmitEventResult, EventRecord, StreamChunk } from '../runtime/wire/index.js';
+import type { AuditRecord, CallbackLinkUrl, EmitEventResult, EventRecord, StreamChunk } from '../runtime/wire/index.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, type Io, SubjectError } from './io.js';
 import { braidDir, databaseUrl, linkOptions, project, schemaName } from './project.js';
@@ -113,6 +113,7 @@ export interface Backend {
   diagnose(id: string, task: string, options: { signalScanLimit?: number }): Promise<WaitDiagnostics>;
   callbackLinks(id: string, task: string, term: string): Promise<CallbackLinkUrl[]>;
   emitEvent(name: string, payload: unknown, id?: string): Promise<EmitEventResult>;
+  audit(filter: { actor?: string; action?: string; target?: string; since?: string; limit?: number }): Promise<AuditRecord[]>;
   /** A task's output stream, each chunk to onChunk (following: until the task ends); the task's state at the end when following. */
   followStream(id: string, task: string, name: string, follow: boolean, onChunk: (c: StreamChunk) => void): Promise<string | null>;
   listEvents(filter: { name?: string; limit?: number; before?: string }): Promise<EventRecord[]>;
@@ -185,6 +186,7 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
     callbackLinks: (id, task, term) => rethrow(io, () => rt.callbacks.links(id, task, term)),
     emitEvent: (name, payload, id) => rethrow(io, async () => jsonClone(await rt.emit(name, payload, { id }))),
+    audit: (f) => rethrow(io, async () => jsonClone(await rt.auditTrail({ ...f, since: f.since === undefined ? undefined : new Date(f.since) }))),
     listEvents: (filter) => rethrow(io, async () => jsonClone(await rt.events.list(filter))),
     followStream: (id, task, name, follow, onChunk) =>
       rethrow(io, async () => {
@@ -285,6 +287,7 @@ function remoteBackend(io: Io, holder: number): Backend {
     diagnose: (id, task, options) => guard(() => api.diagnose(id, task, options)),
     callbackLinks: (id, task, term) => guard(() => api.callbackLinks(id, task, term)),
     emitEvent: (name, payload, id) => guard(() => api.emitEvent(name, payload, id)),
+    audit: (f) => guard(() => api.audit(f)),
     listEvents: (filter) => guard(() => api.listEvents(filter)),
     followStream: (id, task, name, follow, onChunk) => guard(() => api.followStream(id, task, name, follow, onChunk)),
     waitFinal: (id, timeoutMs) => guard(() => api.waitFinal(id, timeoutMs)),

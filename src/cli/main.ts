@@ -38,6 +38,7 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   events: () => import('./commands/events.js'),
   stream: () => import('./commands/stream.js'),
   users: () => import('./commands/users.js'),
+  audit: () => import('./commands/audit.js'),
   diagnose: () => import('./commands/diagnose.js'),
   retry: () => import('./commands/retry.js'),
   upgrade: () => import('./commands/upgrade.js'),

@@ -36,6 +36,7 @@ export const USAGE = {
   events: 'braid events [--name EVENT] [--limit N] [--json] [--database URL]',
   stream: 'braid stream ID TASK NAME [--follow] [--json] [--database URL]',
   users: 'braid users add NAME --role viewer|operator|admin [--expires DURATION] | list | revoke NAME | rotate NAME [--json] [--database URL]',
+  audit: 'braid audit [--actor NAME] [--action ACTION] [--target ID] [--since ISO] [--limit N] [--json] [--database URL]',
   signal: 'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--any-key] [--traceparent TP] [--json] [--database URL]',
   diagnose: 'braid diagnose ID TASK [--json] [--signal-scan-limit N] [--database URL]',
   retry: 'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--on-current] [--json] [--database URL]',

@@ -20,6 +20,7 @@ import { type EmitEventOptions, EventOps } from './outside/event-ops.js';
 import { parseKeyRing } from './outside/secrets.js';
 import { type ScheduleOps, scheduleOps } from './schedules/ops.js';
 import { migrate } from './setup/migrate.js';
+import { listAudit } from './sql/audit.js';
 import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
 import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
@@ -30,7 +31,7 @@ import { type Logger, rateLimitedWarnings, silentLogger } from './telemetry/log.
 import { otelApi, otelMetricsActive } from './telemetry/otel-api.js';
 import { checkTraceParent } from './telemetry/traceparent.js';
 import { Tracing } from './telemetry/tracing.js';
-import type { EmitEventResult, WorkflowSearch } from './wire/index.js';
+import type { AuditRecord, EmitEventResult, WorkflowSearch } from './wire/index.js';
 import type { Handlers } from './worker/handlers.js';
 import type { Worker } from './worker/worker.js';
 import { workerId } from './worker/worker-id.js';
@@ -250,6 +251,11 @@ export class Runtime {
    */
   emit(name: string, payload: unknown = null, options: EmitEventOptions = {}): Promise<EmitEventResult> {
     return this.events.emit(name, payload, options);
+  }
+
+  /** The audit trail of operator actions, newest first (braid audit); `action: 'bulk.*'` matches a prefix. */
+  auditTrail(filter: { actor?: string; action?: string; target?: string; since?: Date; before?: string; limit?: number } = {}): Promise<AuditRecord[]> {
+    return listAudit(this.db, this.s, { ...filter, limit: Math.min(Math.max(filter.limit ?? 100, 1), 1000) });
   }
 
   /** The current version of every registered workflow. */

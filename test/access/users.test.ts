@@ -48,6 +48,13 @@ describe(`people and roles (${backend})`, () => {
 
       expect((await call(operator.token, 'POST', `/api/workflows/${id}/tasks/a/skip`, { reason: 'INC-7', actor: 'someone-else' })).status).toBe(200);
       expect((await rt.workflow(id).status()).audit).toMatchObject([{ action: 'task.skip', actor: 'ada', reason: 'INC-7' }]);
+      // the audit trail, read by anyone who may read
+      expect(await call(viewer.token, 'GET', '/api/audit?actor=ada')).toMatchObject({
+        status: 200,
+        body: { lines: [{ action: 'task.skip', target: id, task: 'a' }] },
+      });
+      expect((await call(viewer.token, 'GET', '/api/audit?actor=nobody')).body).toEqual({ lines: [] });
+      expect((await call(viewer.token, 'GET', '/api/audit?since=yesterday')).status).toBe(400);
       const upgrade = await call(operator.token, 'POST', '/api/definitions/w/upgrade', { dry_run: true });
       expect(upgrade).toMatchObject({ status: 403, body: { error: 'this needs the admin role; ada is an operator' } });
 
@@ -110,5 +117,19 @@ describe(`people and roles (${backend})`, () => {
     expect((await runCliInProcess(['users', 'revoke', 'ada', ...db])).stdout).toBe('revoked ada: its token no longer works\n');
     expect(await rt.users.authenticate(rotated.stdout.trim())).toBeUndefined();
     expect((await runCliInProcess(['users', 'revoke', 'nobody', ...db])).code).toBe(1);
+    // braid audit: the operator actions, newest first, filtered
+    await rt.pauses.pause('queue', 'payments', { actor: 'ada', reason: 'provider down' });
+    await rt.pauses.resume('queue', 'payments', { actor: 'bob' });
+    const all = await runCliInProcess(['audit', ...db]);
+    expect(
+      all.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.replace(/^\S+ {2}/, '')),
+    ).toEqual(['resume by bob (queue payments)', 'pause by ada: "provider down" (queue payments)']);
+    expect(JSON.parse((await runCliInProcess(['audit', '--actor', 'ada', '--json', ...db])).stdout)).toMatchObject([
+      { action: 'pause', reason: 'provider down' },
+    ]);
+    expect((await runCliInProcess(['audit', '--since', 'soon', ...db])).code).toBe(2);
   });
 });

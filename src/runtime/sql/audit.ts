@@ -25,3 +25,21 @@ export async function workflowAudit(q: Queryable, s: string, workflowId: string,
   );
   return rows;
 }
+
+/** The audit trail, newest first: by actor, action (a prefix with a trailing .*), target (or workflow), since a time; before a cursor (an id). */
+export async function listAudit(
+  q: Queryable,
+  s: string,
+  f: { actor?: string; action?: string; target?: string; since?: Date; before?: string; limit: number },
+): Promise<AuditRecord[]> {
+  const prefix = f.action?.endsWith('.*') ? `${f.action.slice(0, -1)}%` : null;
+  const { rows } = await q.query<AuditRecord>(
+    `SELECT id::text, at, actor, action, target, workflow_id, task, reason, detail FROM ${s}.audit
+      WHERE ($1::text IS NULL OR actor = $1) AND ($2::text IS NULL OR action = $2 OR action LIKE $3)
+        AND ($4::text IS NULL OR target = $4 OR workflow_id = $4) AND ($5::timestamptz IS NULL OR at >= $5)
+        AND ($6::bigint IS NULL OR id < $6::bigint)
+      ORDER BY id DESC LIMIT $7`,
+    [f.actor ?? null, f.action ?? null, prefix, f.target ?? null, f.since ?? null, f.before ?? null, f.limit],
+  );
+  return rows;
+}
