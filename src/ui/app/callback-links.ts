@@ -19,17 +19,21 @@ export function callbackLinks(workflowId: string, task: Task): HTMLElement | nul
     { class: 'callback-links', 'data-testid': 'callback-links' },
     h('h4', {}, 'Callback links'),
     terms.map((term) => {
-      const list = h('ul', { 'data-testid': `links-${term.name}` });
+      const key = `${workflowId}\u0000${task.name}\u0000${term.name}`;
+      const list = h('ul', { 'data-testid': `links-${term.name}`, 'data-links': key });
+      const known = shown.get(key);
+      if (known) list.replaceChildren(...known.map(linkItem));
+      // the panel may be drawn again while the links load: fill whichever list shows this term then
+      const fill = (items: () => HTMLElement[]) => {
+        for (const el of [list, ...document.querySelectorAll(`ul[data-links="${CSS.escape(key)}"]`)]) el.replaceChildren(...items());
+      };
       const show = async () => {
         try {
           const { links } = await get<{ links: CallbackLinkUrl[] }>(pathTo('callbackLinks', { id: workflowId, task: task.name, term: term.name }));
-          list.replaceChildren(
-            ...links.map((l) =>
-              h('li', {}, l.recipient !== null ? `${l.recipient}: ` : '', h('a', { href: l.url ?? l.path, target: '_blank' }, l.url ?? l.path)),
-            ),
-          );
+          shown.set(key, links);
+          fill(() => links.map(linkItem));
         } catch (error) {
-          list.replaceChildren(h('li', { class: 'error' }, (error as Error).message));
+          fill(() => [h('li', { class: 'error' }, (error as Error).message)]);
         }
       };
       return h(
@@ -40,4 +44,11 @@ export function callbackLinks(workflowId: string, task: Task): HTMLElement | nul
       );
     }),
   );
+}
+
+/** The links shown so far, by workflow, task and term: a redrawn panel shows them again without asking. */
+const shown = new Map<string, CallbackLinkUrl[]>();
+
+function linkItem(l: CallbackLinkUrl): HTMLElement {
+  return h('li', {}, l.recipient !== null ? `${l.recipient}: ` : '', h('a', { href: l.url ?? l.path, target: '_blank' }, l.url ?? l.path));
 }
