@@ -4,7 +4,6 @@
  * lock, after the checks a link owes its sender: signed by us (else 404, as for anything not there), not used
  * (a replay answers as before), not past its time (410), a body that fits (422).
  */
-import { canonicalJson } from '../../compiler/canonical-json.js';
 import type { PlanTerm } from '../../compiler/plan.js';
 import { outputProblems } from '../../compiler/returns.js';
 import type { Queryable } from '../db/types.js';
@@ -103,18 +102,6 @@ export function goneReason(link: { task: WaitTaskRow; term: CallbackTerm; workfl
   return undefined;
 }
 
-// the schema objects a link's checks compile, one per distinct schema (definitions are few; read rows are many)
-const schemas = new Map<string, Record<string, unknown>>();
-
-function stableSchema(schema: Record<string, unknown>): Record<string, unknown> {
-  const key = canonicalJson(schema);
-  const known = schemas.get(key);
-  if (known) return known;
-  if (schemas.size >= 500) schemas.delete(schemas.keys().next().value as string);
-  schemas.set(key, schema);
-  return schema;
-}
-
 /** A POST to a link, in the caller's transaction: see the module's comment for the order of its checks. */
 export async function receiveCallback(q: Queryable, ctx: AdvanceContext, keys: KeyRing | undefined, token: string, body: unknown): Promise<CallbackReceipt> {
   const link = await resolveLink(q, ctx.s, keys, token, true);
@@ -132,7 +119,7 @@ export async function receiveCallback(q: Queryable, ctx: AdvanceContext, keys: K
   }
   const gone = goneReason(link, ctx.now);
   if (gone) throw new CallbackGoneError(gone);
-  const problems = outputProblems(stableSchema(term.callback.schema), payload);
+  const problems = outputProblems(term.callback.schema, payload);
   if (problems.length > 0) throw new CallbackBodyError(problems);
   const source = { recipient: link.recipient, link: ref.link };
   const result = await emitSignal(q, ctx, ref.workflowId, term.signal, payload, { idempotencyKey, source }, 'link');
