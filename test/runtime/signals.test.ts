@@ -88,6 +88,29 @@ describe(`signals: idempotency, attempts and reads (${backend})`, () => {
     expect((await h.signals.list({ key: 'approval' })).signals).toEqual([]);
   });
 
+  it('signals are read in the order they were stored, past 9 and 10 (ids order as numbers, not as their text)', async () => {
+    const ordered = `name: ordered
+tasks:
+  decide:
+    kind: step
+    wait:
+      expr: twelfth
+      signals: [note]
+      terms:
+        twelfth: { expr: 'size(signals["note"]) == 12 && signals["note"][11].payload.i == 11 && signals["note"][9].payload.i == 9' }
+`;
+    const rt = await drivenRuntime({ definitions: { ordered } });
+    const id = await rt.start('ordered');
+    const h = rt.workflow(id);
+    await settled(rt, async () => (await h.task('decide')).wait?.phase === 'waiting');
+    for (let i = 0; i < 12; i++) await h.signals.emit('note', { i });
+    const page = await h.signals.list({ limit: 11 });
+    expect(page.signals.map((x) => (x.payload as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect((await h.signals.list({ cursorId: page.next_cursor_id! })).signals.map((x) => (x.payload as { i: number }).i)).toEqual([11]);
+    // evaluated from scratch, the wait reads them in order too
+    expect((await h.waitDiagnostics('decide')).terms.find((t) => t.name === 'twelfth')?.value).toBe(true);
+  });
+
   it('task-scoped reads expose only declared keys and stop at the evidence boundary unless asked', async () => {
     const rt = await drivenRuntime({ definitions: { approval } });
     const id = await started(rt);

@@ -12,7 +12,7 @@ export interface EffectRow {
 
 /** The oldest effects. */
 export async function oldestEffects(q: Queryable, s: string, limit: number): Promise<EffectRow[]> {
-  const { rows } = await q.query<EffectRow>(`SELECT workflow_id, id::text AS id, kind, payload FROM ${s}.effects ORDER BY id LIMIT $1`, [limit]);
+  const { rows } = await q.query<EffectRow>(`SELECT workflow_id, id::text AS id, kind, payload FROM ${s}.effects ORDER BY effects.id LIMIT $1`, [limit]);
   return rows;
 }
 

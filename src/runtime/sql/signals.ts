@@ -77,7 +77,7 @@ export async function listSignals(
     `SELECT ${COLUMNS} FROM ${s}.signals
       WHERE workflow_id = $1 AND ($2::int IS NULL OR attempt = $2) AND ($3::text[] IS NULL OR key = ANY($3::text[]))
         AND ($4::bigint IS NULL OR id ${cmp} $4::bigint) AND ($5::bigint IS NULL OR id <= $5::bigint)
-      ORDER BY id ${order} LIMIT $6`,
+      ORDER BY signals.id ${order} LIMIT $6`,
     [p.workflowId, p.attempt ?? null, p.keys ?? null, p.cursorId ?? null, p.upToId ?? null, p.limit + 1],
   );
   const has_more = rows.length > p.limit;
@@ -110,7 +110,7 @@ export async function signalScope(
 
 /** Some of one workflow's signals by id, in id order (the rows a resolved wait's evidence names). */
 export async function signalsByIds(q: Queryable, s: string, workflowId: string, ids: readonly string[]): Promise<SignalRow[]> {
-  const { rows } = await q.query<SignalRow>(`SELECT ${COLUMNS} FROM ${s}.signals WHERE workflow_id = $1 AND id = ANY($2::bigint[]) ORDER BY id`, [
+  const { rows } = await q.query<SignalRow>(`SELECT ${COLUMNS} FROM ${s}.signals WHERE workflow_id = $1 AND id = ANY($2::bigint[]) ORDER BY signals.id`, [
     workflowId,
     ids,
   ]);

@@ -91,7 +91,7 @@ export async function signalsAfter(
   const { rows } = await q.query<SignalRow>(
     `SELECT ${SIGNAL_COLUMNS} FROM ${s}.signals
       WHERE workflow_id = $1 AND key = ANY($2::text[]) AND attempt = $3 AND id > $4::bigint AND ($6::bigint IS NULL OR id <= $6::bigint)
-      ORDER BY id LIMIT $5`,
+      ORDER BY signals.id LIMIT $5`,
     [p.workflowId, p.keys, p.attempt, p.afterId, p.limit, p.upToId ?? null],
     { prepare: true },
   );
