@@ -46,10 +46,11 @@ export async function serveCallback(rt: Runtime, req: IncomingMessage, res: Serv
     const raw = await readBody(req, MAX_CALLBACK_BODY);
     if (asPage) {
       const view = await rt.callbacks.view(token);
-      const receipt = await rt.callbacks.receive(token, bodyFromForm(view.schema, new URLSearchParams(raw.toString('utf8'))));
+      const form = bodyFromForm(view.schema, new URLSearchParams(raw.toString('utf8')));
+      const receipt = await rt.callbacks.receive(token, form, { address: req.socket.remoteAddress });
       return sendPage(res, 200, messagePage(titleOf(view), receipt.replayed ? 'This was already recorded.' : 'Thank you: your answer is recorded.'));
     }
-    const receipt = await rt.callbacks.receive(token, parseJson(req, raw));
+    const receipt = await rt.callbacks.receive(token, parseJson(req, raw), { address: req.socket.remoteAddress });
     send(res, 200, receiptJson(receipt));
   } catch (error) {
     if (!isCallerError(error)) throw error;

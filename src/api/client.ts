@@ -101,6 +101,8 @@ export class ApiClient {
   constructor(
     readonly url: string,
     private readonly token: string,
+    /** Who acts and why, sent with each change (the server records its signed-in user; the bootstrap admin's is this actor). */
+    private readonly who: { actor?: string; reason?: string } = {},
   ) {}
 
   start(name: string, inputs: unknown, options: { id?: string; traceparent?: string } = {}): Promise<{ id: string; existing: boolean }> {
@@ -282,7 +284,8 @@ export class ApiClient {
   ): Promise<RouteReplies[R]> {
     const { method } = ROUTES[route];
     const path = pathTo(route, params, o.query);
-    const { body: payload, waitsMs = 0, traceparent } = o;
+    const { waitsMs = 0, traceparent } = o;
+    const payload = o.body !== undefined && method === 'POST' && route !== 'emitNamedEvent' ? { ...this.who, ...(o.body as object) } : o.body;
     let res: Response;
     let body: RouteReplies[R] & { error?: string; code?: string; diagnostics?: unknown[]; row?: number };
     try {

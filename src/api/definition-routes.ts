@@ -1,13 +1,37 @@
 import { diffDefinitions } from '../deploy/diff.js';
+import { actorFrom } from './acting.js';
 import type { RouteHandlers } from './handler-types.js';
 import { HttpError, readJson, send } from './http.js';
+
+/** The most files one register takes. */
+const MAX_REGISTER_FILES = 500;
 
 /**
  * The definitions' routes: their list with versions and validation state, one version's definition (a hash or a
  * unique prefix), a name's versions with drain states, the classified changes between two versions, and the
  * upgrade of running workflows.
  */
-export const definitionHandlers: Pick<RouteHandlers, 'definitions' | 'definition' | 'versions' | 'diff' | 'upgrade'> = {
+export const definitionHandlers: Pick<RouteHandlers, 'definitions' | 'register' | 'definition' | 'versions' | 'diff' | 'upgrade'> = {
+  register: async (c, call) => {
+    const b = await readJson(call.req);
+    const files = b.files;
+    if (!Array.isArray(files) || files.length === 0 || files.length > MAX_REGISTER_FILES)
+      throw new HttpError(400, `"files" is a list of 1 to ${MAX_REGISTER_FILES} { path, content }`);
+    for (const [i, f] of (files as unknown[]).entries()) {
+      const { path, content } = (f ?? {}) as { path?: unknown; content?: unknown };
+      if (typeof path !== 'string' || path.length === 0 || path.length > 500 || typeof content !== 'string')
+        throw new HttpError(400, `"files"[${i}] is { path, content }: a file name and its text`);
+    }
+    if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
+    // the text is the caller's: no file on the server is read by the names given
+    const sources = (files as { path: string; content: string }[]).map(({ path, content }) => ({ path, content }));
+    const r = await c.rt.registerDefinitions({ sources }, { ...c.projectChecks, allOrNothing: true, dryRun: b.dry_run === true, ...actorFrom(b, call) });
+    send(call.res, r.applied && r.registered.length > 0 ? 201 : r.validation.errors > 0 ? 422 : 200, {
+      applied: r.applied,
+      results: r.results,
+      diagnostics: r.validation.diagnostics,
+    });
+  },
   definitions: async (c, { res }) => {
     const reload = c.dev?.().definitions ?? null;
     const versions = await c.rt.definitionVersions();
@@ -49,7 +73,8 @@ export const definitionHandlers: Pick<RouteHandlers, 'definitions' | 'definition
     const [a, b] = [await c.rt.version(params.name, from), await c.rt.version(params.name, to)];
     send(res, 200, { name: params.name, from: a.hash, to: b.hash, changes: diffDefinitions(a.normalized, b.normalized) });
   },
-  upgrade: async (c, { req, res, params }) => {
+  upgrade: async (c, call) => {
+    const { req, res, params } = call;
     const b = await readJson(req);
     for (const k of ['from', 'to'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a version hash`);
     if (b.ids !== undefined && (!Array.isArray(b.ids) || !b.ids.every((x: unknown) => typeof x === 'string') || b.ids.length > 10_000))
@@ -63,6 +88,7 @@ export const definitionHandlers: Pick<RouteHandlers, 'definitions' | 'definition
       dryRun: b.dry_run === true,
       cancelRemoved: b.cancel_removed === true,
       dropEvidence: b.drop_evidence === true,
+      ...actorFrom(b, call),
     });
     send(res, 200, report);
   },

@@ -7,7 +7,9 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ActorOptions } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { actorFrom } from './acting.js';
 import type { RouteHandlers } from './handler-types.js';
 import { HttpError, integerParam, pathParts, readBody, readJson, send } from './http.js';
 
@@ -23,15 +25,18 @@ export interface EventSignature {
 const MAX_EVENT_BODY = 1024 * 1024;
 
 export const eventHandlers: Pick<RouteHandlers, 'emitEvent' | 'emitNamedEvent' | 'eventList' | 'workflowEvent'> = {
-  emitEvent: async (c, { req, res }) => {
+  emitEvent: async (c, call) => {
+    const { req, res } = call;
     const b = await readJson(req);
     if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
     if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
-    const r = await c.rt.emit(b.name, b.payload ?? null, { id: b.id });
+    const r = await c.rt.emit(b.name, b.payload ?? null, { id: b.id, ...actorFrom(b, call) });
     send(res, r.duplicate ? 200 : 201, r);
   },
-  emitNamedEvent: async (c, { req, res, url, params }) => {
-    const r = await emitRaw(c.rt, params.name, await readBody(req, MAX_EVENT_BODY), req, url);
+  emitNamedEvent: async (c, call) => {
+    const { req, res, url, params } = call;
+    // the body is the payload: no reason rides along
+    const r = await emitRaw(c.rt, params.name, await readBody(req, MAX_EVENT_BODY), req, url, actorFrom({}, call));
     send(res, r.duplicate ? 200 : 201, r);
   },
   eventList: async (c, { res, url }) => {
@@ -48,7 +53,7 @@ function eventId(req: IncomingMessage, url: URL): string | undefined {
   return url.searchParams.get('id') ?? (typeof header === 'string' ? header : undefined);
 }
 
-async function emitRaw(rt: Runtime, name: string, raw: Buffer, req: IncomingMessage, url: URL) {
+async function emitRaw(rt: Runtime, name: string, raw: Buffer, req: IncomingMessage, url: URL, who: ActorOptions) {
   let payload: unknown = null;
   if (raw.length > 0) {
     try {
@@ -57,7 +62,7 @@ async function emitRaw(rt: Runtime, name: string, raw: Buffer, req: IncomingMess
       throw new HttpError(400, 'the body is not JSON');
     }
   }
-  return rt.emit(name, payload, { id: eventId(req, url) });
+  return rt.emit(name, payload, { id: eventId(req, url), ...who });
 }
 
 /**
@@ -76,7 +81,7 @@ export async function serveSignedEvent(
   const signature = signatures[parts[2]];
   const raw = await readBody(req, MAX_EVENT_BODY);
   if (!signedBy(signature, raw, req.headers[signature.header.toLowerCase()])) throw new HttpError(401, `missing or wrong ${signature.header} signature`);
-  const r = await emitRaw(rt, parts[2], raw, req, url);
+  const r = await emitRaw(rt, parts[2], raw, req, url, { actor: `signed webhook ${parts[2]}`, address: req.socket.remoteAddress });
   send(res, r.duplicate ? 200 : 201, r);
   return true;
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { EventsConfig, KindsConfig } from '../compiler/validate.js';
 import type { Principal } from '../runtime/wire/index.js';
 import type { StreamContext } from './events.js';
 import type { RouteName } from './route-table.js';
@@ -7,6 +8,8 @@ import type { RouteName } from './route-table.js';
 export interface RouteContext extends StreamContext {
   /** Registered before a start that names it (the CLI's `start --definitions`). */
   definitionsDir?: string;
+  /** The project config's kinds and events, which a register over HTTP validates with (as braid register does). */
+  projectChecks?: { kinds?: KindsConfig; events?: EventsConfig };
 }
 
 /** One request to a route: its parameters from the path, and the request itself. */

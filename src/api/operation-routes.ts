@@ -1,36 +1,31 @@
 import type { TaskAction } from '../runtime/incidents/task-decide.js';
-import type { BulkAction, PauseScope, Principal } from '../runtime/wire/index.js';
+import type { BulkAction, PauseScope } from '../runtime/wire/index.js';
+import { actorFrom } from './acting.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
 import { HttpError, readJson, send } from './http.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
 
-/**
- * An operator action's who and why: the user the request is (a user cannot act as another), else the body's
- * `actor` (default "api"); and the body's `reason`. Both strings when given.
- */
-export function actorFrom(b: Record<string, unknown>, who: Principal): { actor?: string; reason?: string } {
-  for (const k of ['actor', 'reason'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a string`);
-  return { actor: who.bootstrap ? (b.actor as string | undefined) : who.name, reason: b.reason as string | undefined };
-}
-
 /** Pauses without a deploy: the list, a pause ({ scope, target, reason, actor }), a resume (the same body). */
 export const pauseHandlers: Pick<RouteHandlers, 'pauses' | 'pauseScope' | 'resumeScope'> = {
   pauses: async (c, { res }) => send(res, 200, { pauses: await c.rt.pauses.list() }),
-  pauseScope: async (c, { req, res, principal }) => {
+  pauseScope: async (c, call) => {
+    const { req, res } = call;
     const b = await readJson(req);
-    send(res, 200, await c.rt.pauses.pause(b.scope as PauseScope, b.target as string, actorFrom(b, principal)));
+    send(res, 200, await c.rt.pauses.pause(b.scope as PauseScope, b.target as string, actorFrom(b, call)));
   },
-  resumeScope: async (c, { req, res, principal }) => {
+  resumeScope: async (c, call) => {
+    const { req, res } = call;
     const b = await readJson(req);
-    send(res, 200, await c.rt.pauses.resume(b.scope as PauseScope, b.target as string, actorFrom(b, principal)));
+    send(res, 200, await c.rt.pauses.resume(b.scope as PauseScope, b.target as string, actorFrom(b, call)));
   },
 };
 
 /** One task action from its route: the body's actor, reason and force (and complete's output). */
-async function taskAction(action: TaskAction, c: RouteContext, { req, res, params, principal }: Call): Promise<void> {
+async function taskAction(action: TaskAction, c: RouteContext, call: Call): Promise<void> {
+  const { req, res, params } = call;
   const b = await readJson(req);
   if (b.force !== undefined && typeof b.force !== 'boolean') throw new HttpError(400, '"force" is a boolean');
-  const options = { ...actorFrom(b, principal), force: b.force === true, ...(action === 'complete' ? { output: b.output ?? null } : {}) };
+  const options = { ...actorFrom(b, call), force: b.force === true, ...(action === 'complete' ? { output: b.output ?? null } : {}) };
   send(res, 200, await c.rt.workflow(params.id).taskAction(params.task, action, options));
 }
 
@@ -77,8 +72,9 @@ function bulkFilter(filter: unknown): ReturnType<typeof searchFromParams> {
 export const bulkHandlers: Pick<RouteHandlers, 'bulkList' | 'bulkCreate' | 'bulkStatus' | 'bulkCancel'> = {
   bulkList: async (c, { res }) => send(res, 200, { operations: await c.rt.bulk.list() }),
   bulkStatus: async (c, { res, params }) => send(res, 200, await c.rt.bulk.get(params.name)),
-  bulkCancel: async (c, { req, res, params, principal }) => send(res, 200, await c.rt.bulk.cancel(params.name, actorFrom(await readJson(req), principal))),
-  bulkCreate: async (c, { req, res, principal }) => {
+  bulkCancel: async (c, call) => send(call.res, 200, await c.rt.bulk.cancel(call.params.name, actorFrom(await readJson(call.req), call))),
+  bulkCreate: async (c, call) => {
+    const { req, res } = call;
     const b = await readJson(req);
     for (const k of ['where', 'name'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a string`);
     if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
@@ -92,7 +88,7 @@ export const bulkHandlers: Pick<RouteHandlers, 'bulkList' | 'bulkCreate' | 'bulk
       dryRun: b.dry_run === true,
       ratePerS: b.rate as number | undefined,
       options: b.options as Record<string, unknown> | undefined,
-      ...actorFrom(b, principal),
+      ...actorFrom(b, call),
     });
     // this process acts on it; if it stops, the leader (or a rerun) continues it
     if (made.operation?.state === 'running') void c.rt.bulk.run(made.name, { follow: false }).catch(() => undefined);

@@ -46,6 +46,7 @@ export const ROUTES = {
   dev: { method: 'GET', path: '/api/dev' },
   baseline: { method: 'GET', path: '/api/deploy/baseline' },
   definitions: { method: 'GET', path: '/api/definitions' },
+  register: { method: 'POST', path: '/api/definitions' },
   definition: { method: 'GET', path: '/api/definitions/:name' },
   versions: { method: 'GET', path: '/api/definitions/:name/versions' },
   diff: { method: 'GET', path: '/api/definitions/:name/diff' },
@@ -87,8 +88,8 @@ export const ROUTES = {
 
 export type RouteName = keyof typeof ROUTES;
 
-/** Routes only an admin may take: deploys (upgrades) and schedules' operations. */
-const ADMIN_ROUTES: readonly RouteName[] = ['upgrade', 'pause', 'resume', 'trigger', 'backfill'];
+/** Routes only an admin may take: deploys (registers, upgrades) and schedules' operations. */
+const ADMIN_ROUTES: readonly RouteName[] = ['register', 'upgrade', 'pause', 'resume', 'trigger', 'backfill'];
 
 /** Reads that hand out a capability to act (a callback term's links answer for it): an operator's. */
 const OPERATOR_READS: readonly RouteName[] = ['callbackLinks'];
@@ -129,6 +130,21 @@ export interface BulkBody {
   actor?: string;
 }
 
+/** Definitions registered over HTTP (braid register against a server): each file's name and text, all or nothing. */
+export interface RegisterBody {
+  files: readonly { path: string; content: string }[];
+  dry_run?: boolean;
+  reason?: string;
+  actor?: string;
+}
+
+/** What a register did: each workflow's line (new, unchanged, error), the problems found, whether it was written. */
+export interface RegisterReply {
+  applied: boolean;
+  results: { name: string; file: string; status: 'new' | 'unchanged' | 'error'; hash?: string }[];
+  diagnostics: unknown[];
+}
+
 /** An operator's action on one task: who, why, and whether a running task's attempt is cancelled first. */
 export interface TaskActionBody {
   reason?: string;
@@ -139,6 +155,7 @@ export interface TaskActionBody {
 /** What a POST route takes as its JSON body (snake_case, as on the wire). */
 export interface RouteBodies {
   session: Record<string, never>;
+  register: RegisterBody;
   upgrade: { from?: string; to?: string; ids?: readonly string[]; dry_run?: boolean; cancel_removed?: boolean; drop_evidence?: boolean };
   pause: Record<string, never>;
   resume: Record<string, never>;
@@ -172,6 +189,7 @@ export interface RouteReplies {
   definition: StoredDefinition;
   versions: WorkflowVersion[];
   diff: { name: string; from: string; to: string; changes: unknown[] };
+  register: RegisterReply;
   upgrade: UpgradeReport;
   schedules: { schedules: ScheduleRecord[] };
   schedule: ScheduleRecord;

@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RetryMode } from '../runtime/engine/decide.js';
 import { InvalidCursorError, parseTraceParent } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { MAX_START_BATCH, type Principal, roleAllows } from '../runtime/wire/index.js';
+import { actorFrom } from './acting.js';
 import { definitionHandlers } from './definition-routes.js';
 import { eventHandlers } from './event-routes.js';
 import { listEvents, workflowEvents } from './events.js';
@@ -75,13 +77,14 @@ const HANDLERS: RouteHandlers = {
     // numbered like the streams' snapshots, so a page polling as a fallback never goes back in time
     send(res, 200, page, { 'x-braid-event-id': String(c.feed.clock.next()) });
   },
-  start: async (c, { req, res }) => {
+  start: async (c, call) => {
+    const { req, res } = call;
     const b = await readJson(req);
     if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
     if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
     // only the folder this server was started with: a client never names files on the server
     if (c.definitionsDir) await c.rt.registerDefinitions(c.definitionsDir);
-    const started = await c.rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id, ...traceHeaders(req) });
+    const started = await c.rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id, ...traceHeaders(req), ...actorFrom(b, call) });
     return started.existing ? send(res, 200, started) : send(res, 201, { id: started.id });
   },
   startBatch,
@@ -90,15 +93,17 @@ const HANDLERS: RouteHandlers = {
     send(res, 200, status, { 'x-braid-event-id': String(c.feed.clock.next()) });
   },
   workflowEvents: (c, { req, res, params }) => workflowEvents(req, res, c, params.id),
-  cancel: async (c, { res, params }) => send(res, 200, await c.rt.workflow(params.id).cancel()),
-  retry: async (c, { req, res, params }) => {
+  cancel: async (c, call) => send(call.res, 200, await c.rt.workflow(call.params.id).cancel(actorFrom(await readJson(call.req), call))),
+  retry: async (c, call) => {
+    const { req, res, params } = call;
     const b = await readJson(req);
     const mode = b.mode ?? 'all';
     if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream')
       throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
     if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
     if (b.on_current !== undefined && typeof b.on_current !== 'boolean') throw new HttpError(400, '"on_current" is a boolean');
-    send(res, 200, await c.rt.workflow(params.id).retry({ mode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true }));
+    const how = { mode: mode as RetryMode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true };
+    send(res, 200, await c.rt.workflow(params.id).retry({ ...how, ...actorFrom(b, call) }));
   },
   emit,
   signals: async (c, { res, url, params }) => {
@@ -142,7 +147,8 @@ const HANDLERS: RouteHandlers = {
 };
 
 /** POST /api/workflows/batch: many workflows of one name started at once, all or nothing. */
-async function startBatch(c: RouteContext, { req, res }: Call): Promise<void> {
+async function startBatch(c: RouteContext, call: Call): Promise<void> {
+  const { req, res } = call;
   const b = await readJson(req);
   if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
   if (!Array.isArray(b.workflows)) throw new HttpError(400, '"workflows" is a list of { inputs, id? }');
@@ -158,13 +164,14 @@ async function startBatch(c: RouteContext, { req, res }: Call): Promise<void> {
   const started = await c.rt.startMany(
     b.name,
     typed.map((w) => w.inputs ?? {}),
-    { ids: typed.map((w) => w.id), ...traceHeaders(req) },
+    { ids: typed.map((w) => w.id), ...traceHeaders(req), ...actorFrom(b, call) },
   );
   send(res, started.some((s) => !s.existing) ? 201 : 200, { workflows: started });
 }
 
 /** POST /api/workflows/:id/signals. */
-async function emit(c: RouteContext, { req, res, params }: Call): Promise<void> {
+async function emit(c: RouteContext, call: Call): Promise<void> {
+  const { req, res, params } = call;
   const b = await readJson(req);
   if (typeof b.key !== 'string') throw new HttpError(400, '"key" is required');
   if (b.attempt !== undefined && typeof b.attempt !== 'number') throw new HttpError(400, '"attempt" is a number');
@@ -176,6 +183,7 @@ async function emit(c: RouteContext, { req, res, params }: Call): Promise<void> 
     attempt: b.attempt as number | undefined,
     anyKey: b.any_key === true,
     ...traceHeaders(req),
+    ...actorFrom(b, call),
   });
   send(res, result.replayed ? 200 : 201, result);
 }

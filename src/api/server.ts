@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CompileError } from '../compiler/compile-error.js';
+import type { EventsConfig, KindsConfig } from '../compiler/validate.js';
 import { httpStatus, isCallerError } from '../error-codes.js';
 import { BatchRowError, errorMessage, isTransientError, userTokenId } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -39,6 +40,8 @@ export interface ApiServerOptions {
   /** Host header values accepted (default: the loopback names, and beyond loopback this machine's own names and addresses). */
   allowedHosts?: readonly string[];
   definitionsDir?: string;
+  /** The project config's kinds and events: a register over HTTP validates with them. */
+  projectChecks?: { kinds?: KindsConfig; events?: EventsConfig };
   dev?: () => DevState;
   heartbeatMs?: number;
   pollMs?: number;
@@ -110,6 +113,7 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
     feed,
     dev: options.dev,
     definitionsDir: options.definitionsDir,
+    projectChecks: options.projectChecks,
     heartbeatMs: options.heartbeatMs ?? 15_000,
     pollMs: options.pollMs ?? 5_000,
     minIntervalMs: options.minIntervalMs ?? 100,

@@ -41,6 +41,7 @@ import type { StoredDefinition } from '../runtime/sql/definitions.js';
 import type { WaitDiagnostics } from '../runtime/waits/diagnostics.js';
 import type { EmitOptions, EmitResult } from '../runtime/waits/signals.js';
 import type { AuditRecord, CallbackLinkUrl, EmitEventResult, EventRecord, StreamChunk } from '../runtime/wire/index.js';
+import { actorName } from './actor.js';
 import { readSourceTexts } from './definitions.js';
 import { ConnectionError, type Io, SubjectError } from './io.js';
 import { braidDir, databaseUrl, linkOptions, project, schemaName } from './project.js';
@@ -50,6 +51,12 @@ export { braidDir, databaseUrl };
 /** The address of the process holding the project's embedded database, beside it under .braid/. */
 export function apiFile(io: Io): string {
   return join(braidDir(io), 'api.json');
+}
+
+/** Who a command acts as (--actor, else BRAID_ACTOR or the OS user) and why (--reason), for the audit trail. */
+export interface CliActor {
+  actor?: string;
+  reason?: string;
 }
 
 /** The --database and --schema flags (the config file and DATABASE_URL fill in what they leave out). */
@@ -145,10 +152,12 @@ export interface Backend {
  * The embedded database belongs to one process: when `braid worker` or `braid dev` holds it, commands go
  * through that process's local API; otherwise they open the database (or Postgres) themselves.
  */
-export async function openBackend(io: Io, choice: DatabaseChoice, options: Partial<RuntimeOptions> = {}): Promise<Backend> {
+export async function openBackend(io: Io, choice: DatabaseChoice, options: Partial<RuntimeOptions> = {}, as: CliActor = {}): Promise<Backend> {
+  // every change a command makes is audited as its actor (--actor, BRAID_ACTOR or the OS user), with --reason
+  const who = { actor: actorName(as.actor), ...(as.reason !== undefined ? { reason: as.reason } : {}) };
   if (!databaseUrl(io, choice.url)) {
     const holder = lockHolder(join(braidDir(io), 'db'));
-    if (holder !== undefined) return remoteBackend(io, holder);
+    if (holder !== undefined) return remoteBackend(io, holder, who);
   }
   const db = await openDatabase(io, choice);
   const rt = createRuntime({
@@ -164,28 +173,28 @@ export async function openBackend(io: Io, choice: DatabaseChoice, options: Parti
     await db.close();
     throw new ConnectionError(`cannot prepare the database: ${(error as Error).message}`);
   }
-  return directBackend(io, rt, db);
+  return directBackend(io, rt, db, who);
 }
 
-function directBackend(io: Io, rt: Runtime, db: Database): Backend {
+function directBackend(io: Io, rt: Runtime, db: Database, who: { actor: string; reason?: string }): Backend {
   return {
     remote: false,
-    start: (name, inputs, options = {}) => rethrow(io, () => rt.startWorkflow(name, inputs, options)),
+    start: (name, inputs, options = {}) => rethrow(io, () => rt.startWorkflow(name, inputs, { ...options, ...who })),
     startMany: (name, rows) =>
       rethrow(io, () =>
         rt.startMany(
           name,
           rows.map((r) => r.inputs),
-          { ids: rows.map((r) => r.id) },
+          { ids: rows.map((r) => r.id), ...who },
         ),
       ),
     status: (id) => rethrow(io, async () => jsonClone(await rt.workflow(id).status())),
     logs: (id, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).logs(options))),
-    cancel: (id) => rethrow(io, () => rt.workflow(id).cancel()),
-    signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, options))),
+    cancel: (id) => rethrow(io, () => rt.workflow(id).cancel(who)),
+    signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, { ...options, ...who }))),
     diagnose: (id, task, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).waitDiagnostics(task, options))),
     callbackLinks: (id, task, term) => rethrow(io, () => rt.callbacks.links(id, task, term)),
-    emitEvent: (name, payload, id) => rethrow(io, async () => jsonClone(await rt.emit(name, payload, { id }))),
+    emitEvent: (name, payload, id) => rethrow(io, async () => jsonClone(await rt.emit(name, payload, { id, ...who }))),
     audit: (f) => rethrow(io, async () => jsonClone(await rt.auditTrail({ ...f, since: f.since === undefined ? undefined : new Date(f.since) }))),
     listEvents: (filter) => rethrow(io, async () => jsonClone(await rt.events.list(filter))),
     followStream: (id, task, name, follow, onChunk) =>
@@ -194,8 +203,8 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
         for await (const c of wf.stream(task, name, { follow })) onChunk(c);
         return follow ? (await wf.task(task)).state : null;
       }),
-    retry: (id, options) => rethrow(io, () => rt.workflow(id).retry(options)),
-    upgrade: (name, request) => rethrow(io, async () => jsonClone(await rt.upgrade(name, request))),
+    retry: (id, options) => rethrow(io, () => rt.workflow(id).retry({ ...options, ...who })),
+    upgrade: (name, request) => rethrow(io, async () => jsonClone(await rt.upgrade(name, { ...request, ...who }))),
     version: (name, hash) => rethrow(io, () => rt.version(name, hash)),
     waitFinal: (id, timeoutMs) =>
       rethrow(io, async () => {
@@ -209,8 +218,8 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     deployBaseline: (names, options) => rt.deployBaseline(names, options),
     list: (filter) => rethrow(io, async () => jsonClone(await rt.listWorkflows(filter))),
     schedules: (workflow, shown) => rethrow(io, async () => jsonClone(await rt.schedules.list(workflow, shown))),
-    schedule: (workflow, schedule, action) => rethrow(io, async () => jsonClone(await rt.schedules[action](workflow, schedule))),
-    trigger: (workflow, schedule) => rethrow(io, () => rt.schedules.trigger(workflow, schedule)),
+    schedule: (workflow, schedule, action) => rethrow(io, async () => jsonClone(await rt.schedules[action](workflow, schedule, who))),
+    trigger: (workflow, schedule) => rethrow(io, () => rt.schedules.trigger(workflow, schedule, who)),
     pauses: () => rethrow(io, async () => jsonClone(await rt.pauses.list())),
     bulkCreate: (request) => rethrow(io, async () => jsonClone(await rt.bulk.create(request))),
     bulkRun: (name, onProgress, signal) => rethrow(io, async () => jsonClone(await rt.bulk.run(name, { follow: true, onProgress, signal }))),
@@ -219,7 +228,7 @@ function directBackend(io: Io, rt: Runtime, db: Database): Backend {
     bulkCancel: (name, who) => rethrow(io, async () => jsonClone(await rt.bulk.cancel(name, who))),
     taskAction: (id, task, action, body) => rethrow(io, () => rt.workflow(id).taskAction(task, action, body)),
     setPause: (action, scope, target, who) => rethrow(io, async () => jsonClone(await rt.pauses[action](scope, target, who))),
-    backfill: (workflow, schedule, from, to, dryRun) => rethrow(io, () => rt.schedules.backfill(workflow, schedule, from, to, { dryRun })),
+    backfill: (workflow, schedule, from, to, dryRun) => rethrow(io, () => rt.schedules.backfill(workflow, schedule, from, to, { dryRun, ...who })),
     close: async () => {
       await rt.stop(0);
       await db.close();
@@ -243,7 +252,7 @@ async function rethrow<T>(io: Io, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function remoteBackend(io: Io, holder: number): Backend {
+function remoteBackend(io: Io, holder: number, who: { actor: string; reason?: string }): Backend {
   let info: { url: string; token: string; pid: number };
   try {
     info = JSON.parse(readFileSync(apiFile(io), 'utf8')) as typeof info;
@@ -251,7 +260,7 @@ function remoteBackend(io: Io, holder: number): Backend {
     throw new ConnectionError(`the embedded database in .braid/ is held by process ${holder}, which serves no API (stop it, or use its own output)`);
   }
   // a user's token (once users exist, the project's own token is refused): BRAID_TOKEN
-  const api = new ApiClient(info.url, process.env.BRAID_TOKEN || info.token);
+  const api = new ApiClient(info.url, process.env.BRAID_TOKEN || info.token, who);
   // the code decides, as it does for a direct call: the caller's error, or braid's
   const guard = async <T>(call: () => Promise<T>): Promise<T> => {
     try {

@@ -45,6 +45,8 @@ export interface ProjectConfig {
   statementTimeoutMs?: number;
   /** The keys that sign callback links, as written (`${VAR}` not yet read). */
   secret?: string;
+  /** How many days audit lines are kept (default 365). */
+  auditDays?: number;
   /** Where this deployment's braid server is reached, for callback links' URLs. */
   publicUrl?: string;
   /** The events triggers may name: each one's payload schema, and the signature its webhook must carry. */
@@ -125,6 +127,7 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
       lockTimeoutMs: ms(raw.limits?.lock_timeout),
       statementTimeoutMs: ms(raw.limits?.statement_timeout),
       secret: raw.secret,
+      auditDays: raw.audit_days,
       publicUrl: raw.public_url,
       events: raw.events ?? {},
     },
@@ -166,6 +169,7 @@ interface RawConfig {
   };
   limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string; statement_timeout?: string };
   secret?: string;
+  audit_days?: number;
   public_url?: string;
   events?: Record<string, EventConfig>;
 }
@@ -186,7 +190,22 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
 }
 
 const KNOWN: Record<string, string[]> = {
-  '': ['definitions', 'ignore', 'tests', 'handlers', 'database', 'schema', 'queues', 'kinds', 'worker', 'limits', 'secret', 'public_url', 'events'],
+  '': [
+    'definitions',
+    'ignore',
+    'tests',
+    'handlers',
+    'database',
+    'schema',
+    'queues',
+    'kinds',
+    'worker',
+    'limits',
+    'secret',
+    'audit_days',
+    'public_url',
+    'events',
+  ],
   '/worker': ['heartbeat', 'dead_after', 'stall_limit', 'leader_lease', 'prefetch', 'shutdown_timeout', 'log_lines', 'log_bytes'],
   '/limits': ['for_each_items', 'plan_tasks', 'cel_cost', 'lock_timeout', 'statement_timeout'],
 };

@@ -95,6 +95,7 @@ export class DefinitionsWatcher {
       } = await this.rt.registerDefinitions(this.options.files?.() ?? this.dir, {
         kinds: this.options.kinds,
         events: this.options.events,
+        actor: 'braid dev',
       });
       registeredBefore = new Set(known);
       state = {

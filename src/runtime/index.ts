@@ -9,6 +9,7 @@
 import { parseToken } from './access/user-tokens.js';
 
 export { type AddUser, UserError } from './access/users.js';
+export type { ActorOptions } from './core/actor.js';
 export { errorMessage } from './core/describe-error.js';
 export { UnstorableValueError } from './core/storable.js';
 // the package's public API (src/index.ts exports these)
@@ -32,7 +33,7 @@ export {
 export type { BulkCreated, BulkRequest, BulkRunOptions } from './incidents/bulk.js';
 export { OperationInvalidError, OperationNotFoundError, OutputInvalidError, PauseNotFoundError, TaskStateConflictError } from './incidents/errors.js';
 export type { BulkOps } from './incidents/ops.js';
-export type { ActorOptions, Pauses } from './incidents/pauses.js';
+export type { Pauses } from './incidents/pauses.js';
 export type { TaskActionOptions, TaskActionResult } from './incidents/task-actions.js';
 export type { TaskAction } from './incidents/task-decide.js';
 export type { CallbackReceipt } from './outside/callbacks.js';

@@ -130,7 +130,7 @@ export function leaderSettings(o: RuntimeOptions) {
     promoteIntervalMs: o.pollIntervalMs ?? 1000,
     timerIntervalMs: o.timerIntervalMs ?? 1000,
     workerDeadAfterMs: o.workerDeadAfterMs ?? DEFAULT_DEAD_AFTER_MS,
-    retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, taskMs: null, ...o.retention },
+    retention: { closedMs: 24 * 3_600_000, cancelledMs: 24 * 3_600_000, taskMs: null, auditMs: 365 * 86_400_000, ...o.retention },
     retentionIntervalMs: o.retentionIntervalMs ?? 60_000,
   };
 }

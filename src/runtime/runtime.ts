@@ -1,8 +1,10 @@
 import type pg from 'pg';
 import type { CompileOptions } from '../compiler/instantiate.js';
+import type { RawSource } from '../compiler/parse.js';
 import type { Plan } from '../compiler/plan.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
 import { UserOps } from './access/users.js';
+import { type ActorOptions, auditStarts, namedActor } from './core/actor.js';
 import { assertStorable } from './core/storable.js';
 import { createPostgres } from './db/postgres.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
@@ -56,7 +58,8 @@ export { WORKFLOW_ID } from './errors.js';
 export { DEFAULT_CONCURRENCY, DEFAULT_DEAD_AFTER_MS, DEFAULT_HEARTBEAT_MS, DEFAULT_SCHEMA, type RuntimeOptions } from './runtime-options.js';
 export { MAX_START_BATCH } from './wire/index.js';
 
-export interface StartOptions extends TxOption, Pick<CompileOptions, 'id'> {
+/** A start's options; with an `actor`, the start is audited (an application's own starts, without one, are not). */
+export interface StartOptions extends TxOption, ActorOptions, Pick<CompileOptions, 'id'> {
   parentId?: string;
   group?: string;
   /**
@@ -114,6 +117,7 @@ export class Runtime {
       keys: parseKeyRing(options.secret ?? process.env.BRAID_SECRET, options.secret !== undefined ? 'secret' : 'BRAID_SECRET'),
       publicUrl: options.publicUrl ?? (process.env.BRAID_PUBLIC_URL || undefined),
     };
+    this.schedules = scheduleOps(this.ctx);
     this.pauses = new Pauses(this.ctx);
     this.bulk = bulkOps(this.ctx, this.id);
     this.callbacks = new CallbackOps(this.ctx);
@@ -134,7 +138,7 @@ export class Runtime {
    * unchanged file registers nothing. Invalid files are reported in `validation` and leave their last good
    * version current (with `allOrNothing`, nothing registers while any is invalid).
    */
-  registerDefinitions(from: string | readonly string[], options: RegisterOptions = {}): Promise<RegisterResult> {
+  registerDefinitions(from: string | readonly string[] | { sources: readonly RawSource[] }, options: RegisterOptions = {}): Promise<RegisterResult> {
     return registerDefinitions(this.ctx, from, options, this.options.limits?.planTasks);
   }
 
@@ -188,15 +192,14 @@ export class Runtime {
     // the compiler and the insertion load with the first start: commands that only read never load them
     const { startIn } = await import('./engine/start.js');
     const caller = checkTraceParent(options.traceparent, options.tracestate);
+    const who = namedActor(options);
     return workflowWrite(this.ctx, options, options.id ?? name, async (tx, advance) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw await unknownWorkflow(tx, this.s, name);
-      return startIn(tx, advance, def, inputs, {
-        id: options.id,
-        limits: this.options.limits,
-        caller,
-        extras: { parentId: options.parentId, group: options.group },
-      });
+      const extras = { parentId: options.parentId, group: options.group };
+      const started = await startIn(tx, advance, def, inputs, { id: options.id, limits: this.options.limits, caller, extras });
+      await auditStarts(tx, advance, who, name, [started]);
+      return started;
     });
   }
 
@@ -209,11 +212,14 @@ export class Runtime {
     const rows = batchRows(inputsList, options.ids);
     if (rows.length === 0) return [];
     const caller = checkTraceParent(options.traceparent, options.tracestate);
+    const who = namedActor(options);
     return workflowWrite(this.ctx, options, name, async (tx, advance) => {
       const def = await currentDefinition(tx, this.s, name);
       if (!def) throw await unknownWorkflow(tx, this.s, name);
       const extras = { parentId: options.parentId, group: options.group };
-      return startManyIn(tx, advance, def, rows, { limits: this.options.limits, caller, extras });
+      const started = await startManyIn(tx, advance, def, rows, { limits: this.options.limits, caller, extras });
+      await auditStarts(tx, advance, who, name, started);
+      return started;
     });
   }
 
@@ -227,12 +233,7 @@ export class Runtime {
   }
 
   /** Schedules: read with their next ticks and runs, paused, resumed, a tick now, a range backfilled. */
-  get schedules(): ScheduleOps {
-    this.scheduleOps ??= scheduleOps(this.ctx);
-    return this.scheduleOps;
-  }
-
-  private scheduleOps?: ScheduleOps;
+  readonly schedules: ScheduleOps;
 
   /** Pauses without a deploy: a queue's, a kind's or a workflow name's tasks held from claims until resumed. */
   readonly pauses: Pauses;

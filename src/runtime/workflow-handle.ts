@@ -1,3 +1,4 @@
+import { type ActorOptions, actorOf, namedActor } from './core/actor.js';
 import { advanceIn, clockNow, type RuntimeContext, workflowWrite } from './core/context.js';
 import { type Database, type Queryable, type TxOption, txQueryable } from './db/types.js';
 import type { RetryMode } from './engine/decide.js';
@@ -11,7 +12,7 @@ import { pendingReason, skipReason } from './reads/status.js';
 import { readStream, type StreamReadOptions } from './reads/stream-reader.js';
 import { loadTasks, loadTasksByName } from './reads/task-records.js';
 import { lockWorkflows } from './sql/advance.js';
-import { workflowAudit } from './sql/audit.js';
+import { workflowAudit, writeAudit } from './sql/audit.js';
 import { channels } from './sql/channels.js';
 import { registeredNames } from './sql/definitions.js';
 import { flowHoldings } from './sql/flow.js';
@@ -40,6 +41,11 @@ export class WorkflowHandle {
     private readonly rt: HandleHost,
     readonly id: string,
   ) {}
+
+  /** What this workflow's audit lines name. */
+  private get line(): { target: string; workflow_id: string } {
+    return { target: this.id, workflow_id: this.id };
+  }
 
   private get q(): Queryable {
     return this.rt.db;
@@ -93,9 +99,15 @@ export class WorkflowHandle {
   }
 
   /** Cancels every task not yet final; running handlers are asked to stop. */
-  async cancel(options: TxOption = {}): Promise<{ cancelled: string[]; stopping: string[] }> {
+  async cancel(options: TxOption & ActorOptions = {}): Promise<{ cancelled: string[]; stopping: string[] }> {
     const { cancelWorkflow } = await import('./engine/cancel.js');
-    const result = await workflowWrite(this.rt.ctx, options, this.id, (tx, ctx) => cancelWorkflow(tx, ctx, this.id));
+    const who = actorOf(options);
+    const result = await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
+      const r = await cancelWorkflow(tx, ctx, this.id);
+      const detail = { cancelled: r.cancelled, stopping: r.stopping };
+      if (r.cancelled.length + r.stopping.length > 0) await writeAudit(tx, ctx.s, ctx.now, [{ action: 'workflow.cancel', ...this.line, ...who, detail }]);
+      return r;
+    });
     if (!result.found) throw new WorkflowNotFoundError(this.id);
     return { cancelled: result.cancelled, stopping: result.stopping };
   }
@@ -116,11 +128,13 @@ export class WorkflowHandle {
    * Deletes task rows: their dependents see a deleted dep (failed unless they ignore deleted deps).
    * Retention's per-task mode does this to finalized tasks; use it by hand only to unstick a workflow.
    */
-  async deleteTasks(names: readonly string[], options: TxOption = {}): Promise<void> {
+  async deleteTasks(names: readonly string[], options: TxOption & ActorOptions = {}): Promise<void> {
     const { deleteTasks } = await import('./engine/advance.js');
+    const who = actorOf(options);
     await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       await lockWorkflows(tx, ctx.s, [this.id]);
       await deleteTasks(tx, ctx, this.id, names);
+      await writeAudit(tx, ctx.s, ctx.now, [{ action: 'task.delete', ...this.line, ...who, detail: { tasks: names } }]);
     });
   }
 
@@ -129,11 +143,22 @@ export class WorkflowHandle {
    * resetHistory clears the retried tasks' attempts and errors (max_attempts stays). Returns the new attempt and
    * the tasks that run again (none, and the same attempt, when the mode selects nothing).
    */
-  async retry(options: TxOption & { mode?: RetryMode; resetHistory?: boolean; onCurrent?: boolean } = {}): Promise<RetryResult> {
+  async retry(options: TxOption & ActorOptions & { mode?: RetryMode; resetHistory?: boolean; onCurrent?: boolean } = {}): Promise<RetryResult> {
     const [{ retryOnCurrent }, { retryWorkflow }] = await Promise.all([import('./deploys/upgrades.js'), import('./engine/retry.js')]);
+    const who = actorOf(options);
     const result = await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       const how = { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false };
       const retried = options.onCurrent ? await retryOnCurrent(tx, ctx, this.id, how) : await retryWorkflow(tx, ctx, this.id, how);
+      if (retried && retried.retried.length > 0) {
+        const detail = {
+          mode: how.mode,
+          reset_history: how.resetHistory,
+          on_current: options.onCurrent === true,
+          attempt: retried.attempt,
+          tasks: retried.retried,
+        };
+        await writeAudit(tx, ctx.s, ctx.now, [{ action: 'workflow.retry', ...this.line, ...who, detail }]);
+      }
       return retried && { ...retried, ...(await versionAndCurrent(tx, ctx.s, this.id)) };
     });
     if (!result) throw new WorkflowNotFoundError(this.id);
@@ -144,13 +169,13 @@ export class WorkflowHandle {
    * Moves this running workflow to another version (default: its name's current one) in one transaction (or
    * the caller's) under its lock, or leaves it as it is and says why (`skipped`, with the reason).
    */
-  async upgrade(options: TxOption & { to?: string; dryRun?: boolean } = {}): Promise<UpgradeOutcome> {
+  async upgrade(options: TxOption & ActorOptions & { to?: string; dryRun?: boolean } = {}): Promise<UpgradeOutcome> {
     const [{ resolveVersion }, { upgradeWorkflow }] = await Promise.all([import('./deploys/upgrades.js'), import('./engine/upgrade.js')]);
     return workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
       const w = await workflowVersionRef(tx, ctx.s, this.id);
       if (!w) throw new WorkflowNotFoundError(this.id);
       const target = await resolveVersion(tx, ctx.s, w.name, options.to);
-      return upgradeWorkflow(tx, ctx, this.id, target, { dryRun: options.dryRun });
+      return upgradeWorkflow(tx, ctx, this.id, target, { dryRun: options.dryRun, who: actorOf(options) });
     });
   }
 
@@ -280,9 +305,15 @@ export class WorkflowSignals {
    * Throws SignalPayloadMismatchError when an idempotency key is replayed with another payload, and
    * SignalAttemptMismatchError when `attempt` is not the workflow's current attempt.
    */
-  async emit(key: string, payload: unknown, options: EmitOptions & TxOption = {}): Promise<EmitResult> {
+  async emit(key: string, payload: unknown, options: EmitOptions & TxOption & ActorOptions = {}): Promise<EmitResult> {
     const { emitSignal } = await import('./engine/signal.js');
-    const result = await workflowWrite(this.rt.ctx, options, this.workflowId, (tx, ctx) => emitSignal(tx, ctx, this.workflowId, key, payload, options));
+    const who = namedActor(options);
+    const result = await workflowWrite(this.rt.ctx, options, this.workflowId, async (tx, ctx) => {
+      const r = await emitSignal(tx, ctx, this.workflowId, key, payload, options);
+      const line = { action: 'signal', target: this.workflowId, workflow_id: this.workflowId, ...who!, detail: { key, signal: r?.signal.id } };
+      if (r && who && !r.replayed) await writeAudit(tx, ctx.s, ctx.now, [line]);
+      return r;
+    });
     if (!result) throw new WorkflowNotFoundError(this.workflowId);
     return result;
   }

@@ -57,6 +57,12 @@ describe(`people and roles (${backend})`, () => {
       expect((await call(viewer.token, 'GET', '/api/audit?since=yesterday')).status).toBe(400);
       const upgrade = await call(operator.token, 'POST', '/api/definitions/w/upgrade', { dry_run: true });
       expect(upgrade).toMatchObject({ status: 403, body: { error: 'this needs the admin role; ada is an operator' } });
+      const register = await call(operator.token, 'POST', '/api/definitions', { files: [{ path: 'w.yaml', content: WAIT }] });
+      expect(register).toMatchObject({ status: 403, body: { error: 'this needs the admin role; ada is an operator' } });
+      // an operator's cancel is audited with its name, role and reason
+      const other = await rt.start('w');
+      expect((await call(operator.token, 'POST', `/api/workflows/${other}/cancel`, { reason: 'duplicate order' })).status).toBe(200);
+      expect((await rt.auditTrail({ action: 'workflow.cancel' }))[0]).toMatchObject({ actor: 'ada', role: 'operator', reason: 'duplicate order' });
 
       await rt.users.revoke('ada');
       expect(await call(operator.token, 'GET', '/api/me')).toMatchObject({ status: 401, body: { code: 'unauthorized' } });
@@ -103,7 +109,7 @@ describe(`people and roles (${backend})`, () => {
     if (backend !== 'postgres') return;
     const rt = await testRuntime({});
     const db = ['--database', postgresUrl, '--schema', rt.schema];
-    const added = await runCliInProcess(['users', 'add', 'ada', '--role', 'operator', '--expires', '90d', ...db]);
+    const added = await runCliInProcess(['users', 'add', 'ada', '--role', 'operator', '--expires', '90d', '--actor', 'root1', ...db]);
     expect(added.code, added.stderr).toBe(0);
     expect(added.stdout).toMatch(/^braid_[0-9a-f]{24}_[A-Za-z0-9_-]{43}\n$/);
     expect(added.stderr).toContain('shown this once');
@@ -111,10 +117,10 @@ describe(`people and roles (${backend})`, () => {
     expect((await runCliInProcess(['users', 'add', 'ada', '--role', 'viewer', ...db])).stderr).toContain('exists already');
     expect((await runCliInProcess(['users', 'add', 'bob', '--role', 'boss', ...db])).code).toBe(2);
     expect((await runCliInProcess(['users', 'list', ...db])).stdout).toMatch(/^ada {2}operator {2}expires \d{4}-/);
-    const rotated = await runCliInProcess(['users', 'rotate', 'ada', ...db]);
+    const rotated = await runCliInProcess(['users', 'rotate', 'ada', '--actor', 'root1', '--reason', 'lost laptop', ...db]);
     expect(await rt.users.authenticate(added.stdout.trim())).toBeUndefined();
     expect(await rt.users.authenticate(rotated.stdout.trim())).toMatchObject({ name: 'ada' });
-    expect((await runCliInProcess(['users', 'revoke', 'ada', ...db])).stdout).toBe('revoked ada: its token no longer works\n');
+    expect((await runCliInProcess(['users', 'revoke', 'ada', '--actor', 'root1', ...db])).stdout).toBe('revoked ada: its token no longer works\n');
     expect(await rt.users.authenticate(rotated.stdout.trim())).toBeUndefined();
     expect((await runCliInProcess(['users', 'revoke', 'nobody', ...db])).code).toBe(1);
     // braid audit: the operator actions, newest first, filtered
@@ -126,7 +132,14 @@ describe(`people and roles (${backend})`, () => {
         .trim()
         .split('\n')
         .map((l) => l.replace(/^\S+ {2}/, '')),
-    ).toEqual(['resume by bob (queue payments)', 'pause by ada: "provider down" (queue payments)']);
+    ).toEqual([
+      'resume by bob (queue payments)',
+      'pause by ada: "provider down" (queue payments)',
+      // each change to a user is audited; the refused ones (a name taken, no such user) are not
+      'user.revoke by root1 (ada)',
+      'user.rotate by root1: "lost laptop" (ada)',
+      'user.add by root1 (ada)',
+    ]);
     expect(JSON.parse((await runCliInProcess(['audit', '--actor', 'ada', '--json', ...db])).stdout)).toMatchObject([
       { action: 'pause', reason: 'provider down' },
     ]);

@@ -42,7 +42,8 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
  */
 export async function runCliInProcess(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
   const [{ main }, { terminalSafe }] = await Promise.all([import('../../src/cli/main.js'), import('../../src/cli/terminal-safe.js')]);
-  const env: NodeJS.ProcessEnv = { NO_COLOR: '1', ...options.env };
+  // every change a command makes is audited as its actor: one name on every machine, so goldens hold
+  const env: NodeJS.ProcessEnv = { NO_COLOR: '1', BRAID_ACTOR: 'tester', ...options.env };
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   const set = (values: NodeJS.ProcessEnv) => {
     for (const [k, v] of Object.entries(values)) {

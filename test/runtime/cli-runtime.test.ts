@@ -246,7 +246,11 @@ tasks:
 
     const text = (await runCliInProcess(['status', id, ...db], { cwd: dir, env })).stdout;
     expect(text).toMatch(/decide +say +pending +0\/25 +waiting on approved \|\| sla: approved 0\/1 signal, sla fires at \d{4}-/);
-    await expect(normalise(await statusJson(), { 'workflow-id': id })).toMatchFileSnapshot('golden/status-waiting.json');
+    // audit line ids count every line the file's tests wrote before, and a line has a role and an address only
+    // when the command went through the worker's API (the embedded database): not the shape's to pin
+    const waiting = await statusJson();
+    waiting.audit = waiting.audit.map((a: { id: string }) => ({ ...a, id: '<audit-id>', role: '<role>', source: '<source>' }));
+    await expect(normalise(waiting, { 'workflow-id': id })).toMatchFileSnapshot('golden/status-waiting.json');
     const diagnose = await runCliInProcess(['diagnose', id, 'decide', '--json', ...db], { cwd: dir, env });
     expect(diagnose.code).toBe(0);
     await expect(normalise(JSON.parse(diagnose.stdout), { 'workflow-id': id })).toMatchFileSnapshot('golden/diagnose-waiting.json');

@@ -53,7 +53,7 @@ describe(`extending a running workflow (${backend})`, () => {
 
   it('from a handler, after its own ctx.transaction: the extension, its writes and the completion commit together', async () => {
     const { runs, handlers } = recorder(async (_a, ctx) => {
-      await ctx.transaction(async (tx) => tx.query(`CREATE TABLE IF NOT EXISTS "${schema}".audit (note text)`));
+      await ctx.transaction(async (tx) => tx.query(`CREATE TABLE IF NOT EXISTS "${schema}".handler_notes (note text)`));
       await ctx.extend({ tasks: { child: { kind: 'leaf', deps: ['grow'] } } });
       return {};
     });
@@ -63,7 +63,7 @@ describe(`extending a running workflow (${backend})`, () => {
     const id = await rt.start('base');
     await settled(rt, () => runs.includes('child'));
     expect((await rt.workflow(id).task('child')).deps).toEqual(['grow']);
-    expect((await rt.db.query(`SELECT count(*)::int AS n FROM "${schema}".audit`)).rows).toEqual([{ n: 0 }]);
+    expect((await rt.db.query(`SELECT count(*)::int AS n FROM "${schema}".handler_notes`)).rows).toEqual([{ n: 0 }]);
   });
 
   it('from a handler that then fails: nothing is added', async () => {

@@ -412,7 +412,10 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
       timeout: 15_000,
     });
     const status = JSON.parse(await cli(['status', id, '--json']));
-    expect(status.audit).toMatchObject([{ action: 'task.complete', task: 'review', actor: 'ui', reason: 'approved by phone' }]);
+    expect(status.audit).toMatchObject([
+      { action: 'workflow.start' },
+      { action: 'task.complete', task: 'review', actor: 'ui', role: 'admin', reason: 'approved by phone' },
+    ]);
     expect(status.tasks.find((t: { name: string }) => t.name === 'review').output).toEqual({ approved: true });
   });
 

@@ -154,7 +154,9 @@ function devState(definitions: DefinitionsWatcher, handlers: HandlersWatcher | u
  */
 /** The dev process's UI and API: the project's token, and the webhooks its config signs. */
 function serveDev(io: Io, runtime: Runtime, o: Pick<ApiServerOptions, 'port' | 'host' | 'definitionsDir' | 'log' | 'dev'>): Promise<ApiServer> {
-  return listenOn(o.port ?? 0, () => startApiServer(runtime, { ...o, token: projectToken(io), eventSignatures: eventSignatures(io) }));
+  return listenOn(o.port ?? 0, () =>
+    startApiServer(runtime, { ...o, token: projectToken(io), eventSignatures: eventSignatures(io), projectChecks: projectChecks(io) }),
+  );
 }
 
 function watchDefinitions(

@@ -17,19 +17,21 @@ Usage: ${usage}
   --payload JSON          the payload (inline JSON or @file; default null)
   --id EVENT_ID           the event's own id (default: a new one): the same id again starts nothing
   --json                  print the event as recorded, with each trigger's outcome, as JSON
+  --actor NAME            who acts, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT           why, kept with the audit line
   --database URL          Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME           the schema of braid's tables (default: braid)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['payload', 'id', 'database', 'schema'], usage, ['json']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['payload', 'id', 'database', 'schema', 'actor', 'reason'], usage, ['json']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
   }
   if (positionals.length !== 1) throw new UsageError(`emit takes an EVENT name (usage: ${usage})`);
   const payload = values.payload === undefined ? null : readJson(io, values.payload, '--payload');
-  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
     const r = await backend.emitEvent(positionals[0], payload, values.id);
     if (flags.has('json')) io.stdout(`${JSON.stringify(r)}\n`);

@@ -4,6 +4,7 @@ import type { WorkflowDefinition } from '../../compiler/validate.js';
 import type { BaselineVersion } from '../../deploy/baseline.js';
 import { planDeploy } from '../../deploy/plan.js';
 import { createRuntime } from '../../runtime/index.js';
+import { actorName } from '../actor.js';
 import { oneOf, parse } from '../args.js';
 import { openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
@@ -29,6 +30,8 @@ Usage: ${usage}
   --format FORMAT   text (default): one line per workflow, "NAME new HASH" ("would be new" when nothing was written), "NAME unchanged" or
                     "NAME error" (diagnostics on stderr), and under a new version one line per older
                     version that keeps running; json: { "registered": bool, "workflows": [...] }
+  --actor NAME      who registers, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT     why, kept with the audit line
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
 
@@ -37,7 +40,12 @@ Exit status: 0 registered (or nothing to do), 1 a definition has errors or the p
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['format', 'database', 'schema', 'definitions', 'handlers'], usage, ['dry-run', 'force']);
+  const {
+    values,
+    flags,
+    help: wantsHelp,
+    positionals,
+  } = parse(argv, ['format', 'database', 'schema', 'definitions', 'handlers', 'actor', 'reason'], usage, ['dry-run', 'force']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -65,7 +73,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     let result = checked;
     if (write) {
       try {
-        result = await rt.registerDefinitions(from, { allOrNothing: true, ...projectChecks(io) });
+        result = await rt.registerDefinitions(from, { allOrNothing: true, ...projectChecks(io), actor: actorName(values.actor), reason: values.reason });
       } catch (error) {
         throw commandFailure(error);
       }

@@ -16,6 +16,8 @@ Usage: ${usage}
   --on-current                    first move the workflow to its name's current version (the tasks that run
                                   again take the fixed definition), then retry: the repair for a definition bug
   --json                          { "attempt": N, "retried": [...] }
+  --actor NAME                    who acts, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT                   why, kept with the audit line
   --database URL                  Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME                   the schema of braid's tables (default: braid)
 
@@ -25,7 +27,12 @@ current one).
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['mode', 'database', 'schema'], usage, ['reset-history', 'json', 'on-current']);
+  const {
+    values,
+    flags,
+    help: wantsHelp,
+    positionals,
+  } = parse(argv, ['mode', 'database', 'schema', 'actor', 'reason'], usage, ['reset-history', 'json', 'on-current']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -35,7 +42,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     | 'all'
     | 'failed_only'
     | 'failed_and_downstream';
-  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
     const result = await backend.retry(positionals[0], { mode, resetHistory: flags.has('reset-history'), onCurrent: flags.has('on-current') });
     if (result.version && result.current && result.version !== result.current) {

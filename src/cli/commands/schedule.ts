@@ -19,6 +19,8 @@ export const help = `Operate one schedule of a workflow:
 Usage: ${usage}
 
   --json            the schedule (pause, resume), the run started (trigger), or the runs (backfill), as JSON
+  --actor NAME      who acts, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT     why, kept with the audit line
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
 `;
@@ -26,7 +28,7 @@ Usage: ${usage}
 const ACTIONS = ['pause', 'resume', 'trigger', 'backfill'] as const;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema', 'from', 'to'], usage, ['json', 'dry-run']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema', 'from', 'to', 'actor', 'reason'], usage, ['json', 'dry-run']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -39,7 +41,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (!range && (values.from !== undefined || values.to !== undefined || flags.has('dry-run')))
     throw new UsageError('--from, --to and --dry-run are for backfill');
   const json = flags.has('json');
-  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
     if (action === 'pause' || action === 'resume') {
       const s = await backend.schedule(workflow, schedule, action);

@@ -102,7 +102,7 @@ export const recoveryHelp = `  --heartbeat DURATION      how often this worker r
 export function recoveryOptions(
   io: Io,
   values: Record<string, string | undefined>,
-): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'workerStallLimitMs' | 'leaderLeaseMs' | 'limits' | 'lockTimeoutMs'> {
+): Pick<RuntimeOptions, 'heartbeatIntervalMs' | 'workerDeadAfterMs' | 'workerStallLimitMs' | 'leaderLeaseMs' | 'limits' | 'lockTimeoutMs' | 'retention'> {
   const read = (flag: (typeof RECOVERY_OPTIONS)[number], min: number): number | undefined => {
     const text = values[flag];
     if (text === undefined) return undefined;
@@ -126,6 +126,7 @@ export function recoveryOptions(
     workerStallLimitMs,
     leaderLeaseMs,
     lockTimeoutMs: config?.lockTimeoutMs,
+    ...(config?.auditDays !== undefined ? { retention: { auditMs: config.auditDays * 86_400_000 } } : {}),
     limits: limits && Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)),
   };
 }

@@ -22,6 +22,8 @@ Usage: ${usage}
   --traceparent TP        the sender's W3C trace (00-<trace id>-<span id>-<flags>): the signal's span
                           continues it, and the wait it resolves links to it (OpenTelemetry)
   --json                  print the signal row as JSON
+  --actor NAME            who acts, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT           why, kept with the audit line
   --database URL          Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME           the schema of braid's tables (default: braid)
 `;
@@ -32,7 +34,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     flags,
     help: wantsHelp,
     positionals,
-  } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema', 'traceparent'], usage, ['json', 'any-key']);
+  } = parse(argv, ['payload', 'idempotency-key', 'source', 'attempt', 'database', 'schema', 'traceparent', 'actor', 'reason'], usage, ['json', 'any-key']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -48,7 +50,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   if (values.traceparent !== undefined && !parseTraceParent(values.traceparent))
     throw new UsageError(`--traceparent must be a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>), not "${values.traceparent}"`);
-  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
     const result = await backend.signal(id, key, payload, {
       idempotencyKey: values['idempotency-key'],

@@ -29,6 +29,8 @@ Usage: ${usage}
                       hang under that span (OpenTelemetry, in the process that starts it)
   --wait              wait until the workflow ends; exit 1 when it failed or was cancelled
   --timeout DURATION  with --wait, give up after this long (30s, 5m, 1h): exit 1, still running
+  --actor NAME        who acts, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT       why, kept with the audit line
   --database URL      Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME       the schema of braid's tables (default: braid)
 `;
@@ -39,7 +41,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     flags,
     help: wantsHelp,
     positionals,
-  } = parse(argv, ['id', 'inputs', 'inputs-file', 'batch', 'id-field', 'database', 'schema', 'timeout', 'traceparent'], usage, ['wait']);
+  } = parse(argv, ['id', 'inputs', 'inputs-file', 'batch', 'id-field', 'database', 'schema', 'timeout', 'traceparent', 'actor', 'reason'], usage, ['wait']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -59,7 +61,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   if (values.batch !== undefined || values['id-field'] !== undefined) throw new UsageError('--batch and --id-field go with --inputs-file');
   const inputs = readInputs(io, values.inputs);
-  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
     if (flags.has('wait') && !backend.remote && !databaseUrl(io, values.database)) {
       throw new UsageError('--wait needs a running `braid worker` (or `braid dev`) for the embedded database: start one, then run this again');
@@ -89,7 +91,7 @@ async function startMany(io: Io, name: string, values: Record<string, string | u
   for (const flag of ['inputs', 'id', 'timeout', 'traceparent'] as const)
     if (values[flag] !== undefined) throw new UsageError(`--inputs-file starts one workflow per line: it does not go with --${flag}`);
   const batch = batchSize(values.batch);
-  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
     await startFromFile(io, backend, name, values['inputs-file']!, { batch, idField: values['id-field'] });
     return EXIT.ok;

@@ -3,7 +3,7 @@ import { consoleLogger, createRuntime, loadMetrics, rateLimitedWarnings } from '
 import { parse } from '../args.js';
 import { databaseUrl, openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { eventSignatures, linkOptions, schemaName } from '../project.js';
+import { eventSignatures, linkOptions, projectChecks, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import { listenOn, parsePort, waitForStopSignal } from './serve.js';
 
@@ -48,6 +48,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     api = await listenOn(port, () =>
       startApiServer(rt, {
         eventSignatures: eventSignatures(io),
+        projectChecks: projectChecks(io),
         metrics,
         port,
         host: values.host,

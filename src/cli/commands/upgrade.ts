@@ -28,6 +28,8 @@ Usage: ${usage}
                     version's term no longer counts (renamed_from: OLD_KEY on the term keeps them), timers
                     whose anchor changes
   --format FORMAT   text (default): a line per workflow; json: { "name", "to", "results": [...] }
+  --actor NAME      who acts, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT     why, kept with the audit line
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
 
@@ -42,14 +44,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
     lists,
     help: wantsHelp,
     positionals,
-  } = parse(argv, ['from', 'to', 'format', 'database', 'schema'], usage, ['dry-run', 'cancel-removed', 'drop-evidence'], ['id']);
+  } = parse(argv, ['from', 'to', 'format', 'database', 'schema', 'actor', 'reason'], usage, ['dry-run', 'cancel-removed', 'drop-evidence'], ['id']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
   }
   if (positionals.length !== 1) throw new UsageError(`upgrade takes one workflow NAME (usage: ${usage})`);
   const format = oneOf(values.format, ['text', 'json'] as const, '--format', 'text');
-  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
     const report = await backend.upgrade(positionals[0], {
       from: values.from,

@@ -1,5 +1,6 @@
 import { parseDuration } from '../../compiler/duration.js';
 import { createRuntime, ROLES, type Role, type UserRecord } from '../../runtime/index.js';
+import { actorName } from '../actor.js';
 import { parse } from '../args.js';
 import { openDatabase } from '../backend.js';
 import { commandFailure, EXIT, type Io, SubjectError, UsageError } from '../io.js';
@@ -23,13 +24,15 @@ Usage: ${usage}
   revoke NAME             its token stops working at once (rotate gives it a new one)
   rotate NAME             a new token (printed once); the old one stops working at once
   --expires DURATION      (add, rotate) the token stops working this long from now, e.g. 90d
+  --actor NAME            who acts, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT           why, kept with the audit line
   --json                  print JSON
   --database URL          Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME           the schema of braid's tables (default: braid)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['role', 'expires', 'database', 'schema'], usage, ['json']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['role', 'expires', 'actor', 'reason', 'database', 'schema'], usage, ['json']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -45,6 +48,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   try {
     const rt = createRuntime({ database: db, schema: schemaName(io, values.schema) });
     const json = flags.has('json');
+    const who = { actor: actorName(values.actor), reason: values.reason };
     try {
       await rt.migrate();
       if (action === 'list') {
@@ -53,10 +57,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
           json ? `${JSON.stringify(users)}\n` : users.length === 0 ? 'no users (the server token is the bootstrap admin)\n' : users.map(userLine).join(''),
         );
       } else if (action === 'revoke') {
-        const user = await rt.users.revoke(name);
+        const user = await rt.users.revoke(name, who);
         io.stdout(json ? `${JSON.stringify(user)}\n` : `revoked ${user.name}: its token no longer works\n`);
       } else {
-        const made = action === 'add' ? await rt.users.add(name, { role: values.role as Role, expiresInMs }) : await rt.users.rotate(name, { expiresInMs });
+        const made =
+          action === 'add'
+            ? await rt.users.add(name, { role: values.role as Role, expiresInMs, ...who })
+            : await rt.users.rotate(name, { expiresInMs, ...who });
         if (json) io.stdout(`${JSON.stringify(made)}\n`);
         else {
           io.stdout(`${made.token}\n`);

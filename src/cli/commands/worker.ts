@@ -1,4 +1,4 @@
-import { type ApiServer, startApiServer } from '../../api/server.js';
+import { type ApiServer, type ApiServerOptions, startApiServer } from '../../api/server.js';
 import { type NormalizedDefinition, START_KIND } from '../../compiler/normalize.js';
 import type { BaselineVersion } from '../../deploy/baseline.js';
 import { within } from '../../pacing/within.js';
@@ -10,7 +10,7 @@ import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { databaseUrl, eventSignatures, linkOptions, project, schemaName } from '../project.js';
+import { databaseUrl, eventSignatures, linkOptions, project, projectChecks, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import {
   listenOn,
@@ -104,7 +104,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     });
     await rt.startWorker();
     if (embedded || values.port !== undefined) {
-      api = await listenOn(port, () => startApiServer(rt!, { port, token: projectToken(io), log, eventSignatures: eventSignatures(io) }));
+      api = await listenOn(port, () => startApiServer(rt!, apiOptions(io, port, log)));
       if (embedded) unpublish = publishApi(io, api);
     }
     if (metrics && metricsPort !== undefined) {
@@ -193,4 +193,9 @@ function nothingRegistered(embedded: boolean): string {
     ? 'no workflow is registered yet: this process holds the embedded database, so stop it, run `braid register` and start it again ' +
         '(or run `braid dev`, which registers as you save)'
     : 'no workflow is registered yet: run `braid register` to deploy the definitions';
+}
+
+/** The worker's API server: the project's token, its signed events, and its config's checks for a register. */
+function apiOptions(io: Io, port: number, log: Logger): ApiServerOptions {
+  return { port, token: projectToken(io), log, eventSignatures: eventSignatures(io), projectChecks: projectChecks(io) };
 }

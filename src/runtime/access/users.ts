@@ -1,5 +1,8 @@
 /** People and their roles (braid users, rt.users): added with a token shown once, listed, revoked, rotated; requests authenticated. */
-import { clockNow, type RuntimeContext } from '../core/context.js';
+import { type ActorOptions, actorOf } from '../core/actor.js';
+import { advancing, clockNow, type RuntimeContext } from '../core/context.js';
+import type { Queryable } from '../db/types.js';
+import { writeAudit } from '../sql/audit.js';
 import { anyUser, insertUser, listUsers, replaceToken, revokeUser, userByTokenId } from '../sql/users.js';
 import { type Principal, ROLES, type Role, type UserRecord } from '../wire/index.js';
 import { makeToken, parseToken, verifySecret } from './user-tokens.js';
@@ -16,7 +19,7 @@ export class UserError extends Error {
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
 
-export interface AddUser {
+export interface AddUser extends ActorOptions {
   role: Role;
   /** How long its token works, in ms (default: until revoked or rotated). */
   expiresInMs?: number;
@@ -31,35 +34,53 @@ export class UserOps {
       throw new UserError(`a user name is 1 to 64 letters, digits and _ . @ - starting with a letter or digit, not ${JSON.stringify(name)}`);
     if (!ROLES.includes(o.role)) throw new UserError(`the role is one of ${ROLES.join(', ')}, not ${JSON.stringify(o.role)}`);
     const t = makeToken();
-    const now = await clockNow(this.ctx);
-    const user = await insertUser(this.ctx.db, this.ctx.s, {
-      name,
-      role: o.role,
-      workflows: null,
-      tokenId: t.tokenId,
-      tokenHash: t.tokenHash,
-      now,
-      expiresAt: expiry(now, o.expiresInMs),
-    });
+    const user = await this.audited('user.add', name, o, { role: o.role }, (tx, now) =>
+      insertUser(tx, this.ctx.s, {
+        name,
+        role: o.role,
+        workflows: null,
+        tokenId: t.tokenId,
+        tokenHash: t.tokenHash,
+        now,
+        expiresAt: expiry(now, o.expiresInMs),
+      }),
+    );
     if (!user) throw new UserError(`user "${name}" exists already: braid users rotate ${name} gives it a new token`);
     return { user, token: t.token };
+  }
+
+  /** A change to a user and its audit line, in one transaction (no line when there was no such user). */
+  private audited(
+    action: string,
+    name: string,
+    o: ActorOptions,
+    detail: Record<string, unknown> | null,
+    change: (tx: Queryable, now: Date) => Promise<UserRecord | undefined>,
+  ): Promise<UserRecord | undefined> {
+    const who = actorOf(o);
+    return advancing(this.ctx, async (tx, { now }) => {
+      const user = await change(tx, now);
+      if (user) await writeAudit(tx, this.ctx.s, now, [{ action, target: name, ...who, detail }]);
+      return user;
+    });
   }
 
   list(): Promise<UserRecord[]> {
     return listUsers(this.ctx.db, this.ctx.s);
   }
 
-  async revoke(name: string): Promise<UserRecord> {
-    const user = await revokeUser(this.ctx.db, this.ctx.s, name, await clockNow(this.ctx));
+  async revoke(name: string, o: ActorOptions = {}): Promise<UserRecord> {
+    const user = await this.audited('user.revoke', name, o, null, (tx, now) => revokeUser(tx, this.ctx.s, name, now));
     if (!user) throw new UserError(`no user "${name}"`, 'user_not_found');
     return user;
   }
 
   /** A new token for the user (working again if it was revoked); the old one stops working at once. */
-  async rotate(name: string, o: { expiresInMs?: number } = {}): Promise<{ user: UserRecord; token: string }> {
+  async rotate(name: string, o: ActorOptions & { expiresInMs?: number } = {}): Promise<{ user: UserRecord; token: string }> {
     const t = makeToken();
-    const now = await clockNow(this.ctx);
-    const user = await replaceToken(this.ctx.db, this.ctx.s, { name, tokenId: t.tokenId, tokenHash: t.tokenHash, expiresAt: expiry(now, o.expiresInMs) });
+    const user = await this.audited('user.rotate', name, o, null, (tx, now) =>
+      replaceToken(tx, this.ctx.s, { name, tokenId: t.tokenId, tokenHash: t.tokenHash, expiresAt: expiry(now, o.expiresInMs) }),
+    );
     if (!user) throw new UserError(`no user "${name}"`, 'user_not_found');
     return { user, token: t.token };
   }

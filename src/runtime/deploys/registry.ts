@@ -1,8 +1,11 @@
+import type { RawSource } from '../../compiler/parse.js';
 import type { EventsConfig, KindsConfig, ValidationResult } from '../../compiler/validate.js';
+import { type ActorOptions, actorOf } from '../core/actor.js';
 import { clockNow, type RuntimeContext } from '../core/context.js';
 import { sourceReader, validator } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
 import { UnknownWorkflowError } from '../errors.js';
+import { writeAudit } from '../sql/audit.js';
 import { currentHashes, type DefinitionVersion, listDefinitionVersions, registeredNames, registerVersion, runningPerVersion } from '../sql/definitions.js';
 import { deployTriggers } from '../sql/events.js';
 import { type DrainState, drainState } from './in-flight.js';
@@ -24,7 +27,8 @@ export interface RegisterResult {
   applied: boolean;
 }
 
-export interface RegisterOptions {
+/** What a register takes; who registers is audited with each version it makes current. */
+export interface RegisterOptions extends ActorOptions {
   /** Report what would change, write nothing. */
   dryRun?: boolean;
   /** Register nothing when any definition has an error (the deploy step); otherwise valid ones register. */
@@ -40,14 +44,15 @@ export type VersionState = DefinitionVersion & { running: number; state: DrainSt
 
 export async function registerDefinitions(
   ctx: RuntimeContext,
-  from: string | readonly string[],
+  from: string | readonly string[] | { sources: readonly RawSource[] },
   options: RegisterOptions = {},
   planTasks?: number,
 ): Promise<RegisterResult> {
   const known = await registeredNames(ctx.db, ctx.s);
   const current = await currentHashes(ctx.db, ctx.s);
   const [{ validate }, { readSources }] = await Promise.all([validator(), sourceReader()]);
-  const validation = validate(readSources(typeof from === 'string' ? [from] : from), {
+  const sources = typeof from === 'string' ? readSources([from]) : 'sources' in from ? [...from.sources] : readSources(from);
+  const validation = validate(sources, {
     knownWorkflows: known,
     kinds: options.kinds,
     events: options.events,
@@ -63,6 +68,7 @@ export async function registerDefinitions(
   });
   const applied = !options.dryRun && !(options.allOrNothing && validation.errors > 0);
   const registered: { name: string; hash: string }[] = [];
+  const who = actorOf(options);
   if (applied) {
     const { deploySchedules } = await import('../schedules/deploy.js');
     await ctx.db.transaction(async (tx) => {
@@ -72,6 +78,7 @@ export async function registerDefinitions(
         ctx.definitions.remember(def.name, def.hash, def.normalized);
         if (!r.madeCurrent) continue;
         registered.push({ name: def.name, hash: def.hash });
+        await writeAudit(tx, ctx.s, now, [{ action: 'definition.register', target: def.name, ...who, detail: { hash: def.hash, file: def.file } }]);
         // the version that becomes current brings its schedules; one without any takes the old ones away
         await deploySchedules(tx, ctx.s, def.name, def.hash, def.normalized.schedules ?? [], now);
         await deployTriggers(

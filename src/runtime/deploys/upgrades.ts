@@ -1,4 +1,5 @@
 import type { CompileLimits } from '../../compiler/compile-error.js';
+import { type ActorOptions, actorOf } from '../core/actor.js';
 import { type RuntimeContext, workflowWrite } from '../core/context.js';
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../engine/context.js';
@@ -16,7 +17,7 @@ import { unknownWorkflow } from './registry.js';
 export type { UpgradeOutcome };
 
 /** Which workflows move where: by default every running workflow of the name on an older version, to the current one. */
-export interface UpgradeRequest {
+export interface UpgradeRequest extends ActorOptions {
   /** Only workflows on this version (a hash or a unique prefix). */
   from?: string;
   /** The version to move to (a hash or a unique prefix; default the current one). */
@@ -66,6 +67,7 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
   const target = await resolveVersion(ctx.db, ctx.s, name, request.to);
   const from = request.from === undefined ? undefined : (await resolveVersion(ctx.db, ctx.s, name, request.from)).hash;
   const results: UpgradeOutcome[] = [];
+  const who = actorOf(request);
   // a workflow another transaction holds past the lock timeout is left for a later run, said as its reason
   const move = (id: string, scanned = false) =>
     workflowWrite(ctx, undefined, id, (tx, a) =>
@@ -75,6 +77,7 @@ export async function upgradeWorkflows(ctx: RuntimeContext, name: string, reques
         scanned,
         cancelRemoved: request.cancelRemoved,
         dropEvidence: request.dropEvidence,
+        who,
       }),
     ).catch((error: unknown) => {
       if (error instanceof WorkflowBusyError) return { id, from: null, to: target.hash, status: 'skipped' as const, reason: error.message };

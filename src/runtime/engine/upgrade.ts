@@ -6,12 +6,15 @@
  * inserted with their deps counted from what has ended; removed tasks not started are deleted, removed tasks
  * that ended stay as history (and, with --cancel-removed, removed tasks not final are cancelled into it).
  */
+
 import { canonicalJson } from '../../compiler/canonical-json.js';
 import { CompileError, type CompileLimits } from '../../compiler/compile-error.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
+import type { Acting } from '../core/actor.js';
 import { compiler } from '../core/lazy-compiler.js';
 import type { Queryable } from '../db/types.js';
 import { deleteTaskRows, type Finalized, lockWorkflows } from '../sql/advance.js';
+import { writeAudit } from '../sql/audit.js';
 import type { StoredDefinition } from '../sql/definitions.js';
 import { insertTaskRows } from '../sql/insert.js';
 import {
@@ -46,6 +49,8 @@ export interface UpgradeOptions {
   cancelRemoved?: boolean;
   /** Move even when active waits would lose evidence (signals that stop counting, timers re-anchored). */
   dropEvidence?: boolean;
+  /** Who moves it: the move writes its audit line (a bulk operation's run writes its own). */
+  who?: Acting;
 }
 
 /**
@@ -124,6 +129,10 @@ export async function upgradeWorkflow(
   };
   if (options.dryRun) return outcome;
   await applyMove(q, ctx, { id, from: w.definition_hash, finalized }, rows, plan.tasks, move, target, plan.workflow);
+  if (options.who)
+    await writeAudit(q, s, ctx.now, [
+      { action: 'workflow.upgrade', target: id, workflow_id: id, ...options.who, detail: { from: outcome.from, to: outcome.to } },
+    ]);
   return outcome;
 }
 

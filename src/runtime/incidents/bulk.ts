@@ -1,5 +1,6 @@
 import { canonicalJson } from '../../compiler/canonical-json.js';
 import { ulid } from '../../compiler/ulid.js';
+import { type ActorOptions, actorOf } from '../core/actor.js';
 import { advancing, type RuntimeContext } from '../core/context.js';
 import { assertStorable } from '../core/storable.js';
 import { writeAudit } from '../sql/audit.js';
@@ -7,7 +8,6 @@ import { cancelOperation, insertOperation, listOperations, loadOperation, operat
 import type { BulkAction, BulkCreated, BulkOperation, WorkflowSearch } from '../wire/index.js';
 import { checkBulkOptions, checkFilter, OPERATION_NAME, selectWorkflows } from './bulk-select.js';
 import { OperationInvalidError, OperationNotFoundError } from './errors.js';
-import { type ActorOptions, actorOf } from './pauses.js';
 
 export type { BulkCreated } from '../wire/index.js';
 export { type BulkRunOptions, runOperation } from './bulk-run.js';

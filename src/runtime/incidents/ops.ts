@@ -1,7 +1,7 @@
+import type { ActorOptions } from '../core/actor.js';
 import type { RuntimeContext } from '../core/context.js';
 import type { BulkOperation } from '../wire/index.js';
 import type { BulkCreated, BulkRequest, BulkRunOptions } from './bulk.js';
-import type { ActorOptions } from './pauses.js';
 
 /** Bulk operations by filter (braid bulk), as the runtime offers them: the module loads with the first call. */
 export interface BulkOps {

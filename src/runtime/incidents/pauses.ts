@@ -1,21 +1,10 @@
+import { type ActorOptions, actorOf } from '../core/actor.js';
 import { advancing, type RuntimeContext } from '../core/context.js';
 import { writeAudit } from '../sql/audit.js';
 import { channels } from '../sql/channels.js';
 import { deletePause, insertPause, listPauses, wakeQueuesWithWork } from '../sql/pauses.js';
 import { PAUSE_SCOPES, type PauseRecord, type PauseScope } from '../wire/index.js';
-import { checkText, MAX_LABEL, MAX_REASON, OperationInvalidError, PauseNotFoundError } from './errors.js';
-
-/** Who acts and why: every operator action records both (the audit trail). */
-export interface ActorOptions {
-  /** Who acts (the CLI's --actor, BRAID_ACTOR or the OS user; the API's caller). Default: "api". */
-  actor?: string;
-  reason?: string;
-}
-
-/** The checked actor and reason of an action. */
-export function actorOf(o: ActorOptions): { actor: string; reason: string | null } {
-  return { actor: checkText('the actor', o.actor ?? 'api', MAX_LABEL, true)!, reason: checkText('the reason', o.reason, MAX_REASON, false) };
-}
+import { checkText, MAX_LABEL, OperationInvalidError, PauseNotFoundError } from './errors.js';
 
 function checkScope(scope: unknown, target: unknown): { scope: PauseScope; target: string } {
   if (typeof scope !== 'string' || !PAUSE_SCOPES.includes(scope as PauseScope))

@@ -1,4 +1,5 @@
 import { describeOutputProblems, outputProblems } from '../../compiler/returns.js';
+import { type ActorOptions, actorOf } from '../core/actor.js';
 import { type RuntimeContext, workflowWrite } from '../core/context.js';
 import { assertStorable } from '../core/storable.js';
 import type { Queryable, TxOption } from '../db/types.js';
@@ -15,7 +16,6 @@ import { resetTasks } from '../sql/retry.js';
 import { type ActionTaskRow, actionTasks, notifyTaskCancel, reopenCounts, retryNow, skipOpenTask, takeOver } from '../sql/task-actions.js';
 import { isFinal } from '../wire/index.js';
 import { OperationInvalidError, OutputInvalidError } from './errors.js';
-import { type ActorOptions, actorOf } from './pauses.js';
 import { actionStep, reopenSelection, type TaskAction } from './task-decide.js';
 
 export interface TaskActionOptions extends ActorOptions, TxOption {

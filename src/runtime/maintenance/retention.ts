@@ -14,9 +14,8 @@ import { leaderWrite, type MaintenanceContext, type MaintenanceService } from '.
 
 /** Workers silent for a day are forgotten (their rows only say what ran where). */
 const FORGET_WORKERS_AFTER_MS = 24 * 3_600_000;
-/** A finished bulk operation is kept 30 days (its workflows' audit lines say what it did), audit lines a year. */
+/** A finished bulk operation is kept 30 days (its workflows' audit lines say what it did). */
 const KEEP_BULK_MS = 30 * 86_400_000;
-const KEEP_AUDIT_MS = 365 * 86_400_000;
 
 /**
  * Retention: finalized workflows past their period are deleted as units, and (opt-in) finalized task rows
@@ -35,7 +34,7 @@ export class RetentionService implements MaintenanceService {
     let deleted = await leaderWrite(ctx, (tx) => deleteExpiredWorkflows(tx, ctx.s, this.policy, now));
     if (this.policy.taskMs !== null) deleted += await this.deleteExpiredTasks(ctx, new Date(now.getTime() - this.policy.taskMs));
     await leaderWrite(ctx, (tx) => forgetDeadWorkers(tx, ctx.s, new Date(now.getTime() - FORGET_WORKERS_AFTER_MS)));
-    await leaderWrite(ctx, (tx) => forgetOperatorRecords(tx, ctx.s, new Date(now.getTime() - KEEP_BULK_MS), new Date(now.getTime() - KEEP_AUDIT_MS)));
+    await leaderWrite(ctx, (tx) => forgetOperatorRecords(tx, ctx.s, new Date(now.getTime() - KEEP_BULK_MS), new Date(now.getTime() - this.policy.auditMs)));
     // the event log is for finding what an event did: a month of it (the runs keep their own retention)
     await leaderWrite(ctx, (tx) => forgetEvents(tx, ctx.s, new Date(now.getTime() - KEEP_BULK_MS)));
     return deleted;

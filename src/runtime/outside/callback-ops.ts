@@ -1,6 +1,8 @@
 /** The runtime's face on callback links (rt.callbacks): make a term's links, take a POST, describe a link for its page. */
+import { actorOf } from '../core/actor.js';
 import { clockNow, type RuntimeContext, workflowWrite } from '../core/context.js';
 import { type TxOption, txQueryable } from '../db/types.js';
+import { writeAudit } from '../sql/audit.js';
 import { signalByIdempotencyKey } from '../sql/signals.js';
 import type { CallbackLink, CallbackLinkUrl, CallbackView } from '../wire/index.js';
 import { readToken } from './callback-token.js';
@@ -22,11 +24,21 @@ export class CallbackOps {
     return withUrls(await callbackLinks(q, this.ctx.s, this.ctx.keys, workflowId, task, term), options.baseUrl ?? this.ctx.publicUrl);
   }
 
-  /** A POST to a link: its body counts for the term (in the caller's transaction when given). */
-  receive(token: string, body: unknown, options: TxOption = {}): Promise<CallbackReceipt> {
+  /**
+   * A POST to a link: its body counts for the term (in the caller's transaction when given), audited as the
+   * link's recipient from `address` (the request's).
+   */
+  receive(token: string, body: unknown, options: TxOption & { address?: string } = {}): Promise<CallbackReceipt> {
     const ref = readToken(this.ctx.keys, token);
     if (!ref) return Promise.reject(new CallbackNotFoundError());
-    return workflowWrite(this.ctx, options, ref.workflowId, (tx, advance) => receiveCallback(tx, advance, this.ctx.keys, token, body));
+    return workflowWrite(this.ctx, options, ref.workflowId, async (tx, advance) => {
+      const r = await receiveCallback(tx, advance, this.ctx.keys, token, body);
+      const who = actorOf({ actor: r.recipient === null ? 'callback link' : `callback link for ${r.recipient}`, address: options.address });
+      const detail = { term: r.term, signal: r.signal.id };
+      if (!r.replayed)
+        await writeAudit(tx, this.ctx.s, advance.now, [{ action: 'callback', target: r.workflowId, workflow_id: r.workflowId, task: r.task, ...who, detail }]);
+      return r;
+    });
   }
 
   /** What a link is for and whether it still answers (a read: nothing is taken or written). */

@@ -1,11 +1,14 @@
 /** The runtime's face on events (rt.emit, rt.events): record one and start what it triggers; read the log. */
+import { type ActorOptions, namedActor } from '../core/actor.js';
 import { advanceIn, type RuntimeContext } from '../core/context.js';
 import { inTransaction, type TxOption } from '../db/types.js';
+import { writeAudit } from '../sql/audit.js';
 import { eventOfWorkflow, listEvents } from '../sql/events.js';
 import type { EmitEventResult, EventRecord } from '../wire/index.js';
 import { EventInvalidError } from './errors.js';
 
-export interface EmitEventOptions extends TxOption {
+/** An emit's options; with an `actor` (the CLI's and the API's), the emit is audited. */
+export interface EmitEventOptions extends TxOption, ActorOptions {
   /** The event's own id: the same name and id again is a delivery again, and starts nothing. Default: a new ULID. */
   id?: string;
 }
@@ -17,7 +20,14 @@ export class EventOps {
   async emit(name: string, payload: unknown, options: EmitEventOptions = {}): Promise<EmitEventResult> {
     // the compiler and the insertion load with the first emit, as with the first start
     const { emitEvent } = await import('./events.js');
-    return inTransaction(this.ctx.db, options, async (tx) => emitEvent(tx, await advanceIn(this.ctx, tx), name, payload, { id: options.id }));
+    const who = namedActor(options);
+    return inTransaction(this.ctx.db, options, async (tx) => {
+      const advance = await advanceIn(this.ctx, tx);
+      const r = await emitEvent(tx, advance, name, payload, { id: options.id });
+      const detail = { event_id: r.event.event_id, started: r.event.outcomes.length };
+      if (who && !r.duplicate) await writeAudit(tx, this.ctx.s, advance.now, [{ action: 'event.emit', target: name, ...who, detail }]);
+      return r;
+    });
   }
 
   /** Recent events, newest first: of one name when given, before a cursor (an event's seq) to page. */

@@ -1,7 +1,10 @@
 import { jitterOffset, nextTicks, tickIso, tickRunId, ticksBetween } from '../../compiler/schedule/ticks.js';
 import { localIso } from '../../compiler/schedule/zone.js';
+import { type Acting, type ActorOptions, actorOf } from '../core/actor.js';
 import { advancing, clockNow, type RuntimeContext } from '../core/context.js';
+import type { Queryable } from '../db/types.js';
 import { BackfillRangeError, ScheduleNotFoundError } from '../errors.js';
+import { writeAudit } from '../sql/audit.js';
 import {
   lockSchedule,
   readSchedules,
@@ -47,19 +50,41 @@ export class Schedules {
   }
 
   /** Stops a schedule ticking until it is resumed (or a version changes its `paused`). */
-  async pause(workflow: string, name: string): Promise<ScheduleRecord> {
-    const now = await clockNow(this.ctx);
-    const row = await setSchedulePaused(this.ctx.db, this.ctx.s, workflow, name, true, now);
+  async pause(workflow: string, name: string, o: ActorOptions = {}): Promise<ScheduleRecord> {
+    const who = actorOf(o);
+    const row = await advancing(this.ctx, async (tx, advance) => {
+      const paused = await setSchedulePaused(tx, advance.s, workflow, name, true, advance.now);
+      if (paused) await this.audit(tx, advance.now, 'pause', workflow, name, who);
+      return paused;
+    });
     if (!row) throw await this.notFound(workflow, name);
-    return this.withRuns(row, now.getTime());
+    return this.withRuns(row, (await clockNow(this.ctx)).getTime());
+  }
+
+  /** The audit line of an operator's action on a schedule (a started run named as its workflow). */
+  private audit(
+    tx: Queryable,
+    now: Date,
+    action: string,
+    workflow: string,
+    name: string,
+    who: Acting,
+    run?: string,
+    detail?: Record<string, unknown>,
+  ): Promise<void> {
+    return writeAudit(tx, this.ctx.s, now, [
+      { action: `schedule.${action}`, target: `${workflow}/${name}`, ...who, ...(run ? { workflow_id: run } : {}), ...(detail ? { detail } : {}) },
+    ]);
   }
 
   /** Ticks again from now: the ticks it missed while paused do not run. */
-  async resume(workflow: string, name: string): Promise<ScheduleRecord> {
+  async resume(workflow: string, name: string, o: ActorOptions = {}): Promise<ScheduleRecord> {
+    const who = actorOf(o);
     const row = await advancing(this.ctx, async (tx, advance) => {
       const locked = await lockSchedule(tx, advance.s, workflow, name, true);
       if (!locked) return undefined;
       if (!locked.paused) return locked;
+      await this.audit(tx, advance.now, 'resume', workflow, name, who);
       const now = advance.now.getTime();
       const next = tickAfter(locked.spec, Math.max(now, locked.last_tick ? new Date(locked.last_tick).getTime() : now));
       const fireAt = next === undefined ? null : new Date(next + jitterOffset(workflow, name, locked.spec.jitter_ms));
@@ -70,13 +95,16 @@ export class Schedules {
   }
 
   /** A tick now, outside the clock (paused or not, whatever runs): its run has its own key, of this instant. */
-  async trigger(workflow: string, name: string): Promise<ScheduleStart> {
+  async trigger(workflow: string, name: string, o: ActorOptions = {}): Promise<ScheduleStart> {
+    const who = actorOf(o);
     const started = await advancing(this.ctx, async (tx, advance) => {
       const row = await lockSchedule(tx, advance.s, workflow, name, true);
       if (!row) return undefined;
       const t = advance.now.getTime();
       const run = await startTick(tx, advance, row, t);
-      await recordTrigger(tx, advance.s, workflow, name, run.runId ?? tickRunId(workflow, name, t), advance.now);
+      const runId = run.runId ?? tickRunId(workflow, name, t);
+      await recordTrigger(tx, advance.s, workflow, name, runId, advance.now);
+      await this.audit(tx, advance.now, 'trigger', workflow, name, who, runId);
       return { t, run };
     });
     // said after the transaction: the embedded database has one connection, which the transaction holds
@@ -89,7 +117,8 @@ export class Schedules {
    * Every nominal tick from `from` to `to` (both included) started, each in its own transaction with its
    * tick's business key: a second backfill of the same range finds them all and starts nothing.
    */
-  async backfill(workflow: string, name: string, from: Date, to: Date, o: { dryRun?: boolean } = {}): Promise<ScheduleStart[]> {
+  async backfill(workflow: string, name: string, from: Date, to: Date, o: ActorOptions & { dryRun?: boolean } = {}): Promise<ScheduleStart[]> {
+    const who = actorOf(o);
     if (!(to.getTime() >= from.getTime())) throw new BackfillRangeError('the backfill range ends before it begins');
     const [row] = (await readSchedules(this.ctx.db, this.ctx.s, workflow)).filter((r) => r.name === name);
     if (!row) throw await this.notFound(workflow, name);
@@ -102,7 +131,11 @@ export class Schedules {
         out.push({ time: tickIso(t), id, status: 'would_start' });
         continue;
       }
-      const run = await advancing(this.ctx, (tx, advance) => startTick(tx, advance, row, t));
+      const run = await advancing(this.ctx, async (tx, advance) => {
+        const r = await startTick(tx, advance, row, t);
+        if (r.outcome !== 'existing' && !r.error) await this.audit(tx, advance.now, 'backfill', workflow, name, who, id, { tick: tickIso(t) });
+        return r;
+      });
       out.push({ time: tickIso(t), id, ...startStatus(run) });
     }
     return out;

@@ -2,16 +2,17 @@ import type { Queryable } from '../db/types.js';
 import type { AuditRecord } from '../wire/index.js';
 
 /** An audit line to write: who did what to what, and why. */
-export type AuditEntry = Omit<AuditRecord, 'id' | 'at' | 'workflow_id' | 'task' | 'reason' | 'detail'> &
-  Partial<Pick<AuditRecord, 'workflow_id' | 'task' | 'reason' | 'detail'>>;
+export type AuditEntry = Pick<AuditRecord, 'actor' | 'action' | 'target'> &
+  Partial<Pick<AuditRecord, 'workflow_id' | 'task' | 'reason' | 'detail' | 'role' | 'source'>>;
 
 /** Appends audit lines (in the transaction of the change they record). */
 export async function writeAudit(q: Queryable, s: string, at: Date, entries: readonly AuditEntry[]): Promise<void> {
   if (entries.length === 0) return;
   await q.query(
-    `INSERT INTO ${s}.audit (at, actor, action, target, workflow_id, task, reason, detail)
-     SELECT $1, e.actor, e.action, e.target, e.workflow_id, e.task, e.reason, e.detail
-       FROM jsonb_to_recordset($2::jsonb) AS e(actor text, action text, target text, workflow_id text, task text, reason text, detail jsonb)`,
+    `INSERT INTO ${s}.audit (at, actor, role, source, action, target, workflow_id, task, reason, detail)
+     SELECT $1, e.actor, e.role, e.source, e.action, e.target, e.workflow_id, e.task, e.reason, e.detail
+       FROM jsonb_to_recordset($2::jsonb)
+         AS e(actor text, role text, source text, action text, target text, workflow_id text, task text, reason text, detail jsonb)`,
     [at, JSON.stringify(entries)],
   );
 }
@@ -19,8 +20,8 @@ export async function writeAudit(q: Queryable, s: string, at: Date, entries: rea
 /** A workflow's audit lines, oldest first (its history in braid status); at most `limit`. */
 export async function workflowAudit(q: Queryable, s: string, workflowId: string, limit = 200): Promise<AuditRecord[]> {
   const { rows } = await q.query<AuditRecord>(
-    `SELECT id::text, at, actor, action, target, workflow_id, task, reason, detail FROM ${s}.audit
-      WHERE workflow_id = $1 ORDER BY id LIMIT $2`,
+    `SELECT id::text, at, actor, role, source, action, target, workflow_id, task, reason, detail FROM ${s}.audit
+      WHERE workflow_id = $1 ORDER BY audit.id LIMIT $2`,
     [workflowId, limit],
   );
   return rows;
@@ -34,11 +35,11 @@ export async function listAudit(
 ): Promise<AuditRecord[]> {
   const prefix = f.action?.endsWith('.*') ? `${f.action.slice(0, -1)}%` : null;
   const { rows } = await q.query<AuditRecord>(
-    `SELECT id::text, at, actor, action, target, workflow_id, task, reason, detail FROM ${s}.audit
+    `SELECT id::text, at, actor, role, source, action, target, workflow_id, task, reason, detail FROM ${s}.audit
       WHERE ($1::text IS NULL OR actor = $1) AND ($2::text IS NULL OR action = $2 OR action LIKE $3)
         AND ($4::text IS NULL OR target = $4 OR workflow_id = $4) AND ($5::timestamptz IS NULL OR at >= $5)
         AND ($6::bigint IS NULL OR id < $6::bigint)
-      ORDER BY id DESC LIMIT $7`,
+      ORDER BY audit.id DESC LIMIT $7`,
     [f.actor ?? null, f.action ?? null, prefix, f.target ?? null, f.since ?? null, f.before ?? null, f.limit],
   );
   return rows;

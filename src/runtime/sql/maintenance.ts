@@ -28,6 +28,8 @@ export interface RetentionPolicy {
    * workflows (their dependents then see a deleted dep); null (the default) keeps them with their workflow.
    */
   taskMs: number | null;
+  /** Audit lines are deleted this long after they were written. */
+  auditMs: number;
 }
 
 /**

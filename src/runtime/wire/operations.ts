@@ -30,6 +30,10 @@ export interface AuditRecord {
   id: string;
   at: Date | string;
   actor: string;
+  /** The actor's role when a user acted through the API (null for the CLI and the TypeScript API). */
+  role: string | null;
+  /** Where an API request came from (its remote address). */
+  source: string | null;
   /** What was done: pause, resume, task.retry, task.skip, task.complete, bulk.retry, ... */
   action: string;
   /** What it was done to, in words ("queue payments", a workflow id, an operation's name). */

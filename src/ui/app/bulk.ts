@@ -1,4 +1,4 @@
-import { pathTo } from '../../api/route-table.js';
+import { pathTo, roleFor } from '../../api/route-table.js';
 import type { BulkCreated, BulkOperation } from '../../runtime/wire/index.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
@@ -18,7 +18,7 @@ export function bulkBar(search: URLSearchParams): HTMLElement {
   const act = (action: Action) => void run(action, filter, progress);
   return h(
     'div',
-    { class: 'actions', 'data-testid': 'bulk-bar' },
+    { class: 'actions', 'data-testid': 'bulk-bar', 'data-needs': roleFor('bulkCreate') },
     h('button', { type: 'button', 'data-testid': 'bulk-retry', onclick: () => act('retry') }, 'Retry all matching…'),
     ' ',
     h('button', { type: 'button', 'data-testid': 'bulk-cancel', onclick: () => act('cancel') }, 'Cancel all matching…'),

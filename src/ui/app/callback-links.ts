@@ -1,4 +1,4 @@
-import { pathTo } from '../../api/route-table.js';
+import { pathTo, roleFor } from '../../api/route-table.js';
 import type { CallbackLinkUrl } from '../../runtime/wire/index.js';
 import { get } from './api.js';
 import { h } from './dom.js';
@@ -38,7 +38,7 @@ export function callbackLinks(workflowId: string, task: Task): HTMLElement | nul
       };
       return h(
         'div',
-        {},
+        { 'data-needs': roleFor('callbackLinks') },
         h('button', { type: 'button', 'data-testid': `show-links-${term.name}`, onclick: () => void show() }, `Show links of ${term.name}`),
         list,
       );

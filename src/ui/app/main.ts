@@ -1,8 +1,10 @@
 import { type DevState, type Live, onSignInNeeded, sessionFromHash, startSession } from './api.js';
+import { auditPage } from './audit.js';
 import { definitionsPage } from './definitions.js';
 import { askToken } from './dialog.js';
 import { eventsPage } from './events.js';
 import { listPage } from './list.js';
+import { showMe } from './me.js';
 import { pausesPage } from './pauses.js';
 import { workflowPage } from './workflow.js';
 
@@ -11,7 +13,14 @@ const banner = document.getElementById('banner')!;
 let current: Live | undefined;
 let signingIn: Promise<void> | undefined;
 
-onSignInNeeded(() => (signingIn ??= askToken(startSession).finally(() => (signingIn = undefined))));
+// a sign-in may be another user's: the header and what is shown follow it
+onSignInNeeded(
+  () =>
+    (signingIn ??= askToken(startSession).finally(() => {
+      signingIn = undefined;
+      void showMe();
+    })),
+);
 
 /** The hot-reload banner: a broken save keeps the last good version, and says so until it is fixed. */
 export function showDevState(dev: DevState): void {
@@ -37,6 +46,7 @@ function route(): void {
   else if (path === '/definitions') current = definitionsPage(app, params);
   else if (path === '/pauses') current = pausesPage(app);
   else if (path === '/events') current = eventsPage(app, params);
+  else if (path === '/audit') current = auditPage(app, params);
   else current = listPage(app, params);
 }
 
@@ -52,4 +62,7 @@ window.addEventListener('popstate', route);
 // every stream reports the dev state; the banner shows it on every page
 window.addEventListener('braid-dev', (e) => showDevState((e as CustomEvent<DevState>).detail));
 
-void sessionFromHash().then(route);
+void sessionFromHash().then(() => {
+  route();
+  void showMe();
+});

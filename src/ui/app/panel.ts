@@ -1,4 +1,4 @@
-import { pathTo } from '../../api/route-table.js';
+import { pathTo, roleFor } from '../../api/route-table.js';
 import { attemptHistory, attemptText, humanDuration, signalCountText } from '../../runtime/wire/index.js';
 import { get, post } from './api.js';
 import { callbackLinks, sendableKeys } from './callback-links.js';
@@ -150,7 +150,7 @@ export class TaskPanel {
       sendableKeys(w.signals).length > 0 &&
         h(
           'form',
-          { class: 'emit', 'data-testid': 'emit-form', onsubmit: (e: Event) => void this.emit(e, key.value, payload.value) },
+          { class: 'emit', 'data-testid': 'emit-form', 'data-needs': roleFor('emit'), onsubmit: (e: Event) => void this.emit(e, key.value, payload.value) },
           h('h4', {}, 'Emit a signal'),
           h('label', {}, 'Key ', key),
           h('label', {}, 'Payload (JSON) ', payload),

@@ -1,4 +1,4 @@
-import { pathTo } from '../../api/route-table.js';
+import { pathTo, roleFor } from '../../api/route-table.js';
 import { PAUSE_SCOPES, type PauseRecord, type PauseScope } from '../../runtime/wire/index.js';
 import { get, type Live, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
@@ -14,18 +14,7 @@ export function pausesPage(app: HTMLElement): Live {
     const { pauses } = await get<{ pauses: PauseRecord[] }>(pathTo('pauses', {}));
     clear(list);
     if (pauses.length === 0) list.append(h('tr', {}, h('td', { colspan: '5', class: 'muted' }, 'Nothing is paused.')));
-    for (const p of pauses)
-      list.append(
-        h(
-          'tr',
-          { 'data-pause': `${p.scope} ${p.target}` },
-          h('td', {}, p.scope),
-          h('td', { class: 'mono' }, p.target),
-          h('td', {}, p.actor, ' at ', time(String(p.paused_at))),
-          h('td', {}, p.reason ?? ''),
-          h('td', {}, h('button', { type: 'button', 'data-testid': 'pause-resume', onclick: () => void act('resume', p.scope, p.target, '') }, 'Resume')),
-        ),
-      );
+    for (const p of pauses) list.append(pauseRow(p, () => void act('resume', p.scope, p.target, '')));
   };
   const act = async (action: 'pause' | 'resume', scope: PauseScope, target: string, reason: string) => {
     const what = action === 'pause' ? 'Pause' : 'Resume';
@@ -53,6 +42,7 @@ export function pausesPage(app: HTMLElement): Live {
     'form',
     {
       class: 'filters',
+      'data-needs': roleFor('pauseScope'),
       onsubmit: (e: Event) => {
         e.preventDefault();
         if (target.value.trim()) void act('pause', scope.value as PauseScope, target.value.trim(), reason.value.trim());
@@ -84,4 +74,17 @@ export function pausesPage(app: HTMLElement): Live {
   );
   void load().catch((error: Error) => toast(error.message, 'error'));
   return { close: () => undefined };
+}
+
+/** A pause in force: what, who and when, why, and its Resume. */
+function pauseRow(p: PauseRecord, resume: () => void): HTMLElement {
+  return h(
+    'tr',
+    { 'data-pause': `${p.scope} ${p.target}` },
+    h('td', {}, p.scope),
+    h('td', { class: 'mono' }, p.target),
+    h('td', {}, p.actor, ' at ', time(String(p.paused_at))),
+    h('td', {}, p.reason ?? ''),
+    h('td', {}, h('button', { type: 'button', 'data-testid': 'pause-resume', 'data-needs': roleFor('resumeScope'), onclick: resume }, 'Resume')),
+  );
 }

@@ -1,4 +1,4 @@
-import { pathTo } from '../../api/route-table.js';
+import { pathTo, roleFor } from '../../api/route-table.js';
 import { humanDuration, type ScheduleRecord } from '../../runtime/wire/index.js';
 import { get, post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
@@ -56,7 +56,7 @@ function scheduleCard(s: ScheduleRecord, act: Act): HTMLElement {
     h('h4', {}, s.name, ' ', s.paused ? badge('paused') : null),
     h(
       'div',
-      { class: 'actions' },
+      { class: 'actions', 'data-needs': roleFor('trigger') },
       h(
         'button',
         { type: 'button', 'data-testid': 'schedule-toggle', onclick: () => void act(s, s.paused ? 'resume' : 'pause') },

@@ -1,4 +1,4 @@
-import { pathTo } from '../../api/route-table.js';
+import { pathTo, roleFor } from '../../api/route-table.js';
 import { post } from './api.js';
 import { confirmAction, toast } from './dialog.js';
 import { h } from './dom.js';
@@ -26,7 +26,7 @@ export function taskActions(workflowId: string, task: Task): HTMLElement | null 
   if (actions.length === 0) return null;
   return h(
     'div',
-    { class: 'actions', 'data-testid': 'task-actions' },
+    { class: 'actions', 'data-testid': 'task-actions', 'data-needs': roleFor('taskRetry') },
     actions.map((a) =>
       h('button', { type: 'button', 'data-testid': `task-${a}`, onclick: () => void act(workflowId, task, a) }, a[0].toUpperCase() + a.slice(1)),
     ),

@@ -1,4 +1,4 @@
-import { pathTo } from '../../api/route-table.js';
+import { pathTo, roleFor } from '../../api/route-table.js';
 import { attemptHistory, humanDuration } from '../../runtime/wire/index.js';
 import { type Live, live, post } from './api.js';
 import { type DagEdge, type DagNode, DagView } from './dag.js';
@@ -104,7 +104,7 @@ function renderHeader(header: HTMLElement, s: WorkflowStatus): void {
     facts(s),
     h(
       'div',
-      { class: 'actions' },
+      { class: 'actions', 'data-needs': roleFor('cancel') },
       running && h('button', { type: 'button', class: 'danger', 'data-testid': 'cancel', onclick: () => void cancel(w.id) }, 'Cancel workflow'),
       !running &&
         h(
