@@ -115,8 +115,8 @@ export class ApiClient {
     return this.call('startBatch', {}, { body: { name, workflows: rows } }).then((r) => r.workflows);
   }
 
-  status(id: string): Promise<WorkflowStatus> {
-    return this.call('status', { id });
+  status(id: string, reveal = false): Promise<WorkflowStatus> {
+    return this.call('status', { id }, { query: { reveal: reveal ? 1 : undefined } });
   }
 
   logs(id: string, options: { task?: string; attempt?: number; after?: string; limit?: number }): Promise<LogPage> {

@@ -88,8 +88,12 @@ const HANDLERS: RouteHandlers = {
     return started.existing ? send(res, 200, started) : send(res, 201, { id: started.id });
   },
   startBatch,
-  status: async (c, { res, params }) => {
-    const status = await c.rt.workflow(params.id).status();
+  status: async (c, call) => {
+    const { res, url, params, principal } = call;
+    const reveal = url.searchParams.get('reveal') === '1';
+    if (reveal && !roleAllows(principal.role, 'admin'))
+      throw new HttpError(403, `revealing sensitive values needs the admin role; ${principal.name} is ${articled(principal.role)}`);
+    const status = await c.rt.workflow(params.id).status(reveal ? { reveal, ...actorFrom({}, call) } : {});
     send(res, 200, status, { 'x-braid-event-id': String(c.feed.clock.next()) });
   },
   workflowEvents: (c, { req, res, params }) => workflowEvents(req, res, c, params.id),
@@ -126,8 +130,9 @@ const HANDLERS: RouteHandlers = {
   wait: async (c, { res, url, params }) => {
     const wf = c.rt.workflow(params.id);
     const timeoutMs = integerParam(url, 'timeout_ms', 600_000) ?? 30_000;
-    const w = await wf.waitUntilFinal({ timeoutMs, pollMs: 200 }).catch(() => undefined);
-    send(res, 200, { workflow: w ?? (await wf.load()) });
+    await wf.waitUntilFinal({ timeoutMs, pollMs: 200 }).catch(() => undefined);
+    // shown to the caller: sensitive values redacted
+    send(res, 200, { workflow: await wf.load({ redact: true }) });
   },
   diagnostics: async (c, { res, url, params }) =>
     send(res, 200, await c.rt.workflow(params.id).waitDiagnostics(params.task, { signalScanLimit: integerParam(url, 'signal_scan_limit') })),

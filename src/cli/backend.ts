@@ -108,7 +108,8 @@ export interface Backend {
   start(name: string, inputs: unknown, options?: { id?: string; traceparent?: string }): Promise<{ id: string; existing: boolean }>;
   /** Starts a batch of workflows, all or nothing; a row at fault is a BatchRowError (local or remote). */
   startMany(name: string, rows: readonly { inputs: unknown; id?: string }[]): Promise<{ id: string; existing: boolean }[]>;
-  status(id: string): Promise<WorkflowStatus>;
+  /** A workflow and its tasks, sensitive values redacted unless `reveal` (audited). */
+  status(id: string, options?: { reveal?: boolean }): Promise<WorkflowStatus>;
   logs(id: string, options: { task?: string; attempt?: number; after?: string; limit?: number }): Promise<LogPage>;
   cancel(id: string): Promise<{ cancelled: string[]; stopping: string[] }>;
   signal(id: string, key: string, payload: unknown, options: EmitOptions): Promise<EmitResult>;
@@ -188,7 +189,7 @@ function directBackend(io: Io, rt: Runtime, db: Database, who: { actor: string; 
           { ids: rows.map((r) => r.id), ...who },
         ),
       ),
-    status: (id) => rethrow(io, async () => jsonClone(await rt.workflow(id).status())),
+    status: (id, o = {}) => rethrow(io, async () => jsonClone(await rt.workflow(id).status({ reveal: o.reveal, ...who }))),
     logs: (id, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).logs(options))),
     cancel: (id) => rethrow(io, () => rt.workflow(id).cancel(who)),
     signal: (id, key, payload, options) => rethrow(io, async () => jsonClone(await rt.workflow(id).signals.emit(key, payload, { ...options, ...who }))),
@@ -211,7 +212,10 @@ function directBackend(io: Io, rt: Runtime, db: Database, who: { actor: string; 
         const handle = rt.workflow(id);
         // at the timeout the workflow is returned as it is then, as the API's long poll does: still running, or
         // ended between the wait's last look and this one (a failure to read it is the error)
-        const w = await handle.waitUntilFinal({ timeoutMs, pollMs: 250 }).catch(() => handle.load());
+        const w = await handle.waitUntilFinal({ timeoutMs, pollMs: 250 }).then(
+          () => handle.load({ redact: true }),
+          () => handle.load({ redact: true }),
+        );
         return jsonClone(w);
       }),
     versions: async (name) => jsonClone(await rt.versions(name)),
@@ -286,7 +290,7 @@ function remoteBackend(io: Io, holder: number, who: { actor: string; reason?: st
           throw error;
         }),
       ),
-    status: (id) => guard(() => api.status(id)),
+    status: (id, o = {}) => guard(() => api.status(id, o.reveal)),
     logs: (id, options) => guard(() => api.logs(id, options)),
     cancel: (id) => guard(() => api.cancel(id)),
     signal: (id, key, payload, options) => guard(() => api.signal(id, key, payload, options)),

@@ -1,3 +1,4 @@
+import { isCallerError } from '../error-codes.js';
 import { terminalSafe } from './terminal-safe.js';
 
 /** Exit codes shared by every command (SPEC "The CLI"). */
@@ -20,7 +21,9 @@ export class ConnectionError extends Error {
 
 /** What a long-running command throws for a failure: usage errors stay usage errors, anything else is the database's. */
 export function commandFailure(error: unknown): Error {
-  return error instanceof UsageError ? error : new ConnectionError((error as Error).message);
+  if (error instanceof UsageError) return error;
+  // the caller's to mend (a sensitive field without data keys, say): the subject failed, not the connection
+  return isCallerError(error) ? new SubjectError((error as Error).message) : new ConnectionError((error as Error).message);
 }
 
 export interface Io {

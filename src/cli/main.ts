@@ -38,6 +38,7 @@ const COMMANDS: Record<keyof typeof USAGE, () => Promise<Command>> = {
   events: () => import('./commands/events.js'),
   stream: () => import('./commands/stream.js'),
   users: () => import('./commands/users.js'),
+  keys: () => import('./commands/keys.js'),
   audit: () => import('./commands/audit.js'),
   diagnose: () => import('./commands/diagnose.js'),
   retry: () => import('./commands/retry.js'),

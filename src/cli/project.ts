@@ -122,7 +122,14 @@ function isFolder(path: string): boolean {
  * `local`), so links work in development without set-up, and read by the project's other commands. The URL:
  * BRAID_PUBLIC_URL, else the config's `public_url`.
  */
-export function linkOptions(io: Io, url: string | undefined, local = false): { secret?: string; publicUrl?: string } {
+/** The data keys sensitive values are sealed with: BRAID_KEYS, else the config's `keys` (never made here). */
+export function dataKeyOptions(io: Io): { keys?: string } {
+  const config = project(io).config;
+  const keys = process.env.BRAID_KEYS || (config?.keys === undefined ? undefined : expandEnv(config.keys) || undefined);
+  return keys ? { keys } : {};
+}
+
+export function linkOptions(io: Io, url: string | undefined, local = false): { secret?: string; publicUrl?: string; keys?: string } {
   const config = project(io).config;
   const configured = config?.secret === undefined ? undefined : expandEnv(config.secret) || undefined;
   let secret = process.env.BRAID_SECRET || configured;
@@ -135,7 +142,8 @@ export function linkOptions(io: Io, url: string | undefined, local = false): { s
     secret = readFileSync(file, 'utf8').trim();
   }
   const publicUrl = process.env.BRAID_PUBLIC_URL || config?.publicUrl;
-  return { ...(secret ? { secret } : {}), ...(publicUrl ? { publicUrl } : {}) };
+  // the data keys are never made here: losing one loses what it sealed, so they are an operator's to keep
+  return { ...(secret ? { secret } : {}), ...(publicUrl ? { publicUrl } : {}), ...dataKeyOptions(io) };
 }
 
 /** The project config's `events` (their payload schemas), for every command that validates definitions. */

@@ -13,7 +13,7 @@ export const USAGE = {
     'braid start NAME [--id ID] [--inputs JSON|@file] [--wait] [--timeout DURATION] [--traceparent TP] ' +
     '[--inputs-file FILE.ndjson [--batch N] [--id-field FIELD]] [--actor NAME] [--reason TEXT] [--database URL]',
   worker: 'braid worker [--handlers MODULE] [--queues NAME=N,...] [--prefetch N] [--database URL] [--port N] [--metrics-port N]',
-  status: 'braid status ID [--json] [--database URL]',
+  status: 'braid status ID [--json] [--reveal] [--actor NAME] [--reason TEXT] [--database URL]',
   logs: 'braid logs ID [TASK] [--attempt N] [--follow] [--json] [--database URL]',
   list:
     'braid list [--state S] [--name N] [--version HASH] [--id-prefix P] [--input PATH=VALUE...] [--created-after ISO] [--created-before ISO] ' +
@@ -39,6 +39,7 @@ export const USAGE = {
   users:
     'braid users add NAME --role viewer|operator|admin [--expires DURATION] | list | revoke NAME | rotate NAME ' +
     '[--actor NAME] [--reason TEXT] [--json] [--database URL]',
+  keys: 'braid keys rotate [--actor NAME] [--reason TEXT] [--json] [--database URL]',
   audit: 'braid audit [--actor NAME] [--action ACTION] [--target ID] [--since ISO] [--limit N] [--json] [--database URL]',
   signal:
     'braid signal ID KEY [--payload JSON] [--idempotency-key K] [--source JSON] [--attempt N] [--any-key] [--traceparent TP] ' +

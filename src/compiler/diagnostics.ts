@@ -47,6 +47,7 @@ export const RULES = [
   'callback-schema',
   'unknown-event',
   'stream-schema',
+  'sensitive-leak',
 ] as const;
 
 export type Rule = (typeof RULES)[number];

@@ -47,6 +47,8 @@ export interface ProjectConfig {
   secret?: string;
   /** How many days audit lines are kept (default 365). */
   auditDays?: number;
+  /** The data keys sensitive values are encrypted with (${VAR}s read; BRAID_KEYS wins). */
+  keys?: string;
   /** Where this deployment's braid server is reached, for callback links' URLs. */
   publicUrl?: string;
   /** The events triggers may name: each one's payload schema, and the signature its webhook must carry. */
@@ -128,6 +130,7 @@ export function loadConfig(file: string, display = file): { config?: ProjectConf
       statementTimeoutMs: ms(raw.limits?.statement_timeout),
       secret: raw.secret,
       auditDays: raw.audit_days,
+      keys: raw.keys,
       publicUrl: raw.public_url,
       events: raw.events ?? {},
     },
@@ -170,6 +173,7 @@ interface RawConfig {
   limits?: { for_each_items?: number; plan_tasks?: number; cel_cost?: number; lock_timeout?: string; statement_timeout?: string };
   secret?: string;
   audit_days?: number;
+  keys?: string;
   public_url?: string;
   events?: Record<string, EventConfig>;
 }
@@ -203,6 +207,7 @@ const KNOWN: Record<string, string[]> = {
     'limits',
     'secret',
     'audit_days',
+    'keys',
     'public_url',
     'events',
   ],

@@ -8,6 +8,7 @@
 // console logger, error text, trace parents, drain labels, the change feed's registration
 import { parseToken } from './access/user-tokens.js';
 
+export type { RotationProgress } from './access/key-rotation.js';
 export { type AddUser, UserError } from './access/users.js';
 export type { ActorOptions } from './core/actor.js';
 export { errorMessage } from './core/describe-error.js';

@@ -87,6 +87,12 @@ export interface RuntimeOptions {
    * accepted (default: env BRAID_SECRET). Without one, links cannot be made.
    */
   secret?: string;
+  /**
+   * The data keys sensitive values are encrypted with: `ID:BASE64` pairs of 32-byte AES keys, comma separated, the
+   * first current, the others still read (default: env BRAID_KEYS). Without them, a definition with sensitive
+   * fields cannot register or start.
+   */
+  keys?: string;
   /** The URL this deployment's braid server is reached at, for callback links' full URLs (default: env BRAID_PUBLIC_URL). */
   publicUrl?: string;
 }

@@ -3,10 +3,12 @@ import type { CompileOptions } from '../compiler/instantiate.js';
 import type { RawSource } from '../compiler/parse.js';
 import type { Plan } from '../compiler/plan.js';
 import type { BaselineVersion } from '../deploy/baseline.js';
+import { KeyOps } from './access/key-rotation.js';
 import { UserOps } from './access/users.js';
 import { type ActorOptions, auditStarts, namedActor } from './core/actor.js';
 import { assertStorable } from './core/storable.js';
 import { createPostgres } from './db/postgres.js';
+import { useDataKeys } from './db/sealing.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
 import { inFlightVersions } from './deploys/in-flight.js';
 import { definitionVersions, type RegisterOptions, type RegisterResult, registerDefinitions, unknownWorkflow, type VersionState } from './deploys/registry.js';
@@ -116,6 +118,7 @@ export class Runtime {
       tracing: new Tracing(otelApi(), options.tracerProvider),
       keys: parseKeyRing(options.secret ?? process.env.BRAID_SECRET, options.secret !== undefined ? 'secret' : 'BRAID_SECRET'),
       publicUrl: options.publicUrl ?? (process.env.BRAID_PUBLIC_URL || undefined),
+      dataKeys: useDataKeys(options.keys ?? process.env.BRAID_KEYS, options.keys !== undefined ? 'keys' : 'BRAID_KEYS'),
     };
     this.schedules = scheduleOps(this.ctx);
     this.pauses = new Pauses(this.ctx);
@@ -123,6 +126,7 @@ export class Runtime {
     this.callbacks = new CallbackOps(this.ctx);
     this.events = new EventOps(this.ctx);
     this.users = new UserOps(this.ctx);
+    this.keys = new KeyOps(this.ctx);
   }
 
   /** The context every part of this runtime works with (its worker, leader and handles). */
@@ -134,18 +138,14 @@ export class Runtime {
   }
 
   /**
-   * Validates definitions (a folder, or files and folders) together and registers each new version; an
-   * unchanged file registers nothing. Invalid files are reported in `validation` and leave their last good
-   * version current (with `allOrNothing`, nothing registers while any is invalid).
+   * Validates definitions (a folder, files and folders, or sources) together and registers each new version.
+   * Invalid files leave their last good version current (with `allOrNothing`, nothing registers while any is).
    */
   registerDefinitions(from: string | readonly string[] | { sources: readonly RawSource[] }, options: RegisterOptions = {}): Promise<RegisterResult> {
     return registerDefinitions(this.ctx, from, options, this.options.limits?.planTasks);
   }
 
-  /**
-   * A workflow's registered versions, newest first, with which is current, how many workflows run on each, and
-   * its drain state: current, draining (workflows still run on it) or drained.
-   */
+  /** A name's registered versions, newest first: which is current, how many run on each, its drain state. */
   versions(name: string): Promise<VersionState[]> {
     return definitionVersions(this.ctx, name);
   }
@@ -245,6 +245,8 @@ export class Runtime {
   readonly events: EventOps;
   /** People and their roles (braid users): their tokens, and who a request is. */
   readonly users: UserOps;
+  /** The data keys' rotation (braid keys rotate): every sealed value moved to the current key. */
+  readonly keys: KeyOps;
 
   /**
    * Records an event and starts every workflow whose trigger it matches, in one transaction (the caller's `tx`:

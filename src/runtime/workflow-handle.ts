@@ -1,6 +1,6 @@
 import { type ActorOptions, actorOf, namedActor } from './core/actor.js';
 import { advanceIn, clockNow, type RuntimeContext, workflowWrite } from './core/context.js';
-import { type Database, type Queryable, type TxOption, txQueryable } from './db/types.js';
+import { type Database, type Queryable, redacting, type TxOption, txQueryable } from './db/types.js';
 import type { RetryMode } from './engine/decide.js';
 import type { RetryResult } from './engine/retry.js';
 import type { UpgradeOutcome } from './engine/upgrade.js';
@@ -51,8 +51,10 @@ export class WorkflowHandle {
     return this.rt.db;
   }
 
-  async load(options: TxOption = {}): Promise<WorkflowRecord> {
-    const w = await loadWorkflow(options.tx ? txQueryable(options.tx) : this.q, this.rt.ctx.s, this.id);
+  /** The workflow's row; with `redact`, its sealed sensitive values read `[redacted]` (to show it). */
+  async load(options: TxOption & { redact?: boolean } = {}): Promise<WorkflowRecord> {
+    const q = options.tx ? txQueryable(options.tx) : this.q;
+    const w = await loadWorkflow(options.redact ? redacting(q) : q, this.rt.ctx.s, this.id);
     if (!w) throw new WorkflowNotFoundError(this.id);
     return w;
   }
@@ -230,12 +232,17 @@ export class WorkflowHandle {
     return d;
   }
 
-  /** The workflow with its tasks, each pending one with why it waits. */
-  async status(): Promise<WorkflowStatus> {
+  /**
+   * The workflow with its tasks, each pending one with why it waits: its sealed sensitive values `[redacted]`,
+   * unless `reveal` (an admin's), which writes an audit line as `actor`.
+   */
+  async status(options: ActorOptions & { reveal?: boolean } = {}): Promise<WorkflowStatus> {
     const { s, workerDeadAfterMs } = this.rt.internals;
     const now = await clockNow(this.rt.ctx);
+    if (options.reveal) await this.revealed(options);
     // one snapshot, so a task shown ended never sits beside its workflow shown running
-    const { workflow, tasks, kinds, upgrades, held, pauses, audit } = await this.rt.db.transaction(async (q) => {
+    const { workflow, tasks, kinds, upgrades, held, pauses, audit } = await this.rt.db.transaction(async (tx) => {
+      const q = options.reveal ? tx : redacting(tx);
       await readOneSnapshot(q);
       const workflow = await this.load({ tx: q });
       const tasks = await this.tasks({ tx: q });
@@ -267,6 +274,15 @@ export class WorkflowHandle {
       pauses,
       audit,
     };
+  }
+
+  /** A reveal's audit line: who saw the workflow's sensitive values in clear, and why. */
+  private async revealed(o: ActorOptions): Promise<void> {
+    const who = actorOf(o);
+    await workflowWrite(this.rt.ctx, undefined, this.id, async (tx, ctx) => {
+      if (!(await loadWorkflow(tx, ctx.s, this.id))) throw new WorkflowNotFoundError(this.id);
+      await writeAudit(tx, ctx.s, ctx.now, [{ action: 'reveal', ...this.line, ...who }]);
+    });
   }
 
   /** Resolves when the workflow is final (checks on every finalize notification, and polls as a fallback). */

@@ -16,9 +16,11 @@ import { mockHandlers } from './mocks.js';
 import type { Mock } from './test-file.js';
 import { VirtualClock } from './virtual-clock.js';
 
-/** A decade: no worker of the test's own is ever taken for dead while virtual days pass. */
 /** The key a test session's callback links are signed with (tests only: nothing outside the session reads them). */
 const SESSION_SECRET = `test:${randomBytes(32).toString('base64url')}`;
+/** The data key its sensitive values are sealed with, unless BRAID_KEYS gives the project's (the database is the test's own). */
+const SESSION_KEYS = process.env.BRAID_KEYS || `test:${randomBytes(32).toString('base64')}`;
+/** A decade: no worker of the test's own is ever taken for dead while virtual days pass. */
 const NEVER_MS = 10 * 365 * 86_400_000;
 
 export interface SessionOptions {
@@ -45,7 +47,7 @@ export class TestSession {
   static async open(options: SessionOptions): Promise<TestSession> {
     const db = await migratedDatabase();
     try {
-      const rt = createRuntime({ database: db, leader: false });
+      const rt = createRuntime({ database: db, leader: false, keys: SESSION_KEYS });
       const { validation } = await rt.registerDefinitions(options.definitions, { kinds: options.kinds, events: options.events });
       if (validation.errors > 0)
         throw new SessionError(
@@ -102,6 +104,7 @@ export class TestSession {
       retention: { closedMs: null, cancelledMs: null },
       // callback steps answer links the test's run made: a key of the session's own signs them
       secret: SESSION_SECRET,
+      keys: SESSION_KEYS,
     });
     return { rt, clock, started };
   }

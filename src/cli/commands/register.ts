@@ -10,7 +10,7 @@ import { openDatabase } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { handlerSet } from '../deploy-check.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { definitionSet, projectChecks, schemaName } from '../project.js';
+import { dataKeyOptions, definitionSet, projectChecks, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.register;
@@ -57,7 +57,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const handlers = await handlerSet(io, values.handlers, { force: flags.has('force') });
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   try {
-    const rt = createRuntime({ database: db, schema: schemaName(io, values.schema) });
+    const rt = createRuntime({ database: db, schema: schemaName(io, values.schema), ...dataKeyOptions(io) });
     let checked: Awaited<ReturnType<typeof rt.registerDefinitions>>;
     let baseline: BaselineVersion[];
     try {

@@ -20,20 +20,23 @@ export const help = `Show a workflow and its tasks: states, attempts, errors, an
 Usage: ${usage}
 
   --json            { "workflow": {...}, "tasks": [...] }
+  --reveal          show sensitive values in clear instead of [redacted] (an admin's; audited)
+  --actor NAME      who reveals, for the audit trail (default: BRAID_ACTOR, else the OS user)
+  --reason TEXT     why, kept with the audit line
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
   --schema NAME     the schema of braid's tables (default: braid)
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema'], usage, ['json']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['database', 'schema', 'actor', 'reason'], usage, ['json', 'reveal']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
   }
   if (positionals.length !== 1) throw new UsageError(`status takes one workflow ID (usage: ${usage})`);
-  const backend = await openBackend(io, { url: values.database, schema: values.schema });
+  const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
-    const status = await backend.status(positionals[0]);
+    const status = await backend.status(positionals[0], { reveal: flags.has('reveal') });
     io.stdout(flags.has('json') ? `${JSON.stringify(status, null, 2)}\n` : renderStatus(status));
     return EXIT.ok;
   } finally {

@@ -7,6 +7,7 @@ import { type CelContext, CONTEXT_REFS, checkEnvironment, contextVariables } fro
 import { nestedCostWarning } from './nested-cost.js';
 import { itemSource, outputSchemas, type ReadRoots, unguardedReads } from './optional-reads.js';
 import { scalarOffsets } from './scalar-offsets.js';
+import { type SensitiveRoots, sensitiveReads } from './sensitive-reads.js';
 import { scanTemplates, singleTemplate } from './templates.js';
 import { type CelType, eventType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
 
@@ -30,6 +31,8 @@ class CelPass {
   private readonly outputs: ReadonlyMap<string, unknown>;
   private item: ReadRoots['item'];
   private startItem: ReadRoots['item'];
+  /** The payload schema of the event whose trigger is being checked. */
+  private eventSchema: unknown;
 
   constructor(
     private readonly def: Definition,
@@ -60,6 +63,7 @@ class CelPass {
     for (const t of this.def.triggers) {
       if (!t.declared) continue;
       this.typed = { event: eventType(t.schema) };
+      this.eventSchema = t.schema;
       const path = ['triggers', t.index];
       if (t.where !== undefined) this.raw(t.where, [...path, 'where'], 'trigger', {}, 'bool');
       if (t.id !== undefined) this.raw(t.id, [...path, 'id'], 'trigger', {}, 'key');
@@ -257,6 +261,17 @@ class CelPass {
     if (unguarded.length > 0) this.reportProblems(path, offset, unguarded);
     const costly = result.ast && nestedCostWarning(result.ast, this.def.inputs as Parameters<typeof nestedCostWarning>[1]);
     if (costly) this.reportProblems(path, offset, [costly]);
+    if (expect === 'key' && result.ast) this.reportProblems(path, offset, sensitiveReads(result.ast, this.sensitiveRoots(context), 'this key'));
+  }
+
+  /** What a key-giving expression of a context may read sensitive values from: inputs, a for_each item, an event. */
+  private sensitiveRoots(context: CelContext): SensitiveRoots {
+    const roots = this.readRoots(context);
+    return {
+      ...(roots.inputs !== undefined ? { inputs: roots.inputs } : {}),
+      ...(roots.item ? { item: roots.item.schema } : {}),
+      ...(context === 'trigger' ? { event: { type: 'object', properties: { payload: this.eventSchema } } } : {}),
+    };
   }
 
   /** The schemas the variables of a context are read through. */

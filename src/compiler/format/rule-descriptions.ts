@@ -36,6 +36,9 @@ export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   'returns-schema': "A task's returns (its handler's output schema) is not a valid JSON Schema, or is on a task with no handler.",
   'callback-schema': "A callback term's schema (the body its links take) is not a valid JSON Schema.",
   'stream-schema': "A task's stream chunk schema is not a valid JSON Schema, or the task has no handler to write streams.",
+  'sensitive-leak':
+    'A value marked sensitive: true read where it would be stored in clear: a business key, a flow-control or debounce key, a for_each key; ' +
+    'or a sensitive annotation that is not true or false.',
   'unknown-event': "A trigger names an event that the project config's events: does not declare.",
   'invalid-inputs': 'Start inputs do not match the inputs schema, or for_each keys are invalid or repeated.',
   'template-in-cel': 'A ${{ }} template inside a field that is raw CEL (where, expr, when): write the expression directly.',

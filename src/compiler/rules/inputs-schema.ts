@@ -74,6 +74,13 @@ export function checkUserSchema(schema: unknown, at: (string | number)[], what: 
     }
     return;
   }
+  for (const path of misannotated(schema))
+    reporter.report(
+      'sensitive-leak',
+      `${what}: sensitive is true or false`,
+      { path: [...at, ...path] },
+      'sensitive: true marks a value braid stores encrypted',
+    );
   const patterns = unusablePatterns(schema);
   for (const p of patterns) {
     reporter.report(rule, `${what}: ${p.message}`, { path: [...at, ...p.path], at: p.at }, PATTERN_HINT);
@@ -123,6 +130,15 @@ function unusablePatterns(schema: unknown): { path: (string | number)[]; message
   };
   walk(schema, []);
   return found;
+}
+
+/** Every `sensitive` annotation of a schema that is not a boolean, where it is (data keywords' values are not schemas). */
+function misannotated(schema: unknown, path: (string | number)[] = [], depth = 0): (string | number)[][] {
+  if (typeof schema !== 'object' || schema === null || depth > 128) return [];
+  if (Array.isArray(schema)) return schema.flatMap((item, i) => misannotated(item, [...path, i], depth + 1));
+  return Object.entries(schema).flatMap(([key, value]) =>
+    DATA_KEYWORDS.has(key) ? [] : key === 'sensitive' && typeof value !== 'boolean' ? [[...path, key]] : misannotated(value, [...path, key], depth + 1),
+  );
 }
 
 function patternProblem(pattern: string): string | undefined {

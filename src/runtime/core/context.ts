@@ -1,3 +1,4 @@
+import type { DataKeys } from '../db/sealing.js';
 import { type Database, inTransaction, type Queryable, type TxOption } from '../db/types.js';
 import type { AdvanceContext } from '../engine/context.js';
 import type { DefinitionCache } from '../engine/definition-cache.js';
@@ -32,6 +33,8 @@ export interface RuntimeContext {
   keys?: KeyRing;
   /** Where this deployment's links are served, for their full URLs. */
   publicUrl?: string;
+  /** The keys sensitive values are sealed with (config keys:, BRAID_KEYS), the first one current. */
+  dataKeys?: DataKeys;
 }
 
 /** The clock's reading (through `tx` when given: everything in one transaction sees one time). */
@@ -41,7 +44,7 @@ export function clockNow(ctx: RuntimeContext, tx?: Queryable): Promise<Date> {
 
 /** What an advancing transaction needs, at one clock reading. */
 export function advanceAt(ctx: RuntimeContext, now: Date): AdvanceContext {
-  return { s: ctx.s, schema: ctx.schema, now, definitions: ctx.definitions, tracing: ctx.tracing };
+  return { s: ctx.s, schema: ctx.schema, now, definitions: ctx.definitions, tracing: ctx.tracing, dataKeys: ctx.dataKeys };
 }
 
 /** What advancing needs at the clock's reading through `tx`: a sequence in a transaction sees one time. */

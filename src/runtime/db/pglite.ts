@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { privateDir, tightenTree } from '../../private-files.js';
 import { imagePath, keepImage, readImage } from './pglite-image.js';
+import { parseOpened, parseRedacted } from './sealing.js';
 import { type Database, QUERYABLE, type Queryable } from './types.js';
+
+/** json and jsonb with sensitive values opened (braid's own reads), or redacted (reads shown to people). */
+const OPENING = { 114: parseOpened, 3802: parseOpened };
+const REDACTING = { 114: parseRedacted, 3802: parseRedacted };
 
 export interface PgliteOptions {
   /** A folder to persist to; in memory when absent. */
@@ -181,8 +186,8 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
     if (dataDir) throw new DatabaseDamagedError(dataDir, error);
     throw error;
   }
-  const query: Queryable['query'] = async (sql, params) => {
-    const r = await db.query(sql, params as unknown[]);
+  const query: Queryable['query'] = async (sql, params, options) => {
+    const r = await db.query(sql, params as unknown[], { parsers: options?.redact ? REDACTING : OPENING });
     return { rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length };
   };
   const database: PgliteDatabase = {
@@ -196,8 +201,8 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
       return db.transaction(async (tx) =>
         fn({
           [QUERYABLE]: true,
-          async query(sql, params) {
-            const r = await tx.query(sql, params as unknown[]);
+          async query(sql, params, options) {
+            const r = await tx.query(sql, params as unknown[], { parsers: options?.redact ? REDACTING : OPENING });
             return { rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length };
           },
           async exec(sql) {

@@ -1,16 +1,28 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { bounded, destroySocket, PgListener } from './pg-listener.js';
-import { type Database, type PgClientLike, QUERYABLE, type Queryable, setClientAdopter } from './types.js';
+import { parseOpened, parseRedacted } from './sealing.js';
+import { type Database, type PgClientLike, QUERYABLE, type Queryable, type QueryOptions, setClientAdopter } from './types.js';
 
 /**
  * int8 (bigint ids, counts) as JS numbers in braid's own queries only: braid's ids and counters stay far
  * below 2^53, and an application sharing `pg` (or its pool) keeps its own parsers.
  */
-const types = {
+const typesWith = (json: (text: string) => unknown) => ({
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === 20 && format !== 'binary' ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
+    format === 'binary'
+      ? pg.types.getTypeParser(oid, format)
+      : oid === 20
+        ? (v: string) => Number(v)
+        : oid === JSON_OID || oid === JSONB_OID
+          ? json
+          : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+});
+const JSON_OID = 114;
+const JSONB_OID = 3802;
+/** json and jsonb with sensitive values opened (braid's own reads), or redacted (reads shown to people). */
+const types = typesWith(parseOpened);
+const redactingTypes = typesWith(parseRedacted);
 
 export type PostgresOptions = (
   | {
@@ -47,7 +59,7 @@ export function clientQueryable(client: pg.ClientBase, deadlineMs = 0): Queryabl
   return {
     [QUERYABLE]: true,
     async query(sql, params, options) {
-      const r = await client.query({ ...prepared(sql, params, options?.prepare, options?.deadlineMs ?? deadlineMs), types });
+      const r = await client.query({ ...prepared(sql, params, options?.prepare, options?.deadlineMs ?? deadlineMs), types: typesFor(options) });
       return { rows: r.rows, rowCount: r.rowCount ?? 0 };
     },
     async exec(sql) {
@@ -55,6 +67,8 @@ export function clientQueryable(client: pg.ClientBase, deadlineMs = 0): Queryabl
     },
   };
 }
+
+const typesFor = (options: QueryOptions | undefined) => (options?.redact ? redactingTypes : types);
 
 const statementNames = new Map<string, string>();
 
@@ -91,7 +105,7 @@ function dedicatedConnection(config: pg.ClientConfig, deadlineMs: number): { que
       })());
       try {
         const client = await current;
-        const r = await client.query({ ...prepared(sql, params, false, queryOptions?.deadlineMs ?? deadlineMs), types });
+        const r = await client.query({ ...prepared(sql, params, false, queryOptions?.deadlineMs ?? deadlineMs), types: typesFor(queryOptions) });
         return { rows: r.rows, rowCount: r.rowCount ?? 0 };
       } catch (error) {
         dropDedicated(current);
@@ -178,7 +192,10 @@ export function createPostgres(options: PostgresOptions): Database {
 
   // a statement past its deadline releases its connection with the error: the pool closes it
   const query: Queryable['query'] = async (sql, params, options) => {
-    const r = await (options?.prepare ? hot : pool).query(prepared(sql, params, options?.prepare, options?.deadlineMs ?? deadlineMs));
+    const r = await (options?.prepare ? hot : pool).query({
+      ...prepared(sql, params, options?.prepare, options?.deadlineMs ?? deadlineMs),
+      types: typesFor(options),
+    });
     return { rows: r.rows, rowCount: r.rowCount ?? 0 };
   };
 

@@ -10,6 +10,8 @@ export interface QueryOptions {
    * own SQL): past it the statement fails and its connection is closed, never reused.
    */
   deadlineMs?: number;
+  /** Sealed sensitive values read `[redacted]` (a read that shows data to people), not opened. */
+  redact?: boolean;
 }
 
 export interface Queryable {
@@ -123,4 +125,13 @@ export function unbounded(q: Queryable): Queryable {
 /** A round trip that proves the database answers (a new connection's first check). */
 export async function ping(q: Queryable): Promise<void> {
   await q.query('SELECT 1');
+}
+
+/** A Queryable whose reads show sealed sensitive values as `[redacted]` (what is shown to people). */
+export function redacting(q: Queryable): Queryable {
+  return {
+    [QUERYABLE]: true,
+    query: (sql, params, options) => q.query(sql, params, { ...options, redact: true }),
+    exec: (sql) => q.exec(sql),
+  };
 }

@@ -3,6 +3,7 @@ import type { EventsConfig, KindsConfig, ValidationResult } from '../../compiler
 import { type ActorOptions, actorOf } from '../core/actor.js';
 import { clockNow, type RuntimeContext } from '../core/context.js';
 import { sourceReader, validator } from '../core/lazy-compiler.js';
+import { firstSensitiveField, SensitiveKeysMissingError } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { UnknownWorkflowError } from '../errors.js';
 import { writeAudit } from '../sql/audit.js';
@@ -66,6 +67,12 @@ export async function registerDefinitions(
       ? { name: def.name, file: c.file, status: 'unchanged', hash: def.hash }
       : { name: def.name, file: c.file, status: 'new', hash: def.hash };
   });
+  // a sensitive value could not be stored: refused before anything is, naming the first field
+  if (!ctx.dataKeys)
+    for (const def of validation.definitions) {
+      const field = firstSensitiveField(def.normalized);
+      if (field) throw new SensitiveKeysMissingError(def.name, field);
+    }
   const applied = !options.dryRun && !(options.allOrNothing && validation.errors > 0);
   const registered: { name: string; hash: string }[] = [];
   const who = actorOf(options);

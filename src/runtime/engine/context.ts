@@ -1,4 +1,5 @@
 import type { CompileLimits } from '../../compiler/compile-error.js';
+import type { DataKeys } from '../db/sealing.js';
 import type { StatementContext } from '../sql/advance.js';
 import type { InsertExtras } from '../sql/insert.js';
 import type { TraceParent } from '../telemetry/traceparent.js';
@@ -10,6 +11,8 @@ export interface AdvanceContext extends StatementContext {
   definitions: DefinitionCache;
   /** Where spans go (OpenTelemetry): child workflows begin theirs as they are inserted. */
   tracing?: Tracing;
+  /** The keys sensitive values are sealed with before they are stored (none: a definition with them cannot start). */
+  dataKeys?: DataKeys;
 }
 
 /** What a start takes beside its definition and inputs. */

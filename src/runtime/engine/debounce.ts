@@ -4,11 +4,13 @@
  * wait on, so a burst of starts makes one run, with the last inputs. A start with a caller-chosen id is not
  * debounced: the id is its identity.
  */
+
 import { baseContext } from '../../compiler/cel/context.js';
 import { CompileError } from '../../compiler/compile-error.js';
 import { debounceKeyOf } from '../../compiler/flow.js';
 import type { Plan } from '../../compiler/plan.js';
 import { compiler } from '../core/lazy-compiler.js';
+import { sealPlan } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { lockDebounce, markDebounced, pendingDebounced, resetDebounced } from '../sql/debounce.js';
 import type { StoredDefinition } from '../sql/definitions.js';
@@ -28,7 +30,7 @@ export async function debouncedStart(
   const debounce = def.normalized.debounce!;
   const { compile } = await compiler();
   const options = { now: ctx.now, limits: o.limits, hash: def.hash };
-  const fresh = compile(def.normalized, inputs, options);
+  const fresh = sealPlan(compile(def.normalized, inputs, options), def.normalized, ctx.dataKeys);
   const w = fresh.workflow;
   let key: string;
   try {
@@ -45,7 +47,7 @@ export async function debouncedStart(
     await markDebounced(tx, ctx.s, w.id, key, until);
     return { id: w.id, existing: false };
   }
-  const plan = holdUntil(compile(def.normalized, inputs, { ...options, id: pending.id }), until);
+  const plan = holdUntil(sealPlan(compile(def.normalized, inputs, { ...options, id: pending.id }), def.normalized, ctx.dataKeys), until);
   await resetDebounced(tx, ctx.s, pending.id, { inputs: plan.workflow.inputs, tasks: plan.tasks.length, until });
   const rows = taskRows(plan.tasks, new Date(pending.created_at), ctx.now);
   if (rows.length > 0) await insertTaskRows(tx, ctx, pending.id, rows, ctx.now);

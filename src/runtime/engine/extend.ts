@@ -8,6 +8,7 @@ import { CompileError } from '../../compiler/compile-error.js';
 import { defaultsAsWritten, type NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import { compiler, validator } from '../core/lazy-compiler.js';
+import { sealInputs, sealTasks } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { ExtensionError } from '../errors.js';
 import { endPending, lockWorkflows } from '../sql/advance.js';
@@ -167,5 +168,8 @@ export async function compileFor(
   const def = await ctx.definitions.find(q, w.name, w.definition_hash);
   const existing = await existingTasks(q, ctx.s, workflowId);
   const [{ validate }, { compile }] = await Promise.all([validator(), compiler()]);
-  return compileExtension({ validate, compile }, def, w, existing, spec, ctx.now, knownWorkflows);
+  const tasks = compileExtension({ validate, compile }, def, w, existing, spec, ctx.now, knownWorkflows);
+  // what the new tasks' args take from sensitive inputs is sealed, as the workflow's own were
+  const sealed = def && sealInputs(w.inputs, def, ctx.dataKeys);
+  return sealed ? sealTasks(tasks, sealed.secrets, ctx.dataKeys!) : tasks;
 }

@@ -8,6 +8,7 @@ import { TemplateError } from '../../compiler/cel/evaluate.js';
 import type { RuntimeContext } from '../core/context.js';
 import { ArgsError } from '../core/describe-error.js';
 import { depsScope } from '../core/scopes.js';
+import { renderSecrets, SensitiveKeysMissingError, sealMatching } from '../core/sensitive.js';
 import type { DeferredRow } from '../sql/task-columns.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
 
@@ -15,16 +16,25 @@ export async function renderTaskArgs(
   o: RuntimeContext,
   task: { workflow_id: string; name: string; template: string; deps: string[] },
   deferred: DeferredRow,
-): Promise<{ args: unknown; metadata: unknown }> {
+): Promise<{ args: unknown; metadata: unknown; stored: { args: unknown; metadata: unknown } }> {
   const w = await loadWaitWorkflow(o.db, o.s, task.workflow_id);
   if (!w) throw new Error(`workflow ${task.workflow_id} is gone`);
   const def = await o.definitions.find(o.db, w.name, w.definition_hash);
+  const deps = await loadDepRows(o.db, o.s, w.id, task.deps);
   const context: Record<string, unknown> = {
-    ...depsScope(def, w, task, await loadDepRows(o.db, o.s, w.id, task.deps)),
+    ...depsScope(def, w, task, deps),
     ...(deferred.index !== null ? { item: deferred.item, index: BigInt(deferred.index) } : {}),
   };
   try {
-    return renderDeferred(deferred, deferred.paths, context);
+    const rendered = renderDeferred(deferred, deferred.paths, context);
+    // the handler gets them in clear; the row keeps what came from sensitive values sealed
+    const secrets = def ? renderSecrets(def, w.inputs, deps) : new Set<string>();
+    if (secrets.size > 0 && !o.dataKeys) throw new SensitiveKeysMissingError(w.name, 'values its args read');
+    const stored =
+      secrets.size === 0
+        ? rendered
+        : { args: sealMatching(rendered.args, secrets, o.dataKeys!), metadata: sealMatching(rendered.metadata, secrets, o.dataKeys!) };
+    return { ...rendered, stored };
   } catch (error) {
     if (!(error instanceof TemplateError)) throw error;
     throw new ArgsError(`task "${task.name}", ${error.path.join('.')}: template failed: ${error.message}`);

@@ -1,6 +1,7 @@
 import { canonicalJson } from '../../compiler/canonical-json.js';
 import type { Plan } from '../../compiler/plan.js';
 import { compiler } from '../core/lazy-compiler.js';
+import { sealPlan } from '../core/sensitive.js';
 import { assertStorable } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
 import { BatchRowError, WORKFLOW_ID, WorkflowConflictError, WorkflowIdInvalidError } from '../errors.js';
@@ -101,7 +102,7 @@ async function compileRows(
   const repeats = new Map<number, number>();
   for (const [row, r] of rows.entries()) {
     const plan = atRow(row, () => {
-      const p = compile(def.normalized, r.inputs, { id: r.id, now: ctx.now, limits: o.limits, hash: def.hash });
+      const p = sealPlan(compile(def.normalized, r.inputs, { id: r.id, now: ctx.now, limits: o.limits, hash: def.hash }), def.normalized, ctx.dataKeys);
       assertStorable(p.workflow.inputs, 'the inputs');
       for (const t of p.tasks) {
         assertStorable(t.args, `the args of task "${t.name}"`);

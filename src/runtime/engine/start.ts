@@ -1,4 +1,5 @@
 import { compiler } from '../core/lazy-compiler.js';
+import { sealPlan } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { WorkflowConflictError } from '../errors.js';
 import type { StoredDefinition } from '../sql/definitions.js';
@@ -23,7 +24,7 @@ export async function startIn(
     return debouncedStart(tx, ctx, def, inputs, o, { ...o.extras, traceContext: null });
   }
   const { compile } = await compiler();
-  const plan = compile(def.normalized, inputs, { id: o.id, now: ctx.now, limits: o.limits, hash: def.hash });
+  const plan = sealPlan(compile(def.normalized, inputs, { id: o.id, now: ctx.now, limits: o.limits, hash: def.hash }), def.normalized, ctx.dataKeys);
   if (o.id !== undefined) {
     await lockWorkflowId(tx, ctx.schema, o.id);
     // the inputs as started (defaults applied) decide, as the stored ones were

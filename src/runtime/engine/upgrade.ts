@@ -12,6 +12,7 @@ import { CompileError, type CompileLimits } from '../../compiler/compile-error.j
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import type { Acting } from '../core/actor.js';
 import { compiler } from '../core/lazy-compiler.js';
+import { sealPlan } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { deleteTaskRows, type Finalized, lockWorkflows } from '../sql/advance.js';
 import { writeAudit } from '../sql/audit.js';
@@ -101,7 +102,7 @@ export async function upgradeWorkflow(
   const { compile } = await compiler();
   let plan: Plan;
   try {
-    plan = compile(target.normalized, w.inputs, { id, now: w.created_at, limits: options.limits });
+    plan = sealPlan(compile(target.normalized, w.inputs, { id, now: w.created_at, limits: options.limits }), target.normalized, ctx.dataKeys);
   } catch (error) {
     if (error instanceof CompileError)
       return skip(w.definition_hash, `its inputs do not fit version ${target.hash.slice(0, 12)}: ${error.diagnostics.map((d) => d.message).join('; ')}`);

@@ -1,6 +1,7 @@
 import { describeOutputProblems, outputProblems } from '../../compiler/returns.js';
 import { type ActorOptions, actorOf } from '../core/actor.js';
 import { type RuntimeContext, workflowWrite } from '../core/context.js';
+import { SensitiveKeysMissingError, sealPaths, sensitivePathsOf } from '../core/sensitive.js';
 import { assertStorable } from '../core/storable.js';
 import type { Queryable, TxOption } from '../db/types.js';
 import { activateWaits, advanceWorkflow } from '../engine/advance.js';
@@ -90,7 +91,11 @@ async function checkedOutput(q: Queryable, ctx: RuntimeContext, workflowId: stri
     if (problems.length > 0)
       throw new OutputInvalidError(`the output breaks the returns schema of task "${task.template}": ${describeOutputProblems(problems)}`);
   }
-  return { value, bytes };
+  // stored as a handler's would be: what returns marks sensitive sealed
+  const paths = sensitivePathsOf(spec?.returns);
+  if (paths.length === 0) return { value, bytes };
+  if (!ctx.dataKeys) throw new SensitiveKeysMissingError(version!.name, `tasks.${task.template}.returns`);
+  return { value: sealPaths(value, paths, ctx.dataKeys, new Set()), bytes };
 }
 
 /**

@@ -7,6 +7,7 @@
 
 import { CoalescedPass } from '../../pacing/coalesced.js';
 import { compiler } from '../core/lazy-compiler.js';
+import { sealPlan } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { evaluateWaits } from '../engine/advance.js';
 import { cancelWorkflow } from '../engine/cancel.js';
@@ -104,7 +105,7 @@ async function startChild(tx: Queryable, ctx: AdvanceContext, s: string, id: str
   const def = await ctx.definitions.get(tx, p.name, p.definition_hash);
   // the start task compiled this very plan within its runtime's limits before recording the effect
   const { compile } = await compiler();
-  const plan = compile(def, p.inputs, { id, now: new Date(p.requested_at), limits: UNLIMITED });
+  const plan = sealPlan(compile(def, p.inputs, { id, now: new Date(p.requested_at), limits: UNLIMITED }), def, ctx.dataKeys);
   plan.workflow.definition.hash = p.definition_hash;
   // the child's workflow span, under the start task attempt's that asked for it
   const span =
@@ -142,7 +143,7 @@ async function startHook(tx: Queryable, ctx: AdvanceContext, id: string, p: Hook
   const { compile } = await compiler();
   try {
     if (!def) throw new Error(`no workflow named ${p.name} is registered`);
-    const plan = compile(def.normalized, p.inputs, { id, now: ctx.now, limits: UNLIMITED, hash: def.hash });
+    const plan = sealPlan(compile(def.normalized, p.inputs, { id, now: ctx.now, limits: UNLIMITED, hash: def.hash }), def.normalized, ctx.dataKeys);
     await insertPlan(tx, ctx, plan);
   } catch (error) {
     // the inputs refused (a CompileError's diagnostics) or no workflow to start: said, not tried again

@@ -37,6 +37,8 @@ export function readToken(keys: KeyRing | undefined, token: string): CallbackRef
   const key = keys.byId.get(id);
   if (!key) return undefined;
   const given = Buffer.from(signature, 'base64url');
+  // one spelling per link: base64url's spare low bits (and stray characters) would let a changed token pass
+  if (given.toString('base64url') !== signature) return undefined;
   const wanted = mac(key, body);
   if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return undefined;
   const value = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as unknown;

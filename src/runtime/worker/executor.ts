@@ -336,7 +336,7 @@ export class Executor {
     const rendered = await renderTaskArgs(this.o, task, task.deferred!);
     assertStorable(rendered.args, `the args of task "${task.name}"`);
     assertStorable(rendered.metadata, `the metadata of task "${task.name}"`);
-    const tid = await storeRenderedArgs(this.o.db, this.o.s, ref, rendered);
+    const tid = await storeRenderedArgs(this.o.db, this.o.s, ref, rendered.stored);
     if (tid === undefined) throw new Error('the attempt is no longer running');
     Object.assign(task, { args: rendered.args, tid });
   }

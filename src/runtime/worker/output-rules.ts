@@ -3,6 +3,8 @@ import { describeBytes } from '../../compiler/size.js';
 import type { RuntimeContext } from '../core/context.js';
 import { OutputError } from '../core/describe-error.js';
 import { outputChecker } from '../core/lazy-compiler.js';
+import { type SensitivePath, sealPaths, sensitivePathsOf } from '../core/sensitive.js';
+import type { DataKeys } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import { kindsWithOutputRules, workflowVersion } from '../sql/definitions.js';
 import type { FetchedTask } from '../sql/fetch.js';
@@ -63,6 +65,7 @@ export class OutputRules {
           `the handler's output breaks the returns schema of task "${task.template}": ${describeOutputProblems(problems)}`,
           'output_invalid',
         );
+      return sealOutput(task.template, rules.returns, json, this.o.dataKeys);
     }
     return json;
   }
@@ -96,4 +99,16 @@ export class OutputRules {
     const def = version && (await this.o.definitions.find(q, version.name, version.hash));
     return def ? rulesOf(def, task.template) : undefined;
   }
+}
+
+const returnsPaths = new WeakMap<object, SensitivePath[]>();
+
+/** An output with the values its `returns` marks sensitive sealed (as it is stored); as it is when it marks none. */
+export function sealOutput(task: string, returns: Record<string, unknown>, json: StoredOutput, keys: DataKeys | undefined): StoredOutput {
+  let paths = returnsPaths.get(returns);
+  if (!paths) returnsPaths.set(returns, (paths = sensitivePathsOf(returns)));
+  if (paths.length === 0) return json;
+  // retried: a worker given the data keys may take it
+  if (!keys) throw new Error(`task "${task}" returns sensitive values, and this worker has no data keys to encrypt them (config keys:, or BRAID_KEYS)`);
+  return toJsonOutput(sealPaths(json.value ?? JSON.parse(json.text), paths, keys, new Set()));
 }

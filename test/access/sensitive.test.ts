@@ -1,0 +1,172 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { startApiServer } from '../../src/api/server.js';
+import { braidBin, repoRoot, runCliInProcess } from '../helpers/cli.js';
+import { tempProject } from '../helpers/dev-process.js';
+import { backend, definitionsDir, drivenRuntime, final, postgresUrl, settle, testRuntime, uniqueSchema } from '../helpers/runtime.js';
+
+const KEYS = `k1:${randomBytes(32).toString('base64')}`;
+const PAN = '4111111111111111';
+const TOKEN = 'tok_live_abcdef123456';
+
+const PAY = `name: pay
+inputs:
+  type: object
+  required: [customer, card]
+  properties:
+    customer: { type: string }
+    card:
+      type: object
+      required: [number]
+      properties:
+        number: { type: string, sensitive: true }
+tasks:
+  charge:
+    kind: charge
+    args: { pan: "\${{ inputs.card.number }}", note: "card \${{ inputs.card.number }} of \${{ inputs.customer }}", customer: "\${{ inputs.customer }}" }
+    returns:
+      type: object
+      required: [token, last4]
+      properties:
+        token: { type: string, sensitive: true }
+        last4: { type: string }
+  receipt:
+    kind: receipt
+    deps: [charge]
+    args: { token: "\${{ deps.charge.output.token }}", last4: "\${{ deps.charge.output.last4 }}" }
+`;
+
+describe(`sensitive data (${backend})`, () => {
+  it('is stored encrypted, given to handlers in clear, shown [redacted], and revealed to an admin with an audit line', async () => {
+    const seen: Record<string, unknown>[] = [];
+    const rt = await drivenRuntime({
+      keys: KEYS,
+      definitions: { pay: PAY },
+      handlers: {
+        charge: async (args: Record<string, unknown>) => {
+          seen.push(args);
+          return { token: TOKEN, last4: PAN.slice(-4) };
+        },
+        receipt: async (args: Record<string, unknown>) => {
+          seen.push(args);
+          return {};
+        },
+      },
+    });
+    await rt.startWorker();
+    const id = await rt.start('pay', { customer: 'ada', card: { number: PAN } });
+    await settle(rt);
+    expect((await final(rt, id)).state).toBe('completed');
+    // the handlers had them in clear
+    expect(seen).toEqual([
+      { pan: PAN, note: `card ${PAN} of ada`, customer: 'ada' },
+      { token: TOKEN, last4: '1111' },
+    ]);
+    // the database has no plaintext of either, anywhere a row holds them
+    const s = `"${rt.schema}"`;
+    const stored = await rt.db.query<{ t: string }>(
+      `SELECT inputs::text AS t FROM ${s}.workflows WHERE id = $1
+       UNION ALL SELECT coalesce(args::text, '') || coalesce(output::text, '') FROM ${s}.tasks WHERE workflow_id = $1`,
+      [id],
+    );
+    const all = stored.rows.map((r) => r.t).join('\n');
+    expect(all).not.toContain(PAN);
+    expect(all).not.toContain(TOKEN);
+    expect(all).toContain('braid:enc:v1:k1:');
+    expect(all).toContain('"customer": "ada"');
+    // shown: redacted, in status and through the API
+    const status = await rt.workflow(id).status();
+    expect(status.workflow.inputs).toEqual({ customer: 'ada', card: { number: '[redacted]' } });
+    expect(status.tasks.find((t) => t.name === 'charge')).toMatchObject({
+      args: { pan: '[redacted]', note: '[redacted]', customer: 'ada' },
+      output: { token: '[redacted]', last4: '1111' },
+    });
+    expect(JSON.stringify(status)).not.toContain(PAN);
+    const server = await startApiServer(rt, { token: 'server-token-0123456789' });
+    try {
+      const viewer = (await rt.users.add('vic', { role: 'viewer' })).token;
+      const admin = (await rt.users.add('root', { role: 'admin' })).token;
+      const get = (token: string, path: string) => fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      const shown = await (await get(viewer, `/api/workflows/${id}`)).text();
+      expect(shown).not.toContain(PAN);
+      expect(shown).toContain('[redacted]');
+      expect((await get(viewer, `/api/workflows/${id}?reveal=1`)).status).toBe(403);
+      const revealed = await (await get(admin, `/api/workflows/${id}?reveal=1`)).json();
+      expect(revealed.workflow.inputs.card.number).toBe(PAN);
+      expect((await rt.auditTrail({ action: 'reveal' }))[0]).toMatchObject({ actor: 'root', role: 'admin', workflow_id: id });
+      expect(await (await get(viewer, `/api/workflows/${id}/wait?timeout_ms=0`)).text()).not.toContain(PAN);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a definition that declares sensitive fields is refused without data keys, naming the first field', async () => {
+    const rt = await testRuntime({});
+    await expect(rt.registerDefinitions(definitionsDir({ pay: PAY }))).rejects.toThrow(
+      'workflow "pay" declares inputs.card.number sensitive, and no data keys are configured to encrypt it (config keys:, or BRAID_KEYS)',
+    );
+    expect(await rt.definitionVersions()).toEqual([]);
+  });
+
+  it.runIf(backend === 'postgres')('braid register refuses without keys (exit 1); braid status redacts, --reveal shows and audits', async () => {
+    const schema = uniqueSchema();
+    const dir = tempProject({ 'pay.yaml': PAY });
+    const db = ['--database', postgresUrl, '--schema', schema];
+    const refused = await runCliInProcess(['register', ...db], { cwd: dir, env: { BRAID_KEYS: '' } });
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining('declares inputs.card.number sensitive')]);
+    const env = { BRAID_KEYS: KEYS };
+    expect((await runCliInProcess(['register', ...db], { cwd: dir, env })).code).toBe(0);
+    const started = await runCliInProcess(['start', 'pay', '--inputs', JSON.stringify({ customer: 'ada', card: { number: PAN } }), ...db], { cwd: dir, env });
+    const id = started.stdout.trim();
+    const plain = await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env });
+    expect(plain.stdout).not.toContain(PAN);
+    expect(JSON.parse(plain.stdout).workflow.inputs.card.number).toBe('[redacted]');
+    const shown = await runCliInProcess(['status', id, '--json', '--reveal', '--reason', 'chargeback', ...db], { cwd: dir, env });
+    expect(JSON.parse(shown.stdout).workflow.inputs.card.number).toBe(PAN);
+    const audit = JSON.parse((await runCliInProcess(['audit', '--action', 'reveal', '--json', ...db], { cwd: dir, env })).stdout);
+    expect(audit).toMatchObject([{ action: 'reveal', actor: 'tester', reason: 'chargeback', workflow_id: id }]);
+  });
+
+  it.runIf(backend === 'postgres')(
+    'braid keys rotate moves every sealed value to the new key; killed mid-way, a rerun finishes it and nothing is unreadable',
+    async () => {
+      const schema = uniqueSchema();
+      const old = await testRuntime({ schema, keys: KEYS, definitions: { pay: PAY } });
+      const n = 250;
+      const ids = (
+        await old.startMany(
+          'pay',
+          Array.from({ length: n }, (_, i) => ({ customer: `c${i}`, card: { number: `${PAN}${i}` } })),
+        )
+      ).map((r) => r.id);
+      const fresh = `k2:${randomBytes(32).toString('base64')}`;
+      const both = `${fresh},${KEYS}`;
+      const db = ['--database', postgresUrl, '--schema', schema];
+      // killed once it has told of its first page
+      const child = spawn(process.execPath, [braidBin, 'keys', 'rotate', ...db], { cwd: repoRoot, env: { ...process.env, BRAID_KEYS: both } });
+      await new Promise<void>((resolve, reject) => {
+        child.stderr.on('data', (b: Buffer) => {
+          if (b.toString().includes('workflows looked at')) resolve();
+        });
+        child.on('exit', () => reject(new Error('braid keys rotate ended before it was killed')));
+      });
+      child.kill('SIGKILL');
+      const rerun = await runCliInProcess(['keys', 'rotate', '--json', '--reason', 'yearly', ...db], { env: { BRAID_KEYS: both } });
+      expect(rerun.code, rerun.stderr).toBe(0);
+      expect(JSON.parse(rerun.stdout).scanned).toBe(n);
+      const text = (await old.db.query<{ t: string }>(`SELECT string_agg(inputs::text, '') AS t FROM "${schema}".workflows`)).rows[0].t;
+      expect(text).not.toContain('braid:enc:v1:k1:');
+      expect(text.match(/braid:enc:v1:k2:/g)).toHaveLength(n);
+      // the new key alone reads every value: nothing was left under the old one, nothing lost
+      const after = await testRuntime({ schema, keys: fresh });
+      for (const [i, id] of ids.entries()) {
+        if (i % 50 !== 0) continue;
+        const shown = await after.workflow(id).status({ reveal: true, actor: 'check' });
+        expect(shown.workflow.inputs).toEqual({ customer: `c${i}`, card: { number: `${PAN}${i}` } });
+        expect(shown.tasks[0].args).toMatchObject({ pan: `${PAN}${i}` });
+      }
+      expect((await after.auditTrail({ action: 'keys.rotate' }))[0]).toMatchObject({ actor: 'tester', reason: 'yearly', target: 'k2' });
+    },
+  );
+});
