@@ -1,4 +1,5 @@
 import { diffDefinitions } from '../deploy/diff.js';
+import { inScope } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import type { RouteHandlers } from './handler-types.js';
 import { HttpError, readJson, send } from './http.js';
@@ -32,31 +33,33 @@ export const definitionHandlers: Pick<RouteHandlers, 'definitions' | 'register' 
       diagnostics: r.validation.diagnostics,
     });
   },
-  definitions: async (c, { res }) => {
+  definitions: async (c, { res, principal }) => {
     const reload = c.dev?.().definitions ?? null;
     const versions = await c.rt.definitionVersions();
     const byName = new Map<string, typeof versions>();
     for (const v of versions) byName.set(v.name, [...(byName.get(v.name) ?? []), v]);
-    const list = [...byName].map(([name, vs]) => {
-      const current = vs.find((v) => v.current) ?? vs[0];
-      const file = current.file;
-      const failing = reload?.failing.find((f) => f.name === name || (file !== null && f.file === file));
-      return {
-        name,
-        current_hash: current.hash,
-        file,
-        valid: failing === undefined,
-        diagnostics: reload ? reload.diagnostics.filter((d) => d.file === (failing?.file ?? file)) : [],
-        versions: vs.map(({ hash, file: f, registered_at, current: isCurrent, running, state }) => ({
-          hash,
-          file: f,
-          registered_at,
-          current: isCurrent,
-          running,
-          state,
-        })),
-      };
-    });
+    const list = [...byName]
+      .filter(([name]) => inScope(principal.workflows, name))
+      .map(([name, vs]) => {
+        const current = vs.find((v) => v.current) ?? vs[0];
+        const file = current.file;
+        const failing = reload?.failing.find((f) => f.name === name || (file !== null && f.file === file));
+        return {
+          name,
+          current_hash: current.hash,
+          file,
+          valid: failing === undefined,
+          diagnostics: reload ? reload.diagnostics.filter((d) => d.file === (failing?.file ?? file)) : [],
+          versions: vs.map(({ hash, file: f, registered_at, current: isCurrent, running, state }) => ({
+            hash,
+            file: f,
+            registered_at,
+            current: isCurrent,
+            running,
+            state,
+          })),
+        };
+      });
     send(res, 200, { definitions: list, reload });
   },
   definition: async (c, { res, url, params }) => {

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RetryMode } from '../runtime/engine/decide.js';
 import { InvalidCursorError, parseTraceParent } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { MAX_START_BATCH, type Principal, roleAllows } from '../runtime/wire/index.js';
+import { inScope, MAX_START_BATCH, type Principal, roleAllows } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import { definitionHandlers } from './definition-routes.js';
 import { eventHandlers } from './event-routes.js';
@@ -12,6 +12,7 @@ import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from 
 import { bulkHandlers, pauseHandlers, taskHandlers } from './operation-routes.js';
 import { matchRoute, roleFor } from './route-table.js';
 import { scheduleHandlers } from './schedule-routes.js';
+import { checkName, checkScope } from './scope.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
 import { streamHandlers } from './stream-routes.js';
 
@@ -22,6 +23,7 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
   if (!match || match.route === 'session') throw new HttpError(404, `no route ${method} ${url.pathname}`);
   const needs = roleFor(match.route);
   if (!roleAllows(principal.role, needs)) throw new HttpError(403, `this needs the ${needs} role; ${principal.name} is ${articled(principal.role)}`);
+  await checkScope(c.rt, match.route, match.params, principal);
   try {
     await HANDLERS[match.route](c, { req, res, url, params: match.params, principal });
   } catch (error) {
@@ -72,8 +74,10 @@ const HANDLERS: RouteHandlers = {
     const started = url.searchParams.get('started') === '1';
     send(res, 200, { versions: await c.rt.deployBaseline(names === null ? undefined : names.split(',').filter(Boolean), { started }) });
   },
-  workflows: async (c, { res, url }) => {
+  workflows: async (c, { res, url, principal }) => {
     const page = await c.rt.listWorkflows(listFilter(url));
+    // a scoped user's page shows its names only (a page may come out shorter; the cursor goes on)
+    page.workflows = page.workflows.filter((w) => inScope(principal.workflows, w.name));
     // numbered like the streams' snapshots, so a page polling as a fallback never goes back in time
     send(res, 200, page, { 'x-braid-event-id': String(c.feed.clock.next()) });
   },
@@ -82,6 +86,7 @@ const HANDLERS: RouteHandlers = {
     const b = await readJson(req);
     if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
     if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
+    checkName(call.principal, b.name);
     // only the folder this server was started with: a client never names files on the server
     if (c.definitionsDir) await c.rt.registerDefinitions(c.definitionsDir);
     const started = await c.rt.startWorkflow(b.name, b.inputs ?? {}, { id: b.id, ...traceHeaders(req), ...actorFrom(b, call) });
@@ -157,6 +162,7 @@ async function startBatch(c: RouteContext, call: Call): Promise<void> {
   const b = await readJson(req);
   if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
   if (!Array.isArray(b.workflows)) throw new HttpError(400, '"workflows" is a list of { inputs, id? }');
+  checkName(call.principal, b.name);
   if (b.workflows.length > MAX_START_BATCH) throw new HttpError(400, `"workflows" holds at most ${MAX_START_BATCH} rows, not ${b.workflows.length}`);
   const rows = b.workflows as unknown[];
   for (const [row, w] of rows.entries()) {

@@ -1,4 +1,5 @@
 import type { ActorOptions } from '../runtime/index.js';
+import { inScope } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import type { Call, RouteHandlers } from './handler-types.js';
 import { HttpError, integerParam, readJson, send } from './http.js';
@@ -8,7 +9,10 @@ const shown = (url: URL) => ({ next: integerParam(url, 'next', 1000), runs: inte
 
 /** The schedules' routes: the list (?workflow=), one schedule, and pause, resume, trigger and backfill ({ from, to, dry_run }). */
 export const scheduleHandlers: Pick<RouteHandlers, 'schedules' | 'schedule' | 'pause' | 'resume' | 'trigger' | 'backfill'> = {
-  schedules: async (c, { res, url }) => send(res, 200, { schedules: await c.rt.schedules.list(url.searchParams.get('workflow') || undefined, shown(url)) }),
+  schedules: async (c, { res, url, principal }) => {
+    const all = await c.rt.schedules.list(url.searchParams.get('workflow') || undefined, shown(url));
+    send(res, 200, { schedules: all.filter((s) => inScope(principal.workflows, s.workflow)) });
+  },
   schedule: async (c, { res, url, params }) => send(res, 200, await c.rt.schedules.get(params.workflow, params.schedule, shown(url))),
   pause: async (c, call) => send(call.res, 200, await c.rt.schedules.pause(call.params.workflow, call.params.schedule, await acting(call))),
   resume: async (c, call) => send(call.res, 200, await c.rt.schedules.resume(call.params.workflow, call.params.schedule, await acting(call))),

@@ -37,7 +37,7 @@ export const USAGE = {
   events: 'braid events [--name EVENT] [--limit N] [--json] [--database URL]',
   stream: 'braid stream ID TASK NAME [--follow] [--json] [--database URL]',
   users:
-    'braid users add NAME --role viewer|operator|admin [--expires DURATION] | list | revoke NAME | rotate NAME ' +
+    'braid users add NAME --role viewer|operator|admin [--expires DURATION] [--workflows GLOBS] | list | revoke NAME | rotate NAME ' +
     '[--actor NAME] [--reason TEXT] [--json] [--database URL]',
   keys: 'braid keys rotate [--actor NAME] [--reason TEXT] [--json] [--database URL]',
   audit: 'braid audit [--actor NAME] [--action ACTION] [--target ID] [--since ISO] [--limit N] [--json] [--database URL]',

@@ -44,8 +44,9 @@ describe(`sensitive data (${backend})`, () => {
       keys: KEYS,
       definitions: { pay: PAY },
       handlers: {
-        charge: async (args: Record<string, unknown>) => {
+        charge: async (args: Record<string, unknown>, ctx) => {
           seen.push(args);
+          ctx.log.info(`charging ${args.pan} for ${args.customer}`, { pan: args.pan, note: args.note, customer: args.customer });
           return { token: TOKEN, last4: PAN.slice(-4) };
         },
         receipt: async (args: Record<string, unknown>) => {
@@ -67,7 +68,8 @@ describe(`sensitive data (${backend})`, () => {
     const s = `"${rt.schema}"`;
     const stored = await rt.db.query<{ t: string }>(
       `SELECT inputs::text AS t FROM ${s}.workflows WHERE id = $1
-       UNION ALL SELECT coalesce(args::text, '') || coalesce(output::text, '') FROM ${s}.tasks WHERE workflow_id = $1`,
+       UNION ALL SELECT coalesce(args::text, '') || coalesce(output::text, '') FROM ${s}.tasks WHERE workflow_id = $1
+       UNION ALL SELECT message || coalesce(fields::text, '') FROM ${s}.task_logs WHERE workflow_id = $1`,
       [id],
     );
     const all = stored.rows.map((r) => r.t).join('\n');
@@ -75,6 +77,11 @@ describe(`sensitive data (${backend})`, () => {
     expect(all).not.toContain(TOKEN);
     expect(all).toContain('braid:enc:v1:k1:');
     expect(all).toContain('"customer": "ada"');
+    // the handler's log line keeps what is not sensitive
+    expect((await rt.workflow(id).logs({ task: 'charge' })).lines.find((l) => l.source === 'handler')).toMatchObject({
+      message: 'charging [redacted] for ada',
+      fields: { pan: '[redacted]', note: 'card [redacted] of ada', customer: 'ada' },
+    });
     // shown: redacted, in status and through the API
     const status = await rt.workflow(id).status();
     expect(status.workflow.inputs).toEqual({ customer: 'ada', card: { number: '[redacted]' } });

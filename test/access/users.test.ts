@@ -145,4 +145,32 @@ describe(`people and roles (${backend})`, () => {
     ]);
     expect((await runCliInProcess(['audit', '--since', 'soon', ...db])).code).toBe(2);
   });
+
+  it('a user scoped to some workflow names: others are 403, its lists show only its own, operations across names are refused', async () => {
+    const rt = await testRuntime({ definitions: { w: WAIT, billing_pay: WAIT.replace('name: w', 'name: billing_pay') } });
+    const { server, call } = await serve(rt);
+    try {
+      const bea = (await rt.users.add('bea', { role: 'operator', workflows: 'billing_*' })).token;
+      await expect(rt.users.add('bad', { role: 'viewer', workflows: 'Billing!' })).rejects.toThrow('--workflows is workflow-name globs');
+      const mine = await rt.start('billing_pay');
+      const other = await rt.start('w');
+      expect((await call(bea, 'GET', `/api/workflows/${mine}`)).status).toBe(200);
+      expect(await call(bea, 'GET', `/api/workflows/${other}`)).toMatchObject({
+        status: 403,
+        body: { error: 'workflow "w" is outside the workflows bea may use (billing_*)' },
+      });
+      expect((await call(bea, 'POST', `/api/workflows/${other}/cancel`, {})).status).toBe(403);
+      expect((await rt.workflow(other).load()).state).toBe('running');
+      expect((await call(bea, 'POST', '/api/workflows', { name: 'w' })).status).toBe(403);
+      expect((await call(bea, 'POST', '/api/workflows', { name: 'billing_pay' })).status).toBe(201);
+      const listed = (await call(bea, 'GET', '/api/workflows')).body as { workflows: { name: string }[] };
+      expect(new Set(listed.workflows.map((w) => w.name))).toEqual(new Set(['billing_pay']));
+      const defs = (await call(bea, 'GET', '/api/definitions')).body as { definitions: { name: string }[] };
+      expect(defs.definitions.map((d) => d.name)).toEqual(['billing_pay']);
+      expect((await call(bea, 'POST', '/api/bulk', { action: 'cancel', filter: { name: 'billing_pay' } })).status).toBe(403);
+      expect((await call(bea, 'GET', '/api/me')).body).toMatchObject({ name: 'bea', workflows: 'billing_*' });
+    } finally {
+      await server.close();
+    }
+  });
 });

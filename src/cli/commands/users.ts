@@ -24,6 +24,9 @@ Usage: ${usage}
   revoke NAME             its token stops working at once (rotate gives it a new one)
   rotate NAME             a new token (printed once); the old one stops working at once
   --expires DURATION      (add, rotate) the token stops working this long from now, e.g. 90d
+  --workflows GLOBS       (add) only these workflow names, e.g. billing_*,refunds: others are 403 to it,
+                          its lists show only them, and operations across names (bulk, register, pauses,
+                          events) are refused to it
   --actor NAME            who acts, for the audit trail (default: BRAID_ACTOR, else the OS user)
   --reason TEXT           why, kept with the audit line
   --json                  print JSON
@@ -32,7 +35,12 @@ Usage: ${usage}
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['role', 'expires', 'actor', 'reason', 'database', 'schema'], usage, ['json']);
+  const {
+    values,
+    flags,
+    help: wantsHelp,
+    positionals,
+  } = parse(argv, ['role', 'expires', 'workflows', 'actor', 'reason', 'database', 'schema'], usage, ['json']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -62,7 +70,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       } else {
         const made =
           action === 'add'
-            ? await rt.users.add(name, { role: values.role as Role, expiresInMs, ...who })
+            ? await rt.users.add(name, { role: values.role as Role, expiresInMs, workflows: values.workflows, ...who })
             : await rt.users.rotate(name, { expiresInMs, ...who });
         if (json) io.stdout(`${JSON.stringify(made)}\n`);
         else {

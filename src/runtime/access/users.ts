@@ -4,7 +4,7 @@ import { advancing, clockNow, type RuntimeContext } from '../core/context.js';
 import type { Queryable } from '../db/types.js';
 import { writeAudit } from '../sql/audit.js';
 import { anyUser, insertUser, listUsers, replaceToken, revokeUser, userByTokenId } from '../sql/users.js';
-import { type Principal, ROLES, type Role, type UserRecord } from '../wire/index.js';
+import { type Principal, ROLES, type Role, SCOPE, type UserRecord } from '../wire/index.js';
 import { makeToken, parseToken, verifySecret } from './user-tokens.js';
 
 export class UserError extends Error {
@@ -23,6 +23,8 @@ export interface AddUser extends ActorOptions {
   role: Role;
   /** How long its token works, in ms (default: until revoked or rotated). */
   expiresInMs?: number;
+  /** The workflow names it may see and act on: globs, comma separated (`billing_*`); default every name. */
+  workflows?: string;
 }
 
 export class UserOps {
@@ -33,12 +35,14 @@ export class UserOps {
     if (!NAME.test(name))
       throw new UserError(`a user name is 1 to 64 letters, digits and _ . @ - starting with a letter or digit, not ${JSON.stringify(name)}`);
     if (!ROLES.includes(o.role)) throw new UserError(`the role is one of ${ROLES.join(', ')}, not ${JSON.stringify(o.role)}`);
+    if (o.workflows !== undefined && !SCOPE.test(o.workflows))
+      throw new UserError(`--workflows is workflow-name globs, comma separated (billing_*,refunds), not ${JSON.stringify(o.workflows)}`);
     const t = makeToken();
-    const user = await this.audited('user.add', name, o, { role: o.role }, (tx, now) =>
+    const user = await this.audited('user.add', name, o, { role: o.role, workflows: o.workflows ?? null }, (tx, now) =>
       insertUser(tx, this.ctx.s, {
         name,
         role: o.role,
-        workflows: null,
+        workflows: o.workflows ?? null,
         tokenId: t.tokenId,
         tokenHash: t.tokenHash,
         now,

@@ -5,7 +5,7 @@
  */
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
-import { type DataKeys, isSealed, seal } from '../db/sealing.js';
+import { type DataKeys, isSealed, leafTexts, seal } from '../db/sealing.js';
 
 /** A path into a value: property names, `*` for every item of a list. */
 export type SensitivePath = readonly string[];
@@ -55,21 +55,13 @@ export function sealPaths(value: unknown, paths: readonly SensitivePath[], keys:
 function sealAt(value: unknown, path: SensitivePath, i: number, keys: DataKeys, secrets: Set<string>): unknown {
   if (i === path.length) {
     if (value === undefined || value === null || isSealed(value)) return value;
-    collect(value, secrets);
+    leafTexts(value, secrets);
     return seal(value, keys);
   }
   const step = path[i];
   if (step === '*') return Array.isArray(value) ? value.map((v) => sealAt(v, path, i + 1, keys, secrets)) : value;
   if (!isSchema(value) || !Object.hasOwn(value, step)) return value;
   return { ...value, [step]: sealAt(value[step], path, i + 1, keys, secrets) };
-}
-
-/** The leaves of a sensitive value, as text: what a value computed from it is recognised by. */
-function collect(value: unknown, secrets: Set<string>): void {
-  if (typeof value === 'string' && value.length >= 4) secrets.add(value);
-  else if (typeof value === 'number' && String(value).length >= 4) secrets.add(String(value));
-  else if (Array.isArray(value)) for (const v of value) collect(v, secrets);
-  else if (isSchema(value)) for (const v of Object.values(value)) collect(v, secrets);
 }
 
 /** The value with every leaf that is, or holds, one of the secrets sealed (a string holding one is sealed whole). */
@@ -135,7 +127,7 @@ export function renderSecrets(def: NormalizedDefinition, inputs: unknown, deps: 
 
 function gather(value: unknown, path: SensitivePath, i: number, secrets: Set<string>): void {
   if (value === undefined || value === null) return;
-  if (i === path.length) collect(value, secrets);
+  if (i === path.length) leafTexts(value, secrets);
   else if (path[i] === '*') {
     if (Array.isArray(value)) for (const v of value) gather(v, path, i + 1, secrets);
   } else if (isSchema(value) && Object.hasOwn(value, path[i])) gather(value[path[i]], path, i + 1, secrets);

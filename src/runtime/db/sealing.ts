@@ -90,10 +90,51 @@ export function unseal(envelope: string): unknown {
   }
 }
 
-/** JSON text as braid's reads parse it: envelopes opened (the common text without one is parsed as is). */
+/** The sensitive values opened into each parsed object (its args, say), as text: what its attempt's log redacts. */
+const opened = new WeakMap<object, Set<string>>();
+
+/** The sensitive values a value read from the database (or rendered from them) holds in clear. */
+export function secretsIn(value: unknown): ReadonlySet<string> | undefined {
+  return typeof value === 'object' && value !== null ? opened.get(value) : undefined;
+}
+
+/** Says that `value` holds these sensitive values in clear (args rendered from sealed ones). */
+export function markSecrets(value: unknown, secrets: ReadonlySet<string>): void {
+  if (secrets.size === 0 || typeof value !== 'object' || value === null) return;
+  const known = opened.get(value);
+  if (known) for (const x of secrets) known.add(x);
+  else opened.set(value, new Set(secrets));
+}
+
+/** Text of 4 or more characters: a value computed from a sensitive one is recognised by it. */
+export function leafTexts(value: unknown, into: Set<string>): void {
+  if (typeof value === 'string' && value.length >= 4) into.add(value);
+  else if (typeof value === 'number' && String(value).length >= 4) into.add(String(value));
+  else if (Array.isArray(value)) for (const v of value) leafTexts(v, into);
+  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) leafTexts(v, into);
+}
+
+/**
+ * JSON text as braid's reads parse it: envelopes opened (the common text without one is parsed as is). Every
+ * object holding an opened value, however deep, is marked with it (a claim's rows are one array of tasks: each
+ * task's args know their own).
+ */
 export function parseOpened(text: string): unknown {
   if (!text.includes(SEALED_PREFIX)) return JSON.parse(text);
-  return JSON.parse(text, (_k, v: unknown) => (isSealed(v) ? unseal(v as string) : v));
+  // children are revived before their holder: what a child holds is added to the holder (`this`) as it comes
+  return JSON.parse(text, function (this: unknown, _k: string, v: unknown) {
+    if (isSealed(v)) {
+      const clear = unseal(v as string);
+      const found = new Set<string>();
+      leafTexts(clear, found);
+      markSecrets(clear, found);
+      markSecrets(this, found);
+      return clear;
+    }
+    const below = secretsIn(v);
+    if (below) markSecrets(this, below);
+    return v;
+  }) as unknown;
 }
 
 /** JSON text as shown to people: every envelope reads `[redacted]`. */

@@ -9,6 +9,7 @@ import type { RuntimeContext } from '../core/context.js';
 import { ArgsError } from '../core/describe-error.js';
 import { depsScope } from '../core/scopes.js';
 import { renderSecrets, SensitiveKeysMissingError, sealMatching } from '../core/sensitive.js';
+import { markSecrets } from '../db/sealing.js';
 import type { DeferredRow } from '../sql/task-columns.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
 
@@ -34,6 +35,8 @@ export async function renderTaskArgs(
       secrets.size === 0
         ? rendered
         : { args: sealMatching(rendered.args, secrets, o.dataKeys!), metadata: sealMatching(rendered.metadata, secrets, o.dataKeys!) };
+    // the attempt's log redacts them
+    markSecrets(rendered.args, secrets);
     return { ...rendered, stored };
   } catch (error) {
     if (!(error instanceof TemplateError)) throw error;

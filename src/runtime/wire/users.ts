@@ -24,3 +24,12 @@ export interface Principal {
   workflows: string | null;
   bootstrap: boolean;
 }
+
+/** A scope as `braid users add --workflows` takes it: workflow-name globs (`*` any characters), comma separated. */
+export const SCOPE = /^[a-z0-9_*]{1,64}(,[a-z0-9_*]{1,64}){0,31}$/;
+
+/** Whether a workflow name is within a user's scope (null: every name). */
+export function inScope(scope: string | null, name: string): boolean {
+  if (scope === null) return true;
+  return scope.split(',').some((glob) => new RegExp(`^${glob.replaceAll('*', '[a-z0-9_]*')}$`).test(name));
+}

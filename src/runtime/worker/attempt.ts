@@ -1,5 +1,6 @@
 import type { PlanTask } from '../../compiler/plan.js';
 import { advanceAt, advanceIn, clockNow, type RuntimeContext } from '../core/context.js';
+import { secretsIn } from '../db/sealing.js';
 import { type Queryable, unbounded } from '../db/types.js';
 import { completeAttempt } from '../engine/completion.js';
 import { compileFor } from '../engine/extend.js';
@@ -162,7 +163,8 @@ export class AttemptContext implements TaskContext {
       const t = this.current.task;
       const task = { workflow_id: t.workflow_id, name: t.name, attempt: t.attempt, worker: this.current.ref.workerId };
       // without a writer (a context made outside a worker) the lines are kept nowhere
-      this.current.log = this.logs ? this.logs.open(task) : new AttemptLog(task, DEFAULT_LOG_BOUNDS, () => undefined);
+      const secrets = secretsIn(t.args);
+      this.current.log = this.logs ? this.logs.open(task, secrets) : new AttemptLog(task, DEFAULT_LOG_BOUNDS, () => undefined, undefined, secrets);
     }
     return this.current.log;
   }

@@ -6,6 +6,7 @@
 
 import { errorMessage } from '../core/describe-error.js';
 import { storableText } from '../core/storable.js';
+import { REDACTED } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import { insertLogLines, type NewLogLine } from '../sql/task-logs.js';
 import type { Logger } from '../telemetry/log.js';
@@ -48,6 +49,8 @@ export class AttemptLog implements TaskLogger {
     /** Told of each kept line (the writer stores them in batches). */
     private readonly onLine: (log: AttemptLog) => void,
     private readonly now: () => Date = () => new Date(),
+    /** The attempt's sensitive values in clear (its args'): a line never stores one. */
+    private readonly secrets?: ReadonlySet<string>,
   ) {}
 
   /** Lines waiting to be stored. */
@@ -61,6 +64,8 @@ export class AttemptLog implements TaskLogger {
     let line: { message: string; fields: Record<string, unknown> | null; bytes: number };
     try {
       line = prepare(message, fields);
+      if (this.secrets?.size)
+        line = { ...line, message: redactText(line.message, this.secrets), fields: redactJson(line.fields, this.secrets) as typeof line.fields };
     } catch {
       line = { message: '(a log line that could not be read)', fields: null, bytes: 40 };
     }
@@ -138,6 +143,21 @@ function prepare(message: unknown, fields: unknown): { message: string; fields: 
   return { message: text, fields: json, bytes };
 }
 
+/** Text with every sensitive value it holds replaced by `[redacted]`. */
+function redactText(text: string, secrets: ReadonlySet<string>): string {
+  let out = text;
+  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  return out;
+}
+
+function redactJson(v: unknown, secrets: ReadonlySet<string>): unknown {
+  if (typeof v === 'string') return redactText(v, secrets);
+  if (typeof v === 'number') return secrets.has(String(v)) ? REDACTED : v;
+  if (Array.isArray(v)) return v.map((x) => redactJson(x, secrets));
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactJson(x, secrets)]));
+  return v;
+}
+
 function storableJson(v: unknown): unknown {
   if (typeof v === 'string') return storableText(v);
   if (Array.isArray(v)) return v.map(storableJson);
@@ -168,10 +188,10 @@ export class LogWriter {
   ) {}
 
   /** A new attempt's log. */
-  open(task: { workflow_id: string; name: string; attempt: number; worker?: string }): AttemptLog {
+  open(task: { workflow_id: string; name: string; attempt: number; worker?: string }, secrets?: ReadonlySet<string>): AttemptLog {
     const b = this.o.bounds;
     const bounds = { maxLines: b?.maxLines ?? DEFAULT_LOG_BOUNDS.maxLines, maxBytes: b?.maxBytes ?? DEFAULT_LOG_BOUNDS.maxBytes };
-    return new AttemptLog(task, bounds, (log) => this.noticed(log));
+    return new AttemptLog(task, bounds, (log) => this.noticed(log), undefined, secrets);
   }
 
   private noticed(log: AttemptLog): void {
