@@ -411,6 +411,10 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.waitForFunction(() => document.querySelector('g.node[data-task="archive"]')?.getAttribute('data-state') === 'completed', undefined, {
       timeout: 15_000,
     });
+    // the workflow's history shows what the operator did
+    await page.waitForFunction(() =>
+      document.querySelector('[data-testid="workflow-history"] [data-action="task.complete"]')?.textContent?.includes('approved by phone'),
+    );
     const status = JSON.parse(await cli(['status', id, '--json']));
     expect(status.audit).toMatchObject([
       { action: 'workflow.start' },

@@ -1,5 +1,5 @@
 import { pathTo, roleFor } from '../../api/route-table.js';
-import { attemptHistory, humanDuration } from '../../runtime/wire/index.js';
+import { attemptHistory, auditText, humanDuration } from '../../runtime/wire/index.js';
 import { type Live, live, post } from './api.js';
 import { type DagEdge, type DagNode, DagView } from './dag.js';
 import { confirmAction, toast } from './dialog.js';
@@ -35,8 +35,9 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
   const panel = new TaskPanel(side, id, () => select(undefined));
   const details = h('details', { class: 'io' });
   const timeline = h('details', { class: 'wf-timeline', 'data-testid': 'workflow-timeline' });
+  const operated = h('details', { class: 'wf-history', 'data-testid': 'workflow-history' });
   clear(app);
-  app.append(header, startedByEvent(id), h('div', { class: 'wf-body' }, graph, side), timeline, details);
+  app.append(header, startedByEvent(id), h('div', { class: 'wf-body' }, graph, side), timeline, operated, details);
 
   function select(name: string | undefined): void {
     selected = name;
@@ -67,6 +68,7 @@ export function workflowPage(app: HTMLElement, id: string, params: URLSearchPara
     dag.render(s.workflow.definition_hash, nodes, edges);
     dag.select(selected);
     renderTimeline(timeline, s);
+    renderHistory(operated, s);
     clear(details);
     details.append(
       h('summary', {}, 'Inputs and output'),
@@ -248,4 +250,18 @@ function taskDuration(t: Task): string {
 function waitNote(t: Task): string | null {
   if (!t.wait) return null;
   return `wait: ${t.wait.phase === 'pending_deps' ? 'after its deps' : t.wait.phase}`;
+}
+
+/** What operators did to the workflow (its audit lines: "workflow.cancel by ada: \"duplicate order\""), oldest first. */
+function renderHistory(el: HTMLDetailsElement, s: WorkflowStatus): void {
+  const lines = s.audit ?? [];
+  el.hidden = lines.length === 0;
+  el.replaceChildren(
+    h('summary', {}, `History (${lines.length})`),
+    h(
+      'ul',
+      { class: 'history' },
+      lines.map((a) => h('li', { class: 'mono', 'data-action': a.action }, auditText(a))),
+    ),
+  );
 }
