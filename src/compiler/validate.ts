@@ -9,6 +9,7 @@ import { checkFlowControl } from './rules/flow-control.js';
 import { checkInputsSchema } from './rules/inputs-schema.js';
 import { checkScheduleInputs, checkSchedules } from './rules/schedules.js';
 import { checkFileName, checkTasks } from './rules/tasks.js';
+import { checkOwnFlows } from './rules/sensitive-flows.js';
 import { checkTriggers } from './rules/triggers.js';
 import { checkWaits } from './rules/waits.js';
 import { checkWorkflowSet, type FileDefinition } from './rules/workflows.js';
@@ -129,6 +130,7 @@ function checkFile(
   checkTriggers(definition, reporter, Object.keys(config.events));
   checkDefinitionCel(definition, reporter);
   checkScheduleInputs(definition, reporter);
+  checkOwnFlows(definition, reporter);
   return { reporter, definition };
 }
 

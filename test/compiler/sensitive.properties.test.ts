@@ -66,4 +66,45 @@ describe('sensitive data: property tests', () => {
     expect(leaks('inputs.id + inputs.card.pan.substring(0, 4)')).toHaveLength(1);
     expect(leaks('inputs.id')).toEqual([]);
   });
+
+  it('values written into inputs: any schemas and templates on both sides validate to known rules, never a crash', () => {
+    const value = fc.constantFrom('${{ inputs.card }}', '${{ inputs.card.pan }}', 'x ${{ string(inputs) }}', 'literal', 7, '${{ deps.a.output }}', '${{ ((');
+    fc.assert(
+      fc.property(schema, schema, schema, fc.dictionary(fc.constantFrom('card', 'pan', 'n'), value, { maxKeys: 3 }), (inputs, returns, child, written) => {
+        const parent = { name: 'p', inputs, tasks: { a: { kind: 'x', returns }, b: { deps: ['a'], start: { workflow: 'c', inputs: written } } } };
+        const result = validate([
+          { path: 'p.yaml', content: stringify({ ...parent, on_failure: { start: { workflow: 'c', inputs: written } } }) },
+          { path: 'c.yaml', content: stringify({ name: 'c', inputs: child, schedules: [{ name: 's', every: '1h', inputs: written }], tasks: { w: { kind: 'w' } } }) },
+        ]);
+        for (const d of result.diagnostics) {
+          expect(RULES).toContain(d.rule);
+          expect(d.line).toBeGreaterThanOrEqual(1);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("an event's sensitive field written into an input not marked sensitive is refused; into a sensitive one it is not", () => {
+    const events = { 'card.added': { schema: { type: 'object', properties: { card: { type: 'string', sensitive: true }, id: { type: 'string' } } } } };
+    const leaks = (token: unknown) =>
+      validate(
+        [
+          {
+            path: 'p.yaml',
+            content: stringify({
+              name: 'p',
+              inputs: { type: 'object', properties: { token: token, id: { type: 'string' } } },
+              triggers: [{ event: 'card.added', inputs: { token: '${{ event.payload.card }}', id: '${{ event.payload.id }}' } }],
+              tasks: { a: { kind: 'x' } },
+            }),
+          },
+        ],
+        { events },
+      ).diagnostics.filter((d) => d.rule === 'sensitive-leak');
+    expect(leaks({ type: 'string' }).map((d) => [d.line, d.message])).toEqual([
+      [expect.any(Number), 'input token of "p" is given event.payload.card, which is sensitive, and is not marked sensitive itself: it would be stored in clear'],
+    ]);
+    expect(leaks({ type: 'string', sensitive: true })).toEqual([]);
+  });
 });

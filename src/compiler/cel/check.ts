@@ -194,14 +194,19 @@ export function walk(node: AstNode, visit: (node: AstNode) => void): void {
 
 export type { AstNode };
 
-/** The variables an expression reads, each with the field read of it when there is one (inputs.a -> [inputs, a]); undefined when it does not parse. */
-export function readsOf(expr: string): string[][] | undefined {
-  let ast: AstNode;
+/** An expression's syntax tree; undefined when it does not parse (the CEL pass reports that). */
+export function parseCel(expr: string): AstNode | undefined {
   try {
-    ast = (evaluationEnvironment().parse(expr) as unknown as { ast: AstNode }).ast;
+    return (evaluationEnvironment().parse(expr) as unknown as { ast: AstNode }).ast;
   } catch {
     return undefined;
   }
+}
+
+/** The variables an expression reads, each with the field read of it when there is one (inputs.a -> [inputs, a]); undefined when it does not parse. */
+export function readsOf(expr: string): string[][] | undefined {
+  const ast = parseCel(expr);
+  if (!ast) return undefined;
   const reads: string[][] = [];
   walk(ast, (node) => {
     if (node.op === 'id') reads.push([String(node.args)]);

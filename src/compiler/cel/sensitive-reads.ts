@@ -37,21 +37,29 @@ export type SensitiveRoots = Readonly<Record<string, unknown>>;
 
 /**
  * The reads in one key-giving expression that bring a sensitive value into it: each a `sensitive-leak`
- * problem at the read. A read through a list index or a computed key counts as the whole value it reads from.
+ * problem at the read.
  */
 export function sensitiveReads(ast: AstNode, roots: SensitiveRoots, what: string): CelProblem[] {
-  const problems: CelProblem[] = [];
+  return leakingReads(ast, roots).map(({ leaked, node }) => ({
+    rule: 'sensitive-leak',
+    message: `${what} reads ${leaked}, which is sensitive: a key is stored and shown in clear`,
+    start: node.start,
+    end: node.end,
+    hint: 'key by a value that is not sensitive (an id, a hash the caller computes), or drop sensitive: true if it is not',
+  }));
+}
+
+/**
+ * The reads in an expression that bring a sensitive value into it, each with the sensitive path it brings. A read
+ * through a list index or a computed key counts as the whole value it reads from.
+ */
+export function leakingReads(ast: AstNode, roots: SensitiveRoots): { leaked: string; node: AstNode }[] {
+  const found: { leaked: string; node: AstNode }[] = [];
   const visit = (node: AstNode): void => {
     if (isSelect(node) || node.op === 'id') {
       const leaked = leakOf(node, roots);
       if (leaked) {
-        problems.push({
-          rule: 'sensitive-leak',
-          message: `${what} reads ${leaked}, which is sensitive: a key is stored and shown in clear`,
-          start: node.start,
-          end: node.end,
-          hint: 'key by a value that is not sensitive (an id, a hash the caller computes), or drop sensitive: true if it is not',
-        });
+        found.push({ leaked, node });
         return;
       }
       // a plain read that brings nothing sensitive is done; through a computed key, its target is read whole
@@ -61,7 +69,7 @@ export function sensitiveReads(ast: AstNode, roots: SensitiveRoots, what: string
     for (const child of Array.isArray(args) ? args.flat() : [args]) if (isNode(child)) visit(child);
   };
   visit(ast);
-  return problems;
+  return found;
 }
 
 /** The sensitive path a read brings in, when it does. */

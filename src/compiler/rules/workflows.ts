@@ -1,6 +1,7 @@
 import { didYouMean } from '../diagnostics.js';
 import { type Definition, taskPath } from '../model.js';
 import type { Reporter } from '../source.js';
+import { checkStartFlows } from './sensitive-flows.js';
 
 export interface FileDefinition {
   definition: Definition;
@@ -31,7 +32,10 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
   for (const { definition, reporter } of files) {
     const hook = definition.on_failure?.start?.workflow;
     const child = hook === undefined ? undefined : byName.get(hook);
-    if (child) checkStartInputs(definition.on_failure!.start!.inputs ?? {}, child, reporter, ['on_failure', 'start', 'inputs'], 'on_failure');
+    if (child) {
+      checkStartInputs(definition.on_failure!.start!.inputs ?? {}, child, reporter, ['on_failure', 'start', 'inputs'], 'on_failure');
+      checkStartFlows(definition, child, definition.on_failure!.start!.inputs ?? {}, ['on_failure', 'start', 'inputs'], reporter);
+    }
     if (hook !== undefined && !known.includes(hook)) {
       const guess = didYouMean(hook, known);
       reporter.report(
@@ -44,7 +48,10 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
     for (const task of definition.tasks) {
       const target = task.start?.workflow;
       const started = target === undefined ? undefined : byName.get(target);
-      if (started) checkStartInputs(task.start?.inputs ?? {}, started, reporter, taskPath(task, 'start', 'inputs'), `task "${task.name}"`);
+      if (started) {
+        checkStartInputs(task.start?.inputs ?? {}, started, reporter, taskPath(task, 'start', 'inputs'), `task "${task.name}"`);
+        checkStartFlows(definition, started, task.start?.inputs ?? {}, taskPath(task, 'start', 'inputs'), reporter);
+      }
       if (target === undefined || known.includes(target)) continue;
       const guess = didYouMean(target, known);
       reporter.report(
