@@ -74,7 +74,10 @@ describe('sensitive data: property tests', () => {
         const parent = { name: 'p', inputs, tasks: { a: { kind: 'x', returns }, b: { deps: ['a'], start: { workflow: 'c', inputs: written } } } };
         const result = validate([
           { path: 'p.yaml', content: stringify({ ...parent, on_failure: { start: { workflow: 'c', inputs: written } } }) },
-          { path: 'c.yaml', content: stringify({ name: 'c', inputs: child, schedules: [{ name: 's', every: '1h', inputs: written }], tasks: { w: { kind: 'w' } } }) },
+          {
+            path: 'c.yaml',
+            content: stringify({ name: 'c', inputs: child, schedules: [{ name: 's', every: '1h', inputs: written }], tasks: { w: { kind: 'w' } } }),
+          },
         ]);
         for (const d of result.diagnostics) {
           expect(RULES).toContain(d.rule);
@@ -103,7 +106,10 @@ describe('sensitive data: property tests', () => {
         { events },
       ).diagnostics.filter((d) => d.rule === 'sensitive-leak');
     expect(leaks({ type: 'string' }).map((d) => [d.line, d.message])).toEqual([
-      [expect.any(Number), 'input token of "p" is given event.payload.card, which is sensitive, and is not marked sensitive itself: it would be stored in clear'],
+      [
+        expect.any(Number),
+        'input token of "p" is given event.payload.card, which is sensitive, and is not marked sensitive itself: it would be stored in clear',
+      ],
     ]);
     expect(leaks({ type: 'string', sensitive: true })).toEqual([]);
   });

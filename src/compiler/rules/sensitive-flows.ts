@@ -43,7 +43,7 @@ export function inputLeaks(value: Record<string, unknown>, schema: unknown, root
         });
       else if (sensitive && scanTemplates(v).spans.length === 0) leaks.push(literal(at, field, receiver));
     } else if (sensitive && v !== null && typeof v !== 'object') leaks.push(literal(at, field, receiver));
-    else if (Array.isArray(v)) v.forEach((item, i) => walk(item, isSchema(s) ? s.items : undefined, [...at, i], `${field}[${i}]`, sensitive));
+    else if (Array.isArray(v)) for (const [i, item] of v.entries()) walk(item, isSchema(s) ? s.items : undefined, [...at, i], `${field}[${i}]`, sensitive);
     else if (isSchema(v))
       for (const [k, item] of Object.entries(v)) {
         const props = isSchema(s) && isSchema(s.properties) ? s.properties : {};
