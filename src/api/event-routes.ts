@@ -42,7 +42,7 @@ export const eventHandlers: Pick<RouteHandlers, 'emitEvent' | 'emitNamedEvent' |
   eventList: async (c, { res, url }) => {
     const name = url.searchParams.get('name') ?? undefined;
     const before = url.searchParams.get('before') ?? undefined;
-    send(res, 200, { events: await c.rt.events.list({ name, limit: integerParam(url, 'limit', 500), before }) });
+    send(res, 200, { events: await c.rt.events.list({ name, limit: integerParam(url, 'limit', 500), before, redact: true }) });
   },
   workflowEvent: async (c, { res, params }) => send(res, 200, { event: (await c.rt.events.startedBy(params.id)) ?? null }),
 };

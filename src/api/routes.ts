@@ -121,6 +121,7 @@ const HANDLERS: RouteHandlers = {
       key: url.searchParams.get('key') ?? undefined,
       cursorId: cursorParam(url, 'cursor_id'),
       limit: integerParam(url, 'limit', 1000),
+      redact: true,
     });
     send(res, 200, page);
   },
@@ -151,6 +152,7 @@ const HANDLERS: RouteHandlers = {
       key: url.searchParams.get('key') ?? undefined,
       cursorId: cursorParam(url, 'cursor_id'),
       limit: integerParam(url, 'limit', 1000),
+      redact: true,
     });
     send(res, 200, page);
   },

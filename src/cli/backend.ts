@@ -197,7 +197,7 @@ function directBackend(io: Io, rt: Runtime, db: Database, who: { actor: string; 
     callbackLinks: (id, task, term) => rethrow(io, () => rt.callbacks.links(id, task, term)),
     emitEvent: (name, payload, id) => rethrow(io, async () => jsonClone(await rt.emit(name, payload, { id, ...who }))),
     audit: (f) => rethrow(io, async () => jsonClone(await rt.auditTrail({ ...f, since: f.since === undefined ? undefined : new Date(f.since) }))),
-    listEvents: (filter) => rethrow(io, async () => jsonClone(await rt.events.list(filter))),
+    listEvents: (filter) => rethrow(io, async () => jsonClone(await rt.events.list({ ...filter, redact: true }))),
     followStream: (id, task, name, follow, onChunk) =>
       rethrow(io, async () => {
         const wf = rt.workflow(id);

@@ -45,6 +45,7 @@ export const RULES = [
   'cel-optional',
   'deploy-unmovable',
   'callback-schema',
+  'signal-schema',
   'unknown-event',
   'stream-schema',
   'sensitive-leak',

@@ -23,6 +23,8 @@ export interface TermDef {
   distinct?: string;
   /** A signal term's key in earlier versions: signals of that key count for it too. */
   renamed_from?: string;
+  /** A signal term's payload schema: a signal breaking it is refused at emit. */
+  schema?: Record<string, unknown>;
   timer?: TimerDef;
   expr?: string;
   workflows?: WorkflowsDef;
@@ -84,6 +86,7 @@ function readTerm(name: string, v: Record<string, unknown>): TermDef {
     count: num(v.count) ?? str(v.count),
     distinct: str(v.distinct),
     renamed_from: str(v.renamed_from),
+    schema: obj(v.schema),
     timer: timer ? readTimer(name, timer) : undefined,
     expr: str(v.expr),
     workflows: wf

@@ -13,7 +13,16 @@ export interface NormalizedWait {
 }
 
 export type NormalizedTerm = { name: string; label?: string } & (
-  | { kind: 'signal'; signal: string; where?: string; count: number | string; distinct?: string; renamed_from?: string; callback?: NormalizedCallback }
+  | {
+      kind: 'signal';
+      signal: string;
+      where?: string;
+      count: number | string;
+      distinct?: string;
+      renamed_from?: string;
+      schema?: Record<string, unknown>;
+      callback?: NormalizedCallback;
+    }
   | { kind: 'timer'; timer: NormalizedTimer }
   | { kind: 'expr'; expr: string }
   | { kind: 'workflows'; workflows: NormalizedWorkflows }
@@ -54,6 +63,7 @@ export function normalizeTerm(task: string, term: TermDef): NormalizedTerm {
       count: term.count ?? 1,
       ...(term.distinct !== undefined ? { distinct: term.distinct } : {}),
       ...(term.renamed_from !== undefined ? { renamed_from: term.renamed_from } : {}),
+      ...(term.schema !== undefined ? { schema: term.schema } : {}),
       ...(cb
         ? {
             callback: {

@@ -338,7 +338,7 @@ export class WorkflowSignals {
   async list(options: ListOptions & TxOption = {}): Promise<SignalPage> {
     const q = options.tx ? txQueryable(options.tx) : this.rt.db;
     if (!(await loadWorkflow(q, this.rt.ctx.s, this.workflowId))) throw new WorkflowNotFoundError(this.workflowId);
-    return listWorkflowSignals(q, this.rt.ctx.s, this.workflowId, options);
+    return listWorkflowSignals(options.redact ? redacting(q) : q, this.rt.ctx.s, this.workflowId, options);
   }
 
   /** The latest signal of a key the task's wait declares, up to its evidence boundary once resolved. */
@@ -357,7 +357,7 @@ export class WorkflowSignals {
     options: TaskScopedOptions & TxOption & { key?: string; cursorId?: string; limit?: number; newestFirst?: boolean },
   ): Promise<SignalPage> {
     const q = options.tx ? txQueryable(options.tx) : this.rt.db;
-    const page = await listTaskSignals(q, this.rt.ctx.s, this.workflowId, task, options);
+    const page = await listTaskSignals(options.redact ? redacting(q) : q, this.rt.ctx.s, this.workflowId, task, options);
     if (!page)
       throw (await loadWorkflow(q, this.rt.ctx.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
     return page;

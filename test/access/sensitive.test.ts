@@ -37,7 +37,122 @@ tasks:
     args: { token: "\${{ deps.charge.output.token }}", last4: "\${{ deps.charge.output.last4 }}" }
 `;
 
+const PIN = 'pin-9731-secret';
+const APPROVE = `name: approve
+inputs:
+  type: object
+  required: [card, who]
+  properties:
+    card: { type: string, sensitive: true }
+    who: { type: string }
+triggers:
+  - event: card.verified
+    inputs: { card: "\${{ event.payload.card }}", who: "\${{ event.payload.who }}" }
+tasks:
+  gate:
+    kind: gate
+    wait:
+      expr: ok
+      terms:
+        ok:
+          signal: approval
+          where: size(payload.pin) > 5
+          schema:
+            type: object
+            required: [by, pin]
+            properties: { by: { type: string }, pin: { type: string, sensitive: true } }
+  spawn:
+    deps: [gate]
+    start: { workflow: child, inputs: { card: "\${{ inputs.card }}" } }
+output: { card: "last \${{ inputs.card }}", who: "\${{ inputs.who }}" }
+`;
+const CHILD = `name: child
+inputs: { type: object, required: [card], properties: { card: { type: string, sensitive: true } } }
+tasks:
+  use: { kind: use, args: { card: "\${{ inputs.card }}" } }
+`;
+const CARD_EVENTS = {
+  'card.verified': {
+    schema: { type: 'object', required: ['card', 'who'], properties: { card: { type: 'string', sensitive: true }, who: { type: 'string' } } },
+  },
+};
+
 describe(`sensitive data (${backend})`, () => {
+  it("signal and event payloads, a run's output and its children's pending starts are stored sealed, and a rotation moves them", async () => {
+    const used: unknown[] = [];
+    const rt = await drivenRuntime({ keys: KEYS, handlers: { gate: async () => ({}), use: async (args) => void used.push(args) } });
+    expect((await rt.registerDefinitions(definitionsDir({ approve: APPROVE, child: CHILD }), { events: CARD_EVENTS })).validation.diagnostics).toEqual([]);
+    await rt.startWorker();
+    const emitted = await rt.emit('card.verified', { card: PAN, who: 'ada' }, { id: 'evt-1' });
+    const run = emitted.event.outcomes[0];
+    if (run?.outcome !== 'started') throw new Error(`the event did not start a run: ${JSON.stringify(emitted)}`);
+    const id = run.id;
+    // a payload its term's schema refuses is refused, and stored nowhere
+    await expect(rt.workflow(id).signals.emit('approval', { by: 'bob' })).rejects.toMatchObject({ code: 'signal_invalid' });
+    await expect(rt.workflow(id).signals.emit('approval', { by: 'bob', pin: 7 })).rejects.toThrow(
+      /does not fit the schema of term gate.ok: \/pin must be string/,
+    );
+    await settle(rt);
+    // the wait reads the sealed pin in clear: a wrong one does not pass, the right one does; a replay matches
+    await rt.workflow(id).signals.emit('approval', { by: 'eve', pin: 'no' });
+    await rt.workflow(id).signals.emit('approval', { by: 'bob', pin: PIN }, { idempotencyKey: 'i1' });
+    expect((await rt.workflow(id).signals.emit('approval', { pin: PIN, by: 'bob' }, { idempotencyKey: 'i1' })).replayed).toBe(true);
+    await expect(rt.workflow(id).signals.emit('approval', { by: 'bob', pin: 'other' }, { idempotencyKey: 'i1' })).rejects.toMatchObject({
+      code: 'signal_payload_mismatch',
+    });
+    const s = `"${rt.schema}"`;
+    // an effect row lives until it is applied: a copy of each as it was written is kept to look at
+    await rt.db.query(`CREATE TABLE ${s}.effects_seen (payload text)`);
+    await rt.db.query(`CREATE FUNCTION ${s}.keep_effect() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO ${s}.effects_seen VALUES (NEW.payload::text); RETURN NEW; END $$`);
+    await rt.db.query(`CREATE TRIGGER keep AFTER INSERT ON ${s}.effects FOR EACH ROW WHEN (NEW.kind = 'start') EXECUTE FUNCTION ${s}.keep_effect()`);
+    await settle(rt);
+    const effects = await rt.db.query<{ t: string }>(`SELECT payload AS t FROM ${s}.effects_seen`);
+    expect((await final(rt, id)).state).toBe('completed');
+    expect(used).toEqual([{ card: PAN }]);
+    expect((await rt.workflow(id).status({ reveal: true, actor: 'check' })).workflow.output).toEqual({ card: `last ${PAN}`, who: 'ada' });
+    const stored = await rt.db.query<{ t: string }>(
+      `SELECT payload::text AS t FROM ${s}.signals UNION ALL SELECT payload::text FROM ${s}.events
+       UNION ALL SELECT coalesce(output::text, '') || inputs::text FROM ${s}.workflows UNION ALL SELECT args::text FROM ${s}.tasks`,
+    );
+    const all = [...stored.rows, ...effects.rows].map((r) => r.t).join('\n');
+    expect(effects.rows).toHaveLength(1);
+    for (const secret of [PAN, PIN]) expect(all).not.toContain(secret);
+    expect(all).toContain('"by": "bob"');
+    expect(all).toContain('"who": "ada"');
+    // shown: redacted
+    const status = await rt.workflow(id).status();
+    expect(status.workflow.output).toEqual({ card: '[redacted]', who: 'ada' });
+    expect(JSON.stringify(status)).not.toContain(PIN);
+    const server = await startApiServer(rt, { token: 'server-token-0123456789' });
+    try {
+      const viewer = (await rt.users.add('vic', { role: 'viewer' })).token;
+      const get = async (path: string) => (await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${viewer}` } })).text();
+      for (const path of [`/api/workflows/${id}/signals`, `/api/workflows/${id}/tasks/gate/signals`, '/api/events/recent']) {
+        const shown = await get(path);
+        expect(shown).toContain('[redacted]');
+        for (const secret of [PAN, PIN]) expect(shown).not.toContain(secret);
+      }
+    } finally {
+      await server.close();
+    }
+    // a rotation moves the signals' and the event's envelopes too
+    const fresh = `k9:${randomBytes(32).toString('base64')}`;
+    const rotated = await testRuntime({ schema: rt.schema, keys: `${fresh},${KEYS}` });
+    await rotated.keys.rotate({ actor: 'check' });
+    const after = await rt.db.query<{ t: string }>(
+      `SELECT string_agg(payload::text, '') AS t FROM (SELECT payload FROM ${s}.signals UNION ALL SELECT payload FROM ${s}.events) x`,
+    );
+    expect(after.rows[0].t).not.toContain('braid:enc:v1:k1:');
+    expect(after.rows[0].t.match(/braid:enc:v1:k9:/g)).toHaveLength(3);
+    const alone = await testRuntime({ schema: rt.schema, keys: fresh });
+    const signals = await alone.workflow(id).signals.list();
+    expect(signals.signals.map((x) => x.payload)).toEqual([
+      { by: 'eve', pin: 'no' },
+      { by: 'bob', pin: PIN },
+    ]);
+  });
+
   it('is stored encrypted, given to handlers in clear, shown [redacted], and revealed to an admin with an audit line', async () => {
     const seen: Record<string, unknown>[] = [];
     const rt = await drivenRuntime({

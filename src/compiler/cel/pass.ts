@@ -2,12 +2,12 @@ import type { Environment } from '@marcbachmann/cel-js';
 import { didYouMean, type Rule } from '../diagnostics.js';
 import { type Definition, type FLOW_CONTROLS, schedulePath, type TaskDef, taskPath, termPath, type WaitDef } from '../model.js';
 import { nodeAt, type Path, type Reporter } from '../source.js';
-import { type CelProblem, checkCel, isNode, type KnownRefs, walk } from './check.js';
+import { type CelProblem, checkCel, isNode, type KnownRefs, parseCel, walk } from './check.js';
 import { type CelContext, CONTEXT_REFS, checkEnvironment, contextVariables } from './environments.js';
 import { nestedCostWarning } from './nested-cost.js';
 import { itemSource, outputSchemas, type ReadRoots, unguardedReads } from './optional-reads.js';
 import { scalarOffsets } from './scalar-offsets.js';
-import { type SensitiveRoots, sensitiveReads } from './sensitive-reads.js';
+import { leakingReads, type SensitiveRoots, sensitiveReads } from './sensitive-reads.js';
 import { scanTemplates, singleTemplate } from './templates.js';
 import { type CelType, eventType, inputsType, isCelIdentifier, taskRecordTypes } from './types.js';
 
@@ -138,7 +138,10 @@ class CelPass {
     for (const term of wait.terms) {
       const path = termPath(task, term);
       if (term.where !== undefined) this.raw(term.where, [...path, 'where'], 'where', {}, 'bool');
-      if (term.distinct !== undefined) this.raw(term.distinct, [...path, 'distinct'], 'where', {}, 'any');
+      if (term.distinct !== undefined) {
+        this.raw(term.distinct, [...path, 'distinct'], 'where', {}, 'any');
+        this.distinctLeaks(term.distinct, term.schema ?? term.callback?.schema, [...path, 'distinct']);
+      }
       if (typeof term.count === 'string') this.templates(term.count, [...path, 'count'], 'template', {}, 'int');
       const recipients = term.callback?.recipients;
       if (typeof recipients === 'string') this.templates(recipients, [...path, 'callback', 'recipients'], 'template', {}, 'recipients');
@@ -262,6 +265,20 @@ class CelPass {
     const costly = result.ast && nestedCostWarning(result.ast, this.def.inputs as Parameters<typeof nestedCostWarning>[1]);
     if (costly) this.reportProblems(path, offset, [costly]);
     if (expect === 'key' && result.ast) this.reportProblems(path, offset, sensitiveReads(result.ast, this.sensitiveRoots(context), 'this key'));
+  }
+
+  /** A term's distinct values are stored with its wait's progress: one read from a sensitive field would be in clear. */
+  private distinctLeaks(expr: string, payload: unknown, path: Path): void {
+    const ast = parseCel(expr);
+    if (!ast) return;
+    const leaks = leakingReads(ast, { payload: payload ?? {}, inputs: this.def.inputs ?? {} }).map(({ leaked, node }) => ({
+      rule: 'sensitive-leak' as const,
+      message: `distinct reads ${leaked}, which is sensitive: the values a term counts are stored and shown in clear`,
+      start: node.start,
+      end: node.end,
+      hint: 'count distinct values of a field that is not sensitive (an approver id)',
+    }));
+    this.reportProblems(path, 0, leaks);
   }
 
   /** What a key-giving expression of a context may read sensitive values from: inputs, a for_each item, an event. */

@@ -34,6 +34,7 @@ export const RULE_DESCRIPTIONS: Record<Rule, string> = {
   'input-limit': 'The file is too large or too deeply nested.',
   'inputs-schema': 'The inputs block is not a valid JSON Schema.',
   'returns-schema': "A task's returns (its handler's output schema) is not a valid JSON Schema, or is on a task with no handler.",
+  'signal-schema': "A signal term's payload schema is not a valid JSON Schema.",
   'callback-schema': "A callback term's schema (the body its links take) is not a valid JSON Schema.",
   'stream-schema': "A task's stream chunk schema is not a valid JSON Schema, or the task has no handler to write streams.",
   'sensitive-leak':

@@ -43,6 +43,7 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
         }
       }
       if (term.callback) checkCallback(term, [...path, 'callback'], reporter);
+      if (term.schema !== undefined) checkTermSchema(term, path, reporter);
       if (term.signal?.startsWith(CALLBACK_KEY_PREFIX))
         reporter.report('wait-shape', `term "${term.name}": signal keys starting with "${CALLBACK_KEY_PREFIX}" are callback terms' own`, {
           path: [...path, 'signal'],
@@ -83,6 +84,18 @@ export function checkWaits(def: Definition, reporter: Reporter): void {
 }
 
 const TERM_KINDS = 'signal, timer, expr, workflows, callback';
+
+/** A signal term's payload schema compiles; other terms take none. */
+function checkTermSchema(term: TermDef, path: Path, reporter: Reporter): void {
+  if (term.kinds.includes('signal')) checkUserSchema(term.schema, [...path, 'schema'], `the payload schema of term "${term.name}"`, 'signal-schema', reporter);
+  else
+    reporter.report(
+      'wait-shape',
+      `term "${term.name}": "schema" belongs to signal terms only`,
+      { path: [...path, 'schema'], at: 'key' },
+      term.callback ? 'a callback term takes callback.schema' : undefined,
+    );
+}
 
 /** A callback's body schema compiles, and a count its single-use links can reach. */
 function checkCallback(term: TermDef, path: Path, reporter: Reporter): void {

@@ -8,7 +8,7 @@ import { type ActorOptions, actorOf } from '../core/actor.js';
 import { clockNow, type RuntimeContext } from '../core/context.js';
 import { type DataKeys, isSealed, SEALED_PREFIX, seal, sealedKeyId, unseal } from '../db/sealing.js';
 import { writeAudit } from '../sql/audit.js';
-import { sealedRows, workflowsWithSealed, writeResealed } from '../sql/sealed.js';
+import { sealedEvents, sealedRows, workflowsWithSealed, writeResealed, writeResealedEvent } from '../sql/sealed.js';
 
 export interface RotationProgress {
   /** Workflows looked at, and those with a value moved to the current key. */
@@ -48,15 +48,8 @@ export async function rotateKeys(
       const moved = await ctx.db.transaction(async (tx) => {
         const count = { values: 0 };
         for (const row of await sealedRows(tx, ctx.s, id)) {
-          const next = {
-            ...row,
-            inputs: resealText(row.inputs, keys, count) ?? row.inputs,
-            output: resealText(row.output, keys, count) ?? row.output,
-            args: resealText(row.args, keys, count) ?? row.args,
-            metadata: resealText(row.metadata, keys, count) ?? row.metadata,
-            deferred: resealText(row.deferred, keys, count) ?? row.deferred,
-          };
-          if (Object.keys(next).some((k) => next[k as keyof typeof next] !== row[k as keyof typeof row])) await writeResealed(tx, ctx.s, next);
+          const columns = Object.fromEntries(Object.entries(row.columns).map(([c, text]) => [c, resealText(text, keys, count) ?? text]));
+          if (Object.keys(columns).some((c) => columns[c] !== row.columns[c])) await writeResealed(tx, ctx.s, id, { ...row, columns });
         }
         return count.values;
       });
@@ -69,9 +62,29 @@ export async function rotateKeys(
     if (ids.length < PAGE) break;
     after = ids[ids.length - 1];
   }
+  if (!o.signal?.aborted) progress.values += await rotateEvents(ctx, keys);
   // one line for the whole rotation: what it moved, to which key
   await writeAudit(ctx.db, ctx.s, await clockNow(ctx), [{ action: 'keys.rotate', target: keys.current.id, ...who, detail: { ...progress } }]);
   return progress;
+}
+
+/** Events' payloads (they belong to no workflow): a page of them per transaction; the values moved. */
+async function rotateEvents(ctx: RuntimeContext, keys: DataKeys): Promise<number> {
+  let values = 0;
+  for (let after = '0', more = true; more; ) {
+    more = await ctx.db.transaction(async (tx) => {
+      const rows = await sealedEvents(tx, ctx.s, after, PAGE);
+      const count = { values: 0 };
+      for (const row of rows) {
+        const text = resealText(row.payload, keys, count);
+        if (text !== null) await writeResealedEvent(tx, ctx.s, row.seq, text);
+      }
+      values += count.values;
+      if (rows.length > 0) after = rows[rows.length - 1].seq;
+      return rows.length === PAGE;
+    });
+  }
+  return values;
 }
 
 /** The runtime's face on the data keys (rt.keys). */

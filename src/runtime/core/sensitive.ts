@@ -25,13 +25,25 @@ export function sensitivePathsOf(schema: unknown, depth = 0): SensitivePath[] {
   return out;
 }
 
-/** The first sensitive field a definition declares (inputs, then each task's returns), as words; undefined when none. */
+/**
+ * The first sensitive field a definition declares (inputs, each task's returns and its signal terms' payloads, its
+ * triggers' events), as words; undefined when none.
+ */
 export function firstSensitiveField(def: NormalizedDefinition): string | undefined {
   const inputs = sensitivePathsOf(def.inputs)[0];
   if (inputs) return ['inputs', ...inputs].join('.');
   for (const t of def.tasks) {
     const p = sensitivePathsOf(t.returns)[0];
     if (p) return [`tasks.${t.name}.returns`, ...p].join('.');
+    for (const term of t.wait?.terms ?? []) {
+      if (term.kind !== 'signal') continue;
+      const q = sensitivePathsOf(term.schema ?? term.callback?.schema)[0];
+      if (q) return [`tasks.${t.name}.wait.terms.${term.name}`, term.callback ? 'callback.schema' : 'schema', ...q].join('.');
+    }
+  }
+  for (const trigger of def.triggers ?? []) {
+    const p = sensitivePathsOf(trigger.schema)[0];
+    if (p) return [`the payload of event ${trigger.event}`, ...p].join('.');
   }
   return undefined;
 }

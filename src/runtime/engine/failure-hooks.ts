@@ -1,9 +1,11 @@
 import { sha256Hex } from '../../compiler/canonical-json.js';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import type { NormalizedDefinition } from '../../compiler/normalize.js';
+import { sealInputs } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { WORKFLOW_ID } from '../errors.js';
 import { writeAudit } from '../sql/audit.js';
+import { currentDefinition } from '../sql/definitions.js';
 import { recordHookStart } from '../sql/effects.js';
 import { failureOf, keepFailed } from '../sql/failures.js';
 import type { AdvanceContext } from './context.js';
@@ -45,6 +47,9 @@ async function startHook(q: Queryable, ctx: AdvanceContext, w: Failed, hook: Non
     await hookFailed(q, ctx.s, ctx.now, w.id, hook.workflow, error as Error);
     return;
   }
+  // the effect row holds the inputs until the hook is inserted: sealed as its workflow's schema says
+  const target = ctx.dataKeys && (await currentDefinition(q, ctx.s, hook.workflow));
+  if (target) inputs = sealInputs(inputs, target.normalized, ctx.dataKeys)?.inputs ?? inputs;
   await recordHookStart(q, ctx.s, ctx.schema, { id: hookKey(w.id, f.attempt), name: hook.workflow, inputs, failedId: w.id, now: ctx.now });
 }
 

@@ -1,3 +1,4 @@
+import { renderSecrets, sealMatching } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { countClosed, deleteTaskRows, endWorkflows, type Finalized, type SettleResult, taskResults, type WorkflowRow } from '../sql/advance.js';
 import { advanceWave } from '../sql/advance-wave.js';
@@ -56,7 +57,11 @@ export async function finalizeWorkflows(q: Queryable, ctx: AdvanceContext, workf
     let output: { output: unknown; error?: string } = { output: null };
     if (state === 'completed' && w.output_template !== null) {
       const def = await ctx.definitions.get(q, w.name, w.definition_hash);
-      output = evaluateOutput(def, w.output_template, w, await taskResults(q, ctx.s, w.id));
+      const results = await taskResults(q, ctx.s, w.id);
+      output = evaluateOutput(def, w.output_template, w, results);
+      // an output made from sensitive inputs or outputs is sealed where it holds one, as args are
+      const secrets = ctx.dataKeys ? renderSecrets(def, w.inputs, results) : undefined;
+      if (secrets && secrets.size > 0) output.output = sealMatching(output.output, secrets, ctx.dataKeys!);
     }
     ended.push({ id: w.id, state, output: output.output, output_error: output.error ?? null });
   }

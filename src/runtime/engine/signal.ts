@@ -2,12 +2,15 @@
  * A signal's sequence: stored under its workflow's lock and judged by the waits that declare its key, in the
  * caller's transaction (SPEC "Signals commit with the evaluation they trigger").
  */
+import { isDeepStrictEqual } from 'node:util';
 import { CALLBACK_KEY_PREFIX } from '../../compiler/callback-key.js';
+import { SensitiveKeysMissingError, sealPaths } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { insertSignal, signalByIdempotencyKey, waitedKeys } from '../sql/signals.js';
-import { loadWaitWorkflow } from '../sql/waits.js';
+import { loadWaitWorkflow, type WaitWorkflow } from '../sql/waits.js';
 import { checkTraceParent } from '../telemetry/traceparent.js';
 import { continued } from '../telemetry/tracing.js';
+import { checkSignalPayload, signalPayloadRules } from '../waits/signal-payloads.js';
 import {
   checkSignal,
   type EmitOptions,
@@ -20,6 +23,20 @@ import {
 } from '../waits/signals.js';
 import { evaluateWaits } from './advance.js';
 import type { AdvanceContext } from './context.js';
+
+/**
+ * The payload as it is stored: checked against its key's term schemas (a link's body was checked against its
+ * callback's schema already), its sensitive fields sealed; the same object when the definition declares nothing.
+ */
+async function storedPayload(q: Queryable, ctx: AdvanceContext, w: WaitWorkflow, key: string, payload: unknown, check: boolean): Promise<unknown> {
+  const def = await ctx.definitions.find(q, w.name, w.definition_hash);
+  const rules = def && signalPayloadRules(def, key);
+  if (!rules) return payload;
+  if (check) checkSignalPayload(rules, key, payload);
+  if (rules.sensitive.length === 0) return payload;
+  if (!ctx.dataKeys) throw new SensitiveKeysMissingError(w.name, `the payload of signal "${key}"`);
+  return sealPaths(payload, rules.sensitive, ctx.dataKeys, new Set());
+}
 
 /**
  * Emits a signal in the caller's transaction: takes the workflow's lock (so the id is assigned in commit
@@ -45,12 +62,15 @@ export async function emitSignal(
   const attempt = w.attempt;
   if (options.attempt !== undefined && options.attempt !== attempt) throw new SignalAttemptMismatchError(options.attempt, attempt);
   const body = payload === undefined ? null : payload;
+  const stored = await storedPayload(q, ctx, w, key, body, from === 'caller');
   if (options.idempotencyKey !== undefined) {
     // a replay of a signal that was accepted is answered as before, even once the workflow finished
     const existing = await signalByIdempotencyKey(q, ctx.s, { workflowId, key, idempotencyKey: options.idempotencyKey, payload: body });
     if (existing) {
       const { same_payload, ...signal } = existing;
-      if (!same_payload) throw new SignalPayloadMismatchError(key, options.idempotencyKey, signal);
+      // a sealed payload differs from its clear text in SQL: compared as read (opened)
+      if (!(stored === body ? same_payload : isDeepStrictEqual(signal.payload, body)))
+        throw new SignalPayloadMismatchError(key, options.idempotencyKey, signal);
       return { signal, replayed: true, resolved: [] };
     }
   }
@@ -68,7 +88,7 @@ export async function emitSignal(
     const inserted = await insertSignal(q, ctx.s, {
       workflowId,
       key,
-      payload: body,
+      payload: stored,
       source: options.source,
       idempotencyKey: options.idempotencyKey ?? null,
       attempt,

@@ -4,6 +4,7 @@
  * inputs are the attempt's error), and records one `start` effect per child in the transaction that completes
  * the task. The children are inserted from those effects, each in its own transaction.
  */
+
 import { createHash } from 'node:crypto';
 import { renderTemplates } from '../../compiler/cel/evaluate.js';
 import { toCelValue } from '../../compiler/cel/types.js';
@@ -12,6 +13,7 @@ import type { NormalizedStart } from '../../compiler/normalize.js';
 import { clockNow, type RuntimeContext } from '../core/context.js';
 import { compiler } from '../core/lazy-compiler.js';
 import { depsScope } from '../core/scopes.js';
+import { sealInputs } from '../core/sensitive.js';
 import { currentDefinition } from '../sql/definitions.js';
 import { recordChildStarts } from '../sql/effects.js';
 import { loadDepRows, loadWaitWorkflow } from '../sql/waits.js';
@@ -68,7 +70,8 @@ export async function runStartTask(
       if (error instanceof CompileError) throw new Error(`child ${index} of "${spec.workflow}": ${error.diagnostics.map((d) => d.message).join('; ')}`);
       throw error;
     }
-    return { id, inputs };
+    // the effect row holds the inputs until the child is inserted: sealed as the child's schema says
+    return { id, inputs: sealInputs(inputs, child.normalized, o.dataKeys)?.inputs ?? inputs };
   });
   await ctx.transaction(async (tx) => {
     await recordChildStarts(tx, o.s, o.schema, {

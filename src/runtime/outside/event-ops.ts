@@ -1,7 +1,7 @@
 /** The runtime's face on events (rt.emit, rt.events): record one and start what it triggers; read the log. */
 import { type ActorOptions, namedActor } from '../core/actor.js';
 import { advanceIn, type RuntimeContext } from '../core/context.js';
-import { inTransaction, type TxOption } from '../db/types.js';
+import { inTransaction, redacting, type TxOption } from '../db/types.js';
 import { writeAudit } from '../sql/audit.js';
 import { eventOfWorkflow, listEvents } from '../sql/events.js';
 import type { EmitEventResult, EventRecord } from '../wire/index.js';
@@ -31,11 +31,11 @@ export class EventOps {
   }
 
   /** Recent events, newest first: of one name when given, before a cursor (an event's seq) to page. */
-  list(filter: { name?: string; limit?: number; before?: string } = {}): Promise<EventRecord[]> {
+  list(filter: { name?: string; limit?: number; before?: string; redact?: boolean } = {}): Promise<EventRecord[]> {
     const limit = filter.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) return Promise.reject(new EventInvalidError('limit is a whole number from 1 to 500'));
     if (filter.before !== undefined && !/^[0-9]{1,18}$/.test(filter.before)) return Promise.reject(new EventInvalidError('before is an event seq'));
-    return listEvents(this.ctx.db, this.ctx.s, { name: filter.name, limit, before: filter.before });
+    return listEvents(filter.redact ? redacting(this.ctx.db) : this.ctx.db, this.ctx.s, { name: filter.name, limit, before: filter.before });
   }
 
   /** The event that started a workflow, if one did. */

@@ -8,7 +8,9 @@
 import { outputProblems } from '../../compiler/returns.js';
 import { triggerOutcomes } from '../../compiler/triggers.js';
 import { ulid } from '../../compiler/ulid.js';
+import { SensitiveKeysMissingError, sealPaths, sensitivePathsOf } from '../core/sensitive.js';
 import { assertStorable } from '../core/storable.js';
+import type { DataKeys } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { startIn } from '../engine/start.js';
@@ -42,7 +44,7 @@ export async function emitEvent(tx: Queryable, ctx: AdvanceContext, name: string
   const eventId = options.id ?? ulid(ctx.now.getTime());
   const defs = await triggeredDefinitions(tx, ctx.s, name);
   checkPayload(defs, name, body);
-  const event = await insertEvent(tx, ctx.s, { name, eventId, payload: body, at: ctx.now });
+  const event = await insertEvent(tx, ctx.s, { name, eventId, payload: sealEvent(defs, name, body, ctx.dataKeys), at: ctx.now });
   if (!event) return { event: (await eventByEventId(tx, ctx.s, name, eventId))!, duplicate: true };
   const runs: TriggerRun[] = [];
   const started: string[] = [];
@@ -69,6 +71,15 @@ function checkPayload(defs: readonly StoredDefinition[], name: string, payload: 
     const problems = outputProblems(schema, payload);
     if (problems.length > 0) throw new EventPayloadError(name, problems);
   }
+}
+
+/** The payload as it is stored: the fields its event's schema marks sensitive sealed (the runs it starts read it clear). */
+function sealEvent(defs: readonly StoredDefinition[], name: string, payload: unknown, keys: DataKeys | undefined): unknown {
+  const schema = defs.flatMap((d) => d.normalized.triggers ?? []).find((t) => t.event === name && t.schema)?.schema;
+  const paths = sensitivePathsOf(schema);
+  if (paths.length === 0) return payload;
+  if (!keys) throw new SensitiveKeysMissingError(defs[0].name, `the payload of event "${name}"`);
+  return sealPaths(payload, paths, keys, new Set());
 }
 
 async function startOne(tx: Queryable, ctx: AdvanceContext, def: StoredDefinition, id: string, inputs: unknown, trigger: number): Promise<TriggerRun> {

@@ -1,28 +1,35 @@
 import type { Queryable } from '../db/types.js';
 
-/** The JSON columns that may hold sealed values, as text (not parsed: a rotation reseals envelopes as they are). */
+/** Where sealed values may be stored: each table's JSON columns, and how one of a workflow's rows is named. */
+const TABLES = {
+  workflows: { columns: ['inputs', 'output'], key: 'id', owner: 'id' },
+  tasks: { columns: ['args', 'output', 'metadata', 'deferred'], key: 'name', owner: 'workflow_id' },
+  signals: { columns: ['payload'], key: 'id', owner: 'workflow_id' },
+  effects: { columns: ['payload'], key: 'id', owner: 'workflow_id' },
+} as const;
+
+export type SealedTable = keyof typeof TABLES;
+
+/** One row's JSON columns that may hold sealed values, as text (not parsed: a rotation reseals envelopes as they are). */
 export interface SealedRow {
-  workflow_id: string;
-  /** null for the workflow's own row. */
-  task: string | null;
-  inputs: string | null;
-  output: string | null;
-  args: string | null;
-  metadata: string | null;
-  deferred: string | null;
+  table: SealedTable;
+  /** The row within its workflow: the workflow's id, a task's name, a signal's or effect's id. */
+  key: string;
+  columns: Record<string, string | null>;
 }
+
+const MARK = `'braid:enc:v1:'`;
+/** A condition true when any of a table's JSON columns holds an envelope (alias `x`). */
+const holds = (table: SealedTable): string => TABLES[table].columns.map((c) => `strpos(coalesce(x.${c}::text, ''), ${MARK}) > 0`).join(' OR ');
 
 /**
  * The next workflows after `after` (by id) with a sealed value anywhere in their rows: their ids, at most
  * `limit`. A scan by id: a rotation's rerun starts again from the first, and finds only what is left.
  */
 export async function workflowsWithSealed(q: Queryable, s: string, after: string, limit: number): Promise<string[]> {
+  const others = (['tasks', 'signals', 'effects'] as const).map((t) => `EXISTS (SELECT 1 FROM ${s}.${t} x WHERE x.workflow_id = w.id AND (${holds(t)}))`);
   const { rows } = await q.query<{ id: string }>(
-    `SELECT w.id FROM ${s}.workflows w
-      WHERE w.id > $1 AND (strpos(w.inputs::text, 'braid:enc:v1:') > 0 OR strpos(coalesce(w.output::text, ''), 'braid:enc:v1:') > 0
-        OR EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id
-          AND strpos(t.args::text || coalesce(t.output::text, '') || t.metadata::text || coalesce(t.deferred::text, ''), 'braid:enc:v1:') > 0))
-      ORDER BY w.id LIMIT $2`,
+    `SELECT w.id FROM ${s}.workflows w WHERE w.id > $1 AND (${holds('workflows').replaceAll('x.', 'w.')} OR ${others.join(' OR ')}) ORDER BY w.id LIMIT $2`,
     [after, limit],
   );
   return rows.map((r) => r.id);
@@ -33,33 +40,39 @@ export async function workflowsWithSealed(q: Queryable, s: string, after: string
  * comes meanwhile waits for the rotation's commit, and then writes over it, never under it.
  */
 export async function sealedRows(q: Queryable, s: string, workflowId: string): Promise<SealedRow[]> {
-  const own = await q.query<SealedRow>(
-    `SELECT id AS workflow_id, NULL AS task, inputs::text AS inputs, output::text AS output, NULL AS args, NULL AS metadata, NULL AS deferred
-       FROM ${s}.workflows WHERE id = $1 FOR UPDATE`,
-    [workflowId],
-  );
-  const tasks = await q.query<SealedRow>(
-    `SELECT workflow_id, name AS task, NULL AS inputs, output::text AS output, args::text AS args, metadata::text AS metadata, deferred::text AS deferred
-       FROM ${s}.tasks
-      WHERE workflow_id = $1 AND strpos(args::text || coalesce(output::text, '') || metadata::text || coalesce(deferred::text, ''), 'braid:enc:v1:') > 0
-      ORDER BY name FOR UPDATE`,
-    [workflowId],
-  );
-  return [...own.rows, ...tasks.rows];
+  const out: SealedRow[] = [];
+  for (const [table, t] of Object.entries(TABLES) as [SealedTable, (typeof TABLES)[SealedTable]][]) {
+    const { rows } = await q.query<Record<string, string | null> & { row_key: string }>(
+      `SELECT ${t.key}::text AS row_key, ${t.columns.map((c) => `${c}::text AS ${c}`).join(', ')} FROM ${s}.${table} x
+        WHERE x.${t.owner} = $1 AND (${holds(table)}) ORDER BY x.${t.key} FOR UPDATE`,
+      [workflowId],
+    );
+    for (const { row_key, ...columns } of rows) out.push({ table, key: row_key, columns });
+  }
+  return out;
 }
 
 /** Writes a row's resealed columns back (the text given is JSON). */
-export async function writeResealed(q: Queryable, s: string, row: SealedRow): Promise<void> {
-  if (row.task === null) {
-    await q.query(`UPDATE ${s}.workflows SET inputs = $2::jsonb, output = $3::jsonb WHERE id = $1`, [row.workflow_id, row.inputs, row.output]);
-    return;
-  }
-  await q.query(`UPDATE ${s}.tasks SET args = $3::jsonb, output = $4::jsonb, metadata = $5::jsonb, deferred = $6::jsonb WHERE workflow_id = $1 AND name = $2`, [
-    row.workflow_id,
-    row.task,
-    row.args,
-    row.output,
-    row.metadata,
-    row.deferred,
-  ]);
+export async function writeResealed(q: Queryable, s: string, workflowId: string, row: SealedRow): Promise<void> {
+  const t = TABLES[row.table];
+  const names = Object.keys(row.columns);
+  const keyType = row.table === 'signals' || row.table === 'effects' ? 'bigint' : 'text';
+  await q.query(
+    `UPDATE ${s}.${row.table} SET ${names.map((c, i) => `${c} = $${i + 3}::jsonb`).join(', ')} WHERE ${t.owner} = $1 AND ${t.key} = $2::${keyType}`,
+    [workflowId, row.key, ...names.map((c) => row.columns[c])],
+  );
+}
+
+/** The next events after `after` (by seq) whose payload holds a sealed value, as text, locked. */
+export async function sealedEvents(q: Queryable, s: string, after: string, limit: number): Promise<{ seq: string; payload: string }[]> {
+  const { rows } = await q.query<{ seq: string; payload: string }>(
+    `SELECT seq::text AS seq, payload::text AS payload FROM ${s}.events WHERE seq > $1::bigint AND strpos(payload::text, ${MARK}) > 0
+      ORDER BY seq LIMIT $2 FOR UPDATE`,
+    [after, limit],
+  );
+  return rows;
+}
+
+export async function writeResealedEvent(q: Queryable, s: string, seq: string, payload: string): Promise<void> {
+  await q.query(`UPDATE ${s}.events SET payload = $2::jsonb WHERE seq = $1::bigint`, [seq, payload]);
 }

@@ -144,6 +144,8 @@ export interface ListOptions {
   cursorId?: string;
   /** Page size (default 100, at most 1000). */
   limit?: number;
+  /** Payloads as shown to people: sensitive values [redacted]. */
+  redact?: boolean;
 }
 
 /** Workflow-wide signals in id order (audit views), paged by cursor. */
@@ -160,6 +162,8 @@ export function listWorkflowSignals(q: Queryable, s: string, workflowId: string,
 export interface TaskScopedOptions {
   /** Also show signals emitted after the wait resolved. */
   includeAfterResolution?: boolean;
+  /** Payloads as shown to people: sensitive values [redacted]. */
+  redact?: boolean;
 }
 
 /**
