@@ -53,7 +53,7 @@ const HANDLERS: RouteHandlers = {
   ...streamHandlers,
   events: (c, { req, res, url }) => listEvents(req, res, c, listFilter(url)),
   me: async (_c, { res, principal }) => send(res, 200, principal),
-  audit: async (c, { res, url }) => {
+  audit: async (c, { res, url, principal }) => {
     const p = (k: string) => url.searchParams.get(k) ?? undefined;
     const since = p('since') === undefined ? undefined : new Date(p('since')!);
     if (since && Number.isNaN(since.getTime())) throw new HttpError(400, '"since" is an ISO 8601 time');
@@ -65,6 +65,8 @@ const HANDLERS: RouteHandlers = {
       since,
       before: p('before'),
       limit: integerParam(url, 'limit', 1000),
+      // a user of some names sees the lines of their workflows only
+      workflows: principal.workflows,
     });
     send(res, 200, { lines });
   },

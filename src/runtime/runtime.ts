@@ -6,6 +6,7 @@ import type { BaselineVersion } from '../deploy/baseline.js';
 import { KeyOps } from './access/key-rotation.js';
 import { UserOps } from './access/users.js';
 import { type ActorOptions, auditStarts, namedActor } from './core/actor.js';
+import { checkInputSearch } from './core/sensitive-search.js';
 import { assertStorable } from './core/storable.js';
 import { createPostgres } from './db/postgres.js';
 import { useDataKeys } from './db/sealing.js';
@@ -24,7 +25,7 @@ import { type EmitEventOptions, EventOps } from './outside/event-ops.js';
 import { parseKeyRing } from './outside/secrets.js';
 import { type ScheduleOps, scheduleOps } from './schedules/ops.js';
 import { migrate } from './setup/migrate.js';
-import { listAudit } from './sql/audit.js';
+import { type AuditFilter, listAudit } from './sql/audit.js';
 import { currentDefinition, currentDefinitions, definitionByHash, type StoredDefinition } from './sql/definitions.js';
 import type { InsertExtras } from './sql/insert.js';
 import { nextDue } from './sql/next-due.js';
@@ -223,12 +224,9 @@ export class Runtime {
     });
   }
 
-  /**
-   * Workflows newest first, searched by every filter given (WorkflowSearch: state, name, id prefix, inputs values,
-   * created and finalized ranges, error text, top level, parent), `limit` per page (at most 500); pass the page's
-   * `next_cursor` back as `cursor` for the next one.
-   */
-  listWorkflows(filter: WorkflowSearch = {}): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
+  /** Workflows newest first, searched by every filter given (WorkflowSearch), `limit` a page (<= 500); `next_cursor` pages on. */
+  async listWorkflows(filter: WorkflowSearch = {}): Promise<{ workflows: WorkflowSummary[]; next_cursor: string | null }> {
+    await checkInputSearch(this.db, this.s, filter);
     return listPage(this.db, this.s, filter);
   }
 
@@ -257,7 +255,7 @@ export class Runtime {
   }
 
   /** The audit trail of operator actions, newest first (braid audit); `action: 'bulk.*'` matches a prefix. */
-  auditTrail(filter: { actor?: string; action?: string; target?: string; since?: Date; before?: string; limit?: number } = {}): Promise<AuditRecord[]> {
+  auditTrail(filter: AuditFilter = {}): Promise<AuditRecord[]> {
     return listAudit(this.db, this.s, { ...filter, limit: Math.min(Math.max(filter.limit ?? 100, 1), 1000) });
   }
 

@@ -205,6 +205,15 @@ describe(`sensitive data (${backend})`, () => {
       output: { token: '[redacted]', last4: '1111' },
     });
     expect(JSON.stringify(status)).not.toContain(PAN);
+    // a search by a sensitive input's value could never match: refused, naming it; by another input it works
+    await expect(rt.listWorkflows({ name: 'pay', inputs: [{ path: 'card.number', value: PAN }] })).rejects.toMatchObject({
+      code: 'operation_invalid',
+      message: expect.stringContaining('inputs.card.number is sensitive in workflow "pay"'),
+    });
+    await expect(rt.bulk.create({ action: 'cancel', filter: { inputs: [{ path: 'card.number', value: PAN }] } })).rejects.toMatchObject({
+      code: 'operation_invalid',
+    });
+    expect((await rt.listWorkflows({ inputs: [{ path: 'customer', value: 'ada' }] })).workflows.map((w) => w.id)).toEqual([id]);
     const server = await startApiServer(rt, { token: 'server-token-0123456789' });
     try {
       const viewer = (await rt.users.add('vic', { role: 'viewer' })).token;

@@ -169,6 +169,14 @@ describe(`people and roles (${backend})`, () => {
       expect(defs.definitions.map((d) => d.name)).toEqual(['billing_pay']);
       expect((await call(bea, 'POST', '/api/bulk', { action: 'cancel', filter: { name: 'billing_pay' } })).status).toBe(403);
       expect((await call(bea, 'GET', '/api/me')).body).toMatchObject({ name: 'bea', workflows: 'billing_*' });
+      // its audit trail: the lines of its workflows only (not the other's cancel, nor the user it was made by)
+      await rt.workflow(other).cancel({ actor: 'ada', reason: 'not billing' });
+      await rt.workflow(mine).cancel({ actor: 'ada', reason: 'billing' });
+      const audit = (await call(bea, 'GET', '/api/audit')).body as { lines: { action: string; workflow_id: string }[] };
+      expect(audit.lines.length).toBeGreaterThan(0);
+      expect(audit.lines.every((l) => l.workflow_id !== other && l.workflow_id !== null)).toBe(true);
+      expect(audit.lines).toContainEqual(expect.objectContaining({ action: 'workflow.cancel', workflow_id: mine }));
+      expect((await rt.auditTrail()).some((l) => l.workflow_id === other)).toBe(true);
     } finally {
       await server.close();
     }

@@ -2,6 +2,7 @@ import { canonicalJson } from '../../compiler/canonical-json.js';
 import { ulid } from '../../compiler/ulid.js';
 import { type ActorOptions, actorOf } from '../core/actor.js';
 import { advancing, type RuntimeContext } from '../core/context.js';
+import { checkInputSearch } from '../core/sensitive-search.js';
 import { assertStorable } from '../core/storable.js';
 import { writeAudit } from '../sql/audit.js';
 import { cancelOperation, insertOperation, listOperations, loadOperation, operationIds } from '../sql/bulk.js';
@@ -45,6 +46,7 @@ export async function createOperation(ctx: RuntimeContext, runner: string, r: Bu
   if (r.ratePerS !== undefined && !(Number.isFinite(r.ratePerS) && r.ratePerS > 0 && r.ratePerS <= 10_000))
     throw new OperationInvalidError(`the rate is a number of workflows a second, more than 0 and at most 10000, not ${r.ratePerS}`);
   checkFilter(r.filter, r.where);
+  await checkInputSearch(ctx.db, ctx.s, r.filter);
   const filter = JSON.parse(JSON.stringify({ ...r.filter, ...(r.where !== undefined ? { where: r.where } : {}) })) as Record<string, unknown>;
   const same = (o: BulkOperation) => canonicalJson([o.action, o.options, o.filter]) === canonicalJson([action, options, filter]);
   const existing = await loadOperation(ctx.db, ctx.s, name);

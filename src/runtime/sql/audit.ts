@@ -28,19 +28,29 @@ export async function workflowAudit(q: Queryable, s: string, workflowId: string,
 }
 
 /** The audit trail, newest first: by actor, action (a prefix with a trailing .*), target (or workflow), since a time; before a cursor (an id). */
-export async function listAudit(
-  q: Queryable,
-  s: string,
-  f: { actor?: string; action?: string; target?: string; since?: Date; before?: string; limit: number },
-): Promise<AuditRecord[]> {
+/** What an audit read filters by; `workflows` a user's scope (billing_*,refunds): lines of workflows of those names only. */
+export interface AuditFilter {
+  actor?: string;
+  action?: string;
+  target?: string;
+  since?: Date;
+  before?: string;
+  limit?: number;
+  workflows?: string | null;
+}
+
+export async function listAudit(q: Queryable, s: string, f: AuditFilter & { limit: number }): Promise<AuditRecord[]> {
   const prefix = f.action?.endsWith('.*') ? `${f.action.slice(0, -1)}%` : null;
+  // a scope's globs are [a-z0-9_*] only: safe as a regular expression once * reads as a name's characters
+  const names = f.workflows ? `^(${f.workflows.replaceAll('*', '[a-z0-9_]*').replaceAll(',', '|')})$` : null;
   const { rows } = await q.query<AuditRecord>(
     `SELECT id::text, at, actor, role, source, action, target, workflow_id, task, reason, detail FROM ${s}.audit
       WHERE ($1::text IS NULL OR actor = $1) AND ($2::text IS NULL OR action = $2 OR action LIKE $3)
         AND ($4::text IS NULL OR target = $4 OR workflow_id = $4) AND ($5::timestamptz IS NULL OR at >= $5)
         AND ($6::bigint IS NULL OR id < $6::bigint)
+        AND ($8::text IS NULL OR EXISTS (SELECT 1 FROM ${s}.workflows w WHERE w.id = audit.workflow_id AND w.name ~ $8))
       ORDER BY audit.id DESC LIMIT $7`,
-    [f.actor ?? null, f.action ?? null, prefix, f.target ?? null, f.since ?? null, f.before ?? null, f.limit],
+    [f.actor ?? null, f.action ?? null, prefix, f.target ?? null, f.since ?? null, f.before ?? null, f.limit, names],
   );
   return rows;
 }
