@@ -549,4 +549,33 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
   it('logged no console errors', () => {
     expect(consoleErrors).toEqual([]);
   });
+
+  // last: once a user exists, the bootstrap token the other tests sign in with is refused; users are added with
+  // database access, which the dev process holds alone on the embedded database
+  it.runIf(backend === 'postgres')('a viewer signed in sees who it is and no control its role cannot use; an operator sees cancel but not pauses', async () => {
+    const id = await cli(['start', 'review_flow']);
+    const viewer = (await cli(['users', 'add', 'vic', '--role', 'viewer'])).split('\n').pop()!;
+    const operator = (await cli(['users', 'add', 'opal', '--role', 'operator'])).split('\n').pop()!;
+    const as = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    try {
+      await as.goto(`${dev.url}/#token=${viewer}`);
+      await as.waitForFunction(() => document.body.dataset.role === 'viewer');
+      expect(await as.locator('#me').textContent()).toBe('vic (viewer)');
+      await as.goto(`${dev.url}/workflows/${id}`);
+      await as.locator('g.node[data-task="review"]').waitFor();
+      await as.waitForFunction(() => document.body.dataset.role === 'viewer');
+      // present in the page, and not shown
+      expect(await as.locator('[data-testid="cancel"]').count()).toBe(1);
+      expect(await as.locator('[data-testid="cancel"]').isVisible()).toBe(false);
+      await as.goto(`${dev.url}/#token=${operator}`);
+      await as.waitForFunction(() => document.body.dataset.role === 'operator');
+      await as.goto(`${dev.url}/workflows/${id}`);
+      await as.locator('[data-testid="cancel"]').waitFor({ state: 'visible' });
+      await as.goto(`${dev.url}/definitions`);
+      await as.waitForFunction(() => document.body.dataset.role === 'operator');
+      expect(await as.locator('[data-needs="admin"]:visible').count()).toBe(0);
+    } finally {
+      await as.close();
+    }
+  });
 });
