@@ -26,8 +26,8 @@ export interface ProjectConfig {
   database?: string;
   schema?: string;
   queues?: Record<string, number>;
-  /** Per handler kind: the JSON Schema of its output (kinds.<kind>.returns). */
-  kinds: Record<string, { returns?: Record<string, unknown>; max_output?: number | string }>;
+  /** Per handler kind: the JSON Schema of its output (kinds.<kind>.returns), its largest output, its HTTP endpoint. */
+  kinds: Record<string, KindConfig>;
   worker: {
     heartbeatMs?: number;
     deadAfterMs?: number;
@@ -53,6 +53,14 @@ export interface ProjectConfig {
   publicUrl?: string;
   /** The events triggers may name: each one's payload schema, and the signature its webhook must carry. */
   events: Record<string, EventConfig>;
+}
+
+/** One kind of the config's `kinds:`. */
+export interface KindConfig {
+  returns?: Record<string, unknown>;
+  max_output?: number | string;
+  /** Served over HTTP (url and header values as written: `${VAR}` not yet read). */
+  http?: { url: string; timeout?: string; secret_env?: string; headers?: Record<string, string> };
 }
 
 /** One event of the config's `events:`. */
@@ -159,7 +167,7 @@ interface RawConfig {
   database?: string;
   schema?: string;
   queues?: Record<string, number>;
-  kinds?: Record<string, { returns?: Record<string, unknown>; max_output?: number | string }>;
+  kinds?: Record<string, KindConfig>;
   worker?: {
     heartbeat?: string;
     dead_after?: string;

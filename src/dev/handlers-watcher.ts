@@ -1,6 +1,6 @@
 import { dirname, extname, sep } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
-import { loadHandlers } from '../runtime/index.js';
+import { type Handlers, loadHandlers } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DebouncedPass } from './debounced.js';
 
@@ -29,7 +29,13 @@ export class HandlersWatcher {
     private readonly rt: Runtime,
     private readonly module: string,
     kinds: string[],
-    private readonly options: { debounceMs?: number; print: (text: string) => void; onReload?: (state: HandlersState) => void },
+    private readonly options: {
+      debounceMs?: number;
+      print: (text: string) => void;
+      onReload?: (state: HandlersState) => void;
+      /** The kinds served over HTTP (the config's), beside the module's; a kind in both is the reload's error. */
+      http?: Handlers;
+    },
   ) {
     this.state = { generation: 0, at: new Date().toISOString(), ok: true, kinds, error: null };
     this.passes = new DebouncedPass(() => this.pass(), options.debounceMs ?? 100);
@@ -56,7 +62,10 @@ export class HandlersWatcher {
   private async pass(): Promise<void> {
     const generation = this.state.generation + 1;
     try {
-      const handlers = await loadHandlers(this.module, { fresh: true });
+      const loaded = await loadHandlers(this.module, { fresh: true });
+      const both = Object.keys(this.options.http ?? {}).find((k) => Object.hasOwn(loaded, k));
+      if (both !== undefined) throw new Error(`kind "${both}" is served over HTTP (braid.config.yaml kinds.${both}.http) and by the handlers module: keep one`);
+      const handlers = { ...loaded, ...this.options.http };
       await this.rt.setHandlers(handlers);
       const kinds = Object.keys(handlers).sort();
       this.state = { generation, at: new Date().toISOString(), ok: true, kinds, error: null };

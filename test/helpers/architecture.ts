@@ -98,6 +98,7 @@ export const LAYERS: readonly { from: string; only: readonly string[]; why: stri
   { from: 'src/paths.ts', only: [], why: 'a leaf' },
   { from: 'src/private-files.ts', only: [], why: 'a leaf' },
   { from: 'src/error-codes.ts', only: [], why: 'a leaf' },
+  { from: 'src/http.ts', only: ['src/runtime/worker/http-handler.ts', 'src/runtime/worker/http-signature.ts'], why: 'braid/http: what an endpoint needs' },
   { from: 'src/index.ts', only: ['src/compiler/', ...FACE, 'src/runtime/telemetry/metrics.ts'], why: 'the package exports the public faces' },
   { from: 'src/ui/', only: ['src/paths.ts'], why: 'the UI server serves built files' },
   { from: 'src/ui/app/', only: ['src/runtime/wire/', 'src/api/route-table.ts'], why: 'the browser app reads the records the API serves, by its routes' },

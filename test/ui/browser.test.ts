@@ -225,7 +225,11 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     expect(await page.locator('tr[data-term="ok"] code.cel').textContent()).toBe('callback links (1) where payload.decision == "approve"');
     await page.locator('[data-testid="show-links-ok"]').click();
     const link = page.locator('[data-testid="links-ok"] a');
-    await link.waitFor({ timeout: 20_000 });
+    // said when it fails: what the panel shows instead of the link (an error from the server, or nothing)
+    await link.waitFor({ timeout: 30_000 }).catch(async (error: Error) => {
+      const shown = await page.locator('[data-testid="callback-links"]').allInnerTexts();
+      throw new Error(`${error.message.split('\n')[0]}; the panel's callback links show ${JSON.stringify(shown)}`);
+    });
     const href = (await link.getAttribute('href'))!;
     expect(href).toMatch(/\/callbacks\/v1\./);
     // a fresh browser context, as a recipient opens the link from a message: no session with the UI

@@ -9,6 +9,7 @@ import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
 import { displayPath } from '../definitions.js';
+import { httpKinds, withHttpKinds } from '../http-kinds.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
 import { braidDir, definitionSet, eventSignatures, handlersModule as handlersModuleOf, linkOptions, project, projectChecks, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
@@ -63,7 +64,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   if (positionals.length > 0) throw new UsageError(`dev takes no arguments (usage: ${usage})`);
   const { dir, globs, port, fixedQueues, stopMs, recovery, handlersModule } = devOptions(io, values);
-  const handlers: Handlers = handlersModule ? await loadHandlersArg(handlersModule) : {};
+  const http = httpKinds(io);
+  const handlers: Handlers = withHttpKinds(handlersModule ? await loadHandlersArg(handlersModule) : {}, http);
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const schema = schemaName(io, values.schema);
   const log = consoleLogger((line) => io.stdout(`${line}\n`));
@@ -95,7 +97,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
     await runtime.startWorker();
     const watcher = definitions;
     if (handlersModule) {
-      handlersWatcher = new HandlersWatcher(runtime, handlersModule, Object.keys(handlers).sort(), { print, onReload: () => api?.devChanged() });
+      handlersWatcher = new HandlersWatcher(runtime, handlersModule, Object.keys(handlers).sort(), { print, http, onReload: () => api?.devChanged() });
       await handlersWatcher.start();
     }
     api = await serveDev(io, runtime, { port, host: values.host, definitionsDir: dir, log, dev: () => devState(watcher, handlersWatcher) });

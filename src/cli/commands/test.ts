@@ -11,6 +11,7 @@ import { checkTestFiles, runSuite } from '../../testing/suite.js';
 import { updatedText } from '../../testing/update.js';
 import { oneOf, parse } from '../args.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
+import { httpKinds, withHttpKinds } from '../http-kinds.js';
 import { EXIT, type Io, UsageError } from '../io.js';
 import { definitionSet, handlersModule, projectChecks, testFiles } from '../project.js';
 import { USAGE } from '../usage.js';
@@ -83,7 +84,10 @@ export async function run(argv: string[], io: Io): Promise<number> {
   if (problems.errors > 0) return EXIT.failed;
 
   const module = handlersModule(io, values.handlers);
-  const handlers = module === undefined ? undefined : await loadHandlersArg(module);
+  // the config's HTTP kinds are project handlers as a module's are: mocks apply to them alike
+  const http = httpKinds(io, { lazy: true });
+  const loaded = module === undefined ? undefined : await loadHandlersArg(module);
+  const handlers = loaded === undefined && Object.keys(http).length === 0 ? undefined : withHttpKinds(loaded ?? {}, http);
   const { results, definitions } = await runSuite({
     files: checked.files,
     definitions: defs.files,

@@ -9,8 +9,9 @@ import type { Metrics } from '../../runtime/telemetry/metrics.js';
 import type { Handlers } from '../../runtime/worker/handlers.js';
 import { parse } from '../args.js';
 import { openDatabase, projectToken, publishApi } from '../backend.js';
+import { httpKinds, withHttpKinds } from '../http-kinds.js';
 import { commandFailure, EXIT, type Io, UsageError } from '../io.js';
-import { databaseUrl, eventSignatures, linkOptions, project, projectChecks, schemaName } from '../project.js';
+import { databaseUrl, eventSignatures, handlersModule, linkOptions, project, projectChecks, schemaName } from '../project.js';
 import { USAGE } from '../usage.js';
 import {
   listenOn,
@@ -71,7 +72,8 @@ export async function run(argv: string[], io: Io): Promise<number> {
   }
   if (positionals.length > 0) throw new UsageError(`worker takes no arguments (usage: ${usage})`);
   const { handlersPath, queues, prefetch, stopMs, tuning, embedded, port, metricsPort, metricsToken } = workerOptions(io, values);
-  const handlers = await loadHandlersArg(handlersPath);
+  const http = httpKinds(io);
+  const handlers = withHttpKinds(handlersPath === undefined ? {} : await loadHandlersArg(handlersPath), http);
   const db = await openDatabase(io, { url: values.database, schema: values.schema });
   const log = consoleLogger((line) => io.stdout(`${line}\n`));
   const undoSurvive = surviveUnhandledRejections(log);
@@ -137,7 +139,9 @@ export async function run(argv: string[], io: Io): Promise<number> {
 
 /** The options given, checked before anything starts. */
 function workerOptions(io: Io, values: Record<string, string | undefined>) {
-  const handlersPath = requiredHandlers(io, values.handlers, usage);
+  // a worker of HTTP kinds alone needs no handlers module
+  const served = Object.values(project(io).config?.kinds ?? {}).some((k) => k.http);
+  const handlersPath = served ? handlersModule(io, values.handlers) : requiredHandlers(io, values.handlers, usage);
   const queues = queuesOption(io, values.queues);
   const prefetch = values.prefetch === undefined ? 0 : Number(values.prefetch);
   if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 10_000) throw new UsageError('--prefetch must be a whole number from 0 to 10000');

@@ -154,6 +154,11 @@ export class AttemptContext implements TaskContext {
     return this.current.signal;
   }
 
+  get deadline(): Date | null {
+    const ms = this.current.task.timeout_ms;
+    return ms === null ? null : new Date(this.current.startedAt + ms);
+  }
+
   get span(): TaskSpan {
     return (this.current.span?.span as TaskSpan | undefined) ?? NOOP_SPAN;
   }

@@ -96,6 +96,8 @@ export interface TaskContext<Wait extends TaskWait | null = TaskWait | null, Str
   maxAttempts: number;
   /** Aborted at the task's timeout, when its workflow is cancelled, and at shutdown. */
   signal: AbortSignal;
+  /** When the attempt times out (its start plus the task's timeout); null for a task without one. */
+  readonly deadline: Date | null;
   /**
    * The attempt's log: lines stored with the task (`braid logs`, the API, the UI), a second after they are
    * written and at the attempt's end; bounded per attempt (1,000 lines and 256 KiB by default). Never throws.
