@@ -36,25 +36,13 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   const waits = new Map<string, Set<string>>();
   const streams = new Map<string, Set<string>>();
   for (const d of [...definitions, ...legacy]) {
-    const byName = new Map(d.normalized.tasks.map((t) => [t.name, t]));
-    const returns = outputSchemas(d.normalized.tasks);
-    const envs = new Map<string, ReturnType<typeof checkEnvironment>>();
+    const readers = templateReaders(d.normalized);
     for (const t of d.normalized.tasks) {
       if (t.kind === START_KIND) continue;
-      // an arg rendered from a dep's output has that output's type, where the dep declares `returns`
-      const context = t.for_each !== undefined ? 'args_item' : 'args';
-      const deps = taskRecordTypes('deps', byName, t.deps);
-      const envKey = `${context}\u0000${JSON.stringify(deps)}`;
-      let env = envs.get(envKey);
-      if (!env) envs.set(envKey, (env = checkEnvironment(context, inputsType(d.normalized.inputs), deps)));
-      // a plain read of a field is typed by its schema, and optional where the data may lack it (the key is then left out)
-      const roots: ReadRoots = { inputs: d.normalized.inputs, outputs: { variable: 'deps', returns } };
-      roots.item = itemSource(t.for_each, roots);
+      const reader = readers(t);
       const typeOf = (expr: string, depth: number): Typed => {
-        const chain = loneReference(expr);
-        const read = chain && referenceSchema(chain, roots);
-        if (read) return { type: schemaType(read.schema as Schema, depth), optional: read.optional };
-        return { type: celToTs(String(env.check(expr).type ?? 'dyn')), optional: false };
+        const read = reader(expr);
+        return 'schema' in read ? { type: schemaType(read.schema as Schema, depth), optional: read.optional } : { type: celToTs(read.cel), optional: false };
       };
       const type = valueType(t.args, typeOf, 2);
       kinds.set(t.kind, (kinds.get(t.kind) ?? new Set()).add(type));
@@ -77,6 +65,33 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
 }
 
 /** Each kind's shapes joined (a union of waits, an intersection of streams), a line per kind in name order. */
+/** What a template in a task's args reads: a field's schema (optional where the data may lack it), else its CEL type. */
+export type TemplateRead = { schema: unknown; optional: boolean } | { cel: string };
+
+/** For each task of a definition, how its args' templates are typed (environments shared between tasks alike). */
+export function templateReaders(def: WorkflowDefinition['normalized']): (t: NormalizedTask) => (expr: string) => TemplateRead {
+  const byName = new Map(def.tasks.map((t) => [t.name, t]));
+  const returns = outputSchemas(def.tasks);
+  const envs = new Map<string, ReturnType<typeof checkEnvironment>>();
+  return (t) => {
+    // an arg rendered from a dep's output has that output's type, where the dep declares `returns`
+    const context = t.for_each !== undefined ? 'args_item' : 'args';
+    const deps = taskRecordTypes('deps', byName, t.deps);
+    const envKey = `${context}\u0000${JSON.stringify(deps)}`;
+    let env = envs.get(envKey);
+    if (!env) envs.set(envKey, (env = checkEnvironment(context, inputsType(def.inputs), deps)));
+    // a plain read of a field is typed by its schema, and optional where the data may lack it (the key is then left out)
+    const roots: ReadRoots = { inputs: def.inputs, outputs: { variable: 'deps', returns } };
+    roots.item = itemSource(t.for_each, roots);
+    return (expr) => {
+      const chain = loneReference(expr);
+      const read = chain && referenceSchema(chain, roots);
+      if (read) return { schema: read.schema, optional: read.optional };
+      return { cel: String(env.check(expr).type ?? 'dyn') };
+    };
+  };
+}
+
 const byKind = (shapes: Map<string, Set<string>>, join: string): string[] =>
   [...shapes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, s]) => `  ${key(kind)}: ${[...s].join(join)};`);
 

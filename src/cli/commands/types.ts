@@ -2,13 +2,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { formatText } from '../../compiler/format/text.js';
 import { readSources } from '../../compiler/load.js';
+import { pythonDeclarations } from '../../compiler/python-types.js';
 import { type LegacyVersion, typeDeclarations } from '../../compiler/type-declarations.js';
 import { validate } from '../../compiler/validate.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
 import { hasDatabase } from '../deploy-check.js';
-import { EXIT, type Io, SubjectError } from '../io.js';
+import { EXIT, type Io, SubjectError, UsageError } from '../io.js';
 import { definitionSet, handlersModule, project, projectChecks } from '../project.js';
 import { USAGE } from '../usage.js';
 
@@ -22,8 +23,11 @@ the terms it reads and the chunks it writes, and that every kind the definitions
 
 Usage: ${usage}
 
+  --lang LANG         typescript (the default), or python: braid_types.py with a TypedDict of each kind's args
+                      and output, a Protocol per kind's handler and Handlers, the map a Python worker takes
+                      (checked by mypy --strict or pyright)
   --out FILE          where to write (default: braid-types.d.ts beside the config's handlers module, else in
-                      the project folder); - prints them
+                      the project folder; braid_types.py in the project folder); - prints them
   --definitions DIR   the definitions (default: the config's definitions, else definitions/)
   --offline           the definitions alone, even where a database is configured
   --database URL      Postgres (default: DATABASE_URL, else the config's database, else .braid/)
@@ -35,11 +39,13 @@ it drains. A database that cannot be reached is said on stderr, and the definiti
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp } = parse(argv, ['out', 'definitions', 'database', 'schema'], usage, ['offline']);
+  const { values, flags, help: wantsHelp } = parse(argv, ['out', 'definitions', 'database', 'schema', 'lang'], usage, ['offline']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
   }
+  const lang = values.lang ?? 'typescript';
+  if (lang !== 'typescript' && lang !== 'python') throw new UsageError(`--lang is typescript or python, not "${lang}"`);
   const set = definitionSet(io, values.definitions);
   const sources = readSources(set.files).map((s) => ({ ...s, path: displayPath(io, s.path) }));
   const result = validate(sources, projectChecks(io));
@@ -51,18 +57,14 @@ export async function run(argv: string[], io: Io): Promise<number> {
       ).trimEnd(),
     );
   const legacy = flags.has('offline') || !hasDatabase(io, values.database) ? [] : await legacyVersions(io, values.database, values.schema, result.definitions);
-  const text = typeDeclarations(result.definitions, legacy);
+  const text = lang === 'python' ? pythonDeclarations(result.definitions, legacy) : typeDeclarations(result.definitions, legacy);
   if (values.out === '-') {
     io.stdout(text);
     return EXIT.ok;
   }
-  const handlers = handlersModule(io, undefined);
-  const out =
-    values.out !== undefined
-      ? resolve(io.cwd, values.out)
-      : handlers
-        ? join(dirname(handlers), 'braid-types.d.ts')
-        : join(project(io).root, 'braid-types.d.ts');
+  const handlers = lang === 'python' ? undefined : handlersModule(io, undefined);
+  const file = lang === 'python' ? 'braid_types.py' : 'braid-types.d.ts';
+  const out = values.out !== undefined ? resolve(io.cwd, values.out) : join(handlers ? dirname(handlers) : project(io).root, file);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, text);
   io.stdout(`wrote ${displayPath(io, out)}: ${result.definitions.length} workflow(s)\n`);
