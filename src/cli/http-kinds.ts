@@ -51,6 +51,9 @@ export function httpKindOf(kind: string, k: KindConfig, env: NodeJS.ProcessEnv):
     if (!secret) throw new SubjectError(`${at}.secret_env names ${http.secret_env}, which is not set: the requests could not be signed`);
   }
   const headers = Object.fromEntries(Object.entries(http.headers ?? {}).map(([h, v]) => [h, expandEnv(v, env)]));
+  // a line break (from a variable, say) would make every request fail: said once, here
+  const broken = Object.entries(headers).find(([, v]) => /[\r\n\0]/.test(v));
+  if (broken) throw new SubjectError(`${at}.headers.${broken[0]} holds a line break or NUL once its variables are read: no request could carry it`);
   const maxOutputBytes = k.max_output === undefined ? undefined : typeof k.max_output === 'number' ? k.max_output : parseSize(k.max_output);
   return { url, timeoutMs, secret, headers, maxOutputBytes };
 }

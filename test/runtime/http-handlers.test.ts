@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signBody, verifySignature } from '../../src/http.js';
@@ -121,8 +121,8 @@ describe(`HTTP handlers, against a Python http.server (${backend})`, () => {
   });
 
   it("braid test serves the config's HTTP kinds (mocks apply to them too); a worker whose secret_env is unset says so", async () => {
-    const config = (url: string) =>
-      `definitions: definitions\nkinds:\n  ok:\n    http: { url: "${url}", secret_env: HOOK_SECRET, timeout: 5s }\n    returns: { type: object, required: [greeting], properties: { greeting: { type: string } } }\n`;
+    const config = (url: string, more = '') =>
+      `definitions: definitions\nkinds:\n  ok:\n    http: { url: "${url}", secret_env: HOOK_SECRET, timeout: 5s${more} }\n    returns: { type: object, required: [greeting], properties: { greeting: { type: string } } }\n`;
     const dir = tempProject(
       {
         'mail.yaml': 'name: mail\ntasks:\n  greet: { kind: ok, args: { name: ada } }\n',
@@ -138,6 +138,9 @@ describe(`HTTP handlers, against a Python http.server (${backend})`, () => {
     expect([unset.code, unset.stderr]).toEqual([1, expect.stringContaining('kinds.ok.http.secret_env names HOOK_SECRET, which is not set')]);
     const bad = await runCliInProcess(['worker'], { cwd: dir, env: { HOOK_BASE: 'ftp://x', HOOK_SECRET: SECRET } });
     expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining('kinds.ok.http.url is not an http:// or https:// URL')]);
+    writeFileSync(join(dir, 'braid.config.yaml'), config('${HOOK_BASE}/ok', ', headers: { Authorization: "Bearer ${TOKEN}" }'));
+    const broken = await runCliInProcess(['worker'], { cwd: dir, env: { HOOK_BASE: base, HOOK_SECRET: SECRET, TOKEN: 'a\nb' } });
+    expect([broken.code, broken.stderr]).toEqual([1, expect.stringContaining('kinds.ok.http.headers.Authorization holds a line break')]);
   });
 
   it('verifySignature accepts what signBody made, and refuses another body, another secret, an old time and garbage', () => {
