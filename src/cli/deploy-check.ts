@@ -4,18 +4,20 @@ import type { HandlerSet } from '../deploy/findings.js';
 import { loadHandlers } from '../runtime/index.js';
 import { displayPath } from './definitions.js';
 import { type Io, SubjectError } from './io.js';
-import { braidDir, databaseUrl, handlersModule } from './project.js';
+import { braidDir, databaseUrl, handlersModule, project } from './project.js';
 
 /**
  * The handlers module a deploy ships (--handlers, else the config's), loaded the way `braid worker` loads it,
- * as the set of kinds it handles; undefined when none is configured (deploy-missing-handler is then not checked).
+ * as the set of kinds it handles with the kinds the config serves over HTTP; undefined when no module is
+ * configured (deploy-missing-handler is then not checked).
  */
 export async function handlerSet(io: Io, flag: string | undefined, options: { force?: boolean } = {}): Promise<HandlerSet | undefined> {
   const path = handlersModule(io, flag);
   if (path === undefined) return undefined;
   try {
     const handlers = await loadHandlers(path);
-    return { file: displayPath(io, path), kinds: new Set(Object.keys(handlers)) };
+    const http = Object.entries(project(io).config?.kinds ?? {}).flatMap(([kind, k]) => (k.http ? [kind] : []));
+    return { file: displayPath(io, path), kinds: new Set([...Object.keys(handlers), ...http]) };
   } catch (error) {
     const problem = `cannot load the handlers module ${displayPath(io, path)}: ${(error as Error).message.split('\n')[0]}`;
     // a deploy job that cannot import the application's handlers may still deploy, on purpose

@@ -6,7 +6,7 @@ import { signBody, verifySignature } from '../../src/http.js';
 import { httpHandler } from '../../src/index.js';
 import { repoRoot, runCliInProcess } from '../helpers/cli.js';
 import { tempProject } from '../helpers/dev-process.js';
-import { advance, backend, clockOf, drivenRuntime, final, settle } from '../helpers/runtime.js';
+import { advance, backend, clockOf, drivenRuntime, final, postgresUrl, settle, uniqueSchema } from '../helpers/runtime.js';
 
 const SECRET = 'whsec_test_0123456789abcdef';
 // Debian's python3 (the one .ci/run installs packages for) when it is there
@@ -141,6 +141,23 @@ describe(`HTTP handlers, against a Python http.server (${backend})`, () => {
     writeFileSync(join(dir, 'braid.config.yaml'), config('${HOOK_BASE}/ok', ', headers: { Authorization: "Bearer ${TOKEN}" }'));
     const broken = await runCliInProcess(['worker'], { cwd: dir, env: { HOOK_BASE: base, HOOK_SECRET: SECRET, TOKEN: 'a\nb' } });
     expect([broken.code, broken.stderr]).toEqual([1, expect.stringContaining('kinds.ok.http.headers.Authorization holds a line break')]);
+  });
+
+  it.runIf(backend === 'postgres')("braid register counts the config's HTTP kinds as handled beside the handlers module", async () => {
+    const dir = tempProject(
+      { 'mail.yaml': 'name: mail\ntasks:\n  greet: { kind: ok }\n  after: { kind: local, deps: [greet] }\n' },
+      {
+        'braid.config.yaml': 'definitions: definitions\nhandlers: handlers.mjs\nkinds:\n  ok: { http: { url: "http://127.0.0.1:9/ok" } }\n',
+        'handlers.mjs': 'export default { local: async () => ({}) };\n',
+      },
+    );
+    const db = ['--database', postgresUrl, '--schema', uniqueSchema()];
+    const registered = await runCliInProcess(['register', ...db], { cwd: dir });
+    expect([registered.code, registered.stderr]).toEqual([0, expect.not.stringContaining('deploy-missing-handler')]);
+    writeFileSync(join(dir, 'handlers.mjs'), 'export default {};\n');
+    const missing = await runCliInProcess(['plan', ...db], { cwd: dir });
+    expect(missing.stdout + missing.stderr).toContain('deploy-missing-handler');
+    expect(missing.stdout + missing.stderr).not.toMatch(/kind "ok"/);
   });
 
   it('verifySignature accepts what signBody made, and refuses another body, another secret, an old time and garbage', () => {
