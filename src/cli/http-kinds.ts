@@ -5,7 +5,7 @@
 import { parseDuration } from '../compiler/duration.js';
 import { parseSize } from '../compiler/size.js';
 import { expandEnv, type KindConfig } from '../config/config.js';
-import { type Handlers, type HttpKind, httpHandler, NonRetryableError } from '../runtime/index.js';
+import { type Handlers, type HttpKind, httpHandler, withHttpKinds as mergeKinds, NonRetryableError } from '../runtime/index.js';
 import { type Io, SubjectError } from './io.js';
 import { project } from './project.js';
 
@@ -58,10 +58,11 @@ export function httpKindOf(kind: string, k: KindConfig, env: NodeJS.ProcessEnv):
   return { url, timeoutMs, secret, headers, maxOutputBytes };
 }
 
-/** The handlers module's and the HTTP kinds together: a kind both serve is refused (one would silently win). */
+/** The handlers module's and the HTTP kinds together; a kind both serve is the command's error. */
 export function withHttpKinds(handlers: Handlers, http: Handlers): Handlers {
-  const both = Object.keys(http).filter((k) => Object.hasOwn(handlers, k));
-  if (both.length > 0)
-    throw new SubjectError(`kind "${both[0]}" is served over HTTP (braid.config.yaml kinds.${both[0]}.http) and by the handlers module: keep one`);
-  return { ...handlers, ...http };
+  try {
+    return mergeKinds(handlers, http);
+  } catch (error) {
+    throw new SubjectError((error as Error).message);
+  }
 }

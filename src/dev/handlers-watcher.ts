@@ -1,6 +1,6 @@
 import { dirname, extname, sep } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
-import { type Handlers, loadHandlers } from '../runtime/index.js';
+import { type Handlers, loadHandlers, withHttpKinds } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DebouncedPass } from './debounced.js';
 
@@ -62,10 +62,7 @@ export class HandlersWatcher {
   private async pass(): Promise<void> {
     const generation = this.state.generation + 1;
     try {
-      const loaded = await loadHandlers(this.module, { fresh: true });
-      const both = Object.keys(this.options.http ?? {}).find((k) => Object.hasOwn(loaded, k));
-      if (both !== undefined) throw new Error(`kind "${both}" is served over HTTP (braid.config.yaml kinds.${both}.http) and by the handlers module: keep one`);
-      const handlers = { ...loaded, ...this.options.http };
+      const handlers = withHttpKinds(await loadHandlers(this.module, { fresh: true }), this.options.http ?? {});
       await this.rt.setHandlers(handlers);
       const kinds = Object.keys(handlers).sort();
       this.state = { generation, at: new Date().toISOString(), ok: true, kinds, error: null };

@@ -115,6 +115,6 @@ export {
   type WaitTermEvidence,
   type WorkflowsTermEvidence,
 } from './worker/handlers.js';
-export { DEFAULT_HTTP_TIMEOUT_MS, type HttpKind, type HttpTaskRequest, httpHandler } from './worker/http-handler.js';
+export { DEFAULT_HTTP_TIMEOUT_MS, type HttpKind, type HttpTaskRequest, httpHandler, withHttpKinds } from './worker/http-handler.js';
 export { loadHandlers } from './worker/load-handlers.js';
 export { WorkflowHandle, WorkflowSignals } from './workflow-handle.js';

@@ -6,7 +6,7 @@
  * as the task's policy says, a `Retry-After` snoozing it instead (no attempt used); a body over `max_output` is
  * `output_too_large`; past the kind's timeout the request is aborted and the attempt retried.
  */
-import type { Handler, TaskContext } from './handlers.js';
+import type { Handler, Handlers, TaskContext } from './handlers.js';
 import { SIGNATURE_HEADER, signBody } from './http-signature.js';
 import { MAX_SNOOZE_MS, NonRetryableError, TaskFailed } from './task-errors.js';
 
@@ -36,6 +36,13 @@ export interface HttpTaskRequest {
   deps: Record<string, unknown>;
   /** When the attempt times out (ISO 8601); null without a timeout. */
   deadline: string | null;
+}
+
+/** A handlers module's handlers and the HTTP kinds together: a kind both serve is refused (one would silently win). */
+export function withHttpKinds(handlers: Handlers, http: Handlers): Handlers {
+  const both = Object.keys(http).find((k) => Object.hasOwn(handlers, k));
+  if (both !== undefined) throw new Error(`kind "${both}" is served over HTTP (braid.config.yaml kinds.${both}.http) and by the handlers module: keep one`);
+  return { ...handlers, ...http };
 }
 
 /** The handler that serves a kind by POSTing to its endpoint. */
