@@ -99,7 +99,7 @@ describe(`wake-ups (${backend})`, () => {
         if (prop !== 'query') return Reflect.get(target, prop, receiver);
         return async (...args: Parameters<Database['query']>) => {
           const result = await target.query(...args);
-          if (armed && typeof args[0] === 'string' && args[0].includes("lane = 'available'")) {
+          if (armed && typeof args[0] === 'string' && args[0].includes('.claim(')) {
             armed = false;
             inFlight();
             await held;

@@ -9,11 +9,12 @@ import { CoalescedPass } from '../../pacing/coalesced.js';
 import { compiler } from '../core/lazy-compiler.js';
 import { sealPlan } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
-import { evaluateWaits } from '../engine/advance.js';
+import { advanceWorkflow, evaluateWaits } from '../engine/advance.js';
 import { cancelWorkflow } from '../engine/cancel.js';
 import type { AdvanceContext } from '../engine/context.js';
 import { hookFailed } from '../engine/failure-hooks.js';
 import { insertPlan } from '../engine/insert.js';
+import { lockWorkflows } from '../sql/advance.js';
 import { currentDefinition } from '../sql/definitions.js';
 import { childStartable, deleteEffect, type EffectRow, fanOutFinalized, lockEffect, oldestEffects, underSavepoint, workflowExists } from '../sql/effects.js';
 import { inBatches } from './batches.js';
@@ -24,6 +25,10 @@ const UNLIMITED = { forEachItems: Infinity, planTasks: Infinity, celCost: Infini
 interface EvaluatePayload {
   awaited: string;
   tasks: string[];
+}
+
+interface AdvancePayload {
+  ended: { name: string; state: 'discarded' | 'cancelled' }[];
 }
 
 interface StartPayload {
@@ -94,9 +99,16 @@ async function applyEffect(tx: Queryable, ctx: AdvanceContext, e: EffectRow): Pr
   else if (e.kind === 'evaluate') await evaluateWaits(tx, ctx, e.workflow_id, { names: (e.payload as EvaluatePayload).tasks });
   else if (e.kind === 'cancel') await cancelWorkflow(tx, ctx, e.workflow_id);
   else if (e.kind === 'hook') await startHook(tx, ctx, e.workflow_id, e.payload as HookPayload);
+  // a task a protocol worker ended for good (sql/protocol.sql end_attempt): its dependents move on
+  else if (e.kind === 'advance') await advanceEnded(tx, ctx, e.workflow_id, e.payload as AdvancePayload);
   else await startChild(tx, ctx, s, e.workflow_id, e.payload as StartPayload);
   await deleteEffect(tx, s, e.workflow_id, e.id);
   return true;
+}
+
+async function advanceEnded(tx: Queryable, ctx: AdvanceContext, id: string, p: AdvancePayload): Promise<void> {
+  await lockWorkflows(tx, ctx.s, [id]);
+  await advanceWorkflow(tx, ctx, id, p.ended);
 }
 
 /** Inserts a child workflow, unless it exists already or its parent is being cancelled. */

@@ -1,5 +1,4 @@
 import type { Queryable } from '../db/types.js';
-import type { RetryPolicy } from '../engine/decide.js';
 
 /**
  * The statements that end attempts other than by completion (end-attempt.ts decides which one applies).
@@ -40,18 +39,6 @@ export type AttemptOutcome =
 /** An error as stored in the task's history: with when its attempt started and the worker that ran it (its timeline). */
 export type ErrorEntry = TaskError & { attempt: number; at: string; started_at?: string; worker?: string };
 
-export interface RunningRow {
-  state: string;
-  attempt: number;
-  max_attempts: number;
-  /** null: the default policy. */
-  retry: RetryPolicy | null;
-  cancel_requested: boolean;
-  worker_id: string | null;
-  queue: string;
-  started_at: Date | null;
-}
-
 /** Whether this attempt still runs on this worker (not timed out, cancelled or rescued). */
 export async function attemptRunning(q: Queryable, s: string, ref: AttemptRef): Promise<boolean> {
   const { rows } = await q.query<{ ok: boolean }>(
@@ -61,57 +48,27 @@ export async function attemptRunning(q: Queryable, s: string, ref: AttemptRef): 
   return rows[0]?.ok === true;
 }
 
-/** The task's row, locked (the workflow's lock is the caller's). */
-export async function lockTask(q: Queryable, s: string, workflowId: string, name: string): Promise<RunningRow | undefined> {
-  const { rows } = await q.query<RunningRow>(
-    `SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, queue, started_at
-       FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2 FOR UPDATE`,
-    [workflowId, name],
-  );
-  return rows[0];
-}
+/** A task's state after end_attempt(), or `stale` when the attempt no longer ran for the worker. */
+export type AttemptEnd = 'retryable' | 'available' | 'scheduled' | 'discarded' | 'cancelled' | 'stale';
 
-/** The attempt did not count (a snooze, a release): back to `state` at `at`, its attempt given back. */
-export async function requeueAttempt(
-  q: Queryable,
-  s: string,
-  ref: AttemptRef,
-  state: 'scheduled' | 'available',
-  at: Date,
-  notes: readonly ErrorEntry[],
-): Promise<void> {
-  await q.query(
-    `UPDATE ${s}.tasks SET state = $3, attempt = attempt - 1, scheduled_at = $4, worker_id = NULL, errors = errors || $5::jsonb
-      WHERE workflow_id = $1 AND name = $2`,
-    [ref.workflowId, ref.name, state, at, JSON.stringify(notes)],
-  );
-}
-
-/** The attempt failed and the task runs again: `retryable` at `at`, or `available` at once keeping its place (at null). */
-export async function retryAttempt(
-  q: Queryable,
-  s: string,
-  ref: AttemptRef,
-  state: 'retryable' | 'available',
-  at: Date | null,
-  entry: ErrorEntry,
-): Promise<void> {
-  await q.query(
-    `UPDATE ${s}.tasks SET state = $5, scheduled_at = coalesce($3, scheduled_at), worker_id = NULL, errors = errors || $4::jsonb
-      WHERE workflow_id = $1 AND name = $2`,
-    [ref.workflowId, ref.name, at, JSON.stringify([entry]), state],
-  );
-}
-
-/** The attempt ended the task for good (discarded, cancelled). */
-export async function finalizeAttempt(q: Queryable, s: string, ref: AttemptRef, state: string, now: Date, entry: ErrorEntry): Promise<void> {
-  await q.query(`UPDATE ${s}.tasks SET state = $3, finalized_at = $4, worker_id = NULL, errors = errors || $5::jsonb WHERE workflow_id = $1 AND name = $2`, [
+/**
+ * Ends an attempt that did not complete through the protocol's end_attempt() (sql/protocol.sql decides: retry
+ * with backoff, discard, cancel, snooze, release). `followUp`: the caller moves the dependents of a task that
+ * ended for good in its transaction; otherwise an `advance` effect does.
+ */
+export async function endAttemptSql(q: Queryable, s: string, ref: AttemptRef, outcome: AttemptOutcome, now: Date, followUp: boolean): Promise<AttemptEnd> {
+  const { rows } = await q.query<{ end: AttemptEnd }>(`SELECT ${s}.end_attempt($1, $2, $3, $4, $5, $6, $7, $8, $9) AS end`, [
     ref.workflowId,
     ref.name,
-    state,
+    ref.attempt,
+    ref.workerId,
+    outcome.type,
+    outcome.type === 'snooze' ? null : JSON.stringify(outcome.error),
+    outcome.type === 'snooze' ? Math.max(0, Math.round(outcome.ms)) : null,
     now,
-    JSON.stringify([entry]),
+    followUp,
   ]);
+  return rows[0].end;
 }
 
 /** Claimed attempts that never started back to available as if never claimed, unless their workflow is being cancelled. */

@@ -132,18 +132,18 @@ async function completeBatch(
     claim: string | null;
     activated: { w: string; n: string }[] | null;
   }>(
-    statementText(s, byTid, lean),
-    lean
-      ? [attemptsJson(items, byTid, apart), ctx.now, [...new Set(items.map((i) => i.workflowId))], apart?.outputText ?? null]
-      : [
-          attemptsJson(items, byTid, apart),
-          ctx.now,
-          [...new Set(items.map((i) => i.workflowId))],
-          apart?.outputText ?? null,
-          JSON.stringify(slots),
-          claim?.kinds ?? [],
-          claim?.workerId ?? null,
-        ],
+    `SELECT skipped, claimed, claim, finalize, activated FROM ${s}.complete($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      attemptsJson(items, byTid, apart),
+      ctx.now,
+      [...new Set(items.map((i) => i.workflowId))],
+      apart?.outputText ?? null,
+      lean ? '[]' : JSON.stringify(slots),
+      lean ? [] : (claim?.kinds ?? []),
+      lean ? null : (claim?.workerId ?? null),
+      byTid,
+      lean,
+    ],
     { prepare: true },
   );
   const r = rows[0];
@@ -167,15 +167,6 @@ async function completeBatch(
   const activated = new Map<string, string[]>();
   for (const a of r.activated ?? []) activated.set(a.w, [...(activated.get(a.w) ?? []), a.n]);
   return { skipped, toFinalize: r.finalize ?? [], claimed, claim: r.claim, activated };
-}
-
-/** The completion statements' text, made once per schema and variant (a completion batch is the hot path). */
-const texts = new Map<string, string>();
-function statementText(s: string, byTid: boolean, lean: boolean): string {
-  const key = `${s}\u0000${byTid}\u0000${lean}`;
-  let text = texts.get(key);
-  if (text === undefined) texts.set(key, (text = lean ? leanCompletionSql(s, byTid) : completionSql(s, byTid)));
-  return text;
 }
 
 /** The batch's attempts (items), the workflows' locks, and the large output sent apart ($4): both variants open so. */

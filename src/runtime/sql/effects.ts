@@ -6,7 +6,7 @@ import { channels } from './channels.js';
 export interface EffectRow {
   workflow_id: string;
   id: string;
-  kind: 'start' | 'cancel' | 'finalized' | 'evaluate' | 'hook';
+  kind: 'start' | 'cancel' | 'finalized' | 'evaluate' | 'hook' | 'advance';
   payload: unknown;
 }
 

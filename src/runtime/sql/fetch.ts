@@ -164,7 +164,8 @@ export function fetchSql(s: string): string {
 }
 
 /**
- * Claims up to `limit` available tasks of a queue for one worker in one statement: the inner SELECT skips
+ * Claims up to `limit` available tasks of a queue for one worker in one statement (the protocol's claim(), whose
+ * body is fetchSql): the inner SELECT skips
  * rows other workers hold, so each task attempt runs once at a time. Tasks with flow control (lane 'flow')
  * are picked by flow_pick() (sql/flow-pick.sql) for the room the others left, up to `flowLimit` (no prefetch: a
  * flow-controlled task counts against its limits from its claim, so it is claimed only for a free slot); the
@@ -178,7 +179,7 @@ export async function fetchTasks(
 ): Promise<Fetched> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
   const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null }>(
-    fetchSql(s),
+    `SELECT tasks, claim, wake_at, unplaced FROM ${s}.claim($1, $2, $3, $4, $5, $6, $7)`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0],
     { prepare: true },
   );
@@ -189,12 +190,10 @@ export async function fetchTasks(
   return { tasks: decodeClaimed(r?.tasks ?? null), claim: r?.claim ?? null, wakeAt: r?.wake_at ? new Date(r.wake_at) : null, unplaced: r?.unplaced === true };
 }
 
-/** Deps' large outputs, one statement each (a claim names them rather than carry them): by name. */
+/** Deps' large outputs (a claim names them rather than carry them), by name: the protocol's dep_outputs(). */
 export async function largeOutputs(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<Record<string, unknown>> {
+  const { rows } = await q.query<{ outputs: Record<string, unknown> }>(`SELECT ${s}.dep_outputs($1, $2) AS outputs`, [workflowId, names]);
   const outputs: Record<string, unknown> = {};
-  for (const name of names) {
-    const { rows } = await q.query<{ output: unknown }>(`SELECT output FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [workflowId, name]);
-    outputs[name] = rows[0]?.output ?? null;
-  }
+  for (const name of names) outputs[name] = rows[0]?.outputs[name] ?? null;
   return outputs;
 }

@@ -4,18 +4,10 @@ import type { LogLine, LogPage } from '../wire/index.js';
 /** A line as written: the task and attempt it belongs to, and what it says. */
 export type NewLogLine = Omit<LogLine, 'id' | 'at'> & { workflow_id: string; at: Date };
 
-/** Stores lines in one statement, in the order given (their ids follow it). */
+/** Stores lines in one statement, in the order given (their ids follow it): the protocol's log(). */
 export async function insertLogLines(q: Queryable, s: string, lines: readonly NewLogLine[]): Promise<void> {
   if (lines.length === 0) return;
-  await q.query(
-    `INSERT INTO ${s}.task_logs (workflow_id, task, attempt, at, level, source, message, fields)
-     SELECT l.workflow_id, l.task, l.attempt, l.at, l.level, l.source, l.message, l.fields
-       FROM ROWS FROM (jsonb_to_recordset($1::jsonb)
-                       AS (workflow_id text, task text, attempt int, at timestamptz, level text, source text, message text, fields jsonb))
-            WITH ORDINALITY AS l(workflow_id, task, attempt, at, level, source, message, fields, n)
-      ORDER BY l.n`,
-    [JSON.stringify(lines)],
-  );
+  await q.query(`SELECT ${s}.log($1)`, [JSON.stringify(lines)]);
 }
 
 /** A workflow's lines in the order they were stored, after a cursor, optionally of one task (and attempt). */

@@ -10,11 +10,7 @@ export interface WorkerRegistration {
 
 /** A runtime process records itself and the handlers it runs. */
 export async function registerWorker(q: Queryable, s: string, w: WorkerRegistration, now: Date): Promise<void> {
-  await q.query(
-    `INSERT INTO ${s}.workers (id, host, pid, queues, kinds, started_at, heartbeat_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
-     ON CONFLICT (id) DO UPDATE SET queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, heartbeat_at = EXCLUDED.heartbeat_at, stopped_at = NULL`,
-    [w.id, w.host, w.pid, w.queues, w.kinds, now],
-  );
+  await q.query(`SELECT ${s}.register_worker($1, $2, $3, $4, $5, $6)`, [w.id, w.host, w.pid, w.queues, w.kinds, now]);
 }
 
 /** An attempt a worker gave up recording the end of, for the leader to rescue. */
@@ -37,17 +33,9 @@ export async function heartbeatWorker(
   abandoned: readonly AbandonedAttempt[] = [],
   deadlineMs?: number,
 ): Promise<AbandonedAttempt[]> {
-  if (abandoned.length === 0) {
-    await q.query(`UPDATE ${s}.workers SET heartbeat_at = $2, abandoned = NULL WHERE id = $1`, [id, now], { deadlineMs });
-    return [];
-  }
   const { rows } = await q.query<{ abandoned: AbandonedAttempt[] | null }>(
-    `WITH still AS (
-       SELECT jsonb_agg(jsonb_build_object('workflow_id', a.workflow_id, 'name', a.name, 'attempt', a.attempt)) AS list
-         FROM jsonb_to_recordset($3::jsonb) AS a(workflow_id text, name text, attempt int)
-        WHERE EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = a.workflow_id AND t.name = a.name AND t.worker_id = $1 AND t.attempt = a.attempt))
-     UPDATE ${s}.workers SET heartbeat_at = $2, abandoned = (SELECT list FROM still) WHERE id = $1 RETURNING abandoned`,
-    [id, now, JSON.stringify(abandoned)],
+    `SELECT abandoned FROM ${s}.heartbeat($1, $2, $3)`,
+    [id, now, abandoned.length === 0 ? null : JSON.stringify(abandoned)],
     { deadlineMs },
   );
   return rows[0]?.abandoned ?? [];
@@ -59,7 +47,7 @@ export function livenessBeat(s: string): string {
 }
 
 export async function stopWorker(q: Queryable, s: string, id: string, now: Date): Promise<void> {
-  await q.query(`UPDATE ${s}.workers SET stopped_at = $2, heartbeat_at = $2 WHERE id = $1`, [id, now]);
+  await q.query(`SELECT ${s}.stop_worker($1, $2)`, [id, now]);
 }
 
 /** Of the given tasks, the workflows of those whose cancel was requested (a worker checks what it holds after missing notifications). */

@@ -8,6 +8,7 @@ import { completeBatch } from '../engine/completion.js';
 import { channels } from '../sql/channels.js';
 import type { Completion } from '../sql/complete.js';
 import { type FetchedTask, fetchTasks } from '../sql/fetch.js';
+import { checkProtocol } from '../sql/protocol.js';
 import { cancelRequested, registerWorker, stopWorker } from '../sql/workers.js';
 import { Attempt, attemptRef } from './attempt.js';
 import { ClaimLedger } from './claims.js';
@@ -149,19 +150,15 @@ export class Worker {
   }
 
   private async register(): Promise<void> {
-    const now = await clockNow(this.o);
-    await registerWorker(
-      this.o.db,
-      this.o.s,
-      { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds },
-      now,
-    );
+    const worker = { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds };
+    await registerWorker(this.o.db, this.o.s, worker, await clockNow(this.o));
   }
 
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
     const { db } = this.o;
+    await checkProtocol(db, this.o.s);
     await this.register();
     const ch = channels(this.o.schema);
     this.unlisten.push(

@@ -1,0 +1,45 @@
+"""A claimed task as braid's claim() returns it: a JSON array whose fields come in the protocol's order."""
+
+from dataclasses import dataclass
+from typing import Any
+
+# docs/protocol.md, "claim": the order of a claimed task's fields
+FIELDS = (
+    "workflow_id", "name", "template", "kind", "queue", "attempt", "max_attempts", "args", "deps", "dependents",
+    "dependents_wait", "timeout_ms", "start", "tid", "dep_outputs", "deferred", "wait_evidence", "flow_error",
+)
+
+
+@dataclass
+class Claimed:
+    workflow_id: str
+    name: str
+    kind: str
+    queue: str
+    attempt: int
+    max_attempts: int
+    args: Any
+    deps: list[str]
+    timeout_ms: int | None
+    dep_outputs: dict[str, Any]
+    large_deps: list[str]
+    deferred: Any
+    wait_evidence: Any
+    flow_error: str | None
+    claim: str | None
+
+
+def decode(rows: list[list[Any]] | None, claim: str | None) -> list[Claimed]:
+    tasks = []
+    for row in rows or []:
+        f = dict(zip(FIELDS, row))
+        pair = f["dep_outputs"] or [None, None]
+        tasks.append(
+            Claimed(
+                workflow_id=f["workflow_id"], name=f["name"], kind=f["kind"], queue=f["queue"], attempt=f["attempt"],
+                max_attempts=f["max_attempts"], args=f["args"], deps=f["deps"] or [], timeout_ms=f["timeout_ms"],
+                dep_outputs=pair[0] or {}, large_deps=pair[1] or [], deferred=f["deferred"],
+                wait_evidence=f["wait_evidence"], flow_error=f["flow_error"], claim=claim,
+            )
+        )
+    return tasks

@@ -1,0 +1,379 @@
+"""The worker: claims tasks of its kinds, runs their handlers on threads, and records how each attempt ended.
+
+Every write is one call of braid's worker protocol (docs/protocol.md); a write that cannot reach the database
+is tried again until `dead_after` has passed, then listed as abandoned in the heartbeats so braid's leader
+rescues the attempt. A worker that dies mid-attempt stops heartbeating, and the leader rescues what it held.
+"""
+
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from .claims import Claimed, decode
+from .errors import NonRetryableError, ProtocolMismatch, Snooze
+
+PROTOCOL_REVISION = 1
+DEFAULT_MAX_OUTPUT = 1024 * 1024
+
+Handler = Callable[[Any, "Context"], Any]
+log = logging.getLogger("braid_worker")
+
+
+def _quote(schema: str) -> str:
+    if not schema.replace("_", "a").isalnum() or schema[0].isdigit():
+        raise ValueError(f"invalid schema name: {schema}")
+    return f'"{schema}"'
+
+
+class Context:
+    """What a handler is given beside its args: the attempt, its deps' outputs, a log, and a cancel flag."""
+
+    def __init__(self, worker: "Worker", task: Claimed, deps: dict[str, Any]) -> None:
+        self.workflow_id = task.workflow_id
+        self.task = task.name
+        self.attempt = task.attempt
+        self.max_attempts = task.max_attempts
+        self.deps = deps
+        self.wait = task.wait_evidence
+        self.deadline = time.time() + task.timeout_ms / 1000 if task.timeout_ms else None
+        self.cancelled = threading.Event()
+        self._worker = worker
+
+    def log(self, message: str, level: str = "info", **fields: Any) -> None:
+        """A line in the task's log (braid logs, the UI), stored at once."""
+        if level not in ("debug", "info", "warn", "error"):
+            raise ValueError(f"log level {level!r} is not one of debug, info, warn, error")
+        line = {"workflow_id": self.workflow_id, "task": self.task, "attempt": self.attempt, "level": level,
+                "source": "handler", "message": _storable(str(message)), "fields": fields}
+        self._worker._write(lambda c: c.execute(f"SELECT {self._worker.s}.log(%s)", [Jsonb([line])]))
+
+
+def _storable(text: str) -> str:
+    # Postgres's jsonb holds no U+0000
+    return text.replace("\x00", "\\u0000")
+
+
+class Worker:
+    """Runs `handlers` (kind -> function(args, ctx) returning the output) for the tasks of `queue`."""
+
+    def __init__(
+        self,
+        dsn: str,
+        handlers: Mapping[str, Handler],
+        *,
+        queue: str = "default",
+        concurrency: int = 4,
+        schema: str = "braid",
+        worker_id: str | None = None,
+        heartbeat_interval: float = 5.0,
+        dead_after: float = 30.0,
+        poll_interval: float = 1.0,
+        shutdown_grace: float = 30.0,
+        statement_timeout: float = 30.0,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+    ) -> None:
+        if not handlers:
+            raise ValueError("a worker needs at least one handler")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.dsn = dsn
+        self.handlers = dict(handlers)
+        self.queue = queue
+        self.concurrency = concurrency
+        self.s = _quote(schema)
+        self.schema = schema
+        self.id = worker_id or f"py-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.heartbeat_interval = heartbeat_interval
+        self.dead_after = dead_after
+        self.poll_interval = poll_interval
+        self.shutdown_grace = shutdown_grace
+        self.statement_timeout_ms = int(statement_timeout * 1000)
+        self.max_output = max_output
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._running: dict[tuple[str, str], Context] = {}
+        self._claims: dict[str, int] = {}
+        self._forget: list[int] = []
+        self._abandoned: list[dict[str, Any]] = []
+        self._local = threading.local()
+        self._beat_failing = False
+
+    # connections -------------------------------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection:
+        # every statement has a deadline and a silent network is noticed: keepalives and a connect timeout
+        return psycopg.connect(
+            self.dsn, autocommit=True, connect_timeout=10, keepalives=1, keepalives_idle=5, keepalives_interval=2,
+            keepalives_count=3, options=f"-c statement_timeout={self.statement_timeout_ms} -c lock_timeout={self.statement_timeout_ms}",
+            application_name=f"braid-worker-py {self.id}"[:63],
+        )
+
+    def _conn(self) -> psycopg.Connection:
+        c = getattr(self._local, "conn", None)
+        if c is None or c.closed or c.broken:
+            c = self._local.conn = self._connect()
+        return c
+
+    def _write(self, fn: Callable[[psycopg.Connection], Any], give_up: Callable[[], None] | None = None) -> Any:
+        """Runs one protocol call, reconnecting and trying again while the database cannot be reached."""
+        first = time.monotonic()
+        delay = 0.1
+        while True:
+            try:
+                return fn(self._conn())
+            except (psycopg.OperationalError, psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as e:
+                if time.monotonic() - first > self.dead_after:
+                    log.error("braid worker %s: giving up a write after %.0f s: %s", self.id, self.dead_after, e)
+                    if give_up:
+                        give_up()
+                    return None
+                log.warning("braid worker %s: the database did not answer (%s); trying again", self.id, str(e).strip())
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    # lifecycle ---------------------------------------------------------------------------------------------
+
+    def check_protocol(self, c: psycopg.Connection) -> None:
+        row = c.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = %s AND p.proname = 'protocol')", [self.schema]).fetchone()
+        found = c.execute(f"SELECT {self.s}.protocol()").fetchone()[0] if row and row[0] else None
+        if found != PROTOCOL_REVISION:
+            raise ProtocolMismatch(
+                f"the database has no braid worker protocol in schema {self.schema} (run braid migrate)" if found is None else
+                f"the database speaks braid worker protocol revision {found}, this worker revision {PROTOCOL_REVISION}: "
+                + ("upgrade braid-worker" if found > PROTOCOL_REVISION else "run braid migrate with a braid that speaks it"))
+
+    def run(self) -> None:
+        """Runs until SIGTERM or SIGINT (or stop()): then finishes what runs, up to shutdown_grace."""
+        c = self._conn()
+        self.check_protocol(c)
+        kinds = sorted(self.handlers)
+        c.execute(f"SELECT {self.s}.register_worker(%s, %s, %s, %s, %s, now())",
+                  [self.id, socket.gethostname(), os.getpid(), [self.queue], kinds])
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda *_: self.stop())
+            signal.signal(signal.SIGINT, lambda *_: self.stop())
+        beat = threading.Thread(target=self._heartbeats, name="braid-heartbeat", daemon=True)
+        beat.start()
+        listener = threading.Thread(target=self._listen, name="braid-listen", daemon=True)
+        listener.start()
+        log.info("braid worker %s ready: queue %s, kinds %s, concurrency %d", self.id, self.queue, ", ".join(kinds), self.concurrency)
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="braid-task") as pool:
+            while not self._stopping.is_set():
+                free = self.concurrency - len(self._running)
+                claimed = self._claim(free) if free > 0 else []
+                for task in claimed:
+                    pool.submit(self._attempt, task)
+                if not claimed or free - len(claimed) <= 0:
+                    self._wake.wait(self.poll_interval)
+                    self._wake.clear()
+            self._shutdown()
+        self._forget_claims()
+        self._write(lambda c: c.execute(f"SELECT {self.s}.stop_worker(%s, now())", [self.id]))
+        log.info("braid worker %s stopped", self.id)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    def _shutdown(self) -> None:
+        deadline = time.monotonic() + self.shutdown_grace
+        while self._running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with self._lock:
+            left = list(self._running.values())
+        for ctx in left:
+            # still running at the end of the grace: given back, to run again at once elsewhere
+            ctx.cancelled.set()
+            self._end(ctx, "release", {"message": "the worker shut down before the attempt ended", "kind": "shutdown"}, None)
+
+    # claiming ----------------------------------------------------------------------------------------------
+
+    def _claim(self, free: int) -> list[Claimed]:
+        with self._lock:
+            forget, self._forget = self._forget, []
+        try:
+            row = self._conn().execute(
+                f"SELECT tasks, claim, unplaced FROM {self.s}.claim(%s, %s, %s, %s, now(), %s, %s)",
+                [self.queue, sorted(self.handlers), free, self.id, forget, free]).fetchone()
+        except psycopg.Error as e:
+            with self._lock:
+                self._forget.extend(forget)
+            log.warning("braid worker %s: claiming failed (%s); trying again", self.id, str(e).strip())
+            return []
+        if row is None:
+            return []
+        tasks, claim, unplaced = row
+        if unplaced:
+            try:
+                self._conn().execute(f"SELECT {self.s}.flow_tag_waiting(%s, 5000)", [self.queue])
+            except psycopg.Error:
+                pass  # the next claim places them
+        claimed = decode(tasks, claim)
+        if claim is not None and claimed:
+            with self._lock:
+                self._claims[claim] = len(claimed)
+                for t in claimed:
+                    self._running[(t.workflow_id, t.name)] = Context(self, t, {})
+        return claimed
+
+    def _forget_claims(self) -> None:
+        with self._lock:
+            forget, self._forget = self._forget, []
+        if forget:
+            self._write(lambda c: c.execute(f"SELECT 1 FROM {self.s}.claim(%s, %s, 0, %s, now(), %s, 0)", [self.queue, [], self.id, forget]))
+
+    def _listen(self) -> None:
+        channel = f"{self.schema}_available"
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10, keepalives=1, keepalives_idle=5,
+                                     keepalives_interval=2, keepalives_count=3) as c:
+                    c.execute(f'LISTEN "{channel}"')
+                    while not self._stopping.is_set():
+                        ready, _, _ = select.select([c.fileno()], [], [], 1.0)
+                        if ready:
+                            c.pgconn.consume_input()
+                            while (n := c.pgconn.notifies()) is not None:
+                                if n.extra.decode() == self.queue:
+                                    self._wake.set()
+            except psycopg.Error:
+                time.sleep(1.0)
+
+    # heartbeats --------------------------------------------------------------------------------------------
+
+    def _heartbeats(self) -> None:
+        conn: psycopg.Connection | None = None
+        while not self._stopping.wait(self.heartbeat_interval):
+            with self._lock:
+                abandoned = list(self._abandoned)
+            try:
+                if conn is None or conn.closed or conn.broken:
+                    conn = self._connect()
+                row = conn.execute(f"SELECT alive, abandoned FROM {self.s}.heartbeat(%s, now(), %s)",
+                                   [self.id, Jsonb(abandoned) if abandoned else None]).fetchone()
+                if self._beat_failing:
+                    log.warning("braid worker %s: heartbeats reach the database again", self.id)
+                    self._beat_failing = False
+                if row is not None:
+                    still = {(a["workflow_id"], a["name"], a["attempt"]) for a in (row[1] or [])}
+                    with self._lock:
+                        self._abandoned = [a for a in self._abandoned if (a["workflow_id"], a["name"], a["attempt"]) in still or a not in abandoned]
+            except psycopg.Error as e:
+                # said once: a worker that cannot heartbeat is taken for dead after dead_after, its attempts rescued
+                if not self._beat_failing:
+                    log.error("braid worker %s: heartbeat failed (%s); its tasks are rescued if this lasts %.0f s", self.id, str(e).strip(), self.dead_after)
+                    self._beat_failing = True
+                conn = None
+
+    # attempts ----------------------------------------------------------------------------------------------
+
+    def _attempt(self, task: Claimed) -> None:
+        key = (task.workflow_id, task.name)
+        ctx = self._running[key]
+        try:
+            self._execute(task, ctx)
+        except Exception as e:  # the worker's own failure: the attempt fails, the worker goes on
+            log.exception("braid worker %s: task %s/%s", self.id, task.workflow_id, task.name)
+            self._end(ctx, "error", {"message": f"the Python worker failed: {e}", "kind": "error"}, None)
+        finally:
+            with self._lock:
+                self._running.pop(key, None)
+                if task.claim is not None:
+                    self._claims[task.claim] -= 1
+                    if self._claims[task.claim] == 0:
+                        del self._claims[task.claim]
+                        self._forget.append(int(task.claim))
+            self._wake.set()
+
+    def _execute(self, task: Claimed, ctx: Context) -> None:
+        if task.flow_error:
+            self._end(ctx, "error", {"message": task.flow_error, "kind": "error", "code": "flow_invalid", "no_retry": True}, None)
+            return
+        if task.deferred is not None:
+            # args that read deps through CEL templates are rendered by braid's TypeScript runtime
+            self._end(ctx, "error", {"message": f"task {task.name}'s args read its deps through templates, which this worker cannot render: "
+                                     f"serve kind {task.kind} from a braid TypeScript worker", "kind": "error", "code": "args_invalid", "no_retry": True}, None)
+            return
+        deps = dict(task.dep_outputs)
+        if task.large_deps:
+            deps.update(self._write(lambda c: c.execute(f"SELECT {self.s}.dep_outputs(%s, %s)", [task.workflow_id, task.large_deps]).fetchone()[0]) or {})
+        ctx.deps = deps
+        handler = self.handlers.get(task.kind)
+        if handler is None:
+            self._end(ctx, "release", {"message": f"no handler for kind {task.kind}", "kind": "error"}, None)
+            return
+        result: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                result["output"] = handler(task.args, ctx)
+            except BaseException as e:
+                result["error"] = e
+
+        runner = threading.Thread(target=call, name=f"braid-handler {task.name}", daemon=True)
+        runner.start()
+        runner.join(task.timeout_ms / 1000 if task.timeout_ms else None)
+        if runner.is_alive():
+            ctx.cancelled.set()
+            self._end(ctx, "error", {"message": f"the attempt timed out after {task.timeout_ms} ms", "kind": "timeout", "code": "timeout"}, None)
+            return
+        error = result.get("error")
+        if error is None:
+            self._complete(ctx, result.get("output"))
+        elif isinstance(error, Snooze):
+            self._end(ctx, "snooze", None, int(error.seconds * 1000))
+        else:
+            entry: dict[str, Any] = {"message": _storable(str(error) or type(error).__name__), "name": type(error).__name__, "kind": "error",
+                                     "stack": _storable("".join(traceback.format_exception(error))[-4000:])}
+            code = getattr(error, "code", None)
+            if isinstance(code, str):
+                entry["code"] = code
+            if isinstance(error, NonRetryableError):
+                entry["no_retry"] = True
+            self._end(ctx, "error", entry, None)
+
+    def _complete(self, ctx: Context, output: Any) -> None:
+        try:
+            text = json.dumps(output, allow_nan=False, ensure_ascii=False)
+        except (TypeError, ValueError) as e:
+            self._end(ctx, "error", {"message": f"the output is not JSON: {e}", "kind": "output", "code": "output_invalid"}, None)
+            return
+        if "\\u0000" in text:
+            self._end(ctx, "error", {"message": "the output holds U+0000, which braid cannot store", "kind": "output", "code": "output_invalid"}, None)
+            return
+        size = len(text.encode())
+        if size > self.max_output:
+            self._end(ctx, "error", {"message": f"the output is {size} bytes, over max_output ({self.max_output})", "kind": "output",
+                                     "code": "output_too_large"}, None)
+            return
+        attempts = [{"workflow_id": ctx.workflow_id, "worker_id": self.id, "attempts": [[ctx.task, ctx.attempt, None, output]]}]
+        self._write(
+            lambda c: c.execute(f"SELECT skipped FROM {self.s}.complete(%s, now(), %s, NULL, '[]', '{{}}', NULL, false, false)",
+                                [Jsonb(attempts), [ctx.workflow_id]]),
+            give_up=lambda: self._abandon(ctx))
+
+    def _end(self, ctx: Context, outcome: str, error: dict[str, Any] | None, snooze_ms: int | None) -> None:
+        self._write(
+            lambda c: c.execute(f"SELECT {self.s}.end_attempt(%s, %s, %s, %s, %s, %s, %s, now(), false)",
+                                [ctx.workflow_id, ctx.task, ctx.attempt, self.id, outcome, Jsonb(error) if error else None, snooze_ms]),
+            give_up=lambda: self._abandon(ctx))
+
+    def _abandon(self, ctx: Context) -> None:
+        with self._lock:
+            self._abandoned.append({"workflow_id": ctx.workflow_id, "name": ctx.task, "attempt": ctx.attempt})

@@ -1,0 +1,6 @@
+-- The worker protocol, revision 1 (issue 43, docs/protocol.md): what a worker in any language calls — claim,
+-- complete, end_attempt (fail, snooze, release, cancel), heartbeat, log, dep_outputs — as functions in braid's
+-- schema; braid's TypeScript worker calls the same ones. `advance` effects move the dependents of a task a
+-- worker without CEL ended for good (the leader's effect pass applies them).
+-- braid:install src/runtime/sql/protocol.sql sha256:0f575ca6cf8f3687
+-- braid:generate protocol sha256:13a595a10e252273

@@ -1,0 +1,73 @@
+import type { Queryable } from '../db/types.js';
+import { completionSql, leanCompletionSql } from './complete.js';
+import { fetchSql } from './fetch.js';
+
+/**
+ * The worker protocol (docs/protocol.md): the SQL functions any worker calls, whatever its language. Its
+ * revision is what `braid.protocol()` returns; a change to a function's arguments, results or guarantees bumps
+ * it (in a new migration), and a worker refuses a revision it does not know.
+ */
+export const PROTOCOL_REVISION = 1;
+
+/** Raised when the database's protocol revision is not the one this worker speaks. */
+export class ProtocolMismatchError extends Error {
+  readonly code = 'protocol_mismatch' as const;
+  constructor(readonly found: number | null) {
+    super(
+      found === null
+        ? `the database has no braid worker protocol (braid.protocol() is missing): run braid migrate with this version of braid first`
+        : `the database speaks braid worker protocol revision ${found}, this worker revision ${PROTOCOL_REVISION}: ` +
+            (found > PROTOCOL_REVISION
+              ? 'upgrade this worker to the braid version that migrated the database'
+              : 'run braid migrate with this version of braid'),
+    );
+    this.name = 'ProtocolMismatchError';
+  }
+}
+
+/** Refuses to go on against a database whose protocol revision this worker does not know. */
+export async function checkProtocol(q: Queryable, s: string): Promise<void> {
+  const { rows } = await q.query<{ present: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = 'protocol') AS present`,
+    [unquote(s)],
+  );
+  const found = rows[0]?.present ? (await q.query<{ revision: number }>(`SELECT ${s}.protocol() AS revision`)).rows[0].revision : null;
+  if (found !== PROTOCOL_REVISION) throw new ProtocolMismatchError(found);
+}
+
+function unquote(s: string): string {
+  return s.startsWith('"') ? s.slice(1, -1).replaceAll('""', '"') : s;
+}
+
+/**
+ * The claim and the completion as protocol functions: their bodies are the tuned statements of fetch.ts and
+ * complete.ts, written once (the migration that installs them names this text's hash, so a change to either
+ * statement reaches databases through a new migration). plpgsql keeps each statement's plan for the session;
+ * the planner is held to generic plans, as braid's own connections are, whoever calls.
+ */
+export function generatedProtocolSql(s: string): string {
+  const head = `LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+BEGIN`;
+  return `CREATE OR REPLACE FUNCTION ${s}.claim(p_queue text, p_kinds text[], p_limit int, p_worker text, p_now timestamptz, p_forget bigint[], p_flow_limit int)
+RETURNS TABLE (tasks json, claim text, wake_at timestamptz, unplaced boolean) ${head}
+  RETURN QUERY ${fetchSql(s)};
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION ${s}.complete(p_attempts jsonb, p_now timestamptz, p_workflows text[], p_output_text text, p_slots jsonb, p_kinds text[],
+                                          p_worker text, p_by_tid boolean, p_lean boolean)
+RETURNS TABLE (skipped json, claimed json, claim text, finalize json, activated json) ${head}
+  IF p_lean AND p_by_tid THEN
+    RETURN QUERY ${leanCompletionSql(s, true)};
+  ELSIF p_lean THEN
+    RETURN QUERY ${leanCompletionSql(s, false)};
+  ELSIF p_by_tid THEN
+    RETURN QUERY ${completionSql(s, true)};
+  ELSE
+    RETURN QUERY ${completionSql(s, false)};
+  END IF;
+END
+$fn$;
+`;
+}
