@@ -25,6 +25,7 @@ const PAGES = [
   'typescript-api.md',
   'performance.md',
   'architecture.md',
+  'protocol.md',
 ];
 
 interface Block {

@@ -45,10 +45,14 @@ def sleep(args: Any, ctx: Context) -> Any:
     return {"slept": args["ms"], "attempt": ctx.attempt}
 
 
+def big(args: Any, ctx: Context) -> Any:
+    return {"text": "x" * args["bytes"]}
+
+
 def logs(args: Any, ctx: Context) -> Any:
     for n, line in enumerate(args["lines"]):
         ctx.log(line, n=n)
     return {"logged": len(args["lines"])}
 
 
-HANDLERS = {"echo": echo, "flaky": flaky, "refuse": refuse, "snooze_once": snooze_once, "hang_first": hang_first, "sleep": sleep, "logs": logs}
+HANDLERS = {"echo": echo, "flaky": flaky, "refuse": refuse, "snooze_once": snooze_once, "hang_first": hang_first, "sleep": sleep, "logs": logs, "big": big}

@@ -3,10 +3,11 @@
 import { NonRetryableError } from 'braid';
 
 const snoozed = new Set();
+// ends early when the attempt is aborted (a timeout, a cancel, shutdown), throwing the abort's reason
 const sleep = (ms, signal) =>
-  new Promise((resolve) => {
+  new Promise((resolve, reject) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    signal?.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
   });
 
 export default {
@@ -19,7 +20,7 @@ export default {
     throw new NonRetryableError(`refused: ${args.code}`, { code: args.code });
   },
   snooze_once: async (args, ctx) => {
-    const key = `${ctx.workflowId}/${ctx.task}`;
+    const key = `${ctx.workflowId}/${ctx.taskName}`;
     if (!snoozed.has(key)) {
       snoozed.add(key);
       ctx.snooze(args.ms);
@@ -34,6 +35,7 @@ export default {
     await sleep(args.ms, ctx.signal);
     return { slept: args.ms, attempt: ctx.attempt };
   },
+  big: async (args) => ({ text: 'x'.repeat(args.bytes) }),
   logs: async (args, ctx) => {
     for (const line of args.lines) ctx.log.info(line, { n: args.lines.indexOf(line) });
     return { logged: args.lines.length };

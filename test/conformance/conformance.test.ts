@@ -26,6 +26,7 @@ const ADAPTERS: Adapter[] = [
       '--shutdown-timeout',
       '5',
     ],
+    ready: /running \d+ kind\(s\)/,
   },
   {
     name: 'python',
@@ -50,6 +51,7 @@ const ADAPTERS: Adapter[] = [
       '5',
     ],
     env: { PYTHONPATH: 'clients/python:conformance/handlers' },
+    ready: /braid worker \S+ ready/,
   },
 ];
 

@@ -17,6 +17,8 @@ export interface Adapter {
   /** The worker's command line; `{dsn}` and `{schema}` are filled in. */
   command: string[];
   env?: Record<string, string>;
+  /** What the worker prints once it runs with its stop signals handled: the runner signals it only after. */
+  ready: RegExp;
 }
 
 interface TaskExpectation {
@@ -39,7 +41,8 @@ type Step =
   | { await_exit: { worker: number; code: number } }
   | { await_task: { workflow: string; task: string; state: string } }
   | { expect_task: { workflow: string; task: string; state: string } }
-  | { emit: { workflow: string; key: string; payload?: unknown } };
+  | { emit: { workflow: string; key: string; payload?: unknown } }
+  | { cancel: { workflow: string; when_running?: { workflow: string; task: string } } };
 
 export interface Scenario {
   name: string;
@@ -83,6 +86,7 @@ export async function runScenario(scenario: Scenario, adapter: Adapter): Promise
     await until(
       async () => {
         if (w.child.exitCode !== null) throw new Error(`the worker exited (${w.child.exitCode}) before it registered:\n${w.output()}`);
+        if (!adapter.ready.test(w.output())) return false;
         return (await rt.db.query(`SELECT 1 FROM ${s}.workers WHERE pid = $1 AND stopped_at IS NULL`, [w.child.pid])).rows.length > 0;
       },
       STEP_BOUND_MS,
@@ -142,7 +146,12 @@ async function play(
     const { workflow, task, state } = step.await_task;
     await until(async () => (await c.task(workflow, task))?.state === state, STEP_BOUND_MS, 50);
   } else if ('expect_task' in step) expect((await c.task(step.expect_task.workflow, step.expect_task.task)).state).toBe(step.expect_task.state);
-  else await rt.workflow(step.emit.workflow).signals.emit(step.emit.key, step.emit.payload ?? null);
+  else if ('emit' in step) await rt.workflow(step.emit.workflow).signals.emit(step.emit.key, step.emit.payload ?? null);
+  else {
+    const when = step.cancel.when_running;
+    if (when) await until(async () => (await c.task(when.workflow, when.task))?.state === 'running', STEP_BOUND_MS, 20);
+    await rt.workflow(step.cancel.workflow).cancel();
+  }
 }
 
 async function check(rt: Runtime, scenario: Scenario, s: string): Promise<void> {
@@ -157,7 +166,7 @@ async function check(rt: Runtime, scenario: Scenario, s: string): Promise<void> 
       const t = tasks.find((x) => x.name === name);
       expect(t, `task ${name}`).toBeDefined();
       const { logs: braidLines, handler_logs: handlerLines, errors, ...fields } = e;
-      expect(t, `task ${name}`).toMatchObject(fields);
+      expect(t, `task ${name} is ${JSON.stringify(t)}`).toMatchObject(fields);
       if (errors) {
         expect(t!.errors.length, `task ${name}'s errors: ${JSON.stringify(t!.errors)}`).toBe(errors.length);
         for (const [i, x] of errors.entries()) expect(t!.errors[i], `task ${name}'s error ${i}`).toMatchObject(x);

@@ -12,6 +12,7 @@ export const BACKEND_FREE = [
   'test/docs.test.ts',
   'test/api/route-table.test.ts',
   'test/bounded-inputs.test.ts',
+  'test/conformance/python-contract.test.ts',
   'test/package.test.ts',
   'test/testing/**',
   'test/deploy/{diff,fixtures,properties,worker-warnings,action}.test.ts',
@@ -23,6 +24,8 @@ export const BACKEND_FREE = [
  * runs them in a lane of their own from the start, beside the rest, instead of after it.
  */
 export const HEAVY = [
+  'test/conformance/conformance.test.ts',
+  'test/conformance/mixed-workers.test.ts',
   'test/incidents/bulk-processes.test.ts',
   'test/deploy/upgrade-faults.test.ts',
   'test/runtime/busy-handler.test.ts',

@@ -14,6 +14,7 @@ FIELDS = (
 class Claimed:
     workflow_id: str
     name: str
+    template: str
     kind: str
     queue: str
     attempt: int
@@ -24,6 +25,7 @@ class Claimed:
     dep_outputs: dict[str, Any]
     large_deps: list[str]
     deferred: Any
+    start: Any
     wait_evidence: Any
     flow_error: str | None
     claim: str | None
@@ -36,9 +38,9 @@ def decode(rows: list[list[Any]] | None, claim: str | None) -> list[Claimed]:
         pair = f["dep_outputs"] or [None, None]
         tasks.append(
             Claimed(
-                workflow_id=f["workflow_id"], name=f["name"], kind=f["kind"], queue=f["queue"], attempt=f["attempt"],
+                workflow_id=f["workflow_id"], name=f["name"], template=f["template"], kind=f["kind"], queue=f["queue"], attempt=f["attempt"],
                 max_attempts=f["max_attempts"], args=f["args"], deps=f["deps"] or [], timeout_ms=f["timeout_ms"],
-                dep_outputs=pair[0] or {}, large_deps=pair[1] or [], deferred=f["deferred"],
+                dep_outputs=pair[0] or {}, large_deps=pair[1] or [], deferred=f["deferred"], start=f["start"],
                 wait_evidence=f["wait_evidence"], flow_error=f["flow_error"], claim=claim,
             )
         )

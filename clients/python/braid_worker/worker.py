@@ -20,15 +20,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
+from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
 from .claims import Claimed, decode
+from .contract import problems, sealed
 from .errors import NonRetryableError, ProtocolMismatch, Snooze
 
 PROTOCOL_REVISION = 1
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 
 Handler = Callable[[Any, "Context"], Any]
+Conn = psycopg.Connection[TupleRow]
 log = logging.getLogger("braid_worker")
 
 
@@ -50,6 +53,8 @@ class Context:
         self.wait = task.wait_evidence
         self.deadline = time.time() + task.timeout_ms / 1000 if task.timeout_ms else None
         self.cancelled = threading.Event()
+        # set when braid cancelled the attempt (its workflow or the task): the attempt then ends cancelled
+        self.cancel_reason: str | None = None
         self._worker = worker
 
     def log(self, message: str, level: str = "info", **fields: Any) -> None:
@@ -57,8 +62,12 @@ class Context:
         if level not in ("debug", "info", "warn", "error"):
             raise ValueError(f"log level {level!r} is not one of debug, info, warn, error")
         line = {"workflow_id": self.workflow_id, "task": self.task, "attempt": self.attempt, "level": level,
-                "source": "handler", "message": _storable(str(message)), "fields": fields}
+                "source": "handler", "message": _storable(str(message)), "fields": fields or None}
         self._worker._write(lambda c: c.execute(f"SELECT {self._worker.s}.log(%s)", [Jsonb([line])]))
+
+
+def _first(row: TupleRow | None) -> Any:
+    return row[0] if row is not None else None
 
 
 def _storable(text: str) -> str:
@@ -110,11 +119,12 @@ class Worker:
         self._forget: list[int] = []
         self._abandoned: list[dict[str, Any]] = []
         self._local = threading.local()
+        self._contracts: dict[tuple[str, str], dict[str, Any]] = {}
         self._beat_failing = False
 
     # connections -------------------------------------------------------------------------------------------
 
-    def _connect(self) -> psycopg.Connection:
+    def _connect(self) -> Conn:
         # every statement has a deadline and a silent network is noticed: keepalives and a connect timeout
         return psycopg.connect(
             self.dsn, autocommit=True, connect_timeout=10, keepalives=1, keepalives_idle=5, keepalives_interval=2,
@@ -122,13 +132,13 @@ class Worker:
             application_name=f"braid-worker-py {self.id}"[:63],
         )
 
-    def _conn(self) -> psycopg.Connection:
+    def _conn(self) -> Conn:
         c = getattr(self._local, "conn", None)
         if c is None or c.closed or c.broken:
             c = self._local.conn = self._connect()
         return c
 
-    def _write(self, fn: Callable[[psycopg.Connection], Any], give_up: Callable[[], None] | None = None) -> Any:
+    def _write(self, fn: Callable[[Conn], Any], give_up: Callable[[], None] | None = None) -> Any:
         """Runs one protocol call, reconnecting and trying again while the database cannot be reached."""
         first = time.monotonic()
         delay = 0.1
@@ -147,11 +157,11 @@ class Worker:
 
     # lifecycle ---------------------------------------------------------------------------------------------
 
-    def check_protocol(self, c: psycopg.Connection) -> None:
+    def check_protocol(self, c: Conn) -> None:
         row = c.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
             "WHERE n.nspname = %s AND p.proname = 'protocol')", [self.schema]).fetchone()
-        found = c.execute(f"SELECT {self.s}.protocol()").fetchone()[0] if row and row[0] else None
+        found = _first(c.execute(f"SELECT {self.s}.protocol()").fetchone()) if row and row[0] else None
         if found != PROTOCOL_REVISION:
             raise ProtocolMismatch(
                 f"the database has no braid worker protocol in schema {self.schema} (run braid migrate)" if found is None else
@@ -239,26 +249,50 @@ class Worker:
             self._write(lambda c: c.execute(f"SELECT 1 FROM {self.s}.claim(%s, %s, 0, %s, now(), %s, 0)", [self.queue, [], self.id, forget]))
 
     def _listen(self) -> None:
-        channel = f"{self.schema}_available"
+        available, cancel = f"{self.schema}_available", f"{self.schema}_cancel"
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10, keepalives=1, keepalives_idle=5,
                                      keepalives_interval=2, keepalives_count=3) as c:
-                    c.execute(f'LISTEN "{channel}"')
+                    c.execute(f'LISTEN "{available}"')
+                    c.execute(f'LISTEN "{cancel}"')
+                    # cancels sent while not listening were missed: what runs is checked once
+                    self._check_cancelled(c)
                     while not self._stopping.is_set():
                         ready, _, _ = select.select([c.fileno()], [], [], 1.0)
                         if ready:
                             c.pgconn.consume_input()
                             while (n := c.pgconn.notifies()) is not None:
-                                if n.extra.decode() == self.queue:
+                                payload = n.extra.decode()
+                                if n.relname.decode() == cancel:
+                                    workflow, _, task = payload.partition(" ")
+                                    self._cancel(workflow, task or None)
+                                elif payload == self.queue:
                                     self._wake.set()
             except psycopg.Error:
                 time.sleep(1.0)
 
+    def _cancel(self, workflow: str, task: str | None) -> None:
+        with self._lock:
+            hit = [ctx for (w, name), ctx in self._running.items() if w == workflow and (task is None or name == task)]
+        for ctx in hit:
+            ctx.cancel_reason = "attempt cancelled" if task else "workflow cancelled"
+            ctx.cancelled.set()
+
+    def _check_cancelled(self, c: Conn) -> None:
+        with self._lock:
+            held = [{"workflow_id": w, "name": n} for (w, n) in self._running]
+        if held:
+            rows = c.execute(f"SELECT DISTINCT t.workflow_id FROM jsonb_to_recordset(%s) AS k(workflow_id text, name text) "
+                             f"JOIN {self.s}.tasks t ON t.workflow_id = k.workflow_id AND t.name = k.name WHERE t.cancel_requested",
+                             [Jsonb(held)]).fetchall()
+            for (workflow,) in rows:
+                self._cancel(workflow, None)
+
     # heartbeats --------------------------------------------------------------------------------------------
 
     def _heartbeats(self) -> None:
-        conn: psycopg.Connection | None = None
+        conn: Conn | None = None
         while not self._stopping.wait(self.heartbeat_interval):
             with self._lock:
                 abandoned = list(self._abandoned)
@@ -305,37 +339,51 @@ class Worker:
         if task.flow_error:
             self._end(ctx, "error", {"message": task.flow_error, "kind": "error", "code": "flow_invalid", "no_retry": True}, None)
             return
-        if task.deferred is not None:
+        if task.deferred is not None or task.start is not None:
             # args that read deps through CEL templates are rendered by braid's TypeScript runtime
-            self._end(ctx, "error", {"message": f"task {task.name}'s args read its deps through templates, which this worker cannot render: "
+            self._end(ctx, "error", {"message": f"task {task.name} needs braid's CEL (args that read deps through templates, or a start), which this worker lacks: "
                                      f"serve kind {task.kind} from a braid TypeScript worker", "kind": "error", "code": "args_invalid", "no_retry": True}, None)
             return
         deps = dict(task.dep_outputs)
         if task.large_deps:
-            deps.update(self._write(lambda c: c.execute(f"SELECT {self.s}.dep_outputs(%s, %s)", [task.workflow_id, task.large_deps]).fetchone()[0]) or {})
+            deps.update(self._write(lambda c: _first(c.execute(f"SELECT {self.s}.dep_outputs(%s, %s)", [task.workflow_id, task.large_deps]).fetchone())) or {})
         ctx.deps = deps
+        contract = self._contract(task)
+        if contract.get("sensitive") or sealed(task.args) or sealed(deps):
+            # sealed values need braid's keys and ciphers, which live in its TypeScript runtime
+            self._end(ctx, "error", {"message": f"task {task.name} reads or returns sensitive values, which this worker cannot open or seal: "
+                                     f"serve kind {task.kind} from a braid TypeScript worker", "kind": "error", "code": "worker_unsupported",
+                                     "no_retry": True}, None)
+            return
         handler = self.handlers.get(task.kind)
         if handler is None:
             self._end(ctx, "release", {"message": f"no handler for kind {task.kind}", "kind": "error"}, None)
             return
         result: dict[str, Any] = {}
+        run: Handler = handler
 
         def call() -> None:
             try:
-                result["output"] = handler(task.args, ctx)
+                result["output"] = run(task.args, ctx)
             except BaseException as e:
                 result["error"] = e
 
         runner = threading.Thread(target=call, name=f"braid-handler {task.name}", daemon=True)
         runner.start()
-        runner.join(task.timeout_ms / 1000 if task.timeout_ms else None)
+        deadline = time.monotonic() + task.timeout_ms / 1000 if task.timeout_ms else None
+        # a cancel ends the attempt at once, as a timeout does; the handler is told through ctx.cancelled
+        while runner.is_alive() and ctx.cancel_reason is None and (deadline is None or time.monotonic() < deadline):
+            runner.join(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
+        if ctx.cancel_reason is not None:
+            self._end(ctx, "cancel", {"message": ctx.cancel_reason, "kind": "cancel"}, None)
+            return
         if runner.is_alive():
             ctx.cancelled.set()
             self._end(ctx, "error", {"message": f"the attempt timed out after {task.timeout_ms} ms", "kind": "timeout", "code": "timeout"}, None)
             return
         error = result.get("error")
         if error is None:
-            self._complete(ctx, result.get("output"))
+            self._complete(ctx, result.get("output"), contract)
         elif isinstance(error, Snooze):
             self._end(ctx, "snooze", None, int(error.seconds * 1000))
         else:
@@ -348,7 +396,22 @@ class Worker:
                 entry["no_retry"] = True
             self._end(ctx, "error", entry, None)
 
-    def _complete(self, ctx: Context, output: Any) -> None:
+    def _contract(self, task: Claimed) -> dict[str, Any]:
+        """The task's returns, max_output and sensitivity, read once per workflow and task template."""
+        key = (task.workflow_id, task.template)
+        with self._lock:
+            known = self._contracts.get(key)
+        if known is not None:
+            return known
+        found = self._write(lambda c: _first(c.execute(f"SELECT {self.s}.task_contract(%s, %s)", [task.workflow_id, task.template]).fetchone()))
+        contract: dict[str, Any] = found if isinstance(found, dict) else {}
+        with self._lock:
+            if len(self._contracts) >= 10_000:
+                self._contracts.clear()
+            self._contracts[key] = contract
+        return contract
+
+    def _complete(self, ctx: Context, output: Any, contract: dict[str, Any]) -> None:
         try:
             text = json.dumps(output, allow_nan=False, ensure_ascii=False)
         except (TypeError, ValueError) as e:
@@ -358,9 +421,15 @@ class Worker:
             self._end(ctx, "error", {"message": "the output holds U+0000, which braid cannot store", "kind": "output", "code": "output_invalid"}, None)
             return
         size = len(text.encode())
-        if size > self.max_output:
-            self._end(ctx, "error", {"message": f"the output is {size} bytes, over max_output ({self.max_output})", "kind": "output",
-                                     "code": "output_too_large"}, None)
+        limit = contract.get("max_output") or self.max_output
+        if size > limit:
+            self._end(ctx, "error", {"message": f"task \"{ctx.task}\": its output is {size} bytes of JSON, over its max_output of {limit} bytes",
+                                     "kind": "output", "code": "output_too_large"}, None)
+            return
+        wrong = problems(contract["returns"], output) if contract.get("returns") is not None else []
+        if wrong:
+            self._end(ctx, "error", {"message": f"task \"{ctx.task}\": its output does not match its returns: {'; '.join(wrong)}",
+                                     "kind": "output", "code": "output_invalid"}, None)
             return
         attempts = [{"workflow_id": ctx.workflow_id, "worker_id": self.id, "attempts": [[ctx.task, ctx.attempt, None, output]]}]
         self._write(

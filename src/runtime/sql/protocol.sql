@@ -43,7 +43,7 @@ $$;
 CREATE OR REPLACE FUNCTION {{schema}}.log(p_lines jsonb)
 RETURNS void LANGUAGE sql VOLATILE AS $$
   INSERT INTO {{schema}}.task_logs (workflow_id, task, attempt, at, level, source, message, fields)
-  SELECT l.workflow_id, l.task, l.attempt, coalesce(l.at, now()), l.level, l.source, l.message, coalesce(l.fields, '{}'::jsonb)
+  SELECT l.workflow_id, l.task, l.attempt, coalesce(l.at, now()), l.level, l.source, l.message, l.fields
     FROM ROWS FROM (jsonb_to_recordset(p_lines)
                     AS (workflow_id text, task text, attempt int, at timestamptz, level text, source text, message text, fields jsonb))
          WITH ORDINALITY AS l(workflow_id, task, attempt, at, level, source, message, fields, n)
@@ -243,3 +243,16 @@ BEGIN
   RETURN v_state;
 END
 $fn$;
+
+-- What a task's definition says of its output, for a worker to check before it completes (docs/protocol.md):
+-- `returns` (a JSON Schema, or null), `max_output` (bytes, or null: the worker's default), and `sensitive`,
+-- whether the output has fields to seal (a worker that cannot seal must not complete it).
+CREATE OR REPLACE FUNCTION {{schema}}.task_contract(p_workflow text, p_template text)
+RETURNS jsonb LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object('returns', t->'returns', 'max_output', t->'max_output',
+                            'sensitive', coalesce(jsonb_path_exists(t->'returns', 'strict $.**.sensitive ? (@ == true)'), false))
+    FROM {{schema}}.workflows w
+    JOIN {{schema}}.definitions d ON d.name = w.name AND d.hash = w.definition_hash
+    CROSS JOIN LATERAL jsonb_array_elements(d.normalized->'tasks') t
+   WHERE w.id = p_workflow AND t->>'name' = p_template
+$$;

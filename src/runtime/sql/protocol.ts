@@ -49,7 +49,8 @@ export function generatedProtocolSql(s: string): string {
   const head = `LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 BEGIN`;
-  return `CREATE OR REPLACE FUNCTION ${s}.claim(p_queue text, p_kinds text[], p_limit int, p_worker text, p_now timestamptz, p_forget bigint[], p_flow_limit int)
+  return `CREATE OR REPLACE FUNCTION ${s}.claim(p_queue text, p_kinds text[], p_limit int, p_worker text, p_now timestamptz, p_forget bigint[],
+                                       p_flow_limit int)
 RETURNS TABLE (tasks json, claim text, wake_at timestamptz, unplaced boolean) ${head}
   RETURN QUERY ${fetchSql(s)};
 END
