@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { pythonDeclarations } from '../../src/compiler/python-types.js';
 import { validate } from '../../src/index.js';
-import { runCliInProcess } from '../helpers/cli.js';
+import { repoRoot, runCliInProcess } from '../helpers/cli.js';
 import { tempProject } from '../helpers/dev-process.js';
 
 // Debian's python3 and mypy (.ci/run installs mypy with apt-get where it can)
@@ -35,9 +35,10 @@ tasks:
 
 const GOOD = `from typing import Any
 from braid_types import FraudScoreArgs, FraudScoreOutput, Handlers, SendEmailArgs
+from braid_worker import Context, Worker
 
 
-def score(args: FraudScoreArgs, ctx: Any) -> FraudScoreOutput:
+def score(args: FraudScoreArgs, ctx: Context) -> FraudScoreOutput:
     total = sum(line.get("qty", 1) for line in args["lines"])
     return {"risk": total / args["count"], "level": "high" if args["order"].startswith("x") else "low"}
 
@@ -47,6 +48,10 @@ def notify(args: SendEmailArgs, ctx: Any) -> Any:
 
 
 handlers: Handlers = {"fraud.score": score, "send-email": notify}
+
+
+def main() -> None:
+    Worker("postgres://localhost/app", handlers, concurrency=4).run()
 `;
 
 // the output misses its required "level"
@@ -69,13 +74,18 @@ describe('braid types --lang python', () => {
     writeFileSync(join(dir, 'good.py'), GOOD);
     writeFileSync(join(dir, 'bad.py'), BAD);
     // Python's typing at import: the module and a handlers module using it load
-    execFileSync(PYTHON, ['-c', 'import braid_types, good; assert set(braid_types.Handlers.__annotations__) == {"fraud.score", "send-email"}'], { cwd: dir });
+    // the handlers module runs on the Python worker (clients/python): both on the path, as an installed package would be
+    const env = { ...process.env, PYTHONPATH: join(repoRoot, 'clients/python'), MYPYPATH: join(repoRoot, 'clients/python') };
+    execFileSync(PYTHON, ['-c', 'import braid_types, good; assert set(braid_types.Handlers.__annotations__) == {"fraud.score", "send-email"}'], {
+      cwd: dir,
+      env,
+    });
     if (!MYPY) {
       console.warn('mypy is not installed (apt-get install mypy): the generated types were checked by import only');
       return;
     }
     const check = (file: string) =>
-      spawnSync(MYPY, ['--strict', '--no-incremental', '--cache-dir', mkdtempSync(join(tmpdir(), 'mypy-')), file], { cwd: dir, encoding: 'utf8' });
+      spawnSync(MYPY, ['--strict', '--no-incremental', '--cache-dir', mkdtempSync(join(tmpdir(), 'mypy-')), file], { cwd: dir, env, encoding: 'utf8' });
     const good = check('good.py');
     expect([good.status, good.stdout]).toEqual([0, expect.stringContaining('Success')]);
     const bad = check('bad.py');

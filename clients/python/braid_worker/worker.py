@@ -17,13 +17,14 @@ import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
 from .claims import Claimed, decode
+from .completer import Completer
 from .contract import problems, sealed
 from .errors import NonRetryableError, ProtocolMismatch, Snooze
 
@@ -81,7 +82,8 @@ class Worker:
     def __init__(
         self,
         dsn: str,
-        handlers: Mapping[str, Handler],
+        # Mapping[str, object]: the Handlers TypedDict `braid types --lang python` writes is one (callables checked here)
+        handlers: Mapping[str, object],
         *,
         queue: str = "default",
         concurrency: int = 4,
@@ -96,10 +98,13 @@ class Worker:
     ) -> None:
         if not handlers:
             raise ValueError("a worker needs at least one handler")
+        not_callable = sorted(kind for kind, fn in handlers.items() if not callable(fn))
+        if not_callable:
+            raise ValueError(f"the handlers of {', '.join(not_callable)} are not functions")
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.dsn = dsn
-        self.handlers = dict(handlers)
+        self.handlers: dict[str, Handler] = {kind: cast(Handler, fn) for kind, fn in handlers.items()}
         self.queue = queue
         self.concurrency = concurrency
         self.s = _quote(schema)
@@ -120,6 +125,7 @@ class Worker:
         self._abandoned: list[dict[str, Any]] = []
         self._local = threading.local()
         self._contracts: dict[tuple[str, str], dict[str, Any]] = {}
+        self._completer: Completer  # started by run()
         self._beat_failing = False
 
     # connections -------------------------------------------------------------------------------------------
@@ -183,6 +189,7 @@ class Worker:
         listener = threading.Thread(target=self._listen, name="braid-listen", daemon=True)
         listener.start()
         log.info("braid worker %s ready: queue %s, kinds %s, concurrency %d", self.id, self.queue, ", ".join(kinds), self.concurrency)
+        self._completer = Completer(self._commit)
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="braid-task") as pool:
             while not self._stopping.is_set():
                 free = self.concurrency - len(self._running)
@@ -193,6 +200,7 @@ class Worker:
                     self._wake.wait(self.poll_interval)
                     self._wake.clear()
             self._shutdown()
+        self._completer.close()
         self._forget_claims()
         self._write(lambda c: c.execute(f"SELECT {self.s}.stop_worker(%s, now())", [self.id]))
         log.info("braid worker %s stopped", self.id)
@@ -339,10 +347,14 @@ class Worker:
         if task.flow_error:
             self._end(ctx, "error", {"message": task.flow_error, "kind": "error", "code": "flow_invalid", "no_retry": True}, None)
             return
-        if task.deferred is not None or task.start is not None:
-            # args that read deps through CEL templates are rendered by braid's TypeScript runtime
-            self._end(ctx, "error", {"message": f"task {task.name} needs braid's CEL (args that read deps through templates, or a start), which this worker lacks: "
-                                     f"serve kind {task.kind} from a braid TypeScript worker", "kind": "error", "code": "args_invalid", "no_retry": True}, None)
+        if task.start is not None:
+            # a start task starts child workflows from CEL templates: braid's TypeScript runtime runs it
+            self._end(ctx, "error", {"message": f"task {task.name} starts workflows, which needs braid's CEL: serve kind {task.kind} "
+                                     "from a braid TypeScript worker", "kind": "error", "code": "worker_unsupported", "no_retry": True}, None)
+            return
+        if isinstance(task.deferred, dict) and not task.deferred.get("rendered"):
+            # args that read deps through templates: braid's leader renders them, then offers the task again
+            self._end(ctx, "render", None, None)
             return
         deps = dict(task.dep_outputs)
         if task.large_deps:
@@ -431,11 +443,23 @@ class Worker:
             self._end(ctx, "error", {"message": f"task \"{ctx.task}\": its output does not match its returns: {'; '.join(wrong)}",
                                      "kind": "output", "code": "output_invalid"}, None)
             return
-        attempts = [{"workflow_id": ctx.workflow_id, "worker_id": self.id, "attempts": [[ctx.task, ctx.attempt, None, output]]}]
+        self._completer.complete(ctx.workflow_id, ctx.task, ctx.attempt, output)
+
+    def _commit(self, items: list[tuple[str, str, int, Any]]) -> None:
+        """One complete() call for a batch of outputs (an attempt no longer running is skipped: nothing to do)."""
+        groups: dict[str, list[list[Any]]] = {}
+        for workflow_id, task, attempt, output in items:
+            groups.setdefault(workflow_id, []).append([task, attempt, None, output])
+        attempts = [{"workflow_id": w, "worker_id": self.id, "attempts": a} for w, a in groups.items()]
+
+        def give_up() -> None:
+            for workflow_id, task, attempt, _ in items:
+                self._abandon_ref(workflow_id, task, attempt)
+
         self._write(
             lambda c: c.execute(f"SELECT skipped FROM {self.s}.complete(%s, now(), %s, NULL, '[]', '{{}}', NULL, false, false)",
-                                [Jsonb(attempts), [ctx.workflow_id]]),
-            give_up=lambda: self._abandon(ctx))
+                                [Jsonb(attempts), list(groups)]),
+            give_up=give_up)
 
     def _end(self, ctx: Context, outcome: str, error: dict[str, Any] | None, snooze_ms: int | None) -> None:
         self._write(
@@ -444,5 +468,8 @@ class Worker:
             give_up=lambda: self._abandon(ctx))
 
     def _abandon(self, ctx: Context) -> None:
+        self._abandon_ref(ctx.workflow_id, ctx.task, ctx.attempt)
+
+    def _abandon_ref(self, workflow_id: str, task: str, attempt: int) -> None:
         with self._lock:
-            self._abandoned.append({"workflow_id": ctx.workflow_id, "name": ctx.task, "attempt": ctx.attempt})
+            self._abandoned.append({"workflow_id": workflow_id, "name": task, "attempt": attempt})

@@ -6,17 +6,21 @@
  */
 
 import { CoalescedPass } from '../../pacing/coalesced.js';
+import { ArgsError } from '../core/describe-error.js';
 import { compiler } from '../core/lazy-compiler.js';
 import { sealPlan } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { advanceWorkflow, evaluateWaits } from '../engine/advance.js';
 import { cancelWorkflow } from '../engine/cancel.js';
 import type { AdvanceContext } from '../engine/context.js';
+import { endAttempt } from '../engine/end-attempt.js';
 import { hookFailed } from '../engine/failure-hooks.js';
 import { insertPlan } from '../engine/insert.js';
+import { renderTaskArgs } from '../engine/render-args.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { currentDefinition } from '../sql/definitions.js';
 import { childStartable, deleteEffect, type EffectRow, fanOutFinalized, lockEffect, oldestEffects, underSavepoint, workflowExists } from '../sql/effects.js';
+import { leaderAttempt, RENDER_WORKER, renderCandidate, storeRenderedForWorker } from '../sql/protocol.js';
 import { inBatches } from './batches.js';
 import type { MaintenanceContext, MaintenanceService } from './service.js';
 
@@ -75,7 +79,7 @@ export async function applyEffects(
         for (const e of byWorkflow.get(id)!) {
           const ok = await underSavepoint(
             tx,
-            () => applyEffect(tx, ctx, e),
+            () => applyEffect(tx, rt, ctx, e),
             (error) => {
               failed.add(e.id);
               onError(e, error);
@@ -92,7 +96,7 @@ export async function applyEffects(
   return applied;
 }
 
-async function applyEffect(tx: Queryable, ctx: AdvanceContext, e: EffectRow): Promise<boolean> {
+async function applyEffect(tx: Queryable, rt: MaintenanceContext, ctx: AdvanceContext, e: EffectRow): Promise<boolean> {
   const { s } = ctx;
   if (!(await lockEffect(tx, s, e.workflow_id, e.id))) return false;
   if (e.kind === 'finalized') await fanOutFinalized(tx, s, ctx.schema, e.workflow_id, ctx.now);
@@ -101,6 +105,7 @@ async function applyEffect(tx: Queryable, ctx: AdvanceContext, e: EffectRow): Pr
   else if (e.kind === 'hook') await startHook(tx, ctx, e.workflow_id, e.payload as HookPayload);
   // a task a protocol worker ended for good (sql/protocol.sql end_attempt): its dependents move on
   else if (e.kind === 'advance') await advanceEnded(tx, ctx, e.workflow_id, e.payload as AdvancePayload);
+  else if (e.kind === 'render') await renderForWorker(tx, rt, ctx, e.workflow_id, (e.payload as { task: string }).task);
   else await startChild(tx, ctx, s, e.workflow_id, e.payload as StartPayload);
   await deleteEffect(tx, s, e.workflow_id, e.id);
   return true;
@@ -109,6 +114,26 @@ async function applyEffect(tx: Queryable, ctx: AdvanceContext, e: EffectRow): Pr
 async function advanceEnded(tx: Queryable, ctx: AdvanceContext, id: string, p: AdvancePayload): Promise<void> {
   await lockWorkflows(tx, ctx.s, [id]);
   await advanceWorkflow(tx, ctx, id, p.ended);
+}
+
+/**
+ * Renders the args of a task a protocol worker gave back for it (end_attempt 'render'): stored with the task,
+ * which is offered again at once; args that do not render fail an attempt (args_invalid), as they would on a
+ * TypeScript worker. A task that moved on since (cancelled, rendered already) is left alone.
+ */
+async function renderForWorker(tx: Queryable, rt: MaintenanceContext, ctx: AdvanceContext, id: string, task: string): Promise<void> {
+  await lockWorkflows(tx, ctx.s, [id]);
+  const row = await renderCandidate(tx, ctx.s, id, task);
+  if (row?.state !== 'scheduled' || !row.deferred || row.deferred.rendered) return;
+  try {
+    const { stored } = await renderTaskArgs(rt, { workflow_id: id, name: task, template: row.template, deps: row.deps }, row.deferred);
+    await storeRenderedForWorker(tx, ctx.s, id, task, stored, ctx.now);
+  } catch (error) {
+    if (!(error instanceof ArgsError)) throw error;
+    await leaderAttempt(tx, ctx.s, id, task, ctx.now);
+    const ref = { workflowId: id, name: task, attempt: row.attempt + 1, workerId: RENDER_WORKER };
+    await endAttempt(tx, ctx, ref, { type: 'error', error: { message: error.message, kind: 'error', code: 'args_invalid' } });
+  }
 }
 
 /** Inserts a child workflow, unless it exists already or its parent is being cancelled. */

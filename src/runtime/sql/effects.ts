@@ -6,7 +6,7 @@ import { channels } from './channels.js';
 export interface EffectRow {
   workflow_id: string;
   id: string;
-  kind: 'start' | 'cancel' | 'finalized' | 'evaluate' | 'hook' | 'advance';
+  kind: 'start' | 'cancel' | 'finalized' | 'evaluate' | 'hook' | 'advance' | 'render';
   payload: unknown;
 }
 

@@ -95,7 +95,7 @@ CREATE OR REPLACE FUNCTION {{schema}}.iso_time(p_at timestamptz)
 RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
 
 ALTER TABLE {{schema}}.effects DROP CONSTRAINT effects_kind_check;
-ALTER TABLE {{schema}}.effects ADD CONSTRAINT effects_kind_check CHECK (kind IN ('start', 'cancel', 'finalized', 'evaluate', 'hook', 'advance'));
+ALTER TABLE {{schema}}.effects ADD CONSTRAINT effects_kind_check CHECK (kind IN ('start', 'cancel', 'finalized', 'evaluate', 'hook', 'advance', 'render'));
 
 -- Why a failure is not retried whatever attempts are left (engine/decide.ts notRetried); NULL when it may be.
 CREATE OR REPLACE FUNCTION {{schema}}.not_retried(p_error jsonb, p_retry jsonb)
@@ -135,8 +135,9 @@ $fn$;
 
 -- Ends an attempt that did not complete (engine/end-attempt.ts calls it; docs/protocol.md): an error retries with
 -- backoff until max_attempts, then discards; a cancel cancels for good; a snooze reschedules after p_snooze_ms
--- and a release makes the task available at once, neither using up the attempt (a cancelled workflow's task
--- ends cancelled instead). Under the workflow's lock, with braid's own line in the task's log. Returns the
+-- and a release makes the task available at once, neither using up the attempt; a render gives the attempt back
+-- for braid's leader to render args that read deps (a worker without CEL asks so; a `render` effect); a
+-- cancelled workflow's task ends cancelled instead. Under the workflow's lock, with braid's own line in the task's log. Returns the
 -- task's state after it ('retryable', 'available', 'scheduled', 'discarded', 'cancelled'), or 'stale' when the
 -- attempt no longer runs for this worker (timed out, cancelled, rescued: nothing changed). When the task ended
 -- for good its dependents move on: with p_follow_up the caller does that in its transaction (braid's
@@ -157,8 +158,8 @@ DECLARE
   v_retry_at timestamptz;
   v_code text;
 BEGIN
-  IF p_outcome IS NULL OR p_outcome NOT IN ('error', 'cancel', 'snooze', 'release') THEN
-    RAISE EXCEPTION 'end_attempt: outcome % is not one of error, cancel, snooze, release', p_outcome USING ERRCODE = 'invalid_parameter_value';
+  IF p_outcome IS NULL OR p_outcome NOT IN ('error', 'cancel', 'snooze', 'release', 'render') THEN
+    RAISE EXCEPTION 'end_attempt: outcome % is not one of error, cancel, snooze, release, render', p_outcome USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF p_outcome IN ('error', 'release') AND jsonb_typeof(v_error->'message') IS DISTINCT FROM 'string' THEN
     RAISE EXCEPTION 'end_attempt: an % needs p_error with a string "message"', p_outcome USING ERRCODE = 'invalid_parameter_value';
@@ -167,12 +168,30 @@ BEGIN
     RAISE EXCEPTION 'end_attempt: a snooze needs p_snooze_ms >= 0' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   PERFORM 1 FROM {{schema}}.workflows WHERE id = p_workflow FOR UPDATE;
-  SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, started_at INTO t
+  SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, started_at, deferred INTO t
     FROM {{schema}}.tasks WHERE workflow_id = p_workflow AND name = p_task FOR UPDATE;
   IF NOT FOUND OR t.state <> 'running' OR t.attempt <> p_attempt OR t.worker_id IS DISTINCT FROM p_worker THEN
     RETURN 'stale';
   END IF;
   v_started := CASE WHEN t.started_at IS NOT NULL THEN jsonb_build_object('started_at', {{schema}}.iso_time(t.started_at)) ELSE '{}'::jsonb END;
+
+  IF p_outcome = 'render' AND NOT t.cancel_requested THEN
+    IF t.deferred IS NULL THEN
+      RAISE EXCEPTION 'end_attempt: task % has no args that read deps: nothing to render', p_task USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- braid's leader renders the args (an effect) and offers the task again with them; should no leader take the
+    -- effect, the task is offered again in 10 minutes, for its worker to ask again
+    UPDATE {{schema}}.tasks SET state = 'scheduled', attempt = attempt - 1, scheduled_at = p_now + interval '10 minutes', worker_id = NULL
+     WHERE workflow_id = p_workflow AND name = p_task;
+    INSERT INTO {{schema}}.effects (workflow_id, kind, payload, created_at) VALUES (p_workflow, 'render', jsonb_build_object('task', p_task), p_now);
+    PERFORM pg_notify(n.nspname || '_effect', p_workflow)
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = '{{schema}}.effects'::regclass;
+    PERFORM {{schema}}.log(jsonb_build_array(jsonb_build_object(
+      'workflow_id', p_workflow, 'task', p_task, 'attempt', p_attempt, 'at', p_now, 'source', 'braid', 'level', 'info',
+      'fields', jsonb_build_object('worker', p_worker),
+      'message', 'its args read deps: braid renders them for the worker, then runs the task (the attempt is given back)')));
+    RETURN 'scheduled';
+  END IF;
 
   IF p_outcome IN ('snooze', 'release') AND NOT t.cancel_requested THEN
     v_at := p_now + make_interval(secs => CASE WHEN p_outcome = 'snooze' THEN p_snooze_ms / 1000.0 ELSE 0 END);

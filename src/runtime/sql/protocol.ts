@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/types.js';
 import { completionSql, leanCompletionSql } from './complete.js';
 import { fetchSql } from './fetch.js';
+import type { DeferredRow } from './task-columns.js';
 
 /**
  * The worker protocol (docs/protocol.md): the SQL functions any worker calls, whatever its language. Its
@@ -71,4 +72,47 @@ RETURNS TABLE (skipped json, claimed json, claim text, finalize json, activated 
 END
 $fn$;
 `;
+}
+
+/** A task a protocol worker gave back for its args to be rendered (end_attempt 'render'), locked; undefined when gone. */
+export async function renderCandidate(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  name: string,
+): Promise<{ state: string; template: string; deps: string[]; attempt: number; deferred: DeferredRow | null } | undefined> {
+  const { rows } = await q.query<{ state: string; template: string; deps: string[]; attempt: number; deferred: DeferredRow | null }>(
+    `SELECT state, template, deps, attempt, deferred FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2 FOR UPDATE`,
+    [workflowId, name],
+  );
+  return rows[0];
+}
+
+/** The rendered args stored, marked rendered, and the task offered again at once. */
+export async function storeRenderedForWorker(
+  q: Queryable,
+  s: string,
+  workflowId: string,
+  name: string,
+  rendered: { args: unknown; metadata: unknown },
+  now: Date,
+): Promise<void> {
+  await q.query(
+    `UPDATE ${s}.tasks SET args = $3, metadata = $4, deferred = deferred || '{"rendered": true}'::jsonb, state = 'available', scheduled_at = $5
+      WHERE workflow_id = $1 AND name = $2`,
+    [workflowId, name, JSON.stringify(rendered.args), JSON.stringify(rendered.metadata ?? {}), now],
+  );
+}
+
+/** The worker id of the attempts the leader makes its own: args that did not render fail one, as a worker's would. */
+export const RENDER_WORKER = 'braid-leader:render';
+
+/** An attempt of the task begun by the leader (to end it at once): running, its attempt counted. */
+export async function leaderAttempt(q: Queryable, s: string, workflowId: string, name: string, now: Date): Promise<void> {
+  await q.query(`UPDATE ${s}.tasks SET state = 'running', attempt = attempt + 1, worker_id = $3, started_at = $4 WHERE workflow_id = $1 AND name = $2`, [
+    workflowId,
+    name,
+    RENDER_WORKER,
+    now,
+  ]);
 }

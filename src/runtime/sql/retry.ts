@@ -58,7 +58,7 @@ export async function resetTasks(
   await q.query(
     `UPDATE ${s}.tasks t
         SET state = r.state, deps_left = r.deps_left, output = NULL, output_bytes = NULL, finalized_at = NULL, started_at = NULL,
-            worker_id = NULL, completed_by = NULL,
+            worker_id = NULL, completed_by = NULL, deferred = t.deferred - 'rendered',
             cancel_requested = false, condition_met = NULL, wait_started_at = NULL, wait_progress = NULL, wait_evidence = NULL,
             attempt = CASE WHEN $3 THEN 0 ELSE t.attempt END, errors = CASE WHEN $3 THEN '[]'::jsonb ELSE t.errors END
        FROM jsonb_to_recordset($2::jsonb) AS r(name text, state text, deps_left int)

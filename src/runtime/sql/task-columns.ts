@@ -8,8 +8,11 @@ import type { Deferred } from '../../compiler/cel/deferred.js';
 import type { PlanTask } from '../../compiler/plan.js';
 import type { TaskRecord } from '../wire/index.js';
 
-/** A task's deferred strings as stored: the plan's pointers and item, the index, and the args and metadata as written. */
-export type DeferredRow = Deferred & { index: number | null; args: unknown; metadata: unknown };
+/**
+ * A task's deferred strings as stored: the plan's pointers and item, the index, and the args and metadata as
+ * written; `rendered` once braid's leader rendered them into the row for a worker without CEL (docs/protocol.md).
+ */
+export type DeferredRow = Deferred & { index: number | null; args: unknown; metadata: unknown; rendered?: true };
 
 /** The columns a task is read back with (TaskRecord) as they are written. */
 type Shared = 'name' | 'template' | 'idx' | 'key' | 'kind' | 'queue' | 'priority' | 'state' | 'max_attempts' | 'args' | 'deps' | 'dependents';
