@@ -46,6 +46,19 @@ describe('the Python worker (clients/python)', () => {
     expect(noModule.status).toBe(2);
     expect(noModule.stderr).toMatch(/^braid_worker: cannot load handlers no_such_module_here: No module named/);
     expect(noModule.stderr).not.toMatch(/Traceback/);
+    const handlers = (args: string[]) =>
+      spawnSync(PYTHON, ['-m', 'braid_worker', '--handlers', 'conformance_handlers', ...args], {
+        env: { ...env, DATABASE_URL: '', PYTHONPATH: `${env.PYTHONPATH}:${join(repoRoot, 'conformance/handlers')}` },
+        encoding: 'utf8',
+      });
+    const badSchema = handlers(['--dsn', 'postgres://127.0.0.1:1/x', '--schema', 'a b']);
+    expect([badSchema.status, badSchema.stderr.trim()]).toEqual([2, "braid_worker: invalid schema name: 'a b'"]);
+    // a database it cannot reach at start, or a DSN that is no DSN: one line, exit 1 (later outages are retried)
+    for (const dsn of ['postgres://braid@127.0.0.1:1/x', 'garbage ===']) {
+      const r = handlers(['--dsn', dsn]);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/^braid_worker: cannot use the database: .+\n$/);
+    }
   });
 
   it.runIf(backend === 'postgres')('refuses to run against another protocol revision (exit 3), naming both', async () => {

@@ -26,6 +26,7 @@ export const BACKEND_FREE = [
 export const HEAVY = [
   'test/conformance/conformance.test.ts',
   'test/conformance/mixed-workers.test.ts',
+  'test/conformance/python-outage.test.ts',
   'test/incidents/bulk-processes.test.ts',
   'test/deploy/upgrade-faults.test.ts',
   'test/runtime/busy-handler.test.ts',

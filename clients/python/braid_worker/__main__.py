@@ -6,6 +6,8 @@ import logging
 import os
 import sys
 
+import psycopg
+
 from .errors import ProtocolMismatch
 from .worker import Worker
 
@@ -18,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--schema", default="braid")
     p.add_argument("--id", dest="worker_id")
-    p.add_argument("--heartbeat-interval", type=float, default=5.0, help="seconds between heartbeats")
-    p.add_argument("--dead-after", type=float, default=30.0, help="seconds without a heartbeat before braid rescues this worker's tasks")
+    p.add_argument("--heartbeat-interval", type=float, default=2.0, help="seconds between heartbeats")
+    p.add_argument("--dead-after", type=float, default=7.0, help="how long a write is retried before its attempt is left to braid's rescue (braid's worker_dead_after)")
     p.add_argument("--poll-interval", type=float, default=1.0)
     p.add_argument("--shutdown-grace", type=float, default=30.0)
     a = p.parse_args(argv)
@@ -40,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     except ProtocolMismatch as e:
         print(f"braid_worker: {e}", file=sys.stderr)
         return 3
+    except psycopg.Error as e:
+        # at start (later outages are retried): one line, no traceback
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"braid_worker: cannot use the database: {first}", file=sys.stderr)
+        return 1
     except ValueError as e:
         print(f"braid_worker: {e}", file=sys.stderr)
         return 2

@@ -27,9 +27,10 @@ class Completer:
         self._queue.put(((workflow_id, task, attempt, output), done))
         done.result()
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
+        """Records what is queued, then stops; gives up waiting after `timeout` (the thread is a daemon)."""
         self._queue.put(None)
-        self._thread.join()
+        self._thread.join(timeout)
 
     def _run(self) -> None:
         while True:

@@ -8,6 +8,7 @@ rescues the attempt. A worker that dies mid-attempt stops heartbeating, and the 
 import json
 import logging
 import os
+import re
 import select
 import signal
 import socket
@@ -16,7 +17,6 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import psycopg
@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from .claims import Claimed, decode
 from .completer import Completer
 from .contract import problems, sealed
+from .deadline import deadline, sever
 from .errors import NonRetryableError, ProtocolMismatch, Snooze
 
 PROTOCOL_REVISION = 1
@@ -37,8 +38,9 @@ log = logging.getLogger("braid_worker")
 
 
 def _quote(schema: str) -> str:
-    if not schema.replace("_", "a").isalnum() or schema[0].isdigit():
-        raise ValueError(f"invalid schema name: {schema}")
+    # as braid's own schema names: one SQL identifier, quoted
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema) is None:
+        raise ValueError(f"invalid schema name: {schema!r}")
     return f'"{schema}"'
 
 
@@ -72,8 +74,8 @@ def _first(row: TupleRow | None) -> Any:
 
 
 def _storable(text: str) -> str:
-    # Postgres's jsonb holds no U+0000
-    return text.replace("\x00", "\\u0000")
+    # Postgres's jsonb holds no U+0000 and no lone surrogate: both written out as escapes
+    return text.replace("\x00", "\\u0000").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class Worker:
@@ -89,11 +91,11 @@ class Worker:
         concurrency: int = 4,
         schema: str = "braid",
         worker_id: str | None = None,
-        heartbeat_interval: float = 5.0,
-        dead_after: float = 30.0,
+        heartbeat_interval: float = 2.0,
+        dead_after: float = 7.0,
         poll_interval: float = 1.0,
         shutdown_grace: float = 30.0,
-        statement_timeout: float = 30.0,
+        statement_timeout: float = 10.0,
         max_output: int = DEFAULT_MAX_OUTPUT,
     ) -> None:
         if not handlers:
@@ -115,6 +117,8 @@ class Worker:
         self.poll_interval = poll_interval
         self.shutdown_grace = shutdown_grace
         self.statement_timeout_ms = int(statement_timeout * 1000)
+        # the client's own bound on a call: the server's timeouts, and a margin for the round trip
+        self.call_deadline = statement_timeout + 2.0
         self.max_output = max_output
         self._stopping = threading.Event()
         self._wake = threading.Event()
@@ -127,6 +131,9 @@ class Worker:
         self._contracts: dict[tuple[str, str], dict[str, Any]] = {}
         self._completer: Completer  # started by run()
         self._beat_failing = False
+        self._claim_failing = False
+        self._stop_by: float | None = None
+        self._claiming: Conn | None = None
 
     # connections -------------------------------------------------------------------------------------------
 
@@ -150,16 +157,26 @@ class Worker:
         delay = 0.1
         while True:
             try:
-                return fn(self._conn())
+                c = self._conn()
+                with deadline(c, self._call_deadline()):
+                    return fn(c)
             except (psycopg.OperationalError, psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as e:
-                if time.monotonic() - first > self.dead_after:
-                    log.error("braid worker %s: giving up a write after %.0f s: %s", self.id, self.dead_after, e)
+                stopped = self._stop_by is not None and time.monotonic() > self._stop_by
+                if stopped or time.monotonic() - first > self.dead_after:
+                    log.error("braid worker %s: giving up a write (%s): braid's leader rescues its attempt", self.id, str(e).strip())
                     if give_up:
                         give_up()
                     return None
-                log.warning("braid worker %s: the database did not answer (%s); trying again", self.id, str(e).strip())
+                # the heartbeats say an outage once; each write's retries are not worth a line
+                log.debug("braid worker %s: the database did not answer (%s); trying again", self.id, str(e).strip())
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
+
+    def _call_deadline(self) -> float:
+        # once stopping, no call outlives the grace by more than a couple of seconds
+        if self._stop_by is None:
+            return self.call_deadline
+        return max(0.5, min(self.call_deadline, self._stop_by + 2.0 - time.monotonic()))
 
     # lifecycle ---------------------------------------------------------------------------------------------
 
@@ -190,28 +207,54 @@ class Worker:
         listener.start()
         log.info("braid worker %s ready: queue %s, kinds %s, concurrency %d", self.id, self.queue, ", ".join(kinds), self.concurrency)
         self._completer = Completer(self._commit)
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="braid-task") as pool:
-            while not self._stopping.is_set():
-                free = self.concurrency - len(self._running)
-                claimed = self._claim(free) if free > 0 else []
-                for task in claimed:
-                    pool.submit(self._attempt, task)
-                if not claimed or free - len(claimed) <= 0:
-                    self._wake.wait(self.poll_interval)
-                    self._wake.clear()
-            self._shutdown()
-        self._completer.close()
-        self._forget_claims()
-        self._write(lambda c: c.execute(f"SELECT {self.s}.stop_worker(%s, now())", [self.id]))
+        # claims on a thread of their own: a stop never waits on a claim (or a connect) to a silent database
+        claimer = threading.Thread(target=self._claim_loop, name="braid-claims", daemon=True)
+        claimer.start()
+        while not self._stopping.wait(0.5):
+            pass
+        claimer.join(max(0.0, (self._stop_by or 0.0) - time.monotonic()))
+        self._shutdown()
         log.info("braid worker %s stopped", self.id)
 
+    def _claim_loop(self) -> None:
+        while not self._stopping.is_set():
+            free = self.concurrency - len(self._running)
+            claimed = self._claim(free) if free > 0 else []
+            for task in claimed:
+                if self._stopping.is_set():
+                    # claimed as the stop came: given back at once, never started
+                    self._attempt_released(task)
+                    continue
+                # daemon threads, one per attempt (slots bound them): a handler that never returns cannot hold the exit
+                threading.Thread(target=self._attempt, args=(task,), name=f"braid-task {task.name}", daemon=True).start()
+            if not claimed or free - len(claimed) <= 0:
+                self._wake.wait(self.poll_interval)
+                self._wake.clear()
+
+    def _attempt_released(self, task: Claimed) -> None:
+        ctx = self._running[(task.workflow_id, task.name)]
+        try:
+            self._end(ctx, "release", {"message": "the worker stopped before the attempt started", "kind": "shutdown"}, None)
+        finally:
+            self._ended(task)
+
     def stop(self) -> None:
+        """Stops claiming; the stop is bounded by shutdown_grace and 2 s from now, whatever the database does."""
+        if self._stop_by is None:
+            self._stop_by = time.monotonic() + self.shutdown_grace
         self._stopping.set()
         self._wake.set()
+        # a claim waiting on a silent database ends now (a claim that committed unseen is rescued: the worker stops)
+        claiming = self._claiming
+        if claiming is not None:
+            sever(claiming)
 
     def _shutdown(self) -> None:
-        deadline = time.monotonic() + self.shutdown_grace
-        while self._running and time.monotonic() < deadline:
+        """Bounded by the grace and a few seconds: what cannot be recorded by then (the database silent) is left to
+        braid's leader, which rescues the attempts of a worker that stopped heartbeating."""
+        if self._stop_by is None:
+            self._stop_by = time.monotonic() + self.shutdown_grace
+        while self._running and time.monotonic() < self._stop_by:
             time.sleep(0.05)
         with self._lock:
             left = list(self._running.values())
@@ -219,6 +262,9 @@ class Worker:
             # still running at the end of the grace: given back, to run again at once elsewhere
             ctx.cancelled.set()
             self._end(ctx, "release", {"message": "the worker shut down before the attempt ended", "kind": "shutdown"}, None)
+        self._completer.close(timeout=max(0.0, self._stop_by + 2.0 - time.monotonic()))
+        self._forget_claims()
+        self._write(lambda c: c.execute(f"SELECT {self.s}.stop_worker(%s, now())", [self.id]))
 
     # claiming ----------------------------------------------------------------------------------------------
 
@@ -226,20 +272,32 @@ class Worker:
         with self._lock:
             forget, self._forget = self._forget, []
         try:
-            row = self._conn().execute(
-                f"SELECT tasks, claim, unplaced FROM {self.s}.claim(%s, %s, %s, %s, now(), %s, %s)",
-                [self.queue, sorted(self.handlers), free, self.id, forget, free]).fetchone()
+            c = self._conn()
+            self._claiming = c
+            try:
+                with deadline(c, self.call_deadline):
+                    row = c.execute(f"SELECT tasks, claim, unplaced FROM {self.s}.claim(%s, %s, %s, %s, now(), %s, %s)",
+                                    [self.queue, sorted(self.handlers), free, self.id, forget, free]).fetchone()
+            finally:
+                self._claiming = None
         except psycopg.Error as e:
             with self._lock:
                 self._forget.extend(forget)
-            log.warning("braid worker %s: claiming failed (%s); trying again", self.id, str(e).strip())
+            # said once per outage, as the heartbeats say theirs
+            if not self._claim_failing and not self._stopping.is_set():
+                log.warning("braid worker %s: claiming failed (%s); trying again every %.1f s", self.id, str(e).strip(), self.poll_interval)
+                self._claim_failing = True
             return []
+        if self._claim_failing:
+            log.warning("braid worker %s: claiming works again", self.id)
+            self._claim_failing = False
         if row is None:
             return []
         tasks, claim, unplaced = row
         if unplaced:
             try:
-                self._conn().execute(f"SELECT {self.s}.flow_tag_waiting(%s, 5000)", [self.queue])
+                with deadline(c, self.call_deadline):
+                    c.execute(f"SELECT {self.s}.flow_tag_waiting(%s, 5000)", [self.queue])
             except psycopg.Error:
                 pass  # the next claim places them
         claimed = decode(tasks, claim)
@@ -260,15 +318,22 @@ class Worker:
         available, cancel = f"{self.schema}_available", f"{self.schema}_cancel"
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10, keepalives=1, keepalives_idle=5,
-                                     keepalives_interval=2, keepalives_count=3) as c:
-                    c.execute(f'LISTEN "{available}"')
-                    c.execute(f'LISTEN "{cancel}"')
-                    # cancels sent while not listening were missed: what runs is checked once
-                    self._check_cancelled(c)
+                with self._connect() as c:
+                    with deadline(c, self.call_deadline):
+                        c.execute(f'LISTEN "{available}"')
+                        c.execute(f'LISTEN "{cancel}"')
+                        # cancels sent while not listening were missed: what runs is checked once
+                        self._check_cancelled(c)
+                    quiet_since = time.monotonic()
                     while not self._stopping.is_set():
                         ready, _, _ = select.select([c.fileno()], [], [], 1.0)
+                        if not ready and time.monotonic() - quiet_since > 10:
+                            # a silent connection may be a dead one: a ping under a deadline tells
+                            with deadline(c, 5.0):
+                                c.execute("SELECT 1")
+                            quiet_since = time.monotonic()
                         if ready:
+                            quiet_since = time.monotonic()
                             c.pgconn.consume_input()
                             while (n := c.pgconn.notifies()) is not None:
                                 payload = n.extra.decode()
@@ -307,8 +372,10 @@ class Worker:
             try:
                 if conn is None or conn.closed or conn.broken:
                     conn = self._connect()
-                row = conn.execute(f"SELECT alive, abandoned FROM {self.s}.heartbeat(%s, now(), %s)",
-                                   [self.id, Jsonb(abandoned) if abandoned else None]).fetchone()
+                # a heartbeat that cannot commit well within dead-after is a failed one
+                with deadline(conn, max(1.0, min(self.heartbeat_interval * 2, self.dead_after / 2))):
+                    row = conn.execute(f"SELECT alive, abandoned FROM {self.s}.heartbeat(%s, now(), %s)",
+                                       [self.id, Jsonb(abandoned) if abandoned else None]).fetchone()
                 if self._beat_failing:
                     log.warning("braid worker %s: heartbeats reach the database again", self.id)
                     self._beat_failing = False
@@ -334,14 +401,17 @@ class Worker:
             log.exception("braid worker %s: task %s/%s", self.id, task.workflow_id, task.name)
             self._end(ctx, "error", {"message": f"the Python worker failed: {e}", "kind": "error"}, None)
         finally:
-            with self._lock:
-                self._running.pop(key, None)
-                if task.claim is not None:
-                    self._claims[task.claim] -= 1
-                    if self._claims[task.claim] == 0:
-                        del self._claims[task.claim]
-                        self._forget.append(int(task.claim))
-            self._wake.set()
+            self._ended(task)
+
+    def _ended(self, task: Claimed) -> None:
+        with self._lock:
+            self._running.pop((task.workflow_id, task.name), None)
+            if task.claim is not None:
+                self._claims[task.claim] -= 1
+                if self._claims[task.claim] == 0:
+                    del self._claims[task.claim]
+                    self._forget.append(int(task.claim))
+        self._wake.set()
 
     def _execute(self, task: Claimed, ctx: Context) -> None:
         if task.flow_error:
@@ -432,7 +502,12 @@ class Worker:
         if "\\u0000" in text:
             self._end(ctx, "error", {"message": "the output holds U+0000, which braid cannot store", "kind": "output", "code": "output_invalid"}, None)
             return
-        size = len(text.encode())
+        try:
+            size = len(text.encode())
+        except UnicodeEncodeError:
+            self._end(ctx, "error", {"message": "the output holds a lone surrogate, which is not text braid can store", "kind": "output",
+                                     "code": "output_invalid"}, None)
+            return
         limit = contract.get("max_output") or self.max_output
         if size > limit:
             self._end(ctx, "error", {"message": f"task \"{ctx.task}\": its output is {size} bytes of JSON, over its max_output of {limit} bytes",
