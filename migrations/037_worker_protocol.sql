@@ -2,5 +2,5 @@
 -- complete, end_attempt (fail, snooze, release, cancel), heartbeat, log, dep_outputs — as functions in braid's
 -- schema; braid's TypeScript worker calls the same ones. `advance` effects move the dependents of a task a
 -- worker without CEL ended for good (the leader's effect pass applies them).
--- braid:install src/runtime/sql/protocol.sql sha256:b185e888857afe5b
+-- braid:install src/runtime/sql/protocol.sql sha256:3d0f6ac26305d205
 -- braid:generate protocol sha256:890b7a60288dfb47

@@ -39,14 +39,19 @@ describe.runIf(backend === 'postgres')('the Python worker in a network that goes
     );
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    let phase = 'starting';
+    // a test that runs out of time says where it was and what the worker printed
+    const report = setTimeout(() => console.error(`python-outage: still ${phase} after 200 s; the worker printed:\n${out}`), 200_000);
     try {
       await until(() => /braid worker \S+ ready/.test(out), 30_000, 50);
       const ids: string[] = [];
       for (let i = 0; i < 30; i++) ids.push(await rt.start('chain'));
       await until(async () => (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n >= 20, 60_000);
+      phase = 'in the outage';
       proxy.blackhole();
       await sleep(12_000);
       proxy.restore();
+      phase = 'waiting for every workflow after the outage';
       await allFinal(rt.db, rt.schema, ids, 60_000);
       const { rows: states } = await rt.db.query<{ state: string; n: number }>(
         `SELECT state, count(*)::int AS n FROM "${rt.schema}".workflows WHERE id = ANY($1) GROUP BY state`,
@@ -57,6 +62,7 @@ describe.runIf(backend === 'postgres')('the Python worker in a network that goes
         `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${table} GROUP BY workflow_id, task, attempt HAVING count(*) > 1) x`,
       );
       expect(doubled[0].n).toBe(0);
+      phase = 'waiting for the recovery line';
       await until(() => /heartbeats reach the database again/.test(out), 30_000, 100);
       const lines = out.split('\n');
       expect(lines.filter((l) => l.includes('heartbeat failed'))).toHaveLength(1);
@@ -65,6 +71,7 @@ describe.runIf(backend === 'postgres')('the Python worker in a network that goes
       expect(child.exitCode).toBeNull();
       // SIGTERM while the network is silent: it exits within its grace (2 s), its stop's bound (2 s more), and the
       // interpreter's own exit (a margin for a busy machine)
+      phase = 'stopping in a second outage';
       proxy.blackhole();
       await sleep(1000);
       const stopped = Date.now();
@@ -75,6 +82,7 @@ describe.runIf(backend === 'postgres')('the Python worker in a network that goes
       expect(stopMs).toBeLessThan(2000 + 2000 + 2000);
       expect(child.exitCode).toBe(0);
     } finally {
+      clearTimeout(report);
       proxy.restore();
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited(child);

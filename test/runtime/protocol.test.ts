@@ -61,6 +61,28 @@ describe(`the worker protocol in SQL (${backend})`, () => {
     expect(rows[0]).toEqual({ state: 'available', errors: [] });
   });
 
+  it('release_unknown_claims gives back what a claim whose reply was lost took, and keeps the claims the worker knows', async () => {
+    const rt = await testRuntime({ definitions: { two: 'name: two\ntasks:\n  a: { kind: work }\n  b: { kind: work }\n' } });
+    const s = `"${rt.schema}"`;
+    const id = await rt.start('two');
+    const claim = async (limit: number) =>
+      (await rt.db.query<{ claim: string }>(`SELECT claim FROM ${s}.claim('default', ARRAY['work'], $1, 'w1', now(), '{}', 0)`, [limit])).rows[0].claim;
+    const known = await claim(1);
+    await claim(1);
+    const { rows } = await rt.db.query<{ n: number }>(`SELECT ${s}.release_unknown_claims('w1', $1, now()) AS n`, [[known]]);
+    expect(rows[0].n).toBe(1);
+    const { rows: tasks } = await rt.db.query<{ state: string; attempt: number }>(
+      `SELECT state, attempt FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY state`,
+      [id],
+    );
+    expect(tasks).toEqual([
+      { state: 'available', attempt: 0 },
+      { state: 'running', attempt: 1 },
+    ]);
+    const { rows: claims } = await rt.db.query<{ id: string }>(`SELECT id::text FROM ${s}.claims WHERE worker_id = 'w1'`);
+    expect(claims.map((c) => c.id)).toEqual([known]);
+  });
+
   it('a worker refuses a database of another protocol revision, or of none, saying which side to upgrade', async () => {
     const rt = await testRuntime();
     const s = `"${rt.schema}"`;

@@ -134,6 +134,7 @@ class Worker:
         self._claim_failing = False
         self._stop_by: float | None = None
         self._claiming: Conn | None = None
+        self._claim_unsure = False
 
     # connections -------------------------------------------------------------------------------------------
 
@@ -160,7 +161,8 @@ class Worker:
                 c = self._conn()
                 with deadline(c, self._call_deadline()):
                     return fn(c)
-            except (psycopg.OperationalError, psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as e:
+            # a connection lost mid-call can also surface as an InterfaceError (the connection closed under it)
+            except (psycopg.OperationalError, psycopg.InterfaceError, psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as e:
                 stopped = self._stop_by is not None and time.monotonic() > self._stop_by
                 if stopped or time.monotonic() - first > self.dead_after:
                     log.error("braid worker %s: giving up a write (%s): braid's leader rescues its attempt", self.id, str(e).strip())
@@ -235,6 +237,8 @@ class Worker:
         ctx = self._running[(task.workflow_id, task.name)]
         try:
             self._end(ctx, "release", {"message": "the worker stopped before the attempt started", "kind": "shutdown"}, None)
+        except psycopg.Error:
+            self._abandon(ctx)
         finally:
             self._ended(task)
 
@@ -273,6 +277,13 @@ class Worker:
             forget, self._forget = self._forget, []
         try:
             c = self._conn()
+            if self._claim_unsure:
+                # the last claim's reply never came: what it may have claimed unseen goes back
+                with self._lock:
+                    known = [int(k) for k in self._claims]
+                with deadline(c, self.call_deadline):
+                    c.execute(f"SELECT {self.s}.release_unknown_claims(%s, %s, now())", [self.id, known])
+                self._claim_unsure = False
             self._claiming = c
             try:
                 with deadline(c, self.call_deadline):
@@ -281,6 +292,7 @@ class Worker:
             finally:
                 self._claiming = None
         except psycopg.Error as e:
+            self._claim_unsure = True
             with self._lock:
                 self._forget.extend(forget)
             # said once per outage, as the heartbeats say theirs
@@ -398,8 +410,12 @@ class Worker:
         try:
             self._execute(task, ctx)
         except Exception as e:  # the worker's own failure: the attempt fails, the worker goes on
-            log.exception("braid worker %s: task %s/%s", self.id, task.workflow_id, task.name)
-            self._end(ctx, "error", {"message": f"the Python worker failed: {e}", "kind": "error"}, None)
+            log.error("braid worker %s: task %s/%s: %s", self.id, task.workflow_id, task.name, e)
+            try:
+                self._end(ctx, "error", {"message": _storable(f"the Python worker failed: {e}"), "kind": "error"}, None)
+            except Exception:
+                # its end cannot be recorded: listed with the heartbeats, so braid's leader rescues it
+                self._abandon(ctx)
         finally:
             self._ended(task)
 

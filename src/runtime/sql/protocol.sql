@@ -275,3 +275,31 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
     CROSS JOIN LATERAL jsonb_array_elements(d.normalized->'tasks') t
    WHERE w.id = p_workflow AND t->>'name' = p_template
 $$;
+
+-- After a claim whose reply never came (the connection lost mid-call), the worker cannot know whether it
+-- committed: it calls this with the claim ids it knows, and the attempts of its other claims still running for
+-- it are given back, as never started (ended cancelled in a cancelled workflow). Returns how many.
+CREATE OR REPLACE FUNCTION {{schema}}.release_unknown_claims(p_worker text, p_known bigint[], p_now timestamptz)
+RETURNS int LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_lost jsonb;
+  r record;
+  n int := 0;
+BEGIN
+  WITH lost AS (
+    DELETE FROM {{schema}}.claims WHERE worker_id = p_worker AND NOT (id = ANY(coalesce(p_known, '{}'::bigint[])))
+    RETURNING workflow_ids, names
+  )
+  SELECT jsonb_agg(jsonb_build_object('w', k.w, 'n', k.n, 'a', t.attempt, 'c', t.cancel_requested) ORDER BY k.w, k.n) INTO v_lost
+    FROM lost c CROSS JOIN LATERAL unnest(c.workflow_ids, c.names) AS k(w, n)
+    JOIN {{schema}}.tasks t ON t.workflow_id = k.w AND t.name = k.n
+   WHERE t.worker_id = p_worker;
+  FOR r IN SELECT * FROM jsonb_to_recordset(coalesce(v_lost, '[]'::jsonb)) AS x(w text, n text, a int, c boolean) LOOP
+    PERFORM {{schema}}.end_attempt(r.w, r.n, r.a, p_worker, CASE WHEN r.c THEN 'cancel' ELSE 'release' END,
+                                   CASE WHEN r.c THEN NULL ELSE '{"message": "claimed by a call whose reply the worker never got", "kind": "lost"}'::jsonb END,
+                                   NULL, p_now, false);
+    n := n + 1;
+  END LOOP;
+  RETURN n;
+END
+$fn$;
