@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  brandCastsOutside,
   circles,
   importGraph,
   layerBreaks,
@@ -68,6 +69,10 @@ describe('the source tree', () => {
   it('names every error class after itself (the browser app too)', () => {
     expect(misnamedErrors(tree)).toEqual([]);
     expect(misnamedErrors(new Map([['src/ui/app/api.ts', readFileSync(join(repoRoot, 'src/ui/app/api.ts'), 'utf8')]]))).toEqual([]);
+  });
+
+  it('makes a Scrubbed value (what stores a text a handler made) only in the privacy room', () => {
+    expect(brandCastsOutside(tree, 'Scrubbed', 'src/runtime/core/privacy.ts')).toEqual([]);
   });
 
   it('finds statements where they are', () => {
@@ -189,6 +194,18 @@ describe('each architecture rule fails on a deliberate violation', () => {
   it('compiler/ importing runtime/', () => {
     const tree: Tree = new Map([['src/compiler/x.ts', "import { createRuntime } from '../runtime/runtime.js';\n"]]);
     expect(layerBreaks(importGraph(tree))).toEqual(['src/compiler/x.ts -> src/runtime/runtime.ts (the compiler is pure passes)']);
+  });
+
+  it('a Scrubbed value made outside the privacy room, by `as` and by an angle-bracket assertion', () => {
+    const tree: Tree = new Map([
+      ['src/runtime/worker/x.ts', 'const a = error as Scrubbed<TaskError>;\nconst b = <Scrubbed<string>>text;\nconst c = o as { e: Scrubbed<string> };\n'],
+      ['src/runtime/core/privacy.ts', 'export const d = text as Scrubbed<string>;\n'],
+    ]);
+    expect(brandCastsOutside(tree, 'Scrubbed', 'src/runtime/core/privacy.ts')).toEqual([
+      'src/runtime/worker/x.ts:1',
+      'src/runtime/worker/x.ts:2',
+      'src/runtime/worker/x.ts:3',
+    ]);
   });
 
   it('a lower-case statement outside sql/, a concatenated one, and literal text handed to .query(', () => {

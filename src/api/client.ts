@@ -187,8 +187,9 @@ export class ApiClient {
     return this.call('emit', { id }, { body, traceparent: options.traceparent });
   }
 
-  retry(id: string, options: { mode: RetryMode; resetHistory: boolean; onCurrent?: boolean }): Promise<RetryResult> {
-    return this.call('retry', { id }, { body: { mode: options.mode, reset_history: options.resetHistory, on_current: options.onCurrent === true } });
+  /** A new attempt of a finalized workflow; without a mode, the server's default (failed_and_downstream). */
+  retry(id: string, options: { mode?: RetryMode; resetHistory?: boolean; onCurrent?: boolean } = {}): Promise<RetryResult> {
+    return this.call('retry', { id }, { body: { mode: options.mode, reset_history: options.resetHistory === true, on_current: options.onCurrent === true } });
   }
 
   upgrade(name: string, request: UpgradeRequest): Promise<UpgradeReport> {

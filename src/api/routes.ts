@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RetryMode } from '../runtime/engine/decide.js';
 import { InvalidCursorError, parseTraceParent } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { inScope, MAX_START_BATCH, type Principal, roleAllows } from '../runtime/wire/index.js';
+import { DEFAULT_RETRY_MODE, inScope, MAX_START_BATCH, type Principal, RETRY_MODES, type RetryMode, roleAllows } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import { definitionHandlers } from './definition-routes.js';
 import { eventHandlers } from './event-routes.js';
@@ -108,9 +107,8 @@ const HANDLERS: RouteHandlers = {
   retry: async (c, call) => {
     const { req, res, params } = call;
     const b = await readJson(req);
-    const mode = b.mode ?? 'all';
-    if (mode !== 'all' && mode !== 'failed_only' && mode !== 'failed_and_downstream')
-      throw new HttpError(400, '"mode" is all, failed_only or failed_and_downstream');
+    const mode = b.mode ?? DEFAULT_RETRY_MODE;
+    if (!RETRY_MODES.includes(mode as RetryMode)) throw new HttpError(400, `"mode" is ${RETRY_MODES.join(', ')} (default ${DEFAULT_RETRY_MODE})`);
     if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
     if (b.on_current !== undefined && typeof b.on_current !== 'boolean') throw new HttpError(400, '"on_current" is a boolean');
     const how = { mode: mode as RetryMode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true };

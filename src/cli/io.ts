@@ -31,6 +31,8 @@ export interface Io {
   stderr: (s: string) => void;
   cwd: string;
   isTTY: boolean;
+  /** Asks a person at a terminal and gives the answer; absent (or undefined) where no one can be asked. */
+  ask?: (question: string) => Promise<string | undefined>;
 }
 
 /** The process's own streams; what is written is terminal-safe (control bytes from data escaped). */
@@ -39,4 +41,24 @@ export const processIo: Io = {
   stderr: (s) => void process.stderr.write(terminalSafe(s)),
   cwd: process.cwd(),
   isTTY: Boolean(process.stdout.isTTY),
+  ask: async (question) => {
+    if (!process.stdin.isTTY || !process.stdout.isTTY) return undefined;
+    const { createInterface } = await import('node:readline/promises');
+    const rl = createInterface({ input: process.stdin, output: process.stdout });
+    try {
+      return await rl.question(terminalSafe(question));
+    } finally {
+      rl.close();
+    }
+  },
 };
+
+/**
+ * Whether to go on with what a person should confirm: yes when `--yes` was given or no one can be asked (a
+ * script asked by name), else the answer at the terminal.
+ */
+export async function confirmed(io: Io, question: string, yes: boolean): Promise<boolean> {
+  if (yes || !io.ask) return true;
+  const answer = await io.ask(`${question} [y/N] `);
+  return answer === undefined || /^\s*y(es)?\s*$/i.test(answer);
+}

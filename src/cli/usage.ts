@@ -46,7 +46,8 @@ export const USAGE = {
     '[--actor NAME] [--reason TEXT] [--json] [--database URL]',
   diagnose: 'braid diagnose ID TASK [--json] [--signal-scan-limit N] [--database URL]',
   retry:
-    'braid retry ID [--mode all|failed-only|failed-and-downstream] [--reset-history] [--on-current] [--actor NAME] [--reason TEXT] [--json] [--database URL]',
+    'braid retry ID [--mode failed-and-downstream|failed-only|all] [--yes] [--reset-history] [--on-current] ' +
+    '[--actor NAME] [--reason TEXT] [--json] [--database URL]',
   upgrade:
     'braid upgrade NAME [--from HASH] [--to HASH] [--id ID...] [--dry-run] [--cancel-removed] [--drop-evidence] ' +
     '[--actor NAME] [--reason TEXT] [--format text|json] [--database URL]',

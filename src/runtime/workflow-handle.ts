@@ -25,7 +25,7 @@ import { liveKinds, loadWorkflow, readOneSnapshot, type TaskRecord, type Workflo
 import type { SignalRow } from './waits/decide.js';
 import type { WaitDiagnostics } from './waits/diagnostics.js';
 import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
-import { type LogPage, pauseText, type StreamChunk, type WorkflowStatus } from './wire/index.js';
+import { DEFAULT_RETRY_MODE, type LogPage, pauseText, type StreamChunk, type WorkflowStatus } from './wire/index.js';
 import type { ExtensionSpec } from './worker/handlers.js';
 
 /** What a handle reads and writes through: the runtime that made it (declared here, so the two modules need not import each other). */
@@ -141,7 +141,7 @@ export class WorkflowHandle {
   }
 
   /**
-   * Starts a new attempt of a finalized workflow: mode all (default), failed_only, or failed_and_downstream;
+   * Starts a new attempt of a finalized workflow: mode failed_and_downstream (default), failed_only, or all;
    * resetHistory clears the retried tasks' attempts and errors (max_attempts stays). Returns the new attempt and
    * the tasks that run again (none, and the same attempt, when the mode selects nothing).
    */
@@ -149,7 +149,7 @@ export class WorkflowHandle {
     const [{ retryOnCurrent }, { retryWorkflow }] = await Promise.all([import('./deploys/upgrades.js'), import('./engine/retry.js')]);
     const who = actorOf(options);
     const result = await workflowWrite(this.rt.ctx, options, this.id, async (tx, ctx) => {
-      const how = { mode: options.mode ?? 'all', resetHistory: options.resetHistory ?? false };
+      const how = { mode: options.mode ?? DEFAULT_RETRY_MODE, resetHistory: options.resetHistory ?? false };
       const retried = options.onCurrent ? await retryOnCurrent(tx, ctx, this.id, how) : await retryWorkflow(tx, ctx, this.id, how);
       if (retried && retried.retried.length > 0) {
         const detail = {

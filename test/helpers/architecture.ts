@@ -370,3 +370,23 @@ function functionName(node: ts.SignatureDeclaration): string {
 export function longLines(tree: Tree, max: number): string[] {
   return [...tree].flatMap(([path, text]) => text.split('\n').flatMap((l, i) => (l.length > max ? [`${path}:${i + 1} (${l.length} characters)`] : [])));
 }
+
+/**
+ * Where a value is cast to a brand (`x as Scrubbed<T>`, `<Scrubbed<T>>x`) outside the module that owns it: a
+ * brand is a guarantee only while its owner alone makes it.
+ */
+export function brandCastsOutside(tree: Tree, brand: string, owner: string): string[] {
+  const found: string[] = [];
+  for (const [path, text] of tree) {
+    if (path === owner || !text.includes(brand)) continue;
+    const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+    const names = (n: ts.Node): boolean => (ts.isTypeReferenceNode(n) && n.typeName.getText(file) === brand) || ts.forEachChild(n, names) === true;
+    const visit = (node: ts.Node): void => {
+      if ((ts.isAsExpression(node) || ts.isTypeAssertionExpression(node)) && names(node.type))
+        found.push(`${path}:${file.getLineAndCharacterOfPosition(node.getStart()).line + 1}`);
+      ts.forEachChild(node, visit);
+    };
+    visit(file);
+  }
+  return found;
+}

@@ -40,7 +40,10 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
  * what it does, not a Node start and a module load each; tests of the process itself (exit on a closed pipe, a
  * command that hangs, signals) use `runCli`. Commands run one at a time per test file, as `env` is the process's.
  */
-export async function runCliInProcess(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+export async function runCliInProcess(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; ask?: (question: string) => Promise<string | undefined> } = {},
+): Promise<CliResult> {
   const [{ main }, { terminalSafe }] = await Promise.all([import('../../src/cli/main.js'), import('../../src/cli/terminal-safe.js')]);
   // every change a command makes is audited as its actor: one name on every machine, so goldens hold
   const env: NodeJS.ProcessEnv = { NO_COLOR: '1', BRAID_ACTOR: 'tester', ...options.env };
@@ -61,6 +64,7 @@ export async function runCliInProcess(args: string[], options: { cwd?: string; e
       stderr: (s) => void (stderr += terminalSafe(s)),
       cwd: options.cwd ?? repoRoot,
       isTTY: false,
+      ask: options.ask,
     });
     return { code, stdout, stderr, ms: performance.now() - started };
   } finally {

@@ -6,6 +6,7 @@
  */
 export const BACKEND_FREE = [
   'test/compiler/**',
+  'test/access/privacy-room.test.ts',
   'test/architecture.test.ts',
   'test/error-codes.test.ts',
   'test/cli.test.ts',

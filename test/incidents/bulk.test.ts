@@ -157,4 +157,53 @@ describe(`bulk operations through the API (${backend})`, () => {
     }
     for (const id of ids) expect((await final(rt, id)).state).toBe('completed');
   });
+
+  it('a retry without a mode re-runs what failed, never the completed charge before it: bulk (runtime, HTTP) and POST .../retry', async () => {
+    const charged: string[] = [];
+    let mended = false;
+    const rt = await drivenRuntime({
+      definitions: { refund: 'name: refund\ninputs: { type: object }\ntasks:\n  charge: { kind: charge }\n  notify: { kind: notify, deps: [charge] }\n' },
+      handlers: {
+        charge: async (_a, ctx) => void charged.push(ctx.workflowId),
+        notify: async () => {
+          if (!mended) throw new NonRetryableError('mail relay down');
+          return {};
+        },
+      },
+    });
+    await rt.startWorker();
+    const ids = (await rt.startMany('refund', [{}, {}, {}, {}])).map((r) => r.id);
+    await settle(rt);
+    expect(charged.sort()).toEqual([...ids].sort());
+    mended = true;
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-2' });
+    try {
+      const api = new ApiClient(server.url, 'tok-tok-tok-tok-2');
+      // one through the runtime, one over HTTP, one workflow by its own route
+      await rt.bulk.create({ action: 'retry', filter: { name: 'refund', idPrefix: ids[0] }, name: 'INC-1', actor: 'ada' });
+      expect(await rt.bulk.run('INC-1')).toMatchObject({ done: 1, failed: 0 });
+      await api.bulkCreate({ action: 'retry', filter: { name: 'refund', state: 'failed', id_prefix: ids[1] }, name: 'INC-2', actor: 'ada' });
+      await until(async () => (await api.bulkStatus('INC-2')).state === 'completed');
+      expect((await api.retry(ids[2])).retried).toEqual(['notify']);
+      // all, asked for by name, re-runs the charge
+      expect((await api.retry(ids[3], { mode: 'all' })).retried.sort()).toEqual(['charge', 'notify']);
+    } finally {
+      await server.close();
+    }
+    for (const id of ids) expect((await final(rt, id)).state).toBe('completed');
+    expect(charged.filter((id) => id !== ids[3]).sort()).toEqual([...ids.slice(0, 3)].sort());
+    expect(charged.filter((id) => id === ids[3])).toHaveLength(2);
+    // each operation's line records the mode it ran with; each workflow's line names the workflow
+    const lines = await rt.auditTrail({ action: 'bulk.retry' });
+    expect(lines.filter((l) => l.workflow_id === null).map((l) => l.detail?.options)).toEqual([
+      { mode: 'failed_and_downstream', on_current: false, reset_history: false },
+      { mode: 'failed_and_downstream', on_current: false, reset_history: false },
+    ]);
+    expect(
+      lines
+        .filter((l) => l.workflow_id !== null)
+        .map((l) => l.workflow_id)
+        .sort(),
+    ).toEqual(ids.slice(0, 2).sort());
+  });
 });

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { braidBin, repoRoot, runCli, runCliInProcess } from '../helpers/cli.js';
 import { normalise } from '../helpers/golden.js';
 import { mark, printed } from '../helpers/processes.js';
-import { backend, postgresUrl, uniqueSchema } from '../helpers/runtime.js';
+import { backend, postgresUrl, uniqueSchema, until } from '../helpers/runtime.js';
 
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -128,6 +128,23 @@ describe(`CLI against a running worker (${backend})`, () => {
       ['slow', 'completed', null],
     ]);
     expect((await runCliInProcess(['status', id, ...db], { cwd: dir, env })).stdout).toMatch(/^workflow \w+ {2}greeting {2}completed/);
+    // a completed workflow: the default retry has nothing to run; --mode all asks a person at a terminal first
+    expect((await runCliInProcess(['retry', id, ...db], { cwd: dir, env })).stdout).toBe(
+      `nothing to retry in workflow ${id} (mode failed-and-downstream): it stays on attempt 1\n`,
+    );
+    const asked: string[] = [];
+    const no = await runCliInProcess(['retry', id, '--mode', 'all', ...db], { cwd: dir, env, ask: async (q) => (asked.push(q), 'n') });
+    expect(no).toMatchObject({ code: 1, stderr: 'braid: nothing retried\n' });
+    expect(asked).toEqual([`workflow ${id} completed: --mode all runs its 2 completed task(s) again, side effects included. Go on? [y/N] `]);
+    const yes = await runCliInProcess(['retry', id, '--mode', 'all', '--yes', '--json', ...db], {
+      cwd: dir,
+      env,
+      ask: async () => {
+        throw new Error('--yes asks nothing');
+      },
+    });
+    expect(JSON.parse(yes.stdout)).toMatchObject({ attempt: 2, retried: ['hello', 'slow'] });
+    await until(async () => JSON.parse((await runCliInProcess(['status', id, '--json', ...db], { cwd: dir, env })).stdout).workflow.state === 'completed');
 
     // a branch: not taken, the task is skipped and said why; taken, its args read its dep's output
     const skipped = await runCliInProcess(['start', 'branchy', '--wait', ...db], { cwd: dir, env });

@@ -82,9 +82,17 @@ describe(`whole-workflow retry (${backend})`, () => {
     expect(bad).toMatchObject({ attempt: 1, max_attempts: 1, errors: [] });
   });
 
-  it('all reruns everything: waits need a new signal in the new attempt; old signals stay visible by attempt', async () => {
-    const { rt, h, runs, first } = await failedRun();
+  it('by default reruns what failed and what it held back, never a task that completed upstream (a charge, a link sent)', async () => {
+    const { rt, h, runs } = await failedRun();
     const r = await h.retry();
+    expect(r.retried).toEqual(['bad', 'down', 'ign']);
+    expect((await final(rt, h.id)).state).toBe('completed');
+    expect(runs.sort()).toEqual(['bad', 'down', 'ign']);
+  });
+
+  it('all, asked for by name, reruns everything: waits need a new signal in the new attempt; old signals stay visible by attempt', async () => {
+    const { rt, h, runs, first } = await failedRun();
+    const r = await h.retry({ mode: 'all' });
     expect(r.retried.sort()).toEqual(['a', 'bad', 'down', 'gate', 'ign']);
     await settled(rt, async () => (await h.task('gate')).wait?.phase === 'waiting');
     const gate = await h.task('gate');

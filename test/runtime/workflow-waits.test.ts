@@ -160,7 +160,7 @@ describe(`waiting on other workflows (${backend})`, () => {
     expect(await term(decided)).toMatchObject({ outcome: 'satisfied' });
     expect(await term(undecided)).toMatchObject({ outcome: 'undecided', completed: 1 });
     // x runs again: the decided term keeps its outcome, the undecided one sees x running
-    await rt.workflow(x).retry();
+    await rt.workflow(x).retry({ mode: 'all' });
     await settled(rt, async () => (await rt.workflow(x).task('work')).wait?.phase === 'waiting');
     await finish(rt, y, true);
     expect(await term(undecided)).toMatchObject({ outcome: 'undecided', completed: 1 });

@@ -356,6 +356,8 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     await page.locator('[data-testid="dialog-confirm"]').click();
     await page.waitForFunction(() => document.querySelector('.wf-header .badge')?.textContent === 'cancelled', undefined, { timeout: 15_000 });
     expect(await nodeState('review')).toBe('cancelled');
+    // what failed and what it held back unless another mode is chosen
+    expect(await page.locator('[data-testid="retry-mode"]').inputValue()).toBe('failed_and_downstream');
     await page.locator('[data-testid="retry-mode"]').selectOption('all');
     await page.locator('[data-testid="retry-reset"]').check();
     await page.locator('[data-testid="retry"]').click();

@@ -1,5 +1,5 @@
 import type { BulkCreated, BulkRequest } from '../../runtime/index.js';
-import { type BulkAction, type BulkOperation, bulkText } from '../../runtime/wire/index.js';
+import { type BulkAction, type BulkOperation, bulkText, DEFAULT_RETRY_MODE } from '../../runtime/wire/index.js';
 import { actorName } from '../actor.js';
 import { oneOf, parse } from '../args.js';
 import { type Backend, openBackend } from '../backend.js';
@@ -31,7 +31,8 @@ Filters (those of braid list): --state, --name, --version HASH, --id-prefix, --i
   --as NAME         the operation's name (INC-42): running it again continues it (default: a new name)
   --dry-run         print how many workflows it selects and the first ids; change nothing
   --rate N/s        at most N workflows a second (N/m: a minute)
-  --mode MODE       retry: all, failed-only or failed-and-downstream (default all)
+  --mode MODE       retry: failed-and-downstream (default: what failed and what it held back), failed-only,
+                    or all (re-runs completed tasks and their side effects too)
   --on-current      retry: on the current version
   --reset-history   retry: clear the retried tasks' attempts and errors
   --to HASH         upgrade: the version to move to (default: each one's current)
@@ -89,7 +90,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
 function requestFrom(action: BulkAction, values: Record<string, string | undefined>, flags: Set<string>, inputs: string[], io: Io): BulkRequest {
   const options: Record<string, unknown> = {};
   if (action === 'retry') {
-    options.mode = oneOf(values.mode, ['all', 'failed-only', 'failed-and-downstream'], '--mode', 'all').replaceAll('-', '_');
+    options.mode = oneOf(values.mode, ['all', 'failed-only', 'failed-and-downstream'], '--mode', DEFAULT_RETRY_MODE.replaceAll('_', '-')).replaceAll('-', '_');
     options.on_current = flags.has('on-current');
     options.reset_history = flags.has('reset-history');
   }

@@ -1,6 +1,7 @@
+import { DEFAULT_RETRY_MODE, type RetryMode } from '../../runtime/wire/index.js';
 import { oneOf, parse } from '../args.js';
-import { openBackend } from '../backend.js';
-import { EXIT, type Io, UsageError } from '../io.js';
+import { type Backend, openBackend } from '../backend.js';
+import { confirmed, EXIT, type Io, UsageError } from '../io.js';
 import { USAGE } from '../usage.js';
 
 export const usage = USAGE.retry;
@@ -9,9 +10,13 @@ export const help = `Start a new attempt of a finalized workflow. Says the new a
 
 Usage: ${usage}
 
-  --mode all                      every task (default); every when: is decided again
-  --mode failed-only              cancelled and discarded tasks, and the tasks downstream of them that did not complete (a skipped task is no failure)
-  --mode failed-and-downstream    those, and every task downstream of them (completed ones too)
+  --mode failed-and-downstream    the cancelled and discarded tasks and every task downstream of them (default):
+                                  a task that completed upstream of a failure (a charge, a link sent) does not run again
+  --mode failed-only              the cancelled and discarded tasks, and those downstream that did not complete
+                                  (a skipped task is no failure)
+  --mode all                      every task, completed ones too, with their side effects; every when: is decided
+                                  again. On a completed workflow it asks first at a terminal
+  --yes                           do not ask
   --reset-history                 clear the retried tasks' attempts and errors (max_attempts stays)
   --on-current                    first move the workflow to its name's current version (the tasks that run
                                   again take the fixed definition), then retry: the repair for a definition bug
@@ -32,18 +37,22 @@ export async function run(argv: string[], io: Io): Promise<number> {
     flags,
     help: wantsHelp,
     positionals,
-  } = parse(argv, ['mode', 'database', 'schema', 'actor', 'reason'], usage, ['reset-history', 'json', 'on-current']);
+  } = parse(argv, ['mode', 'database', 'schema', 'actor', 'reason'], usage, ['reset-history', 'json', 'on-current', 'yes']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
   }
   if (positionals.length !== 1) throw new UsageError(`retry takes one workflow ID (usage: ${usage})`);
-  const mode = oneOf(values.mode, ['all', 'failed-only', 'failed-and-downstream'] as const, '--mode', 'all').replaceAll('-', '_') as
-    | 'all'
-    | 'failed_only'
-    | 'failed_and_downstream';
+  const mode = oneOf(values.mode, ['all', 'failed-only', 'failed-and-downstream'] as const, '--mode', DEFAULT_RETRY_MODE.replaceAll('_', '-')).replaceAll(
+    '-',
+    '_',
+  ) as RetryMode;
   const backend = await openBackend(io, { url: values.database, schema: values.schema }, {}, { actor: values.actor, reason: values.reason });
   try {
+    if (mode === 'all' && !(await rerunConfirmed(io, backend, positionals[0], flags.has('yes')))) {
+      io.stderr('braid: nothing retried\n');
+      return EXIT.failed;
+    }
     const result = await backend.retry(positionals[0], { mode, resetHistory: flags.has('reset-history'), onCurrent: flags.has('on-current') });
     if (result.version && result.current && result.version !== result.current) {
       io.stderr(
@@ -59,4 +68,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
   } finally {
     await backend.close();
   }
+}
+
+/** A completed workflow's tasks all run again (their side effects too) only once a person at a terminal says so. */
+async function rerunConfirmed(io: Io, backend: Backend, id: string, yes: boolean): Promise<boolean> {
+  if (yes || !io.ask) return true;
+  const { workflow, tasks } = await backend.status(id);
+  if (workflow.state !== 'completed') return true;
+  const done = tasks.filter((t) => t.state === 'completed').length;
+  return confirmed(io, `workflow ${id} completed: --mode all runs its ${done} completed task(s) again, side effects included. Go on?`, yes);
 }

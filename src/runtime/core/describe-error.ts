@@ -17,7 +17,11 @@ export class OutputError extends Error {
 /** A task's args that did not render (a template reading its deps' outputs failed): code args_invalid. */
 export class ArgsError extends Error {
   readonly code = 'args_invalid';
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The sensitive values the templates read (in clear): what the message is scrubbed of where it is stored. */
+    readonly secrets?: ReadonlySet<string>,
+  ) {
     super(message);
     this.name = 'ArgsError';
   }

@@ -3,7 +3,7 @@
  * may run, how long a retry waits, how a workflow ends. The engine applies them, and sql/rules.ts writes the
  * ones that set-based statements need in SQL; tests call them directly, and run both over one table.
  */
-import { type FinalState, isFinal, type TaskState, type WorkflowState } from '../wire/index.js';
+import { type FinalState, isFinal, type RetryMode, type TaskState, type WorkflowState } from '../wire/index.js';
 
 export { type FinalState, isFinal, type TaskState };
 
@@ -154,7 +154,7 @@ export function finalWorkflowState(w: { cancel_requested: boolean; tasks_failed:
   return w.tasks_failed > 0 ? 'failed' : 'completed';
 }
 
-export type RetryMode = 'all' | 'failed_only' | 'failed_and_downstream';
+export type { RetryMode };
 
 /**
  * Which tasks a whole-workflow retry runs again. all: every task. failed_only: the cancelled and discarded

@@ -1,17 +1,9 @@
-import { storableText } from '../core/storable.js';
+import { braidOutcome, type Scrubbed } from '../core/privacy.js';
 import type { Queryable } from '../db/types.js';
 import { lockWorkflows } from '../sql/advance.js';
-import { type AttemptOutcome, type AttemptRef, deleteUnknownClaims, endAttemptSql, type TaskError, unclaim } from '../sql/attempts.js';
+import { type AttemptOutcome, type AttemptRef, deleteUnknownClaims, endAttemptSql, unclaim } from '../sql/attempts.js';
 import { advanceWorkflow } from './advance.js';
 import type { AdvanceContext } from './context.js';
-
-/** An error as it can be stored: its texts with U+0000 and lone surrogates escaped. */
-function storableError(e: TaskError): TaskError {
-  const out: TaskError = { ...e, message: storableText(e.message) };
-  if (e.name !== undefined) out.name = storableText(e.name);
-  if (e.stack !== undefined) out.stack = storableText(e.stack);
-  return out;
-}
 
 /**
  * Ends an attempt that did not complete, in the caller's transaction, through the worker protocol's
@@ -20,13 +12,14 @@ function storableError(e: TaskError): TaskError {
  * makes it available again at once. Final outcomes cascade to dependents here. Returns false when the attempt
  * was no longer running (a no-op).
  */
-export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: AttemptRef, outcome: AttemptOutcome): Promise<boolean> {
-  const stored: AttemptOutcome = outcome.type === 'snooze' ? outcome : { ...outcome, error: storableError(outcome.error) };
-  const end = await endAttemptSql(q, ctx.s, ref, stored, ctx.now, true);
+export async function endAttempt(q: Queryable, ctx: AdvanceContext, ref: AttemptRef, outcome: Scrubbed<AttemptOutcome>): Promise<boolean> {
+  const end = await endAttemptSql(q, ctx.s, ref, outcome, ctx.now, true);
   if (end === 'stale') return false;
   if (end === 'discarded' || end === 'cancelled') await advanceWorkflow(q, ctx, ref.workflowId, [{ name: ref.name, state: end }]);
   return true;
 }
+
+const cancelled = braidOutcome<AttemptOutcome>({ type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } });
 
 /**
  * Gives claimed attempts that never started back to their queue as if never claimed (prefetched tasks at
@@ -38,8 +31,7 @@ export async function releaseTasks(q: Queryable, ctx: AdvanceContext, refs: read
   const rows = await unclaim(q, ctx.s, refs);
   const released = new Set(rows.map((r) => `${r.workflow_id}\u0000${r.name}`));
   for (const ref of refs) {
-    if (!released.has(`${ref.workflowId}\u0000${ref.name}`))
-      await endAttempt(q, ctx, ref, { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } });
+    if (!released.has(`${ref.workflowId}\u0000${ref.name}`)) await endAttempt(q, ctx, ref, cancelled);
   }
 }
 

@@ -26,10 +26,10 @@ export async function renderTaskArgs(
     ...depsScope(def, w, task, deps),
     ...(deferred.index !== null ? { item: deferred.item, index: BigInt(deferred.index) } : {}),
   };
+  // the handler gets them in clear; the row keeps what came from sensitive values sealed
+  const secrets = def ? renderSecrets(def, w.inputs, deps) : new Set<string>();
   try {
     const rendered = renderDeferred(deferred, deferred.paths, context);
-    // the handler gets them in clear; the row keeps what came from sensitive values sealed
-    const secrets = def ? renderSecrets(def, w.inputs, deps) : new Set<string>();
     if (secrets.size > 0 && !o.dataKeys) throw new SensitiveKeysMissingError(w.name, 'values its args read');
     const stored =
       secrets.size === 0
@@ -40,6 +40,6 @@ export async function renderTaskArgs(
     return { ...rendered, stored };
   } catch (error) {
     if (!(error instanceof TemplateError)) throw error;
-    throw new ArgsError(`task "${task.name}", ${error.path.join('.')}: template failed: ${error.message}`);
+    throw new ArgsError(`task "${task.name}", ${error.path.join('.')}: template failed: ${error.message}`, secrets);
   }
 }

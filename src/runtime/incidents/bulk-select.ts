@@ -2,7 +2,7 @@ import { program } from '../../compiler/cel/evaluate.js';
 import type { Queryable } from '../db/types.js';
 import { evaluateCondition } from '../engine/conditions.js';
 import { type SelectedRow, selectPage } from '../sql/bulk.js';
-import { BULK_ACTIONS, type BulkAction, type WorkflowSearch } from '../wire/index.js';
+import { BULK_ACTIONS, type BulkAction, DEFAULT_RETRY_MODE, RETRY_MODES, type RetryMode, type WorkflowSearch } from '../wire/index.js';
 import { checkText, OperationInvalidError } from './errors.js';
 
 /** The most workflows one operation selects: a larger incident is split by its filters (by time, by name). */
@@ -34,9 +34,9 @@ export function checkBulkOptions(action: unknown, o: Record<string, unknown>): {
   };
   switch (action as BulkAction) {
     case 'retry': {
-      const mode = o.mode ?? 'all';
-      if (!['all', 'failed_only', 'failed_and_downstream'].includes(mode as string))
-        throw new OperationInvalidError(`mode is all, failed_only or failed_and_downstream, not ${JSON.stringify(mode)}`);
+      const mode = o.mode ?? DEFAULT_RETRY_MODE;
+      if (!RETRY_MODES.includes(mode as RetryMode))
+        throw new OperationInvalidError(`mode is ${RETRY_MODES.join(', ')} (default ${DEFAULT_RETRY_MODE}), not ${JSON.stringify(mode)}`);
       return { action: 'retry', options: { mode, reset_history: bool('reset_history'), on_current: bool('on_current') } };
     }
     case 'cancel':

@@ -8,6 +8,7 @@
 import { CoalescedPass } from '../../pacing/coalesced.js';
 import { ArgsError } from '../core/describe-error.js';
 import { compiler } from '../core/lazy-compiler.js';
+import { Secrets, scrubOutcome } from '../core/privacy.js';
 import { sealPlan } from '../core/sensitive.js';
 import type { Queryable } from '../db/types.js';
 import { advanceWorkflow, evaluateWaits } from '../engine/advance.js';
@@ -132,7 +133,12 @@ async function renderForWorker(tx: Queryable, rt: MaintenanceContext, ctx: Advan
     if (!(error instanceof ArgsError)) throw error;
     await leaderAttempt(tx, ctx.s, id, task, ctx.now);
     const ref = { workflowId: id, name: task, attempt: row.attempt + 1, workerId: RENDER_WORKER };
-    await endAttempt(tx, ctx, ref, { type: 'error', error: { message: error.message, kind: 'error', code: 'args_invalid' } });
+    await endAttempt(
+      tx,
+      ctx,
+      ref,
+      scrubOutcome({ type: 'error', error: { message: error.message, kind: 'error', code: 'args_invalid' } }, Secrets.of(error.secrets)),
+    );
   }
 }
 

@@ -1,5 +1,6 @@
 import { clockNow } from '../core/context.js';
 import { errorMessage } from '../core/describe-error.js';
+import { braidOutcome } from '../core/privacy.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { forgetLostClaims, lostAttempts } from '../sql/claims.js';
 import { LeaseLost, leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
@@ -28,7 +29,7 @@ export class RescuerService implements MaintenanceService {
           : `worker ${a.worker_id} could not record the end of this attempt`;
       try {
         const ref = { workflowId: a.workflow_id, name: a.name, attempt: a.attempt, workerId: a.worker_id };
-        if (await leaderWrite(ctx, (tx, advance) => endAttempt(tx, advance, ref, { type: 'error', error: { message, kind: 'lost' } }))) rescued++;
+        if (await leaderWrite(ctx, (tx, advance) => endAttempt(tx, advance, ref, braidOutcome({ type: 'error', error: { message, kind: 'lost' } })))) rescued++;
       } catch (error) {
         if (error instanceof LeaseLost) throw error;
         // one attempt that cannot be rescued holds no other back

@@ -1,3 +1,4 @@
+import type { Scrubbed } from '../core/privacy.js';
 import type { Queryable } from '../db/types.js';
 
 /**
@@ -56,7 +57,14 @@ export type AttemptEnd = 'retryable' | 'available' | 'scheduled' | 'discarded' |
  * with backoff, discard, cancel, snooze, release). `followUp`: the caller moves the dependents of a task that
  * ended for good in its transaction; otherwise an `advance` effect does.
  */
-export async function endAttemptSql(q: Queryable, s: string, ref: AttemptRef, outcome: AttemptOutcome, now: Date, followUp: boolean): Promise<AttemptEnd> {
+export async function endAttemptSql(
+  q: Queryable,
+  s: string,
+  ref: AttemptRef,
+  outcome: Scrubbed<AttemptOutcome>,
+  now: Date,
+  followUp: boolean,
+): Promise<AttemptEnd> {
   const { rows } = await q.query<{ end: AttemptEnd }>(`SELECT ${s}.end_attempt($1, $2, $3, $4, $5, $6, $7, $8, $9) AS end`, [
     ref.workflowId,
     ref.name,

@@ -1,3 +1,4 @@
+import { markSecrets, secretsIn } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import type { WaitEvidence } from '../wire/index.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
@@ -86,6 +87,9 @@ export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
     const pair = row[DEP_OUTPUTS] as [Record<string, unknown> | null, string[] | null] | null;
     task.dep_outputs = pair ? (pair[0] ?? {}) : null;
     if (pair?.[1]) task.large_deps = pair[1];
+    // the sensitive values opened in the row (its args', its deps' outputs'): the privacy room reads them off the task
+    const opened = secretsIn(row);
+    if (opened) markSecrets(task, opened);
     tasks[r] = task as FetchedTask;
   }
   return tasks;
@@ -195,5 +199,7 @@ export async function largeOutputs(q: Queryable, s: string, workflowId: string, 
   const { rows } = await q.query<{ outputs: Record<string, unknown> }>(`SELECT ${s}.dep_outputs($1, $2) AS outputs`, [workflowId, names]);
   const outputs: Record<string, unknown> = {};
   for (const name of names) outputs[name] = rows[0]?.outputs[name] ?? null;
+  const opened = secretsIn(rows[0]?.outputs);
+  if (opened) markSecrets(outputs, opened);
   return outputs;
 }

@@ -1,3 +1,4 @@
+import type { Scrubbed } from '../core/privacy.js';
 import type { Queryable } from '../db/types.js';
 import type { StreamChunk } from '../wire/index.js';
 
@@ -5,7 +6,7 @@ import type { StreamChunk } from '../wire/index.js';
 export async function insertChunks(
   q: Queryable,
   s: string,
-  p: { workflowId: string; task: string; name: string; attempt: number; firstSeq: number; chunks: readonly string[]; at: Date },
+  p: { workflowId: string; task: string; name: string; attempt: number; firstSeq: number; chunks: readonly Scrubbed<string>[]; at: Date },
 ): Promise<void> {
   await q.query(
     `INSERT INTO ${s}.task_streams (workflow_id, task, name, attempt, seq, chunk, at)

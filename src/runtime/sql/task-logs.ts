@@ -1,8 +1,14 @@
+import type { Scrubbed } from '../core/privacy.js';
 import type { Queryable } from '../db/types.js';
 import type { LogLine, LogPage } from '../wire/index.js';
 
-/** A line as written: the task and attempt it belongs to, and what it says. */
-export type NewLogLine = Omit<LogLine, 'id' | 'at'> & { workflow_id: string; at: Date };
+/** A line as written: the task and attempt it belongs to, and what it says (scrubbed of its attempt's sensitive values). */
+export type NewLogLine = Omit<LogLine, 'id' | 'at' | 'message' | 'fields'> & {
+  workflow_id: string;
+  at: Date;
+  message: Scrubbed<string>;
+  fields: Scrubbed<Record<string, unknown>> | null;
+};
 
 /** Stores lines in one statement, in the order given (their ids follow it): the protocol's log(). */
 export async function insertLogLines(q: Queryable, s: string, lines: readonly NewLogLine[]): Promise<void> {

@@ -52,6 +52,21 @@ export function auditText(a: AuditRecord): string {
   return `${at}  ${a.action}${what} by ${a.actor}${a.reason ? `: ${JSON.stringify(a.reason)}` : ''}${failed}`;
 }
 
+/**
+ * Which tasks a whole-workflow retry runs again: all, every task; failed_only, the cancelled and discarded ones
+ * and those downstream of them that did not complete; failed_and_downstream, those and everything downstream.
+ */
+export type RetryMode = 'all' | 'failed_only' | 'failed_and_downstream';
+
+export const RETRY_MODES: readonly RetryMode[] = ['all', 'failed_only', 'failed_and_downstream'];
+
+/**
+ * What every face of a retry (braid retry, bulk retry, POST .../retry, the UI) runs again unless told otherwise:
+ * what failed and what it held back, never a task that completed upstream of it (a charge, a refund, a link
+ * sent). `all` re-runs side effects and is asked for by name.
+ */
+export const DEFAULT_RETRY_MODE: RetryMode = 'failed_and_downstream';
+
 /** What a bulk operation does to each workflow it selected. */
 export type BulkAction = 'retry' | 'cancel' | 'upgrade' | 'signal';
 

@@ -1,6 +1,6 @@
 import type { PlanTask } from '../../compiler/plan.js';
 import { advanceAt, advanceIn, clockNow, type RuntimeContext } from '../core/context.js';
-import { secretsIn } from '../db/sealing.js';
+import { Secrets } from '../core/privacy.js';
 import { type Queryable, unbounded } from '../db/types.js';
 import { completeAttempt } from '../engine/completion.js';
 import { compileFor } from '../engine/extend.js';
@@ -115,6 +115,15 @@ export class Attempt {
     clearTimeout(this.timer);
     this.reject = undefined;
   }
+
+  /**
+   * The attempt's sensitive values in clear (its args', its deps' outputs', its wait's payloads', and `more`):
+   * what nothing it stores or prints may hold.
+   */
+  secrets(more?: ReadonlySet<string>): Secrets {
+    const rows = this.wait ? Object.values(this.wait.terms).flatMap((t) => (t.kind === 'signal' ? t.signals : [])) : [];
+    return Secrets.of(this.task, this.task.args, this.task.dep_outputs, ...rows, ...rows.map((r) => r.payload), more);
+  }
 }
 
 /** What identifies a claimed attempt in the database. */
@@ -168,7 +177,7 @@ export class AttemptContext implements TaskContext {
       const t = this.current.task;
       const task = { workflow_id: t.workflow_id, name: t.name, attempt: t.attempt, worker: this.current.ref.workerId };
       // without a writer (a context made outside a worker) the lines are kept nowhere
-      const secrets = secretsIn(t.args);
+      const secrets = this.current.secrets();
       this.current.log = this.logs ? this.logs.open(task, secrets) : new AttemptLog(task, DEFAULT_LOG_BOUNDS, () => undefined, undefined, secrets);
     }
     return this.current.log;
@@ -190,7 +199,7 @@ export class AttemptContext implements TaskContext {
   }
 
   stream(name: string): StreamWriter {
-    this.current.streams ??= new AttemptStreams(this.env, this.current.task);
+    this.current.streams ??= new AttemptStreams(this.env, this.current.task, this.current.secrets());
     return this.current.streams.stream(name);
   }
 

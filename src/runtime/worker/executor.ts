@@ -2,8 +2,10 @@ import type { CompileLimits } from '../../compiler/compile-error.js';
 import { START_KIND } from '../../compiler/normalize.js';
 import type { PlanTask } from '../../compiler/plan.js';
 import { advancing, type RuntimeContext } from '../core/context.js';
-import { errorMessage } from '../core/describe-error.js';
+import { ArgsError, errorMessage } from '../core/describe-error.js';
+import { braidOutcome, type Scrubbed, Secrets, scrubOutcome, scrubText } from '../core/privacy.js';
 import { assertStorable } from '../core/storable.js';
+import { markSecrets, secretsIn } from '../db/sealing.js';
 import { completeAttempt } from '../engine/completion.js';
 import { endAttempt } from '../engine/end-attempt.js';
 import { renderTaskArgs } from '../engine/render-args.js';
@@ -104,14 +106,19 @@ export class Executor {
       const message =
         `its flow control cannot be enforced (${task.flow_error}): ` +
         'register the definition again with braid, which checks the ranges, and retry the workflow';
-      return this.fail(task, ref, { type: 'cancel', error: { message, kind: 'cancel', code: 'flow_invalid' } });
+      return this.fail(task, ref, braidOutcome({ type: 'cancel', error: { message, kind: 'cancel', code: 'flow_invalid' } }));
     }
     let committed = true;
     let outcome: AttemptOutcome | undefined;
+    let thrown: unknown;
     try {
       let output: unknown;
       try {
-        if (task.large_deps) Object.assign((task.dep_outputs ??= {}), await largeOutputs(this.o.db, this.o.s, task.workflow_id, task.large_deps));
+        if (task.large_deps) {
+          const large = await largeOutputs(this.o.db, this.o.s, task.workflow_id, task.large_deps);
+          Object.assign((task.dep_outputs ??= {}), large);
+          markSecrets(task, secretsIn(large) ?? new Set());
+        }
         if (task.deferred) await this.renderArgs(attempt);
         if (task.wait_evidence) attempt.wait = await this.loadWait(task.workflow_id, task.wait_evidence);
         this.o.metrics?.tasksStarted.inc({ kind: task.kind, queue: task.queue });
@@ -126,7 +133,7 @@ export class Executor {
       // every chunk stored before the end is: a reader that sees the task ended has read them all
       if (attempt.streams) await attempt.streams.close(attempt.tx?.queryable);
       // inside the handler's own transaction while it is open (the embedded database runs one at a time)
-      const json = await this.outputs.accept(task, output, attempt.tx?.queryable ?? this.o.db);
+      const json = await this.outputs.accept(task, output, attempt.tx?.queryable ?? this.o.db, attempt.secrets());
       // stored as text from here: a large value can be collected while its completion commits
       output = undefined;
       if (attempt.log) await this.logs.end(attempt.log, attempt.tx?.queryable);
@@ -136,6 +143,7 @@ export class Executor {
       else if (end === 'gave-up') committed = false;
       else outcome = { type: 'error', error: { message: `its output could not be stored: ${errorMessage(end.error)}`, kind: 'output' } };
     } catch (error) {
+      thrown = error;
       if (attempt.tx) await attempt.tx.rollback();
       outcome = outcomeOf(error);
       if (attempt.streams) await attempt.streams.close().catch(() => undefined);
@@ -143,10 +151,13 @@ export class Executor {
       // (what the handler threw may be hostile to look at: the attempt knows why it ended)
       this.watchAbandoned(attempt);
     }
-    if (outcome) committed = await this.fail(task, ref, outcome);
-    const ended = outcome ? (outcome.type === 'error' ? (outcome.error.kind ?? 'error') : outcome.type) : 'completed';
+    // what the handler made of its sensitive values is stored, printed and traced only as the privacy room leaves it
+    const secrets = outcome ? attempt.secrets(renderedSecrets(thrown)) : Secrets.none;
+    const stored = outcome && scrubOutcome(outcome, secrets);
+    if (stored) committed = await this.fail(task, ref, stored, secrets);
+    const ended = stored ? (stored.type === 'error' ? (stored.error.kind ?? 'error') : stored.type) : 'completed';
     if (attempt.span) {
-      const error = outcome?.type === 'error' ? { message: outcome.error.message, type: outcome.error.code ?? outcome.error.kind ?? 'error' } : undefined;
+      const error = stored?.type === 'error' ? { message: stored.error.message, type: stored.error.code ?? stored.error.kind ?? 'error' } : undefined;
       this.o.tracing!.end(attempt.span, error, { 'braid.task.outcome': ended });
     }
     if (this.o.metrics && attempt.startedAt > 0) {
@@ -308,16 +319,17 @@ export class Executor {
    * one the database refuses for good is recorded once more as a bare error. False when it could not be
    * recorded: the attempt is then listed for the leader to rescue.
    */
-  async fail(task: FetchedTask, ref: AttemptRef, outcome: AttemptOutcome): Promise<boolean> {
-    const record = (o: AttemptOutcome) => async () => {
+  async fail(task: FetchedTask, ref: AttemptRef, outcome: Scrubbed<AttemptOutcome>, secrets = Secrets.none): Promise<boolean> {
+    const record = (o: Scrubbed<AttemptOutcome>) => async () => {
       await advancing(this.o, (tx, ctx) => endAttempt(tx, ctx, ref, o));
     };
     let end = await this.ends.retry(task, record(outcome));
     if (typeof end === 'object') {
-      const bare: AttemptOutcome = {
-        type: 'error',
-        error: { message: `the attempt failed, and its error could not be recorded (${errorMessage(end.error)})`, kind: 'error' },
-      };
+      // a database's refusal may quote what it was sent
+      const bare = scrubOutcome<AttemptOutcome>(
+        { type: 'error', error: { message: `the attempt failed, and its error could not be recorded (${errorMessage(end.error)})`, kind: 'error' } },
+        secrets,
+      );
       end = await this.ends.retry(task, record(bare));
     }
     if (end === 'done') {
@@ -325,7 +337,7 @@ export class Executor {
       return true;
     }
     if (typeof end === 'object')
-      this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed (the leader rescues it): ${errorMessage(end.error)}`);
+      this.o.log.warn(`recording the end of ${task.workflow_id}/${task.name} failed (the leader rescues it): ${scrubText(errorMessage(end.error), secrets)}`);
     this.ends.abandon(task, false);
     return false;
   }
@@ -343,6 +355,15 @@ export class Executor {
 
   private startChildren(task: FetchedTask, ctx: TaskContext): Promise<unknown> {
     return runStartTask(this.o, task, ctx);
+  }
+}
+
+/** The secrets args that failed to render read (what the handler threw may be a hostile proxy: read safely). */
+function renderedSecrets(thrown: unknown): ReadonlySet<string> | undefined {
+  try {
+    return thrown instanceof ArgsError ? thrown.secrets : undefined;
+  } catch {
+    return undefined;
   }
 }
 

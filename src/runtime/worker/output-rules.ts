@@ -3,7 +3,8 @@ import { describeBytes } from '../../compiler/size.js';
 import type { RuntimeContext } from '../core/context.js';
 import { OutputError } from '../core/describe-error.js';
 import { outputChecker } from '../core/lazy-compiler.js';
-import { type SensitivePath, sealPaths, sensitivePathsOf } from '../core/sensitive.js';
+import { Secrets } from '../core/privacy.js';
+import { type SensitivePath, sealMatching, sealPaths, sensitivePathsOf } from '../core/sensitive.js';
 import type { DataKeys } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import { kindsWithOutputRules, workflowVersion } from '../sql/definitions.js';
@@ -44,8 +45,17 @@ export class OutputRules {
 
   constructor(private readonly o: RuntimeContext & { maxOutputBytes: number }) {}
 
-  /** The output checked and made storable; an OutputError (output_too_large, output_invalid) otherwise. */
-  async accept(task: FetchedTask, output: unknown, q: Queryable): Promise<StoredOutput> {
+  /**
+   * The output checked and made storable (a value holding one of the attempt's `secrets` sealed, as its args
+   * are); an OutputError (output_too_large, output_invalid) otherwise.
+   */
+  async accept(task: FetchedTask, output: unknown, q: Queryable, secrets = Secrets.none): Promise<StoredOutput> {
+    const json = await this.checked(task, output, q);
+    if (secrets.size === 0) return json;
+    return toJsonOutput(sealMatching(json.value ?? JSON.parse(json.text), secrets.clear, this.o.dataKeys!));
+  }
+
+  private async checked(task: FetchedTask, output: unknown, q: Queryable): Promise<StoredOutput> {
     const rules = (await this.applies(task, q)) ? await this.rulesFor(task, q) : undefined;
     const limit = rules?.max_output ?? this.o.maxOutputBytes;
     const json = toJsonOutput(output);

@@ -5,8 +5,8 @@
  */
 
 import { errorMessage } from '../core/describe-error.js';
+import { braidJson, braidText, type Scrubbed, Secrets, scrubJson, scrubText } from '../core/privacy.js';
 import { storableText } from '../core/storable.js';
-import { REDACTED } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import { insertLogLines, type NewLogLine } from '../sql/task-logs.js';
 import type { Logger } from '../telemetry/log.js';
@@ -49,8 +49,8 @@ export class AttemptLog implements TaskLogger {
     /** Told of each kept line (the writer stores them in batches). */
     private readonly onLine: (log: AttemptLog) => void,
     private readonly now: () => Date = () => new Date(),
-    /** The attempt's sensitive values in clear (its args'): a line never stores one. */
-    private readonly secrets?: ReadonlySet<string>,
+    /** The attempt's sensitive values in clear: a line never stores one. */
+    private readonly secrets = Secrets.none,
   ) {}
 
   /** Lines waiting to be stored. */
@@ -61,13 +61,11 @@ export class AttemptLog implements TaskLogger {
   private write(level: LogLevel, message: unknown, fields: unknown): void {
     // after the attempt ended (a handler that outlived it), lines go nowhere
     if (this.closed) return;
-    let line: { message: string; fields: Record<string, unknown> | null; bytes: number };
+    let line: ReturnType<typeof prepare>;
     try {
-      line = prepare(message, fields);
-      if (this.secrets?.size)
-        line = { ...line, message: redactText(line.message, this.secrets), fields: redactJson(line.fields, this.secrets) as typeof line.fields };
+      line = prepare(message, fields, this.secrets);
     } catch {
-      line = { message: '(a log line that could not be read)', fields: null, bytes: 40 };
+      line = { message: braidText('(a log line that could not be read)'), fields: null, bytes: 40 };
     }
     if (this.kept + 1 > this.bounds.maxLines || this.keptBytes + line.bytes > this.bounds.maxBytes) {
       this.dropped++;
@@ -84,8 +82,8 @@ export class AttemptLog implements TaskLogger {
         at: this.now(),
         level: 'info',
         source: 'braid',
-        message: `attempt ${attempt} started on worker ${worker}`,
-        fields: { worker },
+        message: braidText(`attempt ${attempt} started on worker ${worker}`),
+        fields: braidJson({ worker }),
       });
     this.kept++;
     this.keptBytes += line.bytes;
@@ -108,10 +106,11 @@ export class AttemptLog implements TaskLogger {
           at: this.now(),
           level: 'warn',
           source: 'braid',
-          message:
+          message: braidText(
             `${this.dropped} more line(s) (${this.droppedBytes} bytes) were dropped: an attempt keeps ` +
-            `${this.bounds.maxLines} lines and ${this.bounds.maxBytes} bytes`,
-          fields: { dropped_lines: this.dropped, dropped_bytes: this.droppedBytes },
+              `${this.bounds.maxLines} lines and ${this.bounds.maxBytes} bytes`,
+          ),
+          fields: braidJson({ dropped_lines: this.dropped, dropped_bytes: this.droppedBytes }),
         });
       }
     }
@@ -124,38 +123,29 @@ export class AttemptLog implements TaskLogger {
   }
 }
 
-/** A message as text, and fields as a JSON object Postgres can store (every string made storable). */
-function prepare(message: unknown, fields: unknown): { message: string; fields: Record<string, unknown> | null; bytes: number } {
-  let text = typeof message === 'string' ? message : String(message);
-  if (text.length > MAX_MESSAGE) text = `${text.slice(0, MAX_MESSAGE)}... (${text.length - MAX_MESSAGE} more characters)`;
-  text = storableText(text);
-  let json: Record<string, unknown> | null = null;
+/** A message as text, and fields as a JSON object Postgres can store (scrubbed of the attempt's secrets, every string made storable). */
+function prepare(
+  message: unknown,
+  fields: unknown,
+  secrets: Secrets,
+): { message: Scrubbed<string>; fields: Scrubbed<Record<string, unknown>> | null; bytes: number } {
+  let raw = typeof message === 'string' ? message : String(message);
+  if (raw.length > MAX_MESSAGE) raw = `${raw.slice(0, MAX_MESSAGE)}... (${raw.length - MAX_MESSAGE} more characters)`;
+  const text = scrubText(raw, secrets);
+  let json: Scrubbed<Record<string, unknown>> | null = null;
   let bytes = Buffer.byteLength(text);
   if (fields !== undefined && fields !== null) {
     const serialized = JSON.stringify(fields, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
     const parsed: unknown = serialized === undefined ? null : JSON.parse(serialized);
-    json =
+    json = scrubJson(
       parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
         ? (storableJson(parsed) as Record<string, unknown>)
-        : { value: storableJson(parsed) };
+        : { value: storableJson(parsed) },
+      secrets,
+    );
     bytes += Buffer.byteLength(JSON.stringify(json));
   }
   return { message: text, fields: json, bytes };
-}
-
-/** Text with every sensitive value it holds replaced by `[redacted]`. */
-function redactText(text: string, secrets: ReadonlySet<string>): string {
-  let out = text;
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
-  return out;
-}
-
-function redactJson(v: unknown, secrets: ReadonlySet<string>): unknown {
-  if (typeof v === 'string') return redactText(v, secrets);
-  if (typeof v === 'number') return secrets.has(String(v)) ? REDACTED : v;
-  if (Array.isArray(v)) return v.map((x) => redactJson(x, secrets));
-  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactJson(x, secrets)]));
-  return v;
 }
 
 function storableJson(v: unknown): unknown {
@@ -188,7 +178,7 @@ export class LogWriter {
   ) {}
 
   /** A new attempt's log. */
-  open(task: { workflow_id: string; name: string; attempt: number; worker?: string }, secrets?: ReadonlySet<string>): AttemptLog {
+  open(task: { workflow_id: string; name: string; attempt: number; worker?: string }, secrets?: Secrets): AttemptLog {
     const b = this.o.bounds;
     const bounds = { maxLines: b?.maxLines ?? DEFAULT_LOG_BOUNDS.maxLines, maxBytes: b?.maxBytes ?? DEFAULT_LOG_BOUNDS.maxBytes };
     return new AttemptLog(task, bounds, (log) => this.noticed(log), undefined, secrets);

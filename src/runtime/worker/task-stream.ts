@@ -8,6 +8,7 @@
  */
 import { describeOutputProblems, outputProblems } from '../../compiler/returns.js';
 import { errorMessage } from '../core/describe-error.js';
+import { type Scrubbed, Secrets, scrubJsonText } from '../core/privacy.js';
 import { findUnstorable } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
 import type { DefinitionCache } from '../engine/definition-cache.js';
@@ -54,6 +55,8 @@ export class AttemptStreams {
   constructor(
     private readonly env: StreamEnv,
     readonly task: { workflow_id: string; name: string; template: string; attempt: number },
+    /** The attempt's sensitive values in clear: a chunk never stores one. */
+    readonly secrets = Secrets.none,
   ) {}
 
   stream(name: string): StreamWriter {
@@ -88,7 +91,7 @@ export class AttemptStreams {
 }
 
 class OneStream implements StreamWriter {
-  private queued: string[] = [];
+  private queued: Scrubbed<string>[] = [];
   private queuedBytes = 0;
   private nextSeq = 1;
   private bytes = 0;
@@ -117,7 +120,7 @@ class OneStream implements StreamWriter {
     const schema = declared[this.name].schema;
     const problems = schema ? outputProblems(schema, value) : [];
     if (problems.length > 0) throw new StreamWriteError(`${what}: the chunk breaks its schema: ${describeOutputProblems(problems)}`);
-    const text = storableJson(value, what);
+    const text = storableJson(value, what, this.owner.secrets);
     const size = Buffer.byteLength(text);
     if (size > STREAM_LIMITS.maxChunkBytes) throw new StreamWriteError(`${what}: a chunk of ${size} bytes is over the most one may be (1 MiB)`);
     if (this.bytes + size > STREAM_LIMITS.maxBytes || this.chunks + 1 > STREAM_LIMITS.maxChunks)
@@ -178,7 +181,8 @@ class OneStream implements StreamWriter {
   }
 }
 
-function storableJson(value: unknown, what: string): string {
+/** A chunk's JSON text as it is stored: scrubbed of the attempt's secrets (the schema saw the handler's own value). */
+function storableJson(value: unknown, what: string, secrets: Secrets): Scrubbed<string> {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -188,5 +192,5 @@ function storableJson(value: unknown, what: string): string {
   if (text === undefined) throw new StreamWriteError(`${what}: the chunk is not JSON`);
   const bad = findUnstorable(value, text);
   if (bad) throw new StreamWriteError(`${what}: the chunk holds ${bad.what}, which Postgres cannot store`);
-  return text;
+  return scrubJsonText(value, text, secrets);
 }

@@ -3,6 +3,7 @@ import { backoffMs } from '../../pacing/backoff.js';
 import { within } from '../../pacing/within.js';
 import { advanceAt, advancing, clockNow } from '../core/context.js';
 import { errorMessage } from '../core/describe-error.js';
+import { braidOutcome } from '../core/privacy.js';
 import { isTransientError } from '../db/transient.js';
 import { completeBatch } from '../engine/completion.js';
 import { channels } from '../sql/channels.js';
@@ -187,7 +188,7 @@ export class Worker {
       for (const t of cancelled) {
         this.track(
           this.executor
-            .fail(t, attemptRef(t, this.o.id), { type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } })
+            .fail(t, attemptRef(t, this.o.id), braidOutcome({ type: 'cancel', error: { message: 'workflow cancelled', kind: 'cancel' } }))
             .then((ok) => this.claims.ended(t, ok)),
         );
       }

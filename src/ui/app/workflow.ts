@@ -96,9 +96,10 @@ function renderHeader(header: HTMLElement, s: WorkflowStatus): void {
   const mode = h(
     'select',
     { 'data-testid': 'retry-mode' },
-    h('option', { value: 'all' }, 'all'),
-    h('option', { value: 'failed_only' }, 'failed only'),
+    // what failed and what it held back unless asked: `all` re-runs completed tasks' side effects
     h('option', { value: 'failed_and_downstream' }, 'failed and downstream'),
+    h('option', { value: 'failed_only' }, 'failed only'),
+    h('option', { value: 'all' }, 'all (completed tasks too)'),
   );
   const reset = h('input', { type: 'checkbox', 'data-testid': 'retry-reset' });
   header.append(
@@ -115,7 +116,7 @@ function renderHeader(header: HTMLElement, s: WorkflowStatus): void {
           'Retry: ',
           mode,
           h('label', {}, reset, ' reset history'),
-          h('button', { type: 'button', 'data-testid': 'retry', onclick: () => void retry(w.id, mode.value, reset.checked) }, 'Retry'),
+          h('button', { type: 'button', 'data-testid': 'retry', onclick: () => void retry(s, mode.value, reset.checked) }, 'Retry'),
         ),
     ),
   );
@@ -131,8 +132,12 @@ async function cancel(id: string): Promise<void> {
   }
 }
 
-async function retry(id: string, mode: string, resetHistory: boolean): Promise<void> {
-  if (!(await confirmAction('Retry this workflow?', `Mode: ${mode}${resetHistory ? ', with the error history reset' : ''}.`, 'Retry'))) return;
+async function retry(s: WorkflowStatus, mode: string, resetHistory: boolean): Promise<void> {
+  const id = s.workflow.id;
+  const done = s.tasks.filter((t) => t.state === 'completed').length;
+  const rerun = mode === 'all' && done > 0 ? ` ${done} completed task(s) run again, side effects included (a charge, a refund, an email, a link sent).` : '';
+  const title = mode === 'all' && s.workflow.state === 'completed' ? 'Run this completed workflow again?' : 'Retry this workflow?';
+  if (!(await confirmAction(title, `Mode: ${mode}${resetHistory ? ', with the error history reset' : ''}.${rerun}`, 'Retry'))) return;
   try {
     const r = await post<{ retried: string[]; attempt: number }>(pathTo('retry', { id }), { mode, reset_history: resetHistory });
     toast(`Retrying ${r.retried?.length ?? 0} task(s) as attempt ${r.attempt}.`);
