@@ -5,7 +5,9 @@ import { CoalescedPass } from '../pacing/coalesced.js';
 import { WorkflowNotFoundError } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ChangeFeed, FeedChange } from './feed.js';
+import type { Caller } from './http.js';
 import { SseStream } from './http.js';
+import { visible } from './scope.js';
 
 /** What `braid dev` reports about its reloads (absent for `braid ui` and `braid worker`). */
 export interface DevState {
@@ -33,6 +35,7 @@ async function snapshotStream(
   req: IncomingMessage,
   res: ServerResponse,
   c: StreamContext,
+  caller: Caller,
   options: {
     read: () => Promise<unknown>;
     relevant: (change: FeedChange) => boolean;
@@ -47,11 +50,16 @@ async function snapshotStream(
   if (resuming) c.feed.clock.observe(resumed);
   let unsubscribe = (): void => undefined;
   let poll: NodeJS.Timeout | undefined;
-  const stream = new SseStream(res, c.heartbeatMs, () => {
-    unsubscribe();
-    clearInterval(poll);
-    release();
-  });
+  const stream = new SseStream(
+    res,
+    c.heartbeatMs,
+    () => {
+      unsubscribe();
+      clearInterval(poll);
+      release();
+    },
+    caller,
+  );
   let lastText: string | undefined;
   // one read at a time; changes during a read make exactly one more
   const reads = new CoalescedPass<void>(async () => {
@@ -75,7 +83,8 @@ async function snapshotStream(
   const refresh = (): void => {
     if (!stream.closed) void reads.run();
   };
-  const sendDev = () => c.dev && stream.send('dev', c.dev());
+  // the reload state names every definition: a user of some names only is not told it
+  const sendDev = () => c.dev && caller.principal.workflows === null && stream.send('dev', c.dev());
   unsubscribe = c.feed.subscribe((change) => {
     if (change.kind === 'dev') sendDev();
     else if (options.relevant(change)) refresh();
@@ -87,8 +96,8 @@ async function snapshotStream(
 }
 
 /** GET /api/workflows/:id/events: snapshots of one workflow and its tasks. */
-export function workflowEvents(req: IncomingMessage, res: ServerResponse, c: StreamContext, id: string): Promise<void> {
-  return snapshotStream(req, res, c, {
+export function workflowEvents(req: IncomingMessage, res: ServerResponse, c: StreamContext, id: string, caller: Caller): Promise<void> {
+  return snapshotStream(req, res, c, caller, {
     read: () => c.rt.workflow(id).status(),
     relevant: (change) => change.kind === 'all' || (change.kind === 'workflows' && change.ids.has(id)),
     changedSince: (since) => c.feed.changedSince(since, id),
@@ -96,10 +105,19 @@ export function workflowEvents(req: IncomingMessage, res: ServerResponse, c: Str
   });
 }
 
-/** GET /api/events: snapshots of the first page of the workflow list, with the list's filters. */
-export function listEvents(req: IncomingMessage, res: ServerResponse, c: StreamContext, filter: Parameters<Runtime['listWorkflows']>[0]): Promise<void> {
-  return snapshotStream(req, res, c, {
-    read: () => c.rt.listWorkflows(filter),
+/** GET /api/events: snapshots of the first page of the workflow list, with the list's filters, of the names the caller may see. */
+export function listEvents(
+  req: IncomingMessage,
+  res: ServerResponse,
+  c: StreamContext,
+  filter: Parameters<Runtime['listWorkflows']>[0],
+  caller: Caller,
+): Promise<void> {
+  return snapshotStream(req, res, c, caller, {
+    read: async () => {
+      const page = await c.rt.listWorkflows(filter);
+      return { ...page, workflows: page.workflows.filter((w) => visible(caller.principal, w.name)) };
+    },
     relevant: (change) => change.kind !== 'dev',
     changedSince: (since) => c.feed.changedSince(since),
   });

@@ -2,7 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EventsConfig, KindsConfig } from '../compiler/validate.js';
 import type { Principal } from '../runtime/wire/index.js';
 import type { StreamContext } from './events.js';
+import type { Caller } from './http.js';
 import type { RouteName } from './route-table.js';
+
+export type { Caller };
 
 /** What the API's handlers serve with. */
 export interface RouteContext extends StreamContext {
@@ -20,6 +23,7 @@ export interface Call {
   params: Record<string, string>;
   /** Who the request is (its role allowed the route). */
   principal: Principal;
+  caller: Caller;
 }
 
 /** A handler for every route of the table (the session is the server's own, before the token is checked). */

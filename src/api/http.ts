@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../error-codes.js';
+import type { Principal } from '../runtime/wire/index.js';
 
 const BY_STATUS: Record<number, ErrorCode> = {
   400: 'bad_request',
@@ -89,14 +90,28 @@ export function pathParts(pathname: string): string[] {
  * A server-sent events response: named events with ids, and comment heartbeats so proxies and the
  * browser keep the connection open.
  */
+/** Who a request is, and whether its token still stands (an open stream asks again: a revoked token ends it). */
+export interface Caller {
+  principal: Principal;
+  /** False once the token is revoked, expired or rotated (or, for the server's own token, once a user exists). */
+  stillValid(): Promise<boolean>;
+}
+
 export class SseStream {
   private heartbeat: NodeJS.Timeout;
+  private recheck: NodeJS.Timeout;
   closed = false;
 
+  /**
+   * An open stream of server-sent events for `caller`, whose token is asked after every `recheckMs` (default 2 s):
+   * once it no longer stands (revoked, expired, rotated) the stream says so and ends.
+   */
   constructor(
     private readonly res: ServerResponse,
     heartbeatMs: number,
     onClose: () => void,
+    caller: Caller,
+    recheckMs = 2000,
   ) {
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
@@ -106,9 +121,25 @@ export class SseStream {
     });
     res.write(': connected\n\n');
     this.heartbeat = setInterval(() => this.comment('heartbeat'), heartbeatMs);
+    let asking = false;
+    this.recheck = setInterval(() => {
+      if (asking) return;
+      asking = true;
+      caller
+        .stillValid()
+        .then((valid) => {
+          if (valid || this.closed) return;
+          this.send('unauthorized', { error: 'the token of this stream was revoked, expired or rotated' });
+          this.close();
+        })
+        // a database that does not answer now leaves the stream as it is: the next look decides
+        .catch(() => undefined)
+        .finally(() => (asking = false));
+    }, recheckMs);
     res.on('close', () => {
       this.closed = true;
       clearInterval(this.heartbeat);
+      clearInterval(this.recheck);
       onClose();
     });
   }
@@ -124,6 +155,7 @@ export class SseStream {
 
   close(): void {
     clearInterval(this.heartbeat);
+    clearInterval(this.recheck);
     this.res.end();
   }
 }

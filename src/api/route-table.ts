@@ -35,70 +35,87 @@ import type {
 /** Where the API's paths begin (the rest of a server's paths are the web UI's). */
 export const API_PREFIX = '/api';
 
+/**
+ * How a route meets a user limited to some workflow names (braid users add --workflows billing_*):
+ * - none: it reads and changes nothing of any workflow (who the caller is, a session);
+ * - workflow: the workflow its :id names must be in the scope (else 403);
+ * - name: the workflow name its :name (or :workflow) names must be in the scope;
+ * - body: the workflow name its body names must be in the scope (the handler checks it, with checkName);
+ * - filtered: a list across names, of which the caller sees only those in the scope;
+ * - across: it reads or acts across names (an event starts any workflow, a bulk operation selects any): refused.
+ */
+export type RouteScope = 'none' | 'workflow' | 'name' | 'body' | 'filtered' | 'across';
+
+/**
+ * Every operation of the API, declared once: its method and path, the role it needs (reads a viewer, changes an
+ * operator, deploys and schedules an admin; a callback term's links, which answer for it, an operator) and how it
+ * meets a scoped user. The server authorizes every request by this table before a handler runs (scope.ts), and
+ * the access tests are generated from it.
+ */
 export const ROUTES = {
-  session: { method: 'POST', path: '/api/session' },
-  me: { method: 'GET', path: '/api/me' },
-  audit: { method: 'GET', path: '/api/audit' },
-  events: { method: 'GET', path: '/api/events' },
-  emitEvent: { method: 'POST', path: '/api/events' },
-  eventList: { method: 'GET', path: '/api/events/recent' },
-  emitNamedEvent: { method: 'POST', path: '/api/events/:name' },
-  dev: { method: 'GET', path: '/api/dev' },
-  baseline: { method: 'GET', path: '/api/deploy/baseline' },
-  definitions: { method: 'GET', path: '/api/definitions' },
-  register: { method: 'POST', path: '/api/definitions' },
-  definition: { method: 'GET', path: '/api/definitions/:name' },
-  versions: { method: 'GET', path: '/api/definitions/:name/versions' },
-  diff: { method: 'GET', path: '/api/definitions/:name/diff' },
-  upgrade: { method: 'POST', path: '/api/definitions/:name/upgrade' },
-  schedules: { method: 'GET', path: '/api/schedules' },
-  schedule: { method: 'GET', path: '/api/schedules/:workflow/:schedule' },
-  pause: { method: 'POST', path: '/api/schedules/:workflow/:schedule/pause' },
-  resume: { method: 'POST', path: '/api/schedules/:workflow/:schedule/resume' },
-  trigger: { method: 'POST', path: '/api/schedules/:workflow/:schedule/trigger' },
-  backfill: { method: 'POST', path: '/api/schedules/:workflow/:schedule/backfill' },
-  pauses: { method: 'GET', path: '/api/pauses' },
-  pauseScope: { method: 'POST', path: '/api/pauses' },
-  resumeScope: { method: 'POST', path: '/api/pauses/resume' },
-  bulkList: { method: 'GET', path: '/api/bulk' },
-  bulkCreate: { method: 'POST', path: '/api/bulk' },
-  bulkStatus: { method: 'GET', path: '/api/bulk/:name' },
-  bulkCancel: { method: 'POST', path: '/api/bulk/:name/cancel' },
-  workflows: { method: 'GET', path: '/api/workflows' },
-  start: { method: 'POST', path: '/api/workflows' },
-  startBatch: { method: 'POST', path: '/api/workflows/batch' },
-  status: { method: 'GET', path: '/api/workflows/:id' },
-  workflowEvents: { method: 'GET', path: '/api/workflows/:id/events' },
-  cancel: { method: 'POST', path: '/api/workflows/:id/cancel' },
-  retry: { method: 'POST', path: '/api/workflows/:id/retry' },
-  emit: { method: 'POST', path: '/api/workflows/:id/signals' },
-  signals: { method: 'GET', path: '/api/workflows/:id/signals' },
-  logs: { method: 'GET', path: '/api/workflows/:id/logs' },
-  wait: { method: 'GET', path: '/api/workflows/:id/wait' },
-  diagnostics: { method: 'GET', path: '/api/workflows/:id/tasks/:task/diagnostics' },
-  taskSignals: { method: 'GET', path: '/api/workflows/:id/tasks/:task/signals' },
-  taskRetry: { method: 'POST', path: '/api/workflows/:id/tasks/:task/retry' },
-  taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip' },
-  taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete' },
-  callbackLinks: { method: 'GET', path: '/api/workflows/:id/tasks/:task/callbacks/:term' },
-  workflowEvent: { method: 'GET', path: '/api/workflows/:id/event' },
-  taskStreams: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams' },
-  taskStream: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams/:name' },
-} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string }>;
+  session: { method: 'POST', path: '/api/session', role: 'viewer', scope: 'none' },
+  me: { method: 'GET', path: '/api/me', role: 'viewer', scope: 'none' },
+  audit: { method: 'GET', path: '/api/audit', role: 'viewer', scope: 'filtered' },
+  events: { method: 'GET', path: '/api/events', role: 'viewer', scope: 'filtered' },
+  emitEvent: { method: 'POST', path: '/api/events', role: 'operator', scope: 'across' },
+  eventList: { method: 'GET', path: '/api/events/recent', role: 'viewer', scope: 'across' },
+  emitNamedEvent: { method: 'POST', path: '/api/events/:name', role: 'operator', scope: 'across' },
+  dev: { method: 'GET', path: '/api/dev', role: 'viewer', scope: 'across' },
+  baseline: { method: 'GET', path: '/api/deploy/baseline', role: 'viewer', scope: 'filtered' },
+  definitions: { method: 'GET', path: '/api/definitions', role: 'viewer', scope: 'filtered' },
+  register: { method: 'POST', path: '/api/definitions', role: 'admin', scope: 'across' },
+  definition: { method: 'GET', path: '/api/definitions/:name', role: 'viewer', scope: 'name' },
+  versions: { method: 'GET', path: '/api/definitions/:name/versions', role: 'viewer', scope: 'name' },
+  diff: { method: 'GET', path: '/api/definitions/:name/diff', role: 'viewer', scope: 'name' },
+  upgrade: { method: 'POST', path: '/api/definitions/:name/upgrade', role: 'admin', scope: 'name' },
+  schedules: { method: 'GET', path: '/api/schedules', role: 'viewer', scope: 'filtered' },
+  schedule: { method: 'GET', path: '/api/schedules/:workflow/:schedule', role: 'viewer', scope: 'name' },
+  pause: { method: 'POST', path: '/api/schedules/:workflow/:schedule/pause', role: 'admin', scope: 'name' },
+  resume: { method: 'POST', path: '/api/schedules/:workflow/:schedule/resume', role: 'admin', scope: 'name' },
+  trigger: { method: 'POST', path: '/api/schedules/:workflow/:schedule/trigger', role: 'admin', scope: 'name' },
+  backfill: { method: 'POST', path: '/api/schedules/:workflow/:schedule/backfill', role: 'admin', scope: 'name' },
+  pauses: { method: 'GET', path: '/api/pauses', role: 'viewer', scope: 'filtered' },
+  pauseScope: { method: 'POST', path: '/api/pauses', role: 'operator', scope: 'across' },
+  resumeScope: { method: 'POST', path: '/api/pauses/resume', role: 'operator', scope: 'across' },
+  bulkList: { method: 'GET', path: '/api/bulk', role: 'viewer', scope: 'across' },
+  bulkCreate: { method: 'POST', path: '/api/bulk', role: 'operator', scope: 'across' },
+  bulkStatus: { method: 'GET', path: '/api/bulk/:name', role: 'viewer', scope: 'across' },
+  bulkCancel: { method: 'POST', path: '/api/bulk/:name/cancel', role: 'operator', scope: 'across' },
+  workflows: { method: 'GET', path: '/api/workflows', role: 'viewer', scope: 'filtered' },
+  start: { method: 'POST', path: '/api/workflows', role: 'operator', scope: 'body' },
+  startBatch: { method: 'POST', path: '/api/workflows/batch', role: 'operator', scope: 'body' },
+  status: { method: 'GET', path: '/api/workflows/:id', role: 'viewer', scope: 'workflow' },
+  workflowEvents: { method: 'GET', path: '/api/workflows/:id/events', role: 'viewer', scope: 'workflow' },
+  cancel: { method: 'POST', path: '/api/workflows/:id/cancel', role: 'operator', scope: 'workflow' },
+  retry: { method: 'POST', path: '/api/workflows/:id/retry', role: 'operator', scope: 'workflow' },
+  emit: { method: 'POST', path: '/api/workflows/:id/signals', role: 'operator', scope: 'workflow' },
+  signals: { method: 'GET', path: '/api/workflows/:id/signals', role: 'viewer', scope: 'workflow' },
+  logs: { method: 'GET', path: '/api/workflows/:id/logs', role: 'viewer', scope: 'workflow' },
+  wait: { method: 'GET', path: '/api/workflows/:id/wait', role: 'viewer', scope: 'workflow' },
+  diagnostics: { method: 'GET', path: '/api/workflows/:id/tasks/:task/diagnostics', role: 'viewer', scope: 'workflow' },
+  taskSignals: { method: 'GET', path: '/api/workflows/:id/tasks/:task/signals', role: 'viewer', scope: 'workflow' },
+  taskRetry: { method: 'POST', path: '/api/workflows/:id/tasks/:task/retry', role: 'operator', scope: 'workflow' },
+  taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip', role: 'operator', scope: 'workflow' },
+  taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete', role: 'operator', scope: 'workflow' },
+  callbackLinks: { method: 'GET', path: '/api/workflows/:id/tasks/:task/callbacks/:term', role: 'operator', scope: 'workflow' },
+  workflowEvent: { method: 'GET', path: '/api/workflows/:id/event', role: 'viewer', scope: 'workflow' },
+  taskStreams: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams', role: 'viewer', scope: 'workflow' },
+  taskStream: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams/:name', role: 'viewer', scope: 'workflow' },
+} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; role: Role; scope: RouteScope }>;
 
 export type RouteName = keyof typeof ROUTES;
 
-/** Routes only an admin may take: deploys (registers, upgrades) and schedules' operations. */
-const ADMIN_ROUTES: readonly RouteName[] = ['register', 'upgrade', 'pause', 'resume', 'trigger', 'backfill'];
+/** What the contract declares of an operation: how it is asked for, who may, and how a scoped user meets it. */
+export type OperationContract = { method: 'GET' | 'POST'; path: string; role: Role; scope: RouteScope };
 
-/** Reads that hand out a capability to act (a callback term's links answer for it): an operator's. */
-const OPERATOR_READS: readonly RouteName[] = ['callbackLinks'];
+/** The server's operations outside the API: the Prometheus scrape, whose series count every workflow name. */
+export const SERVER_ROUTES = {
+  metrics: { method: 'GET', path: '/metrics', role: 'admin', scope: 'across' },
+} as const satisfies Record<string, OperationContract>;
 
-/** The role a route needs: reads a viewer, changes an operator, deploys and schedules an admin. */
+/** The role a route needs. */
 export function roleFor(route: RouteName): Role {
-  if (ADMIN_ROUTES.includes(route)) return 'admin';
-  if (OPERATOR_READS.includes(route)) return 'operator';
-  return ROUTES[route].method === 'GET' ? 'viewer' : 'operator';
+  return ROUTES[route].role;
 }
 
 /** A path's `:name` segments, as an object of strings. */

@@ -1,37 +1,34 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidCursorError, parseTraceParent } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { DEFAULT_RETRY_MODE, inScope, MAX_START_BATCH, type Principal, RETRY_MODES, type RetryMode, roleAllows } from '../runtime/wire/index.js';
+import { DEFAULT_RETRY_MODE, MAX_START_BATCH, RETRY_MODES, type RetryMode, roleAllows } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import { definitionHandlers } from './definition-routes.js';
 import { eventHandlers } from './event-routes.js';
 import { listEvents, workflowEvents } from './events.js';
-import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
+import type { Call, Caller, RouteContext, RouteHandlers } from './handler-types.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 import { bulkHandlers, pauseHandlers, taskHandlers } from './operation-routes.js';
-import { matchRoute, roleFor } from './route-table.js';
+import { matchRoute, ROUTES } from './route-table.js';
 import { scheduleHandlers } from './schedule-routes.js';
-import { checkName, checkScope } from './scope.js';
+import { authorize, checkName, visible } from './scope.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
 import { streamHandlers } from './stream-routes.js';
 
 /** The JSON API under /api (snake_case), dispatched by the route table; 404 for a method and path it does not have. */
-export async function route(c: RouteContext, req: IncomingMessage, res: ServerResponse, url: URL, principal: Principal): Promise<void> {
+export async function route(c: RouteContext, req: IncomingMessage, res: ServerResponse, url: URL, caller: Caller): Promise<void> {
+  const { principal } = caller;
   const method = req.method ?? 'GET';
   const match = matchRoute(method, pathParts(url.pathname));
   if (!match || match.route === 'session') throw new HttpError(404, `no route ${method} ${url.pathname}`);
-  const needs = roleFor(match.route);
-  if (!roleAllows(principal.role, needs)) throw new HttpError(403, `this needs the ${needs} role; ${principal.name} is ${articled(principal.role)}`);
-  await checkScope(c.rt, match.route, match.params, principal);
+  await authorize(c.rt, ROUTES[match.route], match.params, principal);
   try {
-    await HANDLERS[match.route](c, { req, res, url, params: match.params, principal });
+    await HANDLERS[match.route](c, { req, res, url, params: match.params, principal, caller });
   } catch (error) {
     if (error instanceof InvalidCursorError) throw new HttpError(400, error.message, error.code);
     throw error;
   }
 }
-
-const articled = (role: string) => (role === 'admin' || role === 'operator' ? `an ${role}` : `a ${role}`);
 
 function listFilter(url: URL): Parameters<Runtime['listWorkflows']>[0] {
   try {
@@ -50,7 +47,7 @@ const HANDLERS: RouteHandlers = {
   ...bulkHandlers,
   ...eventHandlers,
   ...streamHandlers,
-  events: (c, { req, res, url }) => listEvents(req, res, c, listFilter(url)),
+  events: (c, { req, res, url, caller }) => listEvents(req, res, c, listFilter(url), caller),
   me: async (_c, { res, principal }) => send(res, 200, principal),
   audit: async (c, { res, url, principal }) => {
     const p = (k: string) => url.searchParams.get(k) ?? undefined;
@@ -70,15 +67,16 @@ const HANDLERS: RouteHandlers = {
     send(res, 200, { lines });
   },
   dev: async (c, { res }) => send(res, 200, c.dev?.() ?? { definitions: null, handlers: null }),
-  baseline: async (c, { res, url }) => {
+  baseline: async (c, { res, url, principal }) => {
     const names = url.searchParams.get('names');
     const started = url.searchParams.get('started') === '1';
-    send(res, 200, { versions: await c.rt.deployBaseline(names === null ? undefined : names.split(',').filter(Boolean), { started }) });
+    const versions = await c.rt.deployBaseline(names === null ? undefined : names.split(',').filter(Boolean), { started });
+    send(res, 200, { versions: versions.filter((v) => visible(principal, v.name)) });
   },
   workflows: async (c, { res, url, principal }) => {
     const page = await c.rt.listWorkflows(listFilter(url));
     // a scoped user's page shows its names only (a page may come out shorter; the cursor goes on)
-    page.workflows = page.workflows.filter((w) => inScope(principal.workflows, w.name));
+    page.workflows = page.workflows.filter((w) => visible(principal, w.name));
     // numbered like the streams' snapshots, so a page polling as a fallback never goes back in time
     send(res, 200, page, { 'x-braid-event-id': String(c.feed.clock.next()) });
   },
@@ -98,11 +96,14 @@ const HANDLERS: RouteHandlers = {
     const { res, url, params, principal } = call;
     const reveal = url.searchParams.get('reveal') === '1';
     if (reveal && !roleAllows(principal.role, 'admin'))
-      throw new HttpError(403, `revealing sensitive values needs the admin role; ${principal.name} is ${articled(principal.role)}`);
+      throw new HttpError(
+        403,
+        `revealing sensitive values needs the admin role; ${principal.name} is ${principal.role === 'viewer' ? 'a' : 'an'} ${principal.role}`,
+      );
     const status = await c.rt.workflow(params.id).status(reveal ? { reveal, ...actorFrom({}, call) } : {});
     send(res, 200, status, { 'x-braid-event-id': String(c.feed.clock.next()) });
   },
-  workflowEvents: (c, { req, res, params }) => workflowEvents(req, res, c, params.id),
+  workflowEvents: (c, { req, res, params, caller }) => workflowEvents(req, res, c, params.id, caller),
   cancel: async (c, call) => send(call.res, 200, await c.rt.workflow(call.params.id).cancel(actorFrom(await readJson(call.req), call))),
   retry: async (c, call) => {
     const { req, res, params } = call;

@@ -14,11 +14,13 @@ import { CALLBACK_PREFIX, serveCallback } from './callback-routes.js';
 import { type EventSignature, serveSignedEvent } from './event-routes.js';
 import type { DevState } from './events.js';
 import { ChangeFeed } from './feed.js';
+import type { Caller } from './handler-types.js';
 import { HttpError, send } from './http.js';
 import { sendMetrics } from './metrics-server.js';
 import { RateLimit } from './rate-limit.js';
-import { API_PREFIX, ROUTES } from './route-table.js';
+import { API_PREFIX, ROUTES, SERVER_ROUTES } from './route-table.js';
 import { route } from './routes.js';
+import { authorize } from './scope.js';
 import { Guard } from './security.js';
 
 export interface ApiServer {
@@ -59,12 +61,18 @@ export interface ApiServerOptions {
 /** The server's own token, until a user exists: an admin, so a new deployment can add its first users. */
 const BOOTSTRAP_ADMIN: Principal = { name: 'bootstrap', role: 'admin', workflows: null, bootstrap: true };
 
-/** Who a request is: a user (not revoked, not expired), or the bootstrap admin while no user exists. */
-async function who(rt: Runtime, guard: Guard, req: IncomingMessage): Promise<Principal | undefined> {
+/**
+ * Who a request is — a user (not revoked, not expired), or the bootstrap admin while no user exists — and how to
+ * ask again whether that still stands (by the token's id: the secret was proved once).
+ */
+async function who(rt: Runtime, guard: Guard, req: IncomingMessage): Promise<Caller | undefined> {
   const c = guard.credentials(req);
   if (!c) return undefined;
-  if (c.kind === 'server') return (await rt.users.any()) ? undefined : BOOTSTRAP_ADMIN;
-  return c.kind === 'user' ? rt.users.authenticate(c.token) : rt.users.byTokenId(c.tokenId);
+  if (c.kind === 'server') return (await rt.users.any()) ? undefined : { principal: BOOTSTRAP_ADMIN, stillValid: async () => !(await rt.users.any()) };
+  const principal = c.kind === 'user' ? await rt.users.authenticate(c.token) : await rt.users.byTokenId(c.tokenId);
+  if (!principal) return undefined;
+  const tokenId = c.kind === 'user' ? userTokenId(c.token) : c.tokenId;
+  return { principal, stillValid: async () => tokenId !== undefined && (await rt.users.byTokenId(tokenId)) !== undefined };
 }
 
 /** POST /api/session: the cookie that lets the page's requests (EventSource included) carry who it is. */
@@ -136,10 +144,12 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
     try {
       guard.checkHost(req);
       const url = new URL(req.url ?? '/', 'http://localhost');
-      if (url.pathname === '/metrics') {
+      if (url.pathname === SERVER_ROUTES.metrics.path) {
         // a server without metrics (a worker's local API) says so, rather than serve the UI's page
         if (!options.metrics || req.method !== 'GET') throw new HttpError(404, 'no metrics here: braid worker --metrics-port serves them');
-        if (!(await who(rt, guard, req))) throw new HttpError(401, 'missing or wrong token');
+        const caller = await who(rt, guard, req);
+        if (!caller) throw new HttpError(401, 'missing, wrong, revoked or expired token');
+        await authorize(rt, SERVER_ROUTES.metrics, {}, caller.principal);
         return sendMetrics(options.metrics, res, options.log);
       }
       // a link is its own capability: no token, the Host check above, and a rate per link
@@ -151,10 +161,10 @@ export async function startApiServer(rt: Runtime, options: ApiServerOptions = {}
       // a provider's webhook carries its signature, not the token, and is no browser page
       if (options.eventSignatures && (await serveSignedEvent(rt, options.eventSignatures, req, res, url))) return;
       if (req.method !== 'GET' && req.method !== 'HEAD') guard.checkMutation(req);
-      const principal = await who(rt, guard, req);
-      if (!principal) throw new HttpError(401, 'missing, wrong, revoked or expired token');
+      const caller = await who(rt, guard, req);
+      if (!caller) throw new HttpError(401, 'missing, wrong, revoked or expired token');
       if (url.pathname === ROUTES.session.path && req.method === ROUTES.session.method) return startSession(guard, req, res);
-      await route(context, req, res, url, principal);
+      await route(context, req, res, url, caller);
     } catch (error) {
       if (!answeredError(res, error)) throw error;
     }

@@ -10,7 +10,7 @@ import { HttpError, SseStream, send } from './http.js';
 
 export const streamHandlers: Pick<RouteHandlers, 'taskStreams' | 'taskStream'> = {
   taskStreams: async (c, { res, params }) => send(res, 200, { streams: await c.rt.workflow(params.id).streams(params.task) }),
-  taskStream: async (c, { req, res, url, params }) => {
+  taskStream: async (c, { req, res, url, params, caller }) => {
     const given = req.headers['last-event-id'] ?? url.searchParams.get('after') ?? undefined;
     const after = given === undefined ? undefined : parseStreamPosition(String(given));
     if (given !== undefined && !after) throw new HttpError(400, 'Last-Event-ID (or ?after=) is ATTEMPT-SEQ, an id this stream sent');
@@ -19,7 +19,7 @@ export const streamHandlers: Pick<RouteHandlers, 'taskStreams' | 'taskStream'> =
     // a task that is not there is a 404 before the stream opens
     await wf.task(params.task);
     const abort = new AbortController();
-    const sse = new SseStream(res, c.heartbeatMs, () => abort.abort());
+    const sse = new SseStream(res, c.heartbeatMs, () => abort.abort(), caller);
     try {
       for await (const chunk of wf.stream(params.task, params.name, { after, follow, signal: abort.signal })) sse.send('chunk', chunk, streamEventId(chunk));
       if (!sse.closed) sse.send('end', { state: (await wf.task(params.task)).state });

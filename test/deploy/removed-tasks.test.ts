@@ -115,7 +115,7 @@ describe(`moves that keep history: removed tasks that ended stay, --cancel-remov
     expect((await tasks('stuck')).ship).toMatchObject({ state: 'completed', removed_in: null });
 
     // a retry runs the version's tasks again, never the history
-    const retried = await cli('retry', 'clean', '--json');
+    const retried = await cli('retry', 'clean', '--mode', 'all', '--json');
     expect(retried.code).toBe(0);
     expect((JSON.parse(retried.stdout).retried as string[]).sort()).toEqual(['approve', 'ship']);
     expect((await tasks('clean')).reserve_stock).toMatchObject({ state: 'completed', output: { reserved: 3 }, removed_in: v2 });

@@ -222,25 +222,24 @@ class Worker:
         while not self._stopping.is_set():
             free = self.concurrency - len(self._running)
             claimed = self._claim(free) if free > 0 else []
-            for task in claimed:
+            for task, ctx in claimed:
                 if self._stopping.is_set():
                     # claimed as the stop came: given back at once, never started
-                    self._attempt_released(task)
+                    self._attempt_released(task, ctx)
                     continue
                 # daemon threads, one per attempt (slots bound them): a handler that never returns cannot hold the exit
-                threading.Thread(target=self._attempt, args=(task,), name=f"braid-task {task.name}", daemon=True).start()
+                threading.Thread(target=self._attempt, args=(task, ctx), name=f"braid-task {task.name}", daemon=True).start()
             if not claimed or free - len(claimed) <= 0:
                 self._wake.wait(self.poll_interval)
                 self._wake.clear()
 
-    def _attempt_released(self, task: Claimed) -> None:
-        ctx = self._running[(task.workflow_id, task.name)]
+    def _attempt_released(self, task: Claimed, ctx: Context) -> None:
         try:
             self._end(ctx, "release", {"message": "the worker stopped before the attempt started", "kind": "shutdown"}, None)
         except psycopg.Error:
             self._abandon(ctx)
         finally:
-            self._ended(task)
+            self._ended(task, ctx)
 
     def stop(self) -> None:
         """Stops claiming; the stop is bounded by shutdown_grace and 2 s from now, whatever the database does."""
@@ -272,7 +271,7 @@ class Worker:
 
     # claiming ----------------------------------------------------------------------------------------------
 
-    def _claim(self, free: int) -> list[Claimed]:
+    def _claim(self, free: int) -> list[tuple[Claimed, Context]]:
         with self._lock:
             forget, self._forget = self._forget, []
         try:
@@ -313,12 +312,16 @@ class Worker:
             except psycopg.Error:
                 pass  # the next claim places them
         claimed = decode(tasks, claim)
-        if claim is not None and claimed:
-            with self._lock:
-                self._claims[claim] = len(claimed)
-                for t in claimed:
-                    self._running[(t.workflow_id, t.name)] = Context(self, t, {})
-        return claimed
+        if claim is None or not claimed:
+            return []
+        # each attempt keeps its own context: a task claimed again (its earlier attempt rescued while its handler still
+        # ran here) is another attempt, which the earlier one's end must not take out of the running set
+        pairs = [(t, Context(self, t, {})) for t in claimed]
+        with self._lock:
+            self._claims[claim] = len(claimed)
+            for t, ctx in pairs:
+                self._running[(t.workflow_id, t.name)] = ctx
+        return pairs
 
     def _forget_claims(self) -> None:
         with self._lock:
@@ -404,9 +407,7 @@ class Worker:
 
     # attempts ----------------------------------------------------------------------------------------------
 
-    def _attempt(self, task: Claimed) -> None:
-        key = (task.workflow_id, task.name)
-        ctx = self._running[key]
+    def _attempt(self, task: Claimed, ctx: Context) -> None:
         try:
             self._execute(task, ctx)
         except Exception as e:  # the worker's own failure: the attempt fails, the worker goes on
@@ -417,11 +418,13 @@ class Worker:
                 # its end cannot be recorded: listed with the heartbeats, so braid's leader rescues it
                 self._abandon(ctx)
         finally:
-            self._ended(task)
+            self._ended(task, ctx)
 
-    def _ended(self, task: Claimed) -> None:
+    def _ended(self, task: Claimed, ctx: Context) -> None:
         with self._lock:
-            self._running.pop((task.workflow_id, task.name), None)
+            key = (task.workflow_id, task.name)
+            if self._running.get(key) is ctx:
+                del self._running[key]
             if task.claim is not None:
                 self._claims[task.claim] -= 1
                 if self._claims[task.claim] == 0:

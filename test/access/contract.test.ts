@@ -1,0 +1,168 @@
+/**
+ * The operation contract (src/api/route-table.ts), held against the server on the whole surface: every route it
+ * declares (and the server's own, /metrics) is asked for by a viewer, an operator, an admin and an operator
+ * limited to another workflow name, and each answer is what the declaration says — refused for a role below the
+ * one declared, refused to the scoped user where the scope rule says so, and a list that shows the scoped user
+ * no name outside its scope. Nothing here names a route: a route added to the table is tried without a change.
+ */
+import { describe, expect, it } from 'vitest';
+import { type OperationContract, pathTo, ROUTES, type RouteName, SERVER_ROUTES } from '../../src/api/route-table.js';
+import { startApiServer } from '../../src/api/server.js';
+import type { Runtime } from '../../src/index.js';
+import { Metrics } from '../../src/runtime/telemetry/metrics.js';
+import { ROLES, type Role, roleAllows } from '../../src/runtime/wire/index.js';
+import { backend, clockOf, drivenRuntime, settle } from '../helpers/runtime.js';
+
+const BILLING = `name: billing
+inputs: { type: object }
+schedules:
+  - { name: nightly, cron: "0 3 * * *", timezone: UTC }
+tasks:
+  t:
+    kind: t
+    wait:
+      terms:
+        approve: { callback: { expires: 2d, schema: { type: object } } }
+`;
+
+/** What the path parameters stand for: every one names something of `billing`, the name the scoped user may not use. */
+const params = (id: string) => ({ id, name: 'billing', workflow: 'billing', schedule: 'nightly', task: 't', term: 'approve' });
+/** A body naming `billing` where a body names a workflow (the scope rule `body`); an empty object elsewhere. */
+const body = (route: string) => (route === 'start' ? { name: 'billing' } : route === 'startBatch' ? { name: 'billing', workflows: [{}] } : {});
+
+interface Asker {
+  name: string;
+  role: Role;
+  scoped: boolean;
+  token: string;
+}
+
+/** The answer's status and text; a stream's first event, or its first heartbeat where it has nothing to send yet. */
+async function ask(url: string, op: OperationContract, path: string, token: string, json: unknown): Promise<{ status: number; text: string }> {
+  const abort = new AbortController();
+  const res = await fetch(`${url}${path}`, {
+    method: op.method,
+    headers: { authorization: `Bearer ${token}`, ...(op.method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+    body: op.method === 'POST' ? JSON.stringify(json) : undefined,
+    signal: abort.signal,
+  });
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return { status: res.status, text: await res.text() };
+  const reader = res.body!.getReader();
+  let text = '';
+  while (!/(^|\n)event: \w+\ndata: |: heartbeat/.test(text)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  abort.abort();
+  return { status: res.status, text };
+}
+
+async function runtimeWithUsers(): Promise<{ rt: Runtime; id: string; askers: Asker[]; metrics: Metrics }> {
+  const metrics = new Metrics();
+  const rt = await drivenRuntime({ definitions: { billing: BILLING }, handlers: { t: async () => ({}) }, metrics });
+  await rt.startWorker();
+  const id = await rt.start('billing', {}, { actor: 'setup' });
+  await settle(rt);
+  const askers: Asker[] = [];
+  for (const role of ROLES) askers.push({ name: role, role, scoped: false, token: (await rt.users.add(`${role}-user`, { role })).token });
+  askers.push({
+    name: 'operator of refunds_*',
+    role: 'operator',
+    scoped: true,
+    token: (await rt.users.add('scoped', { role: 'operator', workflows: 'refunds_*' })).token,
+  });
+  return { rt, id, askers, metrics };
+}
+
+const ALL: [string, OperationContract][] = [...Object.entries(ROUTES).filter(([r]) => r !== 'session'), ...Object.entries(SERVER_ROUTES)];
+
+describe(`the operation contract, on every route (${backend})`, () => {
+  it('declares a scope rule that fits each path: a workflow id is `workflow`, a name is `name` or `across`, `none` reads no workflow', () => {
+    const misfits = ALL.flatMap(([route, op]) => {
+      const fits = op.path.includes(':id')
+        ? op.scope === 'workflow'
+        : /:(name|workflow)\b/.test(op.path)
+          ? op.scope === 'name' || op.scope === 'across'
+          : op.scope !== 'workflow' && op.scope !== 'name' && (op.scope !== 'none' || route === 'me');
+      return fits ? [] : [`${route} (${op.path}) is declared ${op.scope}`];
+    });
+    expect(misfits).toEqual([]);
+  });
+
+  it('refuses a role below the one declared, refuses the scoped user what its scope rule refuses, and filters its lists', async () => {
+    const { rt, id, askers, metrics } = await runtimeWithUsers();
+    const server = await startApiServer(rt, { token: 'server-token-0123456789', metrics, heartbeatMs: 100 });
+    const wrong: string[] = [];
+    let asked = 0;
+    try {
+      // the refused first (they change nothing), then the allowed (which may change what later ones find: a cancel)
+      const order = [...askers].sort((a, b) => Number(b.scoped) - Number(a.scoped) || ROLES.indexOf(a.role) - ROLES.indexOf(b.role));
+      for (const who of order)
+        for (const [route, op] of ALL) {
+          // a long poll (GET .../wait) answers at once
+          const path = route in ROUTES ? pathTo(route as RouteName, params(id) as never, { timeout_ms: 1 }) : op.path;
+          const { status, text } = await ask(server.url, op, path, who.token, body(route));
+          asked++;
+          const said = `${who.name}: ${op.method} ${path} (${route}: ${op.role}, ${op.scope})`;
+          const refused = status === 403;
+          if (!roleAllows(who.role, op.role)) {
+            if (!refused) wrong.push(`${said} answered ${status}, not 403 for the role`);
+          } else if (who.scoped && op.scope !== 'none' && op.scope !== 'filtered') {
+            if (!refused) wrong.push(`${said} answered ${status}, not 403 for the scope`);
+          } else if (refused || status === 401) wrong.push(`${said} was refused (${status}): ${text.slice(0, 200)}`);
+          else if (who.scoped && text.includes('billing')) wrong.push(`${said} showed another name: ${text.slice(0, 300)}`);
+        }
+    } finally {
+      await server.close();
+    }
+    expect(asked).toBe(4 * ALL.length);
+    expect(wrong).toEqual([]);
+  });
+
+  it('ends an open stream within 5 s of its token being revoked, rotated or expiring; a stream of a token that stands goes on', async () => {
+    const { rt, id, askers } = await runtimeWithUsers();
+    const server = await startApiServer(rt, { token: 'server-token-0123456789', heartbeatMs: 500 });
+    try {
+      const open = async (token: string, path: string) => {
+        const res = await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+        expect(res.status).toBe(200);
+        const reader = res.body!.getReader();
+        const ended = (async () => {
+          let text = '';
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) return text;
+            text += new TextDecoder().decode(value);
+          }
+        })();
+        return { ended, cancel: () => reader.cancel() };
+      };
+      const revoked = (await rt.users.add('rex', { role: 'viewer' })).token;
+      const rotated = (await rt.users.add('rob', { role: 'viewer' })).token;
+      const expiring = (await rt.users.add('eve', { role: 'viewer', expiresInMs: 60_000 })).token;
+      const streams = [
+        { what: 'revoked', s: await open(revoked, pathTo('events', {})) },
+        { what: 'rotated', s: await open(rotated, pathTo('workflowEvents', { id })) },
+        { what: 'expired', s: await open(expiring, pathTo('taskStream', { id, task: 't', name: 'none' })) },
+      ];
+      const staying = await open(askers[0].token, pathTo('events', {}));
+      const began = Date.now();
+      await rt.users.revoke('rex');
+      await rt.users.rotate('rob');
+      // the driven runtime's clock: a minute on, the third token has expired
+      clockOf(rt).advance(61_000);
+      for (const { what, s } of streams) {
+        const text = await s.ended;
+        expect(text, what).toContain('event: unauthorized');
+      }
+      expect(Date.now() - began).toBeLessThan(5_000);
+      // the viewer's own stream still stands: it ends only when the test leaves it
+      const still = await Promise.race([staying.ended.then(() => 'ended'), new Promise((r) => setTimeout(() => r('open'), 2_500))]);
+      expect(still).toBe('open');
+      await staying.cancel();
+    } finally {
+      await server.close();
+    }
+  });
+});
