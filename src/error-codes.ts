@@ -55,6 +55,8 @@ export const ERROR_CODES = {
   secret_missing: { http: 400, exit: 'failed' },
   // an event braid cannot take: a bad name or id, a payload its schema refuses
   event_invalid: { http: 422, exit: 'failed' },
+  // a signed webhook sent again within its tolerance window: a replay, nothing recorded
+  event_replayed: { http: 409, exit: 'failed' },
   rate_limited: { http: 429, exit: 'failed' },
   // the HTTP exchange itself
   unauthorized: { http: 401, exit: 'failed' },

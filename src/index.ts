@@ -27,6 +27,7 @@ export {
   type EmitResult,
   EventInvalidError,
   EventPayloadError,
+  EventReplayedError,
   type ExprTermEvidence,
   ExtensionError,
   type ExtensionSpec,

@@ -3,24 +3,18 @@
  * the event id from ?id= or Idempotency-Key) record an event and start what it triggers; GET /api/events/recent
  * lists the log; GET /api/workflows/:id/event names the event that started a workflow. An event the project
  * config signs (events.NAME.signature) is taken on its signature instead of the API's token: verified over the
- * raw body before anything is read or written, and refused (401) without a valid one.
+ * raw body before anything is read or written, refused (401) without a valid one, and refused (409) when the same
+ * signed request came already within its tolerance window.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ActorOptions } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { actorFrom } from './acting.js';
 import type { RouteHandlers } from './handler-types.js';
 import { HttpError, integerParam, pathParts, readBody, readJson, send } from './http.js';
+import { checkWebhook, type EventSignature } from './webhook-signatures.js';
 
-/** How a webhook of one event is signed (the project config's events.NAME.signature). */
-export interface EventSignature {
-  header: string;
-  secret_env: string;
-  algorithm?: 'sha1' | 'sha256' | 'sha512';
-  encoding?: 'hex' | 'base64';
-  prefix?: string;
-}
+export type { EventSignature };
 
 const MAX_EVENT_BODY = 1024 * 1024;
 
@@ -53,7 +47,15 @@ function eventId(req: IncomingMessage, url: URL): string | undefined {
   return url.searchParams.get('id') ?? (typeof header === 'string' ? header : undefined);
 }
 
-async function emitRaw(rt: Runtime, name: string, raw: Buffer, req: IncomingMessage, url: URL, who: ActorOptions) {
+async function emitRaw(
+  rt: Runtime,
+  name: string,
+  raw: Buffer,
+  req: IncomingMessage,
+  url: URL,
+  who: ActorOptions,
+  receipt?: { digest: string; windowMs: number },
+) {
   let payload: unknown = null;
   if (raw.length > 0) {
     try {
@@ -62,39 +64,32 @@ async function emitRaw(rt: Runtime, name: string, raw: Buffer, req: IncomingMess
       throw new HttpError(400, 'the body is not JSON');
     }
   }
-  return rt.emit(name, payload, { id: eventId(req, url), ...who });
+  return rt.emit(name, payload, { id: eventId(req, url), ...who, receipt });
 }
 
 /**
- * POST /api/events/NAME of an event the config signs: the signature checked before anything else (401 and
- * nothing recorded without a valid one), then emitted as any other. Returns false for a request it is not for.
+ * POST /api/events/NAME of an event the config signs (as it reads now: a config changed since the server started
+ * counts): the signature checked before anything else (401 and nothing recorded without a valid one), then
+ * emitted with its digest, which a replay finds (409 event_replayed, nothing recorded). Returns false for a
+ * request it is not for.
  */
 export async function serveSignedEvent(
   rt: Runtime,
-  signatures: Readonly<Record<string, EventSignature>>,
+  given: Readonly<Record<string, EventSignature>> | (() => Readonly<Record<string, EventSignature>>),
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
 ): Promise<boolean> {
   const parts = pathParts(url.pathname);
-  if (req.method !== 'POST' || parts.length !== 3 || parts[0] !== 'api' || parts[1] !== 'events' || !Object.hasOwn(signatures, parts[2])) return false;
-  const signature = signatures[parts[2]];
+  if (req.method !== 'POST' || parts.length !== 3 || parts[0] !== 'api' || parts[1] !== 'events') return false;
+  const signatures = typeof given === 'function' ? given() : given;
+  if (!Object.hasOwn(signatures, parts[2])) return false;
+  const event = parts[2];
   const raw = await readBody(req, MAX_EVENT_BODY);
-  if (!signedBy(signature, raw, req.headers[signature.header.toLowerCase()])) throw new HttpError(401, `missing or wrong ${signature.header} signature`);
-  const r = await emitRaw(rt, parts[2], raw, req, url, { actor: `signed webhook ${parts[2]}`, address: req.socket.remoteAddress });
+  const check = checkWebhook(event, signatures[event], raw, req.headers);
+  if (!check.ok) throw new HttpError(401, `the webhook of ${event} is refused: ${check.reason}`);
+  const receipt = { digest: check.digest, windowMs: check.windowMs };
+  const r = await emitRaw(rt, event, raw, req, url, { actor: `signed webhook ${event}`, address: req.socket.remoteAddress }, receipt);
   send(res, r.duplicate ? 200 : 201, r);
   return true;
-}
-
-/** Whether the header holds the HMAC of the raw body under the event's secret (a missing secret signs nothing). */
-export function signedBy(signature: EventSignature, raw: Buffer, header: string | string[] | undefined): boolean {
-  const secret = process.env[signature.secret_env];
-  if (!secret || typeof header !== 'string') return false;
-  const prefix = signature.prefix ?? '';
-  if (!header.startsWith(prefix)) return false;
-  const given = Buffer.from(header.slice(prefix.length).trim(), signature.encoding === 'base64' ? 'base64' : 'hex');
-  const wanted = createHmac(signature.algorithm ?? 'sha256', secret)
-    .update(raw)
-    .digest();
-  return given.length === wanted.length && timingSafeEqual(given, wanted);
 }

@@ -54,8 +54,11 @@ export interface ApiServerOptions {
   log?: Logger;
   /** Served at GET /metrics (Prometheus text), with the API's token like everything else. */
   metrics?: Metrics;
-  /** Events whose webhooks are signed (the project config's events.NAME.signature): taken on the signature, not the token. */
-  eventSignatures?: Readonly<Record<string, EventSignature>>;
+  /**
+   * Events whose webhooks are signed (the project config's events.NAME.signature), as they read now (a config
+   * changed since the start counts): taken on the signature, not the token.
+   */
+  eventSignatures?: Readonly<Record<string, EventSignature>> | (() => Readonly<Record<string, EventSignature>>);
 }
 
 /** The server's own token, until a user exists: an admin, so a new deployment can add its first users. */

@@ -156,7 +156,35 @@ export function projectChecks(io: Io): { kinds: KindsConfig; events: EventsConfi
   return { kinds: projectKinds(io), events: projectEvents(io) };
 }
 
-/** The events whose webhooks the project config signs, for the servers that take them (braid ui, dev, a worker's --port). */
-export function eventSignatures(io: Io): Record<string, NonNullable<EventConfig['signature']>> {
-  return Object.fromEntries(Object.entries(project(io).config?.events ?? {}).flatMap(([name, e]) => (e.signature ? [[name, e.signature]] : [])));
+type Signatures = Record<string, NonNullable<EventConfig['signature']>>;
+
+const signaturesOf = (config: ProjectConfig | undefined): Signatures =>
+  Object.fromEntries(Object.entries(config?.events ?? {}).flatMap(([name, e]) => (e.signature ? [[name, e.signature]] : [])));
+
+/**
+ * The events whose webhooks the project config signs, for the servers that take them (braid ui, dev, a worker's
+ * --port), as the config file reads now: a change to `events:` takes effect at the next webhook, without a
+ * restart. A config that no longer loads keeps the last one that did, said once per change.
+ */
+export function eventSignatures(io: Io): () => Signatures {
+  const file = findConfigFile(io.cwd);
+  let current = signaturesOf(project(io).config);
+  let stamp = file === undefined ? undefined : mtimeOf(file);
+  return () => {
+    const now = file === undefined ? undefined : mtimeOf(file);
+    if (file === undefined || now === stamp) return current;
+    stamp = now;
+    const { config, diagnostics } = loadConfig(file, displayPath(io, file));
+    if (config) current = signaturesOf(config);
+    else io.stderr(`braid: ${displayPath(io, file)} no longer loads (${diagnostics[0]?.message ?? 'unreadable'}): webhooks keep its last events:\n`);
+    return current;
+  };
+}
+
+function mtimeOf(file: string): number | undefined {
+  try {
+    return statSync(file).mtimeMs;
+  } catch {
+    return undefined;
+  }
 }

@@ -66,8 +66,19 @@ export interface KindConfig {
 /** One event of the config's `events:`. */
 export interface EventConfig {
   schema?: Record<string, unknown>;
-  /** POST /api/events/NAME must carry an HMAC of its body in `header`, keyed by the secret in env `secret_env`. */
-  signature?: { header: string; secret_env: string; algorithm?: 'sha1' | 'sha256' | 'sha512'; encoding?: 'hex' | 'base64'; prefix?: string };
+  /**
+   * POST /api/events/NAME must carry a signature of its body, keyed by the secret in env `secret_env`: by `scheme`
+   * (braid, stripe, github; hmac-sha256 in `header`), its time within `tolerance`, never seen before within it.
+   */
+  signature?: {
+    scheme?: 'braid' | 'stripe' | 'github' | 'hmac-sha256';
+    header?: string;
+    secret_env: string;
+    algorithm?: 'sha1' | 'sha256' | 'sha512';
+    encoding?: 'hex' | 'base64';
+    prefix?: string;
+    tolerance?: string;
+  };
 }
 
 /** The config file for a folder: in it or in the nearest folder above that has one. */

@@ -46,12 +46,14 @@ export {
   CallbackUsedError,
   EventInvalidError,
   EventPayloadError,
+  EventReplayedError,
   EventSignatureError,
   SecretMissingError,
 } from './outside/errors.js';
 export type { EmitEventOptions } from './outside/event-ops.js';
 export { parseKeyRing, SecretConfigError } from './outside/secrets.js';
 export { ROLES, type Role, type UserRecord } from './wire/index.js';
+export { DEFAULT_TOLERANCE_S, verifySignature } from './worker/http-signature.js';
 
 /** The id of a user token (what a session remembers of it), or undefined for anything else. */
 export const userTokenId = (token: string): string | undefined => parseToken(token)?.tokenId;

@@ -14,6 +14,7 @@ const EVENTS = {
     },
   },
   'payment.settled': { schema: { type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] } },
+  'push.github': { schema: { type: 'object' } },
 };
 
 const FULFIL = `name: fulfil
@@ -142,6 +143,78 @@ describe(`events that start workflows (${backend})`, () => {
       expect(((await listed.json()) as { events: { name: string }[] }).events.map((e) => e.name)).toEqual(['order.created', 'payment.settled']);
       const link = await fetch(`${server.url}/api/workflows/fulfil-h-1/event`, { headers: bearer });
       expect(await link.json()).toMatchObject({ event: { name: 'order.created', event_id: 'e-h1' } });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a webhook signed by braid, Stripe or GitHub is taken once: the same signed request again is 409 event_replayed with nothing recorded', async () => {
+    const rt = await eventsRuntime();
+    const secret = 'whsec-replay-0123456789';
+    process.env.BRAID_TEST_REPLAY_SECRET = secret;
+    const server = await startApiServer(rt, {
+      token: 'tok-tok-tok-tok-1',
+      eventSignatures: {
+        'order.created': { scheme: 'stripe', secret_env: 'BRAID_TEST_REPLAY_SECRET' },
+        'payment.settled': { secret_env: 'BRAID_TEST_REPLAY_SECRET', tolerance: '2m' },
+        'push.github': { scheme: 'github', secret_env: 'BRAID_TEST_REPLAY_SECRET' },
+      },
+    });
+    try {
+      const post = (name: string, body: string, headers: Record<string, string>) =>
+        fetch(`${server.url}/api/events/${name}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+      const hmac = (text: string) => createHmac('sha256', secret).update(text).digest('hex');
+      const t = Math.floor(Date.now() / 1000);
+      // Stripe-Signature, and braid-signature (the default scheme): t=,v1= over t.body; without an id, as Stripe sends them
+      const order = JSON.stringify({ order_id: 'r-1', amount: 500 });
+      const stripe = { 'stripe-signature': `t=${t},v1=${hmac(`${t}.${order}`)}` };
+      const first = await post('order.created', order, stripe);
+      expect(first.status).toBe(201);
+      const replayed = await post('order.created', order, stripe);
+      expect(replayed.status).toBe(409);
+      expect(await replayed.json()).toMatchObject({ code: 'event_replayed' });
+      expect((await rt.events.list({ name: 'order.created' })).length).toBe(1);
+      expect(await runsOf(rt, 'fulfil')).toEqual(['fulfil-r-1']);
+      // the same body signed again at another time is another delivery; a stale timestamp is refused
+      const later = t + 1;
+      expect((await post('order.created', order, { 'stripe-signature': `t=${later},v1=${hmac(`${later}.${order}`)}` })).status).toBe(201);
+      const stale = t - 600;
+      const old = await post('order.created', order, { 'stripe-signature': `t=${stale},v1=${hmac(`${stale}.${order}`)}` });
+      expect(old.status).toBe(401);
+      expect(await old.json()).toMatchObject({ error: expect.stringContaining('from now') });
+      const settled = JSON.stringify({ order_id: 'r-1' });
+      const braid = { 'braid-signature': `t=${t},v1=${hmac(`${t}.${settled}`)}` };
+      expect((await post('payment.settled', settled, braid)).status).toBe(201);
+      expect((await post('payment.settled', settled, braid)).status).toBe(409);
+      expect((await post('payment.settled', settled, { 'braid-signature': `t=${t},v1=${hmac(`${t}.{}`)}` })).status).toBe(401);
+      // X-Hub-Signature-256: no timestamp; its signature is remembered for the tolerance window all the same
+      const push = JSON.stringify({ ref: 'main' });
+      const github = { 'x-hub-signature-256': `sha256=${hmac(push)}` };
+      expect((await post('push.github', push, github)).status).toBe(201);
+      expect((await post('push.github', push, github)).status).toBe(409);
+      expect((await rt.events.list({ name: 'push.github' })).length).toBe(1);
+      expect((await rt.events.list({ name: 'payment.settled' })).length).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a change to the config's events: reaches a running server: a new signed event is taken on its signature, not refused for a token", async () => {
+    const rt = await eventsRuntime();
+    process.env.BRAID_TEST_LIVE_SECRET = 'whsec-live-0123456789';
+    let signatures: Record<string, { secret_env: string }> = {};
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1', eventSignatures: () => signatures });
+    try {
+      const body = JSON.stringify({ order_id: 'l-1' });
+      const t = Math.floor(Date.now() / 1000);
+      const headers = {
+        'content-type': 'application/json',
+        'braid-signature': `t=${t},v1=${createHmac('sha256', 'whsec-live-0123456789').update(`${t}.${body}`).digest('hex')}`,
+      };
+      const send = () => fetch(`${server.url}/api/events/payment.settled`, { method: 'POST', headers, body });
+      expect((await send()).status).toBe(401);
+      signatures = { 'payment.settled': { secret_env: 'BRAID_TEST_LIVE_SECRET' } };
+      expect((await send()).status).toBe(201);
     } finally {
       await server.close();
     }

@@ -1,7 +1,7 @@
 import { clockNow } from '../core/context.js';
 import { deleteTasks } from '../engine/advance.js';
 import { lockWorkflows } from '../sql/advance.js';
-import { forgetEvents } from '../sql/events.js';
+import { forgetEvents, forgetReceipts } from '../sql/events.js';
 import {
   deleteExpiredWorkflows,
   expiredTasks,
@@ -37,6 +37,8 @@ export class RetentionService implements MaintenanceService {
     await leaderWrite(ctx, (tx) => forgetOperatorRecords(tx, ctx.s, new Date(now.getTime() - KEEP_BULK_MS), new Date(now.getTime() - this.policy.auditMs)));
     // the event log is for finding what an event did: a month of it (the runs keep their own retention)
     await leaderWrite(ctx, (tx) => forgetEvents(tx, ctx.s, new Date(now.getTime() - KEEP_BULK_MS)));
+    // a webhook's receipt is kept for its signature's window only
+    await leaderWrite(ctx, (tx) => forgetReceipts(tx, ctx.s, now));
     return deleted;
   }
 

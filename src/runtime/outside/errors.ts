@@ -54,6 +54,15 @@ export class SecretMissingError extends Error {
 }
 
 /** An event whose name, id or payload braid cannot take: nothing was recorded. */
+/** A signed webhook whose signature was seen within its tolerance window: a replay, refused with nothing recorded. */
+export class EventReplayedError extends Error {
+  readonly code = 'event_replayed' as const;
+  constructor(name: string) {
+    super(`this signed ${name} webhook was received already: a replay within its tolerance window records nothing`);
+    this.name = 'EventReplayedError';
+  }
+}
+
 export class EventInvalidError extends Error {
   readonly code = 'event_invalid' as const;
   constructor(message: string) {

@@ -3,14 +3,19 @@ import { type ActorOptions, namedActor } from '../core/actor.js';
 import { advanceIn, type RuntimeContext } from '../core/context.js';
 import { inTransaction, redacting, type TxOption } from '../db/types.js';
 import { writeAudit } from '../sql/audit.js';
-import { eventOfWorkflow, listEvents } from '../sql/events.js';
+import { eventOfWorkflow, listEvents, rememberReceipt } from '../sql/events.js';
 import type { EmitEventResult, EventRecord } from '../wire/index.js';
-import { EventInvalidError } from './errors.js';
+import { EventInvalidError, EventReplayedError } from './errors.js';
 
 /** An emit's options; with an `actor` (the CLI's and the API's), the emit is audited. */
 export interface EmitEventOptions extends TxOption, ActorOptions {
   /** The event's own id: the same name and id again is a delivery again, and starts nothing. Default: a new ULID. */
   id?: string;
+  /**
+   * A signed webhook's digest and how long its signature stands: remembered with the event, so the same signed
+   * request again within the window is a replay (EventReplayedError, nothing recorded).
+   */
+  receipt?: { digest: string; windowMs: number };
 }
 
 export class EventOps {
@@ -23,6 +28,11 @@ export class EventOps {
     const who = namedActor(options);
     return inTransaction(this.ctx.db, options, async (tx) => {
       const advance = await advanceIn(this.ctx, tx);
+      const receipt = options.receipt;
+      if (receipt) {
+        const expiresAt = new Date(advance.now.getTime() + receipt.windowMs);
+        if (!(await rememberReceipt(tx, this.ctx.s, { digest: receipt.digest, event: name, expiresAt, now: advance.now }))) throw new EventReplayedError(name);
+      }
       const r = await emitEvent(tx, advance, name, payload, { id: options.id });
       const detail = { event_id: r.event.event_id, started: r.event.outcomes.length };
       if (who && !r.duplicate) await writeAudit(tx, this.ctx.s, advance.now, [{ action: 'event.emit', target: name, ...who, detail }]);

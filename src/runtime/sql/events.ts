@@ -74,3 +74,22 @@ export async function eventOfWorkflow(
 export async function forgetEvents(q: Queryable, s: string, before: Date, limit = 1000): Promise<void> {
   await q.query(`DELETE FROM ${s}.events WHERE seq IN (SELECT seq FROM ${s}.events WHERE at < $1 ORDER BY at LIMIT $2)`, [before, limit]);
 }
+
+/**
+ * Remembers a signed webhook's digest until `expiresAt`: false when the same digest is remembered still (a replay).
+ * One whose window passed is taken as new (retention may not have forgotten it yet).
+ */
+export async function rememberReceipt(q: Queryable, s: string, r: { digest: string; event: string; expiresAt: Date; now: Date }): Promise<boolean> {
+  const { rows } = await q.query(
+    `INSERT INTO ${s}.webhook_receipts (digest, event, expires_at) VALUES ($1, $2, $3)
+     ON CONFLICT (digest) DO UPDATE SET event = EXCLUDED.event, expires_at = EXCLUDED.expires_at WHERE webhook_receipts.expires_at <= $4
+     RETURNING 1`,
+    [r.digest, r.event, r.expiresAt, r.now],
+  );
+  return rows.length === 1;
+}
+
+/** Forgets the webhook receipts whose window has passed (a batch at a time). */
+export async function forgetReceipts(q: Queryable, s: string, now: Date, limit = 1000): Promise<void> {
+  await q.query(`DELETE FROM ${s}.webhook_receipts WHERE digest IN (SELECT digest FROM ${s}.webhook_receipts WHERE expires_at <= $1 LIMIT $2)`, [now, limit]);
+}
