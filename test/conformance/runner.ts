@@ -30,6 +30,8 @@ interface TaskExpectation {
   logs?: string[];
   /** The handler's log lines, exactly and in order. */
   handler_logs?: string[];
+  /** Each failed attempt ended within this many ms of its start (a check that must not backtrack, say). */
+  attempt_ms_below?: number;
 }
 
 type Step =
@@ -165,12 +167,17 @@ async function check(rt: Runtime, scenario: Scenario, s: string): Promise<void> 
     for (const [name, e] of Object.entries(want.tasks ?? {})) {
       const t = tasks.find((x) => x.name === name);
       expect(t, `task ${name}`).toBeDefined();
-      const { logs: braidLines, handler_logs: handlerLines, errors, ...fields } = e;
+      const { logs: braidLines, handler_logs: handlerLines, errors, attempt_ms_below: below, ...fields } = e;
       expect(t, `task ${name} is ${JSON.stringify(t)}`).toMatchObject(fields);
       if (errors) {
         expect(t!.errors.length, `task ${name}'s errors: ${JSON.stringify(t!.errors)}`).toBe(errors.length);
         for (const [i, x] of errors.entries()) expect(t!.errors[i], `task ${name}'s error ${i}`).toMatchObject(x);
       }
+      if (below !== undefined)
+        for (const x of t!.errors) {
+          const ms = new Date(x.at).getTime() - new Date(x.started_at ?? x.at).getTime();
+          expect(ms, `task ${name}'s attempt ${x.attempt} took ${ms} ms`).toBeLessThan(below);
+        }
       const mine = logs.filter((l) => l.task === name);
       for (const text of braidLines ?? [])
         expect(

@@ -99,7 +99,7 @@ describe(`output streams (${backend})`, () => {
     }
   });
 
-  it('a chunk its schema refuses, an undeclared stream and a chunk over 1 MiB are refused at write; a full stream refuses more', async () => {
+  it('a chunk its schema refuses, an undeclared stream and a chunk over 1 MiB are refused at write; a full stream ends the attempt stream_too_large, not retried', async () => {
     const seen: string[] = [];
     const rt = await streamRuntime({
       speak: async (_args, ctx) => {
@@ -124,11 +124,13 @@ describe(`output streams (${backend})`, () => {
       },
     });
     const id = await rt.start('talk', { n: 0 });
-    expect((await final(rt, id, 60_000)).state).toBe('completed');
+    // the handler caught the refusal and went on: the attempt ends all the same, and is not run again
+    expect((await final(rt, id, 60_000)).state).toBe('failed');
+    expect(await rt.workflow(id).task('speak')).toMatchObject({ state: 'discarded', attempt: 1, errors: [{ code: 'stream_too_large' }] });
     expect(seen[0]).toMatch(/^schema: stream "tokens" of task "speak": the chunk breaks its schema: \/i must be integer/);
     expect(seen[1]).toBe('undeclared: task "speak" declares no stream "nope" (its streams: tokens, text)');
     expect(seen[2]).toMatch(/^chunk: .*over the most one may be \(1 MiB\)/);
-    expect(seen[3]).toMatch(/^full at 16: stream "text" of task "speak" is full: an attempt's stream keeps at most 16 MiB/);
+    expect(seen[3]).toMatch(/^full at 16: stream "text" of task "speak" is over its bounds \(an attempt's stream keeps at most 16 MiB/);
     expect(seen).toHaveLength(4);
     expect(await rt.workflow(id).streams('speak')).toEqual([{ name: 'text', attempt: 1, chunks: 16 }]);
   });
@@ -159,6 +161,21 @@ describe(`output streams (${backend})`, () => {
     await cleaner.maintenance({ only: ['deleted'] });
     await until(async () => (await rt.listWorkflows({})).workflows.length === 0);
     expect(await rows()).toBe(0);
+  });
+
+  it("a task keeps its last two attempts' streams: a fourth attempt forgets the first and the second", async () => {
+    const rt = await streamRuntime({
+      speak: async (_args, ctx) => {
+        await ctx.stream('text').write(`try ${ctx.attempt}`);
+        if (ctx.attempt < 4) throw new Error('once more');
+        return {};
+      },
+    });
+    const id = await rt.start('talk', { n: 0 });
+    expect((await final(rt, id)).state).toBe('completed');
+    expect(await rt.workflow(id).streams('speak')).toEqual([{ name: 'text', attempt: 4, chunks: 1 }]);
+    const kept = await rt.db.query<{ attempt: number }>(`SELECT attempt FROM "${rt.schema}".task_streams WHERE workflow_id = $1 ORDER BY attempt`, [id]);
+    expect(kept.rows.map((r) => r.attempt)).toEqual([3, 4]);
   });
 
   it('braid stream prints the chunks, and follows a running task to its end', async () => {

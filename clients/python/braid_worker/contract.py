@@ -7,8 +7,9 @@ annotations are not assertions.
 """
 
 import json
-import re
 from typing import Any
+
+from . import linear_re
 
 SEALED_PREFIX = "braid:enc:v1:"
 _MAX_PROBLEMS = 5
@@ -119,8 +120,13 @@ def _string(s: dict[str, Any], v: str, at: str, out: list[str]) -> None:
         out.append(f"{at}: must have at least {s['minLength']} characters")
     if "maxLength" in s and len(v) > s["maxLength"]:
         out.append(f"{at}: must have at most {s['maxLength']} characters")
-    if "pattern" in s and re.search(s["pattern"], v) is None:
-        out.append(f"{at}: must match /{s['pattern']}/")
+    if "pattern" in s:
+        # in linear time, as braid's TypeScript side checks it: a backtracking `re` can take minutes on thirty characters
+        try:
+            if not linear_re.search(s["pattern"], v):
+                out.append(f"{at}: must match /{s['pattern']}/")
+        except linear_re.PatternError as e:
+            out.append(f"{at}: cannot be checked: {e}")
 
 
 def _array(s: dict[str, Any], v: list[Any], path: str, root: Any, out: list[str]) -> None:

@@ -57,3 +57,8 @@ export async function streamTask(q: Queryable, s: string, workflowId: string, ta
   ]);
   return rows[0];
 }
+
+/** Forgets a task's chunks of attempts before `attempt` (a new attempt's stream keeps one attempt's before it). */
+export async function forgetStreamsBefore(q: Queryable, s: string, workflowId: string, task: string, attempt: number): Promise<void> {
+  await q.query(`DELETE FROM ${s}.task_streams WHERE workflow_id = $1 AND task = $2 AND attempt < $3`, [workflowId, task, attempt]);
+}

@@ -12,9 +12,10 @@ import { type Scrubbed, Secrets, scrubJsonText } from '../core/privacy.js';
 import { findUnstorable } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
 import type { DefinitionCache } from '../engine/definition-cache.js';
-import { insertChunks } from '../sql/streams.js';
+import { forgetStreamsBefore, insertChunks } from '../sql/streams.js';
 import type { Clock } from '../sql/time.js';
 import { workflowVersionRef } from '../sql/workflows.js';
+import { NonRetryableError } from './task-errors.js';
 
 export interface StreamWriter<Chunk = unknown> {
   /** Checks and queues a chunk: rejects (and keeps nothing) for a chunk its schema refuses or past the stream's bounds. */
@@ -31,6 +32,17 @@ export class StreamWriteError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'StreamWriteError';
+  }
+}
+
+/**
+ * A stream past its bounds: the attempt ends, not retried (code stream_too_large), even when the handler catches
+ * the write's error: another attempt would write as much again, and keep as much again.
+ */
+export class StreamTooLargeError extends NonRetryableError {
+  constructor(message: string) {
+    super(message, { code: 'stream_too_large' });
+    this.name = 'StreamTooLargeError';
   }
 }
 
@@ -65,9 +77,15 @@ export class AttemptStreams {
     return s;
   }
 
-  /** The task's declared streams (its definition's `streams:`), read once per attempt. */
+  /**
+   * The task's declared streams (its definition's `streams:`), read once per attempt; with them, the streams of
+   * attempts before the one before this are forgotten (a task keeps this attempt's and the last one's: the one
+   * a reader may still follow).
+   */
   declarations(): Promise<Record<string, { schema?: Record<string, unknown> }>> {
     this.declared ??= (async () => {
+      const t = this.task;
+      if (t.attempt > 2) await forgetStreamsBefore(this.env.db, this.env.s, t.workflow_id, t.name, t.attempt - 1);
       const ref = await workflowVersionRef(this.env.db, this.env.s, this.task.workflow_id);
       const def = ref && (await this.env.definitions.find(this.env.db, ref.name, ref.definition_hash));
       return def?.tasks.find((t) => t.name === this.task.template)?.streams ?? {};
@@ -87,6 +105,8 @@ export class AttemptStreams {
       if (error) errors.push(error);
     }
     if (errors.length > 0) throw new Error(`its stream could not be stored: ${errors.join('; ')}`);
+    const full = [...this.open.values()].find((s) => s.full);
+    if (full) throw new StreamTooLargeError(full.full!);
   }
 }
 
@@ -99,6 +119,8 @@ class OneStream implements StreamWriter {
   private storing: Promise<void> = Promise.resolve();
   private failed?: string;
   private closed = false;
+  /** Why the stream is full (its bounds reached): the attempt ends stream_too_large. */
+  full?: string;
   private timer?: NodeJS.Timeout;
 
   constructor(
@@ -123,8 +145,11 @@ class OneStream implements StreamWriter {
     const text = storableJson(value, what, this.owner.secrets);
     const size = Buffer.byteLength(text);
     if (size > STREAM_LIMITS.maxChunkBytes) throw new StreamWriteError(`${what}: a chunk of ${size} bytes is over the most one may be (1 MiB)`);
-    if (this.bytes + size > STREAM_LIMITS.maxBytes || this.chunks + 1 > STREAM_LIMITS.maxChunks)
-      throw new StreamWriteError(`${what} is full: an attempt's stream keeps at most 16 MiB and 100,000 chunks; later chunks are refused`);
+    if (this.full) throw new StreamTooLargeError(this.full);
+    if (this.bytes + size > STREAM_LIMITS.maxBytes || this.chunks + 1 > STREAM_LIMITS.maxChunks) {
+      this.full = `${what} is over its bounds (an attempt's stream keeps at most 16 MiB and 100,000 chunks): the attempt ends, not retried`;
+      throw new StreamTooLargeError(this.full);
+    }
     this.bytes += size;
     this.chunks++;
     this.queued.push(text);
