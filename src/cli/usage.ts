@@ -5,7 +5,7 @@ export const USAGE = {
   test: 'braid test [PATH...] [--filter TEXT] [--format text|json|junit|github] [--update] [--coverage] [--timeout DURATION]',
   plan: 'braid plan [PATH...] [--against db|GIT_REF] [--handlers MODULE] [--format text|json|github|sarif]',
   register: 'braid register [PATH...] [--dry-run] [--force] [--handlers MODULE] [--actor NAME] [--reason TEXT] [--format text|json] [--database URL]',
-  types: 'braid types [--lang typescript|python] [--out FILE] [--definitions DIR] [--offline] [--database URL]',
+  types: 'braid types [--lang typescript|python] [--worker NAME] [--out FILE] [--definitions DIR] [--offline] [--database URL]',
   compile: 'braid compile FILE|NAME [--definitions DIR] [--inputs JSON|@file] [--id ID] [--now ISO]',
   graph: 'braid graph FILE|NAME [--format mermaid|dot] [--definitions DIR]',
   migrate: 'braid migrate [--database URL] [--schema NAME]',

@@ -166,7 +166,12 @@ function valuePy(d: Declarations, value: unknown, read: Reader, hint: string, de
 }
 
 /** The module's text: see the module's comment. */
-export function pythonDeclarations(definitions: readonly Pick<WorkflowDefinition, 'name' | 'normalized'>[], legacy: readonly LegacyVersion[] = []): string {
+export function pythonDeclarations(
+  definitions: readonly Pick<WorkflowDefinition, 'name' | 'normalized'>[],
+  legacy: readonly LegacyVersion[] = [],
+  /** The kinds this Python worker serves: Handlers requires exactly them (default: every kind). */
+  serves: (kind: string) => boolean = () => true,
+): string {
   const d = new Declarations();
   for (const def of [...definitions].sort((a, b) => (a.name < b.name ? -1 : 1))) {
     const inputs = def.normalized.inputs as Schema;
@@ -190,7 +195,7 @@ export function pythonDeclarations(definitions: readonly Pick<WorkflowDefinition
     }
   }
   const kinds = [...args.keys()].sort();
-  const handlers = kinds.map((kind) => {
+  const handlers = kinds.filter(serves).map((kind) => {
     const base = pascal(kind);
     const a = named(d, `${base}Args`, args.get(kind)!);
     const o = named(d, `${base}Output`, outputs.get(kind)!);

@@ -21,7 +21,12 @@ export interface LegacyVersion {
  * union); and what each kind returns (KindOutputs), over the definitions and the older versions with running
  * workflows (`legacy`).
  */
-export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 'name' | 'normalized'>[], legacy: readonly LegacyVersion[] = []): string {
+export function typeDeclarations(
+  definitions: readonly Pick<WorkflowDefinition, 'name' | 'normalized'>[],
+  legacy: readonly LegacyVersion[] = [],
+  /** Kinds served outside the handlers module (over HTTP, by another worker), with where: not this module's to type. */
+  elsewhere: ReadonlyMap<string, string> = new Map(),
+): string {
   const inputs = [...definitions].sort((a, b) => (a.name < b.name ? -1 : 1)).map((d) => `  ${key(d.name)}: ${schemaType(d.normalized.inputs, 2)};`);
   const kinds = new Map<string, Set<string>>();
   const current = new Set(definitions.flatMap((d) => d.normalized.tasks.map((t) => t.kind)));
@@ -38,7 +43,7 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   for (const d of [...definitions, ...legacy]) {
     const readers = templateReaders(d.normalized);
     for (const t of d.normalized.tasks) {
-      if (t.kind === START_KIND) continue;
+      if (t.kind === START_KIND || elsewhere.has(t.kind)) continue;
       const reader = readers(t);
       const typeOf = (expr: string, depth: number): Typed => {
         const read = reader(expr);
@@ -61,7 +66,9 @@ export function typeDeclarations(definitions: readonly Pick<WorkflowDefinition, 
   const returned = [...outputs]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([kind, types]) => `  ${key(kind)}: ${types.has('unknown') ? 'unknown' : [...types].join(' | ')};`);
-  return declarationsText(inputs, args, returned, byKind(waits, ' | '), byKind(streams, ' & '));
+  const served = [...elsewhere].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, where]) => `//   ${kind}: ${where}`);
+  const note = served.length === 0 ? [] : ['// Kinds served outside the handlers module (braid.config.yaml kinds:), left out below:', ...served, ''];
+  return declarationsText(inputs, args, returned, byKind(waits, ' | '), byKind(streams, ' & '), note);
 }
 
 /** Each kind's shapes joined (a union of waits, an intersection of streams), a line per kind in name order. */
@@ -95,10 +102,11 @@ export function templateReaders(def: WorkflowDefinition['normalized']): (t: Norm
 const byKind = (shapes: Map<string, Set<string>>, join: string): string[] =>
   [...shapes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kind, s]) => `  ${key(kind)}: ${[...s].join(join)};`);
 
-function declarationsText(inputs: string[], args: string[], returned: string[], waited: string[], streamed: string[]): string {
+function declarationsText(inputs: string[], args: string[], returned: string[], waited: string[], streamed: string[], note: string[]): string {
   return [
     '// Written by `braid types` from the definitions: do not edit; run it again after changing them.',
     '',
+    ...note,
     '/** The start inputs of each workflow. */',
     'export interface Inputs {',
     ...inputs,

@@ -59,6 +59,8 @@ export interface ProjectConfig {
 export interface KindConfig {
   returns?: Record<string, unknown>;
   max_output?: number | string;
+  /** Served by a worker outside this project (a protocol worker of this name, such as braid's Python one). */
+  worker?: string;
   /** Served over HTTP (url and header values as written: `${VAR}` not yet read). */
   http?: { url: string; timeout?: string; secret_env?: string; headers?: Record<string, string> };
 }

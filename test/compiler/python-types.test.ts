@@ -93,6 +93,33 @@ describe('braid types --lang python', () => {
     expect(bad.stdout).toMatch(/Missing key "level" for TypedDict "FraudScoreOutput"/);
   });
 
+  it("requires in Handlers only the kinds the config gives this Python worker, and leaves them out of TypeScript's", async () => {
+    const dir = tempProject(
+      { 'scoring.yaml': SCORE },
+      {
+        'braid.config.yaml':
+          'definitions: definitions\nkinds:\n  fraud.score: { worker: py-scoring }\n  send-email: { http: { url: "http://127.0.0.1:9/mail" } }\n',
+      },
+    );
+    const py = await runCliInProcess(['types', '--lang', 'python', '--worker', 'py-scoring', '--offline', '--out', '-'], { cwd: dir });
+    expect(py.stdout).toContain('Handlers = TypedDict("Handlers", {"fraud.score": FraudScoreHandler})');
+    const other = await runCliInProcess(['types', '--lang', 'python', '--worker', 'py-other', '--offline', '--out', '-'], { cwd: dir });
+    expect(other.stdout).toContain('Handlers = TypedDict("Handlers", {})');
+    const ts = await runCliInProcess(['types', '--offline', '--out', '-'], { cwd: dir });
+    expect(ts.stdout).toContain('//   fraud.score: by worker py-scoring');
+    expect(ts.stdout).toContain('//   send-email: over HTTP');
+    expect(ts.stdout).toMatch(/export interface KindArgs \{\n\}/);
+    expect((await runCliInProcess(['types', '--worker', 'x', '--offline', '--out', '-'], { cwd: dir })).code).toBe(2);
+    // a kind cannot be served both ways
+    const both = tempProject(
+      { 'scoring.yaml': SCORE },
+      { 'braid.config.yaml': 'definitions: definitions\nkinds:\n  fraud.score: { worker: py, http: { url: "http://127.0.0.1:9/x" } }\n' },
+    );
+    const refused = await runCliInProcess(['types', '--offline', '--out', '-'], { cwd: both });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout + refused.stderr).toContain('kinds');
+  });
+
   it('any schemas, names and args give a module Python imports (fast-check, one Python process for every sample)', () => {
     const name = fc.constantFrom('a', 'class', 'from', 'x-y', 'x.y', 'A', '_', 'a1', 'None', 'n');
     const schema: fc.Arbitrary<unknown> = fc.letrec<{ node: unknown }>((tie) => ({

@@ -143,11 +143,12 @@ describe(`HTTP handlers, against a Python http.server (${backend})`, () => {
     expect([broken.code, broken.stderr]).toEqual([1, expect.stringContaining('kinds.ok.http.headers.Authorization holds a line break')]);
   });
 
-  it.runIf(backend === 'postgres')("braid register counts the config's HTTP kinds as handled beside the handlers module", async () => {
+  it.runIf(backend === 'postgres')("braid register and plan count the config's HTTP kinds and another worker's kinds as handled", async () => {
     const dir = tempProject(
-      { 'mail.yaml': 'name: mail\ntasks:\n  greet: { kind: ok }\n  after: { kind: local, deps: [greet] }\n' },
+      { 'mail.yaml': 'name: mail\ntasks:\n  greet: { kind: ok }\n  after: { kind: local, deps: [greet] }\n  scored: { kind: py, deps: [greet] }\n' },
       {
-        'braid.config.yaml': 'definitions: definitions\nhandlers: handlers.mjs\nkinds:\n  ok: { http: { url: "http://127.0.0.1:9/ok" } }\n',
+        'braid.config.yaml':
+          'definitions: definitions\nhandlers: handlers.mjs\nkinds:\n  ok: { http: { url: "http://127.0.0.1:9/ok" } }\n  py: { worker: python-side }\n',
         'handlers.mjs': 'export default { local: async () => ({}) };\n',
       },
     );
@@ -157,7 +158,7 @@ describe(`HTTP handlers, against a Python http.server (${backend})`, () => {
     writeFileSync(join(dir, 'handlers.mjs'), 'export default {};\n');
     const missing = await runCliInProcess(['plan', ...db], { cwd: dir });
     expect(missing.stdout + missing.stderr).toContain('deploy-missing-handler');
-    expect(missing.stdout + missing.stderr).not.toMatch(/kind "ok"/);
+    expect(missing.stdout + missing.stderr).not.toMatch(/kind "ok"|kind "py"/);
   });
 
   it('verifySignature accepts what signBody made, and refuses another body, another secret, an old time and garbage', () => {

@@ -8,7 +8,7 @@ import { validate } from '../../compiler/validate.js';
 import { parse } from '../args.js';
 import { openBackend } from '../backend.js';
 import { displayPath, readSourceTexts } from '../definitions.js';
-import { hasDatabase } from '../deploy-check.js';
+import { hasDatabase, servedElsewhere } from '../deploy-check.js';
 import { EXIT, type Io, SubjectError, UsageError } from '../io.js';
 import { definitionSet, handlersModule, project, projectChecks } from '../project.js';
 import { USAGE } from '../usage.js';
@@ -26,6 +26,9 @@ Usage: ${usage}
   --lang LANG         typescript (the default), or python: braid_types.py with a TypedDict of each kind's args
                       and output, a Protocol per kind's handler and Handlers, the map a Python worker takes
                       (checked by mypy --strict or pyright)
+  --worker NAME       with --lang python: the Python worker whose kinds Handlers requires (braid.config.yaml
+                      kinds.KIND.worker: NAME); without it, every kind a worker is named for, or, where none
+                      is, every kind not served over HTTP
   --out FILE          where to write (default: braid-types.d.ts beside the config's handlers module, else in
                       the project folder; braid_types.py in the project folder); - prints them
   --definitions DIR   the definitions (default: the config's definitions, else definitions/)
@@ -39,13 +42,14 @@ it drains. A database that cannot be reached is said on stderr, and the definiti
 `;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp } = parse(argv, ['out', 'definitions', 'database', 'schema', 'lang'], usage, ['offline']);
+  const { values, flags, help: wantsHelp } = parse(argv, ['out', 'definitions', 'database', 'schema', 'lang', 'worker'], usage, ['offline']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
   }
   const lang = values.lang ?? 'typescript';
   if (lang !== 'typescript' && lang !== 'python') throw new UsageError(`--lang is typescript or python, not "${lang}"`);
+  if (values.worker !== undefined && lang !== 'python') throw new UsageError('--worker names a Python worker: it goes with --lang python');
   const set = definitionSet(io, values.definitions);
   const sources = readSources(set.files).map((s) => ({ ...s, path: displayPath(io, s.path) }));
   const result = validate(sources, projectChecks(io));
@@ -57,7 +61,11 @@ export async function run(argv: string[], io: Io): Promise<number> {
       ).trimEnd(),
     );
   const legacy = flags.has('offline') || !hasDatabase(io, values.database) ? [] : await legacyVersions(io, values.database, values.schema, result.definitions);
-  const text = lang === 'python' ? pythonDeclarations(result.definitions, legacy) : typeDeclarations(result.definitions, legacy);
+  const elsewhere = servedElsewhere(io);
+  const text =
+    lang === 'python'
+      ? pythonDeclarations(result.definitions, legacy, pythonServes(elsewhere, values.worker))
+      : typeDeclarations(result.definitions, legacy, new Map([...elsewhere].map(([kind, w]) => [kind, 'http' in w ? 'over HTTP' : `by worker ${w.worker}`])));
   if (values.out === '-') {
     io.stdout(text);
     return EXIT.ok;
@@ -88,4 +96,18 @@ async function legacyVersions(io: Io, url: string | undefined, schema: string | 
     io.stderr(`braid: could not read the running versions (${(error as Error).message.split('\n')[0]}): typing the definitions alone\n`);
     return [];
   }
+}
+
+/**
+ * The kinds a Python worker's Handlers requires: those the config gives its name (kinds.NAME.worker) with
+ * --worker; without, those given any worker's name where the config names some, else every kind not served over HTTP.
+ */
+function pythonServes(elsewhere: ReturnType<typeof servedElsewhere>, worker: string | undefined): (kind: string) => boolean {
+  const workerOf = (kind: string) => {
+    const w = elsewhere.get(kind);
+    return w && 'worker' in w ? w.worker : undefined;
+  };
+  if (worker !== undefined) return (kind) => workerOf(kind) === worker;
+  if ([...elsewhere.values()].some((w) => 'worker' in w)) return (kind) => workerOf(kind) !== undefined;
+  return (kind) => !elsewhere.has(kind);
 }
