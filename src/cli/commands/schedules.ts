@@ -66,6 +66,8 @@ export function scheduleText(s: ScheduleRecord): string {
     const late = s.last_lag_ms !== null && s.last_lag_ms >= 1000 ? `  (started ${prettyMs(s.last_lag_ms)} late)` : '';
     lines.push(`  last  ${s.last_tick}  ${what}${s.last_error ? `: ${s.last_error}` : ''}${late}`);
   } else lines.push('  last  none yet');
+  if (s.missed_ticks > 0)
+    lines.push(`  missed  ${s.missed_ticks} tick(s), the last at ${s.missed_at}: the leader fell behind, and they left the catch-up window`);
   if (s.buffered_tick) lines.push(`  buffered  ${s.buffered_tick} (starts when the running run ends)`);
   if (s.next_ticks.length === 0) lines.push('  next  none (the schedule has ended)');
   for (const [i, t] of s.next_ticks.entries())

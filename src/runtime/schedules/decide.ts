@@ -21,7 +21,7 @@ export function dueTick(
   jitter: number,
   state: TickState & { nextTick?: number | null },
   now: number,
-): { tick: number; next: number | undefined } | undefined {
+): { tick: number; next: number | undefined; missed: number } | undefined {
   const horizon = now - jitter;
   const lower = Math.max(state.lastTick ?? Number.NEGATIVE_INFINITY, state.since);
   if (horizon <= lower) return undefined;
@@ -30,11 +30,28 @@ export function dueTick(
     // the stored next tick is the first after the last one handled: not yet due, nothing is
     if (stored > horizon) return undefined;
     const next = tickAfter(spec, stored);
-    if (next === undefined || next > horizon) return { tick: stored, next };
+    if (next === undefined || next > horizon) return { tick: stored, next, missed: 0 };
   }
   const first = ticksAfter(spec, Math.max(lower, horizon - spec.catchup_ms - 1)).next();
   const tick = !first.done && first.value <= horizon ? first.value : latestTickBetween(spec, lower, horizon);
-  return tick === undefined ? undefined : { tick, next: tickAfter(spec, tick) };
+  return tick === undefined ? undefined : { tick, next: tickAfter(spec, tick), missed: ticksBetween(spec, lower, tick) };
+}
+
+/** Counted at most: a schedule missed that many ticks or more (a year of a per-second schedule is no count to walk). */
+export const MISSED_COUNT_LIMIT = 100_000;
+
+/**
+ * The ticks strictly between `after` (the last one handled, or the schedule's start) and `before`: those a late
+ * leader passed over, which never run. Bounded by MISSED_COUNT_LIMIT.
+ */
+export function ticksBetween(spec: NormalizedSchedule, after: number, before: number): number {
+  if (!Number.isFinite(after)) return 0;
+  let n = 0;
+  for (const t of ticksAfter(spec, after)) {
+    if (t >= before || n >= MISSED_COUNT_LIMIT) break;
+    n++;
+  }
+  return n;
 }
 
 /** The tick after one (or after an instant), if the schedule has another. */

@@ -7,8 +7,14 @@ import { type MaintenanceContext, stillLeading } from '../maintenance/service.js
 import { lockSchedule, recordTick, runningRuns, type ScheduleRow } from '../sql/schedules.js';
 import { dueTick, overlapAction } from './decide.js';
 
-/** Ticks one schedule handles in a pass at most: a long catch-up goes on in the next pass. */
+/** Ticks one schedule handles in a call at most (the leader's pass takes one per schedule per round: fair). */
 const TICKS_PER_PASS = 100;
+
+/** What a call did: the runs it started, and the ticks it passed over (fallen out of the catch-up window). */
+export interface FireResult {
+  started: number;
+  missed: number;
+}
 
 /**
  * Handles a schedule's due ticks, each in a transaction of its own that locks the schedule's row (a second
@@ -16,24 +22,27 @@ const TICKS_PER_PASS = 100;
  * Runs that must be cancelled first (overlap cancel_previous) are cancelled each in its own transaction, as
  * every write on a workflow is. Returns how many runs it started.
  */
-export async function fireSchedule(ctx: MaintenanceContext, workflow: string, name: string): Promise<number> {
+export async function fireSchedule(ctx: MaintenanceContext, workflow: string, name: string, ticks = TICKS_PER_PASS): Promise<FireResult> {
   let started = 0;
-  for (let i = 0; i < TICKS_PER_PASS; i++) {
+  let missed = 0;
+  for (let handled = 0; handled < ticks; ) {
     // not fenced by the lease (a share lock on it per tick would hold its renewal back behind thousands of ticks):
     // the schedule's row lock and the run's business key already make each tick start once, whoever leads
     if (!stillLeading(ctx)) break;
     const step = await advancing(ctx, (tx, advance) => tickOnce(tx, advance, workflow, name));
     if (step.kind === 'idle') break;
+    if (step.kind !== 'cancel') handled++;
     if (step.kind === 'started') started++;
+    if (step.kind === 'started' || step.kind === 'handled') missed += step.missed;
     if (step.kind === 'cancel') {
       const { cancelWorkflow } = await import('../engine/cancel.js');
       for (const id of step.ids) await workflowWrite(ctx, undefined, id, (tx, advance) => cancelWorkflow(tx, advance, id));
     }
   }
-  return started;
+  return { started, missed };
 }
 
-type Step = { kind: 'idle' } | { kind: 'started' } | { kind: 'handled' } | { kind: 'cancel'; ids: string[] };
+type Step = { kind: 'idle' } | { kind: 'started'; missed: number } | { kind: 'handled'; missed: number } | { kind: 'cancel'; ids: string[] };
 
 async function tickOnce(tx: Queryable, advance: AdvanceContext, workflow: string, name: string): Promise<Step> {
   const row = await lockSchedule(tx, advance.s, workflow, name);
@@ -46,8 +55,8 @@ async function tickOnce(tx: Queryable, advance: AdvanceContext, workflow: string
   // a buffered tick starts as soon as nothing of its schedule runs
   if (state.buffered !== null && running.length === 0) {
     const run = await startTick(tx, advance, row, state.buffered);
-    await record(tx, advance, row, { ...state, buffered: null }, run);
-    return run.error ? { kind: 'handled' } : { kind: 'started' };
+    await record(tx, advance, row, { ...state, buffered: null }, run, 0);
+    return { kind: run.error ? 'handled' : 'started', missed: 0 };
   }
   const due = dueTick(spec, jitter, { since: row.since.getTime(), lastTick: state.lastTick, nextTick: state.nextTick }, now);
   if (due === undefined) return { kind: 'idle' };
@@ -59,16 +68,16 @@ async function tickOnce(tx: Queryable, advance: AdvanceContext, workflow: string
   }
   const after = { lastTick: tick, nextTick: due.next ?? null, buffered: state.buffered };
   if (action === 'skip') {
-    await record(tx, advance, row, after, { outcome: 'skipped' });
-    return { kind: 'handled' };
+    await record(tx, advance, row, after, { outcome: 'skipped' }, due.missed);
+    return { kind: 'handled', missed: due.missed };
   }
   if (action === 'buffer') {
-    await record(tx, advance, row, { ...after, buffered: tick }, { outcome: 'buffered' });
-    return { kind: 'handled' };
+    await record(tx, advance, row, { ...after, buffered: tick }, { outcome: 'buffered' }, due.missed);
+    return { kind: 'handled', missed: due.missed };
   }
   const run = await startTick(tx, advance, row, tick);
-  await record(tx, advance, row, after, run);
-  return run.error ? { kind: 'handled' } : { kind: 'started' };
+  await record(tx, advance, row, after, run, due.missed);
+  return { kind: run.error ? 'handled' : 'started', missed: due.missed };
 }
 
 interface TickRun {
@@ -113,6 +122,8 @@ async function record(
   row: ScheduleRow,
   state: { lastTick: number | null; nextTick: number | null; buffered: number | null },
   run: TickRun,
+  /** Ticks passed over to reach this one: they never run. */
+  missed: number,
 ): Promise<void> {
   const jitter = jitterOffset(row.workflow_name, row.name, row.spec.jitter_ms);
   await recordTick(tx, advance.s, row.workflow_name, row.name, {
@@ -125,6 +136,7 @@ async function record(
     error: run.error,
     // the tick that was recorded as the last: how long after its own fire time this pass reached it
     lagMs: state.lastTick === null ? 0 : advance.now.getTime() - (state.lastTick + jitter),
+    missed,
     now: advance.now,
   });
 }

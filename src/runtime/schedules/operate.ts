@@ -170,6 +170,8 @@ export class Schedules {
       last_outcome: row.last_outcome,
       last_error: row.last_error,
       last_lag_ms: row.last_lag_ms === null ? null : Number(row.last_lag_ms),
+      missed_ticks: Number(row.missed_ticks),
+      missed_at: iso(row.missed_at),
       last_run_id: row.last_run_id,
       buffered_tick: iso(row.buffered_tick),
       next_ticks: nextTicks(spec, from, Math.min(Math.max(next, 0), 1000)).map((t) => ({

@@ -47,3 +47,11 @@ export async function pauseCounts(q: Queryable, s: string): Promise<{ scope: str
   );
   return rows;
 }
+
+/** Schedules' ticks missed in all (passed over by a late leader) and the largest lag of a last tick, over unpaused schedules. */
+export async function scheduleLateness(q: Queryable, s: string): Promise<{ missed: number; lag_s: number }> {
+  const { rows } = await q.query<{ missed: number; lag_s: number }>(
+    `SELECT coalesce(sum(missed_ticks), 0)::float8 AS missed, coalesce(max(last_lag_ms), 0)::float8 / 1000 AS lag_s FROM ${s}.schedules WHERE NOT paused`,
+  );
+  return rows[0] ?? { missed: 0, lag_s: 0 };
+}

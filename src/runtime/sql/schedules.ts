@@ -19,10 +19,12 @@ export interface ScheduleRow {
   last_error: string | null;
   updated_at: Date;
   last_lag_ms: string | null;
+  missed_ticks: string;
+  missed_at: Date | null;
 }
 
 const COLUMNS = `workflow_name, name, definition_hash, spec, paused, since, last_tick, next_tick, next_fire_at, buffered_tick,
-  last_run_id, last_outcome, last_error, updated_at, last_lag_ms`;
+  last_run_id, last_outcome, last_error, updated_at, last_lag_ms, missed_ticks, missed_at`;
 
 /** One workflow's schedule rows, locked (a deploy replaces them under the lock). */
 export async function lockSchedulesOf(q: Queryable, s: string, workflow: string): Promise<ScheduleRow[]> {
@@ -109,11 +111,14 @@ export async function recordTick(
     now: Date;
     /** How long after its fire time the tick started. */
     lagMs: number;
+    /** Ticks passed over to reach this one (they never run). */
+    missed: number;
   },
 ): Promise<void> {
   await q.query(
     `UPDATE ${s}.schedules SET last_tick = $3, next_tick = $4, next_fire_at = $5, buffered_tick = $6,
-       last_run_id = coalesce($7, last_run_id), last_outcome = $8, last_error = $9, updated_at = $10, last_lag_ms = $11
+       last_run_id = coalesce($7, last_run_id), last_outcome = $8, last_error = $9, updated_at = $10, last_lag_ms = $11,
+       missed_ticks = missed_ticks + $12, missed_at = CASE WHEN $12::bigint > 0 THEN $10 ELSE missed_at END
      WHERE workflow_name = $1 AND name = $2`,
     [
       workflow,
@@ -127,6 +132,7 @@ export async function recordTick(
       state.error ?? null,
       state.now,
       Math.max(0, Math.round(state.lagMs)),
+      state.missed,
     ],
   );
 }

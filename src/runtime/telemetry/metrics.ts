@@ -7,7 +7,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Queryable } from '../db/types.js';
-import { pauseCounts, queueDepths, workflowCounts } from '../sql/metrics.js';
+import { pauseCounts, queueDepths, scheduleLateness, workflowCounts } from '../sql/metrics.js';
 import { quoteIdent } from '../sql/schema.js';
 import { type MeterProviderLike, otelApi, otelMetricsActive } from './otel-api.js';
 
@@ -233,5 +233,17 @@ const GAUGES: {
     help: 'Pauses in force (braid pause) by scope: queue, kind, workflow (read when scraped).',
     labels: ['scope'],
     read: async ({ db, s }) => (await pauseCounts(db, s)).map((r) => [{ scope: r.scope }, r.n]),
+  },
+  {
+    name: 'braid_schedule_missed_ticks',
+    help: 'Schedule ticks the leader passed over, out of their catch-up window while it was behind (they never run; read when scraped).',
+    labels: [],
+    read: async ({ db, s }) => [[{}, (await scheduleLateness(db, s)).missed]],
+  },
+  {
+    name: 'braid_schedule_lag_seconds',
+    help: "The largest lag of a schedule's last tick: how long after its time it started (read when scraped).",
+    labels: [],
+    read: async ({ db, s }) => [[{}, (await scheduleLateness(db, s)).lag_s]],
   },
 ];

@@ -24,6 +24,9 @@ export interface ScheduleRecord {
   last_run_id: string | null;
   /** How long after its fire time (jitter included) the last tick started, in ms: a leader that cannot keep up shows here. */
   last_lag_ms: number | null;
+  /** Ticks the leader passed over while it was behind (out of the catch-up window: they never run), and when the last was. */
+  missed_ticks: number;
+  missed_at: string | null;
   /** A tick waiting for the running run to end (overlap buffer_one). */
   buffered_tick: string | null;
   /** The next nominal ticks: UTC, the schedule's local time (ISO with offset), and when it starts (with jitter). */

@@ -68,8 +68,19 @@ function scheduleCard(s: ScheduleRecord, act: Act): HTMLElement {
     h('p', { class: 'mono' }, clock),
     h('p', { class: 'muted' }, policies),
     s.last_tick
-      ? h('p', {}, `last tick ${time(s.last_tick)}: ${s.last_outcome ?? ''}${s.last_error ? ` (${s.last_error})` : ''}`)
+      ? h(
+          'p',
+          {},
+          `last tick ${time(s.last_tick)}: ${s.last_outcome ?? ''}${s.last_error ? ` (${s.last_error})` : ''}` +
+            (s.last_lag_ms !== null && s.last_lag_ms >= 1000 ? ` — started ${Math.round(s.last_lag_ms / 1000)} s late` : ''),
+        )
       : h('p', { class: 'muted' }, 'no tick yet'),
+    s.missed_ticks > 0 &&
+      h(
+        'p',
+        { class: 'warning', 'data-testid': 'schedule-missed' },
+        `${s.missed_ticks} tick(s) missed, the last at ${time(s.missed_at ?? '')}: the leader fell behind and they left the catch-up window`,
+      ),
     h(
       'table',
       { class: 'next-ticks' },
