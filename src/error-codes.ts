@@ -63,6 +63,8 @@ export const ERROR_CODES = {
   forbidden: { http: 403, exit: 'failed' },
   method_not_allowed: { http: 405, exit: 'failed' },
   body_too_large: { http: 413, exit: 'failed' },
+  // a JSON body nested deeper than braid takes (JSON_DEPTH_LIMIT)
+  json_too_deep: { http: 400, exit: 'failed' },
   unsupported_media_type: { http: 415, exit: 'failed' },
   // braid's side
   database_unavailable: { http: 503, exit: 'internal' },

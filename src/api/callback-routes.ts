@@ -10,7 +10,7 @@ import type { CallbackReceipt } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { CallbackView } from '../runtime/wire/index.js';
 import { bodyFromForm, formPage, messagePage } from './callback-page.js';
-import { HttpError, pathParts, readBody, send } from './http.js';
+import { HttpError, parseJsonBody, pathParts, readBody, send } from './http.js';
 import type { RateLimit } from './rate-limit.js';
 
 export const CALLBACK_PREFIX = '/callbacks/';
@@ -77,11 +77,7 @@ function parseJson(req: IncomingMessage, raw: Buffer): unknown {
   const type = req.headers['content-type']?.split(';')[0].trim().toLowerCase();
   if (type !== 'application/json') throw new HttpError(415, 'send the body as JSON (content-type: application/json)');
   if (raw.length === 0) return null;
-  try {
-    return JSON.parse(raw.toString('utf8')) as unknown;
-  } catch {
-    throw new HttpError(400, 'the body is not JSON');
-  }
+  return parseJsonBody(raw.toString('utf8'), 'the body is not JSON');
 }
 
 function receiptJson(r: CallbackReceipt): Record<string, unknown> {

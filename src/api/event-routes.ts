@@ -11,7 +11,7 @@ import type { ActorOptions } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { actorFrom } from './acting.js';
 import type { RouteHandlers } from './handler-types.js';
-import { HttpError, integerParam, pathParts, readBody, readJson, send } from './http.js';
+import { HttpError, integerParam, parseJsonBody, pathParts, readBody, readJson, send } from './http.js';
 import { checkWebhook, type EventSignature } from './webhook-signatures.js';
 
 export type { EventSignature };
@@ -58,11 +58,7 @@ async function emitRaw(
 ) {
   let payload: unknown = null;
   if (raw.length > 0) {
-    try {
-      payload = JSON.parse(raw.toString('utf8')) as unknown;
-    } catch {
-      throw new HttpError(400, 'the body is not JSON');
-    }
+    payload = parseJsonBody(raw.toString('utf8'), 'the body is not JSON');
   }
   return rt.emit(name, payload, { id: eventId(req, url), ...who, receipt });
 }

@@ -48,17 +48,40 @@ export async function readBody(req: IncomingMessage, max = MAX_BODY): Promise<Bu
   return Buffer.concat(chunks);
 }
 
+/** How deep a request's JSON may nest: far past any real payload, well short of what a recursive walk overflows on. */
+export const JSON_DEPTH_LIMIT = 256;
+
+/**
+ * A request body's JSON: refused (400 json_too_deep) when its arrays and objects nest past JSON_DEPTH_LIMIT,
+ * before it is parsed, and 400 `notJson` when it is not JSON.
+ */
+export function parseJsonBody(text: string, notJson: string): unknown {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > JSON_DEPTH_LIMIT) throw new HttpError(400, `the body's JSON nests deeper than ${JSON_DEPTH_LIMIT} levels`, 'json_too_deep');
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new HttpError(400, notJson);
+  }
+}
+
 /** The request's JSON object body ({} when empty). */
 export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
   const body = await readBody(req);
   if (body.length === 0) return {};
-  try {
-    const parsed = JSON.parse(body.toString('utf8')) as unknown;
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
-    return parsed as Record<string, unknown>;
-  } catch {
-    throw new HttpError(400, 'the request body must be a JSON object');
-  }
+  const parsed = parseJsonBody(body.toString('utf8'), 'the request body must be a JSON object');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new HttpError(400, 'the request body must be a JSON object');
+  return parsed as Record<string, unknown>;
 }
 
 /** A whole-number query parameter, or undefined when absent. */
