@@ -132,6 +132,9 @@ describe('braid compile', () => {
     const run = await runCliInProcess(['compile', 'order_fulfillment']);
     expect(run.code).toBe(1);
     expect(run.stderr).toBe('no workflow named "order_fulfillment" in definitions; did you mean "order_fulfilment"?\n');
+    // a misspelled file of the definitions: the file meant
+    const file = await runCliInProcess(['compile', 'definitions/order_fulfillment.yaml']);
+    expect([file.code, file.stderr]).toEqual([2, 'braid: no such file: definitions/order_fulfillment.yaml; did you mean definitions/order_fulfilment.yaml?\n']);
   });
 
   it('an invalid definition: its diagnostics and exit 1', async () => {

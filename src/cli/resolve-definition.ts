@@ -1,5 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { didYouMean } from '../compiler/diagnostics.js';
 import { formatDiagnostics } from '../compiler/format/index.js';
 import { isDefinitionFile, readSource } from '../compiler/load.js';
@@ -18,7 +18,14 @@ export function resolveDefinition(io: Io, target: string, set: { files: string[]
   const definitionsDir = set.label;
   const asFile = resolve(io.cwd, target);
   const isFile = existsSync(asFile) && statSync(asFile).isFile();
-  if (!isFile && (isDefinitionFile(target) || target.includes('/'))) throw new UsageError(`no such file: ${target}`);
+  if (!isFile && (isDefinitionFile(target) || target.includes('/'))) {
+    // a file of the definitions named nearly so
+    const near = didYouMean(
+      target,
+      folderFiles.map((f) => relative(io.cwd, f)),
+    );
+    throw new UsageError(`no such file: ${target}${near ? `; did you mean ${near}?` : ''}`);
+  }
   const files = isFile && !folderFiles.includes(asFile) ? [...folderFiles, asFile] : folderFiles;
   const sources = files.map((f) => ({ ...readSource(f), path: displayPath(io, f) }));
   const result = validate(sources, projectChecks(io));

@@ -20,7 +20,12 @@ export type ChangeKind =
   | 'inputs_changed'
   | 'output_changed'
   | 'defaults_changed'
-  | 'description_changed';
+  | 'description_changed'
+  | 'triggers_changed'
+  | 'on_failure_changed'
+  | 'retention_changed'
+  | 'schedules_changed'
+  | 'flow_changed';
 
 /** What part of a wait changed. */
 export type WaitAspect =
@@ -71,6 +76,7 @@ export function diffDefinitions(from: NormalizedDefinition, to: NormalizedDefini
   if (from.timeout_ms !== to.timeout_ms)
     out.push({ change: 'timeout_changed', detail: `workflow timeout: ${ms(from.timeout_ms)} -> ${ms(to.timeout_ms)}`, path: ['timeout'] });
   if (!same(from.output, to.output)) out.push({ change: 'output_changed', detail: 'the output template changed', path: ['output'] });
+  out.push(...diffWorkflowSettings(from, to));
   const correspondence = taskCorrespondence(from, to);
   const oldName = new Map([...correspondence].map(([old, t]) => [t.name, old]));
   const fromByName = new Map(from.tasks.map((t) => [t.name, t]));
@@ -84,6 +90,43 @@ export function diffDefinitions(from: NormalizedDefinition, to: NormalizedDefini
   }
   for (const t of from.tasks)
     if (!correspondence.has(t.name)) out.push({ change: 'task_removed', task: t.name, detail: `task removed (kind ${t.kind})`, path: ['tasks'] });
+  return out;
+}
+
+/**
+ * What changed of the workflow's own settings: its triggers (which events start it, and how), its on_failure hook,
+ * its retention, its schedules, its flow control (concurrency, debounce). Their runs are unaffected: what a
+ * running workflow does is its tasks; these take effect for what starts, fails or ends after the deploy.
+ */
+function diffWorkflowSettings(from: NormalizedDefinition, to: NormalizedDefinition): Change[] {
+  const out: Change[] = [];
+  const events = (d: NormalizedDefinition) => (d.triggers ?? []).map((t) => t.event);
+  if (!same(from.triggers, to.triggers)) {
+    const [a, b] = [events(from), events(to)];
+    const detail = same(a, b)
+      ? `the triggers of ${b.join(', ')} changed (where, id or inputs)`
+      : `triggers: ${show(a.join(', ') || undefined)} -> ${show(b.join(', ') || undefined)}`;
+    out.push({ change: 'triggers_changed', detail, path: ['triggers'] });
+  }
+  if (!same(from.on_failure, to.on_failure)) {
+    const [a, b] = [from.on_failure?.start.workflow, to.on_failure?.start.workflow];
+    const detail = a === b ? `on_failure starts ${b} with other inputs` : `on_failure: ${show(a)} -> ${show(b)}`;
+    out.push({ change: 'on_failure_changed', detail, path: ['on_failure'] });
+  }
+  if (!same(from.retention, to.retention)) {
+    const kept = (r: NormalizedDefinition['retention']) => (r === undefined ? 'the default' : r.failed_ms === null ? 'keep' : `${r.failed_ms}ms`);
+    out.push({ change: 'retention_changed', detail: `failed runs kept: ${kept(from.retention)} -> ${kept(to.retention)}`, path: ['retention'] });
+  }
+  if (!same(from.schedules, to.schedules)) {
+    const names = (d: NormalizedDefinition) => (d.schedules ?? []).map((s) => s.name).join(', ') || undefined;
+    out.push({ change: 'schedules_changed', detail: `schedules: ${show(names(from))} -> ${show(names(to))}`, path: ['schedules'] });
+  }
+  if (!same(from.concurrency, to.concurrency) || !same(from.debounce, to.debounce))
+    out.push({
+      change: 'flow_changed',
+      detail: 'the concurrency or debounce changed',
+      path: [from.concurrency || to.concurrency ? 'concurrency' : 'debounce'],
+    });
   return out;
 }
 

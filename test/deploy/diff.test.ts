@@ -33,6 +33,36 @@ output: { done: true }
 `;
 
 describe('diffDefinitions: every class of change between two versions', () => {
+  it('classifies a change of only triggers, on_failure, retention, schedules or flow control: never "no change"', () => {
+    const base = `name: w\ninputs: { type: object, properties: { id: { type: string } } }\ntasks:\n  t: { kind: t }\n`;
+    const events = { 'order.created': { schema: { type: 'object' } }, 'order.paid': { schema: { type: 'object' } } };
+    const withEvents = (yaml: string) => {
+      const r = validate(
+        [
+          { path: 'w.yaml', content: yaml },
+          { path: 'dead.yaml', content: 'name: dead\ninputs: { type: object }\ntasks:\n  p: { kind: p }\n' },
+        ],
+        { events },
+      );
+      if (r.errors > 0) throw new Error(r.diagnostics.map((d) => d.message).join('; '));
+      return r.definitions.find((d) => d.name === 'w')!;
+    };
+    const a = withEvents(base);
+    const cases: [string, string][] = [
+      [`${base}triggers:\n  - event: order.created\n    inputs: {}\n`, 'triggers_changed'],
+      [`${base}on_failure:\n  start: { workflow: dead, inputs: {} }\n`, 'on_failure_changed'],
+      [`${base}retention: { failed: keep }\n`, 'retention_changed'],
+      [`${base}schedules:\n  - { name: hourly, every: 1h }\n`, 'schedules_changed'],
+      [`${base}concurrency: { key: '"x"', limit: 2 }\n`, 'flow_changed'],
+    ];
+    for (const [yaml, change] of cases) expect(diffDefinitions(a.normalized, withEvents(yaml).normalized).map((c) => c.change)).toEqual([change]);
+    const t1 = withEvents(cases[0][0]);
+    const t2 = withEvents(cases[0][0].replace('order.created', 'order.paid'));
+    expect(diffDefinitions(t1.normalized, t2.normalized)).toEqual([
+      { change: 'triggers_changed', detail: 'triggers: order.created -> order.paid', path: ['triggers'] },
+    ]);
+  });
+
   it('classifies renames, kinds, deps, args, waits, conditions, timeouts, settings, inputs, output, added and removed tasks', () => {
     const v2 = V1.replace('timeout: 7d', 'timeout: 14d')
       .replace('properties: { id: { type: string } } }', 'required: [id], properties: { id: { type: string } } }')
