@@ -12,8 +12,8 @@ const LOOK_AGAIN_MS = 1500;
 
 /**
  * A task's output streams, live: each one followed over server-sent events (the browser's EventSource resumes
- * after a dropped connection with Last-Event-ID, so nothing is shown twice), text chunks run together, others a
- * line each. Kept across the panel's re-renders of the same task; a running task without streams yet is looked
+ * after a dropped connection with Last-Event-ID, so nothing is shown twice), each chunk apart (shaded in turn, so
+ * where one ends shows while text chunks still read as one text), others a line each. Kept across the panel's re-renders of the same task; a running task without streams yet is looked
  * at again until one appears.
  */
 export class StreamsView {
@@ -62,7 +62,7 @@ export class StreamsView {
       // a new attempt starts a new stream: show it from its start
       if (c.attempt !== attempt && attempt !== 0) out.textContent = '';
       attempt = c.attempt;
-      out.textContent += typeof c.chunk === 'string' ? c.chunk : `${JSON.stringify(c.chunk)}\n`;
+      out.append(h('span', { class: 'chunk' }, typeof c.chunk === 'string' ? c.chunk : `${JSON.stringify(c.chunk)}\n`));
       count.textContent = String(++n);
     });
     source.addEventListener('end', () => source.close());
