@@ -24,8 +24,13 @@ export const pauseHandlers: Pick<RouteHandlers, 'pauses' | 'pauseScope' | 'resum
 async function taskAction(action: TaskAction, c: RouteContext, call: Call): Promise<void> {
   const { req, res, params } = call;
   const b = await readJson(req);
-  if (b.force !== undefined && typeof b.force !== 'boolean') throw new HttpError(400, '"force" is a boolean');
-  const options = { ...actorFrom(b, call), force: b.force === true, ...(action === 'complete' ? { output: b.output ?? null } : {}) };
+  for (const k of ['force', 'dry_run'] as const) if (b[k] !== undefined && typeof b[k] !== 'boolean') throw new HttpError(400, `"${k}" is a boolean`);
+  const options = {
+    ...actorFrom(b, call),
+    force: b.force === true,
+    dryRun: b.dry_run === true,
+    ...(action === 'complete' ? { output: b.output ?? null } : {}),
+  };
   send(res, 200, await c.rt.workflow(params.id).taskAction(params.task, action, options));
 }
 

@@ -167,6 +167,8 @@ export interface TaskActionBody {
   reason?: string;
   actor?: string;
   force?: boolean;
+  /** What it would do (the tasks that would run, be skipped, fail), with nothing changed. */
+  dry_run?: boolean;
 }
 
 /** What a POST route takes as its JSON body (snake_case, as on the wire). */

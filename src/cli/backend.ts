@@ -230,7 +230,7 @@ function directBackend(io: Io, rt: Runtime, db: Database, who: { actor: string; 
     bulkList: () => rethrow(io, async () => jsonClone(await rt.bulk.list())),
     bulkGet: (name) => rethrow(io, async () => jsonClone(await rt.bulk.get(name))),
     bulkCancel: (name, who) => rethrow(io, async () => jsonClone(await rt.bulk.cancel(name, who))),
-    taskAction: (id, task, action, body) => rethrow(io, () => rt.workflow(id).taskAction(task, action, body)),
+    taskAction: (id, task, action, body) => rethrow(io, () => rt.workflow(id).taskAction(task, action, { ...body, dryRun: body.dry_run === true })),
     setPause: (action, scope, target, who) => rethrow(io, async () => jsonClone(await rt.pauses[action](scope, target, who))),
     backfill: (workflow, schedule, from, to, dryRun) => rethrow(io, () => rt.schedules.backfill(workflow, schedule, from, to, { dryRun, ...who })),
     close: async () => {

@@ -28,7 +28,7 @@ export const USAGE = {
     '[--created-after ISO] [--created-before ISO] [--id-prefix P] [--where CEL] [--as NAME] [--dry-run] [--rate N/s] [--mode M] [--on-current] ' +
     '[--reset-history] [--to HASH] [--key K] [--payload JSON] [--reason TEXT] [--actor NAME] [--json] [--database URL] ' +
     '| braid bulk list|status NAME|cancel NAME',
-  task: 'braid task retry|skip|complete ID TASK [--output JSON] [--reason TEXT] [--force] [--actor NAME] [--json] [--database URL]',
+  task: 'braid task retry|skip|complete ID TASK [--output JSON] [--reason TEXT] [--force] [--dry-run] [--actor NAME] [--json] [--database URL]',
   pause: 'braid pause --queue Q | --kind K | --workflow NAME [--reason TEXT] [--actor NAME] [--json] [--database URL]',
   resume: 'braid resume --queue Q | --kind K | --workflow NAME [--reason TEXT] [--actor NAME] [--json] [--database URL]',
   pauses: 'braid pauses [--json] [--database URL]',

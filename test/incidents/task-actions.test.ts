@@ -63,6 +63,39 @@ describe(`per-task actions (${backend})`, () => {
     await expect(wf.taskAction('a', 'skip')).rejects.toThrow(TaskStateConflictError);
   });
 
+  it('--dry-run says what would run, be skipped or fail after it, and changes nothing (runtime, HTTP, CLI)', async () => {
+    const { rt, id } = await failedChain();
+    const wf = rt.workflow(id);
+    const preview = await wf.taskAction('a', 'complete', { output: { id: 'x' }, actor: 'ada', dryRun: true });
+    expect(preview).toMatchObject({
+      state: 'completed',
+      reopened: ['a', 'b', 'c'],
+      preview: { run: ['b', 'c'], skipped: [], failed: [], workflow_state: 'running' },
+    });
+    const skip = await wf.taskAction('a', 'skip', { actor: 'ada', dryRun: true });
+    expect(skip.preview).toMatchObject({ skipped: ['b', 'c'], workflow_state: 'completed' });
+    // nothing changed, nothing audited
+    expect(await states(rt, id)).toEqual({ a: 'discarded', b: 'cancelled', c: 'cancelled' });
+    expect((await wf.status()).audit).toEqual([]);
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-9' });
+    try {
+      const api = new ApiClient(server.url, 'tok-tok-tok-tok-9');
+      expect((await api.taskAction(id, 'a', 'complete', { output: { id: 'x' }, dry_run: true })).preview).toEqual(preview.preview);
+      await expect(api.taskAction(id, 'a', 'skip', { dry_run: 'yes' as never })).rejects.toMatchObject({ status: 400 });
+    } finally {
+      await server.close();
+    }
+    expect(await states(rt, id)).toEqual({ a: 'discarded', b: 'cancelled', c: 'cancelled' });
+    if (backend === 'postgres') {
+      const cli = await runCliInProcess(['task', 'skip', id, 'a', '--dry-run', '--database', postgresUrl, '--schema', rt.schema]);
+      expect(cli.stdout).toBe(
+        `dry run, nothing changed: task a of ${id}: would be skipped (opened again: a, b, c)\n` +
+          '  would run: none\n  would be skipped: b, c\n  would end failed: none\n  the workflow would be completed\n',
+      );
+      expect(await states(rt, id)).toEqual({ a: 'discarded', b: 'cancelled', c: 'cancelled' });
+    }
+  });
+
   it('retry opens a failed task again with what it cancelled downstream; the run goes on', async () => {
     let mended = false;
     const { rt, id } = await failedChain(() => mended);

@@ -24,6 +24,8 @@ Usage: ${usage}
   --output JSON     complete's output (inline JSON or @file; default null)
   --reason TEXT     why (recorded with the action)
   --force           act on a running task: its attempt is cancelled first
+  --dry-run         say what it would do — the tasks that would run, be skipped or end failed after it, and the
+                    workflow's state — and change nothing
   --actor NAME      who acts (default: BRAID_ACTOR, else the OS user)
   --json            what the action did, as JSON
   --database URL    Postgres (default: DATABASE_URL, else the config's database, else .braid/)
@@ -33,7 +35,7 @@ Usage: ${usage}
 const ACTIONS = ['retry', 'skip', 'complete'] as const;
 
 export async function run(argv: string[], io: Io): Promise<number> {
-  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['output', 'reason', 'actor', 'database', 'schema'], usage, ['force', 'json']);
+  const { values, flags, help: wantsHelp, positionals } = parse(argv, ['output', 'reason', 'actor', 'database', 'schema'], usage, ['force', 'json', 'dry-run']);
   if (wantsHelp) {
     io.stdout(help);
     return EXIT.ok;
@@ -45,7 +47,13 @@ export async function run(argv: string[], io: Io): Promise<number> {
   const output = values.output === undefined ? null : readJson(io, values.output, '--output');
   const backend = await openBackend(io, { url: values.database, schema: values.schema });
   try {
-    const body = { actor: actorName(values.actor), reason: values.reason, force: flags.has('force'), ...(action === 'complete' ? { output } : {}) };
+    const body = {
+      actor: actorName(values.actor),
+      reason: values.reason,
+      force: flags.has('force'),
+      dry_run: flags.has('dry-run'),
+      ...(action === 'complete' ? { output } : {}),
+    };
     const r = await backend.taskAction(id, task, action as TaskAction, body);
     io.stdout(flags.has('json') ? `${JSON.stringify(r)}\n` : `${resultText(r)}\n`);
     return EXIT.ok;
@@ -61,5 +69,15 @@ function resultText(r: TaskActionResult): string {
     r.reopened.length > 0 ? `opened again: ${r.reopened.join(', ')}` : null,
     r.cancelled_attempt !== null ? `attempt ${r.cancelled_attempt} cancelled` : null,
   ].filter(Boolean);
-  return `task ${r.task} of ${r.workflow_id}: ${done}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`;
+  const said = `task ${r.task} of ${r.workflow_id}: ${done}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`;
+  if (!r.preview) return said;
+  const p = r.preview;
+  const list = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none');
+  return [
+    `dry run, nothing changed: ${said.replace(`: ${done}`, `: would be ${r.state}`)}`,
+    `  would run: ${list(p.run)}`,
+    `  would be skipped: ${list(p.skipped)}`,
+    `  would end failed: ${list(p.failed)}`,
+    `  the workflow would be ${p.workflow_state}`,
+  ].join('\n');
 }

@@ -22,6 +22,17 @@ import { actionStep, reopenSelection, type TaskAction } from './task-decide.js';
 export interface TaskActionOptions extends ActorOptions, TxOption {
   /** A running task: cancel its attempt first (without it, a running task is refused). */
   force?: boolean;
+  /** Do it in a transaction that is rolled back: what it would do, with nothing changed (nor audited). */
+  dryRun?: boolean;
+}
+
+/** What a dry run found the action would do: the tasks that would run, be skipped, or end failed after it. */
+export interface TaskActionPreview {
+  run: string[];
+  skipped: string[];
+  failed: string[];
+  /** The workflow's state after it. */
+  workflow_state: string;
 }
 
 /** What an action did: the task's state after it, the tasks it opened again, the attempt it cancelled. */
@@ -32,7 +43,20 @@ export interface TaskActionResult {
   state: string;
   reopened: string[];
   cancelled_attempt: number | null;
+  /** A dry run's: what the action would do (nothing was changed). */
+  preview?: TaskActionPreview;
 }
+
+/** Rolls a dry run's transaction back with what it found. */
+class DryRunDone extends Error {
+  override name = 'DryRunDone';
+  constructor(readonly result: TaskActionResult) {
+    super('dry run');
+  }
+}
+
+const RUNS = new Set(['pending', 'scheduled', 'available', 'running', 'retryable']);
+const FAILS = new Set(['cancelled', 'discarded']);
 
 /** The largest output an operator gives by hand when the task declares no max_output (as a handler's default). */
 const MAX_HAND_OUTPUT = 1024 * 1024;
@@ -53,10 +77,13 @@ export async function taskAction(
 ): Promise<TaskActionResult> {
   const who = actorOf(o);
   if (action === 'complete') assertStorable(o.output, 'the output');
-  return workflowWrite(ctx, o, workflowId, async (tx, advance) => {
+  // a dry run has a transaction of its own, rolled back whatever it finds
+  const options = o.dryRun ? { ...o, tx: undefined } : o;
+  return workflowWrite(ctx, options, workflowId, async (tx, advance) => {
     const w = (await lockWorkflows(tx, ctx.s, [workflowId])).get(workflowId);
     if (!w) throw new WorkflowNotFoundError(workflowId);
     let tasks = await actionTasks(tx, ctx.s, workflowId);
+    const before = new Map(tasks.map((t) => [t.name, t.state]));
     const task = tasks.find((t) => t.name === name);
     if (!task) throw new TaskNotFoundError(workflowId, name);
     const output = action === 'complete' ? await checkedOutput(tx, ctx, workflowId, task, o.output) : undefined;
@@ -68,11 +95,24 @@ export async function taskAction(
     } else if ('retryNow' in step) await retryNow(tx, ctx.s, workflowId, name, advance.now);
     const cancelled = 'takeOver' in step && step.running ? task.attempt : null;
     if (action !== 'retry') await finish(tx, ctx, advance, workflowId, tasks.find((t) => t.name === name)!, action, who.actor, output);
+    if (o.dryRun) {
+      const after = await actionTasks(tx, ctx.s, workflowId);
+      const moved = after.filter((t) => t.name !== name && t.state !== before.get(t.name));
+      const names = (states: Set<string> | string) =>
+        moved.filter((t) => (typeof states === 'string' ? t.state === states : states.has(t.state))).map((t) => t.name);
+      const state = (await lockWorkflows(tx, ctx.s, [workflowId])).get(workflowId)?.state ?? w.state;
+      const preview = { run: names(RUNS), skipped: names('skipped'), failed: names(FAILS), workflow_state: state };
+      const self = after.find((t) => t.name === name)!;
+      throw new DryRunDone({ workflow_id: workflowId, task: name, action, state: self.state, reopened, cancelled_attempt: cancelled, preview });
+    }
     if (cancelled !== null) await notifyTaskCancel(tx, channels(ctx.schema).cancel, workflowId, name);
     const detail = { forced: cancelled !== null, reopened, ...(output ? { output_bytes: output.bytes } : {}) };
     await writeAudit(tx, ctx.s, advance.now, [{ action: `task.${action}`, target: workflowId, workflow_id: workflowId, task: name, ...who, detail }]);
     const after = (await actionTasks(tx, ctx.s, workflowId)).find((t) => t.name === name)!;
     return { workflow_id: workflowId, task: name, action, state: after.state, reopened, cancelled_attempt: cancelled };
+  }).catch((error: unknown) => {
+    if (error instanceof DryRunDone) return error.result;
+    throw error;
   });
 }
 

@@ -13,8 +13,8 @@ const LOOK_AGAIN_MS = 1500;
 /**
  * A task's output streams, live: each one followed over server-sent events (the browser's EventSource resumes
  * after a dropped connection with Last-Event-ID, so nothing is shown twice), each chunk apart (shaded in turn, so
- * where one ends shows while text chunks still read as one text), others a line each. Kept across the panel's re-renders of the same task; a running task without streams yet is looked
- * at again until one appears.
+ * where one ends shows while text chunks still read as one text), others a line each. Kept across the panel's
+ * re-renders of the same task; a running task without streams yet is looked at again until one appears.
  */
 export class StreamsView {
   readonly el = h('div', { class: 'streams', 'data-testid': 'task-streams' });
