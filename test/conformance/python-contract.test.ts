@@ -52,17 +52,26 @@ const { value } = fc.letrec<{ value: unknown }>((tie) => ({
   ),
 }));
 
+/** What a line of Python with braid_worker on its path prints as JSON, given `input` on stdin as JSON. */
+function python<T>(code: string, input?: unknown): T {
+  const r = spawnSync('/usr/bin/python3', ['-c', `import json, sys\n${code}`], {
+    input: input === undefined ? undefined : JSON.stringify(input),
+    env: { ...process.env, PYTHONPATH: join(repoRoot, 'clients/python') },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  expect(r.stderr).toBe('');
+  return JSON.parse(r.stdout) as T;
+}
+
 describe('the Python worker checks outputs against returns as braid does', () => {
   it('its validator agrees with braid own (ajv) on 600 random schemas and outputs', () => {
     // as JSON carries them (fast-check may make objects without a prototype)
     const pairs = JSON.parse(JSON.stringify(fc.sample(fc.tuple(schema, value), 600))) as [Schema, unknown][];
-    const python = spawnSync(
-      '/usr/bin/python3',
-      ['-c', 'import json, sys; from braid_worker.contract import problems; print(json.dumps([not problems(s, v) for s, v in json.load(sys.stdin)]))'],
-      { input: JSON.stringify(pairs), env: { ...process.env, PYTHONPATH: join(repoRoot, 'clients/python') }, encoding: 'utf8' },
+    const theirs = python<boolean[]>(
+      'from braid_worker.contract import problems; print(json.dumps([not problems(s, v) for s, v in json.load(sys.stdin)]))',
+      pairs,
     );
-    expect(python.stderr).toBe('');
-    const theirs = JSON.parse(python.stdout) as boolean[];
     const mismatches = pairs
       .map(([s, v], i) => ({ schema: s, value: v, ajv: outputProblems(s, v).length === 0, python: theirs[i] }))
       .filter((m) => m.ajv !== m.python);
@@ -89,13 +98,7 @@ describe('the Python worker matches patterns as braid does, in linear time', () 
   it('agrees with braid own linear-time engine (RE2) on 1,500 random patterns and strings', async () => {
     const { compileLinear } = await import('../../src/compiler/regex.js');
     const cases = fc.sample(fc.tuple(pattern, fc.string({ unit: fc.constantFrom('a', 'b', 'c', '-', '1', ' ', 'A', '.', '_'), maxLength: 8 })), 1500);
-    const python = spawnSync(
-      '/usr/bin/python3',
-      ['-c', 'import json, sys; from braid_worker.linear_re import search; print(json.dumps([search(p, t) for p, t in json.load(sys.stdin)]))'],
-      { input: JSON.stringify(cases), env: { ...process.env, PYTHONPATH: join(repoRoot, 'clients/python') }, encoding: 'utf8' },
-    );
-    expect(python.stderr).toBe('');
-    const theirs = JSON.parse(python.stdout) as boolean[];
+    const theirs = python<boolean[]>('from braid_worker.linear_re import search; print(json.dumps([search(p, t) for p, t in json.load(sys.stdin)]))', cases);
     const mismatches = cases.map(([p, t], i) => ({ p, t, re2: compileLinear(p).matcher(t).find(), python: theirs[i] })).filter((m) => m.re2 !== m.python);
     expect(mismatches).toEqual([]);
     expect(new Set(theirs).size).toBe(2);
@@ -103,13 +106,10 @@ describe('the Python worker matches patterns as braid does, in linear time', () 
 
   it('checks ^(a+)+$ against a 30-character output at once, where a backtracking engine takes minutes', () => {
     const began = Date.now();
-    const python = spawnSync(
-      '/usr/bin/python3',
-      ['-c', 'import json; from braid_worker.contract import problems; print(json.dumps(problems({"type": "string", "pattern": "^(a+)+$"}, "a" * 29 + "!")))'],
-      { env: { ...process.env, PYTHONPATH: join(repoRoot, 'clients/python') }, encoding: 'utf8', timeout: 60_000 },
+    const said = python<string[]>(
+      'from braid_worker.contract import problems; print(json.dumps(problems({"type": "string", "pattern": "^(a+)+$"}, "a" * 29 + "!")))',
     );
-    expect(python.stderr).toBe('');
-    expect(JSON.parse(python.stdout)).toEqual(['/: must match /^(a+)+$/']);
+    expect(said).toEqual(['/: must match /^(a+)+$/']);
     // the interpreter's own start included; the backtracking engine took 70 s here
     expect(Date.now() - began).toBeLessThan(10_000);
   });
