@@ -68,6 +68,46 @@ async function approvalRuntime(driven: boolean, secret = SECRET) {
 const decideOf = async (rt: Runtime, id: string) => (await rt.workflow(id).task('decide')).state;
 
 describe(`callback terms through the real HTTP endpoints (${backend})`, () => {
+  it('a retry of a task after an answered approval keeps the approval: no new links, none sent again, its wait not reset', async () => {
+    let mended = false;
+    const handed: string[] = [];
+    const rt = await drivenRuntime({
+      definitions: { approval: `${APPROVAL}  after: { kind: after, deps: [decide], max_attempts: 1 }\n` },
+      secret: SECRET,
+      handlers: {
+        notify: async (_args, ctx) => {
+          handed.push(...(await ctx.callbacks('decide', 'approve')).map((l) => l.token));
+          return {};
+        },
+        record: async () => ({}),
+        after: async () => {
+          if (!mended) throw new Error('ledger down');
+          return {};
+        },
+      },
+    });
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1' });
+    try {
+      await rt.startWorker();
+      const id = await rt.start('approval', { approvers: ['ada', 'bob'] });
+      await settle(rt);
+      const links = await rt.callbacks.links(id, 'decide', 'approve');
+      for (const l of links) expect((await post(`${server.url}${l.path}`, { decision: 'approve' })).status).toBe(200);
+      expect((await final(rt, id)).state).toBe('failed');
+      const evidence = (await rt.workflow(id).task('decide')).wait?.evidence;
+      expect(evidence).not.toBeNull();
+      mended = true;
+      expect((await rt.workflow(id).retry({ actor: 'ops' })).retried).toEqual(['after']);
+      expect((await final(rt, id)).state).toBe('completed');
+      // the approval stands as it was answered: the same links, sent once, the evidence kept
+      expect((await rt.callbacks.links(id, 'decide', 'approve')).map((l) => l.token)).toEqual(links.map((l) => l.token));
+      expect(handed).toEqual(links.map((l) => l.token));
+      expect((await rt.workflow(id).task('decide')).wait?.evidence).toEqual(evidence);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('two approvers of four links complete the term; a replay is 200 replayed; forged 404; a bad body 422; then the wait is over (410)', async () => {
     const { rt, server, handed, linkUrl } = await approvalRuntime(true);
     try {
