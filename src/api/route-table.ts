@@ -57,56 +57,59 @@ export const ROUTES = {
   me: { method: 'GET', path: '/api/me', role: 'viewer', scope: 'none' },
   audit: { method: 'GET', path: '/api/audit', role: 'viewer', scope: 'filtered' },
   events: { method: 'GET', path: '/api/events', role: 'viewer', scope: 'filtered' },
-  emitEvent: { method: 'POST', path: '/api/events', role: 'operator', scope: 'across' },
+  emitEvent: { method: 'POST', path: '/api/events', role: 'operator', scope: 'across', audit: 'event.emit' },
   eventList: { method: 'GET', path: '/api/events/recent', role: 'viewer', scope: 'across' },
-  emitNamedEvent: { method: 'POST', path: '/api/events/:name', role: 'operator', scope: 'across' },
+  emitNamedEvent: { method: 'POST', path: '/api/events/:name', role: 'operator', scope: 'across', audit: 'event.emit' },
   dev: { method: 'GET', path: '/api/dev', role: 'viewer', scope: 'across' },
   baseline: { method: 'GET', path: '/api/deploy/baseline', role: 'viewer', scope: 'filtered' },
   definitions: { method: 'GET', path: '/api/definitions', role: 'viewer', scope: 'filtered' },
-  register: { method: 'POST', path: '/api/definitions', role: 'admin', scope: 'across' },
+  register: { method: 'POST', path: '/api/definitions', role: 'admin', scope: 'across', audit: 'definition.register' },
   definition: { method: 'GET', path: '/api/definitions/:name', role: 'viewer', scope: 'name' },
   versions: { method: 'GET', path: '/api/definitions/:name/versions', role: 'viewer', scope: 'name' },
   diff: { method: 'GET', path: '/api/definitions/:name/diff', role: 'viewer', scope: 'name' },
-  upgrade: { method: 'POST', path: '/api/definitions/:name/upgrade', role: 'admin', scope: 'name' },
+  upgrade: { method: 'POST', path: '/api/definitions/:name/upgrade', role: 'admin', scope: 'name', audit: 'workflow.upgrade' },
   schedules: { method: 'GET', path: '/api/schedules', role: 'viewer', scope: 'filtered' },
   schedule: { method: 'GET', path: '/api/schedules/:workflow/:schedule', role: 'viewer', scope: 'name' },
-  pause: { method: 'POST', path: '/api/schedules/:workflow/:schedule/pause', role: 'admin', scope: 'name' },
-  resume: { method: 'POST', path: '/api/schedules/:workflow/:schedule/resume', role: 'admin', scope: 'name' },
-  trigger: { method: 'POST', path: '/api/schedules/:workflow/:schedule/trigger', role: 'admin', scope: 'name' },
-  backfill: { method: 'POST', path: '/api/schedules/:workflow/:schedule/backfill', role: 'admin', scope: 'name' },
+  pause: { method: 'POST', path: '/api/schedules/:workflow/:schedule/pause', role: 'admin', scope: 'name', audit: 'schedule.pause' },
+  resume: { method: 'POST', path: '/api/schedules/:workflow/:schedule/resume', role: 'admin', scope: 'name', audit: 'schedule.resume' },
+  trigger: { method: 'POST', path: '/api/schedules/:workflow/:schedule/trigger', role: 'admin', scope: 'name', audit: 'schedule.trigger' },
+  backfill: { method: 'POST', path: '/api/schedules/:workflow/:schedule/backfill', role: 'admin', scope: 'name', audit: 'schedule.backfill' },
   pauses: { method: 'GET', path: '/api/pauses', role: 'viewer', scope: 'filtered' },
-  pauseScope: { method: 'POST', path: '/api/pauses', role: 'operator', scope: 'across' },
-  resumeScope: { method: 'POST', path: '/api/pauses/resume', role: 'operator', scope: 'across' },
+  pauseScope: { method: 'POST', path: '/api/pauses', role: 'operator', scope: 'across', audit: 'pause' },
+  resumeScope: { method: 'POST', path: '/api/pauses/resume', role: 'operator', scope: 'across', audit: 'resume' },
   bulkList: { method: 'GET', path: '/api/bulk', role: 'viewer', scope: 'across' },
-  bulkCreate: { method: 'POST', path: '/api/bulk', role: 'operator', scope: 'across' },
+  bulkCreate: { method: 'POST', path: '/api/bulk', role: 'operator', scope: 'across', audit: 'bulk.*' },
   bulkStatus: { method: 'GET', path: '/api/bulk/:name', role: 'viewer', scope: 'across' },
-  bulkCancel: { method: 'POST', path: '/api/bulk/:name/cancel', role: 'operator', scope: 'across' },
+  bulkCancel: { method: 'POST', path: '/api/bulk/:name/cancel', role: 'operator', scope: 'across', audit: 'bulk.cancel' },
   workflows: { method: 'GET', path: '/api/workflows', role: 'viewer', scope: 'filtered' },
-  start: { method: 'POST', path: '/api/workflows', role: 'operator', scope: 'body' },
-  startBatch: { method: 'POST', path: '/api/workflows/batch', role: 'operator', scope: 'body' },
+  start: { method: 'POST', path: '/api/workflows', role: 'operator', scope: 'body', audit: 'workflow.start' },
+  startBatch: { method: 'POST', path: '/api/workflows/batch', role: 'operator', scope: 'body', audit: 'workflow.start' },
   status: { method: 'GET', path: '/api/workflows/:id', role: 'viewer', scope: 'workflow' },
   workflowEvents: { method: 'GET', path: '/api/workflows/:id/events', role: 'viewer', scope: 'workflow' },
-  cancel: { method: 'POST', path: '/api/workflows/:id/cancel', role: 'operator', scope: 'workflow' },
-  retry: { method: 'POST', path: '/api/workflows/:id/retry', role: 'operator', scope: 'workflow' },
-  emit: { method: 'POST', path: '/api/workflows/:id/signals', role: 'operator', scope: 'workflow' },
+  cancel: { method: 'POST', path: '/api/workflows/:id/cancel', role: 'operator', scope: 'workflow', audit: 'workflow.cancel' },
+  retry: { method: 'POST', path: '/api/workflows/:id/retry', role: 'operator', scope: 'workflow', audit: 'workflow.retry' },
+  emit: { method: 'POST', path: '/api/workflows/:id/signals', role: 'operator', scope: 'workflow', audit: 'signal' },
   signals: { method: 'GET', path: '/api/workflows/:id/signals', role: 'viewer', scope: 'workflow' },
   logs: { method: 'GET', path: '/api/workflows/:id/logs', role: 'viewer', scope: 'workflow' },
   wait: { method: 'GET', path: '/api/workflows/:id/wait', role: 'viewer', scope: 'workflow' },
   diagnostics: { method: 'GET', path: '/api/workflows/:id/tasks/:task/diagnostics', role: 'viewer', scope: 'workflow' },
   taskSignals: { method: 'GET', path: '/api/workflows/:id/tasks/:task/signals', role: 'viewer', scope: 'workflow' },
-  taskRetry: { method: 'POST', path: '/api/workflows/:id/tasks/:task/retry', role: 'operator', scope: 'workflow' },
-  taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip', role: 'operator', scope: 'workflow' },
-  taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete', role: 'operator', scope: 'workflow' },
+  taskRetry: { method: 'POST', path: '/api/workflows/:id/tasks/:task/retry', role: 'operator', scope: 'workflow', audit: 'task.retry' },
+  taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip', role: 'operator', scope: 'workflow', audit: 'task.skip' },
+  taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete', role: 'operator', scope: 'workflow', audit: 'task.complete' },
   callbackLinks: { method: 'GET', path: '/api/workflows/:id/tasks/:task/callbacks/:term', role: 'operator', scope: 'workflow' },
   workflowEvent: { method: 'GET', path: '/api/workflows/:id/event', role: 'viewer', scope: 'workflow' },
   taskStreams: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams', role: 'viewer', scope: 'workflow' },
   taskStream: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams/:name', role: 'viewer', scope: 'workflow' },
-} as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; role: Role; scope: RouteScope }>;
+} as const satisfies Record<string, OperationContract>;
 
 export type RouteName = keyof typeof ROUTES;
 
-/** What the contract declares of an operation: how it is asked for, who may, and how a scoped user meets it. */
-export type OperationContract = { method: 'GET' | 'POST'; path: string; role: Role; scope: RouteScope };
+/**
+ * What the contract declares of an operation: how it is asked for, who may, how a scoped user meets it, and the
+ * audit action a change it makes is recorded under (`bulk.*`: the operation's own action).
+ */
+export type OperationContract = { method: 'GET' | 'POST'; path: string; role: Role; scope: RouteScope; audit?: string };
 
 /** The server's operations outside the API: the Prometheus scrape, whose series count every workflow name. */
 export const SERVER_ROUTES = {

@@ -11,7 +11,7 @@ import { startApiServer } from '../../src/api/server.js';
 import type { Runtime } from '../../src/index.js';
 import { Metrics } from '../../src/runtime/telemetry/metrics.js';
 import { ROLES, type Role, roleAllows } from '../../src/runtime/wire/index.js';
-import { backend, clockOf, drivenRuntime, settle } from '../helpers/runtime.js';
+import { backend, clockOf, definitionsDir, drivenRuntime, settle } from '../helpers/runtime.js';
 
 const BILLING = `name: billing
 inputs: { type: object }
@@ -63,6 +63,9 @@ async function runtimeWithUsers(): Promise<{ rt: Runtime; id: string; askers: As
   const rt = await drivenRuntime({ definitions: { billing: BILLING }, handlers: { t: async () => ({}) }, metrics });
   await rt.startWorker();
   const id = await rt.start('billing', {}, { actor: 'setup' });
+  // a second run, on a version a newer one replaces: an upgrade has it to move (the first is cancelled on the way)
+  await rt.start('billing', {}, { actor: 'setup' });
+  await rt.registerDefinitions(definitionsDir({ billing: BILLING.replace('name: billing', 'name: billing\ndescription: the second version') }));
   await settle(rt);
   const askers: Asker[] = [];
   for (const role of ROLES) askers.push({ name: role, role, scoped: false, token: (await rt.users.add(`${role}-user`, { role })).token });
@@ -90,10 +93,15 @@ describe(`the operation contract, on every route (${backend})`, () => {
     expect(misfits).toEqual([]);
   });
 
+  it('declares the audit action of every change (every POST route but the session)', () => {
+    expect(ALL.filter(([route, op]) => op.method === 'POST' && route !== 'session' && !op.audit).map(([route]) => route)).toEqual([]);
+  });
+
   it('refuses a role below the one declared, refuses the scoped user what its scope rule refuses, and filters its lists', async () => {
     const { rt, id, askers, metrics } = await runtimeWithUsers();
     const server = await startApiServer(rt, { token: 'server-token-0123456789', metrics, heartbeatMs: 100 });
     const wrong: string[] = [];
+    const changed = new Set<string>();
     let asked = 0;
     try {
       // the refused first (they change nothing), then the allowed (which may change what later ones find: a cancel)
@@ -102,8 +110,15 @@ describe(`the operation contract, on every route (${backend})`, () => {
         for (const [route, op] of ALL) {
           // a long poll (GET .../wait) answers at once
           const path = route in ROUTES ? pathTo(route as RouteName, params(id) as never, { timeout_ms: 1 }) : op.path;
+          const audited = async () => (op.audit ? (await rt.auditTrail({ action: op.audit, limit: 1000 })).length : 0);
+          const before = await audited();
           const { status, text } = await ask(server.url, op, path, who.token, body(route));
           asked++;
+          // the first change a route makes is recorded under the action it declares (a repeat may change nothing)
+          if (op.audit && status >= 200 && status < 300 && !changed.has(route)) {
+            changed.add(route);
+            if ((await audited()) <= before) wrong.push(`${who.name}: ${op.method} ${path} (${route}) answered ${status} and wrote no ${op.audit} audit line`);
+          }
           const said = `${who.name}: ${op.method} ${path} (${route}: ${op.role}, ${op.scope})`;
           const refused = status === 403;
           if (!roleAllows(who.role, op.role)) {
@@ -118,6 +133,10 @@ describe(`the operation contract, on every route (${backend})`, () => {
     }
     expect(asked).toBe(4 * ALL.length);
     expect(wrong).toEqual([]);
+    // the allowed changes that went through were audited (each checked above): at least these
+    expect((await rt.auditTrail({ action: 'workflow.start' })).length).toBeGreaterThan(0);
+    expect((await rt.auditTrail({ action: 'schedule.pause' })).length).toBeGreaterThan(0);
+    expect([...changed].sort()).toEqual(expect.arrayContaining(['cancel', 'pause', 'start', 'upgrade']));
   });
 
   it('ends an open stream within 5 s of its token being revoked, rotated or expiring; a stream of a token that stands goes on', async () => {
