@@ -142,7 +142,12 @@ async function play(
     await until(async () => ((await c.task(workflow, task))?.errors ?? []).some((e) => e.kind === 'lost'), STEP_BOUND_MS, 50);
   } else if ('await_exit' in step) {
     const w = c.workers[step.await_exit.worker];
-    await exited(w.child);
+    // bounded like every step: a worker that does not exit is said (with its output, by runScenario), not waited on
+    let bound: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, fail) => {
+      bound = setTimeout(() => fail(new Error(`worker ${step.await_exit.worker} did not exit within ${STEP_BOUND_MS} ms`)), STEP_BOUND_MS);
+    });
+    await Promise.race([exited(w.child), late]).finally(() => clearTimeout(bound));
     expect(w.child.exitCode, 'the worker exit code').toBe(step.await_exit.code);
   } else if ('await_task' in step) {
     const { workflow, task, state } = step.await_task;

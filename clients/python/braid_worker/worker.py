@@ -312,13 +312,12 @@ class Worker:
             except psycopg.Error:
                 pass  # the next claim places them
         claimed = decode(tasks, claim)
-        if claim is None or not claimed:
-            return []
         # each attempt keeps its own context: a task claimed again (its earlier attempt rescued while its handler still
         # ran here) is another attempt, which the earlier one's end must not take out of the running set
         pairs = [(t, Context(self, t, {})) for t in claimed]
         with self._lock:
-            self._claims[claim] = len(claimed)
+            if claim is not None and claimed:
+                self._claims[claim] = len(claimed)
             for t, ctx in pairs:
                 self._running[(t.workflow_id, t.name)] = ctx
         return pairs
