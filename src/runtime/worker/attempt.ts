@@ -1,6 +1,7 @@
 import type { PlanTask } from '../../compiler/plan.js';
 import { advanceAt, advanceIn, clockNow, type RuntimeContext } from '../core/context.js';
 import { Secrets } from '../core/privacy.js';
+import { secretsIn } from '../db/sealing.js';
 import { type Queryable, unbounded } from '../db/types.js';
 import { completeAttempt } from '../engine/completion.js';
 import { compileFor } from '../engine/extend.js';
@@ -121,6 +122,9 @@ export class Attempt {
    * what nothing it stores or prints may hold.
    */
   secrets(more?: ReadonlySet<string>): Secrets {
+    // the claim marks each task with what its row opened (args, deps' outputs); rendered args mark themselves: a
+    // task without either (nearly all) costs two look-ups and no allocation
+    if (!this.wait && !more && !secretsIn(this.task) && !secretsIn(this.task.args)) return Secrets.none;
     const rows = this.wait ? Object.values(this.wait.terms).flatMap((t) => (t.kind === 'signal' ? t.signals : [])) : [];
     return Secrets.of(this.task, this.task.args, this.task.dep_outputs, ...rows, ...rows.map((r) => r.payload), more);
   }
