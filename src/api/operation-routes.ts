@@ -3,11 +3,14 @@ import type { BulkAction, PauseScope } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
 import { HttpError, readJson, send } from './http.js';
+import { visible } from './scope.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
 
 /** Pauses without a deploy: the list, a pause ({ scope, target, reason, actor }), a resume (the same body). */
 export const pauseHandlers: Pick<RouteHandlers, 'pauses' | 'pauseScope' | 'resumeScope'> = {
-  pauses: async (c, { res }) => send(res, 200, { pauses: await c.rt.pauses.list() }),
+  // a pause of a workflow name outside the caller's scope is not its to see (queue and kind pauses name no workflow)
+  pauses: async (c, { res, principal }) =>
+    send(res, 200, { pauses: (await c.rt.pauses.list()).filter((p) => p.scope !== 'workflow' || visible(principal, p.target)) }),
   pauseScope: async (c, call) => {
     const { req, res } = call;
     const b = await readJson(req);

@@ -68,6 +68,51 @@ async function approvalRuntime(driven: boolean, secret = SECRET) {
 const decideOf = async (rt: Runtime, id: string) => (await rt.workflow(id).task('decide')).state;
 
 describe(`callback terms through the real HTTP endpoints (${backend})`, () => {
+  it('a rejection ends the wait: an expr term reads the callback term\'s answers by its own name (signals.approve)', async () => {
+    const seen: unknown[] = [];
+    const REVIEW = `name: review
+inputs: { type: object }
+tasks:
+  decide:
+    kind: decide
+    wait:
+      expr: approve || rejected
+      terms:
+        approve:
+          count: 2
+          where: payload.decision == "approve"
+          callback:
+            expires: 2d
+            recipients: [ada, bob]
+            schema: { type: object, properties: { decision: { enum: [approve, reject] } }, required: [decision] }
+        rejected: { expr: 'signals.approve.exists(s, s.payload.decision == "reject")' }
+`;
+    const rt = await drivenRuntime({
+      definitions: { review: REVIEW },
+      secret: SECRET,
+      handlers: {
+        decide: async (_args, ctx) => {
+          seen.push(ctx.wait!.satisfied);
+          if (ctx.wait!.satisfied.includes('rejected')) ctx.fail('rejected by a reviewer', { retry: false, code: 'rejected' });
+          return { approved: true };
+        },
+      },
+    });
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1' });
+    try {
+      await rt.startWorker();
+      const id = await rt.start('review', {});
+      await settle(rt);
+      const [ada] = await rt.callbacks.links(id, 'decide', 'approve');
+      expect(await post(`${server.url}${ada.path}`, { decision: 'reject' })).toMatchObject({ status: 200, body: { resolved: ['decide'] } });
+      expect((await final(rt, id)).state).toBe('failed');
+      expect(seen).toEqual([['rejected']]);
+      expect((await rt.workflow(id).task('decide')).errors).toMatchObject([{ code: 'rejected' }]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a retry of a task after an answered approval keeps the approval: no new links, none sent again, its wait not reset', async () => {
     let mended = false;
     const handed: string[] = [];

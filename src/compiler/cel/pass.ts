@@ -128,7 +128,8 @@ class CelPass {
   private wait(task: TaskDef, wait: WaitDef, atStart: CelContext): void {
     const known: KnownRefs = {
       deps: this.visibleDeps,
-      signals: [...wait.signals, ...wait.terms.flatMap((t) => (t.signal !== undefined ? [t.signal] : []))],
+      // a callback term's answers read under the term's own name (signals.approve), as its key is braid's
+      signals: [...wait.signals, ...wait.terms.flatMap((t) => (t.signal !== undefined ? [t.signal] : t.callback ? [t.name] : []))],
       timers: [...wait.timers.map((t) => t.name), ...wait.terms.filter((t) => t.timer).map((t) => t.name)],
       workflows: wait.terms.filter((t) => t.workflows).map((t) => t.name),
     };

@@ -111,12 +111,17 @@ export async function gatherInputs(
     let depOutputs: Record<string, unknown> = {};
     if (generic.includes(t)) {
       for (const key of declaredKeys(t.wait)) genericSignals[key] = keyRows.get(key) ?? [];
+      const celSignals = Object.fromEntries(Object.entries(genericSignals).map(([k, rows]) => [k, rows.map(signalCel)]));
+      // a callback term's answers also under the term's own name (signals.approve), where no key is spelled so
+      for (const term of t.wait.terms)
+        if (term.kind === 'signal' && term.callback && !Object.hasOwn(celSignals, term.name))
+          celSignals[term.name] = (keyRows.get(term.signal) ?? []).map(signalCel);
       const mine = depRows.filter((r) => t.deps.includes(r.name));
       depOutputs = Object.fromEntries(mine.map((r) => [r.name, r.output]));
       inputs.generic = {
         inputs: celInputs,
         deps: tasksContext(mine, expandedDeps(def, t.template), def),
-        signals: Object.fromEntries(Object.entries(genericSignals).map(([k, rows]) => [k, rows.map(signalCel)])),
+        signals: celSignals,
         timers: timersCel(timers, ctx.now),
         workflow,
         workflows: Object.fromEntries(Object.entries(inputs.workflowTerms ?? {}).map(([name, input]) => [name, workflowsCel(input)])),
