@@ -68,7 +68,7 @@ async function approvalRuntime(driven: boolean, secret = SECRET) {
 const decideOf = async (rt: Runtime, id: string) => (await rt.workflow(id).task('decide')).state;
 
 describe(`callback terms through the real HTTP endpoints (${backend})`, () => {
-  it('a rejection ends the wait: an expr term reads the callback term\'s answers by its own name (signals.approve)', async () => {
+  it("a rejection ends the wait: an expr term reads the callback term's answers by its own name (signals.approve)", async () => {
     const seen: unknown[] = [];
     const REVIEW = `name: review
 inputs: { type: object }
