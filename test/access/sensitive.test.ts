@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server.js';
 import { braidBin, repoRoot, runCliInProcess } from '../helpers/cli.js';
 import { tempProject } from '../helpers/dev-process.js';
-import { backend, definitionsDir, drivenRuntime, final, postgresUrl, settle, testRuntime, uniqueSchema } from '../helpers/runtime.js';
+import { exited } from '../helpers/processes.js';
+import { backend, definitionsDir, drivenRuntime, final, postgresUrl, settle, testRuntime, uniqueSchema, until } from '../helpers/runtime.js';
 
 const KEYS = `k1:${randomBytes(32).toString('base64')}`;
 const PAN = '4111111111111111';
@@ -299,5 +300,50 @@ describe(`sensitive data (${backend})`, () => {
       }
       expect((await after.auditTrail({ action: 'keys.rotate' }))[0]).toMatchObject({ actor: 'tester', reason: 'yearly', target: 'k2' });
     },
+  );
+
+  it.runIf(backend === 'postgres')(
+    'a worker without the data key never runs a sealed task: it gives it back and says so, once; a worker with the key runs it',
+    async () => {
+      const schema = uniqueSchema();
+      const charged: unknown[] = [];
+      const rt = await testRuntime({
+        schema,
+        keys: KEYS,
+        definitions: { pay: PAY },
+        handlers: { charge: async (args) => (charged.push(args), { token: 't', last4: '1111' }), receipt: async () => ({}) },
+      });
+      const id = await rt.start('pay', { customer: 'ada', card: { number: PAN } });
+      const dir = tempProject(
+        { 'pay.yaml': PAY },
+        { 'handlers.mjs': 'export default { charge: async () => ({ token: "x", last4: "0000" }), receipt: async () => ({}) };\n' },
+      );
+      // another process, given no keys (this one holds them for the whole test process)
+      const worker = spawn(process.execPath, [braidBin, 'worker', '--handlers', 'handlers.mjs', '--database', postgresUrl, '--schema', schema], {
+        cwd: dir,
+        env: { ...process.env, BRAID_KEYS: '', DATABASE_URL: '' },
+      });
+      let said = '';
+      worker.stdout.on('data', (b: Buffer) => (said += b.toString()));
+      worker.stderr.on('data', (b: Buffer) => (said += b.toString()));
+      try {
+        const line = async () => (await rt.workflow(id).logs({ task: 'charge' })).lines.find((l) => l.source === 'braid' && l.message.includes('data key'));
+        await until(async () => (await line()) !== undefined, 30_000);
+        expect((await line())!.message).toMatch(/^waits for a worker with data key k1: worker \S+ was not given it/);
+        const task = await rt.workflow(id).task('charge');
+        expect(task).toMatchObject({ state: 'scheduled', errors: [] });
+        await until(() => said.includes('which this worker was not given'), 30_000);
+        expect(said.match(/sealed with data key k1, which this worker was not given/g)).toHaveLength(1);
+      } finally {
+        worker.kill('SIGTERM');
+        await exited(worker);
+      }
+      // a worker with the key, once the snooze is over (brought forward here): the task runs, on its values in clear
+      await rt.db.query(`UPDATE "${schema}".tasks SET scheduled_at = now() WHERE workflow_id = $1 AND name = 'charge'`, [id]);
+      await rt.startWorker();
+      expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 30_000, pollMs: 50 })).state).toBe('completed');
+      expect(charged).toMatchObject([{ pan: PAN }]);
+    },
+    120_000,
   );
 });

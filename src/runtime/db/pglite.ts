@@ -4,12 +4,14 @@ import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { privateDir, tightenTree } from '../../private-files.js';
 import { imagePath, keepImage, readImage } from './pglite-image.js';
-import { parseOpened, parseRedacted } from './sealing.js';
-import { type Database, QUERYABLE, type Queryable } from './types.js';
+import { parseOpened, parseOpenedKeeping, parseRedacted } from './sealing.js';
+import { type Database, QUERYABLE, type Queryable, type QueryOptions } from './types.js';
 
 /** json and jsonb with sensitive values opened (braid's own reads), or redacted (reads shown to people). */
 const OPENING = { 114: parseOpened, 3802: parseOpened };
 const REDACTING = { 114: parseRedacted, 3802: parseRedacted };
+const KEEPING = { 114: parseOpenedKeeping, 3802: parseOpenedKeeping };
+const parsersFor = (options: QueryOptions | undefined) => (options?.redact ? REDACTING : options?.keepUnopened ? KEEPING : OPENING);
 
 export interface PgliteOptions {
   /** A folder to persist to; in memory when absent. */
@@ -187,7 +189,7 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
     throw error;
   }
   const query: Queryable['query'] = async (sql, params, options) => {
-    const r = await db.query(sql, params as unknown[], { parsers: options?.redact ? REDACTING : OPENING });
+    const r = await db.query(sql, params as unknown[], { parsers: parsersFor(options) });
     return { rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length };
   };
   const database: PgliteDatabase = {
@@ -202,7 +204,7 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
         fn({
           [QUERYABLE]: true,
           async query(sql, params, options) {
-            const r = await tx.query(sql, params as unknown[], { parsers: options?.redact ? REDACTING : OPENING });
+            const r = await tx.query(sql, params as unknown[], { parsers: parsersFor(options) });
             return { rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length };
           },
           async exec(sql) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { bounded, destroySocket, PgListener } from './pg-listener.js';
-import { parseOpened, parseRedacted } from './sealing.js';
+import { parseOpened, parseOpenedKeeping, parseRedacted } from './sealing.js';
 import { type Database, type PgClientLike, QUERYABLE, type Queryable, type QueryOptions, setClientAdopter } from './types.js';
 
 /**
@@ -23,6 +23,7 @@ const JSONB_OID = 3802;
 /** json and jsonb with sensitive values opened (braid's own reads), or redacted (reads shown to people). */
 const types = typesWith(parseOpened);
 const redactingTypes = typesWith(parseRedacted);
+const keepingTypes = typesWith(parseOpenedKeeping);
 
 export type PostgresOptions = (
   | {
@@ -68,7 +69,7 @@ export function clientQueryable(client: pg.ClientBase, deadlineMs = 0): Queryabl
   };
 }
 
-const typesFor = (options: QueryOptions | undefined) => (options?.redact ? redactingTypes : types);
+const typesFor = (options: QueryOptions | undefined) => (options?.redact ? redactingTypes : options?.keepUnopened ? keepingTypes : types);
 
 const statementNames = new Map<string, string>();
 

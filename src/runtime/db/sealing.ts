@@ -93,6 +93,21 @@ export function unseal(envelope: string): unknown {
 /** The sensitive values opened into each parsed object (its args, say), as text: what its attempt's log redacts. */
 const opened = new WeakMap<object, Set<string>>();
 
+/** The data keys each parsed object holds values of that this process was not given (they stay sealed in it). */
+const unopened = new WeakMap<object, Set<string>>();
+
+/** The ids of the data keys a value read from the database needs and this process lacks (its envelopes stay sealed). */
+export function missingKeysIn(value: unknown): ReadonlySet<string> | undefined {
+  return typeof value === 'object' && value !== null ? unopened.get(value) : undefined;
+}
+
+function markMissing(holder: unknown, ids: ReadonlySet<string>): void {
+  if (typeof holder !== 'object' || holder === null) return;
+  const known = unopened.get(holder);
+  if (known) for (const x of ids) known.add(x);
+  else unopened.set(holder, new Set(ids));
+}
+
 /** The sensitive values a value read from the database (or rendered from them) holds in clear. */
 export function secretsIn(value: unknown): ReadonlySet<string> | undefined {
   return typeof value === 'object' && value !== null ? opened.get(value) : undefined;
@@ -120,10 +135,29 @@ export function leafTexts(value: unknown, into: Set<string>): void {
  * task's args know their own).
  */
 export function parseOpened(text: string): unknown {
+  return openJson(text, false);
+}
+
+/**
+ * As parseOpened, but a value sealed with a key this process lacks stays sealed, and every object holding it says
+ * which key it needs (missingKeysIn): what a worker's claim reads, so a task it cannot open is given back, not run.
+ */
+export function parseOpenedKeeping(text: string): unknown {
+  return openJson(text, true);
+}
+
+function openJson(text: string, keeping: boolean): unknown {
   if (!text.includes(SEALED_PREFIX)) return JSON.parse(text);
   // children are revived before their holder: what a child holds is added to the holder (`this`) as it comes
   return JSON.parse(text, function (this: unknown, _k: string, v: unknown) {
     if (isSealed(v)) {
+      const id = sealedKeyId(v as string);
+      // a value of a key this process lacks stays sealed, and its holders say which key they need (a worker
+      // without it gives the task back rather than run it on a sealed value)
+      if (keeping && !known.has(id)) {
+        markMissing(this, new Set([id]));
+        return v;
+      }
       const clear = unseal(v as string);
       const found = new Set<string>();
       leafTexts(clear, found);
@@ -133,6 +167,8 @@ export function parseOpened(text: string): unknown {
     }
     const below = secretsIn(v);
     if (below) markSecrets(this, below);
+    const missing = missingKeysIn(v);
+    if (missing) markMissing(this, missing);
     return v;
   }) as unknown;
 }

@@ -12,6 +12,8 @@ export interface QueryOptions {
   deadlineMs?: number;
   /** Sealed sensitive values read `[redacted]` (a read that shows data to people), not opened. */
   redact?: boolean;
+  /** A value sealed with a data key this process lacks stays sealed, its holders marked (a worker's claim). */
+  keepUnopened?: boolean;
 }
 
 export interface Queryable {

@@ -1,4 +1,4 @@
-import { markSecrets, secretsIn } from '../db/sealing.js';
+import { markSecrets, missingKeysIn, secretsIn } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import type { WaitEvidence } from '../wire/index.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
@@ -20,6 +20,8 @@ export type FetchedTask = Pick<
   dep_outputs: Record<string, unknown> | null;
   /** Direct deps whose outputs are large (output_bytes): not in the claim, read by the worker before the handler runs. */
   large_deps?: string[];
+  /** The data keys its row holds values of that this worker was not given: it is given back, not run. */
+  missing_keys?: string[];
   /** What satisfied the task's wait, stored when it resolved (null without a wait): the handler's ctx.wait. */
   wait_evidence: WaitEvidence | null;
   /** Where the claimed row version lives ("(page,item)"): its completion finds it there unless it moved since. */
@@ -90,6 +92,8 @@ export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
     // the sensitive values opened in the row (its args', its deps' outputs'): the privacy room reads them off the task
     const opened = secretsIn(row);
     if (opened) markSecrets(task, opened);
+    const missing = missingKeysIn(row);
+    if (missing) task.missing_keys = [...missing].sort();
     tasks[r] = task as FetchedTask;
   }
   return tasks;
@@ -185,7 +189,8 @@ export async function fetchTasks(
   const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null }>(
     `SELECT tasks, claim, wake_at, unplaced FROM ${s}.claim($1, $2, $3, $4, $5, $6, $7)`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0],
-    { prepare: true },
+    // a row with a value of a data key this worker lacks is decoded still, marked: the executor gives it back
+    { prepare: true, keepUnopened: true },
   );
   const r = rows[0];
   // tasks that began to wait since get their place in the fair order, in a statement of their own (the claim

@@ -71,6 +71,8 @@ export interface ExecutorOptions extends RuntimeContext {
 export class Executor {
   /** Handlers still running after their attempts ended. */
   private outliving = 0;
+  /** The sets of data keys this worker said it lacks (each said once). */
+  private readonly saidKeys = new Set<string>();
   /** Stores the attempts' ctx.log lines. */
   readonly logs: LogWriter;
   private readonly outputs: OutputRules;
@@ -108,6 +110,7 @@ export class Executor {
         'register the definition again with braid, which checks the ranges, and retry the workflow';
       return this.fail(task, ref, braidOutcome({ type: 'cancel', error: { message, kind: 'cancel', code: 'flow_invalid' } }));
     }
+    if (task.missing_keys) return this.giveBackSealed(task, ref, task.missing_keys, onHandlerSettled);
     let committed = true;
     let outcome: AttemptOutcome | undefined;
     let thrown: unknown;
@@ -342,6 +345,23 @@ export class Executor {
     return false;
   }
 
+  /**
+   * A task holding values of data keys this worker was not given: never run on sealed values, but given back for
+   * WAIT_FOR_KEY_MS (a snooze: no attempt used up), with a line on the task saying which key it waits for, and once
+   * on the worker's own log per set of keys.
+   */
+  private async giveBackSealed(task: FetchedTask, ref: AttemptRef, keys: readonly string[], onHandlerSettled: () => void): Promise<boolean> {
+    onHandlerSettled();
+    const which = keys.join(', ');
+    const why = `waits for a worker with data key ${which}: worker ${this.o.id} was not given ${keys.length > 1 ? 'them' : 'it'} (config keys:, or BRAID_KEYS)`;
+    if (!this.saidKeys.has(which)) {
+      this.saidKeys.add(which);
+      this.o.log.warn(`tasks hold values sealed with data key ${which}, which this worker was not given: it gives them back for a worker that has it`);
+    }
+    await this.logs.braidLine(task, 'warn', why);
+    return this.fail(task, ref, braidOutcome({ type: 'snooze', ms: WAIT_FOR_KEY_MS }));
+  }
+
   /** Renders the args and metadata that read deps, stores them with the attempt, and hands them to the handler. */
   private async renderArgs(attempt: Attempt): Promise<void> {
     const { task, ref } = attempt;
@@ -366,5 +386,8 @@ function renderedSecrets(thrown: unknown): ReadonlySet<string> | undefined {
     return undefined;
   }
 }
+
+/** How long a task sealed with a key this worker lacks is given back for, before a worker looks again. */
+const WAIT_FOR_KEY_MS = 30_000;
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

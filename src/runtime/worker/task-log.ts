@@ -242,6 +242,21 @@ export class LogWriter {
     }
   }
 
+  /** One line of braid's own about an attempt, stored now (a failure to store it is said, never thrown). */
+  async braidLine(task: { workflow_id: string; name: string; attempt: number }, level: LogLevel, message: string): Promise<void> {
+    const line: NewLogLine = {
+      workflow_id: task.workflow_id,
+      task: task.name,
+      attempt: task.attempt,
+      at: new Date(),
+      level,
+      source: 'braid',
+      message: braidText(message),
+      fields: null,
+    };
+    await insertLogLines(this.o.db, this.o.s, [line]).catch((error: unknown) => this.o.log.warn(`a task log line could not be stored: ${errorMessage(error)}`));
+  }
+
   /** At shutdown: what is waiting, once. */
   async stop(): Promise<void> {
     if (this.dirty.size > 0 || this.flushing) await this.flush();
