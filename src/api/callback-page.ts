@@ -8,6 +8,8 @@ export interface PageView {
   title: string;
   recipient: string | null;
   schema: Record<string, unknown>;
+  /** What is being answered, in words (the term's description, rendered). */
+  description?: string | null;
 }
 
 interface Field {
@@ -65,7 +67,9 @@ label{display:block;margin:.75rem 0 .25rem}input[type=text],input[type=number],t
 
 /** The form of a link that still answers. */
 export function formPage(view: PageView): string {
-  const head = `<h1>${html(view.title)}</h1>${view.recipient !== null ? `<p class="note">For ${html(view.recipient)}</p>` : ''}`;
+  const head =
+    `<h1>${html(view.title)}</h1>${view.recipient !== null ? `<p class="note">For ${html(view.recipient)}</p>` : ''}` +
+    (view.description ? `<p class="what" data-testid="description">${html(view.description)}</p>` : '');
   const shape = formOf(view.schema);
   if (!shape) return page(view.title, `${head}<p>This link takes a JSON POST; it has no form.</p>`);
   const inputs = shape.fields.map((f) => {

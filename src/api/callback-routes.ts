@@ -65,7 +65,7 @@ async function showLink(rt: Runtime, res: ServerResponse, token: string): Promis
   const view = await rt.callbacks.view(token);
   if (view.gone !== null) return sendPage(res, 410, messagePage(titleOf(view), `This link no longer answers: ${view.gone}.`));
   if (view.used !== null) return sendPage(res, 200, messagePage(titleOf(view), 'This link was already used: its answer is recorded.'));
-  sendPage(res, 200, formPage({ title: titleOf(view), recipient: view.recipient, schema: view.schema }));
+  sendPage(res, 200, formPage({ title: titleOf(view), recipient: view.recipient, schema: view.schema, description: view.description }));
 }
 
 function isForm(req: IncomingMessage): boolean {

@@ -242,7 +242,7 @@ export interface RouteReplies {
   taskRetry: TaskActionResult;
   taskSkip: TaskActionResult;
   taskComplete: TaskActionResult;
-  callbackLinks: { links: CallbackLinkUrl[] };
+  callbackLinks: { links: CallbackLinkUrl[]; description: string | null };
   emitEvent: EmitEventResult;
   emitNamedEvent: EmitEventResult;
   eventList: { events: EventRecord[] };

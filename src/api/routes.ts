@@ -146,7 +146,7 @@ const HANDLERS: RouteHandlers = {
   callbackLinks: async (c, { req, res, params }) => {
     // links answered where this request came, unless the runtime knows its public URL
     const links = await c.rt.callbacks.links(params.id, params.task, params.term, { baseUrl: c.rt.internals.publicUrl ?? `http://${req.headers.host}` });
-    send(res, 200, { links });
+    send(res, 200, { links, description: await c.rt.callbacks.description(params.id, params.task, params.term) });
   },
   taskSignals: async (c, { res, url, params }) => {
     const page = await c.rt.workflow(params.id).signals.listForTask(params.task, {

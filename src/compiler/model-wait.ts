@@ -38,6 +38,8 @@ export interface CallbackDef {
   single_use?: boolean;
   /** A list of strings, or a template over inputs evaluated at start. */
   recipients?: string | unknown[];
+  /** What is answered, in words: a template over inputs and deps, rendered when the link is shown. */
+  description?: string;
 }
 
 export interface TimerDef {
@@ -98,7 +100,15 @@ function readTerm(name: string, v: Record<string, unknown>): TermDef {
           on_failure: wf.on_failure === 'cancel' || wf.on_failure === 'continue' ? wf.on_failure : undefined,
         }
       : undefined,
-    callback: cb ? { schema: obj(cb.schema), expires: str(cb.expires), single_use: bool(cb.single_use), recipients: listOrTemplate(cb.recipients) } : undefined,
+    callback: cb
+      ? {
+          schema: obj(cb.schema),
+          expires: str(cb.expires),
+          single_use: bool(cb.single_use),
+          recipients: listOrTemplate(cb.recipients),
+          description: str(cb.description),
+        }
+      : undefined,
   };
 }
 

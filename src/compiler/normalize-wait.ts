@@ -32,6 +32,8 @@ export type NormalizedTerm = { name: string; label?: string } & (
 export interface NormalizedCallback {
   schema: Record<string, unknown>;
   expires_ms: number;
+  /** What is answered, in words (a template over inputs and deps): shown on the link's page and in the UI. */
+  description?: string;
   single_use: boolean;
   /** A list, or a template over inputs (a list of strings once instantiated). */
   recipients?: string | string[];
@@ -71,6 +73,7 @@ export function normalizeTerm(task: string, term: TermDef): NormalizedTerm {
               expires_ms: ms(cb.expires)!,
               single_use: cb.single_use ?? true,
               ...(cb.recipients !== undefined ? { recipients: cb.recipients as string | string[] } : {}),
+              ...(cb.description !== undefined ? { description: cb.description } : {}),
             },
           }
         : {}),

@@ -113,6 +113,49 @@ tasks:
     }
   });
 
+  it("a callback term's description, over inputs and deps, is on the link's page and in the links' answer; a sensitive value it reads is [redacted]", async () => {
+    const REFUND = `name: refund
+inputs:
+  type: object
+  required: [amount, card]
+  properties: { amount: { type: integer }, card: { type: string, sensitive: true } }
+tasks:
+  ask: { kind: ask }
+  decide:
+    kind: decide
+    deps: [ask]
+    wait:
+      terms:
+        approve:
+          callback:
+            expires: 2d
+            description: "Refund \${{ inputs.amount }} EUR to card \${{ inputs.card }}, asked by \${{ deps.ask.output.by }}"
+            schema: { type: object, properties: { decision: { enum: [approve, reject] } }, required: [decision] }
+`;
+    const rt = await drivenRuntime({
+      definitions: { refund: REFUND },
+      secret: SECRET,
+      keys: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+      handlers: { ask: async () => ({ by: 'ada' }), decide: async () => ({}) },
+    });
+    const server = await startApiServer(rt, { token: 'tok-tok-tok-tok-1' });
+    try {
+      await rt.startWorker();
+      const id = await rt.start('refund', { amount: 120, card: '4000123412341234' });
+      await settle(rt);
+      const [link] = await rt.callbacks.links(id, 'decide', 'approve');
+      const page = await (await fetch(`${server.url}${link.path}`)).text();
+      expect(page).toContain('Refund 120 EUR to card [redacted], asked by ada');
+      expect(page).not.toContain('4000123412341234');
+      const answer = await fetch(`${server.url}/api/workflows/${id}/tasks/decide/callbacks/approve`, {
+        headers: { authorization: 'Bearer tok-tok-tok-tok-1' },
+      });
+      expect(await answer.json()).toMatchObject({ description: 'Refund 120 EUR to card [redacted], asked by ada' });
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a retry of a task after an answered approval keeps the approval: no new links, none sent again, its wait not reset', async () => {
     let mended = false;
     const handed: string[] = [];

@@ -146,6 +146,8 @@ class CelPass {
       if (typeof term.count === 'string') this.templates(term.count, [...path, 'count'], 'template', {}, 'int');
       const recipients = term.callback?.recipients;
       if (typeof recipients === 'string') this.templates(recipients, [...path, 'callback', 'recipients'], 'template', {}, 'recipients');
+      const description = term.callback?.description;
+      if (description !== undefined) this.templates(description, [...path, 'callback', 'description'], 'args', { deps: this.visibleDeps });
       if (term.expr !== undefined) this.raw(term.expr, [...path, 'expr'], 'generic', known, 'bool');
       if (term.timer?.at !== undefined) this.templates(term.timer.at, [...path, 'timer', 'at'], atStart, {}, 'time');
       const ids = term.workflows?.ids;

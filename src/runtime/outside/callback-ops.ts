@@ -1,12 +1,18 @@
 /** The runtime's face on callback links (rt.callbacks): make a term's links, take a POST, describe a link for its page. */
+
+import { renderTemplates, TemplateError } from '../../compiler/cel/evaluate.js';
 import { actorOf } from '../core/actor.js';
 import { clockNow, type RuntimeContext, workflowWrite } from '../core/context.js';
+import { Secrets, scrubText } from '../core/privacy.js';
+import { depsScope } from '../core/scopes.js';
+import { renderSecrets } from '../core/sensitive.js';
 import { type TxOption, txQueryable } from '../db/types.js';
 import { writeAudit } from '../sql/audit.js';
 import { signalByIdempotencyKey } from '../sql/signals.js';
+import { loadDepRows, loadWaitWorkflow, waitTask } from '../sql/waits.js';
 import type { CallbackLink, CallbackLinkUrl, CallbackView } from '../wire/index.js';
 import { readToken } from './callback-token.js';
-import { type CallbackReceipt, callbackLinks, goneReason, linkIdempotencyKey, receiveCallback, resolveLink } from './callbacks.js';
+import { type CallbackReceipt, callbackLinks, callbackTerms, goneReason, linkIdempotencyKey, receiveCallback, resolveLink } from './callbacks.js';
 import { CallbackNotFoundError } from './errors.js';
 
 /** Links with their full URLs under `base` (null URLs without one). */
@@ -41,6 +47,29 @@ export class CallbackOps {
     });
   }
 
+  /**
+   * What a callback term asks, in words: its `description` rendered over the workflow's inputs and the task's
+   * deps as they are now, a sensitive value it reads shown `[redacted]`; null without one, or while a dep it reads
+   * has no output yet.
+   */
+  async description(workflowId: string, task: string, term: string): Promise<string | null> {
+    const { db, s } = this.ctx;
+    const t = await waitTask(db, s, workflowId, task);
+    const found = t && callbackTerms(t).find((x) => x.name === term);
+    const template = found?.callback.description;
+    const w = template !== undefined ? await loadWaitWorkflow(db, s, workflowId) : undefined;
+    if (!t || template === undefined || !w) return null;
+    const def = await this.ctx.definitions.find(db, w.name, w.definition_hash);
+    const deps = await loadDepRows(db, s, w.id, t.deps);
+    try {
+      const text = renderTemplates(template, depsScope(def, w, t, deps));
+      return scrubText(typeof text === 'string' ? text : JSON.stringify(text), Secrets.of(def ? renderSecrets(def, w.inputs, deps) : new Set()));
+    } catch (error) {
+      if (error instanceof TemplateError) return null;
+      throw error;
+    }
+  }
+
   /** What a link is for and whether it still answers (a read: nothing is taken or written). */
   async view(token: string): Promise<CallbackView> {
     const link = await resolveLink(this.ctx.db, this.ctx.s, this.ctx.keys, token, false);
@@ -56,6 +85,7 @@ export class CallbackOps {
       label: link.term.label ?? null,
       recipient: link.recipient,
       schema: link.term.callback.schema,
+      description: await this.description(link.ref.workflowId, link.ref.task, link.ref.term),
       gone: goneReason(link, now) ?? null,
       used: used ? used.payload : null,
     };

@@ -39,7 +39,8 @@ export const callbackPath = (token: string): string => `/callbacks/${token}`;
 /** A single-use link's signal is stored under this idempotency key: its second POST finds the first. */
 export const linkIdempotencyKey = (link: number): string => `link:${link}`;
 
-function callbackTerms(t: WaitTaskRow): CallbackTerm[] {
+/** A task's callback terms. */
+export function callbackTerms(t: WaitTaskRow): CallbackTerm[] {
   return (t.wait?.terms ?? []).filter((term): term is CallbackTerm => term.kind === 'signal' && term.callback !== undefined);
 }
 

@@ -18,6 +18,8 @@ export interface CallbackView {
   label: string | null;
   recipient: string | null;
   schema: Record<string, unknown>;
+  /** What is being answered, in words (the term's description, rendered); null without one. */
+  description: string | null;
   /** Why it no longer answers; null while it does. */
   gone: string | null;
   /** The body it already sent (a single-use link used), else null. */

@@ -22,16 +22,19 @@ export function callbackLinks(workflowId: string, task: Task): HTMLElement | nul
       const key = `${workflowId}\u0000${task.name}\u0000${term.name}`;
       const list = h('ul', { 'data-testid': `links-${term.name}`, 'data-links': key });
       const known = shown.get(key);
-      if (known) list.replaceChildren(...known.map(linkItem));
+      if (known) list.replaceChildren(...known());
       // the panel may be drawn again while the links load: fill whichever list shows this term then
       const fill = (items: () => HTMLElement[]) => {
         for (const el of [list, ...document.querySelectorAll(`ul[data-links="${CSS.escape(key)}"]`)]) el.replaceChildren(...items());
       };
       const show = async () => {
         try {
-          const { links } = await get<{ links: CallbackLinkUrl[] }>(pathTo('callbackLinks', { id: workflowId, task: task.name, term: term.name }));
-          shown.set(key, links);
-          fill(() => links.map(linkItem));
+          const { links, description } = await get<{ links: CallbackLinkUrl[]; description: string | null }>(
+            pathTo('callbackLinks', { id: workflowId, task: task.name, term: term.name }),
+          );
+          const items = () => [...(description ? [h('li', { class: 'what', 'data-testid': `what-${term.name}` }, description)] : []), ...links.map(linkItem)];
+          shown.set(key, items);
+          fill(items);
         } catch (error) {
           fill(() => [h('li', { class: 'error' }, (error as Error).message)]);
         }
@@ -46,8 +49,8 @@ export function callbackLinks(workflowId: string, task: Task): HTMLElement | nul
   );
 }
 
-/** The links shown so far, by workflow, task and term: a redrawn panel shows them again without asking. */
-const shown = new Map<string, CallbackLinkUrl[]>();
+/** The links shown so far (and what they ask), by workflow, task and term: a redrawn panel shows them again without asking. */
+const shown = new Map<string, () => HTMLElement[]>();
 
 function linkItem(l: CallbackLinkUrl): HTMLElement {
   return h('li', {}, l.recipient !== null ? `${l.recipient}: ` : '', h('a', { href: l.url ?? l.path, target: '_blank' }, l.url ?? l.path));
