@@ -330,8 +330,9 @@ describe(`sensitive data (${backend})`, () => {
         const line = async () => (await rt.workflow(id).logs({ task: 'charge' })).lines.find((l) => l.source === 'braid' && l.message.includes('data key'));
         await until(async () => (await line()) !== undefined, 30_000);
         expect((await line())!.message).toMatch(/^waits for a worker with data key k1: worker \S+ was not given it/);
-        const task = await rt.workflow(id).task('charge');
-        expect(task).toMatchObject({ state: 'scheduled', errors: [] });
+        // the line is written as the task is given back: its snooze commits just after
+        await until(async () => (await rt.workflow(id).task('charge')).state === 'scheduled', 30_000);
+        expect(await rt.workflow(id).task('charge')).toMatchObject({ state: 'scheduled', errors: [] });
         await until(() => said.includes('which this worker was not given'), 30_000);
         expect(said.match(/sealed with data key k1, which this worker was not given/g)).toHaveLength(1);
       } finally {
