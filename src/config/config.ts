@@ -209,8 +209,9 @@ function relevant(errors: ErrorObject[]): ErrorObject[] {
   const oneOfPaths = new Set(errors.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath));
   return errors.filter(
     (e) =>
-      // a bad property name reports once, as propertyNames (not also as the pattern it failed)
-      e.propertyName === undefined && (e.keyword === 'oneOf' || !oneOfPaths.has(e.instancePath) || e.keyword === 'additionalProperties'),
+      // a bad property name reports once, as propertyNames (not also as the pattern it failed); an if/then says
+      // its failed `then` as that (a missing key), not also as "must match then"
+      e.propertyName === undefined && e.keyword !== 'if' && (e.keyword === 'oneOf' || !oneOfPaths.has(e.instancePath) || e.keyword === 'additionalProperties'),
   );
 }
 
@@ -261,6 +262,9 @@ function describe(e: ErrorObject): { message: string; path: Path; hint?: string;
         message: `${where}: ${path[0] === 'worker' ? 'not a duration (250ms, 30s, 15m, 2h, 7d or ISO 8601)' : `must match ${String(e.params.pattern)}`}`,
         path,
       };
+    // the schema's one `not`: a kind served both ways
+    case 'not':
+      return { message: `${where}: a kind is served over HTTP (http:) or by another worker (worker:), not both`, path };
     case 'propertyNames':
       return { message: `${where}: invalid name "${String(e.params.propertyName)}"`, path: [...path, String(e.params.propertyName)], at: 'key' };
     default:

@@ -144,6 +144,15 @@ describe(`the project config and the commands a team scripts (${backend})`, () =
     const run = await runCliInProcess(['list'], { cwd: bad });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^braid\.config\.yaml:1:1: error: the config: unknown key "definitons" \[config\]/);
+    // a kind served both ways, and an hmac-sha256 signature without its header: one clear line each
+    const both = app({ 'braid.config.yaml': 'kinds:\n  ask: { worker: py, http: { url: "http://127.0.0.1:9/x" } }\n' });
+    expect((await runCliInProcess(['validate'], { cwd: both })).stderr).toMatch(
+      /^braid\.config\.yaml:2:8: error: kinds\.ask: a kind is served over HTTP \(http:\) or by another worker \(worker:\), not both \[config\]/,
+    );
+    const unsigned = app({ 'braid.config.yaml': 'events:\n  x.y:\n    signature: { scheme: hmac-sha256, secret_env: S }\n' });
+    const said = (await runCliInProcess(['validate'], { cwd: unsigned })).stderr;
+    expect(said.match(/error:/g)).toHaveLength(1);
+    expect(said).toContain("events.x.y.signature: must have required property 'header'");
     const json = app({ 'braid.config.json': '{ "definitions": "flows" }', 'flows/child.yaml': CHILD, 'definitions/x.yaml': 'garbage: [' });
     expect((await runCliInProcess(['validate'], { cwd: json })).stdout).toBe('1 file checked: 0 errors, 0 warnings\n');
     expect((await runCliInProcess(['types', '--definitions', 'flows', '--out', '-'], { cwd: json })).stdout).toContain(
