@@ -19,7 +19,7 @@ import { flowHoldings } from './sql/flow.js';
 import { workflowPauses } from './sql/pauses.js';
 import type { SignalPage } from './sql/signals.js';
 import { taskStreams } from './sql/streams.js';
-import { listLogLines } from './sql/task-logs.js';
+import { KEY_WAIT_PREFIX, latestBraidLines, listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
 import { liveKinds, loadWorkflow, readOneSnapshot, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
 import type { SignalRow } from './waits/decide.js';
@@ -241,7 +241,7 @@ export class WorkflowHandle {
     const now = await clockNow(this.rt.ctx);
     if (options.reveal) await this.revealed(options);
     // one snapshot, so a task shown ended never sits beside its workflow shown running
-    const { workflow, tasks, kinds, upgrades, held, pauses, audit } = await this.rt.db.transaction(async (tx) => {
+    const { workflow, tasks, kinds, upgrades, held, pauses, audit, keyWaits } = await this.rt.db.transaction(async (tx) => {
       const q = options.reveal ? tx : redacting(tx);
       await readOneSnapshot(q);
       const workflow = await this.load({ tx: q });
@@ -255,6 +255,15 @@ export class WorkflowHandle {
         held: flows.length > 0 ? await flowHoldings(q, s, flows) : undefined,
         pauses: await workflowPauses(q, s, this.id),
         audit: await workflowAudit(q, s, this.id),
+        // a task a worker without its data key gave back says so on its attempt (worker/executor.ts)
+        keyWaits: await latestBraidLines(
+          q,
+          s,
+          this.id,
+          // a snooze gives its attempt back: the line is on the attempt after the row's
+          tasks.filter((t) => t.state === 'scheduled').map((t) => ({ name: t.name, attempt: t.attempt + 1 })),
+          KEY_WAIT_PREFIX,
+        ),
       };
     });
     const byName = new Map(tasks.map((t) => [t.name, t]));
@@ -265,6 +274,7 @@ export class WorkflowHandle {
       if (pause) return pauseText(pause);
       if (debounced && t.state === 'scheduled' && new Date(t.scheduled_at).getTime() === debounced.getTime())
         return `debounced until ${debounced.toISOString()} (a start with the same key before then replaces this run's inputs)`;
+      if (t.state === 'scheduled' && keyWaits.has(t.name)) return keyWaits.get(t.name)!;
       return held && t.state === 'available' && t.flow ? flowReason(t.flow, this.id, held, now) : null;
     };
     return {

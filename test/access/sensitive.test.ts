@@ -333,6 +333,9 @@ describe(`sensitive data (${backend})`, () => {
         // the line is written as the task is given back: its snooze commits just after
         await until(async () => (await rt.workflow(id).task('charge')).state === 'scheduled', 30_000);
         expect(await rt.workflow(id).task('charge')).toMatchObject({ state: 'scheduled', errors: [] });
+        // braid status says why it waits
+        const shown = (await rt.workflow(id).status()).tasks.find((t) => t.name === 'charge');
+        expect(shown?.pending_reason).toMatch(/^waits for a worker with data key k1: worker \S+ was not given it/);
         await until(() => said.includes('which this worker was not given'), 30_000);
         expect(said.match(/sealed with data key k1, which this worker was not given/g)).toHaveLength(1);
       } finally {

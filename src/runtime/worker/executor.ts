@@ -13,6 +13,7 @@ import { runStartTask } from '../engine/start-children.js';
 import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/attempts.js';
 import { type FetchedTask, largeOutputs } from '../sql/fetch.js';
 import { signalsByIds, signalTraceContexts } from '../sql/signals.js';
+import { KEY_WAIT_PREFIX } from '../sql/task-logs.js';
 import { workflowTraceContexts } from '../sql/workflows.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -353,7 +354,7 @@ export class Executor {
   private async giveBackSealed(task: FetchedTask, ref: AttemptRef, keys: readonly string[], onHandlerSettled: () => void): Promise<boolean> {
     onHandlerSettled();
     const which = keys.join(', ');
-    const why = `waits for a worker with data key ${which}: worker ${this.o.id} was not given ${keys.length > 1 ? 'them' : 'it'} (config keys:, or BRAID_KEYS)`;
+    const why = `${KEY_WAIT_PREFIX} ${which}: worker ${this.o.id} was not given ${keys.length > 1 ? 'them' : 'it'} (config keys:, or BRAID_KEYS)`;
     if (!this.saidKeys.has(which)) {
       this.saidKeys.add(which);
       this.o.log.warn(`tasks hold values sealed with data key ${which}, which this worker was not given: it gives them back for a worker that has it`);
