@@ -88,6 +88,13 @@ describe(`sensitive data (${backend})`, () => {
     const run = emitted.event.outcomes[0];
     if (run?.outcome !== 'started') throw new Error(`the event did not start a run: ${JSON.stringify(emitted)}`);
     const id = run.id;
+    const s = `"${rt.schema}"`;
+    // an effect row lives until it is applied: a copy of each as it was written is kept to look at (watched
+    // before the signal that resolves the gate: the worker may run on and start the child at once)
+    await rt.db.query(`CREATE TABLE ${s}.effects_seen (payload text)`);
+    await rt.db.query(`CREATE FUNCTION ${s}.keep_effect() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO ${s}.effects_seen VALUES (NEW.payload::text); RETURN NEW; END $$`);
+    await rt.db.query(`CREATE TRIGGER keep AFTER INSERT ON ${s}.effects FOR EACH ROW WHEN (NEW.kind = 'start') EXECUTE FUNCTION ${s}.keep_effect()`);
     // a payload its term's schema refuses is refused, and stored nowhere
     await expect(rt.workflow(id).signals.emit('approval', { by: 'bob' })).rejects.toMatchObject({ code: 'signal_invalid' });
     await expect(rt.workflow(id).signals.emit('approval', { by: 'bob', pin: 7 })).rejects.toThrow(
@@ -101,12 +108,6 @@ describe(`sensitive data (${backend})`, () => {
     await expect(rt.workflow(id).signals.emit('approval', { by: 'bob', pin: 'other' }, { idempotencyKey: 'i1' })).rejects.toMatchObject({
       code: 'signal_payload_mismatch',
     });
-    const s = `"${rt.schema}"`;
-    // an effect row lives until it is applied: a copy of each as it was written is kept to look at
-    await rt.db.query(`CREATE TABLE ${s}.effects_seen (payload text)`);
-    await rt.db.query(`CREATE FUNCTION ${s}.keep_effect() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN INSERT INTO ${s}.effects_seen VALUES (NEW.payload::text); RETURN NEW; END $$`);
-    await rt.db.query(`CREATE TRIGGER keep AFTER INSERT ON ${s}.effects FOR EACH ROW WHEN (NEW.kind = 'start') EXECUTE FUNCTION ${s}.keep_effect()`);
     await settle(rt);
     const effects = await rt.db.query<{ t: string }>(`SELECT payload AS t FROM ${s}.effects_seen`);
     expect((await final(rt, id)).state).toBe('completed');
