@@ -56,7 +56,7 @@ export class SchedulerService implements MaintenanceService {
         while (next < due.length && stillLeading(ctx)) {
           const { workflow_name, name } = due[next++];
           // one tick a schedule a round: the others due wait no longer than a round
-          const r = await fireSchedule(ctx, workflow_name, name, 1).catch((error: Error) => {
+          const r = await fireSchedule(ctx, workflow_name, name).catch((error: Error) => {
             if (!(error instanceof LeaseLost)) ctx.log.warn(`leader: schedule ${workflow_name}/${name}: ${error.message} (tried again at the next pass)`);
             return { started: 0, missed: 0 };
           });

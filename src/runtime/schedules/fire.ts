@@ -7,39 +7,31 @@ import { type MaintenanceContext, stillLeading } from '../maintenance/service.js
 import { lockSchedule, recordTick, runningRuns, type ScheduleRow } from '../sql/schedules.js';
 import { dueTick, overlapAction } from './decide.js';
 
-/** Ticks one schedule handles in a call at most (the leader's pass takes one per schedule per round: fair). */
-const TICKS_PER_PASS = 100;
-
-/** What a call did: the runs it started, and the ticks it passed over (fallen out of the catch-up window). */
+/** What a call did: the run it started (0 or 1), and the ticks it passed over (fallen out of the catch-up window). */
 export interface FireResult {
   started: number;
   missed: number;
 }
 
 /**
- * Handles a schedule's due ticks, each in a transaction of its own that locks the schedule's row (a second
- * leader skips it while it is held) and records what the tick did with the run it started.
- * Runs that must be cancelled first (overlap cancel_previous) are cancelled each in its own transaction, as
- * every write on a workflow is. Returns how many runs it started.
+ * Handles a schedule's next due tick in a transaction of its own that locks the schedule's row (a second leader
+ * skips it while it is held) and records what the tick did with the run it started: the leader takes one tick of
+ * each due schedule a round, so none holds the others back. Runs that must be cancelled first (overlap
+ * cancel_previous) are cancelled each in its own transaction, as every write on a workflow is, before the tick.
  */
-export async function fireSchedule(ctx: MaintenanceContext, workflow: string, name: string, ticks = TICKS_PER_PASS): Promise<FireResult> {
-  let started = 0;
-  let missed = 0;
-  for (let handled = 0; handled < ticks; ) {
+export async function fireSchedule(ctx: MaintenanceContext, workflow: string, name: string): Promise<FireResult> {
+  // a cancel_previous tick is two steps (cancel, then start): a bound, so a run that will not stop holds no pass
+  for (let i = 0; i < 3; i++) {
     // not fenced by the lease (a share lock on it per tick would hold its renewal back behind thousands of ticks):
     // the schedule's row lock and the run's business key already make each tick start once, whoever leads
     if (!stillLeading(ctx)) break;
     const step = await advancing(ctx, (tx, advance) => tickOnce(tx, advance, workflow, name));
     if (step.kind === 'idle') break;
-    if (step.kind !== 'cancel') handled++;
-    if (step.kind === 'started') started++;
-    if (step.kind === 'started' || step.kind === 'handled') missed += step.missed;
-    if (step.kind === 'cancel') {
-      const { cancelWorkflow } = await import('../engine/cancel.js');
-      for (const id of step.ids) await workflowWrite(ctx, undefined, id, (tx, advance) => cancelWorkflow(tx, advance, id));
-    }
+    if (step.kind !== 'cancel') return { started: step.kind === 'started' ? 1 : 0, missed: step.missed };
+    const { cancelWorkflow } = await import('../engine/cancel.js');
+    for (const id of step.ids) await workflowWrite(ctx, undefined, id, (tx, advance) => cancelWorkflow(tx, advance, id));
   }
-  return { started, missed };
+  return { started: 0, missed: 0 };
 }
 
 type Step = { kind: 'idle' } | { kind: 'started'; missed: number } | { kind: 'handled'; missed: number } | { kind: 'cancel'; ids: string[] };
