@@ -29,7 +29,7 @@ export interface Definition {
   /** Starts with one key within `quiet` make one run. */
   debounce?: DebounceDef;
   /** A workflow started once per failure (its inputs may read `failed`). */
-  on_failure?: { start?: { workflow?: string; inputs?: Record<string, unknown> } };
+  on_failure?: FailureHook;
   /** How long failed runs are kept: `keep`, or a duration. */
   retention?: { failed?: string };
   /** Events that start it. */
@@ -177,13 +177,39 @@ export function buildDefinition(value: unknown): Definition | undefined {
   };
 }
 
+/**
+ * A failed run's hook: the workflow it starts, written flat (`on_failure: { workflow, inputs }`) or under `start:`
+ * (`at` says where, for diagnostics), and its grouping.
+ */
+export interface FailureHook {
+  start?: { workflow?: string; inputs?: Record<string, unknown> };
+  at: (string | number)[];
+  /** Both forms written at once (a mistake the rules report). */
+  both: boolean;
+  group_by?: string;
+  window?: string;
+}
+
 /** on_failure and retention, each present only when written. */
 function readFailure(value: Record<string, unknown>): Pick<Definition, 'on_failure' | 'retention'> {
-  const start = obj(obj(value.on_failure)?.start);
+  const hook = obj(value.on_failure);
   const retention = obj(value.retention);
   return {
-    ...(obj(value.on_failure) ? { on_failure: start ? { start: { workflow: str(start.workflow), inputs: obj(start.inputs) } } : {} } : {}),
+    ...(hook ? { on_failure: readHook(hook) } : {}),
     ...(retention ? { retention: { failed: str(retention.failed) } } : {}),
+  };
+}
+
+function readHook(hook: Record<string, unknown>): FailureHook {
+  const nested = obj(hook.start);
+  const flat = hook.workflow !== undefined || hook.inputs !== undefined;
+  const from = nested ?? (flat ? hook : undefined);
+  return {
+    ...(from ? { start: { workflow: str(from.workflow), inputs: obj(from.inputs) } } : {}),
+    at: nested ? ['on_failure', 'start'] : ['on_failure'],
+    both: nested !== undefined && flat,
+    group_by: str(hook.group_by),
+    window: str(hook.window),
   };
 }
 

@@ -34,7 +34,8 @@ export interface NormalizedDefinition {
   /** Starts with one key within `quiet_ms` make one run, when it says. */
   debounce?: { key: string; quiet_ms: number };
   /** The workflow a failed run starts, once per failure, when it says (its inputs' templates read `failed`). */
-  on_failure?: { start: { workflow: string; inputs: Record<string, unknown> } };
+  /** group: failures with one key (`by`, a template; one group without it) start one run per window. */
+  on_failure?: { start: { workflow: string; inputs: Record<string, unknown> }; group?: { by?: string; window_ms: number } };
   /** How long a failed run is kept when it says: null for keep (until deleted by hand). */
   retention?: { failed_ms: number | null };
   /** The events that start it, when it declares some. */
@@ -163,8 +164,10 @@ export function normalizeDefinition(def: Definition): NormalizedDefinition {
   if (def.schedules.length > 0) out.schedules = def.schedules.map(normalizeSchedule);
   if (def.concurrency) out.concurrency = normalizeConcurrency(def.concurrency);
   if (def.debounce) out.debounce = { key: def.debounce.key!, quiet_ms: ms(def.debounce.quiet)! };
-  const hook = def.on_failure?.start;
-  if (hook) out.on_failure = { start: { workflow: hook.workflow!, inputs: hook.inputs ?? {} } };
+  const hook = def.on_failure;
+  if (hook?.start) out.on_failure = { start: { workflow: hook.start.workflow!, inputs: hook.start.inputs ?? {} } };
+  if (out.on_failure && hook?.window !== undefined)
+    out.on_failure.group = { ...(hook.group_by !== undefined ? { by: hook.group_by } : {}), window_ms: ms(hook.window)! };
   const failed = def.retention?.failed;
   if (failed !== undefined) out.retention = { failed_ms: failed === 'keep' ? null : ms(failed)! };
   if (def.triggers.length > 0)

@@ -110,7 +110,9 @@ function diffWorkflowSettings(from: NormalizedDefinition, to: NormalizedDefiniti
   }
   if (!same(from.on_failure, to.on_failure)) {
     const [a, b] = [from.on_failure?.start.workflow, to.on_failure?.start.workflow];
-    const detail = a === b ? `on_failure starts ${b} with other inputs` : `on_failure: ${show(a)} -> ${show(b)}`;
+    const regrouped = a === b && same(from.on_failure?.start, to.on_failure?.start);
+    const detail =
+      a !== b ? `on_failure: ${show(a)} -> ${show(b)}` : regrouped ? `on_failure groups failures otherwise` : `on_failure starts ${b} with other inputs`;
     out.push({ change: 'on_failure_changed', detail, path: ['on_failure'] });
   }
   if (!same(from.retention, to.retention)) {

@@ -231,7 +231,7 @@ export class Driver {
       // what moves a run along (nothing crashes in a test, so there is nothing to rescue or sweep), when due
       let changed = false;
       if (await maintenanceDue(this.session.db, this.session.s, this.clock.now())) {
-        const counts = await this.rt.maintenance({ only: ['timers', 'timed_out', 'effects', 'scheduled', 'promoted'] });
+        const counts = await this.rt.maintenance({ only: ['timers', 'timed_out', 'grouped', 'effects', 'scheduled', 'promoted'] });
         changed = Object.values(counts).some((n) => n > 0);
       }
       if (!changed && !available && this.rt.workInHand() <= this.clock.sleeping) return;

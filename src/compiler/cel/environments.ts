@@ -23,7 +23,8 @@ export type CelContext =
   | 'flow_item' // the same inside a for_each task
   | 'flow_workflow' // the workflow's concurrency, fairness, rate limit: at start
   | 'debounce' // the workflow's debounce key: at each start, before the run exists
-  | 'on_failure' // on_failure.start.inputs: when the run fails
+  | 'on_failure' // on_failure's inputs: when the run fails, or when its group's window ends
+  | 'on_failure_group' // on_failure.group_by: when the run fails
   | 'trigger'; // a trigger's where, id and inputs: when its event is emitted
 
 export const TIMESTAMP = 'google.protobuf.Timestamp';
@@ -50,6 +51,7 @@ export const CONTEXT_REFS: Record<CelContext, readonly RefKind[]> = {
   flow_workflow: [],
   debounce: [],
   on_failure: [],
+  on_failure_group: [],
   trigger: [],
 };
 
@@ -99,6 +101,8 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
     case 'debounce':
       return { inputs };
     case 'on_failure':
+      return { ...base, workflow: { ...workflowAtStart, attempt: 'int' }, failed: FAILED_HOOK };
+    case 'on_failure_group':
       return { ...base, workflow: { ...workflowAtStart, attempt: 'int' }, failed: FAILED };
     case 'trigger':
       // event's payload is typed by its schema: the pass gives `event` itself
@@ -106,8 +110,12 @@ export function contextVariables(context: CelContext, inputs: CelType): Record<s
   }
 }
 
-/** What a failed run's on_failure inputs read of it: its id and name, its error, the task that failed, the attempt. */
-export const FAILED: CelType = { id: 'string', name: 'string', error: 'string', task: 'string', attempt: 'int' };
+/**
+ * What a failed run's on_failure reads of it: its id and name, its error, the task that failed, the attempt (its
+ * inputs also the failures the run stands for, `count`, and their group's key, `group`).
+ */
+export const FAILED = { id: 'string', name: 'string', error: 'string', task: 'string', attempt: 'int' } satisfies CelType;
+const FAILED_HOOK: CelType = { ...FAILED, count: 'int', group: 'string' };
 
 // optional types: `inputs.?customer.?email.orValue("")` is one of the guards rule cel-optional accepts
 const OPTIONS = { homogeneousAggregateLiterals: false, enableOptionalTypes: true } as const;

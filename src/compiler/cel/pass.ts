@@ -53,8 +53,9 @@ class CelPass {
     this.flow(this.def.defaults, ['defaults'], 'flow');
     this.flow(this.def, [], 'flow_workflow');
     if (this.def.debounce?.key !== undefined) this.raw(this.def.debounce.key, ['debounce', 'key'], 'debounce', {}, 'key');
-    const hook = this.def.on_failure?.start?.inputs;
-    if (hook) this.templates(hook, ['on_failure', 'start', 'inputs'], 'on_failure', {});
+    const hook = this.def.on_failure;
+    if (hook?.start?.inputs) this.templates(hook.start.inputs, [...hook.at, 'inputs'], 'on_failure', {});
+    if (hook?.group_by !== undefined) this.templates(hook.group_by, ['on_failure', 'group_by'], 'on_failure_group', {}, 'key');
     this.triggers();
   }
 

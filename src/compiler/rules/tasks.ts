@@ -17,6 +17,9 @@ export function checkTasks(def: Definition, reporter: Reporter): void {
   if (def.timeout !== undefined && parseDuration(def.timeout) === 0) {
     reporter.report('invalid-duration', 'timeout: a workflow timeout is longer than 0', { path: ['timeout'] });
   }
+  if (def.on_failure?.window !== undefined && parseDuration(def.on_failure.window) === 0) {
+    reporter.report('invalid-duration', 'on_failure.window: a window to group failures in is longer than 0', { path: ['on_failure', 'window'] });
+  }
   for (const task of def.tasks) {
     if (isCelReserved(task.name)) {
       reporter.report('invalid-name', `task name "${task.name}" is a reserved word in CEL`, { path: taskPath(task), at: 'key' });
@@ -85,6 +88,7 @@ function checkDurationRanges(def: Definition, reporter: Reporter): void {
     else check(text, path);
   };
   check(def.timeout, ['timeout']);
+  check(def.on_failure?.window, ['on_failure', 'window']);
   if (def.retention?.failed !== 'keep') check(def.retention?.failed, ['retention', 'failed']);
   timeout(def.defaults.timeout, ['defaults', 'timeout']);
   retry(def.defaults.retry, ['defaults']);

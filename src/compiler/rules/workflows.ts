@@ -30,21 +30,7 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
   const known = [...new Set([...firstFile.keys(), ...alsoKnown])];
   const byName = new Map(files.flatMap(({ definition: d }) => (d.name === undefined ? [] : [[d.name, d] as const])));
   for (const { definition, reporter } of files) {
-    const hook = definition.on_failure?.start?.workflow;
-    const child = hook === undefined ? undefined : byName.get(hook);
-    if (child) {
-      checkStartInputs(definition.on_failure!.start!.inputs ?? {}, child, reporter, ['on_failure', 'start', 'inputs'], 'on_failure');
-      checkStartFlows(definition, child, definition.on_failure!.start!.inputs ?? {}, ['on_failure', 'start', 'inputs'], reporter);
-    }
-    if (hook !== undefined && !known.includes(hook)) {
-      const guess = didYouMean(hook, known);
-      reporter.report(
-        'unknown-workflow',
-        `on_failure starts unknown workflow "${hook}"`,
-        { path: ['on_failure', 'start', 'workflow'] },
-        guess ? `did you mean "${guess}"?` : 'on_failure.start names a workflow defined in the definitions folder',
-      );
-    }
+    checkHook(definition, byName, known, reporter);
     for (const task of definition.tasks) {
       const target = task.start?.workflow;
       const started = target === undefined ? undefined : byName.get(target);
@@ -62,6 +48,38 @@ export function checkWorkflowSet(files: readonly FileDefinition[], alsoKnown: re
       );
     }
   }
+}
+
+/** on_failure's workflow exists and takes the inputs it writes; its grouping is whole (a window to group in). */
+function checkHook(definition: Definition, byName: ReadonlyMap<string, Definition>, known: readonly string[], reporter: Reporter): void {
+  const hook = definition.on_failure;
+  if (!hook) return;
+  if (hook.both)
+    reporter.report('schema', 'on_failure: write the workflow to start either as on_failure.workflow or under on_failure.start, not both', {
+      path: ['on_failure', 'start'],
+      at: 'key',
+    });
+  if (!hook.start) reporter.report('schema', 'on_failure names the workflow to start: on_failure: { workflow: NAME }', { path: ['on_failure'], at: 'key' });
+  if (hook.group_by !== undefined && hook.window === undefined)
+    reporter.report('schema', 'on_failure: group_by groups the failures of a window: add window (e.g. window: 10m)', {
+      path: ['on_failure', 'group_by'],
+      at: 'key',
+    });
+  const name = hook.start?.workflow;
+  const child = name === undefined ? undefined : byName.get(name);
+  const inputsPath = [...hook.at, 'inputs'];
+  if (child) {
+    checkStartInputs(hook.start?.inputs ?? {}, child, reporter, inputsPath, 'on_failure');
+    checkStartFlows(definition, child, hook.start?.inputs ?? {}, inputsPath, reporter);
+  }
+  if (name === undefined || known.includes(name)) return;
+  const guess = didYouMean(name, known);
+  reporter.report(
+    'unknown-workflow',
+    `on_failure starts unknown workflow "${name}"`,
+    { path: [...hook.at, 'workflow'] },
+    guess ? `did you mean "${guess}"?` : 'on_failure names a workflow defined in the definitions folder',
+  );
 }
 
 /**

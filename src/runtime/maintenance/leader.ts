@@ -7,6 +7,7 @@ import type { RetentionPolicy } from '../sql/maintenance.js';
 import { BulkService } from './bulk.js';
 import { DeadlineService } from './deadlines.js';
 import { EffectService } from './effects.js';
+import { FailureGroupService } from './failure-groups.js';
 import { FlowKeeperService } from './flow-keeper.js';
 import { PromoterService } from './promoter.js';
 import { RescuerService } from './rescuer.js';
@@ -77,6 +78,8 @@ export class LeaderService {
     this.services = [
       this.timers,
       this.deadlines,
+      // before effects: the run a window's end records is applied in the same round
+      new FailureGroupService(poll),
       this.effects,
       this.schedules,
       new PromoterService(o.promoteIntervalMs),

@@ -54,7 +54,7 @@ export type MaintenanceCounts = Record<MaintenanceService['name'], number>;
  * tests call `runOnce` directly rather than wait.
  */
 export interface MaintenanceService {
-  readonly name: 'timers' | 'timed_out' | 'effects' | 'scheduled' | 'promoted' | 'rescued' | 'swept' | 'flow' | 'deleted' | 'bulk';
+  readonly name: 'timers' | 'timed_out' | 'effects' | 'scheduled' | 'promoted' | 'rescued' | 'swept' | 'flow' | 'deleted' | 'bulk' | 'grouped';
   readonly intervalMs: number;
   /** One pass, now; returns how much it did. */
   runOnce(ctx: MaintenanceContext): Promise<number>;

@@ -5,8 +5,8 @@ import { bufferedFree } from './schedules.js';
 
 /**
  * When something next becomes due at a later time: the nearest unfired timer, deadline of a running workflow,
- * scheduled or retrying task, schedule tick, or token of a rate limit a waiting task needs. Null when nothing is
- * waiting on the clock. (A test's virtual clock jumps there when nothing else can run.)
+ * scheduled or retrying task, schedule tick, on_failure group's window with failures counted, or token of a rate
+ * limit a waiting task needs. Null when nothing is waiting on the clock. (A test's virtual clock jumps there when nothing else can run.)
  */
 export async function nextDue(q: Queryable, s: string, now: Date): Promise<Date | null> {
   const { rows } = await q.query<{ at: Date | null }>(
@@ -15,6 +15,7 @@ export async function nextDue(q: Queryable, s: string, now: Date): Promise<Date 
        (SELECT min(deadline_at) FROM ${s}.workflows WHERE state = 'running' AND deadline_at IS NOT NULL AND end_reason IS NULL AND NOT cancel_requested),
        (SELECT min(scheduled_at) FROM ${s}.tasks WHERE lane IN ('scheduled', 'retryable')),
        (SELECT min(next_fire_at) FROM ${s}.schedules WHERE NOT paused),
+       (SELECT min(window_ends_at) FROM ${s}.failure_groups WHERE pending > 0),
        (SELECT min(r.starts[1] + l.per_ms * interval '1 millisecond')
           FROM (SELECT DISTINCT flow #>> '{rate_limit,key}' AS key, ${s}.flow_count(flow #> '{rate_limit,limit}') AS lim,
                        ${s}.flow_per_ms(flow #> '{rate_limit,per_ms}') AS per_ms
@@ -39,8 +40,8 @@ export async function anyAvailable(q: Queryable, s: string, now: Date): Promise<
 }
 
 /**
- * Whether maintenance has anything to do at `now`: a timer, deadline or scheduled task due, or an effect to
- * apply. One look, where a round of the services is several statements.
+ * Whether maintenance has anything to do at `now`: a timer, deadline, scheduled task or failure group's window
+ * due, or an effect to apply. One look, where a round of the services is several statements.
  */
 export async function maintenanceDue(q: Queryable, s: string, now: Date): Promise<boolean> {
   const { rows } = await q.query<{ due: boolean }>(
@@ -49,6 +50,7 @@ export async function maintenanceDue(q: Queryable, s: string, now: Date): Promis
          OR EXISTS (SELECT 1 FROM ${s}.tasks WHERE lane IN ('scheduled', 'retryable') AND scheduled_at <= $1)
          OR EXISTS (SELECT 1 FROM ${s}.workflows WHERE state = 'running' AND deadline_at <= $1 AND end_reason IS NULL AND NOT cancel_requested)
          OR EXISTS (SELECT 1 FROM ${s}.schedules WHERE NOT paused AND next_fire_at <= $1)
+         OR EXISTS (SELECT 1 FROM ${s}.failure_groups WHERE window_ends_at <= $1)
          OR EXISTS (SELECT 1 FROM ${s}.schedules sc WHERE ${bufferedFree('sc', s)}) AS due`,
     [now],
   );
