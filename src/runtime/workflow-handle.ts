@@ -19,8 +19,9 @@ import { flowHoldings } from './sql/flow.js';
 import { workflowPauses } from './sql/pauses.js';
 import type { SignalPage } from './sql/signals.js';
 import { taskStreams } from './sql/streams.js';
-import { KEY_WAIT_PREFIX, latestBraidLines, listLogLines } from './sql/task-logs.js';
+import { KEY_WAIT_PREFIX, listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
+import { liveKeys } from './sql/workers.js';
 import { liveKinds, loadWorkflow, readOneSnapshot, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
 import type { SignalRow } from './waits/decide.js';
 import type { WaitDiagnostics } from './waits/diagnostics.js';
@@ -224,7 +225,7 @@ export class WorkflowHandle {
     const t = (await this.tasks()).find((x) => x.name === task);
     if (t && !t.wait && (t.state === 'available' || t.state === 'scheduled')) {
       const why = (await this.status()).tasks.find((x) => x.name === task)?.pending_reason;
-      if ((t.state === 'available' && (t.flow !== null || why?.startsWith('paused ('))) || why?.startsWith('debounced '))
+      if ((t.state === 'available' && (t.flow !== null || why?.startsWith('paused ('))) || why?.startsWith('debounced ') || why?.startsWith(KEY_WAIT_PREFIX))
         throw new DiagnosticsError(`task "${task}" has no wait: it is ${t.state} and not started yet: ${why}`);
     }
     const d = await waitDiagnostics(this.q, await advanceIn(this.rt.ctx), this.id, task, options);
@@ -241,7 +242,7 @@ export class WorkflowHandle {
     const now = await clockNow(this.rt.ctx);
     if (options.reveal) await this.revealed(options);
     // one snapshot, so a task shown ended never sits beside its workflow shown running
-    const { workflow, tasks, kinds, upgrades, held, pauses, audit, keyWaits } = await this.rt.db.transaction(async (tx) => {
+    const { workflow, tasks, kinds, upgrades, held, pauses, audit, keyHolders } = await this.rt.db.transaction(async (tx) => {
       const q = options.reveal ? tx : redacting(tx);
       await readOneSnapshot(q);
       const workflow = await this.load({ tx: q });
@@ -255,15 +256,8 @@ export class WorkflowHandle {
         held: flows.length > 0 ? await flowHoldings(q, s, flows) : undefined,
         pauses: await workflowPauses(q, s, this.id),
         audit: await workflowAudit(q, s, this.id),
-        // a task a worker without its data key gave back says so on its attempt (worker/executor.ts)
-        keyWaits: await latestBraidLines(
-          q,
-          s,
-          this.id,
-          // a snooze gives its attempt back: the line is on the attempt after the row's
-          tasks.filter((t) => t.state === 'scheduled').map((t) => ({ name: t.name, attempt: t.attempt + 1 })),
-          KEY_WAIT_PREFIX,
-        ),
+        // which data keys the live workers of each kind have: a task that needs another waits for one that has it
+        keyHolders: tasks.some((t) => t.needs_keys) ? await liveKeys(q, s, new Date(now.getTime() - workerDeadAfterMs)) : undefined,
       };
     });
     const byName = new Map(tasks.map((t) => [t.name, t]));
@@ -274,7 +268,8 @@ export class WorkflowHandle {
       if (pause) return pauseText(pause);
       if (debounced && t.state === 'scheduled' && new Date(t.scheduled_at).getTime() === debounced.getTime())
         return `debounced until ${debounced.toISOString()} (a start with the same key before then replaces this run's inputs)`;
-      if (t.state === 'scheduled' && keyWaits.has(t.name)) return keyWaits.get(t.name)!;
+      const lacking = keyHolders && (t.state === 'available' || t.state === 'scheduled') ? keysNoWorkerHas(t, keyHolders) : [];
+      if (lacking.length > 0) return `${KEY_WAIT_PREFIX} ${lacking.join(', ')}: no live worker of kind ${t.kind} has it (config keys:, or BRAID_KEYS)`;
       return held && t.state === 'available' && t.flow ? flowReason(t.flow, this.id, held, now) : null;
     };
     return {
@@ -372,4 +367,9 @@ export class WorkflowSignals {
       throw (await loadWorkflow(q, this.rt.ctx.s, this.workflowId)) ? new TaskNotFoundError(this.workflowId, task) : new WorkflowNotFoundError(this.workflowId);
     return page;
   }
+}
+
+/** The keys a task needs that no live worker of its kind has. */
+function keysNoWorkerHas(t: TaskRecord, holders: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  return (t.needs_keys ?? []).filter((k) => !holders.get(t.kind)?.has(k));
 }

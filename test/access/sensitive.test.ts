@@ -291,6 +291,9 @@ describe(`sensitive data (${backend})`, () => {
       const text = (await old.db.query<{ t: string }>(`SELECT string_agg(inputs::text, '') AS t FROM "${schema}".workflows`)).rows[0].t;
       expect(text).not.toContain('braid:enc:v1:k1:');
       expect(text.match(/braid:enc:v1:k2:/g)).toHaveLength(n);
+      // the tasks that need a key name the new one: a worker given only k2 claims them
+      const needs = await old.db.query<{ keys: string[] | null; n: number }>(`SELECT needs_keys AS keys, count(*)::int AS n FROM "${schema}".tasks GROUP BY 1`);
+      expect(needs.rows.filter((r) => r.keys !== null).map((r) => r.keys)).toEqual([['k2']]);
       // the new key alone reads every value: nothing was left under the old one, nothing lost
       const after = await testRuntime({ schema, keys: fresh });
       for (const [i, id] of ids.entries()) {
@@ -304,19 +307,26 @@ describe(`sensitive data (${backend})`, () => {
   );
 
   it.runIf(backend === 'postgres')(
-    'a worker without the data key never runs a sealed task: it gives it back and says so, once; a worker with the key runs it',
+    'a worker without the data key never claims a task that needs it (marked at insert, or by the first worker that met it), says so once; status says why; a worker with the key runs it',
     async () => {
       const schema = uniqueSchema();
       const charged: unknown[] = [];
+      const PLAIN = 'name: plain\ntasks:\n  note: { kind: receipt }\n';
       const rt = await testRuntime({
         schema,
         keys: KEYS,
-        definitions: { pay: PAY },
+        definitions: { pay: PAY, plain: PLAIN },
         handlers: { charge: async (args) => (charged.push(args), { token: 't', last4: '1111' }), receipt: async () => ({}) },
       });
-      const id = await rt.start('pay', { customer: 'ada', card: { number: PAN } });
+      const marked = await rt.start('pay', { customer: 'ada', card: { number: PAN } });
+      const charge = (id: string) => rt.workflow(id).task('charge');
+      expect((await charge(marked)).needs_keys).toEqual(['k1']);
+      // a task whose sealed values its row does not name (a dep's sealed output, say): the first keyless claim finds them
+      const unmarked = await rt.start('pay', { customer: 'bob', card: { number: PAN } });
+      await rt.db.query(`UPDATE "${schema}".tasks SET needs_keys = NULL WHERE workflow_id = $1`, [unmarked]);
+      const plain = await rt.start('plain');
       const dir = tempProject(
-        { 'pay.yaml': PAY },
+        { 'pay.yaml': PAY, 'plain.yaml': PLAIN },
         { 'handlers.mjs': 'export default { charge: async () => ({ token: "x", last4: "0000" }), receipt: async () => ({}) };\n' },
       );
       // another process, given no keys (this one holds them for the whole test process)
@@ -327,27 +337,42 @@ describe(`sensitive data (${backend})`, () => {
       let said = '';
       worker.stdout.on('data', (b: Buffer) => (said += b.toString()));
       worker.stderr.on('data', (b: Buffer) => (said += b.toString()));
+      const keyLines = async (id: string) =>
+        (await rt.workflow(id).logs({ task: 'charge' })).lines.filter((l) => l.source === 'braid' && l.message.includes('data key'));
       try {
-        const line = async () => (await rt.workflow(id).logs({ task: 'charge' })).lines.find((l) => l.source === 'braid' && l.message.includes('data key'));
-        await until(async () => (await line()) !== undefined, 30_000);
-        expect((await line())!.message).toMatch(/^waits for a worker with data key k1: worker \S+ was not given it/);
-        // the line is written as the task is given back: its snooze commits just after
-        await until(async () => (await rt.workflow(id).task('charge')).state === 'scheduled', 30_000);
-        expect(await rt.workflow(id).task('charge')).toMatchObject({ state: 'scheduled', errors: [] });
-        // braid status says why it waits
-        const shown = (await rt.workflow(id).status()).tasks.find((t) => t.name === 'charge');
-        expect(shown?.pending_reason).toMatch(/^waits for a worker with data key k1: worker \S+ was not given it/);
-        await until(() => said.includes('which this worker was not given'), 30_000);
-        expect(said.match(/sealed with data key k1, which this worker was not given/g)).toHaveLength(1);
+        // it says at start what it leaves, and claims from the same queue: the plain run completes on it
+        await until(() => said.includes('open task(s) of this worker'), 30_000);
+        expect(said).toMatch(/1 open task\(s\) of this worker's kinds hold values sealed with data key k1, which this worker was not given/);
+        expect((await rt.workflow(plain).waitUntilFinal({ timeoutMs: 30_000, pollMs: 50 })).state).toBe('completed');
+        // the unmarked task: claimed once, given back at once and marked, with a line saying which key it waits for
+        await until(async () => (await charge(unmarked)).needs_keys !== null && (await charge(unmarked)).state === 'available', 30_000);
+        expect(await charge(unmarked)).toMatchObject({ state: 'available', attempt: 0, errors: [], needs_keys: ['k1'] });
+        expect((await keyLines(unmarked)).map((l) => l.message)).toEqual([
+          expect.stringMatching(/^waits for a worker with data key k1: worker \S+ was not given it/),
+        ]);
+        await until(() => said.includes('which this worker was not given: it gives them back'), 30_000);
+        // the marked task was never claimed: no attempt, no line
+        expect(await charge(marked)).toMatchObject({ state: 'available', attempt: 0, errors: [] });
+        expect(await keyLines(marked)).toEqual([]);
+        // braid status says why both wait
+        for (const id of [marked, unmarked]) {
+          const shown = (await rt.workflow(id).status()).tasks.find((t) => t.name === 'charge');
+          expect(shown?.pending_reason).toBe('waits for a worker with data key k1: no live worker of kind charge has it (config keys:, or BRAID_KEYS)');
+        }
+        const diagnose = await runCliInProcess(['diagnose', marked, 'charge', '--database', postgresUrl, '--schema', schema]);
+        expect(diagnose.code).not.toBe(0);
+        expect(diagnose.stderr).toContain('it is available and not started yet: waits for a worker with data key k1: no live worker of kind charge has it');
+        expect(said.match(/sealed with data key k1, which this worker was not given: it gives them back/g)).toHaveLength(1);
       } finally {
         worker.kill('SIGTERM');
         await exited(worker);
       }
-      // a worker with the key, once the snooze is over (brought forward here): the task runs, on its values in clear
-      await rt.db.query(`UPDATE "${schema}".tasks SET scheduled_at = now() WHERE workflow_id = $1 AND name = 'charge'`, [id]);
+      // a worker with the key: both run, on their values in clear
       await rt.startWorker();
-      expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 30_000, pollMs: 50 })).state).toBe('completed');
-      expect(charged).toMatchObject([{ pan: PAN }]);
+      for (const id of [marked, unmarked]) expect((await rt.workflow(id).waitUntilFinal({ timeoutMs: 30_000, pollMs: 50 })).state).toBe('completed');
+      expect(charged).toMatchObject([{ pan: PAN }, { pan: PAN }]);
+      expect((await keyLines(marked)).length).toBe(0);
+      expect((await keyLines(unmarked)).length).toBe(1);
     },
     120_000,
   );

@@ -76,6 +76,19 @@ export function sealedKeyId(envelope: string): string {
   return envelope.slice(SEALED_PREFIX.length, envelope.indexOf(':', SEALED_PREFIX.length));
 }
 
+/** The ids of the keys the envelopes in a value were sealed with, sorted; null when it holds none. */
+export function sealedKeyIds(value: unknown): string[] | null {
+  const ids = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') {
+      if (v.startsWith(SEALED_PREFIX)) ids.add(sealedKeyId(v));
+    } else if (Array.isArray(v)) for (const x of v) walk(x);
+    else if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) walk(x);
+  };
+  walk(value);
+  return ids.size === 0 ? null : [...ids].sort();
+}
+
 export function unseal(envelope: string): unknown {
   const id = sealedKeyId(envelope);
   const key = known.get(id);

@@ -1,6 +1,7 @@
 import { declaredKeys } from '../../compiler/declared-keys.js';
 import type { Plan, PlanTask } from '../../compiler/plan.js';
 import { assertStorable } from '../core/storable.js';
+import { sealedKeyIds } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import { placeWaiting } from '../sql/flow.js';
 import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, type TaskRow } from '../sql/insert.js';
@@ -65,6 +66,8 @@ export function taskRows(
       start: t.start,
       metadata: t.metadata,
       description: t.description,
+      // args sealed at the start (its inputs' sensitive values) say so: a worker without the key never claims it
+      needs_keys: t.deferred ? null : sealedKeyIds(t.args),
     };
   });
 }

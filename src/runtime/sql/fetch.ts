@@ -124,7 +124,9 @@ export function openSql(s: string, queue: string, kinds: string): string {
 
 /**
  * The claim (fetchTasks): $1 queue, $2 kinds, $3 limit, $4 worker, $5 now, $6 claims to forget, $7 the limit
- * for tasks with flow control. Exported for the plan-regression test.
+ * for tasks with flow control, $8 the ids of the data keys the worker was given (null: no look at keys, as a
+ * worker that opens no sealed value claims). A task that needs a key the worker lacks (needs_keys) is passed
+ * over. Exported for the plan-regression test.
  */
 export function fetchSql(s: string): string {
   return `WITH open AS MATERIALIZED (
@@ -134,6 +136,7 @@ export function fetchSql(s: string): string {
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
                 WHERE lane = 'available' AND queue = $1 AND kind = ANY((SELECT kinds FROM open)::text[]) AND (SELECT queue_open FROM open)
                   AND NOT ${workflowPausedSql(s, `${s}.tasks`)}
+                  AND ($8::text[] IS NULL OR needs_keys IS NULL OR needs_keys <@ $8::text[])
                 ORDER BY priority, scheduled_at, id
                 LIMIT $3 FOR UPDATE SKIP LOCKED))
         RETURNING ${CLAIMED_RETURNING}, NULL::text AS flow_error, 0 AS ord
@@ -183,12 +186,22 @@ export function fetchSql(s: string): string {
 export async function fetchTasks(
   q: Queryable,
   s: string,
-  p: { queue: string; kinds: readonly string[]; limit: number; flowLimit?: number; workerId: string; now: Date; forget?: readonly string[] },
+  p: {
+    queue: string;
+    kinds: readonly string[];
+    limit: number;
+    flowLimit?: number;
+    workerId: string;
+    now: Date;
+    forget?: readonly string[];
+    /** The ids of the data keys the worker was given: tasks that need another are passed over. */
+    keys?: readonly string[];
+  },
 ): Promise<Fetched> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
   const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null }>(
-    `SELECT tasks, claim, wake_at, unplaced FROM ${s}.claim($1, $2, $3, $4, $5, $6, $7)`,
-    [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0],
+    `SELECT tasks, claim, wake_at, unplaced FROM ${s}.claim($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0, p.keys ?? null],
     // a row with a value of a data key this worker lacks is decoded still, marked: the executor gives it back
     { prepare: true, keepUnopened: true },
   );

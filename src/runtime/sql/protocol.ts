@@ -51,7 +51,7 @@ export function generatedProtocolSql(s: string): string {
 #variable_conflict use_column
 BEGIN`;
   return `CREATE OR REPLACE FUNCTION ${s}.claim(p_queue text, p_kinds text[], p_limit int, p_worker text, p_now timestamptz, p_forget bigint[],
-                                       p_flow_limit int)
+                                       p_flow_limit int, p_keys text[] DEFAULT NULL)
 RETURNS TABLE (tasks json, claim text, wake_at timestamptz, unplaced boolean) ${head}
   RETURN QUERY ${fetchSql(s)};
 END

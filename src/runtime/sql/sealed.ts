@@ -52,15 +52,26 @@ export async function sealedRows(q: Queryable, s: string, workflowId: string): P
   return out;
 }
 
-/** Writes a row's resealed columns back (the text given is JSON). */
+/**
+ * Writes a row's resealed columns back (the text given is JSON). A task that names the keys it needs
+ * (needs_keys) names those its resealed values were sealed with.
+ */
 export async function writeResealed(q: Queryable, s: string, workflowId: string, row: SealedRow): Promise<void> {
   const t = TABLES[row.table];
   const names = Object.keys(row.columns);
   const keyType = row.table === 'signals' || row.table === 'effects' ? 'bigint' : 'text';
-  await q.query(
-    `UPDATE ${s}.${row.table} SET ${names.map((c, i) => `${c} = $${i + 3}::jsonb`).join(', ')} WHERE ${t.owner} = $1 AND ${t.key} = $2::${keyType}`,
-    [workflowId, row.key, ...names.map((c) => row.columns[c])],
-  );
+  const sets = names.map((c, i) => `${c} = $${i + 3}::jsonb`);
+  if (row.table === 'tasks') {
+    const texts = names.map((_, i) => `coalesce($${i + 3}::text, '')`).join(` || ' ' || `);
+    sets.push(
+      `needs_keys = CASE WHEN needs_keys IS NOT NULL THEN ARRAY(SELECT DISTINCT m[1] FROM regexp_matches(${texts}, 'braid:enc:v1:([A-Za-z0-9_-]+):', 'g') m ORDER BY 1) END`,
+    );
+  }
+  await q.query(`UPDATE ${s}.${row.table} SET ${sets.join(', ')} WHERE ${t.owner} = $1 AND ${t.key} = $2::${keyType}`, [
+    workflowId,
+    row.key,
+    ...names.map((c) => row.columns[c]),
+  ]);
 }
 
 /** The next events after `after` (by seq) whose payload holds a sealed value, as text, locked. */

@@ -34,6 +34,8 @@ export interface TaskRow extends Pick<TaskRecord, Shared | 'deps_left' | 'timeou
   flow: PlanTask['flow'] | null;
   wait: PlanTask['wait'];
   start: PlanTask['start'];
+  /** The data keys its args' sealed values need (null: none). */
+  needs_keys: string[] | null;
 }
 
 /** [column, the recordset field's type, the expression over the field `x.<column>` when not the field itself]. */
@@ -67,6 +69,7 @@ const INSERTED: readonly (readonly [string, string, string?])[] = [
   ['condition', 'text'],
   ['deferred', 'jsonb'],
   ['flow', 'jsonb'],
+  ['needs_keys', 'jsonb', 'CASE WHEN x.needs_keys IS NOT NULL THEN ARRAY(SELECT jsonb_array_elements_text(x.needs_keys)) END'],
 ];
 
 /**
@@ -85,5 +88,5 @@ export const TASK_COLUMNS = [
   'workflow_id, name, template, idx, key, kind, queue, priority, state, attempt, max_attempts, args, output, errors',
   'deps, dependents, deps_left, scheduled_at, timeout_ms, wait, start, metadata, description',
   'condition AS "when", condition_met AS when_met, cancel_requested, worker_id, completed_by, created_at, started_at, finalized_at',
-  'wait_started_at, wait_progress, wait_evidence, flow, removed_in',
+  'wait_started_at, wait_progress, wait_evidence, flow, removed_in, needs_keys',
 ].join(', ');

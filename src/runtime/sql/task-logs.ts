@@ -33,24 +33,5 @@ export async function listLogLines(
   return { lines, next_after: lines.length > 0 ? lines[lines.length - 1].id : (p.after ?? null), has_more };
 }
 
-/** How the line a worker without a task's data key leaves on it begins (braid status shows it as the task's reason). */
+/** How a task that needs a data key its workers lack is said: on its attempt by the worker, and by braid status. */
 export const KEY_WAIT_PREFIX = 'waits for a worker with data key';
-
-/** The newest line of braid's own on each of these tasks' current attempts that begins with `prefix`, by task. */
-export async function latestBraidLines(
-  q: Queryable,
-  s: string,
-  workflowId: string,
-  tasks: readonly { name: string; attempt: number }[],
-  prefix: string,
-): Promise<Map<string, string>> {
-  if (tasks.length === 0) return new Map();
-  const { rows } = await q.query<{ task: string; message: string }>(
-    `SELECT DISTINCT ON (l.task) l.task, l.message FROM ${s}.task_logs l
-       JOIN unnest($2::text[], $3::int[]) AS t(name, attempt) ON t.name = l.task AND t.attempt = l.attempt
-      WHERE l.workflow_id = $1 AND l.source = 'braid' AND starts_with(l.message, $4)
-      ORDER BY l.task, l.id DESC`,
-    [workflowId, tasks.map((t) => t.name), tasks.map((t) => t.attempt), prefix],
-  );
-  return new Map(rows.map((r) => [r.task, r.message]));
-}

@@ -6,11 +6,48 @@ export interface WorkerRegistration {
   pid: number;
   queues: string[];
   kinds: string[];
+  /** The ids of the data keys it was given (its claims pass over tasks that need another). */
+  dataKeys: string[];
 }
 
-/** A runtime process records itself and the handlers it runs. */
+/** A runtime process records itself, the handlers it runs and the data keys it has (ids only). */
 export async function registerWorker(q: Queryable, s: string, w: WorkerRegistration, now: Date): Promise<void> {
   await q.query(`SELECT ${s}.register_worker($1, $2, $3, $4, $5, $6)`, [w.id, w.host, w.pid, w.queues, w.kinds, now]);
+  await q.query(`UPDATE ${s}.workers SET data_keys = $2 WHERE id = $1`, [w.id, w.dataKeys]);
+}
+
+/** The keys that open tasks of these kinds need and the worker lacks, each with how many tasks need it. */
+export async function keysLacking(q: Queryable, s: string, kinds: readonly string[], keys: readonly string[]): Promise<{ key: string; tasks: number }[]> {
+  const { rows } = await q.query<{ key: string; tasks: number }>(
+    `SELECT k AS key, count(*)::int AS tasks FROM ${s}.tasks t CROSS JOIN LATERAL unnest(t.needs_keys) k
+      WHERE t.needs_keys IS NOT NULL AND t.lane IS NOT NULL AND t.kind = ANY($1) AND NOT (k = ANY($2)) GROUP BY k ORDER BY k`,
+    [kinds, keys],
+  );
+  return rows;
+}
+
+/**
+ * A claimed task holds values of keys the worker lacks: it says so on the row (no worker without them claims it
+ * again). True when the task has flow control, whose pick does not read the mark (it is given back for a while).
+ */
+export async function markNeedsKeys(q: Queryable, s: string, workflowId: string, name: string, keys: readonly string[]): Promise<boolean> {
+  const { rows } = await q.query<{ flowed: boolean }>(
+    `UPDATE ${s}.tasks SET needs_keys = ARRAY(SELECT DISTINCT k FROM unnest(coalesce(needs_keys, '{}') || $3::text[]) k ORDER BY k)
+      WHERE workflow_id = $1 AND name = $2 RETURNING flow IS NOT NULL AS flowed`,
+    [workflowId, name, keys],
+  );
+  return rows[0]?.flowed ?? false;
+}
+
+/** Which of these data keys a live worker serving `kind` has (braid status: a task that needs one waits for it). */
+export async function liveKeys(q: Queryable, s: string, aliveSince: Date): Promise<Map<string, Set<string>>> {
+  const { rows } = await q.query<{ kind: string; keys: string[] }>(
+    `SELECT k AS kind, array_agg(DISTINCT dk) FILTER (WHERE dk IS NOT NULL) AS keys
+       FROM ${s}.workers w CROSS JOIN LATERAL unnest(w.kinds) k LEFT JOIN LATERAL unnest(w.data_keys) dk ON true
+      WHERE w.stopped_at IS NULL AND w.heartbeat_at > $1 GROUP BY k`,
+    [aliveSince],
+  );
+  return new Map(rows.map((r) => [r.kind, new Set(r.keys ?? [])]));
 }
 
 /** An attempt a worker gave up recording the end of, for the leader to rescue. */

@@ -270,6 +270,8 @@ export interface TaskRecord {
   flow: PlanFlow | null;
   /** The version that removed it, when a move kept it as history (it had ended, or --cancel-removed ended it). */
   removed_in: string | null;
+  /** The data keys its sealed values need: only a worker given them claims it (null: none). */
+  needs_keys: string[] | null;
 }
 
 export interface WaitSnapshot extends PlanWait {

@@ -14,6 +14,7 @@ import { type AttemptOutcome, type AttemptRef, storeRenderedArgs } from '../sql/
 import { type FetchedTask, largeOutputs } from '../sql/fetch.js';
 import { signalsByIds, signalTraceContexts } from '../sql/signals.js';
 import { KEY_WAIT_PREFIX } from '../sql/task-logs.js';
+import { markNeedsKeys } from '../sql/workers.js';
 import { workflowTraceContexts } from '../sql/workflows.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -347,9 +348,10 @@ export class Executor {
   }
 
   /**
-   * A task holding values of data keys this worker was not given: never run on sealed values, but given back for
-   * WAIT_FOR_KEY_MS (a snooze: no attempt used up), with a line on the task saying which key it waits for, and once
-   * on the worker's own log per set of keys.
+   * A task holding values of data keys this worker was not given: never run on sealed values, but marked with the
+   * keys it needs (no worker without them claims it again) and given back at once (a snooze: no attempt used
+   * up), with a line on the task saying which key it waits for, and once on the worker's own log per set of keys.
+   * A task with flow control, whose pick does not read the mark, is given back for WAIT_FOR_KEY_MS.
    */
   private async giveBackSealed(task: FetchedTask, ref: AttemptRef, keys: readonly string[], onHandlerSettled: () => void): Promise<boolean> {
     onHandlerSettled();
@@ -360,7 +362,8 @@ export class Executor {
       this.o.log.warn(`tasks hold values sealed with data key ${which}, which this worker was not given: it gives them back for a worker that has it`);
     }
     await this.logs.braidLine(task, 'warn', why);
-    return this.fail(task, ref, braidOutcome({ type: 'snooze', ms: WAIT_FOR_KEY_MS }));
+    const flowed = await markNeedsKeys(this.o.db, this.o.s, task.workflow_id, task.name, keys);
+    return this.fail(task, ref, braidOutcome({ type: 'snooze', ms: flowed ? WAIT_FOR_KEY_MS : 0 }));
   }
 
   /** Renders the args and metadata that read deps, stores them with the attempt, and hands them to the handler. */

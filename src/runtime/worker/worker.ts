@@ -10,7 +10,7 @@ import { channels } from '../sql/channels.js';
 import type { Completion } from '../sql/complete.js';
 import { type FetchedTask, fetchTasks } from '../sql/fetch.js';
 import { checkProtocol } from '../sql/protocol.js';
-import { cancelRequested, registerWorker, stopWorker } from '../sql/workers.js';
+import { cancelRequested, keysLacking, registerWorker, stopWorker } from '../sql/workers.js';
 import { Attempt, attemptRef } from './attempt.js';
 import { ClaimLedger } from './claims.js';
 import { Completer } from './completer.js';
@@ -151,8 +151,23 @@ export class Worker {
   }
 
   private async register(): Promise<void> {
-    const worker = { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds };
+    const worker = { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds, dataKeys: this.keyIds };
     await registerWorker(this.o.db, this.o.s, worker, await clockNow(this.o));
+  }
+
+  /** The ids of the data keys this worker was given: its claims pass over tasks that need another. */
+  private get keyIds(): string[] {
+    return [...(this.o.dataKeys?.byId.keys() ?? [])];
+  }
+
+  /** Said once at start: the open tasks of this worker's kinds that need a key it lacks wait for another worker. */
+  private async sayKeysLacking(): Promise<void> {
+    for (const { key, tasks } of await keysLacking(this.o.db, this.o.s, this.kinds, this.keyIds)) {
+      this.o.log.warn(
+        `${tasks} open task(s) of this worker's kinds hold values sealed with data key ${key}, which this worker was not given ` +
+          '(config keys:, or BRAID_KEYS): it leaves them to a worker that has it',
+      );
+    }
   }
 
   async start(): Promise<void> {
@@ -161,6 +176,7 @@ export class Worker {
     const { db } = this.o;
     await checkProtocol(db, this.o.s);
     await this.register();
+    await this.sayKeysLacking();
     const ch = channels(this.o.schema);
     this.unlisten.push(
       await db.listen(
@@ -242,7 +258,16 @@ export class Worker {
         const wakeups = q.wakeups;
         const at = (now = await clockNow(this.o));
         const fetched = await this.claims.withSettled((forget) =>
-          fetchTasks(this.o.db, this.o.s, { queue, kinds: this.kinds, limit: free, flowLimit: flowFree, workerId: this.o.id, now: at, forget }),
+          fetchTasks(this.o.db, this.o.s, {
+            queue,
+            kinds: this.kinds,
+            limit: free,
+            flowLimit: flowFree,
+            workerId: this.o.id,
+            now: at,
+            forget,
+            keys: this.keyIds,
+          }),
         );
         this.fetchFailures = 0;
         if (fetched.wakeAt) this.tokenWakes.set(queue, fetched.wakeAt.getTime() - at.getTime());
