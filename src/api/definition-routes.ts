@@ -2,10 +2,7 @@ import { diffDefinitions } from '../deploy/diff.js';
 import { inScope } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import type { RouteHandlers } from './handler-types.js';
-import { HttpError, readJson, send } from './http.js';
-
-/** The most files one register takes. */
-const MAX_REGISTER_FILES = 500;
+import { HttpError, send } from './http.js';
 
 /**
  * The definitions' routes: their list with versions and validation state, one version's definition (a hash or a
@@ -14,18 +11,10 @@ const MAX_REGISTER_FILES = 500;
  */
 export const definitionHandlers: Pick<RouteHandlers, 'definitions' | 'register' | 'definition' | 'versions' | 'diff' | 'upgrade'> = {
   register: async (c, call) => {
-    const b = await readJson(call.req);
-    const files = b.files;
-    if (!Array.isArray(files) || files.length === 0 || files.length > MAX_REGISTER_FILES)
-      throw new HttpError(400, `"files" is a list of 1 to ${MAX_REGISTER_FILES} { path, content }`);
-    for (const [i, f] of (files as unknown[]).entries()) {
-      const { path, content } = (f ?? {}) as { path?: unknown; content?: unknown };
-      if (typeof path !== 'string' || path.length === 0 || path.length > 500 || typeof content !== 'string')
-        throw new HttpError(400, `"files"[${i}] is { path, content }: a file name and its text`);
-    }
-    if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
+    // the body's shape is held to its schema (route-inputs.ts) before this runs
+    const b = call.body;
     // the text is the caller's: no file on the server is read by the names given
-    const sources = (files as { path: string; content: string }[]).map(({ path, content }) => ({ path, content }));
+    const sources = (b.files as { path: string; content: string }[]).map(({ path, content }) => ({ path, content }));
     const r = await c.rt.registerDefinitions({ sources }, { ...c.projectChecks, allOrNothing: true, dryRun: b.dry_run === true, ...actorFrom(b, call) });
     send(call.res, r.applied && r.registered.length > 0 ? 201 : r.validation.errors > 0 ? 422 : 200, {
       applied: r.applied,
@@ -77,13 +66,7 @@ export const definitionHandlers: Pick<RouteHandlers, 'definitions' | 'register' 
     send(res, 200, { name: params.name, from: a.hash, to: b.hash, changes: diffDefinitions(a.normalized, b.normalized) });
   },
   upgrade: async (c, call) => {
-    const { req, res, params } = call;
-    const b = await readJson(req);
-    for (const k of ['from', 'to'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a version hash`);
-    if (b.ids !== undefined && (!Array.isArray(b.ids) || !b.ids.every((x: unknown) => typeof x === 'string') || b.ids.length > 10_000))
-      throw new HttpError(400, '"ids" is a list of workflow ids');
-    for (const k of ['dry_run', 'cancel_removed', 'drop_evidence'] as const)
-      if (b[k] !== undefined && typeof b[k] !== 'boolean') throw new HttpError(400, `"${k}" is a boolean`);
+    const { res, params, body: b } = call;
     const report = await c.rt.upgrade(params.name, {
       from: b.from as string | undefined,
       to: b.to as string | undefined,

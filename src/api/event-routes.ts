@@ -11,7 +11,7 @@ import type { ActorOptions } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { actorFrom } from './acting.js';
 import type { RouteHandlers } from './handler-types.js';
-import { HttpError, integerParam, parseJsonBody, pathParts, readBody, readJson, send } from './http.js';
+import { HttpError, integerParam, parseJsonBody, pathParts, readBody, send } from './http.js';
 import { checkWebhook, type EventSignature } from './webhook-signatures.js';
 
 export type { EventSignature };
@@ -20,12 +20,9 @@ const MAX_EVENT_BODY = 1024 * 1024;
 
 export const eventHandlers: Pick<RouteHandlers, 'emitEvent' | 'emitNamedEvent' | 'eventList' | 'workflowEvent'> = {
   emitEvent: async (c, call) => {
-    const { req, res } = call;
-    const b = await readJson(req);
-    if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
-    if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
+    const b = call.body as { name: string; payload?: unknown; id?: string };
     const r = await c.rt.emit(b.name, b.payload ?? null, { id: b.id, ...actorFrom(b, call) });
-    send(res, r.duplicate ? 200 : 201, r);
+    send(call.res, r.duplicate ? 200 : 201, r);
   },
   emitNamedEvent: async (c, call) => {
     const { req, res, url, params } = call;

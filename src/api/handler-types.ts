@@ -21,6 +21,8 @@ export interface Call {
   res: ServerResponse;
   url: URL;
   params: Record<string, string>;
+  /** A change's JSON body, held to its route's declared schema before the handler runs (empty for a read). */
+  body: Record<string, unknown>;
   /** Who the request is (its role allowed the route). */
   principal: Principal;
   caller: Caller;

@@ -2,7 +2,7 @@ import type { TaskAction } from '../runtime/incidents/task-decide.js';
 import type { BulkAction, PauseScope } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import type { Call, RouteContext, RouteHandlers } from './handler-types.js';
-import { HttpError, readJson, send } from './http.js';
+import { HttpError, send } from './http.js';
 import { visible } from './scope.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
 
@@ -12,22 +12,18 @@ export const pauseHandlers: Pick<RouteHandlers, 'pauses' | 'pauseScope' | 'resum
   pauses: async (c, { res, principal }) =>
     send(res, 200, { pauses: (await c.rt.pauses.list()).filter((p) => p.scope !== 'workflow' || visible(principal, p.target)) }),
   pauseScope: async (c, call) => {
-    const { req, res } = call;
-    const b = await readJson(req);
-    send(res, 200, await c.rt.pauses.pause(b.scope as PauseScope, b.target as string, actorFrom(b, call)));
+    const b = call.body;
+    send(call.res, 200, await c.rt.pauses.pause(b.scope as PauseScope, b.target as string, actorFrom(b, call)));
   },
   resumeScope: async (c, call) => {
-    const { req, res } = call;
-    const b = await readJson(req);
-    send(res, 200, await c.rt.pauses.resume(b.scope as PauseScope, b.target as string, actorFrom(b, call)));
+    const b = call.body;
+    send(call.res, 200, await c.rt.pauses.resume(b.scope as PauseScope, b.target as string, actorFrom(b, call)));
   },
 };
 
 /** One task action from its route: the body's actor, reason and force (and complete's output). */
 async function taskAction(action: TaskAction, c: RouteContext, call: Call): Promise<void> {
-  const { req, res, params } = call;
-  const b = await readJson(req);
-  for (const k of ['force', 'dry_run'] as const) if (b[k] !== undefined && typeof b[k] !== 'boolean') throw new HttpError(400, `"${k}" is a boolean`);
+  const { res, params, body: b } = call;
   const options = {
     ...actorFrom(b, call),
     force: b.force === true,
@@ -80,14 +76,9 @@ function bulkFilter(filter: unknown): ReturnType<typeof searchFromParams> {
 export const bulkHandlers: Pick<RouteHandlers, 'bulkList' | 'bulkCreate' | 'bulkStatus' | 'bulkCancel'> = {
   bulkList: async (c, { res }) => send(res, 200, { operations: await c.rt.bulk.list() }),
   bulkStatus: async (c, { res, params }) => send(res, 200, await c.rt.bulk.get(params.name)),
-  bulkCancel: async (c, call) => send(call.res, 200, await c.rt.bulk.cancel(call.params.name, actorFrom(await readJson(call.req), call))),
+  bulkCancel: async (c, call) => send(call.res, 200, await c.rt.bulk.cancel(call.params.name, actorFrom(call.body, call))),
   bulkCreate: async (c, call) => {
-    const { req, res } = call;
-    const b = await readJson(req);
-    for (const k of ['where', 'name'] as const) if (b[k] !== undefined && typeof b[k] !== 'string') throw new HttpError(400, `"${k}" is a string`);
-    if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
-    if (b.rate !== undefined && typeof b.rate !== 'number') throw new HttpError(400, '"rate" is a number of workflows a second');
-    if (b.options !== undefined && (typeof b.options !== 'object' || b.options === null)) throw new HttpError(400, '"options" is an object');
+    const { res, body: b } = call;
     const made = await c.rt.bulk.create({
       action: b.action as BulkAction,
       filter: bulkFilter(b.filter),

@@ -32,6 +32,8 @@ import type {
   WorkflowStatus,
 } from '../runtime/wire/index.js';
 
+import { BODIES, type BodySchema } from './route-inputs.js';
+
 /** Where the API's paths begin (the rest of a server's paths are the web UI's). */
 export const API_PREFIX = '/api';
 
@@ -47,56 +49,77 @@ export const API_PREFIX = '/api';
 export type RouteScope = 'none' | 'workflow' | 'name' | 'body' | 'filtered' | 'across';
 
 /**
- * Every operation of the API, declared once: its method and path, the role it needs (reads a viewer, changes an
+ * Every operation of the API, declared once: its method and path, its body's schema (a change's), the role it needs (reads a viewer, changes an
  * operator, deploys and schedules an admin; a callback term's links, which answer for it, an operator) and how it
  * meets a scoped user. The server authorizes every request by this table before a handler runs (scope.ts), and
  * the access tests are generated from it.
  */
 export const ROUTES = {
-  session: { method: 'POST', path: '/api/session', role: 'viewer', scope: 'none' },
+  session: { method: 'POST', path: '/api/session', role: 'viewer', scope: 'none', body: BODIES.session },
   me: { method: 'GET', path: '/api/me', role: 'viewer', scope: 'none' },
   audit: { method: 'GET', path: '/api/audit', role: 'viewer', scope: 'filtered' },
   events: { method: 'GET', path: '/api/events', role: 'viewer', scope: 'filtered' },
-  emitEvent: { method: 'POST', path: '/api/events', role: 'operator', scope: 'across', audit: 'event.emit' },
+  emitEvent: { method: 'POST', path: '/api/events', role: 'operator', scope: 'across', audit: 'event.emit', body: BODIES.emitEvent },
   eventList: { method: 'GET', path: '/api/events/recent', role: 'viewer', scope: 'across' },
-  emitNamedEvent: { method: 'POST', path: '/api/events/:name', role: 'operator', scope: 'across', audit: 'event.emit' },
+  emitNamedEvent: { method: 'POST', path: '/api/events/:name', role: 'operator', scope: 'across', audit: 'event.emit', body: BODIES.emitNamedEvent },
   dev: { method: 'GET', path: '/api/dev', role: 'viewer', scope: 'across' },
   baseline: { method: 'GET', path: '/api/deploy/baseline', role: 'viewer', scope: 'filtered' },
   definitions: { method: 'GET', path: '/api/definitions', role: 'viewer', scope: 'filtered' },
-  register: { method: 'POST', path: '/api/definitions', role: 'admin', scope: 'across', audit: 'definition.register' },
+  register: { method: 'POST', path: '/api/definitions', role: 'admin', scope: 'across', audit: 'definition.register', body: BODIES.register },
   definition: { method: 'GET', path: '/api/definitions/:name', role: 'viewer', scope: 'name' },
   versions: { method: 'GET', path: '/api/definitions/:name/versions', role: 'viewer', scope: 'name' },
   diff: { method: 'GET', path: '/api/definitions/:name/diff', role: 'viewer', scope: 'name' },
-  upgrade: { method: 'POST', path: '/api/definitions/:name/upgrade', role: 'admin', scope: 'name', audit: 'workflow.upgrade' },
+  upgrade: { method: 'POST', path: '/api/definitions/:name/upgrade', role: 'admin', scope: 'name', audit: 'workflow.upgrade', body: BODIES.upgrade },
   schedules: { method: 'GET', path: '/api/schedules', role: 'viewer', scope: 'filtered' },
   schedule: { method: 'GET', path: '/api/schedules/:workflow/:schedule', role: 'viewer', scope: 'name' },
-  pause: { method: 'POST', path: '/api/schedules/:workflow/:schedule/pause', role: 'admin', scope: 'name', audit: 'schedule.pause' },
-  resume: { method: 'POST', path: '/api/schedules/:workflow/:schedule/resume', role: 'admin', scope: 'name', audit: 'schedule.resume' },
-  trigger: { method: 'POST', path: '/api/schedules/:workflow/:schedule/trigger', role: 'admin', scope: 'name', audit: 'schedule.trigger' },
-  backfill: { method: 'POST', path: '/api/schedules/:workflow/:schedule/backfill', role: 'admin', scope: 'name', audit: 'schedule.backfill' },
+  pause: { method: 'POST', path: '/api/schedules/:workflow/:schedule/pause', role: 'admin', scope: 'name', audit: 'schedule.pause', body: BODIES.pause },
+  resume: { method: 'POST', path: '/api/schedules/:workflow/:schedule/resume', role: 'admin', scope: 'name', audit: 'schedule.resume', body: BODIES.resume },
+  trigger: {
+    method: 'POST',
+    path: '/api/schedules/:workflow/:schedule/trigger',
+    role: 'admin',
+    scope: 'name',
+    audit: 'schedule.trigger',
+    body: BODIES.trigger,
+  },
+  backfill: {
+    method: 'POST',
+    path: '/api/schedules/:workflow/:schedule/backfill',
+    role: 'admin',
+    scope: 'name',
+    audit: 'schedule.backfill',
+    body: BODIES.backfill,
+  },
   pauses: { method: 'GET', path: '/api/pauses', role: 'viewer', scope: 'filtered' },
-  pauseScope: { method: 'POST', path: '/api/pauses', role: 'operator', scope: 'across', audit: 'pause' },
-  resumeScope: { method: 'POST', path: '/api/pauses/resume', role: 'operator', scope: 'across', audit: 'resume' },
+  pauseScope: { method: 'POST', path: '/api/pauses', role: 'operator', scope: 'across', audit: 'pause', body: BODIES.pauseScope },
+  resumeScope: { method: 'POST', path: '/api/pauses/resume', role: 'operator', scope: 'across', audit: 'resume', body: BODIES.resumeScope },
   bulkList: { method: 'GET', path: '/api/bulk', role: 'viewer', scope: 'across' },
-  bulkCreate: { method: 'POST', path: '/api/bulk', role: 'operator', scope: 'across', audit: 'bulk.*' },
+  bulkCreate: { method: 'POST', path: '/api/bulk', role: 'operator', scope: 'across', audit: 'bulk.*', body: BODIES.bulkCreate },
   bulkStatus: { method: 'GET', path: '/api/bulk/:name', role: 'viewer', scope: 'across' },
-  bulkCancel: { method: 'POST', path: '/api/bulk/:name/cancel', role: 'operator', scope: 'across', audit: 'bulk.cancel' },
+  bulkCancel: { method: 'POST', path: '/api/bulk/:name/cancel', role: 'operator', scope: 'across', audit: 'bulk.cancel', body: BODIES.bulkCancel },
   workflows: { method: 'GET', path: '/api/workflows', role: 'viewer', scope: 'filtered' },
-  start: { method: 'POST', path: '/api/workflows', role: 'operator', scope: 'body', audit: 'workflow.start' },
-  startBatch: { method: 'POST', path: '/api/workflows/batch', role: 'operator', scope: 'body', audit: 'workflow.start' },
+  start: { method: 'POST', path: '/api/workflows', role: 'operator', scope: 'body', audit: 'workflow.start', body: BODIES.start },
+  startBatch: { method: 'POST', path: '/api/workflows/batch', role: 'operator', scope: 'body', audit: 'workflow.start', body: BODIES.startBatch },
   status: { method: 'GET', path: '/api/workflows/:id', role: 'viewer', scope: 'workflow' },
   workflowEvents: { method: 'GET', path: '/api/workflows/:id/events', role: 'viewer', scope: 'workflow' },
-  cancel: { method: 'POST', path: '/api/workflows/:id/cancel', role: 'operator', scope: 'workflow', audit: 'workflow.cancel' },
-  retry: { method: 'POST', path: '/api/workflows/:id/retry', role: 'operator', scope: 'workflow', audit: 'workflow.retry' },
-  emit: { method: 'POST', path: '/api/workflows/:id/signals', role: 'operator', scope: 'workflow', audit: 'signal' },
+  cancel: { method: 'POST', path: '/api/workflows/:id/cancel', role: 'operator', scope: 'workflow', audit: 'workflow.cancel', body: BODIES.cancel },
+  retry: { method: 'POST', path: '/api/workflows/:id/retry', role: 'operator', scope: 'workflow', audit: 'workflow.retry', body: BODIES.retry },
+  emit: { method: 'POST', path: '/api/workflows/:id/signals', role: 'operator', scope: 'workflow', audit: 'signal', body: BODIES.emit },
   signals: { method: 'GET', path: '/api/workflows/:id/signals', role: 'viewer', scope: 'workflow' },
   logs: { method: 'GET', path: '/api/workflows/:id/logs', role: 'viewer', scope: 'workflow' },
   wait: { method: 'GET', path: '/api/workflows/:id/wait', role: 'viewer', scope: 'workflow' },
   diagnostics: { method: 'GET', path: '/api/workflows/:id/tasks/:task/diagnostics', role: 'viewer', scope: 'workflow' },
   taskSignals: { method: 'GET', path: '/api/workflows/:id/tasks/:task/signals', role: 'viewer', scope: 'workflow' },
-  taskRetry: { method: 'POST', path: '/api/workflows/:id/tasks/:task/retry', role: 'operator', scope: 'workflow', audit: 'task.retry' },
-  taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip', role: 'operator', scope: 'workflow', audit: 'task.skip' },
-  taskComplete: { method: 'POST', path: '/api/workflows/:id/tasks/:task/complete', role: 'operator', scope: 'workflow', audit: 'task.complete' },
+  taskRetry: { method: 'POST', path: '/api/workflows/:id/tasks/:task/retry', role: 'operator', scope: 'workflow', audit: 'task.retry', body: BODIES.taskRetry },
+  taskSkip: { method: 'POST', path: '/api/workflows/:id/tasks/:task/skip', role: 'operator', scope: 'workflow', audit: 'task.skip', body: BODIES.taskSkip },
+  taskComplete: {
+    method: 'POST',
+    path: '/api/workflows/:id/tasks/:task/complete',
+    role: 'operator',
+    scope: 'workflow',
+    audit: 'task.complete',
+    body: BODIES.taskComplete,
+  },
   callbackLinks: { method: 'GET', path: '/api/workflows/:id/tasks/:task/callbacks/:term', role: 'operator', scope: 'workflow' },
   workflowEvent: { method: 'GET', path: '/api/workflows/:id/event', role: 'viewer', scope: 'workflow' },
   taskStreams: { method: 'GET', path: '/api/workflows/:id/tasks/:task/streams', role: 'viewer', scope: 'workflow' },
@@ -109,7 +132,11 @@ export type RouteName = keyof typeof ROUTES;
  * What the contract declares of an operation: how it is asked for, who may, how a scoped user meets it, and the
  * audit action a change it makes is recorded under (`bulk.*`: the operation's own action).
  */
-export type OperationContract = { method: 'GET' | 'POST'; path: string; role: Role; scope: RouteScope; audit?: string };
+export type OperationContract = { path: string; role: Role; scope: RouteScope; audit?: string } & (
+  | { method: 'GET' }
+  // a change declares what its body takes (route-inputs.ts): the server holds every body to it before the handler runs
+  | { method: 'POST'; body: BodySchema }
+);
 
 /** The server's operations outside the API: the Prometheus scrape, whose series count every workflow name. */
 export const SERVER_ROUTES = {

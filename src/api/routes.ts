@@ -1,15 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidCursorError, parseTraceParent } from '../runtime/index.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { DEFAULT_RETRY_MODE, MAX_START_BATCH, RETRY_MODES, type RetryMode, roleAllows } from '../runtime/wire/index.js';
+import { DEFAULT_RETRY_MODE, type RetryMode, roleAllows } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
+import { checkBody } from './body-check.js';
 import { definitionHandlers } from './definition-routes.js';
 import { eventHandlers } from './event-routes.js';
 import { listEvents, workflowEvents } from './events.js';
 import type { Call, Caller, RouteContext, RouteHandlers } from './handler-types.js';
 import { cursorParam, HttpError, integerParam, pathParts, readJson, send } from './http.js';
 import { bulkHandlers, pauseHandlers, taskHandlers } from './operation-routes.js';
-import { matchRoute, ROUTES } from './route-table.js';
+import { matchRoute, type OperationContract, ROUTES } from './route-table.js';
 import { scheduleHandlers } from './schedule-routes.js';
 import { authorize, checkName, visible } from './scope.js';
 import { SearchParamError, searchFromParams } from './search-params.js';
@@ -21,9 +22,13 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
   const method = req.method ?? 'GET';
   const match = matchRoute(method, pathParts(url.pathname));
   if (!match || match.route === 'session') throw new HttpError(404, `no route ${method} ${url.pathname}`);
-  await authorize(c.rt, ROUTES[match.route], match.params, principal);
+  const op: OperationContract = ROUTES[match.route];
+  await authorize(c.rt, op, match.params, principal);
+  // an event posted to its name is its payload, read raw by its handler (a signature covers the bytes)
+  const body = op.method === 'POST' && match.route !== 'emitNamedEvent' ? await readJson(req) : {};
+  if (op.method === 'POST' && match.route !== 'emitNamedEvent') checkBody(op.body, body);
   try {
-    await HANDLERS[match.route](c, { req, res, url, params: match.params, principal, caller });
+    await HANDLERS[match.route](c, { req, res, url, params: match.params, body, principal, caller });
   } catch (error) {
     if (error instanceof InvalidCursorError) throw new HttpError(400, error.message, error.code);
     throw error;
@@ -82,9 +87,7 @@ const HANDLERS: RouteHandlers = {
   },
   start: async (c, call) => {
     const { req, res } = call;
-    const b = await readJson(req);
-    if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
-    if (b.id !== undefined && typeof b.id !== 'string') throw new HttpError(400, '"id" is a string');
+    const b = call.body as { name: string; inputs?: unknown; id?: string };
     checkName(call.principal, b.name);
     // only the folder this server was started with: a client never names files on the server
     if (c.definitionsDir) await c.rt.registerDefinitions(c.definitionsDir);
@@ -104,15 +107,10 @@ const HANDLERS: RouteHandlers = {
     send(res, 200, status, { 'x-braid-event-id': String(c.feed.clock.next()) });
   },
   workflowEvents: (c, { req, res, params, caller }) => workflowEvents(req, res, c, params.id, caller),
-  cancel: async (c, call) => send(call.res, 200, await c.rt.workflow(call.params.id).cancel(actorFrom(await readJson(call.req), call))),
+  cancel: async (c, call) => send(call.res, 200, await c.rt.workflow(call.params.id).cancel(actorFrom(call.body, call))),
   retry: async (c, call) => {
-    const { req, res, params } = call;
-    const b = await readJson(req);
-    const mode = b.mode ?? DEFAULT_RETRY_MODE;
-    if (!RETRY_MODES.includes(mode as RetryMode)) throw new HttpError(400, `"mode" is ${RETRY_MODES.join(', ')} (default ${DEFAULT_RETRY_MODE})`);
-    if (b.reset_history !== undefined && typeof b.reset_history !== 'boolean') throw new HttpError(400, '"reset_history" is a boolean');
-    if (b.on_current !== undefined && typeof b.on_current !== 'boolean') throw new HttpError(400, '"on_current" is a boolean');
-    const how = { mode: mode as RetryMode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true };
+    const { res, params, body: b } = call;
+    const how = { mode: (b.mode ?? DEFAULT_RETRY_MODE) as RetryMode, resetHistory: b.reset_history === true, onCurrent: b.on_current === true };
     send(res, 200, await c.rt.workflow(params.id).retry({ ...how, ...actorFrom(b, call) }));
   },
   emit,
@@ -162,19 +160,10 @@ const HANDLERS: RouteHandlers = {
 /** POST /api/workflows/batch: many workflows of one name started at once, all or nothing. */
 async function startBatch(c: RouteContext, call: Call): Promise<void> {
   const { req, res } = call;
-  const b = await readJson(req);
-  if (typeof b.name !== 'string') throw new HttpError(400, '"name" is required');
-  if (!Array.isArray(b.workflows)) throw new HttpError(400, '"workflows" is a list of { inputs, id? }');
+  const b = call.body as { name: string; workflows: { inputs?: unknown; id?: string }[] };
   checkName(call.principal, b.name);
-  if (b.workflows.length > MAX_START_BATCH) throw new HttpError(400, `"workflows" holds at most ${MAX_START_BATCH} rows, not ${b.workflows.length}`);
-  const rows = b.workflows as unknown[];
-  for (const [row, w] of rows.entries()) {
-    if (w === null || typeof w !== 'object' || Array.isArray(w)) throw new HttpError(400, `"workflows"[${row}] is an object { inputs, id? }`);
-    const { id: key } = w as { id?: unknown };
-    if (key !== undefined && typeof key !== 'string') throw new HttpError(400, `"workflows"[${row}].id is a string`);
-  }
   if (c.definitionsDir) await c.rt.registerDefinitions(c.definitionsDir);
-  const typed = rows as { inputs?: unknown; id?: string }[];
+  const typed = b.workflows;
   const started = await c.rt.startMany(
     b.name,
     typed.map((w) => w.inputs ?? {}),
@@ -185,13 +174,8 @@ async function startBatch(c: RouteContext, call: Call): Promise<void> {
 
 /** POST /api/workflows/:id/signals. */
 async function emit(c: RouteContext, call: Call): Promise<void> {
-  const { req, res, params } = call;
-  const b = await readJson(req);
-  if (typeof b.key !== 'string') throw new HttpError(400, '"key" is required');
-  if (b.attempt !== undefined && typeof b.attempt !== 'number') throw new HttpError(400, '"attempt" is a number');
-  if (b.idempotency_key !== undefined && typeof b.idempotency_key !== 'string') throw new HttpError(400, '"idempotency_key" is a string');
-  if (b.any_key !== undefined && typeof b.any_key !== 'boolean') throw new HttpError(400, '"any_key" is a boolean');
-  const result = await c.rt.workflow(params.id).signals.emit(b.key, b.payload ?? null, {
+  const { req, res, params, body: b } = call;
+  const result = await c.rt.workflow(params.id).signals.emit(b.key as string, b.payload ?? null, {
     idempotencyKey: b.idempotency_key as string | undefined,
     source: b.source,
     attempt: b.attempt as number | undefined,

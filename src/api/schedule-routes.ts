@@ -2,7 +2,7 @@ import type { ActorOptions } from '../runtime/index.js';
 import { inScope } from '../runtime/wire/index.js';
 import { actorFrom } from './acting.js';
 import type { Call, RouteHandlers } from './handler-types.js';
-import { HttpError, integerParam, readJson, send } from './http.js';
+import { HttpError, integerParam, send } from './http.js';
 
 /** How many next ticks and latest runs a schedule is shown with (?next=&runs=). */
 const shown = (url: URL) => ({ next: integerParam(url, 'next', 1000), runs: integerParam(url, 'runs', 500) });
@@ -18,11 +18,9 @@ export const scheduleHandlers: Pick<RouteHandlers, 'schedules' | 'schedule' | 'p
   resume: async (c, call) => send(call.res, 200, await c.rt.schedules.resume(call.params.workflow, call.params.schedule, await acting(call))),
   trigger: async (c, call) => send(call.res, 200, await c.rt.schedules.trigger(call.params.workflow, call.params.schedule, await acting(call))),
   backfill: async (c, call) => {
-    const { req, res, params } = call;
-    const b = await readJson(req);
+    const { res, params, body: b } = call;
     const from = instant(b.from, 'from');
     const to = instant(b.to, 'to');
-    if (b.dry_run !== undefined && typeof b.dry_run !== 'boolean') throw new HttpError(400, '"dry_run" is a boolean');
     const o = { dryRun: b.dry_run === true, ...actorFrom(b, call) };
     send(res, 200, { runs: await c.rt.schedules.backfill(params.workflow, params.schedule, from, to, o) });
   },
@@ -36,5 +34,5 @@ function instant(v: unknown, name: string): Date {
 
 /** Who acts on a schedule, and why (the body's reason). */
 async function acting(call: Call): Promise<ActorOptions> {
-  return actorFrom(await readJson(call.req), call);
+  return actorFrom(call.body, call);
 }

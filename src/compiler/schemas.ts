@@ -90,3 +90,8 @@ export function planSchemaValidator(): ValidateFunction {
 export function makeUserSchemaAjv(options: { useDefaults?: boolean } = {}): Ajv2020 {
   return withFormats(ajv({ allErrors: true, strict: false, validateFormats: true, code: { regExp: linearRegExp }, ...options }));
 }
+
+/** A validator for a schema braid's code declares (the API's request bodies): every error, with its schema attached. */
+export function compileDeclaredSchema(schema: object): ValidateFunction {
+  return ajv({ allErrors: false, verbose: true, strict: true, allowUnionTypes: true }).compile(schema);
+}

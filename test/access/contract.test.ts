@@ -6,6 +6,7 @@
  * no name outside its scope. Nothing here names a route: a route added to the table is tried without a change.
  */
 import { describe, expect, it } from 'vitest';
+import type { BodySchema } from '../../src/api/route-inputs.js';
 import { type OperationContract, pathTo, ROUTES, type RouteName, SERVER_ROUTES } from '../../src/api/route-table.js';
 import { startApiServer } from '../../src/api/server.js';
 import type { Runtime } from '../../src/index.js';
@@ -80,6 +81,24 @@ async function runtimeWithUsers(): Promise<{ rt: Runtime; id: string; askers: As
   return { rt, id, askers, metrics };
 }
 
+/** A value its schema takes: an enum's first, as few items as it needs, an object's required fields. */
+function valueFor(p: BodySchema): unknown {
+  if (p.enum) return p.enum[0];
+  if (p.type === 'array') return Array.from({ length: p.minItems ?? 0 }, () => valueFor(p.items ?? {}));
+  if (p.type === 'object') return validFor(p);
+  return p.type === 'boolean' ? false : p.type === 'string' ? 'x' : 1;
+}
+
+/** A body its schema takes: each required field a value of its type. */
+function validFor(schema: BodySchema): Record<string, unknown> {
+  return Object.fromEntries((schema.required ?? []).map((k) => [k, valueFor(schema.properties![k])]));
+}
+
+/** A value no field of this type takes. */
+function wrongValue(p: BodySchema): unknown {
+  return p.type === 'string' ? 42 : p.type === 'boolean' || p.type === 'number' || p.type === 'integer' ? 'yes' : p.type === 'array' ? {} : [];
+}
+
 const ALL: [string, OperationContract][] = [...Object.entries(ROUTES).filter(([r]) => r !== 'session'), ...Object.entries(SERVER_ROUTES)];
 
 describe(`the operation contract, on every route (${backend})`, () => {
@@ -93,6 +112,10 @@ describe(`the operation contract, on every route (${backend})`, () => {
       return fits ? [] : [`${route} (${op.path}) is declared ${op.scope}`];
     });
     expect(misfits).toEqual([]);
+  });
+
+  it('declares the body every change takes (every POST route)', () => {
+    expect(ALL.filter(([, op]) => op.method === 'POST' && typeof (op as { body?: unknown }).body !== 'object').map(([route]) => route)).toEqual([]);
   });
 
   it('declares the audit action of every change (every POST route but the session)', () => {
@@ -139,6 +162,45 @@ describe(`the operation contract, on every route (${backend})`, () => {
     expect((await rt.auditTrail({ action: 'workflow.start' })).length).toBeGreaterThan(0);
     expect((await rt.auditTrail({ action: 'schedule.pause' })).length).toBeGreaterThan(0);
     expect([...changed].sort()).toEqual(expect.arrayContaining(['cancel', 'pause', 'start', 'upgrade']));
+  });
+
+  it("holds every change's body to the schema it declares: every field of every route, of a wrong type, unknown, or missing, is one 400 naming it, with nothing done", async () => {
+    const { rt, id, askers } = await runtimeWithUsers();
+    const admin = askers.find((a) => a.role === 'admin' && !a.scoped)!;
+    const server = await startApiServer(rt, { token: 'server-token-0123456789' });
+    const wrong: string[] = [];
+    let tried = 0;
+    const audit = async () => (await rt.auditTrail({ limit: 10_000 })).length;
+    const before = await audit();
+    try {
+      for (const [route, op] of Object.entries(ROUTES) as [RouteName, OperationContract][]) {
+        // the session is the server's own; an event posted to its name is its payload, any JSON
+        if (op.method !== 'POST' || route === 'session' || route === 'emitNamedEvent') continue;
+        const schema = op.body as BodySchema;
+        const path = pathTo(route, params(id) as never);
+        const cases: [string, Record<string, unknown>, RegExp][] = [
+          ['an unknown field', { ...validFor(schema), zz_unknown: 1 }, /^the body has no field "zz_unknown" \(fields: /],
+          ...(schema.required ?? []).map((field): [string, Record<string, unknown>, RegExp] => {
+            const { [field]: _, ...rest } = validFor(schema);
+            return [`without ${field}`, rest, new RegExp(`^"${field}" is required$`)];
+          }),
+          ...Object.entries(schema.properties ?? {}).flatMap(([field, p]): [string, Record<string, unknown>, RegExp][] =>
+            p.type === undefined ? [] : [[`${field} of a wrong type`, { ...validFor(schema), [field]: wrongValue(p) }, new RegExp(`^"${field}" is `)]],
+          ),
+        ];
+        for (const [what, json, said] of cases) {
+          tried++;
+          const { status, text } = await ask(server.url, op, path, admin.token, json);
+          const error = status === 400 ? (JSON.parse(text) as { error: string }).error : '';
+          if (status !== 400 || !said.test(error)) wrong.push(`${route} ${what}: ${status} ${text.slice(0, 200)}`);
+        }
+      }
+    } finally {
+      await server.close();
+    }
+    expect(wrong).toEqual([]);
+    expect(tried).toBeGreaterThan(80);
+    expect(await audit()).toBe(before);
   });
 
   it('ends an open stream within 5 s of its token being revoked, rotated or expiring; a stream of a token that stands goes on', async () => {
