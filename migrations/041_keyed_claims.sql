@@ -5,7 +5,7 @@
 -- so no call is ambiguous). workers.data_keys: the key ids each worker was given, so braid
 -- status can say that a task waits for a worker with its key.
 ALTER TABLE {{schema}}.tasks ADD COLUMN needs_keys text[];
-CREATE INDEX tasks_needs_keys ON {{schema}}.tasks (kind) WHERE needs_keys IS NOT NULL AND lane IS NOT NULL;
+CREATE INDEX tasks_needs_keys ON {{schema}}.tasks (kind) WHERE needs_keys IS NOT NULL;
 ALTER TABLE {{schema}}.workers ADD COLUMN data_keys text[];
 DROP FUNCTION IF EXISTS {{schema}}.claim(text, text[], int, text, timestamptz, bigint[], int);
 -- braid:generate protocol sha256:5cc541bf61e6f1fd

@@ -63,9 +63,8 @@ export async function writeResealed(q: Queryable, s: string, workflowId: string,
   const sets = names.map((c, i) => `${c} = $${i + 3}::jsonb`);
   if (row.table === 'tasks') {
     const texts = names.map((_, i) => `coalesce($${i + 3}::text, '')`).join(` || ' ' || `);
-    sets.push(
-      `needs_keys = CASE WHEN needs_keys IS NOT NULL THEN ARRAY(SELECT DISTINCT m[1] FROM regexp_matches(${texts}, 'braid:enc:v1:([A-Za-z0-9_-]+):', 'g') m ORDER BY 1) END`,
-    );
+    const kids = `ARRAY(SELECT DISTINCT m[1] FROM regexp_matches(${texts}, 'braid:enc:v1:([A-Za-z0-9_-]+):', 'g') m ORDER BY 1)`;
+    sets.push(`needs_keys = CASE WHEN needs_keys IS NOT NULL THEN ${kids} END`);
   }
   await q.query(`UPDATE ${s}.${row.table} SET ${sets.join(', ')} WHERE ${t.owner} = $1 AND ${t.key} = $2::${keyType}`, [
     workflowId,

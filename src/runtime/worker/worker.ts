@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import { backoffMs } from '../../pacing/backoff.js';
 import { within } from '../../pacing/within.js';
 import { advanceAt, advancing, clockNow } from '../core/context.js';
@@ -10,7 +9,7 @@ import { channels } from '../sql/channels.js';
 import type { Completion } from '../sql/complete.js';
 import { type FetchedTask, fetchTasks } from '../sql/fetch.js';
 import { checkProtocol } from '../sql/protocol.js';
-import { cancelRequested, keysLacking, registerWorker, stopWorker } from '../sql/workers.js';
+import { cancelRequested, stopWorker } from '../sql/workers.js';
 import { Attempt, attemptRef } from './attempt.js';
 import { ClaimLedger } from './claims.js';
 import { Completer } from './completer.js';
@@ -19,6 +18,7 @@ import { Executor, type ExecutorOptions } from './executor.js';
 import { type Handlers, handledKinds } from './handlers.js';
 import { Heartbeat } from './heartbeat.js';
 import { newQueueState, type QueueState, reserveSlots } from './queue-state.js';
+import { keyIds, register, sayKeysLacking } from './registration.js';
 import { FencedAbort, ShutdownAbort, TaskCancelled } from './task-errors.js';
 import { TokenWakes } from './token-wakes.js';
 
@@ -62,8 +62,11 @@ export class Worker {
   private readonly beat: Heartbeat;
   private stopping = false;
   private started = false;
+  /** Who claims: this worker, with the ids of the data keys it has (it claims no task that needs another). */
+  private readonly claimant: { workerId: string; keys: string[] };
 
   constructor(private readonly o: WorkerOptions) {
+    this.claimant = { workerId: o.id, keys: keyIds(o) };
     this.handlers = o.handlers;
     this.kinds = handledKinds(o.handlers);
     for (const q of Object.keys(o.queues)) this.perQueue.set(q, newQueueState());
@@ -150,24 +153,8 @@ export class Worker {
     for (const q of added) this.pump(q);
   }
 
-  private async register(): Promise<void> {
-    const worker = { id: this.o.id, host: hostname(), pid: process.pid, queues: Object.keys(this.o.queues), kinds: this.kinds, dataKeys: this.keyIds };
-    await registerWorker(this.o.db, this.o.s, worker, await clockNow(this.o));
-  }
-
-  /** The ids of the data keys this worker was given: its claims pass over tasks that need another. */
-  private get keyIds(): string[] {
-    return [...(this.o.dataKeys?.byId.keys() ?? [])];
-  }
-
-  /** Said once at start: the open tasks of this worker's kinds that need a key it lacks wait for another worker. */
-  private async sayKeysLacking(): Promise<void> {
-    for (const { key, tasks } of await keysLacking(this.o.db, this.o.s, this.kinds, this.keyIds)) {
-      this.o.log.warn(
-        `${tasks} open task(s) of this worker's kinds hold values sealed with data key ${key}, which this worker was not given ` +
-          '(config keys:, or BRAID_KEYS): it leaves them to a worker that has it',
-      );
-    }
+  private register(): Promise<void> {
+    return register(this.o, this.kinds, this.claimant.keys);
   }
 
   async start(): Promise<void> {
@@ -176,7 +163,7 @@ export class Worker {
     const { db } = this.o;
     await checkProtocol(db, this.o.s);
     await this.register();
-    await this.sayKeysLacking();
+    await sayKeysLacking(this.o, this.kinds);
     const ch = channels(this.o.schema);
     this.unlisten.push(
       await db.listen(
@@ -258,16 +245,7 @@ export class Worker {
         const wakeups = q.wakeups;
         const at = (now = await clockNow(this.o));
         const fetched = await this.claims.withSettled((forget) =>
-          fetchTasks(this.o.db, this.o.s, {
-            queue,
-            kinds: this.kinds,
-            limit: free,
-            flowLimit: flowFree,
-            workerId: this.o.id,
-            now: at,
-            forget,
-            keys: this.keyIds,
-          }),
+          fetchTasks(this.o.db, this.o.s, { ...this.claimant, queue, kinds: this.kinds, limit: free, flowLimit: flowFree, now: at, forget }),
         );
         this.fetchFailures = 0;
         if (fetched.wakeAt) this.tokenWakes.set(queue, fetched.wakeAt.getTime() - at.getTime());
