@@ -1,5 +1,6 @@
+import { clockNow } from '../core/context.js';
 import { endWindow } from '../engine/failure-hooks.js';
-import { dueGroups } from '../sql/failures.js';
+import { anyGroupDue, dueGroups } from '../sql/failures.js';
 import { leaderWrite, type MaintenanceContext, type MaintenanceService, stillLeading } from './service.js';
 
 const BATCH = 500;
@@ -14,6 +15,8 @@ export class FailureGroupService implements MaintenanceService {
   constructor(readonly intervalMs: number) {}
 
   async runOnce(ctx: MaintenanceContext): Promise<number> {
+    // one read while nothing is due (most passes): no transaction, no lease check
+    if (!(await anyGroupDue(ctx.db, ctx.s, await clockNow(ctx)))) return 0;
     let started = 0;
     for (;;) {
       const [seen, runs] = await leaderWrite(ctx, async (tx, advance) => {

@@ -60,6 +60,12 @@ export interface DueGroup {
   last_failure: unknown;
 }
 
+/** Whether any group's window has ended. */
+export async function anyGroupDue(q: Queryable, s: string, now: Date): Promise<boolean> {
+  const { rows } = await q.query(`SELECT 1 FROM ${s}.failure_groups WHERE window_ends_at <= $1 LIMIT 1`, [now]);
+  return rows.length > 0;
+}
+
 /** Groups whose window has ended, oldest first, locked for this pass (another leader's pass skips them). */
 export async function dueGroups(q: Queryable, s: string, now: Date, limit: number): Promise<DueGroup[]> {
   const { rows } = await q.query<DueGroup>(
