@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { repoRoot } from '../helpers/cli.js';
+import { patient } from '../helpers/patience.js';
 import { exited } from '../helpers/processes.js';
 import { postgresUrl, testRuntime, until } from '../helpers/runtime.js';
 
@@ -178,10 +179,11 @@ async function check(rt: Runtime, scenario: Scenario, s: string): Promise<void> 
         expect(t!.errors.length, `task ${name}'s errors: ${JSON.stringify(t!.errors)}`).toBe(errors.length);
         for (const [i, x] of errors.entries()) expect(t!.errors[i], `task ${name}'s error ${i}`).toMatchObject(x);
       }
+      // a bound on an idle machine, stretched by how busy this one is (a backtracking engine takes minutes, not seconds)
       if (below !== undefined)
         for (const x of t!.errors) {
           const ms = new Date(x.at).getTime() - new Date(x.started_at ?? x.at).getTime();
-          expect(ms, `task ${name}'s attempt ${x.attempt} took ${ms} ms`).toBeLessThan(below);
+          expect(ms, `task ${name}'s attempt ${x.attempt} took ${ms} ms`).toBeLessThan(patient(below));
         }
       const mine = logs.filter((l) => l.task === name);
       for (const text of braidLines ?? [])
