@@ -24,9 +24,12 @@ export async function route(c: RouteContext, req: IncomingMessage, res: ServerRe
   if (!match || match.route === 'session') throw new HttpError(404, `no route ${method} ${url.pathname}`);
   const op: OperationContract = ROUTES[match.route];
   await authorize(c.rt, op, match.params, principal);
+  let body: Record<string, unknown> = {};
   // an event posted to its name is its payload, read raw by its handler (a signature covers the bytes)
-  const body = op.method === 'POST' && match.route !== 'emitNamedEvent' ? await readJson(req) : {};
-  if (op.method === 'POST' && match.route !== 'emitNamedEvent') checkBody(op.body, body);
+  if (op.method === 'POST' && match.route !== 'emitNamedEvent') {
+    body = await readJson(req);
+    checkBody(op.body, body);
+  }
   try {
     await HANDLERS[match.route](c, { req, res, url, params: match.params, body, principal, caller });
   } catch (error) {
