@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchClaims } from './claims.js';
 import { benchCli } from './cli.js';
 import { benchCompiler } from './compiler.js';
 import { benchRuntime } from './runtime.js';
@@ -23,6 +24,7 @@ console.log(`machine speed: a 1e8-iteration JS loop takes ${(performance.now() -
 const only = process.env.BENCH_ONLY;
 if (only === undefined || only === 'compiler') benchCompiler(repoRoot);
 if (only === undefined || only === 'runtime') await benchRuntime();
+if (only === undefined || only === 'runtime' || only === 'claims') await benchClaims();
 if (only === undefined || only === 'waits') await benchWaits();
 if (only === undefined || only === 'search') await benchSearch();
 if (only === undefined || only === 'schedules') await benchSchedules();

@@ -53,9 +53,14 @@ describe(`the claim and the completion keep their plans (${backend})`, () => {
   it('claim: the available tasks through tasks_fetch, never a scan of the tasks table, generic or custom', async () => {
     const { rt, s } = await populated();
     await rt.db.transaction(async (tx) => {
-      await tx.query(`PREPARE claim(text, text[], int, text, timestamptz, bigint[], int, text[]) AS ${fetchSql(s)}`);
+      await tx.query(`PREPARE claim(text, text[], int, text, timestamptz, bigint[], int, text[], jsonb) AS ${fetchSql(s)}`);
       for (const mode of ['force_generic_plan', 'force_custom_plan'] as const) {
-        const plan = await planOf(tx, 'claim', mode, `('default', ARRAY['noop'], 500, 'w1', now(), ARRAY[]::bigint[], 0, ARRAY['k1'])`);
+        const plan = await planOf(
+          tx,
+          'claim',
+          mode,
+          `('default', ARRAY['noop'], 500, 'w1', now(), ARRAY[]::bigint[], 0, ARRAY['k1'], '[4, "2026-01-01T00:00:00+00:00", 7]')`,
+        );
         expect(scans(plan, 'tasks'), mode).toEqual([]);
         expect(
           plan.some((n) => n['Index Name'] === 'tasks_fetch'),

@@ -107,6 +107,8 @@ export interface Fetched {
   wakeAt: Date | null;
   /** Tasks with flow control wait in the queue without a place in its fair order yet: placeWaiting() gives them one. */
   unplaced: boolean;
+  /** Where this claim stopped in the queue's order (pass it as the next claim's `after`); null when it claimed nothing there. */
+  after: string | null;
 }
 
 const CLAIMED_RETURNING = `t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
@@ -125,20 +127,26 @@ export function openSql(s: string, queue: string, kinds: string): string {
 /**
  * The claim (fetchTasks): $1 queue, $2 kinds, $3 limit, $4 worker, $5 now, $6 claims to forget, $7 the limit
  * for tasks with flow control, $8 the ids of the data keys the worker was given (null: no look at keys, as a
- * worker that opens no sealed value claims). A task that needs a key the worker lacks (needs_keys) is passed
- * over. Exported for the plan-regression test.
+ * worker that opens no sealed value claims), $9 where the worker's last claim of the queue stopped (the `after`
+ * it returned; null: from the start). A task that needs a key the worker lacks (needs_keys) is passed over.
+ *
+ * The index scan starts after $9: the entries of the tasks claimed before stay in tasks_fetch until vacuum (and
+ * each costs a heap visit while an older snapshot is open), so a scan from the start would walk every claimed
+ * task of the queue again, its cost growing with the queue. Only when the tasks after $9 run short does it go on
+ * from the start (tasks that became available before that point); the worker also starts from the start once a
+ * second (keeps the order's promise for a task of a higher priority or an earlier schedule in a busy queue).
+ * Exported for the plan-regression test.
  */
 export function fetchSql(s: string): string {
   return `WITH open AS MATERIALIZED (
        ${openSql(s, '$1', '$2::text[]')}
+     ), ahead AS MATERIALIZED (
+       ${pickSql(s, '>', '$3')}
+     ), behind AS MATERIALIZED (
+       ${pickSql(s, '<=', 'greatest($3 - (SELECT count(*) FROM ahead), 0)')}
      ), claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
-        WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ${s}.tasks
-                WHERE lane = 'available' AND queue = $1 AND kind = ANY((SELECT kinds FROM open)::text[]) AND (SELECT queue_open FROM open)
-                  AND NOT ${workflowPausedSql(s, `${s}.tasks`)}
-                  AND ($8::text[] IS NULL OR needs_keys IS NULL OR needs_keys <@ $8::text[])
-                ORDER BY priority, scheduled_at, id
-                LIMIT $3 FOR UPDATE SKIP LOCKED))
+        WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ahead UNION ALL SELECT ctid FROM behind))
         RETURNING ${CLAIMED_RETURNING}, NULL::text AS flow_error, 0 AS ord
      ), waiting AS MATERIALIZED (
        -- a scalar subquery ordered as the index is (an EXISTS would drop the order): no plan reads the table instead,
@@ -171,7 +179,26 @@ export function fetchSql(s: string): string {
             (SELECT present FROM waiting)
               AND coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1 AND flow_tag IS NULL
                              ORDER BY queue, flow_tag, id LIMIT 1), false)
-              AS unplaced`;
+              AS unplaced,
+            (SELECT jsonb_build_array(priority, scheduled_at, id) FROM (SELECT * FROM ahead UNION ALL SELECT * FROM behind) p
+              ORDER BY priority DESC, scheduled_at DESC, id DESC LIMIT 1) AS after`;
+}
+
+/**
+ * The available tasks of the claim's queue on one side of where the last claim stopped (`op` '>' after it, '<='
+ * up to it), in the queue's order, locked: the row comparison is the index scan's start (or end), so no entry
+ * the other side is read.
+ */
+const AFTER = `coalesce(($9::jsonb->>0)::smallint, -32768), coalesce(($9::jsonb->>1)::timestamptz, '-infinity'), coalesce(($9::jsonb->>2)::bigint, -1)`;
+
+function pickSql(s: string, op: '>' | '<=', limit: string): string {
+  return `SELECT ctid, priority, scheduled_at, id FROM ${s}.tasks
+        WHERE lane = 'available' AND queue = $1 AND kind = ANY((SELECT kinds FROM open)::text[]) AND (SELECT queue_open FROM open)
+          AND (priority, scheduled_at, id) ${op} (${AFTER})
+          AND NOT ${workflowPausedSql(s, `${s}.tasks`)}
+          AND ($8::text[] IS NULL OR needs_keys IS NULL OR needs_keys <@ $8::text[])
+        ORDER BY priority, scheduled_at, id
+        LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
 }
 
 /**
@@ -196,12 +223,14 @@ export async function fetchTasks(
     forget?: readonly string[];
     /** The ids of the data keys the worker was given: tasks that need another are passed over. */
     keys?: readonly string[];
+    /** Where the worker's last claim of the queue stopped (its `after`): the scan starts there. */
+    after?: string | null;
   },
 ): Promise<Fetched> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
-  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null }>(
-    `SELECT tasks, claim, wake_at, unplaced FROM ${s}.claim($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0, p.keys ?? null],
+  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null; after: string | null }>(
+    `SELECT tasks, claim, wake_at, unplaced, after::text FROM ${s}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0, p.keys ?? null, p.after ?? null],
     // a row with a value of a data key this worker lacks is decoded still, marked: the executor gives it back
     { prepare: true, keepUnopened: true },
   );
@@ -209,7 +238,13 @@ export async function fetchTasks(
   // tasks that began to wait since get their place in the fair order, in a statement of their own (the claim
   // updated the same rows); a failure leaves them for the next claim to place (this claim has its tasks already)
   if (r?.unplaced) await placeWaiting(q, s, p.queue).catch(() => undefined);
-  return { tasks: decodeClaimed(r?.tasks ?? null), claim: r?.claim ?? null, wakeAt: r?.wake_at ? new Date(r.wake_at) : null, unplaced: r?.unplaced === true };
+  return {
+    tasks: decodeClaimed(r?.tasks ?? null),
+    claim: r?.claim ?? null,
+    wakeAt: r?.wake_at ? new Date(r.wake_at) : null,
+    unplaced: r?.unplaced === true,
+    after: r?.after ?? null,
+  };
 }
 
 /** Deps' large outputs (a claim names them rather than carry them), by name: the protocol's dep_outputs(). */

@@ -51,8 +51,8 @@ export function generatedProtocolSql(s: string): string {
 #variable_conflict use_column
 BEGIN`;
   return `CREATE OR REPLACE FUNCTION ${s}.claim(p_queue text, p_kinds text[], p_limit int, p_worker text, p_now timestamptz, p_forget bigint[],
-                                       p_flow_limit int, p_keys text[] DEFAULT NULL)
-RETURNS TABLE (tasks json, claim text, wake_at timestamptz, unplaced boolean) ${head}
+                                       p_flow_limit int, p_keys text[] DEFAULT NULL, p_after jsonb DEFAULT NULL)
+RETURNS TABLE (tasks json, claim text, wake_at timestamptz, unplaced boolean, after jsonb) ${head}
   RETURN QUERY ${fetchSql(s)};
 END
 $fn$;

@@ -3,7 +3,8 @@ import type { FetchedTask } from '../sql/fetch.js';
 /**
  * A worker's view of one of its queues: handlers running, slots reserved by fetches in flight, fetches in
  * flight, whether work seems to wait (and how many wake-ups said so), the claimed attempts waiting here for a
- * slot (prefetch), and whether a pump is queued.
+ * slot (prefetch), whether a pump is queued, and where its claims stopped in the queue's order (`after`) with when
+ * a claim last started from the queue's start (`fromStartAt`, ms).
  */
 export interface QueueState {
   active: number;
@@ -13,10 +14,26 @@ export interface QueueState {
   wakeups: number;
   buffer: FetchedTask[];
   pumpQueued: boolean;
+  after: string | null;
+  fromStartAt: number;
 }
 
 export function newQueueState(): QueueState {
-  return { active: 0, reserved: 0, fetching: 0, more: true, wakeups: 0, buffer: [], pumpQueued: false };
+  return { active: 0, reserved: 0, fetching: 0, more: true, wakeups: 0, buffer: [], pumpQueued: false, after: null, fromStartAt: 0 };
+}
+
+/** How often a busy queue's claim starts from the queue's start rather than where the last one stopped. */
+export const FROM_START_MS = 1000;
+
+/**
+ * Where the next claim of the queue starts: where the last stopped, or (null) the queue's start once FROM_START_MS
+ * has passed since the last such claim, so a task that became available before that point (a higher priority, an
+ * earlier schedule) waits at most that long in a queue busy enough that the claims never run short.
+ */
+export function claimStart(q: QueueState, nowMs: number): string | null {
+  if (q.after !== null && nowMs - q.fromStartAt < FROM_START_MS) return q.after;
+  q.fromStartAt = nowMs;
+  return null;
 }
 
 /**

@@ -17,7 +17,7 @@ import { EndRecorder } from './ends.js';
 import { Executor, type ExecutorOptions } from './executor.js';
 import { type Handlers, handledKinds } from './handlers.js';
 import { Heartbeat } from './heartbeat.js';
-import { newQueueState, type QueueState, reserveSlots } from './queue-state.js';
+import { claimStart, newQueueState, type QueueState, reserveSlots } from './queue-state.js';
 import { keyIds, register, sayKeysLacking } from './registration.js';
 import { FencedAbort, ShutdownAbort, TaskCancelled } from './task-errors.js';
 import { TokenWakes } from './token-wakes.js';
@@ -243,10 +243,10 @@ export class Worker {
       let now: Date | undefined;
       try {
         const wakeups = q.wakeups;
-        const at = (now = await clockNow(this.o));
-        const fetched = await this.claims.withSettled((forget) =>
-          fetchTasks(this.o.db, this.o.s, { ...this.claimant, queue, kinds: this.kinds, limit: free, flowLimit: flowFree, now: at, forget }),
-        );
+        const [at, after] = [(now = await clockNow(this.o)), claimStart(q, Date.now())];
+        const claim = { ...this.claimant, queue, kinds: this.kinds, limit: free, flowLimit: flowFree, now: at, after };
+        const fetched = await this.claims.withSettled((forget) => fetchTasks(this.o.db, this.o.s, { ...claim, forget }));
+        q.after = fetched.after;
         this.fetchFailures = 0;
         if (fetched.wakeAt) this.tokenWakes.set(queue, fetched.wakeAt.getTime() - at.getTime());
         const tasks = this.claims.track(fetched.tasks, fetched.claim);
