@@ -169,23 +169,39 @@ async function completeBatch(
   return { skipped, toFinalize: r.finalize ?? [], claimed, claim: r.claim, activated };
 }
 
-/** The batch's attempts (items), the workflows' locks, and the large output sent apart ($4): both variants open so. */
+/** A task's key in the batch's maps: its workflow id, length first, so no two (workflow, name) pairs meet. */
+const keyOf = (w: string, n: string) => `(length(${w}) || ':' || ${w} || ${n})`;
+
+/**
+ * The batch's attempts (items), the workflows' locks, the large output sent apart ($4) and the completed tasks
+ * (done): both variants open so. No batch statement joins the batch to a table: each task is found by address
+ * (the claimed row version's, or its key's, looked up one by one) and its attempt read from a map keyed by task,
+ * so no plan, whatever the statistics, compares each task with the batch (a join filter did: 124,750 rows
+ * compared for 500 one-task workflows). A row that moved since its address was read is followed by the update
+ * and checked again (its attempt and worker); one whose client address is gone is skipped, for the second pass.
+ */
 function completionHead(s: string, byTid: boolean, returning: string): string {
+  const tid = byTid ? `(a->>2)::tid` : `(SELECT x.ctid FROM ${s}.tasks x WHERE x.workflow_id = g.workflow_id AND x.name = a->>0)`;
+  const entry = `((SELECT m FROM keyed) -> ${keyOf('t.workflow_id', 't.name')})`;
   return `WITH locked AS (
        SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
      ), apart AS MATERIALIZED (
        SELECT $4::text::jsonb AS output
      ), items AS MATERIALIZED (
-       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, (a->>2)::tid AS tid,
+       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, ${tid} AS tid,
               CASE WHEN a->>4 IS NOT NULL AND $4::text IS NOT NULL THEN (SELECT output FROM apart) ELSE a->3 END AS output,
               (a->>4)::int AS output_bytes
          FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
+     ), keyed AS MATERIALIZED (
+       SELECT jsonb_object_agg(${keyOf('workflow_id', 'name')}, jsonb_build_array(attempt, worker_id, output, output_bytes)) AS m FROM items
      ), done AS (
        UPDATE ${s}.tasks t
-          SET state = 'completed', output = v.output, output_bytes = v.output_bytes, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
-         FROM items v
-        WHERE ${byTid ? 't.ctid = ANY(ARRAY(SELECT tid FROM items)) AND t.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id AND t.name = v.name
-          AND t.attempt = v.attempt AND t.worker_id = v.worker_id AND t.workflow_id IN (SELECT id FROM locked)
+          SET state = 'completed', output = ${entry} -> 2, output_bytes = (${entry} ->> 3)::int, finalized_at = $2, worker_id = NULL,
+              completed_by = ${entry} ->> 1
+        WHERE t.ctid = ANY(ARRAY(SELECT tid FROM items WHERE tid IS NOT NULL))
+          AND t.attempt = (${entry} ->> 0)::int AND t.worker_id = ${entry} ->> 1
+          -- once, before any task row is written: the workflows' locks first
+          AND (SELECT count(*) FROM locked) >= 0
         ${returning}`;
 }
 
@@ -193,22 +209,26 @@ function completionHead(s: string, byTid: boolean, returning: string): string {
  * Counting the completed tasks off their workflows, each finalized in the statement when it completes with
  * nothing left to evaluate; one with an output template, or that fails (its definition may start a workflow on
  * failure, or keep it), is left to finalizeWorkflows (engine/settle.ts), in the same transaction or just after.
+ * The workflows by key, their counts from a map (no join).
  */
 function countedSql(s: string): string {
-  const inStatement = `w.tasks_open - c.n = 0 AND w.output_template IS NULL AND w.state = 'running' AND ${finalWorkflowStateSql('w')} = 'completed'`;
-  return `counted AS (
+  const n = `((SELECT m FROM done_counts) ->> w.id)::int`;
+  const inStatement = `w.tasks_open - ${n} = 0 AND w.output_template IS NULL AND w.state = 'running' AND ${finalWorkflowStateSql('w')} = 'completed'`;
+  return `done_counts AS MATERIALIZED (
+       SELECT jsonb_object_agg(workflow_id, n) AS m FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
+     ), counted AS (
        UPDATE ${s}.workflows w
-          SET tasks_open = w.tasks_open - c.n,
+          SET tasks_open = w.tasks_open - ${n},
               state = CASE WHEN ${inStatement} THEN 'completed' ELSE w.state END,
               finalized_at = CASE WHEN ${inStatement} THEN $2 ELSE w.finalized_at END
-         FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
-        WHERE w.id = c.workflow_id
+        WHERE w.id = ANY(ARRAY(SELECT DISTINCT workflow_id FROM done))
         RETURNING w.id, w.state, w.tasks_open
      )`;
 }
 
-const SKIPPED_SQL = `(SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name)) FROM items v
-              WHERE NOT EXISTS (SELECT 1 FROM done d WHERE d.workflow_id = v.workflow_id AND d.name = v.name)) AS skipped`;
+/** The batch's attempts that took no effect: a set difference (no join, so no plan compares each with each). */
+const SKIPPED_SQL = `(SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name))
+               FROM (SELECT workflow_id, name FROM items EXCEPT SELECT workflow_id, name FROM done) v) AS skipped`;
 const FINALIZE_SQL = `(SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running') AS finalize`;
 
 /**
