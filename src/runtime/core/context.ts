@@ -4,7 +4,7 @@ import type { AdvanceContext } from '../engine/context.js';
 import type { DefinitionCache } from '../engine/definition-cache.js';
 import { WorkflowBusyError } from '../errors.js';
 import type { KeyRing } from '../outside/secrets.js';
-import { isLockTimeout, setLockTimeout } from '../sql/session.js';
+import { isLockTimeout } from '../sql/session.js';
 import { type Clock, currentTime } from '../sql/time.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -69,10 +69,7 @@ export async function workflowWrite<T>(
   fn: (tx: Queryable, advance: AdvanceContext) => Promise<T>,
 ): Promise<T> {
   try {
-    return await inTransaction(ctx.db, options, async (tx) => {
-      if (!options?.tx) await setLockTimeout(tx, ctx.lockTimeoutMs);
-      return fn(tx, await advanceIn(ctx, tx));
-    });
+    return await inTransaction(ctx.db, options, async (tx) => fn(tx, await advanceIn(ctx, tx)), { lockTimeoutMs: ctx.lockTimeoutMs });
   } catch (error) {
     if (isLockTimeout(error)) throw new WorkflowBusyError(workflowId, ctx.lockTimeoutMs);
     throw error;

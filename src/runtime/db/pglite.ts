@@ -5,7 +5,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { privateDir, tightenTree } from '../../private-files.js';
 import { imagePath, keepImage, readImage } from './pglite-image.js';
 import { parseOpened, parseOpenedKeeping, parseRedacted } from './sealing.js';
-import { type Database, QUERYABLE, type Queryable, type QueryOptions } from './types.js';
+import { type Database, lockTimeoutSetting, QUERYABLE, type Queryable, type QueryOptions } from './types.js';
 
 /** json and jsonb with sensitive values opened (braid's own reads), or redacted (reads shown to people). */
 const OPENING = { 114: parseOpened, 3802: parseOpened };
@@ -199,9 +199,10 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
     async exec(sql) {
       await db.exec(sql);
     },
-    transaction(fn) {
-      return db.transaction(async (tx) =>
-        fn({
+    transaction(fn, options) {
+      return db.transaction(async (tx) => {
+        if (options?.lockTimeoutMs !== undefined) await tx.query(`SELECT set_config('lock_timeout', $1, true)`, [lockTimeoutSetting(options.lockTimeoutMs)]);
+        return fn({
           [QUERYABLE]: true,
           async query(sql, params, options) {
             const r = await tx.query(sql, params as unknown[], { parsers: parsersFor(options) });
@@ -210,8 +211,8 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PgliteD
           async exec(sql) {
             await tx.exec(sql);
           },
-        }),
-      );
+        });
+      });
     },
     dump: () => db.dumpDataDir('none') as Promise<Blob>,
     dedicated: () => database,

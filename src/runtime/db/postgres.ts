@@ -2,7 +2,16 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { bounded, destroySocket, PgListener } from './pg-listener.js';
 import { parseOpened, parseOpenedKeeping, parseRedacted } from './sealing.js';
-import { type Database, type PgClientLike, QUERYABLE, type Queryable, type QueryOptions, setClientAdopter } from './types.js';
+import {
+  type Database,
+  lockTimeoutSetting,
+  type PgClientLike,
+  QUERYABLE,
+  type Queryable,
+  type QueryOptions,
+  setClientAdopter,
+  type TransactionOptions,
+} from './types.js';
 
 /**
  * int8 (bigint ids, counts) as JS numbers in braid's own queries only: braid's ids and counters stay far
@@ -126,14 +135,16 @@ function dedicatedConnection(config: pg.ClientConfig, deadlineMs: number): { que
 }
 
 /** fn in a transaction on one of the pool's connections; a connection that failed under it is closed, not reused. */
-async function poolTransaction<T>(pool: pg.Pool, deadlineMs: number, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+async function poolTransaction<T>(pool: pg.Pool, deadlineMs: number, fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   const markBroken = () => (broken = true);
   client.on('error', markBroken);
   const tx = clientQueryable(client, deadlineMs);
   try {
-    await client.query(bounded('BEGIN', deadlineMs));
+    // a setting goes with BEGIN, in one simple query (its value is braid's own number, never a caller's text)
+    const lock = options?.lockTimeoutMs !== undefined ? `; SET LOCAL lock_timeout = '${lockTimeoutSetting(options.lockTimeoutMs)}'` : '';
+    await client.query(bounded(`BEGIN${lock}`, deadlineMs));
     const result = await fn(tx);
     await client.query(bounded('COMMIT', deadlineMs));
     return result;
@@ -207,7 +218,7 @@ export function createPostgres(options: PostgresOptions): Database {
     async exec(sql) {
       await pool.query(sql);
     },
-    transaction: (fn) => poolTransaction(pool, deadlineMs, fn),
+    transaction: (fn, options) => poolTransaction(pool, deadlineMs, fn, options),
     listen: (channel, onNotify, onResume) => notifications.listen(channel, onNotify, onResume),
     dedicated: () => dedicated.queryable,
     connectionSettings() {

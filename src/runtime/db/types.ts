@@ -24,11 +24,23 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+export interface TransactionOptions {
+  lockTimeoutMs?: number;
+}
+
+/** lock_timeout's setting for a bound in ms (at least 1: 0 would mean none). */
+export function lockTimeoutSetting(ms: number): string {
+  return `${Math.max(1, Math.round(ms))}ms`;
+}
+
 /** One database, whichever engine: the runtime only ever talks to this. */
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
-  /** Runs fn in a transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs fn in a transaction: committed when it resolves, rolled back when it throws. `lockTimeoutMs` bounds
+   * its lock waits (lock_timeout, set with BEGIN: no round trip of its own).
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Delivers NOTIFY payloads on a channel (after the notifying transaction commits). The notification
    * connection reconnects by itself after an outage; `onResume` is called then, as notifications sent while it
@@ -84,8 +96,8 @@ export function txQueryable(tx: Queryable | PgClientLike): Queryable {
   return adoptClient(tx);
 }
 
-export async function inTransaction<T>(db: Database, options: TxOption | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  if (!options?.tx) return db.transaction(fn);
+export async function inTransaction<T>(db: Database, options: TxOption | undefined, fn: (tx: Queryable) => Promise<T>, own?: TransactionOptions): Promise<T> {
+  if (!options?.tx) return db.transaction(fn, own);
   assertInTransaction(options.tx);
   return fn(txQueryable(options.tx));
 }

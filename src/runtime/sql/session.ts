@@ -1,10 +1,10 @@
-import type { Queryable } from '../db/types.js';
+import { lockTimeoutSetting, type Queryable } from '../db/types.js';
 
 /** Session settings a transaction of braid's own takes for itself. */
 
 /** How long this transaction waits for any lock before it fails (SQLSTATE 55P03), until it ends. */
 export async function setLockTimeout(q: Queryable, ms: number): Promise<void> {
-  await q.query(`SELECT set_config('lock_timeout', $1, true)`, [`${Math.max(1, Math.round(ms))}ms`]);
+  await q.query(`SELECT set_config('lock_timeout', $1, true)`, [lockTimeoutSetting(ms)]);
 }
 
 /** Postgres's "lock not available": a lock wait ran past lock_timeout. */
