@@ -135,6 +135,9 @@ class Worker:
         self._stop_by: float | None = None
         self._claiming: Conn | None = None
         self._claim_unsure = False
+        # where the last claim stopped in the queue's order (docs/protocol.md, "after"), and when one last began at its start
+        self._after: Any = None
+        self._from_start_at = 0.0
 
     # connections -------------------------------------------------------------------------------------------
 
@@ -284,10 +287,16 @@ class Worker:
                     c.execute(f"SELECT {self.s}.release_unknown_claims(%s, %s, now())", [self.id, known])
                 self._claim_unsure = False
             self._claiming = c
+            # from where the last claim stopped, and from the queue's start once a second (a task that became available
+            # before that point waits at most that long in a queue too busy for claims to run short)
+            after = self._after if self._after is not None and time.monotonic() - self._from_start_at < 1.0 else None
+            if after is None:
+                self._from_start_at = time.monotonic()
             try:
                 with deadline(c, self.call_deadline):
-                    row = c.execute(f"SELECT tasks, claim, unplaced FROM {self.s}.claim(%s, %s, %s, %s, now(), %s, %s)",
-                                    [self.queue, sorted(self.handlers), free, self.id, forget, free]).fetchone()
+                    row = c.execute(f"SELECT tasks, claim, unplaced, after FROM {self.s}.claim(%s, %s, %s, %s, now(), %s, %s, NULL, %s)",
+                                    [self.queue, sorted(self.handlers), free, self.id, forget, free,
+                                     None if after is None else Jsonb(after)]).fetchone()
             finally:
                 self._claiming = None
         except psycopg.Error as e:
@@ -304,7 +313,7 @@ class Worker:
             self._claim_failing = False
         if row is None:
             return []
-        tasks, claim, unplaced = row
+        tasks, claim, unplaced, self._after = row
         if unplaced:
             try:
                 with deadline(c, self.call_deadline):
