@@ -6,4 +6,4 @@
 -- meant: protocol revision 1). complete() takes its workflows' locks once, before any task row is written, rather
 -- than as a semi-join per task (quadratic in a batch of many workflows: 124,750 rows compared for 500).
 DROP FUNCTION IF EXISTS {{schema}}.claim(text, text[], int, text, timestamptz, bigint[], int, text[]);
--- braid:generate protocol sha256:2951198ee199bd15
+-- braid:generate protocol sha256:b0b0a4fff5a1e69d
