@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/runtime/db/types.js';
 import { completionSql, leanCompletionSql } from '../../src/runtime/sql/complete.js';
 import { fetchSql } from '../../src/runtime/sql/fetch.js';
+import { nodes, type PlanNode } from '../helpers/plans.js';
 import { backend, drivenRuntime } from '../helpers/runtime.js';
 
 const MANY = `name: many
@@ -26,18 +27,6 @@ async function populated(): Promise<{ rt: Awaited<ReturnType<typeof drivenRuntim
   await rt.db.query(`ANALYZE ${s}.tasks`);
   await rt.db.query(`ANALYZE ${s}.workflows`);
   return { rt, s, ids };
-}
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-/** Every node of a plan, depth first. */
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 }
 
 /** The plan of a prepared statement under a plan cache mode (generic: what Postgres switches to after five runs). */

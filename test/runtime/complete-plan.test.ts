@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/runtime/db/types.js';
 import { completionSql, leanCompletionSql } from '../../src/runtime/sql/complete.js';
 import { fetchSql, fetchTasks } from '../../src/runtime/sql/fetch.js';
+import { nodes, type PlanNode } from '../helpers/plans.js';
 import { backend, drivenRuntime } from '../helpers/runtime.js';
 
 const MANY = `name: many
@@ -12,18 +13,6 @@ tasks:
 `;
 const ONE = 'name: one\ntasks:\n  t: { kind: other }\n';
 const BATCH = 500;
-
-interface PlanNode {
-  'Node Type': string;
-  'Actual Loops'?: number;
-  'Rows Removed by Join Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Every node of a plan, depth first. */
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
 
 /** The most rows one join of the plan removed by its filter, over all its loops (EXPLAIN shows them per loop). */
 function removedByJoinFilter(plan: PlanNode): number {
