@@ -91,7 +91,8 @@ describe('braid types --lang python', () => {
     const bad = check('bad.py');
     expect(bad.status).toBe(1);
     expect(bad.stdout).toMatch(/Missing key "level" for TypedDict "FraudScoreOutput"/);
-  });
+    // two strict mypy runs without a cache: most of a minute on a loaded 2-core machine
+  }, 120_000);
 
   it("requires in Handlers only the kinds the config gives this Python worker, and leaves them out of TypeScript's", async () => {
     const dir = tempProject(

@@ -184,7 +184,8 @@ describe(`flow control (${backend})`, () => {
     // turn by turn: a gets about one turn for each of b's and c's (and the head start it had before they came)
     expect(ends('a').filter((t) => t <= lastSmall).length).toBeLessThanOrEqual(40);
     await rt.workflow(a).cancel();
-  });
+    // 2,000 tasks at 10 ms, four at a time: 8 s quiet, 26-42 s on PGlite in a loaded CI
+  }, 120_000);
 
   it('a free key never waits behind full ones: 200 keys at their limit ahead of it, and its task starts at once', async () => {
     // one turn for all (first come, first served), a slot per tenant
