@@ -12,3 +12,11 @@ export interface PlanNode {
 export function nodes(plan: PlanNode): PlanNode[] {
   return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 }
+
+/** The plan tests' definition: a for_each of `inputs.items` tasks, and one task after them all. */
+export const FAN_IN = `name: many
+inputs: { type: object, properties: { items: { type: array } }, required: [items] }
+tasks:
+  t: { kind: noop, for_each: "\${{ inputs.items }}" }
+  after: { kind: noop, deps: [t] }
+`;

@@ -2,20 +2,14 @@ import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/runtime/db/types.js';
 import { completionSql, leanCompletionSql } from '../../src/runtime/sql/complete.js';
 import { fetchSql } from '../../src/runtime/sql/fetch.js';
-import { nodes, type PlanNode } from '../helpers/plans.js';
+import { FAN_IN, nodes, type PlanNode } from '../helpers/plans.js';
 import { backend, drivenRuntime } from '../helpers/runtime.js';
 
-const MANY = `name: many
-inputs: { type: object, properties: { items: { type: array } }, required: [items] }
-tasks:
-  t: { kind: noop, for_each: "\${{ inputs.items }}" }
-  after: { kind: noop, deps: [t] }
-`;
 const ONE = 'name: one\ntasks:\n  t: { kind: noop }\n';
 
 /** A schema as a busy deployment has it: 10,000 tasks in four workflows, and 3,000 one-task workflows. */
 async function populated(): Promise<{ rt: Awaited<ReturnType<typeof drivenRuntime>>; s: string; ids: string[] }> {
-  const rt = await drivenRuntime({ definitions: { many: MANY, one: ONE }, handlers: { noop: async () => null } });
+  const rt = await drivenRuntime({ definitions: { many: FAN_IN, one: ONE }, handlers: { noop: async () => null } });
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) ids.push(await rt.start('many', { items: Array.from({ length: 2500 }, (_, n) => n) }));
   for (let i = 0; i < 3; i++)

@@ -2,15 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/runtime/db/types.js';
 import { completionSql, leanCompletionSql } from '../../src/runtime/sql/complete.js';
 import { fetchSql, fetchTasks } from '../../src/runtime/sql/fetch.js';
-import { nodes, type PlanNode } from '../helpers/plans.js';
+import { FAN_IN, nodes, type PlanNode } from '../helpers/plans.js';
 import { backend, drivenRuntime } from '../helpers/runtime.js';
 
-const MANY = `name: many
-inputs: { type: object, properties: { items: { type: array } }, required: [items] }
-tasks:
-  t: { kind: noop, for_each: "\${{ inputs.items }}" }
-  after: { kind: noop, deps: [t] }
-`;
 const ONE = 'name: one\ntasks:\n  t: { kind: other }\n';
 const BATCH = 500;
 
@@ -35,7 +29,7 @@ async function executed(tx: Queryable, mode: string, execute: string): Promise<P
 const STATISTICS = ['analyzed nearly empty', 'analyzed populated', 'never analyzed'] as const;
 
 async function deployment(statistics: (typeof STATISTICS)[number]) {
-  const rt = await drivenRuntime({ definitions: { many: MANY, one: ONE }, handlers: { noop: async () => null } });
+  const rt = await drivenRuntime({ definitions: { many: FAN_IN, one: ONE }, handlers: { noop: async () => null } });
   const s = `"${rt.schema}"`;
   const analyze = async () => {
     await rt.db.query(`ANALYZE ${s}.workflows`);
