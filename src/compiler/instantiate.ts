@@ -128,6 +128,14 @@ function resolveNow(now: Date | string | undefined): Date {
   return d;
 }
 
+/** A workflow's inputs checked against its inputs schema, defaults applied: as compile() checks them, a CompileError alike. */
+export function instantiateInputs(def: NormalizedDefinition, inputs: unknown): unknown {
+  const problems = new Problems({ path: `<${def.name}>` });
+  const checked = checkInputs(def, inputs, problems);
+  problems.throwIfAny();
+  return checked;
+}
+
 function checkInputs(def: NormalizedDefinition, inputs: unknown, problems: Problems): unknown {
   const copy = inputs === undefined ? {} : structuredClone(inputs);
   if (def.inputs === undefined) return copy;

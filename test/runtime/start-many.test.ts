@@ -1,9 +1,9 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server.js';
 import { BatchRowError, WorkflowConflictError } from '../../src/runtime/errors.js';
-import { runCliInProcess } from '../helpers/cli.js';
+import { repoRoot, runCliInProcess } from '../helpers/cli.js';
 import { databaseConfig, project } from '../helpers/project.js';
 import { backend, drivenRuntime, final, settle } from '../helpers/runtime.js';
 
@@ -25,7 +25,9 @@ tasks:
     kind: pick
     wait: { terms: { ok: { signal: approve } } }
 `;
-const definitions = { order: ORDER, approval: APPROVAL };
+/** Its plans do not depend on its inputs: a batch compiles one row and stamps its tasks for the others. */
+const STAMPED = readFileSync(join(repoRoot, 'test/fixtures/stamped.yaml'), 'utf8');
+const definitions = { order: ORDER, approval: APPROVAL, stamped: STAMPED };
 const handlers = { pick: async (a: { n: number }) => ({ n: a.n }), ship: async (a: { n: number }) => ({ n: a.n * 10 }) };
 
 async function count(rt: Awaited<ReturnType<typeof drivenRuntime>>): Promise<{ workflows: number; tasks: number }> {
@@ -59,6 +61,38 @@ describe(`startMany: a batch of starts in one statement (${backend})`, () => {
     await rt.workflow(a.id).signals.emit('approve', {});
     await settle(rt);
     expect((await final(rt, a.id)).state).toBe('completed');
+  });
+
+  it('a stamped batch stores, column for column, what single starts of the same inputs store; keys, repeats and bad rows as ever', async () => {
+    const rt = await drivenRuntime({ definitions, handlers });
+    const inputs = [{ n: 1 }, {}, { n: 7 }];
+    const single: string[] = [];
+    for (const i of inputs) single.push(await rt.start('stamped', i));
+    const batch = (await rt.startMany('stamped', inputs)).map((s) => s.id);
+    // every column of both tables, read from the schema: a column added later is compared too
+    const rows = async (table: string, key: string, ids: string[]) => {
+      const { rows } = await rt.db.query<{ r: Record<string, unknown> }>(
+        `SELECT to_jsonb(x) - ARRAY['id', 'workflow_id'] AS r FROM "${rt.schema}".${table} x WHERE ${key} = ANY($1::text[]) ORDER BY array_position($1::text[], ${key}), ${table === 'tasks' ? 'name' : 'id'}`,
+        [ids],
+      );
+      return rows.map((r) => r.r);
+    };
+    expect(await rows('workflows', 'id', batch)).toEqual(await rows('workflows', 'id', single));
+    const tasks = await rows('tasks', 'workflow_id', batch);
+    expect(tasks).toHaveLength(15);
+    expect(tasks).toEqual(await rows('tasks', 'workflow_id', single));
+    // the root wait of each is active, as a single start makes it
+    expect(tasks.filter((t) => t.name === 'e' && t.wait_started_at !== null)).toHaveLength(3);
+
+    await rt.start('stamped', { n: 1 }, { id: 'k-1' });
+    const keyed = await rt.startMany('stamped', [{ n: 1 }, { n: 2 }, { n: 2 }, {}], { ids: ['k-1', 'k-2', 'k-2', undefined] });
+    expect(keyed.map((k) => k.existing)).toEqual([true, false, true, false]);
+    const conflict = await rt.startMany('stamped', [{ n: 3 }, { n: 1, s: 'other' }], { ids: ['k-3', 'k-1'] }).catch((e: unknown) => e);
+    expect((conflict as BatchRowError).row).toBe(1);
+    const bad = await rt.startMany('stamped', [{ n: 1 }, { n: 'two' }]).catch((e: unknown) => e);
+    expect((bad as BatchRowError).row).toBe(1);
+    expect((bad as BatchRowError).code).toBe('inputs_invalid');
+    expect((await count(rt)).workflows).toBe(9);
   });
 
   it('business keys per row: taken with the same inputs is existing, within the batch too; other inputs conflict and nothing starts', async () => {

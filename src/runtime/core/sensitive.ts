@@ -92,7 +92,7 @@ export function sealMatching(value: unknown, secrets: ReadonlySet<string>, keys:
 const inputPaths = new WeakMap<object, SensitivePath[]>();
 
 /** A definition's sensitive input paths (read once per definition object). */
-function sensitiveInputs(def: NormalizedDefinition): SensitivePath[] {
+export function sensitiveInputs(def: NormalizedDefinition): SensitivePath[] {
   let paths = inputPaths.get(def);
   if (!paths) inputPaths.set(def, (paths = sensitivePathsOf(def.inputs)));
   return paths;

@@ -1,12 +1,14 @@
 import { canonicalJson } from '../../compiler/canonical-json.js';
 import type { Plan } from '../../compiler/plan.js';
+import { stampable } from '../../compiler/stamp.js';
+import { ulid } from '../../compiler/ulid.js';
 import { compiler } from '../core/lazy-compiler.js';
-import { sealPlan } from '../core/sensitive.js';
+import { sealPlan, sensitiveInputs } from '../core/sensitive.js';
 import { assertStorable } from '../core/storable.js';
 import type { Queryable } from '../db/types.js';
 import { BatchRowError, WORKFLOW_ID, WorkflowConflictError, WorkflowIdInvalidError } from '../errors.js';
 import type { StoredDefinition } from '../sql/definitions.js';
-import { type BatchWorkflow, insertWorkflowBatch, markAwaitedMany } from '../sql/insert.js';
+import { type BatchHead, type BatchWorkflow, insertWorkflowBatch, markAwaitedMany, type TaskRow } from '../sql/insert.js';
 import { notifyTimer } from '../sql/waits.js';
 import { storedInputs } from '../sql/workflows.js';
 import { continued } from '../telemetry/tracing.js';
@@ -67,28 +69,31 @@ export async function startManyIn(
           tracing.callerContext(o.caller),
         ) ?? null),
   );
-  const batch = batchOf(ctx, plans, rows, repeats, (row) => continued(spans[row], o.caller) ?? null);
-  let inserted: Set<string>;
+  const { head, batch } = batchOf(ctx, plans, rows, repeats, (row) => continued(spans[row], o.caller) ?? null);
+  let taken: ReadonlySet<string>;
   try {
-    inserted = await insertWorkflowBatch(tx, ctx.schema, ctx.s, batch, o.extras ?? {});
+    taken = await insertWorkflowBatch(tx, ctx.schema, ctx.s, head, batch, o.extras ?? {});
   } catch (error) {
     for (const span of spans) tracing?.fail(span, error);
     throw error;
   }
-  await checkExisting(tx, ctx, def, rows, plans, inserted);
+  await checkExisting(tx, ctx, def, rows, plans, taken);
   await markAwaitedMany(
     tx,
     ctx.s,
-    batch.filter((w) => w.keyed && inserted.has(w.id)).map((w) => w.id),
+    batch.filter((w) => w.keyed && !taken.has(w.id)).map((w) => w.id),
   );
-  await afterInsert(tx, ctx, batch, plans, inserted);
+  await afterInsert(tx, ctx, head, batch, plans, repeats, taken);
   for (const [row, span] of spans.entries()) tracing?.end(span, undefined, { 'braid.workflow.tasks': plans[row].tasks.length });
-  return plans.map((p, row) => ({ id: p.workflow.id, existing: repeats.has(row) || !inserted.has(p.workflow.id) }));
+  return plans.map((p, row) => ({ id: p.workflow.id, existing: repeats.has(row) || taken.has(p.workflow.id) }));
 }
 
 /**
  * Each row compiled with its inputs (a row that does not compile is a BatchRowError naming it); a business key
- * repeated in the batch with the same inputs is a repeat of its first row, with other inputs a conflict.
+ * repeated in the batch with the same inputs is a repeat of its first row, with other inputs a conflict. When
+ * the definition's plans do not depend on inputs (stampable) and it declares no sensitive inputs (whose values
+ * its rows' args might hold, sealed), the first row is compiled and the others take its tasks (the same array),
+ * each with its inputs checked as compile() checks them: the insert then stamps one set of task rows.
  */
 async function compileRows(
   ctx: AdvanceContext,
@@ -96,12 +101,19 @@ async function compileRows(
   rows: readonly BatchStart[],
   o: Omit<StartIn, 'id'>,
 ): Promise<{ plans: Plan[]; repeats: Map<number, number> }> {
-  const { compile } = await compiler();
+  const { compile, instantiateInputs } = await compiler();
   const plans: Plan[] = [];
   const firstOfKey = new Map<string, number>();
   const repeats = new Map<number, number>();
+  const stamp = stampable(def.normalized) && sensitiveInputs(def.normalized).length === 0;
   for (const [row, r] of rows.entries()) {
+    const first = plans[0];
     const plan = atRow(row, () => {
+      if (stamp && first) {
+        const inputs = instantiateInputs(def.normalized, r.inputs);
+        assertStorable(inputs, 'the inputs');
+        return { ...first, workflow: { ...first.workflow, id: r.id ?? ulid(ctx.now.getTime()), inputs } };
+      }
       const p = sealPlan(compile(def.normalized, r.inputs, { id: r.id, now: ctx.now, limits: o.limits, hash: def.hash }), def.normalized, ctx.dataKeys);
       assertStorable(p.workflow.inputs, 'the inputs');
       for (const t of p.tasks) {
@@ -112,42 +124,33 @@ async function compileRows(
     });
     plans.push(plan);
     if (r.id === undefined) continue;
-    const first = firstOfKey.get(r.id);
-    if (first === undefined) firstOfKey.set(r.id, row);
-    else if (canonicalJson(plans[first].workflow.inputs) !== canonicalJson(plan.workflow.inputs))
+    const earlier = firstOfKey.get(r.id);
+    if (earlier === undefined) firstOfKey.set(r.id, row);
+    else if (canonicalJson(plans[earlier].workflow.inputs) !== canonicalJson(plan.workflow.inputs))
       throw new BatchRowError(row, new WorkflowConflictError(r.id, { name: def.name }, def.name));
-    else repeats.set(row, first);
+    else repeats.set(row, earlier);
   }
   return { plans, repeats };
 }
 
-/** The rows to insert: every plan but the repeats, with its task rows and its trace context. */
+/** The rows to insert: every plan but the repeats, with its task rows (made once for plans that share their tasks) and trace context. */
 function batchOf(
   ctx: AdvanceContext,
   plans: readonly Plan[],
   rows: readonly BatchStart[],
   repeats: ReadonlyMap<number, number>,
   traceContext: (row: number) => string | null,
-): BatchWorkflow[] {
+): { head: BatchHead; batch: BatchWorkflow[] } {
+  const w0 = plans[0].workflow;
+  const head: BatchHead = { name: w0.name, hash: w0.definition.hash, output: w0.output, created: new Date(w0.created_at), timeoutMs: w0.timeout_ms ?? null };
   const batch: BatchWorkflow[] = [];
+  let made: { from: Plan['tasks']; rows: TaskRow[] } | undefined;
   for (const [row, p] of plans.entries()) {
     if (repeats.has(row)) continue;
-    const w = p.workflow;
-    const created = new Date(w.created_at);
-    batch.push({
-      id: w.id,
-      keyed: rows[row].id !== undefined,
-      name: w.name,
-      hash: w.definition.hash,
-      inputs: w.inputs,
-      output: w.output,
-      created,
-      timeoutMs: w.timeout_ms ?? null,
-      traceContext: traceContext(row),
-      tasks: taskRows(p.tasks, created, ctx.now),
-    });
+    if (made?.from !== p.tasks) made = { from: p.tasks, rows: taskRows(p.tasks, head.created, ctx.now) };
+    batch.push({ id: p.workflow.id, keyed: rows[row].id !== undefined, inputs: p.workflow.inputs, traceContext: traceContext(row), tasks: made.rows });
   }
-  return batch;
+  return { head, batch };
 }
 
 /** Business keys the batch found taken: the same name and inputs is the workflow started before; anything else a conflict. */
@@ -157,16 +160,16 @@ async function checkExisting(
   def: StoredDefinition,
   rows: readonly BatchStart[],
   plans: readonly Plan[],
-  inserted: ReadonlySet<string>,
+  taken: ReadonlySet<string>,
 ): Promise<void> {
-  const taken = plans.flatMap((p, row) => (rows[row].id !== undefined && !inserted.has(p.workflow.id) ? [row] : []));
-  if (taken.length === 0) return;
+  const found = plans.flatMap((p, row) => (rows[row].id !== undefined && taken.has(p.workflow.id) ? [row] : []));
+  if (found.length === 0) return;
   const stored = await storedInputs(
     tx,
     ctx.s,
-    taken.map((row) => plans[row].workflow.id),
+    found.map((row) => plans[row].workflow.id),
   );
-  for (const row of taken) {
+  for (const row of found) {
     const id = plans[row].workflow.id;
     const existing = stored.get(id);
     // a key found taken is there: the insert skipped it under its lock
@@ -180,23 +183,25 @@ async function checkExisting(
 async function afterInsert(
   tx: Queryable,
   ctx: AdvanceContext,
+  head: BatchHead,
   batch: readonly BatchWorkflow[],
   plans: readonly Plan[],
-  inserted: ReadonlySet<string>,
+  repeats: ReadonlyMap<number, number>,
+  taken: ReadonlySet<string>,
 ): Promise<void> {
-  const fresh = batch.filter((w) => inserted.has(w.id));
-  const deadlines = fresh.filter((w) => w.timeoutMs !== null).map((w) => w.created.getTime() + w.timeoutMs!);
-  // the leader wakes for the earliest deadline as for a timer; it finds the later ones then
-  if (deadlines.length > 0) await notifyTimer(tx, ctx.schema, new Date(Math.min(...deadlines)));
+  const fresh = taken.size === 0 ? batch : batch.filter((w) => !taken.has(w.id));
+  // the leader wakes for the deadline as for a timer (every workflow of the batch has the same)
+  if (head.timeoutMs !== null && fresh.length > 0) await notifyTimer(tx, ctx.schema, new Date(head.created.getTime() + head.timeoutMs));
   await placeFlowTasks(
     tx,
     ctx.s,
     fresh.flatMap((w) => w.tasks),
   );
-  for (const p of plans) {
-    if (!inserted.has(p.workflow.id)) continue;
-    const roots = p.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name);
-    if (roots.length > 0) await activateWaits(tx, ctx, p.workflow.id, roots);
+  let roots: { from: Plan['tasks']; names: string[] } | undefined;
+  for (const [row, p] of plans.entries()) {
+    if (repeats.has(row) || taken.has(p.workflow.id)) continue;
+    if (roots?.from !== p.tasks) roots = { from: p.tasks, names: p.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name) };
+    if (roots.names.length > 0) await activateWaits(tx, ctx, p.workflow.id, roots.names);
   }
 }
 

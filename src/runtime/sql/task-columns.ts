@@ -79,6 +79,10 @@ const INSERTED: readonly (readonly [string, string, string?])[] = [
 export const TASK_INSERT = {
   columns: `workflow_id, created_at, ${INSERTED.map(([c]) => c).join(', ')}`,
   values: (workflowId: string, createdAt: string) => `${workflowId}, ${createdAt}, ${INSERTED.map(([c, , e]) => e ?? `x.${c}`).join(', ')}`,
+  /** The values as named columns (but the workflow id and the creation time), for a template stamped per workflow. */
+  named: INSERTED.map(([c, , e]) => `${e ?? `x.${c}`} AS ${c}`).join(', '),
+  /** The named columns, read from the template `r`. */
+  stamped: (r: string) => INSERTED.map(([c]) => `${r}.${c}`).join(', '),
   /** `ord` orders the insert (the order loads and status list tasks in); it is no column. */
   fields: `ord int, ${INSERTED.map(([c, t]) => `${c} ${t}`).join(', ')}`,
 };
