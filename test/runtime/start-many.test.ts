@@ -81,6 +81,15 @@ describe(`startMany: a batch of starts in one statement (${backend})`, () => {
     const tasks = await rows('tasks', 'workflow_id', batch);
     expect(tasks).toHaveLength(15);
     expect(tasks).toEqual(await rows('tasks', 'workflow_id', single));
+    // the tasks in the plan's order (their ids follow it, as reads order by them)
+    const order = async (ids: string[]) =>
+      (
+        await rt.db.query<{ names: string[] }>(
+          `SELECT array_agg(name ORDER BY id) AS names FROM "${rt.schema}".tasks WHERE workflow_id = ANY($1::text[]) GROUP BY workflow_id`,
+          [ids],
+        )
+      ).rows.map((r) => r.names);
+    expect(await order(batch)).toEqual(await order(single));
     // the root wait of each is active, as a single start makes it
     expect(tasks.filter((t) => t.name === 'e' && t.wait_started_at !== null)).toHaveLength(3);
 

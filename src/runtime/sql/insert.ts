@@ -136,7 +136,7 @@ export async function insertWorkflowBatch(
   const tasks = stamped
     ? (batch[0]?.tasks ?? []).map((t) => JSON.stringify(t))
     : JSON.stringify(batch.flatMap((w) => w.tasks.map((t) => ({ ...t, wid: w.id }))));
-  const { rows } = await q.query<{ taken: string[] }>(batchInsertSql(s, stamped), [
+  const { rows } = await q.query<{ taken: string[] }>(batchInsertSql(s, stamped ? (batch[0]?.tasks.length ?? 0) : null), [
     ids,
     keyed,
     inputs,
@@ -159,11 +159,12 @@ export async function insertWorkflowBatch(
 /**
  * The batch insert: $1-$5 the workflows' flat arrays (id, keyed, inputs, trace context, task count), $6 the task
  * rows (stamped: the template's, as jsonb[]; else a JSON list naming each row's workflow), $7 the schema, $8-$15
- * what the workflows share. Returns the business keys found taken.
+ * what the workflows share; `stamped` the template's task count (null: each workflow has its own rows). Returns the
+ * business keys found taken.
  */
-function batchInsertSql(s: string, stamped: boolean): string {
+function batchInsertSql(s: string, stamped: number | null): string {
   return `WITH ${
-    stamped
+    stamped !== null
       ? `template AS MATERIALIZED (
        SELECT x.ord, ${TASK_INSERT.named} FROM unnest($6::jsonb[]) AS e(row) CROSS JOIN LATERAL jsonb_to_record(e.row) AS x(${TASK_INSERT.fields})
      ), `
@@ -187,10 +188,11 @@ function batchInsertSql(s: string, stamped: boolean): string {
      ), tasks AS (
        INSERT INTO ${s}.tasks (${TASK_INSERT.columns})
        ${
-         stamped
+         stamped !== null
            ? `SELECT i.id, $13::timestamptz, ${TASK_INSERT.stamped('r')}
          FROM inserted i CROSS JOIN template r
-        ORDER BY i.id, r.ord`
+        -- a workflow's tasks in their order (a template of one task needs no sort)
+        ${stamped > 1 ? 'ORDER BY i.id, r.ord' : ''}`
            : `SELECT ${TASK_INSERT.values('x.wid', '$13::timestamptz')}
          FROM jsonb_to_recordset($6::jsonb) AS x(wid text, ${TASK_INSERT.fields})
         WHERE x.wid IN (SELECT id FROM inserted)
