@@ -7,6 +7,7 @@ rescues the attempt. A worker that dies mid-attempt stops heartbeating, and the 
 
 import json
 import logging
+import math
 import os
 import re
 import select
@@ -135,6 +136,8 @@ class Worker:
         self._stop_by: float | None = None
         self._claiming: Conn | None = None
         self._claim_unsure = False
+        # a write failed after the stop's grace: the later ones give up at once
+        self._unreachable_at_stop = False
         # where the last claim stopped in the queue's order (docs/protocol.md, "after"), and when one last began at its start
         self._after: Any = None
         self._from_start_at = 0.0
@@ -142,9 +145,11 @@ class Worker:
     # connections -------------------------------------------------------------------------------------------
 
     def _connect(self) -> Conn:
-        # every statement has a deadline and a silent network is noticed: keepalives and a connect timeout
+        # every statement has a deadline and a silent network is noticed: keepalives and a connect timeout (once
+        # stopping, no longer than the stop's bound: libpq counts whole seconds, and takes 2 as its least)
+        timeout = 10 if self._stop_by is None else max(2, min(10, math.ceil(self._call_deadline())))
         return psycopg.connect(
-            self.dsn, autocommit=True, connect_timeout=10, keepalives=1, keepalives_idle=5, keepalives_interval=2,
+            self.dsn, autocommit=True, connect_timeout=timeout, keepalives=1, keepalives_idle=5, keepalives_interval=2,
             keepalives_count=3, options=f"-c statement_timeout={self.statement_timeout_ms} -c lock_timeout={self.statement_timeout_ms}",
             application_name=f"braid-worker-py {self.id}"[:63],
         )
@@ -160,6 +165,13 @@ class Worker:
         first = time.monotonic()
         delay = 0.1
         while True:
+            if self._unreachable_at_stop and self._stop_by is not None and time.monotonic() > self._stop_by:
+                # past the stop's grace with the database already found silent: each write would wait out its own
+                # connect; what is left is the leader's to rescue
+                log.error("braid worker %s: giving up a write (the database did not answer during the stop)", self.id)
+                if give_up:
+                    give_up()
+                return None
             try:
                 c = self._conn()
                 with deadline(c, self._call_deadline()):
@@ -167,6 +179,7 @@ class Worker:
             # a connection lost mid-call can also surface as an InterfaceError (the connection closed under it)
             except (psycopg.OperationalError, psycopg.InterfaceError, psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as e:
                 stopped = self._stop_by is not None and time.monotonic() > self._stop_by
+                self._unreachable_at_stop = self._unreachable_at_stop or stopped
                 if stopped or time.monotonic() - first > self.dead_after:
                     log.error("braid worker %s: giving up a write (%s): braid's leader rescues its attempt", self.id, str(e).strip())
                     if give_up:
