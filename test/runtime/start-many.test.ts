@@ -69,15 +69,19 @@ describe(`startMany: a batch of starts in one statement (${backend})`, () => {
     const single: string[] = [];
     for (const i of inputs) single.push(await rt.start('stamped', i));
     const batch = (await rt.startMany('stamped', inputs)).map((s) => s.id);
-    // every column of both tables, read from the schema: a column added later is compared too
+    // every column of the tables, read from the schema: a column added later is compared too
     const rows = async (table: string, key: string, ids: string[]) => {
       const { rows } = await rt.db.query<{ r: Record<string, unknown> }>(
-        `SELECT to_jsonb(x) - ARRAY['id', 'workflow_id'] AS r FROM "${rt.schema}".${table} x WHERE ${key} = ANY($1::text[]) ORDER BY array_position($1::text[], ${key}), ${table === 'tasks' ? 'name' : 'id'}`,
+        `SELECT to_jsonb(x) - ARRAY['id', 'workflow_id'] AS r FROM "${rt.schema}".${table} x WHERE ${key} = ANY($1::text[]) ORDER BY array_position($1::text[], ${key}), ${{ workflows: 'id', tasks: 'name' }[table] ?? 'task, name'}`,
         [ids],
       );
       return rows.map((r) => r.r);
     };
     expect(await rows('workflows', 'id', batch)).toEqual(await rows('workflows', 'id', single));
+    // the root waits' timers, as single starts make them (a batch activates its roots' waits together)
+    const timers = await rows('timers', 'workflow_id', batch);
+    expect(timers).toHaveLength(3);
+    expect(timers).toEqual(await rows('timers', 'workflow_id', single));
     const tasks = await rows('tasks', 'workflow_id', batch);
     expect(tasks).toHaveLength(15);
     expect(tasks).toEqual(await rows('tasks', 'workflow_id', single));

@@ -7,7 +7,20 @@
  */
 import type { Queryable } from '../db/types.js';
 import { type Finalized, markCancelled, type SettleResult } from '../sql/advance.js';
-import { insertTimers, loadDepRows, loadWaitingTasks, loadWaitWorkflow, markWaitsStarted, notifyTimer, type WaitWorkflow } from '../sql/waits.js';
+import {
+  insertTimers,
+  insertTimersMany,
+  loadDepRows,
+  loadWaitingTasks,
+  loadWaitingTasksMany,
+  loadWaitWorkflow,
+  loadWaitWorkflows,
+  markWaitsStarted,
+  markWaitsStartedMany,
+  notifyTimer,
+  type WaitingTask,
+  type WaitWorkflow,
+} from '../sql/waits.js';
 import type { Emitted } from '../waits/gather.js';
 import { decideConditions } from './conditions.js';
 import type { AdvanceContext } from './context.js';
@@ -73,6 +86,28 @@ export async function activateWaits(q: Queryable, ctx: AdvanceContext, workflowI
   await insertTimers(q, ctx.s, workflowId, w.attempt, timers);
   if (timers.length > 0) await notifyTimer(q, ctx.schema, new Date(Math.min(...timers.map((t) => t.fire_at.getTime()))));
   return actOn(q, ctx, workflowId, await judgeOne(q, ctx, { w, tasks }));
+}
+
+/**
+ * activateWaits for new workflows whose tasks `names` wait with no deps and no condition (a batch start's roots):
+ * the same steps, each one statement for the whole batch rather than one per workflow, then the batch judged as a
+ * timer storm's is (evaluateWaitsBatch).
+ */
+export async function activateWaitsMany(q: Queryable, ctx: AdvanceContext, ids: readonly string[], names: readonly string[]): Promise<void> {
+  if (ids.length === 0 || names.length === 0) return;
+  await markWaitsStartedMany(q, ctx.s, ids, names, ctx.now);
+  const workflows = await loadWaitWorkflows(q, ctx.s, ids);
+  const waiting = new Map<string, WaitingTask[]>();
+  for (const t of await loadWaitingTasksMany(
+    q,
+    ctx.s,
+    ids.flatMap((workflow_id) => names.map((name) => ({ workflow_id, name }))),
+  ))
+    waiting.set(t.workflow_id, [...(waiting.get(t.workflow_id) ?? []), t]);
+  const timers = workflows.flatMap((w) => activationTimers(w, waiting.get(w.id) ?? [], []).map((t) => ({ ...t, workflow_id: w.id, attempt: w.attempt })));
+  await insertTimersMany(q, ctx.s, timers);
+  if (timers.length > 0) await notifyTimer(q, ctx.schema, new Date(timers.reduce((m, t) => Math.min(m, t.fire_at.getTime()), Infinity)));
+  await evaluateWaitsBatch(q, ctx, new Map(ids.map((id) => [id, names])));
 }
 
 /**

@@ -13,7 +13,7 @@ import { notifyTimer } from '../sql/waits.js';
 import { storedInputs } from '../sql/workflows.js';
 import { continued } from '../telemetry/tracing.js';
 import { MAX_START_BATCH } from '../wire/index.js';
-import { activateWaits } from './advance.js';
+import { activateWaits, activateWaitsMany } from './advance.js';
 import type { AdvanceContext, StartIn } from './context.js';
 import { isHeld, placeFlowTasks, taskRows } from './insert.js';
 import { startIn } from './start.js';
@@ -197,12 +197,25 @@ async function afterInsert(
     ctx.s,
     fresh.flatMap((w) => w.tasks),
   );
-  let roots: { from: Plan['tasks']; names: string[] } | undefined;
+  // root waits: those without a condition activated a batch at a time per set of names, the others one by one
+  const batched = new Map<string, { names: string[]; ids: string[] }>();
+  let roots: { from: Plan['tasks']; names: string[]; conditioned: boolean } | undefined;
   for (const [row, p] of plans.entries()) {
     if (repeats.has(row) || taken.has(p.workflow.id)) continue;
-    if (roots?.from !== p.tasks) roots = { from: p.tasks, names: p.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name) };
-    if (roots.names.length > 0) await activateWaits(tx, ctx, p.workflow.id, roots.names);
+    if (roots?.from !== p.tasks) {
+      const held = p.tasks.filter((t) => isHeld(t) && t.deps.length === 0);
+      roots = { from: p.tasks, names: held.map((t) => t.name), conditioned: held.some((t) => t.when !== null) };
+    }
+    if (roots.names.length === 0) continue;
+    if (roots.conditioned) await activateWaits(tx, ctx, p.workflow.id, roots.names);
+    else {
+      const key = roots.names.join('\u0000');
+      const group = batched.get(key) ?? { names: roots.names, ids: [] };
+      group.ids.push(p.workflow.id);
+      batched.set(key, group);
+    }
   }
+  for (const group of batched.values()) await activateWaitsMany(tx, ctx, group.ids, group.names);
 }
 
 /** Runs fn for row `row` of a batch; what it throws is said as that row's. */

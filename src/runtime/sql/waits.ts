@@ -48,10 +48,15 @@ export async function loadWaitWorkflow(q: Queryable, s: string, id: string, opti
 
 /** Marks waits active: their deps are satisfied as of now (a wait already active keeps its start). */
 export async function markWaitsStarted(q: Queryable, s: string, workflowId: string, names: readonly string[], now: Date): Promise<void> {
+  await markWaitsStartedMany(q, s, [workflowId], names, now);
+}
+
+/** markWaitsStarted for the same task names of many workflows (a batch start's root waits). */
+export async function markWaitsStartedMany(q: Queryable, s: string, ids: readonly string[], names: readonly string[], now: Date): Promise<void> {
   await q.query(
     `UPDATE ${s}.tasks SET wait_started_at = $3
-      WHERE workflow_id = $1 AND name = ANY($2::text[]) AND state = 'pending' AND wait IS NOT NULL AND deps_left = 0 AND wait_started_at IS NULL`,
-    [workflowId, names, now],
+      WHERE workflow_id = ANY($1::text[]) AND name = ANY($2::text[]) AND state = 'pending' AND wait IS NOT NULL AND deps_left = 0 AND wait_started_at IS NULL`,
+    [ids, names, now],
   );
 }
 
@@ -112,12 +117,26 @@ export async function insertTimers(
   attempt: number,
   timers: { task: string; name: string; fire_at: Date }[],
 ): Promise<void> {
+  await insertTimersMany(
+    q,
+    s,
+    timers.map((t) => ({ ...t, workflow_id: workflowId, attempt })),
+  );
+}
+
+/** Timers of many workflows' waits, each of its workflow's attempt (an existing one is kept). */
+export async function insertTimersMany(
+  q: Queryable,
+  s: string,
+  timers: readonly { workflow_id: string; attempt: number; task: string; name: string; fire_at: Date }[],
+): Promise<void> {
   if (timers.length === 0) return;
   await q.query(
     `INSERT INTO ${s}.timers (workflow_id, task, name, attempt, fire_at)
-     SELECT $1, x.task, x.name, $2, x.fire_at FROM jsonb_to_recordset($3::jsonb) AS x(task text, name text, fire_at timestamptz)
+     SELECT x.workflow_id, x.task, x.name, x.attempt, x.fire_at
+       FROM jsonb_to_recordset($1::jsonb) AS x(workflow_id text, task text, name text, attempt int, fire_at timestamptz)
      ON CONFLICT (workflow_id, task, name) DO NOTHING`,
-    [workflowId, attempt, JSON.stringify(timers)],
+    [JSON.stringify(timers)],
   );
 }
 
