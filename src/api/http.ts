@@ -168,17 +168,25 @@ export class SseStream {
   }
 
   send(event: string, data: unknown, id?: number | string): void {
-    if (this.closed) return;
-    this.res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    if (this.open) this.res.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
   comment(text: string): void {
-    if (!this.closed) this.res.write(`: ${text}\n\n`);
+    if (this.open) this.res.write(`: ${text}\n\n`);
   }
 
+  /**
+   * Ends the stream; nothing is written after (a read that finishes between the end and the response's 'close'
+   * event wrote after the end, an uncaught error that ended the server).
+   */
   close(): void {
+    this.closed = true;
     clearInterval(this.heartbeat);
     clearInterval(this.recheck);
-    this.res.end();
+    if (!this.res.writableEnded) this.res.end();
+  }
+
+  private get open(): boolean {
+    return !this.closed && !this.res.writableEnded && !this.res.destroyed;
   }
 }
