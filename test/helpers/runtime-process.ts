@@ -27,6 +27,10 @@ interface Config {
    * tenant it saw in flight in live processes as it began), marked done as it ends.
    */
   holdingTable?: string;
+  /** Claimed beyond the free slots (the runtime's prefetch). */
+  prefetch?: number;
+  /** `flaky` handlers fail this share of their attempts (0-1) at random, each recorded in `table` (which then has an `ok` column). */
+  failRate?: number;
 }
 
 const config = JSON.parse(process.env.BRAID_PROC ?? '{}') as Config;
@@ -49,6 +53,7 @@ const rt = createRuntime({
   database: db,
   schema: config.schema,
   queues: { default: config.concurrency ?? 10 },
+  prefetch: config.prefetch ?? 0,
   pollIntervalMs: 100,
   ...timings,
   logger: consoleLogger((line) => process.stdout.write(`[${process.pid}] ${Date.now()} ${line}\n`)),
@@ -65,6 +70,20 @@ const rt = createRuntime({
       if (config.log) ctx.log.info('working', { pid: process.pid });
       await new Promise((r) => setTimeout(r, sleepMs()));
       return { pid: process.pid };
+    },
+    // each attempt recorded with whether it will fail (the table has an `ok` column), before it ends
+    flaky: async (_args, ctx) => {
+      const ok = Math.random() >= (config.failRate ?? 0);
+      await db.query(`INSERT INTO ${config.table} (workflow_id, task, attempt, pid, ok) VALUES ($1, $2, $3, $4, $5)`, [
+        ctx.workflowId,
+        ctx.taskName,
+        ctx.attempt,
+        process.pid,
+        ok,
+      ]);
+      if (!ok) throw new Error(`flaky: attempt ${ctx.attempt} fails`);
+      await new Promise((r) => setTimeout(r, sleepMs()));
+      return {};
     },
     limited: async (args, ctx) => {
       const tenant = (args as { tenant: string }).tenant;

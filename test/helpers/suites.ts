@@ -32,6 +32,7 @@ export const HEAVY = [
   'test/deploy/upgrade-faults.test.ts',
   'test/runtime/busy-handler.test.ts',
   'test/runtime/faults.test.ts',
+  'test/runtime/for-each-kills.test.ts',
   'test/runtime/flow-processes.test.ts',
   'test/runtime/multi-process.test.ts',
   'test/runtime/schedule-processes.test.ts',
