@@ -94,7 +94,16 @@ export class Attempt {
         if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
           const running = Promise.resolve(result as PromiseLike<unknown>);
           this.pending = running;
-          running.then(resolve, reject).finally(() => (this.pending = undefined));
+          running.then(
+            (value) => {
+              this.pending = undefined;
+              resolve(value);
+            },
+            (error: unknown) => {
+              this.pending = undefined;
+              reject(error);
+            },
+          );
         } else resolve(result);
       } catch (error) {
         reject(error);

@@ -138,7 +138,9 @@ export class Executor {
       // every chunk stored before the end is: a reader that sees the task ended has read them all
       if (attempt.streams) await attempt.streams.close(attempt.tx?.queryable);
       // inside the handler's own transaction while it is open (the embedded database runs one at a time)
-      const json = await this.outputs.accept(task, output, attempt.tx?.queryable ?? this.o.db, attempt.secrets());
+      // answered at once for nearly every task: an await only where a look-up or a check is pending
+      const accepted = this.outputs.accept(task, output, attempt.tx?.queryable ?? this.o.db, attempt.secrets());
+      const json = accepted instanceof Promise ? await accepted : accepted;
       // stored as text from here: a large value can be collected while its completion commits
       output = undefined;
       if (attempt.log) await this.logs.end(attempt.log, attempt.tx?.queryable);
@@ -270,29 +272,11 @@ export class Executor {
     void running.then(settled('settled'), settled('failed'));
   }
 
-  /**
-   * Whether the task's kind has a `returns` in some registered version: the kinds are read once, then again
-   * when a look finds them older than TYPED_KINDS_MS (in the background), so a task of a kind without one
-   * costs no statement and no wait.
-   */
   /** Commits an attempt's completion: in the handler's own transaction, with its extensions, or in a batch. */
-  private async persistCompletion(attempt: Attempt, json: StoredOutput): Promise<CompletionEnd> {
-    const { task, ref } = attempt;
+  private persistCompletion(attempt: Attempt, json: StoredOutput): Promise<CompletionEnd> {
+    if (attempt.tx || attempt.extensions.length > 0) return this.persistApart(attempt, json);
+    const { task } = attempt;
     const output = json.value;
-    if (attempt.tx) {
-      // the handler's own writes are in that transaction: when it cannot commit they are gone, and the attempt
-      // is an error (it runs again by the retry rules), not a completion to try again
-      try {
-        await attempt.tx.commit(json, attempt.extensions);
-        return 'committed';
-      } catch (error) {
-        return { error: new Error(`its transaction did not commit (${errorMessage(error)})`) };
-      }
-    }
-    if (attempt.extensions.length > 0) {
-      const end = await this.ends.retry(task, () => this.completeExtending(ref, json, attempt.extensions));
-      return end === 'done' ? 'committed' : end;
-    }
     return this.completer.complete(
       {
         workflowId: task.workflow_id,
@@ -307,6 +291,22 @@ export class Executor {
       },
       task,
     );
+  }
+
+  /** A completion in the handler's own transaction, or with the tasks it added: outside the batch. */
+  private async persistApart(attempt: Attempt, json: StoredOutput): Promise<CompletionEnd> {
+    if (attempt.tx) {
+      // the handler's own writes are in that transaction: when it cannot commit they are gone, and the attempt
+      // is an error (it runs again by the retry rules), not a completion to try again
+      try {
+        await attempt.tx.commit(json, attempt.extensions);
+        return 'committed';
+      } catch (error) {
+        return { error: new Error(`its transaction did not commit (${errorMessage(error)})`) };
+      }
+    }
+    const end = await this.ends.retry(attempt.task, () => this.completeExtending(attempt.ref, json, attempt.extensions));
+    return end === 'done' ? 'committed' : end;
   }
 
   /** A completion that adds tasks: the extension and the completion commit together, outside the batch. */

@@ -47,17 +47,23 @@ export class OutputRules {
 
   /**
    * The output checked and made storable (a value holding one of the attempt's `secrets` sealed, as its args
-   * are); an OutputError (output_too_large, output_invalid) otherwise.
+   * are); an OutputError (output_too_large, output_invalid) otherwise. A task of a kind without rules and with
+   * no secrets (nearly every one) is answered at once, not through a promise.
    */
-  async accept(task: FetchedTask, output: unknown, q: Queryable, secrets = Secrets.none): Promise<StoredOutput> {
-    const json = await this.checked(task, output, q);
+  accept(task: FetchedTask, output: unknown, q: Queryable, secrets = Secrets.none): StoredOutput | Promise<StoredOutput> {
+    const applies = this.applies(task, q);
+    if (applies === false && secrets.size === 0) return this.sized(output, this.o.maxOutputBytes, task);
+    return this.acceptRuled(task, output, q, secrets, applies);
+  }
+
+  private async acceptRuled(task: FetchedTask, output: unknown, q: Queryable, secrets: Secrets, applies: boolean | Promise<boolean>): Promise<StoredOutput> {
+    const json = await this.checked(task, output, q, await applies);
     if (secrets.size === 0) return json;
     return toJsonOutput(sealMatching(json.value ?? JSON.parse(json.text), secrets.clear, this.o.dataKeys!));
   }
 
-  private async checked(task: FetchedTask, output: unknown, q: Queryable): Promise<StoredOutput> {
-    const rules = (await this.applies(task, q)) ? await this.rulesFor(task, q) : undefined;
-    const limit = rules?.max_output ?? this.o.maxOutputBytes;
+  /** The output as JSON, refused when over its limit. */
+  private sized(output: unknown, limit: number, task: FetchedTask): StoredOutput {
     const json = toJsonOutput(output);
     if (json.bytes > limit) {
       throw new OutputError(
@@ -66,6 +72,12 @@ export class OutputRules {
         'output_too_large',
       );
     }
+    return json;
+  }
+
+  private async checked(task: FetchedTask, output: unknown, q: Queryable, applies: boolean): Promise<StoredOutput> {
+    const rules = applies ? await this.rulesFor(task, q) : undefined;
+    const json = this.sized(output, rules?.max_output ?? this.o.maxOutputBytes, task);
     if (rules?.returns) {
       const { describeOutputProblems } = await outputChecker();
       json.value ??= JSON.parse(json.text);

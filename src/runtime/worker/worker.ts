@@ -225,7 +225,7 @@ export class Worker {
     const q = this.perQueue.get(queue)!;
     if (this.stopping || this.beat.lost) return;
     const concurrency = this.o.queues[queue];
-    while (q.active < concurrency && q.buffer.length > 0) this.run(q.buffer.shift()!);
+    while (q.active < concurrency && q.buffer.length > 0) void this.run(q.buffer.shift()!);
     if (q.fetching >= MAX_FETCHES_IN_FLIGHT || !q.more || this.kinds.length === 0) return;
     // the database failed the last fetch: wait for the backoff's timer rather than spin
     if (Date.now() < this.fetchPausedUntil) return;
@@ -282,21 +282,20 @@ export class Worker {
     this.fetchRetry.unref();
   }
 
-  /** Runs one claimed attempt in a slot of its queue. */
-  private run(task: FetchedTask): void {
+  /** Runs one claimed attempt in a slot of its queue, then its bookkeeping (one promise an attempt). */
+  private async run(task: FetchedTask): Promise<void> {
     const q = this.perQueue.get(task.queue)!;
     q.active++;
     const attempt = new Attempt(task, this.o.id);
     this.running.set(attempt.key, attempt);
     let committed = true;
-    void this.executor
-      .execute(attempt, this.handlers, () => this.releaseSlot(q, task.queue))
-      .then((c) => (committed = c))
-      .finally(() => {
-        attempt.dispose();
-        this.running.delete(attempt.key);
-        this.claims.ended(task, committed);
-      });
+    try {
+      committed = await this.executor.execute(attempt, this.handlers, () => this.releaseSlot(q, task.queue));
+    } finally {
+      attempt.dispose();
+      this.running.delete(attempt.key);
+      this.claims.ended(task, committed);
+    }
   }
 
   private track<T>(p: Promise<T>): void {
@@ -339,7 +338,7 @@ export class Worker {
     } finally {
       for (const [queue, n] of Object.entries(slots)) this.perQueue.get(queue)!.reserved -= n;
     }
-    for (const task of this.claims.track(result.claimed, result.claim)) this.run(task);
+    for (const task of this.claims.track(result.claimed, result.claim)) void this.run(task);
     await result.followUp().catch((error: unknown) => this.o.log.warn(`advancing after a completion failed (the leader finishes it): ${errorMessage(error)}`));
     return new Set(result.skipped);
   }
