@@ -34,7 +34,6 @@ export type AttemptEnv = RuntimeContext;
  * settles the attempt at once, even when the handler ignores the abort; a cancelled workflow only aborts.
  */
 export class Attempt {
-  readonly key: string;
   readonly ref: AttemptRef;
   /** The handler's transaction, once it opened one with ctx.transaction(). */
   tx?: AttemptTransaction;
@@ -61,8 +60,6 @@ export class Attempt {
     readonly task: FetchedTask,
     workerId: string,
   ) {
-    // with the attempt: a lost attempt's handler may still run here when the task's next attempt starts
-    this.key = `${task.workflow_id}\u0000${task.name}\u0000${task.attempt}`;
     this.ref = attemptRef(task, workerId);
   }
 

@@ -17,6 +17,10 @@ interface ClaimTracker {
   stuck: number;
 }
 
+/** Where a claimed task keeps its claim's tracker: a property of its own (a WeakMap entry per task cost the collector more). */
+const CLAIM = Symbol('claim');
+type Tracked = FetchedTask & { [CLAIM]?: ClaimTracker };
+
 /**
  * The claims a worker holds: which claim each attempt came in, which claims have ended (their rows are
  * deleted with the next fetch, heartbeat or stop), and when claiming statements failed in transit (one may
@@ -27,7 +31,6 @@ export class ClaimLedger {
   readonly known = new Set<string>();
   /** Times of claiming statements whose reply was lost. */
   uncertain: Date[] = [];
-  private readonly claimOf = new WeakMap<FetchedTask, ClaimTracker>();
   private settled: string[] = [];
 
   constructor(private readonly o: { db: Database; s: string; id: string; log: Logger }) {}
@@ -37,27 +40,27 @@ export class ClaimLedger {
     if (claim !== null && tasks.length > 0) {
       this.known.add(claim);
       const tracker: ClaimTracker = { id: claim, open: tasks.length, stuck: 0 };
-      for (const t of tasks) this.claimOf.set(t, tracker);
+      for (const t of tasks as Tracked[]) t[CLAIM] = tracker;
     }
     return tasks;
   }
 
   /** An attempt ended: `committed` says whether its end (completion, failure, release) reached the database. */
-  ended(task: FetchedTask, committed: boolean): void {
-    const tracker = this.claimOf.get(task);
+  ended(task: Tracked, committed: boolean): void {
+    const tracker = task[CLAIM];
     if (!tracker) return;
     tracker.open--;
     // an attempt whose end did not commit still runs for this worker: its claim stays until it is rescued
-    if (committed) this.claimOf.delete(task);
+    if (committed) task[CLAIM] = undefined;
     else tracker.stuck++;
     this.check(tracker);
   }
 
   /** An attempt whose end did not commit is no longer running for this worker (the leader rescued it). */
-  unstick(task: FetchedTask): void {
-    const tracker = this.claimOf.get(task);
+  unstick(task: Tracked): void {
+    const tracker = task[CLAIM];
     if (!tracker) return;
-    this.claimOf.delete(task);
+    task[CLAIM] = undefined;
     tracker.stuck--;
     this.check(tracker);
   }

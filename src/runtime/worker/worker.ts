@@ -45,7 +45,7 @@ export interface WorkerOptions extends ExecutorOptions {
  * and completes attempts in batches (each task's completion, output and dependents' advancement atomic).
  */
 export class Worker {
-  private readonly running = new Map<string, Attempt>();
+  private readonly running = new Set<Attempt>();
   private readonly perQueue = new Map<string, QueueState>();
   /** Fetches failed in a row, and until when fetching pauses (the database is unreachable). */
   private fetchFailures = 0;
@@ -87,7 +87,7 @@ export class Worker {
       ends: this.ends,
       onLost: () => this.fence(),
       onBack: () => this.wakeAll(),
-      running: () => [...this.running.values()].map((r) => `${r.task.kind} of ${r.task.workflow_id}`),
+      running: () => [...this.running].map((r) => `${r.task.kind} of ${r.task.workflow_id}`),
     });
   }
 
@@ -95,7 +95,7 @@ export class Worker {
   private fence(): { aborted: number; dropped: number } {
     const dropped = [...this.perQueue.values()].reduce((n, q) => n + q.buffer.splice(0).length, 0);
     const aborted = this.running.size;
-    for (const r of this.running.values()) r.abort(new FencedAbort());
+    for (const r of this.running) r.abort(new FencedAbort());
     return { aborted, dropped };
   }
 
@@ -183,7 +183,7 @@ export class Worker {
   /** Workflows (or one task) were cancelled: their running handlers are aborted, their prefetched attempts end cancelled. */
   private cancelled(workflowIds: ReadonlySet<string>, task?: string): void {
     const hit = (t: FetchedTask) => workflowIds.has(t.workflow_id) && (task === undefined || t.name === task);
-    for (const r of this.running.values()) if (hit(r.task)) r.abort(new TaskCancelled(task ? 'attempt cancelled' : 'workflow cancelled'));
+    for (const r of this.running) if (hit(r.task)) r.abort(new TaskCancelled(task ? 'attempt cancelled' : 'workflow cancelled'));
     for (const q of this.perQueue.values()) {
       const cancelled = q.buffer.filter(hit);
       if (cancelled.length === 0) continue;
@@ -205,7 +205,7 @@ export class Worker {
   private resume(): void {
     if (this.stopping) return;
     this.wakeAll();
-    const held = [...this.running.values()].map((r) => r.task).concat([...this.perQueue.values()].flatMap((q) => q.buffer));
+    const held = [...this.running].map((r) => r.task).concat([...this.perQueue.values()].flatMap((q) => q.buffer));
     if (held.length === 0) return;
     void cancelRequested(
       this.o.db,
@@ -287,13 +287,13 @@ export class Worker {
     const q = this.perQueue.get(task.queue)!;
     q.active++;
     const attempt = new Attempt(task, this.o.id);
-    this.running.set(attempt.key, attempt);
+    this.running.add(attempt);
     let committed = true;
     try {
       committed = await this.executor.execute(attempt, this.handlers, () => this.releaseSlot(q, task.queue));
     } finally {
       attempt.dispose();
-      this.running.delete(attempt.key);
+      this.running.delete(attempt);
       this.claims.ended(task, committed);
     }
   }
@@ -366,7 +366,7 @@ export class Worker {
       ),
     );
     while (this.running.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    for (const r of this.running.values()) r.abort(new ShutdownAbort());
+    for (const r of this.running) r.abort(new ShutdownAbort());
     // aborted attempts still record their end (released to run again)
     const settled = async () => {
       while (this.running.size > 0) await new Promise((r) => setTimeout(r, 5));
