@@ -5,6 +5,7 @@ export interface PlanNode {
   'Index Name'?: string;
   'Actual Loops'?: number;
   'Rows Removed by Join Filter'?: number;
+  'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { bounded, destroySocket, PgListener } from './pg-listener.js';
+import { plannerOptions } from './planner.js';
 import { parseOpened, parseOpenedKeeping, parseRedacted } from './sealing.js';
 import {
   type Database,
@@ -180,12 +181,9 @@ export function createPostgres(options: PostgresOptions): Database {
     : { ...bounds, ...(options.pool.options as pg.ClientConfig) };
   const max = own ? (options.max ?? 10) : (options.pool.options.max ?? 10);
   const pool = own ? new pg.Pool({ ...connection, max, application_name: options.applicationName ?? 'braid' }) : options.pool;
-  // braid's hot statements (claims, completions) run on connections of their own that always use a generic
-  // plan: re-planning them on every call cost about a tenth of the database's time per task, and their key
-  // lookups plan the same whatever the values. A generic plan made while the tables are small (or their
-  // statistics stale) would keep scanning them whole in a nested loop once a fan-out makes hundreds of
-  // dependents ready at once; priced as on SSDs, key lookups win that choice. Everything else, handlers'
-  // own SQL included, keeps the server's settings.
+  // braid's hot statements (claims, completions) run on connections of their own, planned as planner.ts says
+  // (one generic plan, no table read whole) and priced as on SSDs. Everything else, handlers' own SQL included,
+  // keeps the server's settings.
   const hot = new pg.Pool({
     ...connection,
     max: Math.min(4, max),
@@ -193,7 +191,7 @@ export function createPostgres(options: PostgresOptions): Database {
     // braid's statements only: a transaction of its own left idle (its client gone quiet) is ended by the server,
     // and a statement outliving its client-side deadline (its client gone) is cancelled there too
     options:
-      `-c plan_cache_mode=force_generic_plan -c random_page_cost=1.1 -c idle_in_transaction_session_timeout=${Math.max(60_000, deadlineMs * 3)}` +
+      `${plannerOptions()} -c random_page_cost=1.1 -c idle_in_transaction_session_timeout=${Math.max(60_000, deadlineMs * 3)}` +
       (deadlineMs > 0 ? ` -c statement_timeout=${deadlineMs + 1000}` : ''),
   });
   // an idle client dropping (server restart) must not kill the process; the next query reconnects

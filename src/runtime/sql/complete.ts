@@ -170,18 +170,16 @@ async function completeBatch(
 }
 
 /**
- * The batch's attempts (items), the workflows' locks, the large output sent apart ($4) and the completed tasks
- * (done): both variants open so. Each task is found by address: the claimed row version's, or its key's
- * looked up one by one, so no plan scans the tasks table for the batch; the update joins the batch on the
- * address (by the claim's) or on the key (by the key's: a row that moved meanwhile is followed and checked
- * again). The workflows' locks are taken once, before any task row is written (a semi-join to them went
- * quadratic: 124,750 rows compared to complete 500 one-task workflows).
+ * The batch's attempts (items), the large output sent apart ($4) and the completed tasks (done): both variants
+ * open so. Each task is found by address: the claimed row version's, or its key's looked up one by one, so no
+ * plan scans the tasks table for the batch; the update joins the batch on the address (by the claim's) or on the
+ * key (by the key's: a row that moved meanwhile is followed and checked again). The workflows' locks are taken
+ * by the protocol's complete() in a statement of its own before this one (protocol.ts), so this statement's
+ * snapshot already sees every change their holders made: an address it looks up is the row's current one.
  */
 function completionHead(s: string, byTid: boolean, returning: string): string {
   const tid = byTid ? `(a->>2)::tid` : `(SELECT x.ctid FROM ${s}.tasks x WHERE x.workflow_id = g.workflow_id AND x.name = a->>0)`;
-  return `WITH locked AS (
-       SELECT id FROM ${s}.workflows WHERE id = ANY($3::text[]) ORDER BY id FOR UPDATE
-     ), apart AS MATERIALIZED (
+  return `WITH apart AS MATERIALIZED (
        SELECT $4::text::jsonb AS output
      ), items AS MATERIALIZED (
        SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, ${tid} AS tid,
@@ -194,8 +192,6 @@ function completionHead(s: string, byTid: boolean, returning: string): string {
          FROM items v
         WHERE t.ctid = ANY(ARRAY(SELECT tid FROM items WHERE tid IS NOT NULL)) AND ${byTid ? 't.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id
           AND t.name = v.name AND t.attempt = v.attempt AND t.worker_id = v.worker_id
-          -- once, before any task row is written: the workflows' locks first
-          AND (SELECT count(*) FROM locked) >= 0
         ${returning}`;
 }
 
@@ -246,24 +242,24 @@ export function completionSql(s: string, byTid: boolean): string {
          FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep
         WHERE cardinality(d.dependents) > 0 GROUP BY 1, 2
      ), eager AS MATERIALIZED (
+       -- each dependent read by its key (a lateral look-up: no plan can scan the tasks for the edges)
        SELECT r.workflow_id, r.name FROM (
          SELECT t.workflow_id, t.name, l.n, row_number() OVER (PARTITION BY t.queue ORDER BY t.priority, t.id) AS rank
            FROM edges e
-           JOIN ${s}.tasks t ON t.workflow_id = e.w AND t.name = e.n
+           CROSS JOIN LATERAL (SELECT * FROM ${s}.tasks y WHERE y.workflow_id = e.w AND y.name = e.n LIMIT 1) t
            JOIN jsonb_to_recordset($5::jsonb) AS l(queue text, n int) ON l.queue = t.queue
           WHERE t.state = 'pending' AND t.deps_left = e.c AND NOT ${heldSql('t')} AND t.scheduled_at <= $2 AND t.kind = ANY($6::text[])
             AND NOT ${pausedTaskSql(s, 't')} AND t.flow IS NULL /* a task with flow control is claimed by flow_pick() alone */) r
         WHERE r.rank <= r.n
-     ), advanced AS (
-       ${moveDependentsSql(s, {
-         edges: 'edges',
-         now: '$2',
-         eager: { claimed: 'eager', workerId: '$7' },
-         returning: `t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
+     ), ${moveDependentsSql(s, {
+       name: 'advanced',
+       edges: 'edges',
+       now: '$2',
+       eager: { claimed: 'eager', workerId: '$7' },
+       returning: (edge) => `t.workflow_id, t.name, t.template, t.kind, t.queue, t.state, t.attempt, t.max_attempts, t.args, t.deps,
                   t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid, NULL::text AS flow_error,
-                  (x.name IS NOT NULL) AS claimed, ${activatedSql('t', 'e')} AS activated`,
-       })}
-     ), recorded AS (
+                  ${edge.claimed} AS claimed, ${activatedSql('t', edge)} AS activated`,
+     })}, recorded AS (
        ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$7', '$2')}
      ), ${countedSql(s)}
      SELECT ${SKIPPED_SQL},

@@ -1,3 +1,4 @@
+import { PLANNER_SETTINGS } from '../db/planner.js';
 import type { Queryable } from '../db/types.js';
 import { completionSql, leanCompletionSql } from './complete.js';
 import { fetchSql } from './fetch.js';
@@ -40,14 +41,20 @@ function unquote(s: string): string {
   return s.startsWith('"') ? s.slice(1, -1).replaceAll('""', '"') : s;
 }
 
+/** The protocol functions' planner settings (db/planner.ts), as a function definition's SET clauses. */
+const settingsSql = () =>
+  Object.entries(PLANNER_SETTINGS)
+    .map(([name, value]) => `SET ${name} = ${value}`)
+    .join(' ');
+
 /**
  * The claim and the completion as protocol functions: their bodies are the tuned statements of fetch.ts and
  * complete.ts, written once (the migration that installs them names this text's hash, so a change to either
  * statement reaches databases through a new migration). plpgsql keeps each statement's plan for the session;
- * the planner is held to generic plans, as braid's own connections are, whoever calls.
+ * the planner is held to PLANNER_SETTINGS, as braid's own hot connections are, whoever calls.
  */
 export function generatedProtocolSql(s: string): string {
-  const head = `LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+  const head = `LANGUAGE plpgsql VOLATILE ${settingsSql()} AS $fn$
 #variable_conflict use_column
 BEGIN`;
   return `CREATE OR REPLACE FUNCTION ${s}.claim(p_queue text, p_kinds text[], p_limit int, p_worker text, p_now timestamptz, p_forget bigint[],
@@ -60,6 +67,10 @@ $fn$;
 CREATE OR REPLACE FUNCTION ${s}.complete(p_attempts jsonb, p_now timestamptz, p_workflows text[], p_output_text text, p_slots jsonb, p_kinds text[],
                                           p_worker text, p_by_tid boolean, p_lean boolean)
 RETURNS TABLE (skipped json, claimed json, claim text, finalize json, activated json) ${head}
+  -- the workflows' locks first, in id order, in a statement of their own: the completion's statement then takes
+  -- its snapshot with them held, so the rows it looks up by key are their current versions (one taken before a
+  -- wait for a lock found rows another completion had moved since, and its update skipped them)
+  PERFORM 1 FROM ${s}.workflows WHERE id = ANY(p_workflows) ORDER BY id FOR UPDATE;
   IF p_lean AND p_by_tid THEN
     RETURN QUERY ${leanCompletionSql(s, true)};
   ELSIF p_lean THEN
