@@ -90,12 +90,20 @@ describe(`maintenance services, one runOnce at a time (${backend})`, () => {
     const stalled = new Promise<void>((r) => {
       resume = r;
     });
+    let locked = () => {};
+    const holding = new Promise<void>((r) => {
+      locked = r;
+    });
     // a's fenced write, its process stalled with the transaction open (the share lock on the lease held)
     const write = rt.db.transaction(async (tx) => {
-      expect(await holdsLease(tx, s, 'a', 1, 300)).toBe(true);
+      const held = await holdsLease(tx, s, 'a', 1, 300);
+      locked();
+      expect(held).toBe(true);
       await stalled;
       await tx.query('SELECT 1');
     });
+    // b's election starts only once a holds the lock (else b may take the expired lease first)
+    await holding;
     // b, once a's lease expired, waits for that lock: the server ends a's transaction after 300 ms idle
     expect(await electLeader(rt.db, s, 'b', 300, new Date(now.getTime() + 1000))).toBe(2);
     resume();

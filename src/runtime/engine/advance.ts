@@ -112,18 +112,19 @@ export async function activateWaitsMany(q: Queryable, ctx: AdvanceContext, ids: 
 
 /**
  * Judges a workflow's active waits again: those named (a timer fired), or those that declare `key` (a signal).
- * `known` spares reads the caller already made: the workflow row, and the signal just emitted.
+ * `known` spares reads the caller already made: the workflow row, the signal just emitted, and the tasks waiting on
+ * its key (read with it).
  */
 export async function evaluateWaits(
   q: Queryable,
   ctx: AdvanceContext,
   workflowId: string,
   filter: { names?: readonly string[]; key?: string },
-  known: { workflow?: WaitWorkflow; emitted?: Emitted } = {},
+  known: { workflow?: WaitWorkflow; emitted?: Emitted; tasks?: WaitingTask[] } = {},
 ): Promise<WaitPass> {
   const w = known.workflow ?? (await loadWaitWorkflow(q, ctx.s, workflowId));
   if (w?.state !== 'running') return empty();
-  const tasks = await loadWaitingTasks(q, ctx.s, workflowId, filter);
+  const tasks = known.tasks ?? (await loadWaitingTasks(q, ctx.s, workflowId, filter));
   return tasks.length === 0 ? empty() : actOn(q, ctx, workflowId, await judgeOne(q, ctx, { w, tasks, emitted: known.emitted }));
 }
 

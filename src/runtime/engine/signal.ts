@@ -97,8 +97,8 @@ export async function emitSignal(
       traceContext: continued(span, caller),
     });
     if (!inserted) throw new UnknownSignalKeyError(workflowId, key, await waitedKeys(q, ctx.s, workflowId));
-    const { row: signal, previousId } = inserted;
-    const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId } });
+    const { row: signal, previousId, waiting } = inserted;
+    const pass = await evaluateWaits(q, ctx, workflowId, { key }, { workflow: w, emitted: { row: signal, previousId }, tasks: waiting });
     ctx.tracing?.end(span, undefined, { 'braid.signal.id': signal.id, 'braid.wait.resolved': pass.resolved });
     return { signal, replayed: false, resolved: pass.resolved };
   } catch (error) {

@@ -3,14 +3,16 @@ import type { Queryable } from '../db/types.js';
 import type { SignalRow } from '../waits/decide.js';
 import type { WaitEvidence } from '../waits/records.js';
 import type { SignalPage } from '../wire/index.js';
+import { type WaitingTask, waitingTasksOfJson, waitingTasksSql } from './waits.js';
 
 export type { SignalPage };
 
 const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 
 /**
- * Stores a signal; also returns the last id of its key before it. The caller holds the workflow's lock, so
- * this statement's snapshot (taken after the lock) shows every earlier row of the workflow.
+ * Stores a signal; also returns the last id of its key before it, and the workflow's tasks waiting on its key
+ * (read in the same statement: the emit's next step judges them, one round trip fewer). The caller holds the
+ * workflow's lock, so this statement's snapshot (taken after the lock) shows every earlier row of the workflow.
  */
 export async function insertSignal(
   q: Queryable,
@@ -26,14 +28,15 @@ export async function insertSignal(
     anyKey: boolean;
     traceContext?: string | null;
   },
-): Promise<{ row: SignalRow; previousId: string } | undefined> {
+): Promise<{ row: SignalRow; previousId: string; waiting: WaitingTask[] } | undefined> {
   // only a key some task of the workflow waits on (unless anyKey): checked in the same statement, after the lock
-  const { rows } = await q.query<SignalRow & { previous_id: string | null }>(
+  const { rows } = await q.query<SignalRow & { previous_id: string | null; waiting: Parameters<typeof waitingTasksOfJson>[0] }>(
     `WITH previous AS (SELECT max(id)::text AS id FROM ${s}.signals WHERE workflow_id = $1 AND key = $3)
      INSERT INTO ${s}.signals (workflow_id, attempt, key, payload, source, idempotency_key, created_at, trace_context)
      SELECT $1::text, $2::int, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::timestamptz, $9::text
       WHERE $8::boolean OR EXISTS (SELECT 1 FROM ${s}.tasks WHERE workflow_id = $1::text AND $3::text = ANY(wait_keys))
-     RETURNING ${COLUMNS}, (SELECT id FROM previous) AS previous_id`,
+     RETURNING ${COLUMNS}, (SELECT id FROM previous) AS previous_id,
+               (SELECT json_agg(w) FROM (${waitingTasksSql(s, '$1::text', 'NULL', '$3::text')}) w) AS waiting`,
     [
       p.workflowId,
       p.attempt,
@@ -48,8 +51,8 @@ export async function insertSignal(
     { prepare: true },
   );
   if (rows.length === 0) return undefined;
-  const { previous_id, ...row } = rows[0];
-  return { row, previousId: previous_id ?? '0' };
+  const { previous_id, waiting, ...row } = rows[0];
+  return { row, previousId: previous_id ?? '0', waiting: waitingTasksOfJson(waiting) };
 }
 
 /** The row an idempotency key already names, and whether its payload equals this one (as JSON values). */

@@ -60,6 +60,24 @@ export async function markWaitsStartedMany(q: Queryable, s: string, ids: readonl
   );
 }
 
+/**
+ * The waiting tasks of workflow `workflow` that `names` (a text[], null: any) and `key` (null: any) select, in
+ * their order, as loadWaitingTasks reads them; a signal's insert reads them in its own statement (sql/signals.ts).
+ */
+export function waitingTasksSql(s: string, workflow: string, names: string, key: string): string {
+  return `SELECT name, template, deps, wait, wait_started_at, wait_progress, scheduled_at, queue FROM ${s}.tasks
+      WHERE workflow_id = ${workflow} AND lane = 'pending' AND wait_started_at IS NOT NULL
+        AND (${names}::text[] IS NULL OR name = ANY(${names}::text[])) AND (${key}::text IS NULL OR ${key}::text = ANY(wait_keys))
+      ORDER BY id`;
+}
+
+/** Waiting tasks read as JSON (json_agg of waitingTasksSql's rows): their times as dates. */
+export function waitingTasksOfJson(
+  rows: (Omit<WaitingTask, 'wait_started_at' | 'scheduled_at'> & { wait_started_at: string; scheduled_at: string })[] | null,
+): WaitingTask[] {
+  return (rows ?? []).map((r) => ({ ...r, wait_started_at: new Date(r.wait_started_at), scheduled_at: new Date(r.scheduled_at) }));
+}
+
 /** Active waits of one workflow: by name, or those that declare a signal key. */
 export async function loadWaitingTasks(
   q: Queryable,
@@ -67,14 +85,9 @@ export async function loadWaitingTasks(
   workflowId: string,
   filter: { names?: readonly string[]; key?: string },
 ): Promise<WaitingTask[]> {
-  const { rows } = await q.query<WaitingTask>(
-    `SELECT name, template, deps, wait, wait_started_at, wait_progress, scheduled_at, queue FROM ${s}.tasks
-      WHERE workflow_id = $1 AND lane = 'pending' AND wait_started_at IS NOT NULL
-        AND ($2::text[] IS NULL OR name = ANY($2::text[])) AND ($3::text IS NULL OR $3 = ANY(wait_keys))
-      ORDER BY id`,
-    [workflowId, filter.names ?? null, filter.key ?? null],
-    { prepare: true },
-  );
+  const { rows } = await q.query<WaitingTask>(waitingTasksSql(s, '$1', '$2', '$3'), [workflowId, filter.names ?? null, filter.key ?? null], {
+    prepare: true,
+  });
   return rows;
 }
 
