@@ -22,12 +22,24 @@ import { taskStreams } from './sql/streams.js';
 import { KEY_WAIT_PREFIX, listLogLines } from './sql/task-logs.js';
 import { upgradeHistory, versionAndCurrent } from './sql/upgrade.js';
 import { liveKeys } from './sql/workers.js';
-import { liveKinds, loadWorkflow, readOneSnapshot, type TaskRecord, type WorkflowRecord, workflowState, workflowVersionRef } from './sql/workflows.js';
+import {
+  liveKinds,
+  loadWorkflow,
+  readOneSnapshot,
+  type TaskRecord,
+  type WorkflowRecord,
+  watchWorkflow,
+  workflowState,
+  workflowVersionRef,
+} from './sql/workflows.js';
 import type { SignalRow } from './waits/decide.js';
 import type { WaitDiagnostics } from './waits/diagnostics.js';
 import { type EmitOptions, type EmitResult, type ListOptions, listTaskSignals, listWorkflowSignals, type TaskScopedOptions } from './waits/signals.js';
 import { DEFAULT_RETRY_MODE, type LogPage, pauseText, type StreamChunk, type WorkflowStatus } from './wire/index.js';
 import type { ExtensionSpec } from './worker/handlers.js';
+
+/** How long marking a workflow watched waits for its row (a completion holds it briefly). */
+const WATCH_LOCK_MS = 2000;
 
 /** What a handle reads and writes through: the runtime that made it (declared here, so the two modules need not import each other). */
 export interface HandleHost {
@@ -297,6 +309,9 @@ export class WorkflowHandle {
     const unlisten = await this.rt.db.listen(channels(this.rt.schema).workflow, (payload) => {
       if (payload.startsWith(`${this.id} `)) wake();
     });
+    // after listening, before reading the state: an end that commits later is announced (a lock wait past its
+    // bound leaves the poll to see the end)
+    await this.rt.db.transaction((tx) => watchWorkflow(tx, this.rt.ctx.s, this.id), { lockTimeoutMs: WATCH_LOCK_MS }).catch(() => undefined);
     try {
       for (;;) {
         const state = await workflowState(this.q, this.rt.ctx.s, this.id);

@@ -10,7 +10,7 @@ import { backend, drivenRuntime, testDatabase, testRuntime, until } from '../hel
  * forgot to notify would leave its task to the poll, and its waiters to the sweep.
  */
 describe(`wake-ups (${backend})`, () => {
-  it('an insert wakes its queues from one trigger call per statement, an update to available by any statement wakes its queue; a workflow that ends is announced', async () => {
+  it('an insert wakes its queues from one trigger call per statement, an update to available by any statement wakes its queue; a workflow that ends is announced to its waiters', async () => {
     const rt = await testRuntime({
       definitions: { fan: 'name: fan\ntasks:\n  a: { kind: k, queue: q1 }\n  b: { kind: k, queue: q1 }\n  c: { kind: k, queue: q2 }\n' },
     });
@@ -42,9 +42,18 @@ describe(`wake-ups (${backend})`, () => {
     await wakes.when((w) => w.length >= 1);
     expect(woken).toEqual(['q2']);
 
+    // an end is announced to those who wait for it (migration 044): this one nobody waits for, the next one a
+    // waiter watches; notifications arrive in commit order, so the first would be seen before the second
     await rt.workflow(id).cancel();
+    const watchedId = await rt.start('fan');
+    const final = rt.workflow(watchedId).waitUntilFinal({ pollMs: 60_000 });
+    await until(
+      async () => (await rt.db.query<{ watched: boolean }>(`SELECT watched FROM "${rt.schema}".workflows WHERE id = $1`, [watchedId])).rows[0].watched,
+    );
+    await rt.workflow(watchedId).cancel();
     await ends.when((e) => e.length >= 1);
-    expect(ended).toEqual([`${id} cancelled`]);
+    expect(ended).toEqual([`${watchedId} cancelled`]);
+    expect((await final).state).toBe('cancelled');
     for (const u of unlisten) await u();
   });
 

@@ -61,6 +61,14 @@ export async function workflowState(q: Queryable, s: string, id: string): Promis
   return rows[0]?.state;
 }
 
+/**
+ * Marks a running workflow watched: its end is then announced on the workflow channel (migration 044), which a
+ * waiter listens on. Nothing for a workflow already ended or watched.
+ */
+export async function watchWorkflow(q: Queryable, s: string, id: string): Promise<void> {
+  await q.query(`UPDATE ${s}.workflows SET watched = true WHERE id = $1 AND state = 'running' AND NOT watched`, [id]);
+}
+
 /** Tasks of one workflow in insertion order, paged (task-records.ts makes them records). */
 export async function selectTasks(q: Queryable, s: string, id: string, page: { limit?: number; offset?: number } = {}): Promise<TaskRow[]> {
   const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id LIMIT $2 OFFSET $3`, [
