@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskWait } from '../../src/index.js';
+import { fetchTasks } from '../../src/runtime/sql/fetch.js';
+import { signalsByIds } from '../../src/runtime/sql/signals.js';
 import type { Handlers } from '../../src/runtime/worker/handlers.js';
 import { advance, backend, drivenRuntime, final, settle } from '../helpers/runtime.js';
 
@@ -90,6 +92,25 @@ describe(`ctx.wait (${backend})`, () => {
     expect(wait.resolvedAt.getTime()).toBeGreaterThanOrEqual(wait.startedAt.getTime());
     // a task without a wait sees null
     expect(seen.get(`${id}/plain`)).toBeNull();
+  });
+
+  it('the claim hands a resolved wait its signals, as a read of its own would find them (no round trip before the handler)', async () => {
+    const { handlers } = recorder();
+    const rt = await drivenRuntime({ definitions: { refund: REFUND }, handlers });
+    const id = await rt.start('refund', { refund: 'r1' });
+    const w = rt.workflow(id);
+    await w.signals.emit('review', { approved: false, reviewer: 'ada' });
+    const first = await w.signals.emit('review', { approved: true, reviewer: 'grace' });
+    const second = await w.signals.emit('review', { approved: true, reviewer: 'linus' });
+    expect(second.resolved).toEqual(['decide']);
+    const { s } = rt.internals;
+    const { tasks } = await fetchTasks(rt.db, s, { queue: 'default', kinds: ['decide', 'plain'], limit: 10, workerId: 'w1', now: new Date() });
+    const decide = tasks.find((t) => t.name === 'decide')!;
+    const plain = tasks.find((t) => t.name === 'plain')!;
+    expect(plain.wait_signals).toBeNull();
+    expect(decide.wait_signals).toEqual(await signalsByIds(rt.db, s, id, [first.signal.id, second.signal.id]));
+    expect(decide.wait_signals!.map((r) => r.id)).toEqual([first.signal.id, second.signal.id]);
+    expect(decide.wait_signals![0].created_at).toBeInstanceOf(Date);
   });
 
   it('a wait resolved by its timer shows the timer true and the partial quorum with its rows', async () => {

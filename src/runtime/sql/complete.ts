@@ -263,7 +263,7 @@ export function completionSql(s: string, byTid: boolean): string {
        ${recordClaimSql(s, '(SELECT workflow_id, name FROM advanced WHERE claimed) x', '$7', '$2')}
      ), ${countedSql(s)}
      SELECT ${SKIPPED_SQL},
-            (SELECT json_agg(${claimedJson('c', depOutputsSql(s, 'c'))} ORDER BY c.workflow_id, c.name) FROM advanced c WHERE c.claimed) AS claimed,
+            (SELECT json_agg(${claimedJson(s, 'c', depOutputsSql(s, 'c'))} ORDER BY c.workflow_id, c.name) FROM advanced c WHERE c.claimed) AS claimed,
             (SELECT id::text FROM recorded) AS claim,
             ${FINALIZE_SQL},
             (SELECT json_agg(json_build_object('w', workflow_id, 'n', name)) FROM advanced WHERE activated) AS activated`;

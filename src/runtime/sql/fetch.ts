@@ -1,6 +1,6 @@
 import { markSecrets, missingKeysIn, secretsIn } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
-import type { WaitEvidence } from '../wire/index.js';
+import type { SignalRow, WaitEvidence } from '../wire/index.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
 import { placeWaiting } from './flow.js';
 import { workflowPausedSql } from './pauses.js';
@@ -28,6 +28,8 @@ export type FetchedTask = Pick<
   tid: string;
   /** Its stored flow control cannot be enforced (an older braid stored it out of range): what it is; the attempt ends the task. */
   flow_error: string | null;
+  /** The signals its wait evidence names, read by the claim (null without a wait): the handler's ctx.wait shows them. */
+  wait_signals?: SignalRow[] | null;
 };
 
 /** A claimed task's fields, in the order of its JSON array: claimedJson() writes them, decodeClaimed() reads them. */
@@ -50,6 +52,7 @@ const CLAIMED = [
   'deferred',
   'wait_evidence',
   'flow_error',
+  'wait_signals',
 ] as const satisfies readonly (keyof FetchedTask)[];
 
 /** A claimed task as claimedJson() writes it. */
@@ -59,8 +62,24 @@ export type ClaimedJson = unknown[];
  * A claimed task as one JSON array (no keys: a claim returns hundreds); `c` is the claimed row, `depOutputs`
  * the SQL of its deps' outputs. decodeClaimed() reads it back.
  */
-export function claimedJson(c: string, depOutputs: string): string {
-  return `json_build_array(${CLAIMED.map((f) => (f === 'dep_outputs' ? depOutputs : `${c}.${f}`)).join(', ')})`;
+export function claimedJson(s: string, c: string, depOutputs: string): string {
+  const field = (f: (typeof CLAIMED)[number]) => (f === 'dep_outputs' ? depOutputs : f === 'wait_signals' ? waitSignalsSql(s, c) : `${c}.${f}`);
+  return `json_build_array(${CLAIMED.map(field).join(', ')})`;
+}
+
+/**
+ * The signals a claimed task's wait evidence names (its signal terms' signal_ids), by key, in id order; null
+ * without evidence. Read in the claim: a handler whose wait a signal resolved starts one round trip sooner.
+ */
+function waitSignalsSql(s: string, c: string): string {
+  return `CASE WHEN ${c}.wait_evidence IS NOT NULL THEN coalesce((
+             SELECT json_agg(json_build_object('id', g.id::text, 'attempt', g.attempt, 'key', g.key, 'payload', g.payload, 'source', g.source,
+                                               'idempotency_key', g.idempotency_key, 'created_at', g.created_at) ORDER BY g.id)
+               FROM ${s}.signals g
+              WHERE g.workflow_id = ${c}.workflow_id
+                AND g.id = ANY(ARRAY(SELECT DISTINCT i::bigint FROM jsonb_array_elements(${c}.wait_evidence->'terms') AS e
+                                      CROSS JOIN LATERAL jsonb_array_elements_text(coalesce(e->'signal_ids', '[]')) AS i
+                                     WHERE e->>'kind' = 'signal'))), '[]') END`;
 }
 
 /**
@@ -89,6 +108,8 @@ export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
     const pair = row[DEP_OUTPUTS] as [Record<string, unknown> | null, string[] | null] | null;
     task.dep_outputs = pair ? (pair[0] ?? {}) : null;
     if (pair?.[1]) task.large_deps = pair[1];
+    const signals = task.wait_signals as (Omit<SignalRow, 'created_at'> & { created_at: string })[] | null;
+    if (signals) task.wait_signals = signals.map((r) => ({ ...r, created_at: new Date(r.created_at) }));
     // the sensitive values opened in the row (its args', its deps' outputs'): the privacy room reads them off the task
     const opened = secretsIn(row);
     if (opened) markSecrets(task, opened);
@@ -172,7 +193,7 @@ export function fetchSql(s: string): string {
      ), forgotten AS (
        ${forgetClaimsSql(s, '$6', '$4')}
      )
-     SELECT (SELECT json_agg(${claimedJson('c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)} ORDER BY c.ord)
+     SELECT (SELECT json_agg(${claimedJson(s, 'c', `CASE WHEN cardinality(c.deps) > 0 THEN ${depOutputsSql(s, 'c')} END`)} ORDER BY c.ord)
                FROM every_claimed c) AS tasks,
             (SELECT id::text FROM recorded) AS claim,
             (SELECT min(wake) FROM flowed WHERE wid IS NULL) AS wake_at,

@@ -125,7 +125,7 @@ export class Executor {
           markSecrets(task, secretsIn(large) ?? new Set());
         }
         if (task.deferred) await this.renderArgs(attempt);
-        if (task.wait_evidence) attempt.wait = await this.loadWait(task.workflow_id, task.wait_evidence);
+        if (task.wait_evidence) attempt.wait = await this.loadWait(task, task.wait_evidence);
         this.o.metrics?.tasksStarted.inc({ kind: task.kind, queue: task.queue });
         if (attempt.wait && this.o.metrics) observeWait(this.o.metrics, task, attempt.wait);
         if (this.o.tracing?.enabled()) await this.beginSpans(attempt, this.o.tracing);
@@ -242,9 +242,11 @@ export class Executor {
   }
 
   /** The handler's ctx.wait: the stored evidence, with the signal rows it names. */
-  private async loadWait(workflowId: string, evidence: WaitEvidence): Promise<TaskWait> {
+  /** What satisfied the task's wait: its evidence with the signals the claim read (a worker's own read otherwise). */
+  private async loadWait(task: FetchedTask, evidence: WaitEvidence): Promise<TaskWait> {
+    if (task.wait_signals) return taskWait(evidence, task.wait_signals);
     const ids = evidenceSignalIds(evidence);
-    return taskWait(evidence, ids.length === 0 ? [] : await signalsByIds(this.o.db, this.o.s, workflowId, ids));
+    return taskWait(evidence, ids.length === 0 ? [] : await signalsByIds(this.o.db, this.o.s, task.workflow_id, ids));
   }
 
   /**

@@ -1,0 +1,5 @@
+-- The claim hands each task whose wait resolved the signals its evidence names (issue 55): a trailing field of a
+-- claimed task's array, `wait_signals` (null without a wait evidence). The worker showed them in ctx.wait after a
+-- read of its own, one round trip between a signal's emit and the handler's start. A worker that reads the
+-- fields by position up to flow_error is unaffected.
+-- braid:generate protocol sha256:7007e77b10b8253d
