@@ -2,4 +2,4 @@
 -- claimed task's array, `wait_signals` (null without a wait evidence). The worker showed them in ctx.wait after a
 -- read of its own, one round trip between a signal's emit and the handler's start. A worker that reads the
 -- fields by position up to flow_error is unaffected.
--- braid:generate protocol sha256:7007e77b10b8253d
+-- braid:generate protocol sha256:748e6098978daaf3

@@ -4,6 +4,7 @@ import type { SignalRow, WaitEvidence } from '../wire/index.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
 import { placeWaiting } from './flow.js';
 import { workflowPausedSql } from './pauses.js';
+import { signalJsonSql, signalsOfJson } from './signals.js';
 import type { DeferredRow } from './task-columns.js';
 import type { TaskRecord } from './workflows.js';
 
@@ -73,8 +74,7 @@ export function claimedJson(s: string, c: string, depOutputs: string): string {
  */
 function waitSignalsSql(s: string, c: string): string {
   return `CASE WHEN ${c}.wait_evidence IS NOT NULL THEN coalesce((
-             SELECT json_agg(json_build_object('id', g.id::text, 'attempt', g.attempt, 'key', g.key, 'payload', g.payload, 'source', g.source,
-                                               'idempotency_key', g.idempotency_key, 'created_at', g.created_at) ORDER BY g.id)
+             SELECT json_agg(${signalJsonSql('g')} ORDER BY g.id)
                FROM ${s}.signals g
               WHERE g.workflow_id = ${c}.workflow_id
                 AND g.id = ANY(ARRAY(SELECT DISTINCT i::bigint FROM jsonb_array_elements(${c}.wait_evidence->'terms') AS e
@@ -108,8 +108,7 @@ export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
     const pair = row[DEP_OUTPUTS] as [Record<string, unknown> | null, string[] | null] | null;
     task.dep_outputs = pair ? (pair[0] ?? {}) : null;
     if (pair?.[1]) task.large_deps = pair[1];
-    const signals = task.wait_signals as (Omit<SignalRow, 'created_at'> & { created_at: string })[] | null;
-    if (signals) task.wait_signals = signals.map((r) => ({ ...r, created_at: new Date(r.created_at) }));
+    if (task.wait_signals) task.wait_signals = signalsOfJson(task.wait_signals as Parameters<typeof signalsOfJson>[0]);
     // the sensitive values opened in the row (its args', its deps' outputs'): the privacy room reads them off the task
     const opened = secretsIn(row);
     if (opened) markSecrets(task, opened);

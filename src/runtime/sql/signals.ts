@@ -7,7 +7,21 @@ import { type WaitingTask, waitingTasksOfJson, waitingTasksSql } from './waits.j
 
 export type { SignalPage };
 
-const COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
+/** A signal row's fields, as every read returns them (its bigint id as text). */
+const FIELDS = ['id', 'attempt', 'key', 'payload', 'source', 'idempotency_key', 'created_at'] as const satisfies readonly (keyof SignalRow)[];
+/** A field's SQL, of row `g` (unqualified without it). */
+const fieldSql = (g: string, f: (typeof FIELDS)[number]) => `${g ? `${g}.` : ''}${f}${f === 'id' ? '::text' : ''}`;
+const COLUMNS = FIELDS.map((f) => (f === 'id' ? `${fieldSql('', f)} AS id` : f)).join(', ');
+
+/** Signal row `g` as a JSON object of the same fields (a claim carries a resolved wait's signals so: fetch.ts). */
+export function signalJsonSql(g: string): string {
+  return `json_build_object(${FIELDS.map((f) => `'${f}', ${fieldSql(g, f)}`).join(', ')})`;
+}
+
+/** Signal rows read as JSON objects (signalJsonSql's): their times as dates, as a read of the rows gives them. */
+export function signalsOfJson(rows: (Omit<SignalRow, 'created_at'> & { created_at: string })[]): SignalRow[] {
+  return rows.map((r) => ({ ...r, created_at: new Date(r.created_at) }));
+}
 
 /**
  * Stores a signal; also returns the last id of its key before it, and the workflow's tasks waiting on its key
