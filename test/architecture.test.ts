@@ -12,6 +12,7 @@ import {
   oversized,
   statementsOutside,
   type Tree,
+  taskTableOutside,
 } from './helpers/architecture.js';
 import { repoRoot } from './helpers/cli.js';
 import { HEAVY } from './helpers/suites.js';
@@ -33,6 +34,33 @@ function sourceTree(withApp = false): Tree {
 
 /** Where statements may be written: sql/, and the database drivers. */
 const OWNERS = ['src/runtime/sql/', 'src/runtime/db/'];
+/**
+ * The modules that may name the `tasks` table itself, each with why: they write task rows, or read what ranged
+ * items never are. Every other module reads task_view (every task, ranged for_each items included).
+ */
+const TASK_TABLE_OWNERS: Record<string, string> = {
+  'src/runtime/sql/advance-wave.ts': 'moves dependents as deps end',
+  'src/runtime/sql/advance.ts': 'ends and deletes tasks',
+  'src/runtime/sql/attempts.ts': 'gives claimed attempts back, renders their args',
+  'src/runtime/sql/cancel.ts': 'cancels tasks',
+  'src/runtime/sql/claims.ts': "a claim's attempts still running, as the claim recorded them",
+  'src/runtime/sql/complete.ts': 'completes attempts',
+  'src/runtime/sql/conditions.ts': 'decides conditions (a task with a condition is never ranged)',
+  'src/runtime/sql/debounce.ts': "replaces a debounced workflow's tasks",
+  'src/runtime/sql/extend.ts': 'adds dependents to the tasks a running workflow is extended after',
+  'src/runtime/sql/fetch.ts': 'claims tasks',
+  'src/runtime/sql/flow.ts': 'places tasks with flow control (never ranged)',
+  'src/runtime/sql/insert.ts': "inserts a workflow's tasks",
+  'src/runtime/sql/maintenance.ts': 'makes scheduled tasks available, deletes expired ones',
+  'src/runtime/sql/next-due.ts': 'when the claim and maintenance (above) have work next',
+  'src/runtime/sql/protocol.ts': "renders a task's args for a worker without CEL",
+  'src/runtime/sql/retry.ts': 'resets tasks to run again',
+  'src/runtime/sql/signals.ts': 'reads the keys waits read (a task with a wait is never ranged)',
+  'src/runtime/sql/task-actions.ts': "an operator's action on one task",
+  'src/runtime/sql/upgrade.ts': "moves a running workflow's tasks to another version",
+  'src/runtime/sql/waits.ts': 'activates and resolves waits (a task with a wait is never ranged)',
+  'src/runtime/sql/workers.ts': 'marks the data keys a task needs (a task with sealed values is never ranged)',
+};
 const MAX_LINES = 400;
 const MAX_FUNCTION_LINES = 80;
 const MAX_LINE_LENGTH = 160;
@@ -73,6 +101,10 @@ describe('the source tree', () => {
 
   it('makes a Scrubbed value (what stores a text a handler made) only in the privacy room', () => {
     expect(brandCastsOutside(tree, 'Scrubbed', 'src/runtime/core/privacy.ts')).toEqual([]);
+  });
+
+  it('reads tasks through task_view (ranged for_each items included) outside the modules that own task rows', () => {
+    expect(taskTableOutside(tree, Object.keys(TASK_TABLE_OWNERS))).toEqual([]);
   });
 
   it('finds statements where they are', () => {
@@ -214,6 +246,15 @@ describe('each architecture rule fails on a deliberate violation', () => {
       ['src/runtime/sql/ok.ts', "await tx.query('SELECT 1');\n"],
     ]);
     expect(statementsOutside(tree, OWNERS)).toEqual(['src/runtime/engine/x.ts:1', 'src/runtime/engine/x.ts:2', 'src/runtime/engine/x.ts:3']);
+  });
+
+  it('a reader naming the tasks table beside task_view, and a new module that writes task rows without a line in the list', () => {
+    const tree: Tree = new Map([
+      ['src/runtime/sql/workflows.ts', 'const a = `SELECT name FROM ${s}.task_view WHERE workflow_id = $1`;\nconst b = `SELECT name FROM ${s}.tasks t`;\n'],
+      ['src/runtime/sql/insert.ts', 'const c = `INSERT INTO ${s}.tasks (name) VALUES ($1)`;\n'],
+      ['src/runtime/sql/rewind.ts', 'const d = `UPDATE ${q.s}.tasks SET state = $1`;\n'],
+    ]);
+    expect(taskTableOutside(tree, Object.keys(TASK_TABLE_OWNERS))).toEqual(['src/runtime/sql/workflows.ts:2', 'src/runtime/sql/rewind.ts:1']);
   });
 
   it('a 401-line file anywhere in src/', () => {

@@ -390,3 +390,19 @@ export function brandCastsOutside(tree: Tree, brand: string, owner: string): str
   }
   return found;
 }
+
+/**
+ * Modules that name the `tasks` table itself (`${s}.tasks`) and are not among `owners`: every other module reads
+ * tasks through task_view (migration 046), which shows ranged for_each items too; a module reading `tasks`
+ * directly would miss them. `file:line` of each mention.
+ */
+export function taskTableOutside(tree: Tree, owners: readonly string[]): string[] {
+  const found: string[] = [];
+  for (const [path, text] of tree) {
+    if (owners.includes(path)) continue;
+    text.split('\n').forEach((line, i) => {
+      if (/\$\{[^}]+\}\.tasks\b/.test(line)) found.push(`${path}:${i + 1}`);
+    });
+  }
+  return found;
+}

@@ -108,7 +108,7 @@ export async function countClosed(q: Queryable, s: string, workflowId: string, c
 
 /** What an output template reads: every task's state and output. */
 export async function taskResults(q: Queryable, s: string, workflowId: string): Promise<TaskResult[]> {
-  const { rows } = await q.query<TaskResult>(`SELECT name, template, idx, key, state, output FROM ${s}.tasks WHERE workflow_id = $1`, [workflowId]);
+  const { rows } = await q.query<TaskResult>(`SELECT name, template, idx, key, state, output FROM ${s}.task_view WHERE workflow_id = $1`, [workflowId]);
   return rows;
 }
 

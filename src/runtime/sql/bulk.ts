@@ -26,7 +26,7 @@ export async function selectPage(q: Queryable, s: string, f: Omit<WorkflowSearch
   const where = [...searchConditions(s, f, p), `w.id > ${p(afterId)}`];
   const { rows } = await q.query<SelectedRow>(
     `SELECT w.id, w.name, w.state, w.definition_hash AS version, w.inputs, w.created_at,
-            coalesce(w.output_error, (SELECT t.errors -> -1 ->> 'message' FROM ${s}.tasks t
+            coalesce(w.output_error, (SELECT t.errors -> -1 ->> 'message' FROM ${s}.task_view t
                                         WHERE t.workflow_id = w.id AND t.state IN ('discarded', 'cancelled') AND t.errors <> '[]'::jsonb
                                         ORDER BY t.finalized_at DESC NULLS LAST LIMIT 1)) AS error
        FROM ${s}.workflows w WHERE ${where.join(' AND ')} ORDER BY w.id LIMIT ${p(limit)}`,

@@ -55,7 +55,7 @@ export async function startedShapes(
        FROM ${s}.workflows w CROSS JOIN LATERAL (
          SELECT coalesce(jsonb_agg(jsonb_build_object('template', t.template, 'name', t.name, 'kind', t.kind, 'state', t.state)
                   ORDER BY t.name), '[]'::jsonb) AS tasks
-           FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.state NOT IN ('pending', 'scheduled', 'available') AND t.removed_in IS NULL
+           FROM ${s}.task_view t WHERE t.workflow_id = w.id AND t.state NOT IN ('pending', 'scheduled', 'available') AND t.removed_in IS NULL
        ) st
       WHERE w.state = 'running' AND ($1::text[] IS NULL OR w.name = ANY($1::text[]))
       GROUP BY 1, 2, 3 ORDER BY 1, 2, min(w.id) LIMIT 10000`,
@@ -68,7 +68,7 @@ export async function startedShapes(
 export async function kindsInUse(q: Queryable, s: string, names?: readonly string[]): Promise<VersionNeed[]> {
   const { rows } = await q.query<VersionNeed>(
     `SELECT w.name, w.definition_hash AS hash, t.kind AS item, count(DISTINCT w.id)::int AS n
-       FROM ${s}.workflows w JOIN ${s}.tasks t ON t.workflow_id = w.id
+       FROM ${s}.workflows w JOIN ${s}.task_view t ON t.workflow_id = w.id
       WHERE w.state = 'running' AND NOT ${isFinalSql('t.state')} AND ($1::text[] IS NULL OR w.name = ANY($1::text[]))
       GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
     [names ?? null],
@@ -80,7 +80,7 @@ export async function kindsInUse(q: Queryable, s: string, names?: readonly strin
 export async function keysInUse(q: Queryable, s: string, names?: readonly string[]): Promise<VersionNeed[]> {
   const { rows } = await q.query<VersionNeed>(
     `SELECT w.name, w.definition_hash AS hash, k.key AS item, count(DISTINCT w.id)::int AS n
-       FROM ${s}.workflows w JOIN ${s}.tasks t ON t.workflow_id = w.id CROSS JOIN LATERAL unnest(t.wait_keys) AS k(key)
+       FROM ${s}.workflows w JOIN ${s}.task_view t ON t.workflow_id = w.id CROSS JOIN LATERAL unnest(t.wait_keys) AS k(key)
       WHERE w.state = 'running' AND t.state = 'pending' AND ($1::text[] IS NULL OR w.name = ANY($1::text[]))
       GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
     [names ?? null],

@@ -8,7 +8,7 @@ export async function failureOf(q: Queryable, s: string, workflowId: string): Pr
   const { rows } = await q.query<{ attempt: number; end_reason: string | null; output_error: string | null; task: string | null; error: string | null }>(
     `SELECT w.attempt, w.end_reason, w.output_error, t.name AS task, t.errors -> -1 ->> 'message' AS error
        FROM ${s}.workflows w
-       LEFT JOIN LATERAL (SELECT name, errors FROM ${s}.tasks WHERE workflow_id = w.id AND state = 'discarded'
+       LEFT JOIN LATERAL (SELECT name, errors FROM ${s}.task_view WHERE workflow_id = w.id AND state = 'discarded'
                            ORDER BY finalized_at, name LIMIT 1) t ON true
       WHERE w.id = $1`,
     [workflowId],

@@ -4,7 +4,7 @@ import type { Queryable } from '../db/types.js';
 export async function queueDepths(q: Queryable, s: string): Promise<{ queue: string; depth: number; oldest_age_s: number }[]> {
   const { rows } = await q.query<{ queue: string; depth: number; oldest_age_s: number }>(
     `SELECT queue, count(*)::int AS depth, extract(epoch FROM now() - min(scheduled_at))::float8 AS oldest_age_s
-       FROM ${s}.tasks WHERE lane IN ('available', 'flow') GROUP BY queue`,
+       FROM ${s}.task_view WHERE lane IN ('available', 'flow') GROUP BY queue`,
   );
   return rows;
 }

@@ -53,8 +53,8 @@ export async function workflowPauses(q: Queryable, s: string, workflowId: string
   const { rows } = await q.query<PauseRecord>(
     `SELECT ${COLUMNS} FROM ${s}.pauses p
       WHERE (p.scope = 'workflow' AND p.target = (SELECT name FROM ${s}.workflows WHERE id = $1))
-         OR (p.scope = 'queue' AND p.target IN (SELECT queue FROM ${s}.tasks WHERE workflow_id = $1))
-         OR (p.scope = 'kind' AND p.target IN (SELECT kind FROM ${s}.tasks WHERE workflow_id = $1))
+         OR (p.scope = 'queue' AND p.target IN (SELECT queue FROM ${s}.task_view WHERE workflow_id = $1))
+         OR (p.scope = 'kind' AND p.target IN (SELECT kind FROM ${s}.task_view WHERE workflow_id = $1))
       ORDER BY scope, target`,
     [workflowId],
   );
@@ -63,5 +63,5 @@ export async function workflowPauses(q: Queryable, s: string, workflowId: string
 
 /** Wakes the workers of every queue with work waiting (a resume is rare; which queues a kind or a name uses is not kept). */
 export async function wakeQueuesWithWork(q: Queryable, s: string, channel: string): Promise<void> {
-  await q.query(`SELECT pg_notify($1, queue) FROM (SELECT DISTINCT queue FROM ${s}.tasks WHERE lane IN ('available', 'flow')) q`, [channel]);
+  await q.query(`SELECT pg_notify($1, queue) FROM (SELECT DISTINCT queue FROM ${s}.task_view WHERE lane IN ('available', 'flow')) q`, [channel]);
 }

@@ -119,7 +119,7 @@ export async function signalScope(
   task: string,
 ): Promise<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number } | undefined> {
   const { rows } = await q.query<{ wait: PlanWait | null; wait_evidence: WaitEvidence | null; attempt: number }>(
-    `SELECT t.wait, t.wait_evidence, w.attempt FROM ${s}.tasks t JOIN ${s}.workflows w ON w.id = t.workflow_id WHERE t.workflow_id = $1 AND t.name = $2`,
+    `SELECT t.wait, t.wait_evidence, w.attempt FROM ${s}.task_view t JOIN ${s}.workflows w ON w.id = t.workflow_id WHERE t.workflow_id = $1 AND t.name = $2`,
     [workflowId, task],
   );
   return rows[0];

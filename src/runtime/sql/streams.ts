@@ -51,7 +51,7 @@ export async function latestStreamAttempt(q: Queryable, s: string, p: { workflow
 
 /** Where a streaming task stands: its state and its current attempt (undefined when there is no such task). */
 export async function streamTask(q: Queryable, s: string, workflowId: string, task: string): Promise<{ state: string; attempt: number } | undefined> {
-  const { rows } = await q.query<{ state: string; attempt: number }>(`SELECT state, attempt FROM ${s}.tasks WHERE workflow_id = $1 AND name = $2`, [
+  const { rows } = await q.query<{ state: string; attempt: number }>(`SELECT state, attempt FROM ${s}.task_view WHERE workflow_id = $1 AND name = $2`, [
     workflowId,
     task,
   ]);

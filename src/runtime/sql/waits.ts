@@ -94,7 +94,7 @@ export async function loadWaitingTasks(
 export async function loadDepRows(q: Queryable, s: string, workflowId: string, names: readonly string[]): Promise<DepRow[]> {
   if (names.length === 0) return [];
   const { rows } = await q.query<DepRow>(
-    `SELECT name, template, idx, key, state, output, finalized_at FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`,
+    `SELECT name, template, idx, key, state, output, finalized_at FROM ${s}.task_view WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`,
     [workflowId, names],
   );
   return rows;

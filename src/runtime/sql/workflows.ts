@@ -71,7 +71,7 @@ export async function watchWorkflow(q: Queryable, s: string, id: string): Promis
 
 /** Tasks of one workflow in insertion order, paged (task-records.ts makes them records). */
 export async function selectTasks(q: Queryable, s: string, id: string, page: { limit?: number; offset?: number } = {}): Promise<TaskRow[]> {
-  const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id LIMIT $2 OFFSET $3`, [
+  const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.task_view WHERE workflow_id = $1 ORDER BY id LIMIT $2 OFFSET $3`, [
     id,
     page.limit ?? 10_000,
     page.offset ?? 0,
@@ -80,7 +80,10 @@ export async function selectTasks(q: Queryable, s: string, id: string, page: { l
 }
 
 export async function selectTasksByName(q: Queryable, s: string, id: string, names: readonly string[]): Promise<TaskRow[]> {
-  const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.tasks WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`, [id, names]);
+  const { rows } = await q.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM ${s}.task_view WHERE workflow_id = $1 AND name = ANY($2::text[]) ORDER BY id`, [
+    id,
+    names,
+  ]);
   return rows;
 }
 
@@ -140,7 +143,7 @@ export function searchConditions(s: string, f: Omit<WorkflowSearch, 'cursor' | '
     const text = p(`%${likeText(f.error)}%`);
     where.push(
       `(w.output_error ILIKE ${text}
-        OR EXISTS (SELECT 1 FROM ${s}.tasks t WHERE t.workflow_id = w.id AND t.errors <> '[]'::jsonb AND t.errors::text ILIKE ${text}))`,
+        OR EXISTS (SELECT 1 FROM ${s}.task_view t WHERE t.workflow_id = w.id AND t.errors <> '[]'::jsonb AND t.errors::text ILIKE ${text}))`,
     );
   }
   return where;
@@ -163,7 +166,7 @@ export async function listWorkflows(q: Queryable, s: string, f: WorkflowListFilt
     `SELECT w.id, w.name, w.definition_hash, w.state, w.attempt, w.tasks_total, w.parent_id, w.created_at, w.finalized_at,
             w.created_at::text AS cursor_at,
             COALESCE((SELECT jsonb_object_agg(c.state, c.n) FROM (
-               SELECT t.state, count(*)::int AS n FROM ${s}.tasks t WHERE t.workflow_id = w.id GROUP BY t.state) c), '{}') AS task_counts
+               SELECT t.state, count(*)::int AS n FROM ${s}.task_view t WHERE t.workflow_id = w.id GROUP BY t.state) c), '{}') AS task_counts
        FROM ${s}.workflows w
       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY w.created_at DESC, w.id DESC
