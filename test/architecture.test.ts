@@ -12,7 +12,8 @@ import {
   oversized,
   statementsOutside,
   type Tree,
-  taskTableOutside,
+  tableNamedOutside,
+  workflowLocksOutside,
 } from './helpers/architecture.js';
 import { repoRoot } from './helpers/cli.js';
 import { HEAVY } from './helpers/suites.js';
@@ -35,8 +36,10 @@ function sourceTree(withApp = false): Tree {
 /** Where statements may be written: sql/, and the database drivers. */
 const OWNERS = ['src/runtime/sql/', 'src/runtime/db/'];
 /**
- * The modules that may name the `tasks` table itself, each with why: they write task rows, or read what ranged
- * items never are. Every other module reads task_view (every task, ranged for_each items included).
+ * The modules that may name the `tasks` table itself, each with why: they write task rows under their workflow's
+ * lock (lock_workflows(): ranged items have rows by then) or on the claim's and the completion's path (which know
+ * ranges), or read what ranged items never are. Every other module reads task_view (every task, ranged for_each
+ * items included).
  */
 const TASK_TABLE_OWNERS: Record<string, string> = {
   'src/runtime/sql/advance-wave.ts': 'moves dependents as deps end',
@@ -60,6 +63,15 @@ const TASK_TABLE_OWNERS: Record<string, string> = {
   'src/runtime/sql/upgrade.ts': "moves a running workflow's tasks to another version",
   'src/runtime/sql/waits.ts': 'activates and resolves waits (a task with a wait is never ranged)',
   'src/runtime/sql/workers.ts': 'marks the data keys a task needs (a task with sealed values is never ranged)',
+};
+/** The modules that may name task_ranges (migration 046), each with why; every other reads ranged items through task_view. */
+const RANGE_TABLE_OWNERS: Record<string, string> = {
+  'src/runtime/sql/waits.ts': "whether a workflow locked for a wait's evaluation has ranges to give rows",
+};
+/** The modules that lock workflow rows themselves rather than through lock_workflows(), each with why. */
+const OWN_WORKFLOW_LOCKS: Record<string, string> = {
+  'src/runtime/sql/protocol.ts': 'the completion (its own lock mode, in the generated complete())',
+  'src/runtime/sql/waits.ts': "a wait's evaluation (it gives the workflow's ranged items rows itself), and marking workflows awaited (no task written)",
 };
 const MAX_LINES = 400;
 const MAX_FUNCTION_LINES = 80;
@@ -103,8 +115,13 @@ describe('the source tree', () => {
     expect(brandCastsOutside(tree, 'Scrubbed', 'src/runtime/core/privacy.ts')).toEqual([]);
   });
 
-  it('reads tasks through task_view (ranged for_each items included) outside the modules that own task rows', () => {
-    expect(taskTableOutside(tree, Object.keys(TASK_TABLE_OWNERS))).toEqual([]);
+  it('reads tasks through task_view (ranged for_each items included) outside the modules that own task rows, and names ranges only where listed', () => {
+    expect(tableNamedOutside(tree, 'tasks', Object.keys(TASK_TABLE_OWNERS))).toEqual([]);
+    expect(tableNamedOutside(tree, 'task_ranges', Object.keys(RANGE_TABLE_OWNERS))).toEqual([]);
+  });
+
+  it('locks a workflow for a writer of its tasks through lock_workflows() (its ranged items get rows first), but where listed', () => {
+    expect(workflowLocksOutside(tree, Object.keys(OWN_WORKFLOW_LOCKS))).toEqual([]);
   });
 
   it('finds statements where they are', () => {
@@ -248,13 +265,17 @@ describe('each architecture rule fails on a deliberate violation', () => {
     expect(statementsOutside(tree, OWNERS)).toEqual(['src/runtime/engine/x.ts:1', 'src/runtime/engine/x.ts:2', 'src/runtime/engine/x.ts:3']);
   });
 
-  it('a reader naming the tasks table beside task_view, and a new module that writes task rows without a line in the list', () => {
+  it('a reader naming the tasks table beside task_view, a new module that writes task rows without a line in the list, a cancel ending ranges itself, and a retry locking its workflow itself', () => {
     const tree: Tree = new Map([
       ['src/runtime/sql/workflows.ts', 'const a = `SELECT name FROM ${s}.task_view WHERE workflow_id = $1`;\nconst b = `SELECT name FROM ${s}.tasks t`;\n'],
       ['src/runtime/sql/insert.ts', 'const c = `INSERT INTO ${s}.tasks (name) VALUES ($1)`;\n'],
       ['src/runtime/sql/rewind.ts', 'const d = `UPDATE ${q.s}.tasks SET state = $1`;\n'],
     ]);
-    expect(taskTableOutside(tree, Object.keys(TASK_TABLE_OWNERS))).toEqual(['src/runtime/sql/workflows.ts:2', 'src/runtime/sql/rewind.ts:1']);
+    expect(tableNamedOutside(tree, 'tasks', Object.keys(TASK_TABLE_OWNERS))).toEqual(['src/runtime/sql/workflows.ts:2', 'src/runtime/sql/rewind.ts:1']);
+    const ranges: Tree = new Map([['src/runtime/sql/cancel.ts', 'const e = `DELETE FROM ${s}.task_ranges WHERE workflow_id = $1`;\n']]);
+    expect(tableNamedOutside(ranges, 'task_ranges', Object.keys(RANGE_TABLE_OWNERS))).toEqual(['src/runtime/sql/cancel.ts:1']);
+    const locks: Tree = new Map([['src/runtime/sql/retry.ts', 'const f = `SELECT id FROM ${s}.workflows WHERE id = $1 FOR UPDATE`;\n']]);
+    expect(workflowLocksOutside(locks, Object.keys(OWN_WORKFLOW_LOCKS))).toEqual(['src/runtime/sql/retry.ts:1']);
   });
 
   it('a 401-line file anywhere in src/', () => {

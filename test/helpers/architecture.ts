@@ -391,18 +391,31 @@ export function brandCastsOutside(tree: Tree, brand: string, owner: string): str
   return found;
 }
 
-/**
- * Modules that name the `tasks` table itself (`${s}.tasks`) and are not among `owners`: every other module reads
- * tasks through task_view (migration 046), which shows ranged for_each items too; a module reading `tasks`
- * directly would miss them. `file:line` of each mention.
- */
-export function taskTableOutside(tree: Tree, owners: readonly string[]): string[] {
+/** `file:line` of each line matching `pattern` in a module not among `owners`. */
+export function linesOutside(tree: Tree, pattern: RegExp, owners: readonly string[]): string[] {
   const found: string[] = [];
   for (const [path, text] of tree) {
     if (owners.includes(path)) continue;
     text.split('\n').forEach((line, i) => {
-      if (/\$\{[^}]+\}\.tasks\b/.test(line)) found.push(`${path}:${i + 1}`);
+      if (pattern.test(line)) found.push(`${path}:${i + 1}`);
     });
   }
   return found;
+}
+
+/**
+ * Modules that name table `table` of braid's schema (`${s}.<table>`) and are not among `owners`: every other module
+ * reads tasks through task_view (migration 046), which shows ranged for_each items too (a module reading `tasks`
+ * directly would miss them), and leaves task_ranges to the modules that know ranges.
+ */
+export function tableNamedOutside(tree: Tree, table: string, owners: readonly string[]): string[] {
+  return linesOutside(tree, new RegExp(`\\$\\{[^}]+\\}\\.${table}\\b`), owners);
+}
+
+/**
+ * Statements that lock workflow rows themselves (FOR UPDATE, FOR NO KEY UPDATE) outside `owners`: a writer of a
+ * workflow's tasks locks it through lock_workflows() (lockWorkflows), which gives its ranged items rows first.
+ */
+export function workflowLocksOutside(tree: Tree, owners: readonly string[]): string[] {
+  return linesOutside(tree, /\.workflows\b.*FOR (NO KEY )?UPDATE/, owners);
 }

@@ -19,6 +19,9 @@ tasks:
   join: { kind: root, deps: [leaf] }
 `;
 
+const count = async (rt: Runtime, table: string, id: string) =>
+  (await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${quoteIdent(rt.schema)}.${table} WHERE workflow_id = $1`, [id])).rows[0].n;
+
 /** The items of `template` in `workflow` moved from `tasks` into ranges, one per run of items alike but for name, index, id, args and output. */
 async function range(rt: Runtime, workflow: string, template: string): Promise<number> {
   const s = quoteIdent(rt.schema);
@@ -28,8 +31,8 @@ async function range(rt: Runtime, workflow: string, template: string): Promise<n
   const { rows } = await rt.db.query<{ n: number }>(
     `WITH moved AS (DELETE FROM ${s}.tasks WHERE workflow_id = $1 AND template = $2 RETURNING *),
           runs AS (SELECT m.*, idx - row_number() OVER (PARTITION BY ${shared} ORDER BY idx) AS run FROM moved m),
-          ranges AS (INSERT INTO ${s}.task_ranges (lo, hi, first_id, args, outputs, ${shared})
-                     SELECT min(idx), max(idx) + 1, min(id), jsonb_agg(args ORDER BY idx),
+          ranges AS (INSERT INTO ${s}.task_ranges (lo, hi, base, first_id, args, outputs, ${shared})
+                     SELECT min(idx), max(idx) + 1, min(idx), min(id), jsonb_agg(args ORDER BY idx),
                             CASE WHEN bool_or(output IS NOT NULL) THEN jsonb_agg(output ORDER BY idx) END, ${shared}
                        FROM runs GROUP BY run, ${shared} RETURNING 1)
      SELECT count(*)::int AS n FROM ranges`,
@@ -93,5 +96,45 @@ describe(`ranges of for_each siblings read as tasks (${backend})`, () => {
     const view = (await columns('task_view')).rows;
     expect(view.length).toBeGreaterThan(50);
     expect(view).toEqual((await columns('tasks')).rows);
+  });
+});
+
+describe(`a writer's lock gives ranged items rows (${backend})`, () => {
+  const handlers = { root: async () => 'ok', leaf: async (args: { n: number }) => ({ doubled: args.n * 2 }) };
+  const items = Array.from({ length: 12 }, (_, i) => i);
+
+  it('the lock every writer takes gives each item its row, and every reader reads the same', async () => {
+    const rt = await drivenRuntime({ definitions: { fan: FAN } });
+    const id = await rt.start('fan', { items });
+    expect(await range(rt, id, 'leaf')).toBe(1);
+    const ranged = await readings(rt, id);
+    await rt.db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ id: string }>(`SELECT id FROM ${quoteIdent(rt.schema)}.lock_workflows(ARRAY[$1::text])`, [id]);
+      expect(rows.map((r) => r.id)).toEqual([id]);
+    });
+    expect(await count(rt, 'task_ranges', id)).toBe(0);
+    expect(await count(rt, 'tasks', id)).toBe(14);
+    expect(await readings(rt, id)).toEqual(ranged);
+  });
+
+  it('a cancel and a task action act on ranged items as on rows; the workflow then runs to its end', async () => {
+    const rt = await drivenRuntime({ definitions: { fan: FAN }, handlers });
+    const cancelled = await rt.start('fan', { items });
+    await range(rt, cancelled, 'leaf');
+    const { cancelled: names } = await rt.workflow(cancelled).cancel();
+    expect(names.length).toBe(14);
+    expect((await rt.workflow(cancelled).tasks()).every((t) => t.state === 'cancelled')).toBe(true);
+    expect(await count(rt, 'task_ranges', cancelled)).toBe(0);
+    const skipped = await rt.start('fan', { items });
+    await range(rt, skipped, 'leaf');
+    await rt.workflow(skipped).taskAction('leaf[3]', 'skip');
+    expect(await count(rt, 'task_ranges', skipped)).toBe(0);
+    await rt.startWorker();
+    expect((await final(rt, skipped)).state).toBe('completed');
+    const tasks = await rt.workflow(skipped).tasks();
+    // a skipped dep skips its dependent, as with rows
+    expect(tasks.filter((t) => t.state === 'skipped').map((t) => t.name)).toEqual(['leaf[3]', 'join']);
+    expect(tasks.filter((t) => t.state === 'completed').length).toBe(12);
+    expect(await rt.workflow(skipped).output('leaf[11]')).toEqual({ doubled: 22 });
   });
 });

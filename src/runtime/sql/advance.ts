@@ -130,14 +130,17 @@ export async function endWorkflows(
   );
 }
 
-/** Takes the per-workflow locks, always in id order so concurrent batches cannot deadlock. */
+/**
+ * Takes the per-workflow locks, always in id order so concurrent batches cannot deadlock: the lock every writer
+ * of a workflow's tasks holds (lock_workflows(), migration 046), which gives each item of its ranges a row first.
+ */
 export async function lockWorkflows(
   q: Queryable,
   s: string,
   ids: readonly string[],
 ): Promise<Map<string, { state: string; cancel_requested: boolean; attempt: number }>> {
   const { rows } = await q.query<{ id: string; state: string; cancel_requested: boolean; attempt: number }>(
-    `SELECT id, state, cancel_requested, attempt FROM ${s}.workflows WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+    `SELECT id, state, cancel_requested, attempt FROM ${s}.lock_workflows($1::text[])`,
     [[...new Set(ids)]],
   );
   return new Map(rows.map((r) => [r.id, r]));

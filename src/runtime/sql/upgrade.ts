@@ -21,12 +21,13 @@ export interface MoveTaskRow {
 
 /**
  * Every task of the workflow; with `lock`, each row locked too, so no worker claims one while it is moved (a
- * claim skips locked rows) and what is read as not started stays so until the move commits.
+ * claim skips locked rows) and what is read as not started stays so until the move commits. Without (a dry run),
+ * read through task_view: ranged items are given rows only under the workflow's lock (lock_workflows()).
  */
 export async function moveTaskRows(q: Queryable, s: string, workflowId: string, lock: boolean): Promise<MoveTaskRow[]> {
   const { rows } = await q.query<MoveTaskRow>(
     `SELECT name, template, kind, state, wait, condition, wait_started_at, wait_progress
-       FROM ${s}.tasks WHERE workflow_id = $1 ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
+       FROM ${s}.${lock ? 'tasks' : 'task_view'} WHERE workflow_id = $1 ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
     [workflowId],
   );
   return rows;

@@ -35,15 +35,25 @@ export interface DepRow extends TaskResult {
 
 const SIGNAL_COLUMNS = 'id::text AS id, attempt, key, payload, source, idempotency_key, created_at';
 
-/** The workflow row evaluation reads; `lock` also takes the row lock (the caller's transaction serialises on it). */
+/**
+ * The workflow row evaluation reads; `lock` also takes the row lock (the caller's transaction serialises on it),
+ * and gives the items of its ranges rows as lock_workflows() does (migration 046), in a statement after the lock's
+ * when it has ranges: the lock's statement read them from a snapshot taken before any wait for the lock.
+ */
 export async function loadWaitWorkflow(q: Queryable, s: string, id: string, options: { lock?: boolean } = {}): Promise<WaitWorkflow | undefined> {
-  const { rows } = await q.query<WaitWorkflow>(
-    `SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at
+  const { rows } = await q.query<WaitWorkflow & { ranged?: boolean }>(
+    `SELECT id, name, definition_hash, state, attempt, inputs, created_at, attempt_started_at${
+      options.lock ? `, EXISTS (SELECT 1 FROM ${s}.task_ranges r WHERE r.workflow_id = $1) AS ranged` : ''
+    }
       FROM ${s}.workflows WHERE id = $1${options.lock ? ' FOR UPDATE' : ''}`,
     [id],
     { prepare: true },
   );
-  return rows[0];
+  const row = rows[0];
+  if (!row || !options.lock) return row;
+  const { ranged, ...workflow } = row;
+  if (ranged) await q.query(`SELECT ${s}.unrange(ARRAY[$1::text])`, [id]);
+  return workflow;
 }
 
 /** Marks waits active: their deps are satisfied as of now (a wait already active keeps its start). */
