@@ -66,6 +66,7 @@ const TASK_TABLE_OWNERS: Record<string, string> = {
 };
 /** The modules that may name task_ranges (migration 046), each with why; every other reads ranged items through task_view. */
 const RANGE_TABLE_OWNERS: Record<string, string> = {
+  'src/runtime/sql/claims.ts': "a dead worker's running ranges, given rows before its attempts are rescued",
   'src/runtime/sql/waits.ts': "whether a workflow locked for a wait's evaluation has ranges to give rows",
 };
 /** The modules that lock workflow rows themselves rather than through lock_workflows(), each with why. */

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { inFlightVersions } from '../../src/runtime/deploys/in-flight.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { taskResults } from '../../src/runtime/sql/advance.js';
+import { fetchTasks } from '../../src/runtime/sql/fetch.js';
 import { queueDepths } from '../../src/runtime/sql/metrics.js';
 import { quoteIdent } from '../../src/runtime/sql/schema.js';
 import { loadDepRows } from '../../src/runtime/sql/waits.js';
@@ -16,6 +17,14 @@ inputs: { type: object, properties: { items: { type: array } }, required: [items
 tasks:
   root: { kind: root }
   leaf: { kind: leaf, deps: [root], for_each: "\${{ inputs.items }}", args: { n: "\${{ item }}" } }
+  join: { kind: root, deps: [leaf] }
+`;
+
+/** A for_each whose items are available at once. */
+const WIDE = `name: wide
+inputs: { type: object, properties: { items: { type: array } }, required: [items] }
+tasks:
+  leaf: { kind: leaf, for_each: "\${{ inputs.items }}", args: { n: "\${{ item }}" } }
   join: { kind: root, deps: [leaf] }
 `;
 
@@ -35,6 +44,27 @@ async function range(rt: Runtime, workflow: string, template: string): Promise<n
                      SELECT min(idx), max(idx) + 1, min(idx), min(id), jsonb_agg(args ORDER BY idx),
                             CASE WHEN bool_or(output IS NOT NULL) THEN jsonb_agg(output ORDER BY idx) END, ${shared}
                        FROM runs GROUP BY run, ${shared} RETURNING 1)
+     SELECT count(*)::int AS n FROM ranges`,
+    [workflow, template],
+  );
+  return rows[0].n;
+}
+
+/**
+ * The items of `template` in `workflow`, claimed together by one worker (running, or finished by it), moved from
+ * `tasks` into one running range whose finished items carry their outputs and finish times.
+ */
+async function runningRange(rt: Runtime, workflow: string, template: string): Promise<number> {
+  const s = quoteIdent(rt.schema);
+  const shared = `workflow_id, template, kind, queue, priority, attempt, max_attempts, deps, dependents, deps_left, scheduled_at,
+    timeout_ms, retry, ignore_cancelled_deps, ignore_discarded_deps, ignore_deleted_deps, ignore_skipped_deps, metadata, description,
+    cancel_requested, created_at, started_at, dependents_wait`;
+  const { rows } = await rt.db.query<{ n: number }>(
+    `WITH moved AS (DELETE FROM ${s}.tasks WHERE workflow_id = $1 AND template = $2 RETURNING *),
+          ranges AS (INSERT INTO ${s}.task_ranges (lo, hi, base, first_id, args, outputs, finished_at, state, worker_id, ${shared})
+                     SELECT min(idx), max(idx) + 1, min(idx), min(id), jsonb_agg(args ORDER BY idx), jsonb_agg(output ORDER BY idx),
+                            array_agg(finalized_at ORDER BY idx), 'running', max(coalesce(worker_id, completed_by)), ${shared}
+                       FROM moved GROUP BY ${shared} RETURNING 1)
      SELECT count(*)::int AS n FROM ranges`,
     [workflow, template],
   );
@@ -136,5 +166,35 @@ describe(`a writer's lock gives ranged items rows (${backend})`, () => {
     expect(tasks.filter((t) => t.state === 'skipped').map((t) => t.name)).toEqual(['leaf[3]', 'join']);
     expect(tasks.filter((t) => t.state === 'completed').length).toBe(12);
     expect(await rt.workflow(skipped).output('leaf[11]')).toEqual({ doubled: 22 });
+  });
+
+  it("a dead worker's running range, some items finished, reads as rows would; the rescue re-runs only the unfinished", async () => {
+    const runs: number[] = [];
+    const rt = await drivenRuntime({
+      definitions: { wide: WIDE },
+      handlers: { ...handlers, leaf: async (args: { n: number }) => (runs.push(args.n), { doubled: args.n * 2 }) },
+    });
+    const s = quoteIdent(rt.schema);
+    const id = await rt.start('wide', { items });
+    // a worker that then died claimed every item and finished four
+    const claimed = await fetchTasks(rt.db, s, { queue: 'default', kinds: ['leaf'], limit: 12, workerId: 'gone', now: new Date() });
+    expect(claimed.tasks.length).toBe(12);
+    await rt.db.query(
+      `WITH done AS (UPDATE ${s}.tasks SET state = 'completed', output = jsonb_build_object('doubled', idx * 2), finalized_at = now() + idx * interval '1 ms',
+                                         worker_id = NULL, completed_by = 'gone'
+                      WHERE workflow_id = $1 AND name = ANY('{leaf[0],leaf[2],leaf[5],leaf[11]}') RETURNING 1),
+            joined AS (UPDATE ${s}.tasks SET deps_left = deps_left - (SELECT count(*) FROM done) WHERE workflow_id = $1 AND name = 'join')
+       UPDATE ${s}.workflows SET tasks_open = tasks_open - (SELECT count(*) FROM done) WHERE id = $1`,
+      [id],
+    );
+    const before = await readings(rt, id);
+    expect(await runningRange(rt, id, 'leaf')).toBe(1);
+    expect(await readings(rt, id)).toEqual(before);
+    expect((await rt.maintenance()).rescued).toBe(8);
+    expect(await count(rt, 'task_ranges', id)).toBe(0);
+    await rt.startWorker();
+    expect((await final(rt, id)).state).toBe('completed');
+    expect(runs.sort((a, b) => a - b)).toEqual([1, 3, 4, 6, 7, 8, 9, 10]);
+    expect(await rt.workflow(id).output('leaf[2]')).toEqual({ doubled: 4 });
   });
 });

@@ -2,13 +2,14 @@ import { clockNow } from '../core/context.js';
 import { errorMessage } from '../core/describe-error.js';
 import { braidOutcome } from '../core/privacy.js';
 import { endAttempt } from '../engine/end-attempt.js';
-import { forgetLostClaims, lostAttempts } from '../sql/claims.js';
+import { lockWorkflows } from '../sql/advance.js';
+import { deadRangesWorkflows, forgetLostClaims, lostAttempts } from '../sql/claims.js';
 import { LeaseLost, leaderWrite, type MaintenanceContext, type MaintenanceService } from './service.js';
 
 /**
  * Rescues attempts whose worker died (silent for `deadAfterMs`) or listed them as unrecordable: each ends as
- * a lost attempt, which runs again at once by the retry rules. A dead worker's claims go once nothing in them
- * runs for it.
+ * a lost attempt, which runs again at once by the retry rules (a dead worker's running ranges are given rows
+ * first). A dead worker's claims go once nothing in them runs for it.
  */
 export class RescuerService implements MaintenanceService {
   readonly name = 'rescued';
@@ -22,6 +23,9 @@ export class RescuerService implements MaintenanceService {
     const { db, s } = ctx;
     const deadBefore = new Date((await clockNow(ctx)).getTime() - this.deadAfterMs);
     let rescued = 0;
+    // a dead worker's running ranges first get rows (their workflows' lock gives them), where its claims find them
+    const ranged = await deadRangesWorkflows(db, s, deadBefore);
+    if (ranged.length > 0) await leaderWrite(ctx, (tx) => lockWorkflows(tx, s, ranged));
     for (const a of await lostAttempts(db, s, deadBefore)) {
       const message =
         a.why === 'dead'

@@ -74,6 +74,19 @@ export async function lostAttempts(q: Queryable, s: string, deadBefore: Date, li
   return rows;
 }
 
+/**
+ * Workflows with ranges running for a worker that stopped heartbeating (or stopped, or whose record is gone): the
+ * rescuer locks them (lockWorkflows), which gives those items rows, before it looks for the attempts to rescue.
+ */
+export async function deadRangesWorkflows(q: Queryable, s: string, deadBefore: Date, limit = 100): Promise<string[]> {
+  const { rows } = await q.query<{ workflow_id: string }>(
+    `SELECT DISTINCT r.workflow_id FROM ${s}.task_ranges r LEFT JOIN ${s}.workers w ON w.id = r.worker_id
+      WHERE r.worker_id IS NOT NULL AND (w.id IS NULL OR w.heartbeat_at < $1 OR w.stopped_at IS NOT NULL) ORDER BY 1 LIMIT $2`,
+    [deadBefore, limit],
+  );
+  return rows.map((r) => r.workflow_id);
+}
+
 /** Deletes a dead worker's claims once none of their attempts is still running for it (after rescue). */
 export async function forgetLostClaims(q: Queryable, s: string, deadBefore: Date): Promise<number> {
   const { rows } = await q.query<{ id: string }>(
