@@ -197,4 +197,25 @@ describe(`a writer's lock gives ranged items rows (${backend})`, () => {
     expect(runs.sort((a, b) => a - b)).toEqual([1, 3, 4, 6, 7, 8, 9, 10]);
     expect(await rt.workflow(id).output('leaf[2]')).toEqual({ doubled: 4 });
   });
+
+  it("a ranged item's log lines and its attempt's end through the protocol's SQL act as a row's would", async () => {
+    const rt = await drivenRuntime({ definitions: { wide: WIDE } });
+    const s = quoteIdent(rt.schema);
+    const id = await rt.start('wide', { items });
+    await fetchTasks(rt.db, s, { queue: 'default', kinds: ['leaf'], limit: 12, workerId: 'w1', now: new Date() });
+    expect(await runningRange(rt, id, 'leaf')).toBe(1);
+    const line = { workflow_id: id, task: 'leaf[1]', attempt: 1, level: 'info', source: 'handler', message: 'hello' };
+    await rt.db.query(`SELECT ${s}.log($1)`, [JSON.stringify([line])]);
+    expect((await rt.workflow(id).logs({ task: 'leaf[1]' })).lines.map((l) => l.message)).toEqual(['hello']);
+    expect(await count(rt, 'task_ranges', id)).toBe(0);
+    expect(await runningRange(rt, id, 'leaf')).toBe(1);
+    const { rows } = await rt.db.query<{ state: string }>(
+      `SELECT ${s}.end_attempt($1, 'leaf[2]', 1, 'w1', 'error', '{"message": "boom"}', NULL, now()) AS state`,
+      [id],
+    );
+    expect(rows[0].state).toBe('retryable');
+    expect(await count(rt, 'task_ranges', id)).toBe(0);
+    expect((await rt.workflow(id).task('leaf[2]')).state).toBe('retryable');
+    expect((await rt.workflow(id).task('leaf[3]')).state).toBe('running');
+  });
 });

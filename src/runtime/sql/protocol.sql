@@ -40,7 +40,22 @@ $$;
 
 -- Lines of tasks' logs, stored in the order given (ids follow it; `at` defaults to now()):
 -- [{workflow_id, task, attempt, at, level, source, message, fields}].
+-- A line of an item that has no row of its own yet (a ranged for_each item, migration 046) fails the lines' foreign
+-- key: the lines' workflows are then locked through lock_workflows(), which gives their items rows, and the lines
+-- go in again (the first try costs nothing more when every task has its row).
 CREATE OR REPLACE FUNCTION {{schema}}.log(p_lines jsonb)
+RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  BEGIN
+    PERFORM {{schema}}.insert_log_lines(p_lines);
+  EXCEPTION WHEN foreign_key_violation THEN
+    PERFORM 1 FROM {{schema}}.lock_workflows(ARRAY(SELECT DISTINCT l.workflow_id FROM jsonb_to_recordset(p_lines) AS l(workflow_id text)));
+    PERFORM {{schema}}.insert_log_lines(p_lines);
+  END;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION {{schema}}.insert_log_lines(p_lines jsonb)
 RETURNS void LANGUAGE sql VOLATILE AS $$
   INSERT INTO {{schema}}.task_logs (workflow_id, task, attempt, at, level, source, message, fields)
   SELECT l.workflow_id, l.task, l.attempt, coalesce(l.at, now()), l.level, l.source, l.message, l.fields
@@ -167,7 +182,8 @@ BEGIN
   IF p_outcome = 'snooze' AND (p_snooze_ms IS NULL OR p_snooze_ms < 0) THEN
     RAISE EXCEPTION 'end_attempt: a snooze needs p_snooze_ms >= 0' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  PERFORM 1 FROM {{schema}}.workflows WHERE id = p_workflow FOR UPDATE;
+  -- the workflow's lock every writer takes: a ranged item (migration 046) gets its row first
+  PERFORM 1 FROM {{schema}}.lock_workflows(ARRAY[p_workflow]);
   SELECT state, attempt, max_attempts, retry, cancel_requested, worker_id, started_at, deferred INTO t
     FROM {{schema}}.tasks WHERE workflow_id = p_workflow AND name = p_task FOR UPDATE;
   IF NOT FOUND OR t.state <> 'running' OR t.attempt <> p_attempt OR t.worker_id IS DISTINCT FROM p_worker THEN

@@ -1,0 +1,5 @@
+-- The worker protocol's end_attempt() locks its workflow through lock_workflows() (migration 046), so an attempt
+-- of a ranged for_each item ends as one of a row would: the item gets its row first. log() stores a line of such an
+-- item the same way: a first try that fails the lines' foreign key (the item has no row yet) locks the lines'
+-- workflows, which gives their items rows, and stores the lines again. (Issue 55.)
+-- braid:install src/runtime/sql/protocol.sql sha256:22b2f9c598fd3907
