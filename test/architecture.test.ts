@@ -55,8 +55,11 @@ const TASK_TABLE_OWNERS: Record<string, string> = {
   'src/runtime/sql/flow.ts': 'places tasks with flow control (never ranged)',
   'src/runtime/sql/insert.ts': "inserts a workflow's tasks",
   'src/runtime/sql/maintenance.ts': 'makes scheduled tasks available, deletes expired ones',
+  'src/runtime/sql/metrics.ts': 'queue depths, counted with the ranges (which it counts without expanding them)',
   'src/runtime/sql/next-due.ts': 'when the claim and maintenance (above) have work next',
+  'src/runtime/sql/pauses.ts': 'the queues with work, read with the ranges (one row per range)',
   'src/runtime/sql/protocol.ts': "renders a task's args for a worker without CEL",
+  'src/runtime/sql/ranges.ts': "a start's task rows, in one statement with its ranges (their ids in order)",
   'src/runtime/sql/retry.ts': 'resets tasks to run again',
   'src/runtime/sql/signals.ts': 'reads the keys waits read (a task with a wait is never ranged)',
   'src/runtime/sql/task-actions.ts': "an operator's action on one task",
@@ -66,7 +69,15 @@ const TASK_TABLE_OWNERS: Record<string, string> = {
 };
 /** The modules that may name task_ranges (migration 046), each with why; every other reads ranged items through task_view. */
 const RANGE_TABLE_OWNERS: Record<string, string> = {
-  'src/runtime/sql/claims.ts': "a dead worker's running ranges, given rows before its attempts are rescued",
+  'src/runtime/sql/claims.ts':
+    "a dead worker's running ranges, given rows before its attempts are rescued (a live one's, before its unknown claims are released)",
+  'src/runtime/sql/metrics.ts': "queue depths: an available range's items counted without expanding them",
+  'src/runtime/sql/next-due.ts': 'whether a range has items to claim (a worker that found nothing sleeps)',
+  'src/runtime/sql/pauses.ts': 'the queues with work to wake after a resume: one row per range',
+  'src/runtime/sql/protocol.ts': "whether the completion's pass by key must give ranged items rows first",
+  'src/runtime/sql/range-claims.ts': "the claim's split of a range's front into running ranges",
+  'src/runtime/sql/range-completions.ts': 'the completion of items in their running ranges',
+  'src/runtime/sql/ranges.ts': "a start's ranges (the insert)",
   'src/runtime/sql/waits.ts': "whether a workflow locked for a wait's evaluation has ranges to give rows",
 };
 /** The modules that lock workflow rows themselves rather than through lock_workflows(), each with why. */

@@ -7,7 +7,8 @@ import { backend, drivenRuntime, postgresUrl } from '../helpers/runtime.js';
 const MANY = `name: many
 inputs: { type: object, properties: { items: { type: array } }, required: [items] }
 tasks:
-  t: { kind: noop, for_each: "\${{ inputs.items }}" }
+  # keyed items are rows each (never ranged): this file is about the claim's cursor over rows
+  t: { kind: noop, for_each: "\${{ inputs.items }}", key: "\${{ string(item) }}" }
 `;
 
 const URGENT = 'name: urgent\ntasks:\n  t: { kind: noop, priority: 1 }\n';

@@ -25,7 +25,8 @@ export async function activateCompleted(q: Queryable, ctx: AdvanceContext, activ
 /** Finalizes workflows whose tasks are all closed but whose output is still to be evaluated. */
 export async function finalizePending(q: Queryable, ctx: AdvanceContext, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
-  await lockWorkflows(q, ctx.s, ids);
+  // it writes none of their tasks (all ended): their ranged items need no rows
+  await lockWorkflows(q, ctx.s, ids, { taskRows: false });
   await finalizeWorkflows(q, ctx, await workflowsToFinalize(q, ctx.s, ids));
 }
 

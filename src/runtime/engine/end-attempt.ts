@@ -2,6 +2,7 @@ import { braidOutcome, type Scrubbed } from '../core/privacy.js';
 import type { Queryable } from '../db/types.js';
 import { lockWorkflows } from '../sql/advance.js';
 import { type AttemptOutcome, type AttemptRef, deleteUnknownClaims, endAttemptSql, unclaim } from '../sql/attempts.js';
+import { workerRangesWorkflows } from '../sql/claims.js';
 import { advanceWorkflow } from './advance.js';
 import type { AdvanceContext } from './context.js';
 
@@ -47,6 +48,8 @@ export async function releaseLostClaims(
   claimedAt: readonly Date[],
   known: readonly string[],
 ): Promise<number> {
+  // the items of its running ranges get rows first: the claims' attempts are looked up by row
+  await lockWorkflows(q, ctx.s, await workerRangesWorkflows(q, ctx.s, workerId));
   const rows = await deleteUnknownClaims(q, ctx.s, workerId, claimedAt, known);
   await releaseTasks(
     q,

@@ -5,10 +5,12 @@ import { sealedKeyIds } from '../db/sealing.js';
 import type { Queryable } from '../db/types.js';
 import { placeWaiting } from '../sql/flow.js';
 import { type InsertExtras, insertTaskRows, insertWorkflow, markAwaited, type TaskRow } from '../sql/insert.js';
+import { insertTaskEntries } from '../sql/ranges.js';
 import { notifyTimer } from '../sql/waits.js';
 import { activateWaits } from './advance.js';
 import type { AdvanceContext } from './context.js';
 import { isDefaultRetry, readyState } from './decide.js';
+import { splitRanges } from './range-split.js';
 
 /** A task that something besides its deps holds pending: a wait, or a condition still to decide. */
 export function isHeld(t: Pick<PlanTask, 'wait' | 'when'>): boolean {
@@ -106,7 +108,10 @@ export async function insertPlan(q: Queryable, ctx: AdvanceContext, plan: Plan, 
     await markAwaited(q, s, w.id);
     return;
   }
-  await insertTaskRows(q, ctx, w.id, rows, now, { markAwaited: true });
+  // runs of alike for_each items go in as ranges (claimed and completed many at once)
+  const entries = splitRanges(rows);
+  if (entries.length < rows.length) await insertTaskEntries(q, s, w.id, entries, now, { markAwaited: true });
+  else await insertTaskRows(q, ctx, w.id, rows, now, { markAwaited: true });
   await placeFlowTasks(q, ctx.s, rows);
   const roots = plan.tasks.filter((t) => isHeld(t) && t.deps.length === 0).map((t) => t.name);
   if (roots.length > 0) await activateWaits(q, ctx, w.id, roots);

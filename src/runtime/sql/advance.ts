@@ -138,10 +138,11 @@ export async function lockWorkflows(
   q: Queryable,
   s: string,
   ids: readonly string[],
+  options: { taskRows?: boolean } = {},
 ): Promise<Map<string, { state: string; cancel_requested: boolean; attempt: number }>> {
   const { rows } = await q.query<{ id: string; state: string; cancel_requested: boolean; attempt: number }>(
-    `SELECT id, state, cancel_requested, attempt FROM ${s}.lock_workflows($1::text[])`,
-    [[...new Set(ids)]],
+    `SELECT id, state, cancel_requested, attempt FROM ${s}.lock_workflows($1::text[], $2)`,
+    [[...new Set(ids)], options.taskRows ?? true],
   );
   return new Map(rows.map((r) => [r.id, r]));
 }

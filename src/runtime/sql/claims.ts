@@ -87,6 +87,12 @@ export async function deadRangesWorkflows(q: Queryable, s: string, deadBefore: D
   return rows.map((r) => r.workflow_id);
 }
 
+/** Workflows with ranges running for this worker: a worker's path that looks its attempts up by row locks them first. */
+export async function workerRangesWorkflows(q: Queryable, s: string, workerId: string): Promise<string[]> {
+  const { rows } = await q.query<{ workflow_id: string }>(`SELECT DISTINCT workflow_id FROM ${s}.task_ranges WHERE worker_id = $1 ORDER BY 1`, [workerId]);
+  return rows.map((r) => r.workflow_id);
+}
+
 /** Deletes a dead worker's claims once none of their attempts is still running for it (after rescue). */
 export async function forgetLostClaims(q: Queryable, s: string, deadBefore: Date): Promise<number> {
   const { rows } = await q.query<{ id: string }>(

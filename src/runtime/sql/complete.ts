@@ -4,6 +4,7 @@ import { activatedSql, moveDependentsSql } from './advance-wave.js';
 import { recordClaimSql } from './claims.js';
 import { type ClaimedJson, claimedJson, decodeClaimed, depOutputsSql, type FetchedTask } from './fetch.js';
 import { pausedTaskSql } from './pauses.js';
+import { rangedCompletionSql } from './range-completions.js';
 import { finalWorkflowStateSql, heldSql } from './rules.js';
 
 export interface Completion {
@@ -178,21 +179,43 @@ async function completeBatch(
  * snapshot already sees every change their holders made: an address it looks up is the row's current one.
  */
 function completionHead(s: string, byTid: boolean, returning: string): string {
-  const tid = byTid ? `(a->>2)::tid` : `(SELECT x.ctid FROM ${s}.tasks x WHERE x.workflow_id = g.workflow_id AND x.name = a->>0)`;
-  return `WITH apart AS MATERIALIZED (
-       SELECT $4::text::jsonb AS output
-     ), items AS MATERIALIZED (
-       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, ${tid} AS tid,
-              CASE WHEN a->>4 IS NOT NULL AND $4::text IS NOT NULL THEN (SELECT output FROM apart) ELSE a->3 END AS output,
-              (a->>4)::int AS output_bytes
-         FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
-     ), done AS (
+  return `${itemsSql(s, byTid)}, done AS (
        UPDATE ${s}.tasks t
           SET state = 'completed', output = v.output, output_bytes = v.output_bytes, finalized_at = $2, worker_id = NULL, completed_by = v.worker_id
          FROM items v
         WHERE t.ctid = ANY(ARRAY(SELECT tid FROM items WHERE tid IS NOT NULL)) AND ${byTid ? 't.ctid = v.tid AND ' : ''}t.workflow_id = v.workflow_id
           AND t.name = v.name AND t.attempt = v.attempt AND t.worker_id = v.worker_id
         ${returning}`;
+}
+
+/** The batch's attempts (`items`) and the large output sent apart (`apart`). */
+function itemsSql(s: string, byTid: boolean): string {
+  // by the claim's address: a row's ("(page,item)"), or an item's in its running range (`r<lo>:<index>`, completed there: range-completions.ts)
+  const tid = byTid
+    ? `CASE WHEN left(a->>2, 1) <> 'r' THEN (a->>2)::tid END`
+    : `(SELECT x.ctid FROM ${s}.tasks x WHERE x.workflow_id = g.workflow_id AND x.name = a->>0)`;
+  const rlo = byTid ? `CASE WHEN left(a->>2, 1) = 'r' THEN split_part(substr(a->>2, 2), ':', 1)::int END` : 'NULL::int';
+  const ri = byTid ? `CASE WHEN left(a->>2, 1) = 'r' THEN split_part(a->>2, ':', 2)::int END` : 'NULL::int';
+  return `WITH apart AS MATERIALIZED (
+       SELECT $4::text::jsonb AS output
+     ), items AS MATERIALIZED (
+       SELECT g.workflow_id, g.worker_id, a->>0 AS name, (a->>1)::int AS attempt, ${tid} AS tid, ${rlo} AS rlo, ${ri} AS ri,
+              CASE WHEN a->>4 IS NOT NULL AND $4::text IS NOT NULL THEN (SELECT output FROM apart) ELSE a->3 END AS output,
+              (a->>4)::int AS output_bytes
+         FROM jsonb_to_recordset($1::jsonb) AS g(workflow_id text, worker_id text, attempts jsonb), jsonb_array_elements(g.attempts) AS a
+     )`;
+}
+
+/**
+ * A batch of items of running ranges only (each by its `r<lo>:<index>` address): no task row to look for, so the
+ * statement does not name tasks (an update of tasks opens each of its indexes, whatever it updates). Ranged items
+ * have no dependents (engine/range-split.ts); one that gained some since is left to the pass by key.
+ */
+export function rangedOnlyCompletionSql(s: string): string {
+  return `${itemsSql(s, true)}, ${rangedCompletionSql(s, 'AND cardinality(r.dependents) = 0')}, finished AS (
+       SELECT workflow_id, name FROM ranged
+     ), ${countedSql(s)}
+     SELECT ${SKIPPED_SQL}, NULL::json AS claimed, NULL::text AS claim, ${FINALIZE_SQL}, NULL::json AS activated`;
 }
 
 /**
@@ -205,20 +228,20 @@ function countedSql(s: string): string {
   const n = `((SELECT m FROM done_counts) ->> w.id)::int`;
   const inStatement = `w.tasks_open - ${n} = 0 AND w.output_template IS NULL AND w.state = 'running' AND ${finalWorkflowStateSql('w')} = 'completed'`;
   return `done_counts AS MATERIALIZED (
-       SELECT jsonb_object_agg(workflow_id, n) AS m FROM (SELECT workflow_id, count(*)::int AS n FROM done GROUP BY 1) c
+       SELECT jsonb_object_agg(workflow_id, n) AS m FROM (SELECT workflow_id, count(*)::int AS n FROM finished GROUP BY 1) c
      ), counted AS (
        UPDATE ${s}.workflows w
           SET tasks_open = w.tasks_open - ${n},
               state = CASE WHEN ${inStatement} THEN 'completed' ELSE w.state END,
               finalized_at = CASE WHEN ${inStatement} THEN $2 ELSE w.finalized_at END
-        WHERE w.id = ANY(ARRAY(SELECT DISTINCT workflow_id FROM done))
+        WHERE w.id = ANY(ARRAY(SELECT DISTINCT workflow_id FROM finished))
         RETURNING w.id, w.state, w.tasks_open
      )`;
 }
 
 /** The batch's attempts that took no effect: a set difference (no join, so no plan compares each with each). */
 const SKIPPED_SQL = `(SELECT json_agg(json_build_object('w', v.workflow_id, 'n', v.name))
-               FROM (SELECT workflow_id, name FROM items EXCEPT SELECT workflow_id, name FROM done) v) AS skipped`;
+               FROM (SELECT workflow_id, name FROM items EXCEPT SELECT workflow_id, name FROM finished) v) AS skipped`;
 const FINALIZE_SQL = `(SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND state = 'running') AS finalize`;
 
 /**
@@ -227,6 +250,8 @@ const FINALIZE_SQL = `(SELECT json_agg(id) FROM counted WHERE tasks_open = 0 AND
  */
 export function leanCompletionSql(s: string, byTid: boolean): string {
   return `${completionHead(s, byTid, 'AND cardinality(t.dependents) = 0 RETURNING t.workflow_id, t.name')}
+     ), ${rangedCompletionSql(s, 'AND cardinality(r.dependents) = 0')}, finished AS (
+       SELECT workflow_id, name FROM done UNION ALL SELECT workflow_id, name FROM ranged
      ), ${countedSql(s)}
      SELECT ${SKIPPED_SQL}, NULL::json AS claimed, NULL::text AS claim, ${FINALIZE_SQL}, NULL::json AS activated`;
 }
@@ -237,9 +262,11 @@ export function leanCompletionSql(s: string, byTid: boolean): string {
  */
 export function completionSql(s: string, byTid: boolean): string {
   return `${completionHead(s, byTid, 'RETURNING t.workflow_id, t.name, t.dependents')}
+     ), ${rangedCompletionSql(s, '')}, finished AS (
+       SELECT workflow_id, name, dependents FROM done UNION ALL SELECT workflow_id, name, dependents FROM ranged
      ), edges AS (
        SELECT d.workflow_id AS w, dep AS n, count(*)::int AS c, NULL::text AS end_state, NULL::text AS cause
-         FROM done d CROSS JOIN LATERAL unnest(d.dependents) AS dep
+         FROM finished d CROSS JOIN LATERAL unnest(d.dependents) AS dep
         WHERE cardinality(d.dependents) > 0 GROUP BY 1, 2
      ), eager AS MATERIALIZED (
        -- each dependent read by its key (a lateral look-up: no plan can scan the tasks for the edges)

@@ -4,6 +4,7 @@ import type { SignalRow, WaitEvidence } from '../wire/index.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
 import { placeWaiting } from './flow.js';
 import { workflowPausedSql } from './pauses.js';
+import { rangedClaimSql, rangedPickSql } from './range-claims.js';
 import { signalJsonSql, signalsOfJson } from './signals.js';
 import type { DeferredRow } from './task-columns.js';
 import type { TaskRecord } from './workflows.js';
@@ -132,7 +133,7 @@ export interface Fetched {
 }
 
 const CLAIMED_RETURNING = `t.workflow_id, t.name, t.template, t.kind, t.queue, t.attempt, t.max_attempts, t.args, t.deps,
-                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid AS tid`;
+                  t.dependents, t.dependents_wait, t.timeout_ms, t.start, t.deferred, t.wait_evidence, t.ctid::text AS tid`;
 
 /**
  * A one-row relation of what pauses leave a claim (braid pause): `kinds`, those of `kinds` (a text[]) whose kind is
@@ -164,17 +165,17 @@ export function fetchSql(s: string): string {
        ${pickSql(s, '>', '$3')}
      ), behind AS MATERIALIZED (
        ${pickSql(s, '<=', 'greatest($3 - (SELECT count(*) FROM ahead), 0)')}
-     ), claimed AS (
+     ), ${rangedPickSql(s)}, claimed AS (
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
-        WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM ahead UNION ALL SELECT ctid FROM behind))
+        WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM chosen WHERE ctid IS NOT NULL))
         RETURNING ${CLAIMED_RETURNING}, NULL::text AS flow_error, 0 AS ord
-     ), waiting AS MATERIALIZED (
+     ), ${rangedClaimSql(s)}, waiting AS MATERIALIZED (
        -- a scalar subquery ordered as the index is (an EXISTS would drop the order): no plan reads the table instead,
        -- as one did when its statistics said every row matched
        SELECT coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1
                          ORDER BY queue, flow_tag, id LIMIT 1), false) AS present
      ), flowed AS MATERIALIZED (
-       SELECT f.* FROM (SELECT least($7::int, $3::int - (SELECT count(*)::int FROM claimed)) AS n) r
+       SELECT f.* FROM (SELECT least($7::int, $3::int - (SELECT count(*)::int FROM chosen)) AS n) r
         CROSS JOIN LATERAL ${s}.flow_pick($1, (SELECT kinds FROM open)::text[], r.n, $5::timestamptz, false) f
         WHERE r.n > 0 AND (SELECT present FROM waiting) AND (SELECT queue_open FROM open)
      ), claimed_flow AS (
@@ -186,7 +187,7 @@ export function fetchSql(s: string): string {
           AND t.workflow_id = f.wid AND t.name = f.tname AND t.lane = 'flow'
         RETURNING ${CLAIMED_RETURNING}, f.bad AS flow_error, f.ord
      ), every_claimed AS (
-       SELECT * FROM claimed UNION ALL SELECT * FROM claimed_flow
+       SELECT * FROM claimed UNION ALL SELECT * FROM claimed_flow UNION ALL SELECT * FROM claimed_ranged
      ), recorded AS (
        ${recordClaimSql(s, 'every_claimed', '$4', '$5')}
      ), forgotten AS (
@@ -202,8 +203,7 @@ export function fetchSql(s: string): string {
               AS unplaced,
             -- the last in the queue's order, then its JSON (building one per claimed row cost 2 µs a task)
             (SELECT jsonb_build_array(p.priority, p.scheduled_at, p.id)
-               FROM (SELECT priority, scheduled_at, id FROM ahead UNION ALL SELECT priority, scheduled_at, id FROM behind
-                      ORDER BY 1 DESC, 2 DESC, 3 DESC LIMIT 1) p) AS after`;
+               FROM (SELECT priority, scheduled_at, id FROM chosen WHERE ctid IS NOT NULL ORDER BY 1 DESC, 2 DESC, 3 DESC LIMIT 1) p) AS after`;
 }
 
 /**

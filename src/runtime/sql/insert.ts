@@ -50,7 +50,7 @@ export async function insertWorkflow(
  * Marks a new workflow as awaited when some wait registered on its id before it existed; in a statement after
  * insertWorkflow's, so its snapshot shows those registrations.
  */
-const markAwaitedSql = (s: string) =>
+export const markAwaitedSql = (s: string) =>
   `UPDATE ${s}.workflows SET has_waiters = true WHERE id = $1::text AND EXISTS (SELECT 1 FROM ${s}.workflow_waiters WHERE awaited_id = $1::text)`;
 
 export async function markAwaited(q: Queryable, s: string, workflowId: string): Promise<void> {

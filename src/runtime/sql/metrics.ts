@@ -1,10 +1,16 @@
 import type { Queryable } from '../db/types.js';
 
-/** Per queue: the tasks available now, and how long the oldest of them has been due (seconds). */
+/**
+ * Per queue: the tasks available now, and how long the oldest of them has been due (seconds). An available range
+ * counts its items without expanding them (a scrape reads one row per range).
+ */
 export async function queueDepths(q: Queryable, s: string): Promise<{ queue: string; depth: number; oldest_age_s: number }[]> {
   const { rows } = await q.query<{ queue: string; depth: number; oldest_age_s: number }>(
-    `SELECT queue, count(*)::int AS depth, extract(epoch FROM now() - min(scheduled_at))::float8 AS oldest_age_s
-       FROM ${s}.task_view WHERE lane IN ('available', 'flow') GROUP BY queue`,
+    `SELECT queue, sum(n)::int AS depth, extract(epoch FROM now() - min(due))::float8 AS oldest_age_s
+       FROM (SELECT queue, 1 AS n, scheduled_at AS due FROM ${s}.tasks WHERE lane IN ('available', 'flow')
+             UNION ALL
+             SELECT queue, hi - lo, scheduled_at FROM ${s}.task_ranges WHERE state = 'available') x
+      GROUP BY queue`,
   );
   return rows;
 }

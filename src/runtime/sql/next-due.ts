@@ -31,6 +31,7 @@ export async function nextDue(q: Queryable, s: string, now: Date): Promise<Date 
 export async function anyAvailable(q: Queryable, s: string, now: Date): Promise<boolean> {
   const { rows } = await q.query<{ any: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM ${s}.tasks t WHERE lane = 'available' AND NOT ${pausedTaskSql(s, 't')})
+         OR EXISTS (SELECT 1 FROM ${s}.task_ranges r WHERE r.state = 'available' AND NOT ${pausedTaskSql(s, 'r')})
          OR EXISTS (SELECT 1 FROM (SELECT DISTINCT t.queue FROM ${s}.tasks t WHERE lane = 'flow' AND flow_parked IS NULL) q
                      CROSS JOIN LATERAL (${openSql(s, 'q.queue', `ARRAY(SELECT DISTINCT kind FROM ${s}.tasks WHERE lane = 'flow' AND queue = q.queue)`)}) o
                      CROSS JOIN LATERAL ${s}.flow_pick(q.queue, o.kinds, 1, $1, true) f WHERE o.queue_open AND f.wid IS NOT NULL) AS any`,

@@ -63,5 +63,9 @@ export async function workflowPauses(q: Queryable, s: string, workflowId: string
 
 /** Wakes the workers of every queue with work waiting (a resume is rare; which queues a kind or a name uses is not kept). */
 export async function wakeQueuesWithWork(q: Queryable, s: string, channel: string): Promise<void> {
-  await q.query(`SELECT pg_notify($1, queue) FROM (SELECT DISTINCT queue FROM ${s}.task_view WHERE lane IN ('available', 'flow')) q`, [channel]);
+  await q.query(
+    `SELECT pg_notify($1, queue) FROM (SELECT queue FROM ${s}.tasks WHERE lane IN ('available', 'flow')
+                                        UNION SELECT queue FROM ${s}.task_ranges WHERE state = 'available') q`,
+    [channel],
+  );
 }

@@ -20,6 +20,10 @@ DECLARE
   v_still jsonb;
 BEGIN
   IF p_abandoned IS NOT NULL AND jsonb_array_length(p_abandoned) > 0 THEN
+    -- an abandoned item of a running range gets its row first (the rescuer ends it by its row)
+    IF EXISTS (SELECT 1 FROM {{schema}}.task_ranges r WHERE r.worker_id = p_id) THEN
+      PERFORM 1 FROM {{schema}}.lock_workflows(ARRAY(SELECT DISTINCT a.workflow_id FROM jsonb_to_recordset(p_abandoned) AS a(workflow_id text)));
+    END IF;
     SELECT jsonb_agg(jsonb_build_object('workflow_id', a.workflow_id, 'name', a.name, 'attempt', a.attempt)) INTO v_still
       FROM jsonb_to_recordset(p_abandoned) AS a(workflow_id text, name text, attempt int)
      WHERE EXISTS (SELECT 1 FROM {{schema}}.tasks t WHERE t.workflow_id = a.workflow_id AND t.name = a.name AND t.worker_id = p_id AND t.attempt = a.attempt);
@@ -302,6 +306,8 @@ DECLARE
   r record;
   n int := 0;
 BEGIN
+  -- the items of the worker's running ranges get rows first (released by their rows)
+  PERFORM 1 FROM {{schema}}.lock_workflows(ARRAY(SELECT DISTINCT x.workflow_id FROM {{schema}}.task_ranges x WHERE x.worker_id = p_worker));
   WITH lost AS (
     DELETE FROM {{schema}}.claims WHERE worker_id = p_worker AND NOT (id = ANY(coalesce(p_known, '{}'::bigint[])))
     RETURNING workflow_ids, names

@@ -1,6 +1,6 @@
 import { PLANNER_SETTINGS } from '../db/planner.js';
 import type { Queryable } from '../db/types.js';
-import { completionSql, leanCompletionSql } from './complete.js';
+import { completionSql, leanCompletionSql, rangedOnlyCompletionSql } from './complete.js';
 import { fetchSql } from './fetch.js';
 import type { DeferredRow } from './task-columns.js';
 
@@ -70,8 +70,16 @@ RETURNS TABLE (skipped json, claimed json, claim text, finalize json, activated 
   -- the workflows' locks first, in id order, in a statement of their own: the completion's statement then takes
   -- its snapshot with them held, so the rows it looks up by key are their current versions (one taken before a
   -- wait for a lock found rows another completion had moved since, and its update skipped them)
-  PERFORM 1 FROM ${s}.workflows WHERE id = ANY(p_workflows) ORDER BY id FOR UPDATE;
-  IF p_lean AND p_by_tid THEN
+  -- (FOR NO KEY UPDATE: a claim taking items from their ranges, which holds them FOR KEY SHARE, goes on meanwhile)
+  PERFORM 1 FROM ${s}.workflows WHERE id = ANY(p_workflows) ORDER BY id FOR NO KEY UPDATE;
+  -- the pass by key reads rows: the workflows' ranged items get theirs first (the pass by address completes them in their ranges)
+  IF NOT p_by_tid AND EXISTS (SELECT 1 FROM ${s}.task_ranges r WHERE r.workflow_id = ANY(p_workflows)) THEN
+    PERFORM 1 FROM ${s}.lock_workflows(p_workflows);
+  END IF;
+  IF p_by_tid AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset(p_attempts) AS g(attempts jsonb), jsonb_array_elements(g.attempts) AS a
+                               WHERE left(a->>2, 1) IS DISTINCT FROM 'r') THEN
+    RETURN QUERY ${rangedOnlyCompletionSql(s)};
+  ELSIF p_lean AND p_by_tid THEN
     RETURN QUERY ${leanCompletionSql(s, true)};
   ELSIF p_lean THEN
     RETURN QUERY ${leanCompletionSql(s, false)};
