@@ -52,7 +52,7 @@ export interface Scenario {
   description: string;
   definitions: Record<string, string>;
   steps: Step[];
-  expect: Record<string, { state: string; tasks?: Record<string, TaskExpectation>; task_count?: number; all_tasks?: TaskExpectation }>;
+  expect: Record<string, { state: string; tasks?: Record<string, TaskExpectation>; task_count?: number; all_tasks?: TaskExpectation; task_rows?: number }>;
 }
 
 export function scenarios(): Scenario[] {
@@ -169,6 +169,11 @@ async function check(rt: Runtime, scenario: Scenario, s: string): Promise<void> 
     const tasks = await rt.workflow(id).tasks();
     if (want.task_count !== undefined) expect(tasks.length).toBe(want.task_count);
     for (const t of tasks) if (want.all_tasks) expect(t, `task ${t.name}`).toMatchObject(want.all_tasks);
+    if (want.task_rows !== undefined) {
+      // items of a for_each range have no row of their own until something gives them one (a worker's completion by key does)
+      const { rows } = await rt.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.tasks WHERE workflow_id = $1`, [id]);
+      expect(rows[0].n, `workflow ${id}'s task rows`).toBe(want.task_rows);
+    }
     const logs = (await rt.workflow(id).logs({ limit: 1000 })).lines;
     for (const [name, e] of Object.entries(want.tasks ?? {})) {
       const t = tasks.find((x) => x.name === name);

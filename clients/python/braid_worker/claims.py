@@ -29,6 +29,8 @@ class Claimed:
     wait_evidence: Any
     flow_error: str | None
     claim: str | None
+    # where the claim found it (a row's address, or an item's in its running range): its completion is looked up there
+    tid: str | None = None
 
 
 def decode(rows: list[list[Any]] | None, claim: str | None) -> list[Claimed]:
@@ -41,7 +43,7 @@ def decode(rows: list[list[Any]] | None, claim: str | None) -> list[Claimed]:
                 workflow_id=f["workflow_id"], name=f["name"], template=f["template"], kind=f["kind"], queue=f["queue"], attempt=f["attempt"],
                 max_attempts=f["max_attempts"], args=f["args"], deps=f["deps"] or [], timeout_ms=f["timeout_ms"],
                 dep_outputs=pair[0] or {}, large_deps=pair[1] or [], deferred=f["deferred"], start=f["start"],
-                wait_evidence=f["wait_evidence"], flow_error=f["flow_error"], claim=claim,
+                wait_evidence=f["wait_evidence"], flow_error=f["flow_error"], claim=claim, tid=f["tid"],
             )
         )
     return tasks

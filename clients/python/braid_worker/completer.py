@@ -10,21 +10,22 @@ from typing import Any
 
 MAX_BATCH = 500
 
-# A batch of [workflow_id, task, attempt, output] as one complete() call; raises what the call raised
-Commit = Callable[[list[tuple[str, str, int, Any]]], None]
+# A batch of [workflow_id, task, attempt, claim address, output] as one complete() call; raises what the call raised
+Item = tuple[str, str, int, str | None, Any]
+Commit = Callable[[list[Item]], None]
 
 
 class Completer:
     def __init__(self, commit: Commit) -> None:
         self._commit = commit
-        self._queue: queue.Queue[tuple[tuple[str, str, int, Any], Future[None]] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Item, Future[None]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="braid-completer", daemon=True)
         self._thread.start()
 
-    def complete(self, workflow_id: str, task: str, attempt: int, output: Any) -> None:
+    def complete(self, workflow_id: str, task: str, attempt: int, tid: str | None, output: Any) -> None:
         """Returns once the output is recorded (or the attempt no longer ran); raises what recording it raised."""
         done: Future[None] = Future()
-        self._queue.put(((workflow_id, task, attempt, output), done))
+        self._queue.put(((workflow_id, task, attempt, tid, output), done))
         done.result()
 
     def close(self, timeout: float | None = None) -> None:
@@ -52,7 +53,7 @@ class Completer:
             if closing:
                 return
 
-    def _flush(self, batch: list[tuple[tuple[str, str, int, Any], Future[None]]]) -> None:
+    def _flush(self, batch: list[tuple[Item, Future[None]]]) -> None:
         try:
             self._commit([item for item, _ in batch])
         except Exception as e:

@@ -25,7 +25,7 @@ from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
 from .claims import Claimed, decode
-from .completer import Completer
+from .completer import Completer, Item
 from .contract import problems, sealed
 from .deadline import deadline, sever
 from .errors import NonRetryableError, ProtocolMismatch, Snooze
@@ -52,6 +52,7 @@ class Context:
         self.workflow_id = task.workflow_id
         self.task = task.name
         self.attempt = task.attempt
+        self.tid = task.tid
         self.max_attempts = task.max_attempts
         self.deps = deps
         self.wait = task.wait_evidence
@@ -558,23 +559,37 @@ class Worker:
             self._end(ctx, "error", {"message": f"task \"{ctx.task}\": its output does not match its returns: {'; '.join(wrong)}",
                                      "kind": "output", "code": "output_invalid"}, None)
             return
-        self._completer.complete(ctx.workflow_id, ctx.task, ctx.attempt, output)
+        self._completer.complete(ctx.workflow_id, ctx.task, ctx.attempt, ctx.tid, output)
 
-    def _commit(self, items: list[tuple[str, str, int, Any]]) -> None:
-        """One complete() call for a batch of outputs (an attempt no longer running is skipped: nothing to do)."""
-        groups: dict[str, list[list[Any]]] = {}
-        for workflow_id, task, attempt, output in items:
-            groups.setdefault(workflow_id, []).append([task, attempt, None, output])
-        attempts = [{"workflow_id": w, "worker_id": self.id, "attempts": a} for w, a in groups.items()]
+    def _commit(self, items: list[Item]) -> None:
+        """complete() for a batch of outputs: first by the claims' addresses (an item of a running range is completed
+        there), then by key those the first call skipped (their row moved since, or their range was given rows); an
+        attempt no longer running is skipped by both: nothing to do."""
 
-        def give_up() -> None:
-            for workflow_id, task, attempt, _ in items:
+        def call(batch: list[Item], by_tid: bool) -> set[tuple[str, str]]:
+            groups: dict[str, list[list[Any]]] = {}
+            for workflow_id, task, attempt, tid, output in batch:
+                groups.setdefault(workflow_id, []).append([task, attempt, tid if by_tid else None, output])
+            attempts = [{"workflow_id": w, "worker_id": self.id, "attempts": a} for w, a in groups.items()]
+            skipped: set[tuple[str, str]] = set()
+
+            def run(c: Conn) -> None:
+                row = c.execute(f"SELECT skipped FROM {self.s}.complete(%s, now(), %s, NULL, '[]', '{{}}', NULL, %s, false)",
+                                [Jsonb(attempts), list(groups), by_tid]).fetchone()
+                for s in _first(row) or []:
+                    skipped.add((s["w"], s["n"]))
+
+            self._write(run, give_up=lambda: give_up(batch))
+            return skipped
+
+        def give_up(batch: list[Item]) -> None:
+            for workflow_id, task, attempt, _, _ in batch:
                 self._abandon_ref(workflow_id, task, attempt)
 
-        self._write(
-            lambda c: c.execute(f"SELECT skipped FROM {self.s}.complete(%s, now(), %s, NULL, '[]', '{{}}', NULL, false, false)",
-                                [Jsonb(attempts), list(groups)]),
-            give_up=give_up)
+        by_tid = all(tid is not None for _, _, _, tid, _ in items)
+        skipped = call(items, by_tid)
+        if by_tid and skipped:
+            call([i for i in items if (i[0], i[1]) in skipped], False)
 
     def _end(self, ctx: Context, outcome: str, error: dict[str, Any] | None, snooze_ms: int | None) -> None:
         self._write(
