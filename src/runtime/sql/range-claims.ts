@@ -3,15 +3,15 @@ import { workflowPausedSql } from './pauses.js';
 /**
  * The claim's part for ranges of for_each siblings (migration 046): the queue's available ranges in its order,
  * each item in its place among the rows the claim picked (a range's items share its priority and schedule, and
- * follow its ids), then each range the claim takes items from split: its front becomes a running range of the
- * worker (one row for all of them), the rest stays available. Fragments of fetchSql (sql/fetch.ts), whose
+ * follow its ids), then each range the claim takes items from split: its front goes into running ranges of the
+ * worker (a row per RUNNING_RANGE_MAX items), the rest stays available. Fragments of fetchSql (sql/fetch.ts), whose
  * parameters they read: $1 queue, $3 limit, $4 worker, $5 now.
  */
 
 /**
  * CTEs `ranges` (the available ranges of the queue, locked, in its order: each range's workflow row held FOR KEY
  * SHARE, so that lock_workflows() waits for the claim, and a range whose workflow it holds is passed over),
- * `range_items` (the front items of those ranges, as many as could be claimed) and `chosen` (the rows picked by
+ * `range_fronts` (the front items of those ranges, as many as could be claimed) and `chosen` (the rows picked by
  * `ahead` and `behind` and those items, the first $3 in the queue's order: what the claim takes).
  */
 export function rangedPickSql(s: string): string {
