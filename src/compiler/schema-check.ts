@@ -24,7 +24,7 @@ export function checkSchema(value: unknown, reporter: Reporter): void {
     return;
   }
   const validate = workflowSchemaValidator();
-  if (validate(value)) return;
+  if (validateSafely(validate, value)) return;
   const errors = validate.errors ?? [];
   const anyOfPaths = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
   for (const error of errors) {
@@ -35,6 +35,27 @@ export function checkSchema(value: unknown, reporter: Reporter): void {
     const { rule, message, at, target, hint } = describe(error, path);
     reporter.report(rule, message, { path: target ?? path, at }, hint);
   }
+}
+
+/**
+ * The schema's check of distinct list items compares objects with their own toString or valueOf (fast-deep-equal
+ * calls them): a list item `{ toString: {} }` made it throw. Such items are checked again with those keys renamed, so they
+ * are reported as what they are (not a string) at their own place.
+ */
+function validateSafely(validate: ReturnType<typeof workflowSchemaValidator>, value: unknown): boolean {
+  try {
+    return validate(value) as boolean;
+  } catch {
+    return validate(withoutOwnConversions(value)) as boolean;
+  }
+}
+
+function withoutOwnConversions(value: unknown, inList = false): unknown {
+  if (Array.isArray(value)) return value.map((v) => withoutOwnConversions(v, true));
+  if (value === null || typeof value !== 'object') return value;
+  // renamed, not dropped: two items that differ stay different
+  const renamed = (k: string) => (inList && (k === 'toString' || k === 'valueOf') ? `_${k}` : k);
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [renamed(k), withoutOwnConversions(v)]));
 }
 
 interface Described {

@@ -181,6 +181,17 @@ describe('property: the compiler never crashes, whatever it is given', () => {
     );
   });
 
+  it('a list item with its own toString or valueOf (which the check of distinct items once called) is reported where it is', () => {
+    // the counterexample the property below found: validate threw "a.toString is not a function"
+    for (const deps of ['[{}, {toString: {}}]', '[{valueOf: 1}, {valueOf: 2}]']) {
+      const result = validate([{ path: 'a.yaml', content: `name: a\ntasks:\n  a: { kind: a, deps: ${deps} }\n` }]);
+      expect(result.diagnostics.map((d) => `${d.rule} ${d.message}`)).toEqual([
+        'schema task "a": deps[0]: must be a string, not a mapping',
+        'schema task "a": deps[1]: must be a string, not a mapping',
+      ]);
+    }
+  });
+
   it('definition-shaped values with arbitrary CEL: validate never throws, and what validates compiles or fails with diagnostics for any inputs', () => {
     let compiled = 0;
     fc.assert(
