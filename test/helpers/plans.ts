@@ -4,6 +4,9 @@ export interface PlanNode {
   'Relation Name'?: string;
   'Index Name'?: string;
   'Actual Loops'?: number;
+  'Actual Rows'?: number;
+  /** A ModifyTable node's: Insert, Update, Delete. */
+  Operation?: string;
   'Rows Removed by Join Filter'?: number;
   'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];

@@ -33,24 +33,26 @@ async function planOf(tx: Queryable, name: string, mode: 'force_generic_plan' | 
 const scans = (plan: PlanNode[], table: string) => plan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === table);
 
 describe(`the claim and the completion keep their plans (${backend})`, () => {
-  it('claim: the available tasks through tasks_fetch, never a scan of the tasks table, generic or custom', async () => {
+  it('claim, items one by one and as running ranges: the available tasks through tasks_fetch, never a scan of the tasks table, generic or custom', async () => {
     const { rt, s } = await populated();
     await rt.db.transaction(async (tx) => {
-      await tx.query(`PREPARE claim(text, text[], int, text, timestamptz, bigint[], int, text[], jsonb) AS ${fetchSql(s)}`);
-      for (const mode of ['force_generic_plan', 'force_custom_plan'] as const) {
-        const plan = await planOf(
-          tx,
-          'claim',
-          mode,
-          `('default', ARRAY['noop'], 500, 'w1', now(), ARRAY[]::bigint[], 0, ARRAY['k1'], '[4, "2026-01-01T00:00:00+00:00", 7]')`,
-        );
-        expect(scans(plan, 'tasks'), mode).toEqual([]);
-        expect(
-          plan.some((n) => n['Index Name'] === 'tasks_fetch'),
-          mode,
-        ).toBe(true);
+      for (const compact of [false, true]) {
+        await tx.query(`PREPARE claim(text, text[], int, text, timestamptz, bigint[], int, text[], jsonb) AS ${fetchSql(s, compact)}`);
+        for (const mode of ['force_generic_plan', 'force_custom_plan'] as const) {
+          const plan = await planOf(
+            tx,
+            'claim',
+            mode,
+            `('default', ARRAY['noop'], 500, 'w1', now(), ARRAY[]::bigint[], 0, ARRAY['k1'], '[4, "2026-01-01T00:00:00+00:00", 7]')`,
+          );
+          expect(scans(plan, 'tasks'), `${mode}, compact ${compact}`).toEqual([]);
+          expect(
+            plan.some((n) => n['Index Name'] === 'tasks_fetch'),
+            mode,
+          ).toBe(true);
+        }
+        await tx.query('DEALLOCATE claim');
       }
-      await tx.query('DEALLOCATE claim');
     });
   });
 

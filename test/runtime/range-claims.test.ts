@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { completeTasks } from '../../src/runtime/sql/complete.js';
-import { fetchTasks } from '../../src/runtime/sql/fetch.js';
+import { type ClaimedJson, decodeClaimed, type FetchedTask, fetchTasks } from '../../src/runtime/sql/fetch.js';
 import { quoteIdent } from '../../src/runtime/sql/schema.js';
 import { backend, drivenRuntime, final } from '../helpers/runtime.js';
 
@@ -91,6 +91,53 @@ describe(`ranges claimed and completed as ranges (${backend})`, () => {
     const rest = await completeTasks(rt.db, ctx, [completion(ranged[7], 7)]);
     expect(rest.skipped).toEqual([]);
     expect(await rt.workflow(id).output('leaf[7]')).toBe(7);
+  });
+
+  it("a claim that returns its running ranges reads as the protocol's claim of each item: every field of every task, and the claim's record", async () => {
+    const def = MAP.replace('args: { n: "${{ item }}" } }', 'args: { n: "${{ item }}" }, timeout: 30s, max_attempts: 3 }');
+    const rt = await drivenRuntime({ definitions: { map: def, urgent: URGENT }, handlers: { leaf: async () => null } });
+    const s = quoteIdent(rt.schema);
+    const varied = Array.from({ length: 150 }, (_, n) => [{ deep: { n, s: 'é"\\' } }, `s${n}`, null, [n, true]][n % 4]);
+    const id = await rt.start('map', { items: varied });
+    await rt.start('urgent', {});
+    class Rollback {
+      constructor(readonly value: { tasks: FetchedTask[]; names: string[] }) {}
+    }
+    // each way in a transaction rolled back, so both claim the same queue: 130 items split into three running ranges
+    const claim = async (take: (tx: Parameters<Parameters<typeof rt.db.transaction>[0]>[0]) => Promise<FetchedTask[]>) => {
+      try {
+        await rt.db.transaction(async (tx) => {
+          const tasks = await take(tx);
+          const names = (await tx.query<{ names: string[] }>(`SELECT names FROM ${s}.claims`)).rows[0].names;
+          throw new Rollback({ tasks, names });
+        });
+      } catch (e) {
+        if (e instanceof Rollback) return e.value;
+        throw e;
+      }
+      throw new Error('not rolled back');
+    };
+    const compact = await claim(
+      async (tx) => (await fetchTasks(tx, s, { queue: 'default', kinds: ['leaf'], limit: 131, workerId: 'w1', now: new Date(0) })).tasks,
+    );
+    const oneByOne = await claim(async (tx) => {
+      const { rows } = await tx.query<{ tasks: ClaimedJson[]; ranges: unknown }>(
+        `SELECT tasks, ranges FROM ${s}.claim('default', '{leaf}', 131, 'w1', $1, '{}', 0, NULL, NULL)`,
+        [new Date(0)],
+      );
+      expect(rows[0].ranges).toBeNull();
+      return decodeClaimed(rows[0].tasks);
+    });
+    expect(compact.tasks).toHaveLength(131);
+    expect(compact.tasks.filter((t) => t.workflow_id === id).map((t) => t.args)).toEqual(varied.slice(0, 130).map((n) => ({ n })));
+    // (a row's address is where its claimed version went, which differs between the two rolled-back claims)
+    const byName = (tasks: FetchedTask[]) =>
+      tasks
+        .map((t) => ({ ...t, tid: t.tid.startsWith('r') ? t.tid : 'a row' }))
+        .sort((a, b) => a.name.localeCompare(b.name) || a.workflow_id.localeCompare(b.workflow_id));
+    expect(byName(compact.tasks)).toStrictEqual(byName(oneByOne.tasks));
+    expect([...compact.names].sort()).toEqual([...oneByOne.names].sort());
+    expect(new Set(compact.tasks.map((t) => t.tid)).size).toBe(131);
   });
 
   it('a paused queue or workflow holds its ranges as it holds rows', async () => {

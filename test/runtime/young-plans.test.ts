@@ -14,6 +14,9 @@ tasks:
   leaf: { kind: noop, deps: [root], for_each: "\${{ inputs.items }}" }
 `;
 const ONE = 'name: one\ntasks:\n  t: { kind: other }\n';
+/** Items nothing depends on: written as ranges, claimed as running ranges. */
+const MAP =
+  'name: map\ninputs: { type: object, properties: { items: { type: array } }, required: [items] }\ntasks:\n  leaf: { kind: leaf, for_each: "${{ inputs.items }}" }\n';
 
 /** What a plan node read past what it kept: rows its filters removed, over all its loops. */
 function removed(n: PlanNode): number {
@@ -37,24 +40,28 @@ async function explained(tx: Queryable, execute: string): Promise<PlanNode> {
  */
 describe(`statements planned while the tables were tiny stay keyed (${backend})`, () => {
   it('claim, completion of a fan-out, of one-task workflows, lean and whole: no table read whole, no filter past the batch', async () => {
-    const rt = await drivenRuntime({ definitions: { fan: FAN, one: ONE } });
+    const rt = await drivenRuntime({ definitions: { fan: FAN, one: ONE, map: MAP } });
     const s = `"${rt.schema}"`;
     await rt.start('one', {});
     await rt.db.transaction(async (tx) => {
       for (const [name, value] of Object.entries(PLANNER_SETTINGS)) await tx.query(`SET LOCAL ${name} = ${value}`);
       await tx.query(`PREPARE young_claim(text, text[], int, text, timestamptz, bigint[], int, text[], jsonb) AS ${fetchSql(s)}`);
+      await tx.query(`PREPARE young_claim_ranges(text, text[], int, text, timestamptz, bigint[], int, text[], jsonb) AS ${fetchSql(s, true)}`);
       for (const byTid of [true, false]) {
         await tx.query(`PREPARE young_lean_${byTid}(jsonb, timestamptz, text[], text) AS ${leanCompletionSql(s, byTid)}`);
         await tx.query(`PREPARE young_whole_${byTid}(jsonb, timestamptz, text[], text, jsonb, text[], text) AS ${completionSql(s, byTid)}`);
       }
       // the generic plans are made at the first execution: on a deployment of one workflow
       await tx.query(`EXECUTE young_claim('default', ARRAY['none'], 1, 'w0', now(), ARRAY[]::bigint[], 1, NULL, NULL)`);
+      await tx.query(`EXECUTE young_claim_ranges('default', ARRAY['none'], 1, 'w0', now(), ARRAY[]::bigint[], 1, NULL, NULL)`);
       for (const byTid of [true, false]) {
         await tx.query(`EXECUTE young_lean_${byTid}('[]', now(), ARRAY[]::text[], NULL)`);
         await tx.query(`EXECUTE young_whole_${byTid}('[]', now(), ARRAY[]::text[], NULL, '[]', ARRAY[]::text[], 'w0')`);
       }
       // then it grows: a fan-out of 2 x BATCH, BATCH one-task workflows, and 20 x BATCH other tasks
       const fan = await rt.start('fan', { items: Array.from({ length: 2 * BATCH }, (_, n) => n) }, { tx });
+      // (before the one-task workflows: its items come first in the queue's order, so the claim below takes them)
+      await rt.start('map', { items: Array.from({ length: 4 * BATCH }, (_, n) => n) }, { tx });
       for (let n = 0; n < 3; n++)
         await rt.startMany(
           'one',
@@ -77,7 +84,16 @@ describe(`statements planned while the tables were tiny stay keyed (${backend})`
       const oneBatch: [string, string, string][] = ones.map((o) => [o.workflow_id, 't', o.tid]);
       const plans: Record<string, PlanNode> = {
         claim: await explained(tx, `young_claim('default', ARRAY['other'], ${BATCH}, 'w2', now(), ARRAY[]::bigint[], ${BATCH}, NULL, NULL)`),
+        'claim, as running ranges': await explained(
+          tx,
+          `young_claim_ranges('default', ARRAY['other', 'leaf'], ${BATCH}, 'w3', now(), ARRAY[]::bigint[], ${BATCH}, NULL, NULL)`,
+        ),
       };
+      // (that claim took ranged items: it wrote running ranges)
+      const split = nodes(plans['claim, as running ranges']).find(
+        (n) => n['Node Type'] === 'ModifyTable' && n.Operation === 'Insert' && n['Relation Name'] === 'task_ranges',
+      );
+      expect(split?.['Actual Rows']).toBeGreaterThan(0);
       for (const byTid of [true, false]) {
         plans[`whole, a fan-out of ${2 * BATCH}, by tid ${byTid}`] = await explained(
           tx,
@@ -99,7 +115,10 @@ describe(`statements planned while the tables were tiny stay keyed (${backend})`
           {
             // (a branch never executed, as a pause's look when nothing is paused, reads nothing)
             whole: nodes(plan)
-              .filter((n) => n['Node Type'] === 'Seq Scan' && ['tasks', 'workflows'].includes(n['Relation Name'] ?? '') && (n['Actual Loops'] ?? 0) > 0)
+              .filter(
+                (n) =>
+                  n['Node Type'] === 'Seq Scan' && ['tasks', 'workflows', 'task_ranges'].includes(n['Relation Name'] ?? '') && (n['Actual Loops'] ?? 0) > 0,
+              )
               .map((n) => n['Relation Name']),
             withinBatch: Math.max(0, ...nodes(plan).map(removed)) <= 2 * BATCH,
           },

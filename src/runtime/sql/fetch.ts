@@ -4,7 +4,7 @@ import type { SignalRow, WaitEvidence } from '../wire/index.js';
 import { forgetClaimsSql, recordClaimSql } from './claims.js';
 import { placeWaiting } from './flow.js';
 import { workflowPausedSql } from './pauses.js';
-import { rangedClaimSql, rangedPickSql } from './range-claims.js';
+import { rangedClaimSql, rangedPickSql, rangesJsonSql } from './range-claims.js';
 import { signalJsonSql, signalsOfJson } from './signals.js';
 import type { DeferredRow } from './task-columns.js';
 import type { TaskRecord } from './workflows.js';
@@ -120,6 +120,47 @@ export function decodeClaimed(rows: ClaimedJson[] | null): FetchedTask[] {
   return tasks;
 }
 
+/** A claim's running range as rangesJsonSql writes it: workflow, template, lo, hi, kind, queue, attempt, max_attempts, timeout_ms, args. */
+type RangeJson = [string, string, number, number, string, string, number, number, number | null, unknown[]];
+
+/** The items of a claim's running ranges, each as the claimed task a row of it would be (decodeClaimed's). */
+export function decodeRanges(ranges: RangeJson[] | null, into: FetchedTask[]): FetchedTask[] {
+  if (ranges === null) return into;
+  for (const range of ranges) {
+    const [workflow_id, template, lo, hi, kind, queue, attempt, max_attempts, timeout_ms, args] = range;
+    // the privacy room's marks hold for every item of the range (a ranged item holds no sealed value: belt and braces)
+    const opened = secretsIn(range);
+    const missing = missingKeysIn(range);
+    for (let i = lo; i < hi; i++) {
+      const task: FetchedTask = {
+        workflow_id,
+        name: `${template}[${i}]`,
+        template,
+        kind,
+        queue,
+        attempt,
+        max_attempts,
+        args: args[i - lo],
+        deps: [],
+        dependents: [],
+        dependents_wait: false,
+        timeout_ms,
+        start: null,
+        tid: `r${lo}:${i}`,
+        dep_outputs: null,
+        deferred: null,
+        wait_evidence: null,
+        flow_error: null,
+        wait_signals: null,
+      };
+      if (opened) markSecrets(task, opened);
+      if (missing) task.missing_keys = [...missing].sort();
+      into.push(task);
+    }
+  }
+  return into;
+}
+
 /** A fetch's claimed attempts, and the claim that records them (null when it claimed nothing). */
 export interface Fetched {
   tasks: FetchedTask[];
@@ -145,6 +186,9 @@ export function openSql(s: string, queue: string, kinds: string): string {
               NOT EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'queue' AND p.target = ${queue}) AS queue_open`;
 }
 
+/** What a compact claim records: its rows' names and its ranged items' (not among every_claimed's rows). */
+const EVERY_CLAIMED_NAME = '(SELECT workflow_id, name FROM every_claimed UNION ALL SELECT workflow_id, name FROM claimed_ranged) n';
+
 /**
  * The claim (fetchTasks): $1 queue, $2 kinds, $3 limit, $4 worker, $5 now, $6 claims to forget, $7 the limit
  * for tasks with flow control, $8 the ids of the data keys the worker was given (null: no look at keys, as a
@@ -156,9 +200,10 @@ export function openSql(s: string, queue: string, kinds: string): string {
  * task of the queue again, its cost growing with the queue. Only when the tasks after $9 run short does it go on
  * from the start (tasks that became available before that point); the worker also starts from the start once a
  * second (keeps the order's promise for a task of a higher priority or an earlier schedule in a busy queue).
- * Exported for the plan-regression test.
+ * `compact` (the TypeScript worker's claims): the items taken from ranges come back as their running ranges
+ * (`ranges`, decodeRanges), not in `tasks`. Exported for the plan-regression test.
  */
-export function fetchSql(s: string): string {
+export function fetchSql(s: string, compact = false): string {
   return `WITH open AS MATERIALIZED (
        ${openSql(s, '$1', '$2::text[]')}
      ), ahead AS MATERIALIZED (
@@ -169,7 +214,7 @@ export function fetchSql(s: string): string {
        UPDATE ${s}.tasks t SET state = 'running', attempt = t.attempt + 1, started_at = $5, worker_id = $4
         WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM chosen WHERE ctid IS NOT NULL))
         RETURNING ${CLAIMED_RETURNING}, NULL::text AS flow_error, 0 AS ord
-     ), ${rangedClaimSql(s)}, waiting AS MATERIALIZED (
+     ), ${rangedClaimSql(s, compact)}, waiting AS MATERIALIZED (
        -- a scalar subquery ordered as the index is (an EXISTS would drop the order): no plan reads the table instead,
        -- as one did when its statistics said every row matched
        SELECT coalesce((SELECT true FROM ${s}.tasks WHERE lane = 'flow' AND flow_parked IS NULL AND queue = $1
@@ -187,9 +232,9 @@ export function fetchSql(s: string): string {
           AND t.workflow_id = f.wid AND t.name = f.tname AND t.lane = 'flow'
         RETURNING ${CLAIMED_RETURNING}, f.bad AS flow_error, f.ord
      ), every_claimed AS (
-       SELECT * FROM claimed UNION ALL SELECT * FROM claimed_flow UNION ALL SELECT * FROM claimed_ranged
+       SELECT * FROM claimed UNION ALL SELECT * FROM claimed_flow${compact ? '' : ' UNION ALL SELECT * FROM claimed_ranged'}
      ), recorded AS (
-       ${recordClaimSql(s, 'every_claimed', '$4', '$5')}
+       ${recordClaimSql(s, compact ? EVERY_CLAIMED_NAME : 'every_claimed', '$4', '$5')}
      ), forgotten AS (
        ${forgetClaimsSql(s, '$6', '$4')}
      )
@@ -203,7 +248,8 @@ export function fetchSql(s: string): string {
               AS unplaced,
             -- the last in the queue's order, then its JSON (building one per claimed row cost 2 µs a task)
             (SELECT jsonb_build_array(p.priority, p.scheduled_at, p.id)
-               FROM (SELECT priority, scheduled_at, id FROM chosen WHERE ctid IS NOT NULL ORDER BY 1 DESC, 2 DESC, 3 DESC LIMIT 1) p) AS after`;
+               FROM (SELECT priority, scheduled_at, id FROM chosen WHERE ctid IS NOT NULL ORDER BY 1 DESC, 2 DESC, 3 DESC LIMIT 1) p) AS after,
+            ${compact ? rangesJsonSql : 'NULL::json'} AS ranges`;
 }
 
 /**
@@ -250,8 +296,15 @@ export async function fetchTasks(
   },
 ): Promise<Fetched> {
   // one JSON value for the whole batch: one parse, rather than a type parser per column of every row
-  const { rows } = await q.query<{ tasks: ClaimedJson[] | null; claim: string | null; wake_at: Date | null; unplaced: boolean | null; after: string | null }>(
-    `SELECT tasks, claim, wake_at, unplaced, after::text FROM ${s}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+  const { rows } = await q.query<{
+    tasks: ClaimedJson[] | null;
+    claim: string | null;
+    wake_at: Date | null;
+    unplaced: boolean | null;
+    after: string | null;
+    ranges: RangeJson[] | null;
+  }>(
+    `SELECT tasks, claim, wake_at, unplaced, after::text, ranges FROM ${s}.claim($1, $2, $3, $4, $5, $6, $7, $8, $9, true)`,
     [p.queue, p.kinds, p.limit, p.workerId, p.now, p.forget ?? [], p.flowLimit ?? 0, p.keys ?? null, p.after ?? null],
     // a row with a value of a data key this worker lacks is decoded still, marked: the executor gives it back
     { prepare: true, keepUnopened: true },
@@ -261,7 +314,7 @@ export async function fetchTasks(
   // updated the same rows); a failure leaves them for the next claim to place (this claim has its tasks already)
   if (r?.unplaced) await placeWaiting(q, s, p.queue).catch(() => undefined);
   return {
-    tasks: decodeClaimed(r?.tasks ?? null),
+    tasks: decodeRanges(r?.ranges ?? null, decodeClaimed(r?.tasks ?? null)),
     claim: r?.claim ?? null,
     wakeAt: r?.wake_at ? new Date(r.wake_at) : null,
     unplaced: r?.unplaced === true,

@@ -58,9 +58,14 @@ export function generatedProtocolSql(s: string): string {
 #variable_conflict use_column
 BEGIN`;
   return `CREATE OR REPLACE FUNCTION ${s}.claim(p_queue text, p_kinds text[], p_limit int, p_worker text, p_now timestamptz, p_forget bigint[],
-                                       p_flow_limit int, p_keys text[] DEFAULT NULL, p_after jsonb DEFAULT NULL)
-RETURNS TABLE (tasks json, claim text, wake_at timestamptz, unplaced boolean, after jsonb) ${head}
-  RETURN QUERY ${fetchSql(s)};
+                                       p_flow_limit int, p_keys text[] DEFAULT NULL, p_after jsonb DEFAULT NULL, p_ranges boolean DEFAULT false)
+RETURNS TABLE (tasks json, claim text, wake_at timestamptz, unplaced boolean, after jsonb, ranges json) ${head}
+  -- p_ranges: the items taken from ranges come back as their running ranges (ranges), not one by one in tasks
+  IF p_ranges THEN
+    RETURN QUERY ${fetchSql(s, true)};
+  ELSE
+    RETURN QUERY ${fetchSql(s)};
+  END IF;
 END
 $fn$;
 

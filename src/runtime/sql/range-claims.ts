@@ -47,13 +47,16 @@ const COPIED = `kind, queue, priority, max_attempts, deps, dependents, deps_left
 export const RUNNING_RANGE_MAX = 64;
 
 /**
- * CTEs that take the chosen items from their ranges, and `claimed_ranged`: those items as claimed (the columns of
- * a claimed row; their `tid` is `r<lo>:<index>`: their running range's key and their index, which the completion
- * finds them by). A range taken in part moves its front (lo) past the items, one taken whole goes; the items go
- * into running ranges of the worker, RUNNING_RANGE_MAX items each, with their own args (`cut`: the claimed part of
- * the args, read once). The insert reads the update's and the delete's rows, so the keys it reuses are free by then.
+ * CTEs that take the chosen items from their ranges, and `claimed_ranged`: those items as claimed, by name
+ * (`workflow_id`, `name`, for the claim's record), and with `compact` false also with the columns of a claimed row
+ * (their `tid` is `r<lo>:<index>`: their running range's key and their index, which the completion finds them by).
+ * With `compact` the statement returns the running ranges themselves (rangesJsonSql), one entry each, which the
+ * worker reads as their items (decodeRanges): no item is made a row, in SQL or in JSON. A range taken in part moves
+ * its front (lo) past the items, one taken whole goes; the items go into running ranges of the worker,
+ * RUNNING_RANGE_MAX items each, with their own args (`cut`: the claimed part of the args, read once). The insert
+ * reads the update's and the delete's rows, so the keys it reuses are free by then.
  */
-export function rangedClaimSql(s: string): string {
+export function rangedClaimSql(s: string, compact: boolean): string {
   const copied = COPIED.split(',')
     .map((c) => `(x.r).${c.trim()}`)
     .join(', ');
@@ -83,9 +86,22 @@ export function rangedClaimSql(s: string): string {
               ${copied}
          FROM cut x CROSS JOIN LATERAL generate_series(x.from_lo, x.to_hi - 1, ${n}) AS c(lo)
        RETURNING n
-     ), claimed_ranged AS (
+     ), claimed_ranged AS (${
+       compact
+         ? `
+       SELECT (x.r).workflow_id, (x.r).template || '[' || i || ']' AS name FROM split x(r) CROSS JOIN LATERAL generate_series((x.r).lo, (x.r).hi - 1) AS i`
+         : `
        SELECT i.workflow_id, i.name, i.template, i.kind, i.queue, i.attempt, i.max_attempts, i.args, i.deps, i.dependents, i.dependents_wait,
               i.timeout_ms, i.start, i.deferred, i.wait_evidence, 'r' || (x.r).lo || ':' || i.idx AS tid, NULL::text AS flow_error, 0 AS ord
-         FROM split x(r) CROSS JOIN LATERAL ${s}.range_items(x.r, (x.r).lo, (x.r).hi) i
+         FROM split x(r) CROSS JOIN LATERAL ${s}.range_items(x.r, (x.r).lo, (x.r).hi) i`
+     }
      )`;
 }
+
+/**
+ * The claim's running ranges as one JSON array, an entry each: RANGE_FIELDS in their order (decodeRanges reads
+ * them). A ranged item holds no deps, dependents, wait, deferred args, child workflow or sealed value
+ * (engine/range-split.ts), so its range's columns and its args are all a claimed item is.
+ */
+export const rangesJsonSql = `(SELECT json_agg(json_build_array((x.r).workflow_id, (x.r).template, (x.r).lo, (x.r).hi, (x.r).kind, (x.r).queue,
+                                     (x.r).attempt, (x.r).max_attempts, (x.r).timeout_ms, (x.r).args)) FROM split x(r))`;
