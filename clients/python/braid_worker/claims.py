@@ -47,3 +47,25 @@ def decode(rows: list[list[Any]] | None, claim: str | None) -> list[Claimed]:
             )
         )
     return tasks
+
+
+# docs/protocol.md, "claim" with ranges: the order of a running range's fields
+RANGE_FIELDS = ("workflow_id", "template", "lo", "hi", "kind", "queue", "attempt", "max_attempts", "timeout_ms", "args")
+
+
+def decode_ranges(ranges: list[list[Any]] | None, claim: str | None) -> list[Claimed]:
+    """The items of a claim's running ranges, each as the claimed task the claim would have listed one by one."""
+    tasks = []
+    for entry in ranges or []:
+        r = dict(zip(RANGE_FIELDS, entry))
+        lo, template = r["lo"], r["template"]
+        for i in range(lo, r["hi"]):
+            tasks.append(
+                Claimed(
+                    workflow_id=r["workflow_id"], name=f"{template}[{i}]", template=template, kind=r["kind"], queue=r["queue"],
+                    attempt=r["attempt"], max_attempts=r["max_attempts"], args=r["args"][i - lo], deps=[], timeout_ms=r["timeout_ms"],
+                    dep_outputs={}, large_deps=[], deferred=None, start=None, wait_evidence=None, flow_error=None, claim=claim,
+                    tid=f"r{lo}:{i}",
+                )
+            )
+    return tasks

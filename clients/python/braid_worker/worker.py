@@ -24,7 +24,7 @@ import psycopg
 from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
-from .claims import Claimed, decode
+from .claims import Claimed, decode, decode_ranges
 from .completer import Completer, Item
 from .contract import problems, sealed
 from .deadline import deadline, sever
@@ -308,7 +308,8 @@ class Worker:
                 self._from_start_at = time.monotonic()
             try:
                 with deadline(c, self.call_deadline):
-                    row = c.execute(f"SELECT tasks, claim, unplaced, after FROM {self.s}.claim(%s, %s, %s, %s, now(), %s, %s, NULL, %s)",
+                    # (ranged items as their running ranges: no row or JSON array made per item)
+                    row = c.execute(f"SELECT tasks, claim, unplaced, after, ranges FROM {self.s}.claim(%s, %s, %s, %s, now(), %s, %s, NULL, %s, true)",
                                     [self.queue, sorted(self.handlers), free, self.id, forget, free,
                                      None if after is None else Jsonb(after)]).fetchone()
             finally:
@@ -327,14 +328,14 @@ class Worker:
             self._claim_failing = False
         if row is None:
             return []
-        tasks, claim, unplaced, self._after = row
+        tasks, claim, unplaced, self._after, ranges = row
         if unplaced:
             try:
                 with deadline(c, self.call_deadline):
                     c.execute(f"SELECT {self.s}.flow_tag_waiting(%s, 5000)", [self.queue])
             except psycopg.Error:
                 pass  # the next claim places them
-        claimed = decode(tasks, claim)
+        claimed = decode(tasks, claim) + decode_ranges(ranges, claim)
         # each attempt keeps its own context: a task claimed again (its earlier attempt rescued while its handler still
         # ran here) is another attempt, which the earlier one's end must not take out of the running set
         pairs = [(t, Context(self, t, {})) for t in claimed]
