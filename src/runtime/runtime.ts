@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import type { CompileOptions } from '../compiler/instantiate.js';
 import type { RawSource } from '../compiler/parse.js';
 import type { Plan } from '../compiler/plan.js';
@@ -8,7 +7,7 @@ import { UserOps } from './access/users.js';
 import { type ActorOptions, auditStarts, namedActor } from './core/actor.js';
 import { checkInputSearch } from './core/sensitive-search.js';
 import { assertStorable } from './core/storable.js';
-import { createPostgres } from './db/postgres.js';
+import { givenDatabase } from './db/given-database.js';
 import { useDataKeys } from './db/sealing.js';
 import { type Database, inTransaction, type TxOption } from './db/types.js';
 import { inFlightVersions } from './deploys/in-flight.js';
@@ -89,17 +88,9 @@ export class Runtime {
   readonly id = workerId();
 
   constructor(private readonly options: RuntimeOptions) {
-    const given = options.database;
-    // a pool is told from an adapter by shape, not class: the application's pg may be another copy than braid's
-    const adapter = typeof given === 'object' && 'kind' in given && typeof (given as Database).transaction === 'function';
-    this.ownsDatabase = !adapter;
-    const bounds = { statementTimeoutMs: options.statementTimeoutMs };
-    this.db =
-      typeof given === 'string'
-        ? createPostgres({ connectionString: given, ...bounds })
-        : adapter
-          ? (given as Database)
-          : createPostgres({ pool: given as pg.Pool, ...bounds });
+    const { db, owned } = givenDatabase(options.database, { statementTimeoutMs: options.statementTimeoutMs });
+    this.db = db;
+    this.ownsDatabase = owned;
     this.schema = options.schema ?? DEFAULT_SCHEMA;
     this.s = quoteIdent(this.schema);
     this.definitions = new DefinitionCache(this.s);

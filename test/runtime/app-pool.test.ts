@@ -96,3 +96,13 @@ describe.runIf(backend === 'postgres')('braid inside an application: its pg.Pool
     await expect(rt.db.query('SELECT 1')).rejects.toThrow();
   });
 });
+
+describe('createRuntime called from JavaScript without a usable database', () => {
+  it('says what database it takes, whatever was given instead, rather than failing deep inside', () => {
+    for (const database of [undefined, null, 42, {}, { options: {} }, () => undefined]) {
+      expect(() => createRuntime({ database } as unknown as Parameters<typeof createRuntime>[0]), String(database)).toThrow(
+        /createRuntime: `database` must be a connection string, a pg\.Pool or an adapter/,
+      );
+    }
+  });
+});
