@@ -131,6 +131,7 @@ export function decodeRanges(ranges: RangeJson[] | null, into: FetchedTask[]): F
     // the privacy room's marks hold for every item of the range (a ranged item holds no sealed value: belt and braces)
     const opened = secretsIn(range);
     const missing = missingKeysIn(range);
+    const missingKeys = missing && [...missing].sort();
     for (let i = lo; i < hi; i++) {
       const task: FetchedTask = {
         workflow_id,
@@ -154,7 +155,7 @@ export function decodeRanges(ranges: RangeJson[] | null, into: FetchedTask[]): F
         wait_signals: null,
       };
       if (opened) markSecrets(task, opened);
-      if (missing) task.missing_keys = [...missing].sort();
+      if (missingKeys) task.missing_keys = [...missingKeys];
       into.push(task);
     }
   }
