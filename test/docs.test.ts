@@ -24,6 +24,7 @@ const PAGES = [
   'http-api.md',
   'typescript-api.md',
   'performance.md',
+  'scaling.md',
   'architecture.md',
   'protocol.md',
 ];
