@@ -89,7 +89,6 @@ export class Liveness {
     // a block worth an on-call's attention: half of dead-after (a short one is a GC pause or a busy machine)
     if (blocked < Math.max(1000, this.o.heartbeatIntervalMs, this.o.abandonAfterMs / 2)) return;
     const running = this.o.running();
-    const what = running.length === 0 ? '' : ` (running: ${running.slice(0, 3).join(', ')}${running.length > 3 ? `, and ${running.length - 3} more` : ''})`;
     const kept = this.thread
       ? this.lastThreadBeat > now - blocked
         ? '; the liveness thread kept this worker alive'
@@ -98,6 +97,15 @@ export class Liveness {
         ? `; past dead after (${seconds(this.o.abandonAfterMs)}) the others may have taken ` +
           `this worker's attempts (the embedded database has no liveness thread)`
         : '';
+    if (running.length === 0) {
+      // no handler to blame: braid's own work, the embedded database's (it runs on this thread) or a paused process
+      this.o.log.info(
+        `the event loop was blocked for ${seconds(blocked)} with no handler running (the embedded database runs its queries on ` +
+          `this thread; a paused process or an overloaded machine stops it too)${kept}`,
+      );
+      return;
+    }
+    const what = ` (running: ${running.slice(0, 3).join(', ')}${running.length > 3 ? `, and ${running.length - 3} more` : ''})`;
     this.o.log.warn(
       `the event loop was blocked for ${seconds(blocked)}${what}: a handler doing synchronous work holds up every other attempt of this worker${kept}`,
     );
