@@ -251,6 +251,39 @@ describe.runIf(runBrowser)(`the web UI in a real browser (${backend})`, () => {
     expect(JSON.stringify(status.tasks.find((t) => t.name === 'approve')!.wait!.evidence)).toContain('ok');
   }, 60_000);
 
+  it('callback links asked for while the panel is drawn again show in the panel drawn since', async () => {
+    const id = await cli(['start', 'sign_off']);
+    await page.goto(`${dev.url}/workflows/${id}?selected=approve`);
+    await page.locator('tr[data-term="ok"]').waitFor({ timeout: 20_000 });
+    // the links' answer is held until the panel has been drawn again (as a live update draws it)
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let asked: () => void = () => undefined;
+    const askedFor = new Promise<void>((r) => {
+      asked = r;
+    });
+    const links = `**/api/workflows/${id}/tasks/approve/callbacks/ok`;
+    await page.route(links, async (route) => {
+      asked();
+      await held;
+      await route.continue();
+    });
+    try {
+      await page.locator('[data-testid="show-links-ok"]').click();
+      await askedFor;
+      await page.locator('g.node[data-task="draft"]').click();
+      await page.locator('g.node[data-task="approve"]').click();
+      await page.locator('[data-testid="show-links-ok"]').waitFor();
+      release();
+      await page.locator('[data-testid="links-ok"] a').waitFor({ timeout: 15_000 });
+    } finally {
+      release();
+      await page.unroute(links);
+    }
+  });
+
   it("the task panel shows a task's output stream live, while its handler still writes it", async () => {
     const id = await cli(['start', 'talk']);
     await page.goto(`${dev.url}/workflows/${id}?selected=say`);

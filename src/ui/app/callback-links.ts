@@ -19,7 +19,9 @@ export function callbackLinks(workflowId: string, task: Task): HTMLElement | nul
     { class: 'callback-links', 'data-testid': 'callback-links' },
     h('h4', {}, 'Callback links'),
     terms.map((term) => {
-      const key = `${workflowId}\u0000${task.name}\u0000${term.name}`;
+      // no NUL in the key: a selector cannot match one (CSS reads it as U+FFFD), so a panel drawn again while the
+      // links loaded never got them
+      const key = JSON.stringify([workflowId, task.name, term.name]);
       const list = h('ul', { 'data-testid': `links-${term.name}`, 'data-links': key });
       const known = shown.get(key);
       if (known) list.replaceChildren(...known());
