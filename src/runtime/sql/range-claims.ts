@@ -100,8 +100,9 @@ export function rangedClaimSql(s: string, compact: boolean): string {
 
 /**
  * The claim's running ranges as one JSON array, an entry each, its fields in the order of docs/protocol.md's
- * `ranges` (decodeRanges in sql/fetch.ts reads them). A ranged item holds no deps, dependents, wait, deferred args, child workflow or sealed value
- * (engine/range-split.ts), so its range's columns and its args are all a claimed item is.
+ * `ranges` (decodeRanges in sql/fetch.ts reads them). A ranged item holds no deps, dependents, wait, deferred
+ * args, child workflow or sealed value (engine/range-split.ts), so its range's columns and its args are all a
+ * claimed item is.
  */
 export const rangesJsonSql = `(SELECT json_agg(json_build_array((x.r).workflow_id, (x.r).template, (x.r).lo, (x.r).hi, (x.r).kind, (x.r).queue,
                                      (x.r).attempt, (x.r).max_attempts, (x.r).timeout_ms, (x.r).args)) FROM split x(r))`;
